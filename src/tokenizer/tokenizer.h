@@ -1,0 +1,69 @@
+// Tokenizer: byte-level BPE (GGUF tokenizer model "gpt2") built from a GGUF vocabulary, with the
+// pre-tokenizer split rules of the common pre-tokenizer types, special/control tokens and the
+// BOS/EOS rules from metadata. Semantics follow llama.cpp's llama_tokenize/llama_token_to_piece
+// so token ids match it exactly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace lazyattn::loader {
+class GgufFile;
+}
+
+namespace lazyattn::tokenizer {
+
+using TokenId = int32_t;
+
+// GGUF tokenizer.ggml.token_type values.
+enum class TokenType : int32_t {
+    kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
+};
+
+class Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+    static Expected<std::unique_ptr<Tokenizer>> from_gguf(const loader::GgufFile& file);
+
+    // add_special: add BOS (and EOS) as the metadata says (tokenizer.ggml.add_bos_token, ...).
+    // parse_special: text spelling a special/control token ("<|im_start|>") becomes that token;
+    // otherwise it is tokenized as plain text.
+    virtual std::vector<TokenId> encode(std::string_view text, bool add_special,
+                                        bool parse_special) const = 0;
+    // The bytes of one token (may be an incomplete UTF-8 sequence). Control tokens give "" unless
+    // render_special.
+    virtual std::string token_to_piece(TokenId id, bool render_special) const = 0;
+    std::string decode(const std::vector<TokenId>& ids, bool render_special = false) const;
+
+    virtual int32_t vocab_size() const = 0;
+    virtual TokenId bos_id() const = 0;   // -1 if none
+    virtual TokenId eos_id() const = 0;   // -1 if none
+    virtual bool add_bos() const = 0;
+    // End of generation: EOS, EOT, <|im_end|>, <|eot_id|> and the like.
+    virtual bool is_end_of_generation(TokenId id) const = 0;
+    virtual std::optional<TokenId> find_token(std::string_view text) const = 0;
+    virtual std::string pre_type() const = 0;  // tokenizer.ggml.pre
+};
+
+// Turns a stream of token ids into text, holding back the bytes of a UTF-8 character split
+// across tokens until it is complete (so streamed output never contains broken characters).
+class StreamDecoder {
+public:
+    explicit StreamDecoder(const Tokenizer& tok, bool render_special = false)
+        : tok_(tok), render_special_(render_special) {}
+    std::string push(TokenId id);   // the complete text this token finished, possibly ""
+    std::string flush();            // whatever is held back (invalid bytes as U+FFFD)
+
+private:
+    const Tokenizer& tok_;
+    bool render_special_;
+    std::string pending_;
+};
+
+}  // namespace lazyattn::tokenizer
