@@ -1,0 +1,61 @@
+// The CPU backend: OpenBLAS for GEMMs (its own threads, sized to ours), our thread pool for the
+// rest. Only one step runs at a time, so the two never compete.
+#include <cblas.h>
+
+#include <thread>
+
+#include "backend/backend.h"
+#include "backends/cpu/attention_cpu.h"
+#include "backends/cpu/elementwise_cpu.h"
+#include "core/thread_pool.h"
+
+namespace lazyattn::backends::cpu {
+namespace {
+
+class CpuBackend final : public backend::Backend {
+public:
+    explicit CpuBackend(int num_threads) : pool_(num_threads) {
+        openblas_set_num_threads(pool_.num_threads());
+    }
+    std::string name() const override { return "cpu"; }
+    int num_threads() const override { return pool_.num_threads(); }
+
+    void rmsnorm(const float* x, const float* w, float* out, int64_t rows, int64_t dim,
+                 float eps) override {
+        cpu::rmsnorm(x, w, out, rows, dim, eps, pool_);
+    }
+    void matmul(const kernels::MatmulParams& p) override {
+        if (p.num_rows == 1) {
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, int(p.out_dim), int(p.in_dim), 1.0f, p.w,
+                        int(p.in_dim), p.x, 1, 0.0f, p.y, 1);
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(p.num_rows), int(p.out_dim),
+                        int(p.in_dim), 1.0f, p.x, int(p.in_dim), p.w, int(p.in_dim), 0.0f, p.y,
+                        int(p.out_dim));
+        }
+        if (p.bias != nullptr) {
+            for (int64_t r = 0; r < p.num_rows; ++r) add_inplace(p.y + r * p.out_dim, p.bias, p.out_dim);
+        }
+    }
+    void swiglu(const float* gate, const float* up, float* out, int64_t n) override {
+        cpu::swiglu(gate, up, out, n, pool_);
+    }
+    void add_inplace(float* x, const float* y, int64_t n) override { cpu::add_inplace(x, y, n); }
+    void rope_apply(const kernels::RopeApplyParams& p) override { cpu::rope_apply(p, pool_); }
+    void attention(const kernels::AttentionParams& p) override { cpu::attention(p, pool_); }
+
+private:
+    ThreadPool pool_;
+};
+
+}  // namespace
+}  // namespace lazyattn::backends::cpu
+
+namespace lazyattn::backend {
+
+std::unique_ptr<Backend> make_cpu_backend(int num_threads) {
+    if (num_threads <= 0) num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    return std::make_unique<backends::cpu::CpuBackend>(num_threads);
+}
+
+}  // namespace lazyattn::backend

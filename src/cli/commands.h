@@ -1,0 +1,35 @@
+// The subcommands of the lazyattn binary. Each fills its options struct from the command line in
+// main and returns the process exit code (0 ok, 1 run-time error, 2 bad arguments).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/sampling_params.h"
+
+namespace lazyattn::cli {
+
+struct CommonOptions {
+    std::string model_path;
+    int32_t num_threads = 0;  // 0: all hardware threads
+};
+
+struct GenerateOptions {
+    CommonOptions common;
+    std::string prompt;
+    bool chat = false;
+    std::string system;
+    std::string chat_template;  // "" = from the model file
+    int32_t max_tokens = 128;
+    engine::SamplingParams sampling;
+    std::vector<std::string> stop;
+    bool ignore_eos = false;
+    bool json = false;
+    int32_t kv_cache_mb = 512;
+};
+
+int run_generate(const GenerateOptions& options);
+int run_info(const CommonOptions& options);
+
+}  // namespace lazyattn::cli

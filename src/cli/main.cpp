@@ -1,0 +1,56 @@
+// The lazyattn binary: parses the command line into each command's options struct (the only
+// place configuration is read) and runs it. Bad arguments print usage and exit with code 2.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace {
+
+void add_common(CLI::App* cmd, lazyattn::cli::CommonOptions& o) {
+    cmd->add_option("--model", o.model_path, "GGUF model file (default: the embedded SmolLM2-135M)");
+    cmd->add_option("--threads", o.num_threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace lazyattn::cli;
+    CLI::App app{"lazyattn: a RAG inference engine with position-agnostic document KV caching"};
+    app.require_subcommand(1);
+
+    GenerateOptions gen;
+    CLI::App* g = app.add_subcommand("generate", "generate text for one prompt");
+    add_common(g, gen.common);
+    g->add_option("--prompt", gen.prompt, "the prompt text")->required();
+    g->add_flag("--chat", gen.chat, "wrap the prompt in the model's chat template");
+    g->add_option("--system", gen.system, "system message (with --chat)");
+    g->add_option("--chat-template", gen.chat_template, "chat template to use: chatml | llama3")
+        ->check(CLI::IsMember({"chatml", "llama3"}));
+    g->add_option("--max-tokens", gen.max_tokens, "tokens to generate at most")->check(CLI::NonNegativeNumber);
+    g->add_option("--temperature", gen.sampling.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
+    g->add_option("--top-k", gen.sampling.top_k, "0 = off")->check(CLI::NonNegativeNumber);
+    g->add_option("--top-p", gen.sampling.top_p, "1 = off")->check(CLI::Range(0.0, 1.0));
+    g->add_option("--min-p", gen.sampling.min_p, "0 = off")->check(CLI::Range(0.0, 1.0));
+    g->add_option("--repeat-penalty", gen.sampling.repetition_penalty, "1 = off")->check(CLI::PositiveNumber);
+    g->add_option("--seed", gen.sampling.seed, "random seed");
+    g->add_option("--stop", gen.stop, "stop string (repeatable)");
+    g->add_flag("--ignore-eos", gen.ignore_eos, "keep generating past end-of-generation tokens");
+    g->add_flag("--json", gen.json, "print one JSON object instead of streaming text");
+    g->add_option("--kv-cache-mb", gen.kv_cache_mb, "KV cache pool size in MiB")->check(CLI::PositiveNumber);
+
+    CommonOptions info;
+    CLI::App* i = app.add_subcommand("info", "print the model description");
+    add_common(i, info);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : 2;
+    }
+    if (g->parsed()) return run_generate(gen);
+    if (i->parsed()) return run_info(info);
+    return 2;
+}

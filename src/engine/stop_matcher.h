@@ -1,0 +1,27 @@
+// StopMatcher: finds stop strings in streamed text. It releases text only once no stop string
+// can still begin inside it, so a stop string split across tokens never leaks to the client.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lazyattn::engine {
+
+class StopMatcher {
+public:
+    explicit StopMatcher(std::vector<std::string> stops);
+
+    // Appends new text; returns the text that is now safe to emit. After a stop string is seen,
+    // stopped() is true and the text before it has been emitted.
+    std::string push(const std::string& text);
+    // The held-back remainder at the end of generation (no stop string was completed).
+    std::string flush();
+    bool stopped() const { return stopped_; }
+
+private:
+    std::vector<std::string> stops_;
+    std::string pending_;
+    bool stopped_ = false;
+};
+
+}  // namespace lazyattn::engine

@@ -1,0 +1,60 @@
+// Parameters of the paged attention kernels (prefill and decode are the same op: a sequence
+// brings any number of query rows). Positions are logical; every KV span carries where it sits
+// in the request (logical_start) and where its keys were rotated when stored (stored_base).
+// See docs/design.md for the derivation.
+#pragma once
+
+#include <cstdint>
+
+namespace lazyattn::kernels {
+
+// One contiguous run of cached tokens a sequence reads, in whole blocks.
+struct AttentionSpan {
+    int32_t block_offset;   // index into AttentionParams::block_ids of the span's first block
+    int32_t num_tokens;     // true tokens; padding slots in the last block are never read
+    int32_t logical_start;  // logical position of the span's token 0 in this request
+    int32_t stored_base;    // position its keys were rotated at when written (lazy-k: unused)
+};
+
+// One sequence of the batch: its query rows and the spans it attends to.
+struct AttentionSeq {
+    int32_t query_start;  // first row of q/out belonging to this sequence
+    int32_t num_queries;
+    int32_t span_begin;   // spans[span_begin, span_end)
+    int32_t span_end;
+};
+
+// How the kernel applies RoPE. Keys are stored either rotated (at stored_base + i: modes lazy,
+// block-attn, prefix, none) or raw (lazy-k). Queries always arrive raw and are rotated by the
+// kernel: to p - delta per span when keys are rotated, to p when the kernel rotates keys too.
+struct RopeParams {
+    const float* inv_freq;  // [rotary_dims / 2] frequency per pair (scaling already applied)
+    int32_t rotary_dims;    // dims [0, rotary_dims) rotate; the rest pass through
+    bool neox;              // pairs (i, i + rotary_dims/2) instead of (2i, 2i+1)
+    float position_scale;   // linear RoPE scaling: angle = pos * position_scale * inv_freq
+    // Optional precomputed (cos, sin) per position and pair, [table_positions, rotary_dims/2, 2],
+    // the same angles as above; positions outside [0, table_positions) are computed directly.
+    const float* cos_sin_table;
+    int32_t table_positions;
+};
+
+struct AttentionParams {
+    const float* q;           // [num_rows, num_heads, head_dim], unrotated
+    const int32_t* q_pos;     // [num_rows] logical position of each query row
+    float* out;               // [num_rows, num_heads, head_dim]
+    const float* k_cache;     // [num_blocks, num_kv_heads, block_size, head_dim]
+    const float* v_cache;     // [num_blocks, num_kv_heads, block_size, head_dim]
+    const int32_t* block_ids; // referenced by spans
+    const AttentionSpan* spans;
+    const AttentionSeq* seqs; // [num_seqs]
+    int32_t num_seqs;
+    int32_t num_heads;
+    int32_t num_kv_heads;
+    int32_t head_dim;
+    int32_t block_size;
+    float scale;              // usually 1/sqrt(head_dim)
+    RopeParams rope;
+    bool keys_rotated;        // false: lazy-k (kernel rotates each key to its logical position)
+};
+
+}  // namespace lazyattn::kernels

@@ -1,0 +1,126 @@
+#include "kernels/ref/reference_ops.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace lazyattn::kernels::ref {
+
+void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps) {
+    for (int64_t r = 0; r < num_rows; ++r) {
+        const float* xr = x + r * dim;
+        double sum = 0.0;
+        for (int64_t i = 0; i < dim; ++i) sum += double(xr[i]) * xr[i];
+        const double inv = 1.0 / std::sqrt(sum / double(dim) + eps);
+        for (int64_t i = 0; i < dim; ++i) out[r * dim + i] = float(xr[i] * inv * weight[i]);
+    }
+}
+
+void matmul(const float* x, const float* w, const float* bias, float* y, int64_t num_rows,
+            int64_t in_dim, int64_t out_dim) {
+    for (int64_t r = 0; r < num_rows; ++r) {
+        for (int64_t o = 0; o < out_dim; ++o) {
+            double acc = bias ? bias[o] : 0.0;
+            for (int64_t i = 0; i < in_dim; ++i) acc += double(x[r * in_dim + i]) * w[o * in_dim + i];
+            y[r * out_dim + o] = float(acc);
+        }
+    }
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const double g = gate[i];
+        out[i] = float(g / (1.0 + std::exp(-g)) * up[i]);
+    }
+}
+
+void rope_rotate(const float* in, float* out, double position, int32_t head_dim, const RopeParams& rope) {
+    const int32_t half = rope.rotary_dims / 2;
+    for (int32_t i = 0; i < head_dim; ++i) out[i] = in[i];
+    for (int32_t i = 0; i < half; ++i) {
+        const double angle = position * rope.position_scale * double(rope.inv_freq[i]);
+        const double c = std::cos(angle), s = std::sin(angle);
+        const int32_t a = rope.neox ? i : 2 * i;
+        const int32_t b = rope.neox ? i + half : 2 * i + 1;
+        const double x0 = in[a], x1 = in[b];
+        out[a] = float(x0 * c - x1 * s);
+        out[b] = float(x0 * s + x1 * c);
+    }
+}
+
+void rope_apply(const RopeApplyParams& p) {
+    std::vector<float> tmp(p.head_dim);
+    for (int32_t r = 0; r < p.num_rows; ++r) {
+        for (int32_t h = 0; h < p.num_heads; ++h) {
+            float* x = p.x + (int64_t(r) * p.num_heads + h) * p.head_dim;
+            rope_rotate(x, tmp.data(), p.positions[r], p.head_dim, p.rope);
+            for (int32_t i = 0; i < p.head_dim; ++i) x[i] = tmp[i];
+        }
+    }
+}
+
+namespace {
+
+// Pointer to the key (or value) vector of token `t` of a span for kv head `kvh`.
+const float* cache_row(const float* cache, const AttentionParams& p, const AttentionSpan& span,
+                       int32_t t, int32_t kvh) {
+    const int32_t block = p.block_ids[span.block_offset + t / p.block_size];
+    const int32_t slot = t % p.block_size;
+    return cache + ((int64_t(block) * p.num_kv_heads + kvh) * p.block_size + slot) * p.head_dim;
+}
+
+}  // namespace
+
+void attention(const AttentionParams& p) {
+    const int32_t d = p.head_dim;
+    const int32_t group = p.num_heads / p.num_kv_heads;
+    std::vector<float> qrot(d), krot(d);
+    std::vector<double> scores, acc(d);
+    for (int32_t s = 0; s < p.num_seqs; ++s) {
+        const AttentionSeq& seq = p.seqs[s];
+        for (int32_t qi = 0; qi < seq.num_queries; ++qi) {
+            const int32_t row = seq.query_start + qi;
+            const int32_t pos = p.q_pos[row];
+            for (int32_t h = 0; h < p.num_heads; ++h) {
+                const int32_t kvh = h / group;
+                const float* q = p.q + (int64_t(row) * p.num_heads + h) * d;
+                // Pass 1: scores of every visible key.
+                scores.clear();
+                double max_score = -std::numeric_limits<double>::infinity();
+                for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+                    const AttentionSpan& span = p.spans[si];
+                    const int32_t delta = span.logical_start - span.stored_base;
+                    rope_rotate(q, qrot.data(), p.keys_rotated ? pos - delta : pos, d, p.rope);
+                    for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
+                        const float* k = cache_row(p.k_cache, p, span, t, kvh);
+                        if (!p.keys_rotated) {
+                            rope_rotate(k, krot.data(), span.logical_start + t, d, p.rope);
+                            k = krot.data();
+                        }
+                        double dot = 0.0;
+                        for (int32_t i = 0; i < d; ++i) dot += double(qrot[i]) * k[i];
+                        scores.push_back(dot * p.scale);
+                        if (scores.back() > max_score) max_score = scores.back();
+                    }
+                }
+                // Pass 2: softmax-weighted sum of values, in the same key order.
+                double denom = 0.0;
+                for (double& sc : scores) denom += (sc = std::exp(sc - max_score));
+                std::fill(acc.begin(), acc.end(), 0.0);
+                size_t k_index = 0;
+                for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+                    const AttentionSpan& span = p.spans[si];
+                    for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
+                        const float* v = cache_row(p.v_cache, p, span, t, kvh);
+                        const double w = scores[k_index++] / denom;
+                        for (int32_t i = 0; i < d; ++i) acc[i] += w * v[i];
+                    }
+                }
+                float* out = p.out + (int64_t(row) * p.num_heads + h) * d;
+                for (int32_t i = 0; i < d; ++i) out[i] = scores.empty() ? 0.0f : float(acc[i]);
+            }
+        }
+    }
+}
+
+}  // namespace lazyattn::kernels::ref

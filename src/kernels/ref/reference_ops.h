@@ -1,0 +1,30 @@
+// Scalar reference implementations: slow, obvious, computed in double where it helps. These are
+// the truth every optimized kernel is tested against; nothing on a hot path calls them.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/params/attention_params.h"
+#include "kernels/params/rope_params.h"
+
+namespace lazyattn::kernels::ref {
+
+// out[r, :] = x[r, :] / rms(x[r, :]) * weight; rms over `dim`, eps inside the root.
+void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps);
+
+// y[r, o] = sum_i x[r, i] * w[o, i] (+ bias[o]); w is [out_dim, in_dim] row-major.
+void matmul(const float* x, const float* w, const float* bias, float* y, int64_t num_rows,
+            int64_t in_dim, int64_t out_dim);
+
+// out = silu(gate) * up, elementwise over n.
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+// Rotates one head vector (head_dim floats) to `position`, reading `in`, writing `out`.
+void rope_rotate(const float* in, float* out, double position, int32_t head_dim, const RopeParams& rope);
+
+void rope_apply(const RopeApplyParams& p);
+
+// Paged attention with per-span RoPE offsets, two-pass softmax in double.
+void attention(const AttentionParams& p);
+
+}  // namespace lazyattn::kernels::ref

@@ -1,0 +1,46 @@
+#include "model/forward_batch.h"
+
+#include <string>
+
+namespace lazyattn::model {
+
+Status ForwardBatch::validate(int32_t num_blocks, int32_t block_size, int32_t vocab_size) const {
+    const size_t n = token_ids.size();
+    if (positions.size() != n || store_positions.size() != n || slot_mapping.size() != n) {
+        return internal_error("forward batch: per-row arrays differ in length");
+    }
+    for (size_t r = 0; r < n; ++r) {
+        if (token_ids[r] < 0 || token_ids[r] >= vocab_size) {
+            return invalid_argument("token id " + std::to_string(token_ids[r]) + " outside the vocabulary");
+        }
+        if (slot_mapping[r] < 0 || slot_mapping[r] >= num_blocks * block_size) {
+            return internal_error("forward batch: slot out of range");
+        }
+        if (positions[r] < 0) return internal_error("forward batch: negative position");
+    }
+    for (int32_t b : block_ids) {
+        if (b < 0 || b >= num_blocks) return internal_error("forward batch: block id out of range");
+    }
+    int32_t covered = 0;
+    for (const auto& seq : seqs) {
+        if (seq.query_start != covered || seq.num_queries < 0 || seq.span_begin < 0 ||
+            seq.span_end < seq.span_begin || seq.span_end > int32_t(spans.size())) {
+            return internal_error("forward batch: sequence ranges inconsistent");
+        }
+        covered += seq.num_queries;
+    }
+    if (covered != int32_t(n)) return internal_error("forward batch: sequences do not cover the rows");
+    for (const auto& span : spans) {
+        const int32_t num_span_blocks = (span.num_tokens + block_size - 1) / block_size;
+        if (span.num_tokens < 0 || span.block_offset < 0 ||
+            span.block_offset + num_span_blocks > int32_t(block_ids.size())) {
+            return internal_error("forward batch: span exceeds its block list");
+        }
+    }
+    for (int32_t r : logit_rows) {
+        if (r < 0 || r >= int32_t(n)) return internal_error("forward batch: logit row out of range");
+    }
+    return {};
+}
+
+}  // namespace lazyattn::model

@@ -1,0 +1,30 @@
+// ForwardBatch: the plan of one forward step, built once per step by the engine and handed to
+// every layer. Tokens of all sequences are flattened into rows; each sequence names the KV spans
+// it attends to (see kernels/params/attention_params.h). No global forward context exists.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "kernels/params/attention_params.h"
+
+namespace lazyattn::model {
+
+struct ForwardBatch {
+    std::vector<int32_t> token_ids;        // [num_rows]
+    std::vector<int32_t> positions;        // [num_rows] logical position of each query
+    std::vector<int32_t> store_positions;  // [num_rows] position its key is rotated at when stored
+    std::vector<int32_t> slot_mapping;     // [num_rows] block * block_size + offset of its K/V
+    std::vector<int32_t> block_ids;        // referenced by spans
+    std::vector<kernels::AttentionSpan> spans;
+    std::vector<kernels::AttentionSeq> seqs;
+    std::vector<int32_t> logit_rows;       // rows whose logits the step returns, in that order
+    bool keys_rotated = true;              // false for lazy-k: keys are stored raw
+
+    int32_t num_rows() const { return int32_t(token_ids.size()); }
+    // Checks every index against the pool and the model (a bad plan must never reach a kernel).
+    Status validate(int32_t num_blocks, int32_t block_size, int32_t vocab_size) const;
+};
+
+}  // namespace lazyattn::model

@@ -1,0 +1,135 @@
+#include "model/model.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace lazyattn::model {
+
+Expected<std::unique_ptr<Model>> Model::load(const std::string& path, backend::Backend* backend) {
+    std::unique_ptr<Model> m(new Model());
+    m->backend_ = backend;
+    LA_ASSIGN_OR_RETURN(m->file_, loader::GgufFile::open(path));
+    LA_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(*m->file_));
+    LA_RETURN_IF_ERROR(m->config_.validate());
+    LA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_));
+    m->init_rope();
+    return m;
+}
+
+void Model::init_rope() {
+    const RopeConfig& rc = config_.rope;
+    const int32_t half = rc.num_rotary_dims / 2;
+    inv_freq_.resize(half);
+    for (int32_t i = 0; i < half; ++i) {
+        double f = std::pow(double(rc.freq_base), -2.0 * i / double(rc.num_rotary_dims));
+        if (!rc.freq_factors.empty()) f /= rc.freq_factors[i];
+        inv_freq_[i] = float(f);
+    }
+    // Angles are computed in double from the float frequencies, so table and direct computation
+    // (used past the table's end) agree exactly.
+    const int32_t num_positions = config_.context_length;
+    cos_sin_table_.resize(int64_t(num_positions) * half * 2);
+    for (int32_t p = 0; p < num_positions; ++p) {
+        for (int32_t i = 0; i < half; ++i) {
+            const double angle = double(p) * rc.linear_scale * double(inv_freq_[i]);
+            cos_sin_table_[(int64_t(p) * half + i) * 2] = float(std::cos(angle));
+            cos_sin_table_[(int64_t(p) * half + i) * 2 + 1] = float(std::sin(angle));
+        }
+    }
+    rope_.inv_freq = inv_freq_.data();
+    rope_.rotary_dims = rc.num_rotary_dims;
+    rope_.neox = rc.pairing == RopePairing::kNeox;
+    rope_.position_scale = rc.linear_scale;
+    rope_.cos_sin_table = cos_sin_table_.data();
+    rope_.table_positions = num_positions;
+}
+
+Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<float>* logits) {
+    const kv::KvShape& shape = kv.shape();
+    if (shape.num_layers != config_.num_layers || shape.num_kv_heads != config_.num_kv_heads ||
+        shape.head_dim != config_.head_dim) {
+        return internal_error("KV storage shape does not match the model");
+    }
+    LA_RETURN_IF_ERROR(batch.validate(shape.num_blocks, shape.block_size, config_.vocab_size));
+    const int32_t n = batch.num_rows();
+    const int64_t hidden = config_.hidden_dim;
+    const int64_t q_dim = int64_t(config_.num_heads) * config_.head_dim;
+    const int64_t kv_dim = int64_t(config_.num_kv_heads) * config_.head_dim;
+    x_.resize(n * hidden);
+    h_.resize(n * std::max<int64_t>(hidden, config_.ffn_dim));
+    q_.resize(n * q_dim);
+    attn_.resize(n * q_dim);
+    k_.resize(n * kv_dim);
+    v_.resize(n * kv_dim);
+    gate_.resize(n * config_.ffn_dim);
+    up_.resize(n * config_.ffn_dim);
+
+    for (int32_t r = 0; r < n; ++r) {
+        std::memcpy(x_.data() + r * hidden, weights_.token_embd.data() + int64_t(batch.token_ids[r]) * hidden,
+                    sizeof(float) * hidden);
+    }
+    for (int32_t l = 0; l < config_.num_layers; ++l) run_layer(l, batch, kv, n);
+
+    // Final norm and LM head, only for the rows whose logits are wanted.
+    const int64_t num_out = int64_t(batch.logit_rows.size());
+    std::vector<float> gathered(num_out * hidden), normed(num_out * hidden);
+    for (int64_t i = 0; i < num_out; ++i) {
+        std::memcpy(gathered.data() + i * hidden, x_.data() + int64_t(batch.logit_rows[i]) * hidden,
+                    sizeof(float) * hidden);
+    }
+    backend_->rmsnorm(gathered.data(), weights_.output_norm.data(), normed.data(), num_out, hidden,
+                      config_.norm_eps);
+    logits->resize(num_out * config_.vocab_size);
+    if (num_out > 0) {
+        backend_->matmul({normed.data(), weights_.lm_head_weights(), nullptr, logits->data(), num_out,
+                          hidden, config_.vocab_size});
+    }
+    return {};
+}
+
+void Model::run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n) {
+    const LayerWeights& w = weights_.layers[layer];
+    const int64_t hidden = config_.hidden_dim;
+    backend::Backend& be = *backend_;
+
+    be.rmsnorm(x_.data(), w.attn_norm.data(), h_.data(), n, hidden, config_.norm_eps);
+    be.matmul(w.wq.params(h_.data(), q_.data(), n));
+    be.matmul(w.wk.params(h_.data(), k_.data(), n));
+    be.matmul(w.wv.params(h_.data(), v_.data(), n));
+    if (batch.keys_rotated) {
+        be.rope_apply({k_.data(), batch.store_positions.data(), n, config_.num_kv_heads,
+                       config_.head_dim, rope_});
+    }
+    kv.store(layer, k_.data(), v_.data(), batch.slot_mapping.data(), n);
+
+    kernels::AttentionParams ap{};
+    ap.q = q_.data();
+    ap.q_pos = batch.positions.data();
+    ap.out = attn_.data();
+    ap.k_cache = kv.k(layer);
+    ap.v_cache = kv.v(layer);
+    ap.block_ids = batch.block_ids.data();
+    ap.spans = batch.spans.data();
+    ap.seqs = batch.seqs.data();
+    ap.num_seqs = int32_t(batch.seqs.size());
+    ap.num_heads = config_.num_heads;
+    ap.num_kv_heads = config_.num_kv_heads;
+    ap.head_dim = config_.head_dim;
+    ap.block_size = kv.shape().block_size;
+    ap.scale = 1.0f / std::sqrt(float(config_.head_dim));
+    ap.rope = rope_;
+    ap.keys_rotated = batch.keys_rotated;
+    be.attention(ap);
+
+    be.matmul(w.wo.params(attn_.data(), h_.data(), n));
+    be.add_inplace(x_.data(), h_.data(), int64_t(n) * hidden);
+
+    be.rmsnorm(x_.data(), w.ffn_norm.data(), h_.data(), n, hidden, config_.norm_eps);
+    be.matmul(w.w_gate.params(h_.data(), gate_.data(), n));
+    be.matmul(w.w_up.params(h_.data(), up_.data(), n));
+    be.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * config_.ffn_dim);
+    be.matmul(w.w_down.params(gate_.data(), h_.data(), n));
+    be.add_inplace(x_.data(), h_.data(), int64_t(n) * hidden);
+}
+
+}  // namespace lazyattn::model

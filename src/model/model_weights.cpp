@@ -1,0 +1,72 @@
+#include "model/model_weights.h"
+
+#include <string>
+
+#include "loader/dequantize.h"
+#include "loader/gguf_file.h"
+
+namespace lazyattn::model {
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& dims) {
+    std::string s = "[";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+    return s + "]";
+}
+
+// Dequantizes tensor `name`, which must have exactly `dims` (ggml order).
+Expected<std::vector<float>> read_tensor(const loader::GgufFile& file, const std::string& name,
+                                         const std::vector<int64_t>& dims) {
+    const loader::GgufTensorInfo* info = file.find_tensor(name);
+    if (info == nullptr) return not_found("tensor '" + name + "' is missing from the model file");
+    std::vector<int64_t> have = info->dims;
+    while (have.size() > dims.size() && have.back() == 1) have.pop_back();
+    if (have != dims) {
+        return corrupt("tensor '" + name + "' has shape " + shape_string(info->dims) + ", expected " +
+                       shape_string(dims));
+    }
+    std::vector<float> out(info->num_elements);
+    LA_RETURN_IF_ERROR(loader::dequantize_row(info->type, file.tensor_data(*info), out.data(),
+                                              info->num_elements));
+    return out;
+}
+
+Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& prefix, int64_t in_dim,
+                             int64_t out_dim, bool with_bias) {
+    Linear lin;
+    lin.in_dim = in_dim;
+    lin.out_dim = out_dim;
+    LA_ASSIGN_OR_RETURN(lin.w, read_tensor(file, prefix + ".weight", {in_dim, out_dim}));
+    if (with_bias) LA_ASSIGN_OR_RETURN(lin.bias, read_tensor(file, prefix + ".bias", {out_dim}));
+    return lin;
+}
+
+}  // namespace
+
+Expected<ModelWeights> load_weights(const loader::GgufFile& file, const ModelConfig& c) {
+    ModelWeights w;
+    const int64_t hidden = c.hidden_dim, q_dim = int64_t(c.num_heads) * c.head_dim,
+                  kv_dim = int64_t(c.num_kv_heads) * c.head_dim;
+    LA_ASSIGN_OR_RETURN(w.token_embd, read_tensor(file, "token_embd.weight", {hidden, c.vocab_size}));
+    LA_ASSIGN_OR_RETURN(w.output_norm, read_tensor(file, "output_norm.weight", {hidden}));
+    if (!c.tied_embeddings) {
+        LA_ASSIGN_OR_RETURN(w.lm_head, read_linear(file, "output", hidden, c.vocab_size, false));
+    }
+    w.layers.resize(c.num_layers);
+    for (int32_t l = 0; l < c.num_layers; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        LayerWeights& lw = w.layers[l];
+        LA_ASSIGN_OR_RETURN(lw.attn_norm, read_tensor(file, p + "attn_norm.weight", {hidden}));
+        LA_ASSIGN_OR_RETURN(lw.ffn_norm, read_tensor(file, p + "ffn_norm.weight", {hidden}));
+        LA_ASSIGN_OR_RETURN(lw.wq, read_linear(file, p + "attn_q", hidden, q_dim, c.qkv_bias));
+        LA_ASSIGN_OR_RETURN(lw.wk, read_linear(file, p + "attn_k", hidden, kv_dim, c.qkv_bias));
+        LA_ASSIGN_OR_RETURN(lw.wv, read_linear(file, p + "attn_v", hidden, kv_dim, c.qkv_bias));
+        LA_ASSIGN_OR_RETURN(lw.wo, read_linear(file, p + "attn_output", q_dim, hidden, false));
+        LA_ASSIGN_OR_RETURN(lw.w_gate, read_linear(file, p + "ffn_gate", hidden, c.ffn_dim, false));
+        LA_ASSIGN_OR_RETURN(lw.w_up, read_linear(file, p + "ffn_up", hidden, c.ffn_dim, false));
+        LA_ASSIGN_OR_RETURN(lw.w_down, read_linear(file, p + "ffn_down", c.ffn_dim, hidden, false));
+    }
+    return w;
+}
+
+}  // namespace lazyattn::model

@@ -1,0 +1,124 @@
+// The CPU paged attention kernel against the scalar reference, on fresh random inputs: odd span
+// lengths, many spans with nonzero offsets (lazy), raw keys (lazy-k), GQA, head dims 64 and 128,
+// prefill (causal rows) and decode (one row per sequence).
+#include <algorithm>
+#include <numeric>
+
+#include "backend/backend.h"
+#include "kernels/ref/reference_ops.h"
+#include "random_inputs.h"
+
+namespace lazyattn {
+namespace {
+
+using kernels::AttentionParams;
+using kernels::AttentionSeq;
+using kernels::AttentionSpan;
+
+struct Case {
+    int32_t num_heads, num_kv_heads, head_dim;
+    std::vector<std::vector<int32_t>> span_lengths;  // per sequence: segment lengths, then tail
+    std::vector<int32_t> num_queries;                // per sequence: query rows at the tail's end
+    bool keys_rotated;
+    bool neox;
+};
+
+// Builds a random batch in the layout LazyAttention uses: each sequence has segments stored from
+// position 0 (stored_base 0) placed back to back, then a tail stored at its logical positions.
+void run_case(const Case& c, std::mt19937_64& rng) {
+    const int32_t bs = 16, d = c.head_dim;
+    std::vector<int32_t> block_ids;
+    std::vector<AttentionSpan> spans;
+    std::vector<AttentionSeq> seqs;
+    std::vector<int32_t> q_pos;
+    int32_t next_block = 0;
+    for (size_t s = 0; s < c.span_lengths.size(); ++s) {
+        const auto& lens = c.span_lengths[s];
+        const int32_t span_begin = int32_t(spans.size());
+        int32_t logical = 0;
+        for (size_t i = 0; i < lens.size(); ++i) {
+            const bool tail = i + 1 == lens.size();
+            spans.push_back({int32_t(block_ids.size()), lens[i], logical, tail ? logical : 0});
+            for (int32_t b = 0; b < (lens[i] + bs - 1) / bs; ++b) block_ids.push_back(next_block++);
+            logical += lens[i];
+        }
+        const int32_t nq = std::min(c.num_queries[s], lens.back());
+        seqs.push_back({int32_t(q_pos.size()), nq, span_begin, int32_t(spans.size())});
+        for (int32_t i = 0; i < nq; ++i) q_pos.push_back(logical - nq + i);
+    }
+    // Shuffle physical block ids so spans are not contiguous in memory.
+    std::vector<int32_t> perm(next_block + 3);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (auto& b : block_ids) b = perm[b];
+    const int32_t num_blocks = next_block + 3;
+    const int64_t cache_floats = int64_t(num_blocks) * c.num_kv_heads * bs * d;
+    auto k = testing::random_floats(rng, cache_floats), v = testing::random_floats(rng, cache_floats);
+    const int32_t rows = int32_t(q_pos.size());
+    auto q = testing::random_floats(rng, int64_t(rows) * c.num_heads * d, -2.0f, 2.0f);
+    std::vector<float> inv_freq(d / 2);
+    for (int32_t i = 0; i < d / 2; ++i) inv_freq[i] = float(std::pow(10000.0, -2.0 * i / d));
+
+    AttentionParams p{};
+    p.q = q.data();
+    p.q_pos = q_pos.data();
+    p.k_cache = k.data();
+    p.v_cache = v.data();
+    p.block_ids = block_ids.data();
+    p.spans = spans.data();
+    p.seqs = seqs.data();
+    p.num_seqs = int32_t(seqs.size());
+    p.num_heads = c.num_heads;
+    p.num_kv_heads = c.num_kv_heads;
+    p.head_dim = d;
+    p.block_size = bs;
+    p.scale = 1.0f / std::sqrt(float(d));
+    p.rope = {inv_freq.data(), d, c.neox, 1.0f, nullptr, 0};
+    p.keys_rotated = c.keys_rotated;
+
+    std::vector<float> want(int64_t(rows) * c.num_heads * d), got(want.size(), -7.0f);
+    p.out = want.data();
+    kernels::ref::attention(p);
+    auto backend = backend::make_cpu_backend(2);
+    p.out = got.data();
+    backend->attention(p);
+    // fp32 accumulation with online softmax against a double reference.
+    testing::expect_close(got, want, 2e-4, 1e-2, "attention");
+}
+
+class AttentionTest : public ::testing::TestWithParam<std::tuple<int, int, int, bool>> {};
+
+TEST_P(AttentionTest, MatchesReference) {
+    const auto [num_heads, num_kv_heads, head_dim, keys_rotated] = GetParam();
+    std::mt19937_64 rng(testing::test_seed() + num_heads * 131 + head_dim + keys_rotated);
+    // Prefill: segments of lengths 1, B-1, B, B+1, 3B+5, then a tail of 17 queries.
+    run_case({num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated, false}, rng);
+    // Decode batch: sequences with 0, 1, 2 and 40 segments, one query each; neox pairing.
+    std::vector<int32_t> many(40);
+    for (auto& l : many) l = 1 + int32_t(rng() % 40);
+    many.push_back(5);
+    run_case({num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {3, 99, 20}, many}, {1, 1, 1, 1},
+              keys_rotated, true}, rng);
+    // Mixed prefill rows and a tail longer than one task chunk.
+    run_case({num_heads, num_kv_heads, head_dim, {{989}, {33, 7, 100}}, {99, 100}, keys_rotated, false}, rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
+                         ::testing::Values(std::make_tuple(9, 3, 64, true), std::make_tuple(9, 3, 64, false),
+                                           std::make_tuple(8, 8, 128, true), std::make_tuple(8, 1, 128, false),
+                                           std::make_tuple(32, 8, 128, true), std::make_tuple(4, 2, 64, true)));
+
+TEST(AttentionTest, QueryBeforeEverySpanGivesZeros) {
+    // A row that sees no key (cannot happen in a valid plan, but must not produce NaN).
+    std::vector<float> q(64, 1.0f), out(64, 5.0f), k(16 * 64, 1.0f), v(16 * 64, 1.0f), inv_freq(32, 0.1f);
+    std::vector<int32_t> block_ids{0}, q_pos{0};
+    std::vector<AttentionSpan> spans{{0, 4, 10, 0}};
+    std::vector<AttentionSeq> seqs{{0, 1, 0, 1}};
+    AttentionParams p{q.data(), q_pos.data(), out.data(), k.data(), v.data(), block_ids.data(), spans.data(),
+                      seqs.data(), 1, 1, 1, 64, 16, 0.125f, {inv_freq.data(), 64, false, 1.0f, nullptr, 0}, true};
+    backend::make_cpu_backend(1)->attention(p);
+    for (float x : out) EXPECT_EQ(x, 0.0f);
+}
+
+}  // namespace
+}  // namespace lazyattn

@@ -1,0 +1,71 @@
+// CPU RMSNorm, SwiGLU, RoPE and matmul against the scalar references on fresh random inputs with
+// odd sizes.
+#include "backend/backend.h"
+#include "kernels/ref/reference_ops.h"
+#include "random_inputs.h"
+
+namespace lazyattn {
+namespace {
+
+class ElementwiseTest : public ::testing::TestWithParam<int> {
+protected:
+    std::mt19937_64 rng{testing::test_seed() + GetParam()};
+    std::unique_ptr<backend::Backend> be = backend::make_cpu_backend(2);
+};
+
+TEST_P(ElementwiseTest, RmsNorm) {
+    const int64_t rows = GetParam(), dim = 576;
+    auto x = testing::random_floats(rng, rows * dim, -3, 3), w = testing::random_floats(rng, dim);
+    std::vector<float> want(x.size()), got(x.size());
+    kernels::ref::rmsnorm(x.data(), w.data(), want.data(), rows, dim, 1e-5f);
+    be->rmsnorm(x.data(), w.data(), got.data(), rows, dim, 1e-5f);
+    testing::expect_close(got, want, 1e-5, 1e-3, "rmsnorm");
+}
+
+TEST_P(ElementwiseTest, SwiGlu) {
+    const int64_t n = int64_t(GetParam()) * 1536 + 7;
+    auto g = testing::random_floats(rng, n, -8, 8), u = testing::random_floats(rng, n, -2, 2);
+    std::vector<float> want(n), got(n);
+    kernels::ref::swiglu(g.data(), u.data(), want.data(), n);
+    be->swiglu(g.data(), u.data(), got.data(), n);
+    testing::expect_close(got, want, 1e-5, 1e-3, "swiglu");
+}
+
+TEST_P(ElementwiseTest, MatmulWithBias) {
+    const int64_t rows = GetParam(), in = 99, out = 45;
+    auto x = testing::random_floats(rng, rows * in), w = testing::random_floats(rng, out * in),
+         b = testing::random_floats(rng, out);
+    std::vector<float> want(rows * out), got(rows * out);
+    kernels::ref::matmul(x.data(), w.data(), b.data(), want.data(), rows, in, out);
+    be->matmul({x.data(), w.data(), b.data(), got.data(), rows, in, out});
+    // Sums of 99 products of magnitude <= 1: bound the error by the terms, not the result.
+    testing::expect_close(got, want, 1e-4, 1.0, "matmul");
+}
+
+TEST_P(ElementwiseTest, RopeTableAndDirectAgreeWithReference) {
+    const int32_t rows = GetParam(), heads = 3, d = 64;
+    std::vector<float> inv_freq(d / 2);
+    for (int i = 0; i < d / 2; ++i) inv_freq[i] = float(std::pow(100000.0, -2.0 * i / d));
+    // A table covering positions [0, 64); rows use positions up to 20000 so both paths run.
+    std::vector<float> table(64 * d);
+    for (int p = 0; p < 64; ++p)
+        for (int i = 0; i < d / 2; ++i) {
+            table[(p * d / 2 + i) * 2] = float(std::cos(double(p) * inv_freq[i]));
+            table[(p * d / 2 + i) * 2 + 1] = float(std::sin(double(p) * inv_freq[i]));
+        }
+    std::vector<int32_t> pos(rows);
+    for (auto& p : pos) p = int32_t(rng() % 2 ? rng() % 64 : rng() % 20000);
+    for (bool neox : {false, true}) {
+        auto x = testing::random_floats(rng, int64_t(rows) * heads * d);
+        auto want = x, got = x;
+        kernels::RopeParams rope{inv_freq.data(), d, neox, 1.0f, table.data(), 64};
+        kernels::ref::rope_apply({want.data(), pos.data(), rows, heads, d, rope});
+        be->rope_apply({got.data(), pos.data(), rows, heads, d, rope});
+        testing::expect_close(got, want, 1e-5, 1e-2, neox ? "rope neox" : "rope interleaved");
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, ElementwiseTest, ::testing::Values(1, 15, 16, 17, 99));
+
+}  // namespace
+}  // namespace lazyattn
