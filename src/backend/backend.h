@@ -32,5 +32,7 @@ public:
 
 // Creates the CPU backend with `num_threads` threads (0 = all hardware threads).
 std::unique_ptr<Backend> make_cpu_backend(int num_threads);
+// Creates the backend of scalar reference ops (tests only: slow).
+std::unique_ptr<Backend> make_reference_backend();
 
 }  // namespace lazyattn::backend

@@ -29,7 +29,16 @@ struct GenerateOptions {
     int32_t kv_cache_mb = 512;
 };
 
+struct BenchSpeedOptions {
+    CommonOptions common;
+    int32_t prompt_tokens = 512;
+    int32_t gen_tokens = 128;
+    int32_t reps = 1;
+    bool json = false;
+};
+
 int run_generate(const GenerateOptions& options);
+int run_bench_speed(const BenchSpeedOptions& options);
 int run_info(const CommonOptions& options);
 
 }  // namespace lazyattn::cli

@@ -44,6 +44,16 @@ int main(int argc, char** argv) {
     CLI::App* i = app.add_subcommand("info", "print the model description");
     add_common(i, info);
 
+    BenchSpeedOptions speed;
+    CLI::App* bench = app.add_subcommand("bench", "benchmarks");
+    bench->require_subcommand(1);
+    CLI::App* bs = bench->add_subcommand("speed", "prefill and decode tokens per second");
+    add_common(bs, speed.common);
+    bs->add_option("--prompt-tokens", speed.prompt_tokens, "prompt length")->check(CLI::Range(1, 1 << 20));
+    bs->add_option("--gen-tokens", speed.gen_tokens, "decode steps")->check(CLI::Range(1, 1 << 20));
+    bs->add_option("--reps", speed.reps, "repetitions")->check(CLI::Range(1, 1000));
+    bs->add_flag("--json", speed.json, "one JSON line per repetition");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -52,5 +62,6 @@ int main(int argc, char** argv) {
     }
     if (g->parsed()) return run_generate(gen);
     if (i->parsed()) return run_info(info);
+    if (bs->parsed()) return run_bench_speed(speed);
     return 2;
 }

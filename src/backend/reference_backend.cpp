@@ -1,0 +1,33 @@
+// A Backend made of the scalar reference ops: slow and obvious, for checking whole forward
+// passes of optimized backends end to end.
+#include "backend/backend.h"
+#include "kernels/ref/reference_ops.h"
+
+namespace lazyattn::backend {
+namespace {
+
+class ReferenceBackend final : public Backend {
+public:
+    std::string name() const override { return "reference"; }
+    int num_threads() const override { return 1; }
+    void rmsnorm(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps) override {
+        kernels::ref::rmsnorm(x, w, out, rows, dim, eps);
+    }
+    void matmul(const kernels::MatmulParams& p) override {
+        kernels::ref::matmul(p.x, p.w, p.bias, p.y, p.num_rows, p.in_dim, p.out_dim);
+    }
+    void swiglu(const float* g, const float* u, float* out, int64_t n) override {
+        kernels::ref::swiglu(g, u, out, n);
+    }
+    void add_inplace(float* x, const float* y, int64_t n) override {
+        for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+    }
+    void rope_apply(const kernels::RopeApplyParams& p) override { kernels::ref::rope_apply(p); }
+    void attention(const kernels::AttentionParams& p) override { kernels::ref::attention(p); }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<ReferenceBackend>(); }
+
+}  // namespace lazyattn::backend

@@ -1,0 +1,146 @@
+// Whole forward passes on tiny synthetic models: the CPU backend against the scalar reference
+// backend, and the paged-cache plumbing (chunked prefill, decode, batches of sequences of
+// different lengths) against one-shot prefill.
+#include <numeric>
+
+#include "backend/backend.h"
+#include "engine/batch_builder.h"
+#include "kv/block_pool.h"
+#include "model/model.h"
+#include "random_inputs.h"
+#include "synthetic_model_fixture.h"
+
+namespace lazyattn {
+namespace {
+
+using model::ForwardBatch;
+using model::Model;
+
+constexpr int32_t kBlock = 16;
+
+struct Harness {
+    std::unique_ptr<backend::Backend> backend;
+    std::unique_ptr<Model> model;
+    std::unique_ptr<kv::BlockPool> pool;
+    std::unique_ptr<kv::KvStorage> kv;
+
+    Harness(const std::string& path, std::unique_ptr<backend::Backend> be) : backend(std::move(be)) {
+        auto m = Model::load(path, backend.get());
+        EXPECT_TRUE(m.ok()) << m.status().to_string();
+        model = std::move(m).value();
+        kv::KvShape shape{model->config().num_layers, 64, model->config().num_kv_heads, kBlock,
+                          model->config().head_dim};
+        pool = std::make_unique<kv::BlockPool>(shape.num_blocks);
+        kv = std::make_unique<kv::KvStorage>(shape);
+    }
+    std::vector<int32_t> blocks_for(int32_t tokens) {
+        return *pool->allocate((tokens + kBlock - 1) / kBlock);
+    }
+    // Logits of every position of `tokens`, prefilled in chunks of `chunk`.
+    std::vector<float> prefill_logits(const std::vector<int32_t>& tokens, int32_t chunk) {
+        auto blocks = blocks_for(int32_t(tokens.size()));
+        std::vector<float> all, step;
+        for (size_t b = 0; b < tokens.size(); b += chunk) {
+            const size_t e = std::min(tokens.size(), b + chunk);
+            ForwardBatch batch;
+            engine::add_plain_sequence(batch, {tokens.begin() + b, tokens.begin() + e}, int32_t(b), blocks, kBlock, 2);
+            const Status st = model->forward(batch, *kv, &step);
+            EXPECT_TRUE(st.ok()) << st.to_string();
+            all.insert(all.end(), step.begin(), step.end());
+        }
+        pool->unref_all(blocks);
+        return all;
+    }
+};
+
+std::vector<int32_t> random_tokens(std::mt19937_64& rng, int32_t n, int32_t vocab) {
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = int32_t(rng() % vocab);
+    return t;
+}
+
+loader::SyntheticModelOptions llama_options() {
+    loader::SyntheticModelOptions o;
+    o.seed = 11;
+    return o;
+}
+
+TEST(ModelForward, CpuBackendMatchesReferenceBackend) {
+    for (const char* arch : {"llama", "qwen2"}) {
+        auto o = llama_options();
+        o.arch = arch;
+        const std::string path = testing::synthetic_model_path(o, std::string("ref-") + arch);
+        Harness cpu(path, backend::make_cpu_backend(2)), ref(path, backend::make_reference_backend());
+        std::mt19937_64 rng(testing::test_seed());
+        const auto tokens = random_tokens(rng, 37, cpu.model->config().vocab_size);
+        testing::expect_close(cpu.prefill_logits(tokens, 37), ref.prefill_logits(tokens, 37), 1e-3, 1e-1, arch);
+    }
+}
+
+TEST(ModelForward, ChunkedPrefillAndDecodeMatchOneShot) {
+    const std::string path = testing::synthetic_model_path(llama_options(), "llama");
+    Harness h(path, backend::make_cpu_backend(2));
+    std::mt19937_64 rng(testing::test_seed() + 1);
+    const auto tokens = random_tokens(rng, 53, h.model->config().vocab_size);
+    const auto whole = h.prefill_logits(tokens, 53);
+    testing::expect_close(h.prefill_logits(tokens, 5), whole, 1e-4, 1e-1, "chunks of 5");
+    testing::expect_close(h.prefill_logits(tokens, 1), whole, 1e-4, 1e-1, "decode one by one");
+    EXPECT_EQ(h.pool->num_free(), h.pool->num_blocks());
+}
+
+TEST(ModelForward, BatchOfSequencesMatchesEachAlone) {
+    const std::string path = testing::synthetic_model_path(llama_options(), "llama");
+    Harness h(path, backend::make_cpu_backend(2));
+    std::mt19937_64 rng(testing::test_seed() + 2);
+    const int32_t vocab = h.model->config().vocab_size;
+    const std::vector<std::vector<int32_t>> prompts{random_tokens(rng, 1, vocab), random_tokens(rng, 17, vocab),
+                                                    random_tokens(rng, 40, vocab)};
+    // First: the prompts' first halves alone (prefix in cache), then one batch computing the
+    // rest of every sequence at once, mixing a decode-like row with prefill rows.
+    std::vector<std::vector<int32_t>> blocks;
+    model::ForwardBatch first, second;
+    for (const auto& p : prompts) {
+        blocks.push_back(h.blocks_for(int32_t(p.size())));
+        const int32_t half = int32_t(p.size()) / 2;
+        if (half > 0) {
+            engine::add_plain_sequence(first, {p.begin(), p.begin() + half}, 0, blocks.back(), kBlock, 0);
+        }
+        engine::add_plain_sequence(second, {p.begin() + half, p.end()}, half, blocks.back(), kBlock, 2);
+    }
+    std::vector<float> ignored, batched;
+    ASSERT_TRUE(h.model->forward(first, *h.kv, &ignored).ok());
+    ASSERT_TRUE(h.model->forward(second, *h.kv, &batched).ok());
+    for (auto& b : blocks) h.pool->unref_all(b);
+    std::vector<float> alone;
+    for (const auto& p : prompts) {
+        auto logits = h.prefill_logits(p, int32_t(p.size()));
+        const size_t vocab_sz = size_t(vocab), half = p.size() / 2;
+        alone.insert(alone.end(), logits.begin() + half * vocab_sz, logits.end());
+    }
+    testing::expect_close(batched, alone, 1e-4, 1e-1, "batched vs alone");
+}
+
+TEST(ModelForward, QuantizedWeightsLoadAndStayClose) {
+    auto o = llama_options();
+    const std::string f32 = testing::synthetic_model_path(o, "llama");
+    o.weight_type = loader::GgmlType::kQ8_0;
+    const std::string q8 = testing::synthetic_model_path(o, "llama-q8");
+    Harness a(f32, backend::make_cpu_backend(2)), b(q8, backend::make_cpu_backend(2));
+    std::mt19937_64 rng(testing::test_seed() + 3);
+    const auto tokens = random_tokens(rng, 20, a.model->config().vocab_size);
+    // Q8_0 keeps ~2.5 significant digits per weight: logits agree loosely, never exactly.
+    testing::expect_close(b.prefill_logits(tokens, 20), a.prefill_logits(tokens, 20), 0.1, 1.0, "q8 vs f32");
+}
+
+TEST(ModelForward, BadTokenIdIsAnErrorNotACrash) {
+    const std::string path = testing::synthetic_model_path(llama_options(), "llama");
+    Harness h(path, backend::make_cpu_backend(1));
+    auto blocks = h.blocks_for(2);
+    ForwardBatch batch;
+    engine::add_plain_sequence(batch, {1, h.model->config().vocab_size}, 0, blocks, kBlock, 1);
+    std::vector<float> logits;
+    EXPECT_EQ(h.model->forward(batch, *h.kv, &logits).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace lazyattn
