@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_path.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "engine/loaded_model.h"
 
 namespace lazyattn::cli {
@@ -37,21 +37,24 @@ int run_bench_speed(const BenchSpeedOptions& o) {
         std::cerr << "error: " << lm.status().to_string() << "\n";
         return 1;
     }
-    engine::GeneratorConfig gc;
-    gc.max_batch_tokens = std::max(o.prompt_tokens, 1);
-    engine::Generator gen(*lm->model, *lm->tokenizer, gc);
-    engine::GenerateRequest req;
-    req.prompt = make_prompt(*lm->tokenizer, o.prompt_tokens);
+    // Recompute mode: every repetition prefills the whole prompt, as the peer does.
+    engine::EngineConfig ec;
+    ec.cache_mode = engine::CacheMode::kNone;
+    ec.max_batch_tokens = std::max(o.prompt_tokens, 1);
+    ec.check_integrity = false;
+    engine::Engine gen(*lm->model, *lm->tokenizer, ec);
+    engine::RagRequest req;
+    req.tail = make_prompt(*lm->tokenizer, o.prompt_tokens);
     req.max_tokens = o.gen_tokens + 1;  // the first token comes from prefill; then gen_tokens decode steps
     req.ignore_eos = true;
     for (int rep = 0; rep < o.reps; ++rep) {
-        auto r = gen.generate(req);
+        auto r = gen.run(req);
         if (!r.ok()) {
             std::cerr << "error: " << r.status().to_string() << "\n";
             return 1;
         }
-        const double prefill_tok_s = 1000.0 * o.prompt_tokens / r->ttft_ms;
-        const double decode_tok_s = 1000.0 * (r->token_ids.size() - 1) / r->decode_ms;
+        const double prefill_tok_s = 1000.0 * o.prompt_tokens / r->stats.ttft_ms;
+        const double decode_tok_s = 1000.0 * (r->token_ids.size() - 1) / r->stats.decode_ms;
         if (o.json) {
             nlohmann::json j = {{"engine", "lazyattn"}, {"prefill_tok_s", prefill_tok_s},
                                 {"decode_tok_s", decode_tok_s}, {"prompt_tokens", o.prompt_tokens},

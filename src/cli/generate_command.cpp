@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_path.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "engine/loaded_model.h"
 #include "tokenizer/chat_template.h"
 
@@ -50,20 +50,24 @@ int run_generate(const GenerateOptions& o) {
         }
         text = *rendered;
     }
-    engine::GenerateRequest req;
-    req.prompt = lm->tokenizer->encode(text, /*add_special=*/true, /*parse_special=*/o.chat);
+    engine::RagRequest req;
+    req.tail = lm->tokenizer->encode(text, /*add_special=*/true, /*parse_special=*/o.chat);
     req.sampling = o.sampling;
     req.max_tokens = o.max_tokens;
     req.stop = o.stop;
     req.ignore_eos = o.ignore_eos;
 
-    engine::GeneratorConfig gc;
-    gc.kv_cache_mb = o.kv_cache_mb;
-    if (Status st = gc.validate(); !st.ok()) {
+    engine::EngineConfig ec;
+    ec.kv_cache_mb = o.kv_cache_mb;
+    if (Status st = ec.validate(); !st.ok()) {
         std::cerr << "error: " << st.to_string() << "\n";
         return 2;
     }
-    engine::Generator gen(*lm->model, *lm->tokenizer, gc);
+    engine::Engine gen(*lm->model, *lm->tokenizer, ec);
+    if (req.tail.empty()) {
+        std::cerr << "error: the prompt is empty\n";
+        return 2;
+    }
     engine::TextCallback stream;
     if (!o.json) {
         stream = [](std::string_view piece) {
@@ -71,7 +75,7 @@ int run_generate(const GenerateOptions& o) {
             std::fflush(stdout);
         };
     }
-    auto result = gen.generate(req, stream);
+    auto result = gen.run(req, stream);
     if (!result.ok()) {
         std::cerr << "\nerror: " << result.status().to_string() << "\n";
         return 1;
@@ -80,18 +84,18 @@ int run_generate(const GenerateOptions& o) {
         nlohmann::json j = {
             {"text", result->text},
             {"token_ids", result->token_ids},
-            {"num_prompt_tokens", result->num_prompt_tokens},
+            {"num_prompt_tokens", result->stats.num_prompt_tokens},
             {"num_generated_tokens", result->token_ids.size()},
             {"finish_reason", result->finish_reason},
-            {"ttft_ms", result->ttft_ms},
-            {"decode_tok_per_s", result->decode_tok_per_s},
+            {"ttft_ms", result->stats.ttft_ms},
+            {"decode_tok_per_s", result->stats.decode_tok_per_s},
         };
         std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         std::printf("\n");
         std::fprintf(stderr, "[%d prompt tokens, %zu generated, TTFT %.1f ms, decode %.1f tok/s, %s]\n",
-                     result->num_prompt_tokens, result->token_ids.size(), result->ttft_ms,
-                     result->decode_tok_per_s, result->finish_reason.c_str());
+                     result->stats.num_prompt_tokens, result->token_ids.size(), result->stats.ttft_ms,
+                     result->stats.decode_tok_per_s, result->finish_reason.c_str());
     }
     return 0;
 }

@@ -19,6 +19,7 @@ Expected<std::vector<BlockId>> BlockPool::allocate(int32_t n) {
     ids.reserve(n);
     for (int32_t i = 0; i < n; ++i) {
         const BlockId id = free_list_.front();
+        if (on_reuse_) on_reuse_(id);
         free_list_.pop_front();
         ref_counts_[id] = 1;
         ids.push_back(id);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <vector>
 
@@ -21,6 +22,10 @@ public:
     int32_t num_free() const { return int32_t(free_list_.size()); }
     int32_t num_used() const { return num_blocks() - num_free(); }
     int32_t ref_count(BlockId id) const { return ref_counts_.at(id); }
+
+    // Called with each block allocate() is about to hand out, before it does (so a cache can
+    // forget what the block held).
+    void set_reuse_listener(std::function<void(BlockId)> listener) { on_reuse_ = std::move(listener); }
 
     // Takes `n` blocks from the front of the free list (the least recently freed), each with one
     // reference. All or nothing: kResourceExhausted leaves the pool unchanged.
@@ -42,6 +47,7 @@ private:
     std::vector<int32_t> ref_counts_;
     std::list<BlockId> free_list_;                       // front = least recently freed
     std::vector<std::list<BlockId>::iterator> free_pos_; // valid when ref_counts_[id] == 0
+    std::function<void(BlockId)> on_reuse_;
 };
 
 }  // namespace lazyattn::kv

@@ -37,7 +37,9 @@ Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& pr
     lin.in_dim = in_dim;
     lin.out_dim = out_dim;
     LA_ASSIGN_OR_RETURN(lin.w, read_tensor(file, prefix + ".weight", {in_dim, out_dim}));
-    if (with_bias) LA_ASSIGN_OR_RETURN(lin.bias, read_tensor(file, prefix + ".bias", {out_dim}));
+    if (with_bias) {
+        LA_ASSIGN_OR_RETURN(lin.bias, read_tensor(file, prefix + ".bias", {out_dim}));
+    }
     return lin;
 }
 

@@ -1,0 +1,35 @@
+// ActiveRequest: the KV state of one admitted request: where each segment's KV lives and where it
+// sits logically, the tail's blocks and tokens, and every block reference the request holds.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/rag_request.h"
+#include "kv/block_pool.h"
+
+namespace lazyattn::engine {
+
+// One span the tail attends to (see kernels::AttentionSpan).
+struct SegmentPlacement {
+    std::vector<kv::BlockId> blocks;
+    int32_t num_tokens = 0;
+    int32_t logical_start = 0;
+    int32_t stored_base = 0;  // 0 for a shared cached segment; logical_start for a private copy
+};
+
+struct ActiveRequest {
+    std::vector<SegmentPlacement> segments;
+    std::vector<kv::BlockId> tail_blocks;
+    std::vector<int32_t> tail_tokens;  // prompt tail, then generated tokens
+    int32_t tail_start = 0;            // logical position of tail token 0
+    int32_t num_tail_computed = 0;     // tail tokens whose K/V are in tail_blocks
+    int32_t num_prompt_tail = 0;
+    std::vector<kv::BlockId> held;     // one entry per reference this request holds
+    std::vector<float> last_logits;    // [vocab] after the last computed token
+    RequestStats stats;
+
+    int32_t next_position() const { return tail_start + int32_t(tail_tokens.size()); }
+};
+
+}  // namespace lazyattn::engine

@@ -1,0 +1,30 @@
+// Run-time settings of an Engine (the model's hyperparameters live in ModelConfig).
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "engine/cache_mode.h"
+#include "kv/kv_storage.h"
+#include "model/model_config.h"
+
+namespace lazyattn::engine {
+
+struct EngineConfig {
+    CacheMode cache_mode = CacheMode::kLazy;
+    int32_t block_size = 16;
+    int32_t kv_cache_mb = 512;       // the KV pool: K and V of every layer, fp32
+    int32_t max_batch_tokens = 512;  // rows per forward step (prefill is chunked to this)
+#ifdef NDEBUG
+    bool check_integrity = false;    // verify the pool and cache index after every step
+#else
+    bool check_integrity = true;
+#endif
+
+    Status validate() const;
+};
+
+// The pool shape for a model: as many blocks as fit in pool_bytes.
+kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, int64_t pool_bytes);
+
+}  // namespace lazyattn::engine

@@ -1,0 +1,50 @@
+// A request as lazyattn sees it: segments (documents, optionally a system preamble first), each
+// tokenized alone, followed by a tail (the question; generated tokens extend it).
+#pragma once
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/sampling_params.h"
+
+namespace lazyattn::engine {
+
+struct RagRequest {
+    std::vector<std::vector<int32_t>> segments;
+    std::vector<int32_t> tail;  // must not be empty: its last token yields the first logits
+    SamplingParams sampling;
+    int32_t max_tokens = 128;
+    std::vector<std::string> stop;
+    bool ignore_eos = false;
+
+    int32_t num_prompt_tokens() const {
+        int64_t n = int64_t(tail.size());
+        for (const auto& s : segments) n += int64_t(s.size());
+        return int32_t(std::min<int64_t>(n, INT32_MAX));
+    }
+};
+
+struct RequestStats {
+    int32_t num_prompt_tokens = 0;
+    int32_t prefill_tokens = 0;   // prompt tokens computed for this request (segment jobs included)
+    int32_t reused_tokens = 0;    // prompt tokens served from cache
+    int32_t segments_hit = 0;
+    int32_t segments_missed = 0;
+    int32_t num_generated = 0;
+    int32_t peak_blocks = 0;      // blocks in use by the whole pool at this request's peak
+    double ttft_ms = 0;
+    double decode_ms = 0;
+    double decode_tok_per_s = 0;
+};
+
+struct RagResult {
+    std::vector<int32_t> token_ids;  // generated tokens (an end-of-generation token included)
+    std::string text;                // generated text, up to a stop string
+    std::string finish_reason;       // "stop" or "length"
+    RequestStats stats;
+};
+
+}  // namespace lazyattn::engine

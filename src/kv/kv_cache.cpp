@@ -1,0 +1,56 @@
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace lazyattn::kv {
+
+KvCache::KvCache(const KvShape& shape) : pool_(shape.num_blocks), index_(shape.num_blocks), storage_(shape) {
+    pool_.set_reuse_listener([this](BlockId id) { index_.forget(id); });
+}
+
+std::vector<BlockId> KvCache::match(const BlockHash& seed, std::span<const int32_t> tokens, int32_t max_tokens) {
+    const int32_t bs = block_size();
+    const int32_t limit = std::min<int32_t>(max_tokens, int32_t(tokens.size()));
+    std::vector<BlockId> hits;
+    BlockHash h = seed;
+    for (int32_t begin = 0; begin < limit; begin += bs) {
+        const int32_t n = std::min(bs, int32_t(tokens.size()) - begin);
+        if (begin + n > limit) break;
+        const auto block_tokens = tokens.subspan(begin, n);
+        h = hash_block(h, block_tokens);
+        const auto hit = index_.lookup(h, block_tokens);
+        if (!hit) break;
+        pool_.ref(*hit);
+        hits.push_back(*hit);
+    }
+    return hits;
+}
+
+void KvCache::publish(const BlockHash& seed, std::span<const int32_t> tokens, std::span<const BlockId> blocks,
+                      bool include_partial) {
+    const int32_t bs = block_size();
+    BlockHash h = seed;
+    for (size_t i = 0; i < blocks.size() && int64_t(i) * bs < int64_t(tokens.size()); ++i) {
+        const int32_t begin = int32_t(i) * bs;
+        const int32_t n = std::min(bs, int32_t(tokens.size()) - begin);
+        if (n < bs && !include_partial) break;
+        const auto block_tokens = tokens.subspan(begin, n);
+        h = hash_block(h, block_tokens);
+        index_.insert(h, blocks[i], block_tokens);
+    }
+}
+
+int32_t KvCache::num_cached_free() const {
+    int32_t n = 0;
+    for (BlockId b = 0; b < pool_.num_blocks(); ++b) n += pool_.ref_count(b) == 0 && index_.is_cached(b);
+    return n;
+}
+
+void KvCache::check_integrity() const {
+    pool_.check_integrity();
+    index_.check_integrity();
+}
+
+}  // namespace lazyattn::kv

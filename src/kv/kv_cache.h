@@ -1,0 +1,56 @@
+// KvCache: the paged KV cache as the engine sees it: the block pool, the content index of cached
+// blocks and the storage, kept consistent. Blocks handed out by allocate() evict whatever they
+// cached (least recently freed first); match() finds the leading blocks of a token list that are
+// already cached under a chain seed and takes a reference on each.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/block_cache.h"
+#include "kv/block_hash.h"
+#include "kv/block_pool.h"
+#include "kv/kv_storage.h"
+
+namespace lazyattn::kv {
+
+class KvCache {
+public:
+    explicit KvCache(const KvShape& shape);
+    KvCache(const KvCache&) = delete;
+    KvCache& operator=(const KvCache&) = delete;
+
+    const KvShape& shape() const { return storage_.shape(); }
+    int32_t block_size() const { return shape().block_size; }
+    KvStorage& storage() { return storage_; }
+    const BlockPool& pool() const { return pool_; }
+    const BlockCache& index() const { return index_; }
+
+    Expected<std::vector<BlockId>> allocate(int32_t num_blocks) { return pool_.allocate(num_blocks); }
+    void ref(BlockId id) { pool_.ref(id); }
+    void release(const std::vector<BlockId>& ids) { pool_.unref_all(ids); }
+
+    // The cached blocks holding the first tokens of `tokens` (chained from `seed`), in order,
+    // each with a new reference. Only blocks lying entirely within the first `max_tokens`
+    // tokens match; a final partial block matches when it holds exactly the remaining tokens.
+    std::vector<BlockId> match(const BlockHash& seed, std::span<const int32_t> tokens, int32_t max_tokens);
+    // Indexes computed blocks: block i holds tokens [i*B, (i+1)*B) of `tokens`, chained from
+    // `seed`. A final partial block is indexed only when include_partial (segments are immutable
+    // and padded; a tail's last block still grows).
+    void publish(const BlockHash& seed, std::span<const int32_t> tokens, std::span<const BlockId> blocks,
+                 bool include_partial);
+
+    int32_t num_free() const { return pool_.num_free(); }
+    int32_t num_used() const { return pool_.num_used(); }
+    // Free blocks that still hold cached content (reusable by a later hit).
+    int32_t num_cached_free() const;
+    void check_integrity() const;
+
+private:
+    BlockPool pool_;
+    BlockCache index_;
+    KvStorage storage_;
+};
+
+}  // namespace lazyattn::kv
