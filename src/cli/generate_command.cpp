@@ -51,7 +51,8 @@ int run_generate(const GenerateOptions& o) {
         text = *rendered;
     }
     engine::RagRequest req;
-    req.tail = lm->tokenizer->encode(text, /*add_special=*/true, /*parse_special=*/o.chat);
+    // A rendered chat template already holds any BOS text it wants (Llama-3 writes one itself).
+    req.tail = lm->tokenizer->encode(text, /*add_special=*/!o.chat, /*parse_special=*/o.chat);
     req.sampling = o.sampling;
     req.max_tokens = o.max_tokens;
     req.stop = o.stop;

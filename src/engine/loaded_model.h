@@ -18,6 +18,6 @@ struct LoadedModel {
 };
 
 // Opens `path` on a CPU backend with `num_threads` threads (0 = all).
-Expected<LoadedModel> load_model(const std::string& path, int num_threads);
+Expected<LoadedModel> load_model(const std::string& path, int num_threads, const model::WeightOptions& options = {});
 
 }  // namespace lazyattn::engine

@@ -24,6 +24,9 @@ enum class GgufValueType : uint32_t {
     kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
 };
 
+// "uint32", "string", ...; "unknown" for a number outside the specification.
+const char* gguf_value_type_name(GgufValueType type);
+
 // One metadata value. Scalars are widened (all integers to int64/uint64, floats to double);
 // arrays keep their element type. Large arrays (the vocabulary) are stored as vectors.
 struct GgufValue {

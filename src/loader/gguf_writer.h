@@ -1,5 +1,7 @@
-// GgufWriter: writes a GGUF v3 file (metadata + tensors, 32-byte alignment). Used to build the
-// tiny synthetic models the fast tests run on, and hand-made corrupt files for reader tests.
+// GgufWriter: writes a GGUF v3 file (metadata + tensors, 32-byte alignment unless a valid
+// general.alignment is added). Used to build the tiny synthetic models the fast tests run on,
+// and hand-made corrupt files for reader tests: it writes what it is given, duplicate keys and
+// invalid alignment values included, so tests can produce files the reader must reject.
 #pragma once
 
 #include <cstdint>
@@ -14,20 +16,34 @@ namespace lazyattn::loader {
 class GgufWriter {
 public:
     void add_string(const std::string& key, const std::string& value);
+    void add_u8(const std::string& key, uint8_t value);
+    void add_i8(const std::string& key, int8_t value);
+    void add_u16(const std::string& key, uint16_t value);
+    void add_i16(const std::string& key, int16_t value);
+    // add_u32("general.alignment", a) with a a power of two also sets the data alignment.
     void add_u32(const std::string& key, uint32_t value);
     void add_i32(const std::string& key, int32_t value);
+    void add_u64(const std::string& key, uint64_t value);
+    void add_i64(const std::string& key, int64_t value);
     void add_f32(const std::string& key, float value);
+    void add_f64(const std::string& key, double value);
     void add_bool(const std::string& key, bool value);
     void add_string_array(const std::string& key, const std::vector<std::string>& values);
     void add_f32_array(const std::string& key, const std::vector<float>& values);
     void add_i32_array(const std::string& key, const std::vector<int32_t>& values);
-    // dims in ggml order (dims[0] contiguous); `bytes` already encoded in `type`.
+    // A value already encoded: `raw_type` (a GgufValueType number, or any number) followed by
+    // `payload` verbatim. For arrays the payload starts with the element type and the count.
+    void add_raw(const std::string& key, uint32_t raw_type, const std::vector<uint8_t>& payload);
+    // dims in ggml order (dims[0] contiguous); `bytes` already encoded in `type` and exactly
+    // ggml_row_size(type, product of dims) long (checked).
     void add_tensor(const std::string& name, const std::vector<int64_t>& dims, GgmlType type,
                     std::vector<uint8_t> bytes);
     void add_tensor_f32(const std::string& name, const std::vector<int64_t>& dims,
                         const std::vector<float>& values);
 
+    uint64_t alignment() const { return alignment_; }
     std::vector<uint8_t> to_bytes() const;
+    // Writes to `path` + ".tmp" then renames, so a reader never sees a half-written file.
     Status write(const std::string& path) const;
 
 private:
@@ -37,8 +53,14 @@ private:
         GgmlType type;
         std::vector<uint8_t> bytes;
     };
+    void begin_kv(const std::string& key, uint32_t type);
+    template <typename T>
+    void put(T value);
+    void put_string(const std::string& s);
+
     std::vector<uint8_t> kv_bytes_;
     uint64_t num_kv_ = 0;
+    uint64_t alignment_ = 32;
     std::vector<Tensor> tensors_;
 };
 

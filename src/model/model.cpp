@@ -5,13 +5,14 @@
 
 namespace lazyattn::model {
 
-Expected<std::unique_ptr<Model>> Model::load(const std::string& path, backend::Backend* backend) {
+Expected<std::unique_ptr<Model>> Model::load(const std::string& path, backend::Backend* backend,
+                                             const WeightOptions& options) {
     std::unique_ptr<Model> m(new Model());
     m->backend_ = backend;
     LA_ASSIGN_OR_RETURN(m->file_, loader::GgufFile::open(path));
     LA_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(*m->file_));
     LA_RETURN_IF_ERROR(m->config_.validate());
-    LA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_));
+    LA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_, options));
     m->init_rope();
     return m;
 }
@@ -64,10 +65,7 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
     gate_.resize(n * config_.ffn_dim);
     up_.resize(n * config_.ffn_dim);
 
-    for (int32_t r = 0; r < n; ++r) {
-        std::memcpy(x_.data() + r * hidden, weights_.token_embd.data() + int64_t(batch.token_ids[r]) * hidden,
-                    sizeof(float) * hidden);
-    }
+    for (int32_t r = 0; r < n; ++r) weights_.token_embd.row(batch.token_ids[r], x_.data() + r * hidden);
     for (int32_t l = 0; l < config_.num_layers; ++l) run_layer(l, batch, kv, n);
 
     // Final norm and LM head, only for the rows whose logits are wanted.
@@ -81,8 +79,7 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
                       config_.norm_eps);
     logits->resize(num_out * config_.vocab_size);
     if (num_out > 0) {
-        backend_->matmul({normed.data(), weights_.lm_head_weights(), nullptr, logits->data(), num_out,
-                          hidden, config_.vocab_size});
+        backend_->matmul(weights_.output().params(normed.data(), logits->data(), num_out));
     }
     return {};
 }

@@ -19,7 +19,8 @@ namespace lazyattn::model {
 class Model {
 public:
     // Opens a GGUF file, reads its config and weights. The backend must outlive the model.
-    static Expected<std::unique_ptr<Model>> load(const std::string& path, backend::Backend* backend);
+    static Expected<std::unique_ptr<Model>> load(const std::string& path, backend::Backend* backend,
+                                                 const WeightOptions& options = {});
 
     const ModelConfig& config() const { return config_; }
     const loader::GgufFile& gguf() const { return *file_; }

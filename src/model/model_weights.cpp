@@ -1,5 +1,6 @@
 #include "model/model_weights.h"
 
+#include <algorithm>
 #include <string>
 
 #include "loader/dequantize.h"
@@ -31,12 +32,26 @@ Expected<std::vector<float>> read_tensor(const loader::GgufFile& file, const std
     return out;
 }
 
+bool computes_quantized(loader::GgmlType t) {
+    return t == loader::GgmlType::kQ4_0 || t == loader::GgmlType::kQ4_1 || t == loader::GgmlType::kQ8_0;
+}
+
 Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& prefix, int64_t in_dim,
-                             int64_t out_dim, bool with_bias) {
+                             int64_t out_dim, bool with_bias, const WeightOptions& options) {
     Linear lin;
     lin.in_dim = in_dim;
     lin.out_dim = out_dim;
-    LA_ASSIGN_OR_RETURN(lin.w, read_tensor(file, prefix + ".weight", {in_dim, out_dim}));
+    const loader::GgufTensorInfo* info = file.find_tensor(prefix + ".weight");
+    if (info != nullptr && computes_quantized(info->type) && !options.dequantize_all) {
+        if (info->dims.size() < 2 || info->dims[0] != in_dim || info->dims[1] != out_dim) {
+            return corrupt("tensor '" + info->name + "' has shape " + shape_string(info->dims) + ", expected " +
+                           shape_string({in_dim, out_dim}));
+        }
+        lin.type = static_cast<kernels::WeightType>(info->type);
+        lin.w_quant = file.tensor_data(*info);
+    } else {
+        LA_ASSIGN_OR_RETURN(lin.w_f32, read_tensor(file, prefix + ".weight", {in_dim, out_dim}));
+    }
     if (with_bias) {
         LA_ASSIGN_OR_RETURN(lin.bias, read_tensor(file, prefix + ".bias", {out_dim}));
     }
@@ -45,14 +60,25 @@ Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& pr
 
 }  // namespace
 
-Expected<ModelWeights> load_weights(const loader::GgufFile& file, const ModelConfig& c) {
+void Linear::row(int64_t r, float* out) const {
+    if (type == kernels::WeightType::kF32) {
+        std::copy(w_f32.begin() + r * in_dim, w_f32.begin() + (r + 1) * in_dim, out);
+        return;
+    }
+    const auto t = static_cast<loader::GgmlType>(type);
+    const auto* base = static_cast<const uint8_t*>(w_quant) + r * loader::ggml_row_size(t, in_dim);
+    const Status st = loader::dequantize_row(t, base, out, in_dim);
+    (void)st;  // the type was checked at load
+}
+
+Expected<ModelWeights> load_weights(const loader::GgufFile& file, const ModelConfig& c, const WeightOptions& o) {
     ModelWeights w;
     const int64_t hidden = c.hidden_dim, q_dim = int64_t(c.num_heads) * c.head_dim,
                   kv_dim = int64_t(c.num_kv_heads) * c.head_dim;
-    LA_ASSIGN_OR_RETURN(w.token_embd, read_tensor(file, "token_embd.weight", {hidden, c.vocab_size}));
+    LA_ASSIGN_OR_RETURN(w.token_embd, read_linear(file, "token_embd", hidden, c.vocab_size, false, o));
     LA_ASSIGN_OR_RETURN(w.output_norm, read_tensor(file, "output_norm.weight", {hidden}));
     if (!c.tied_embeddings) {
-        LA_ASSIGN_OR_RETURN(w.lm_head, read_linear(file, "output", hidden, c.vocab_size, false));
+        LA_ASSIGN_OR_RETURN(w.lm_head, read_linear(file, "output", hidden, c.vocab_size, false, o));
     }
     w.layers.resize(c.num_layers);
     for (int32_t l = 0; l < c.num_layers; ++l) {
@@ -60,13 +86,13 @@ Expected<ModelWeights> load_weights(const loader::GgufFile& file, const ModelCon
         LayerWeights& lw = w.layers[l];
         LA_ASSIGN_OR_RETURN(lw.attn_norm, read_tensor(file, p + "attn_norm.weight", {hidden}));
         LA_ASSIGN_OR_RETURN(lw.ffn_norm, read_tensor(file, p + "ffn_norm.weight", {hidden}));
-        LA_ASSIGN_OR_RETURN(lw.wq, read_linear(file, p + "attn_q", hidden, q_dim, c.qkv_bias));
-        LA_ASSIGN_OR_RETURN(lw.wk, read_linear(file, p + "attn_k", hidden, kv_dim, c.qkv_bias));
-        LA_ASSIGN_OR_RETURN(lw.wv, read_linear(file, p + "attn_v", hidden, kv_dim, c.qkv_bias));
-        LA_ASSIGN_OR_RETURN(lw.wo, read_linear(file, p + "attn_output", q_dim, hidden, false));
-        LA_ASSIGN_OR_RETURN(lw.w_gate, read_linear(file, p + "ffn_gate", hidden, c.ffn_dim, false));
-        LA_ASSIGN_OR_RETURN(lw.w_up, read_linear(file, p + "ffn_up", hidden, c.ffn_dim, false));
-        LA_ASSIGN_OR_RETURN(lw.w_down, read_linear(file, p + "ffn_down", c.ffn_dim, hidden, false));
+        LA_ASSIGN_OR_RETURN(lw.wq, read_linear(file, p + "attn_q", hidden, q_dim, c.qkv_bias, o));
+        LA_ASSIGN_OR_RETURN(lw.wk, read_linear(file, p + "attn_k", hidden, kv_dim, c.qkv_bias, o));
+        LA_ASSIGN_OR_RETURN(lw.wv, read_linear(file, p + "attn_v", hidden, kv_dim, c.qkv_bias, o));
+        LA_ASSIGN_OR_RETURN(lw.wo, read_linear(file, p + "attn_output", q_dim, hidden, false, o));
+        LA_ASSIGN_OR_RETURN(lw.w_gate, read_linear(file, p + "ffn_gate", hidden, c.ffn_dim, false, o));
+        LA_ASSIGN_OR_RETURN(lw.w_up, read_linear(file, p + "ffn_up", hidden, c.ffn_dim, false, o));
+        LA_ASSIGN_OR_RETURN(lw.w_down, read_linear(file, p + "ffn_down", c.ffn_dim, hidden, false, o));
     }
     return w;
 }

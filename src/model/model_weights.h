@@ -1,5 +1,6 @@
-// Model weights in compute form (fp32, dequantized once at load), named as in GGUF
-// (blk.N.attn_q.weight, ...). Quantized weight storage comes with the quantized matmul kernels.
+// Model weights in compute form, named as in GGUF (blk.N.attn_q.weight, ...). Matrices in a
+// format the CPU computes on directly (Q4_0, Q4_1, Q8_0) stay quantized and are read in place
+// from the mapped file; everything else is dequantized to fp32 once at load.
 #pragma once
 
 #include <cstdint>
@@ -16,14 +17,23 @@ class GgufFile;
 namespace lazyattn::model {
 
 struct Linear {
-    std::vector<float> w;     // [out_dim, in_dim]
-    std::vector<float> bias;  // [out_dim] or empty
+    std::vector<float> w_f32;           // [out_dim, in_dim] when type == kF32
+    const void* w_quant = nullptr;      // quantized rows inside the mapped file otherwise
+    kernels::WeightType type = kernels::WeightType::kF32;
+    std::vector<float> bias;            // [out_dim] or empty
     int64_t in_dim = 0;
     int64_t out_dim = 0;
 
+    const void* data() const { return type == kernels::WeightType::kF32 ? static_cast<const void*>(w_f32.data()) : w_quant; }
     kernels::MatmulParams params(const float* x, float* y, int64_t num_rows) const {
-        return {x, w.data(), bias.empty() ? nullptr : bias.data(), y, num_rows, in_dim, out_dim};
+        return {x, data(), type, bias.empty() ? nullptr : bias.data(), y, num_rows, in_dim, out_dim};
     }
+    // Row `r` as fp32 (an embedding lookup).
+    void row(int64_t r, float* out) const;
+};
+
+struct WeightOptions {
+    bool dequantize_all = false;  // fp32 everywhere (slower; for comparisons)
 };
 
 struct LayerWeights {
@@ -34,15 +44,17 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-    std::vector<float> token_embd;  // [vocab, hidden]; the LM head too when embeddings are tied
+    Linear token_embd;              // [vocab, hidden]; the LM head too when embeddings are tied
     std::vector<LayerWeights> layers;
     std::vector<float> output_norm; // [hidden]
-    Linear lm_head;                 // empty when tied (token_embd is used)
+    Linear lm_head;                 // unused (out_dim 0) when tied
 
-    const float* lm_head_weights() const { return lm_head.w.empty() ? token_embd.data() : lm_head.w.data(); }
+    const Linear& output() const { return lm_head.out_dim > 0 ? lm_head : token_embd; }
 };
 
-// Reads and dequantizes every tensor the config needs, checking each tensor's shape.
-Expected<ModelWeights> load_weights(const loader::GgufFile& file, const ModelConfig& config);
+// Reads every tensor the config needs, checking each tensor's shape. The file must outlive the
+// weights (quantized matrices point into it).
+Expected<ModelWeights> load_weights(const loader::GgufFile& file, const ModelConfig& config,
+                                    const WeightOptions& options = {});
 
 }  // namespace lazyattn::model

@@ -9,6 +9,10 @@
 
 #include "core/status.h"
 
+namespace lazyattn::loader {
+class GgufFile;
+}
+
 namespace lazyattn::tokenizer {
 
 enum class ChatTemplateKind { kChatML, kLlama3 };
@@ -36,5 +40,8 @@ struct ChatTemplate {
 
 // Detects the kind from the Jinja source and extracts its default system message, if any.
 Expected<ChatTemplate> chat_template_from_jinja(std::string_view jinja_template);
+
+// The template of a model file (tokenizer.chat_template); kNotFound when the file has none.
+Expected<ChatTemplate> chat_template_from_gguf(const loader::GgufFile& file);
 
 }  // namespace lazyattn::tokenizer

@@ -21,6 +21,8 @@ namespace lazyattn::tokenizer {
 
 using TokenId = int32_t;
 
+struct VocabData;
+
 // GGUF tokenizer.ggml.token_type values.
 enum class TokenType : int32_t {
     kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
@@ -29,7 +31,11 @@ enum class TokenType : int32_t {
 class Tokenizer {
 public:
     virtual ~Tokenizer() = default;
+    // kUnsupported naming the tokenizer model unless it is "gpt2" (byte-level BPE), or naming the
+    // pre-tokenizer type when that is not implemented.
     static Expected<std::unique_ptr<Tokenizer>> from_gguf(const loader::GgufFile& file);
+    // The same from metadata already read (tests build vocabularies by hand).
+    static Expected<std::unique_ptr<Tokenizer>> from_vocab(const VocabData& data);
 
     // add_special: add BOS (and EOS) as the metadata says (tokenizer.ggml.add_bos_token, ...).
     // parse_special: text spelling a special/control token ("<|im_start|>") becomes that token;

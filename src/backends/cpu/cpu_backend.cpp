@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "backends/cpu/attention_cpu.h"
 #include "backends/cpu/elementwise_cpu.h"
+#include "backends/cpu/quant_matmul.h"
 #include "core/thread_pool.h"
 
 namespace lazyattn::backends::cpu {
@@ -25,12 +26,17 @@ public:
         cpu::rmsnorm(x, w, out, rows, dim, eps, pool_);
     }
     void matmul(const kernels::MatmulParams& p) override {
+        if (p.w_type != kernels::WeightType::kF32) {
+            quant_matmul(p, pool_, scratch_);
+            return;
+        }
+        const float* w = static_cast<const float*>(p.w);
         if (p.num_rows == 1) {
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, int(p.out_dim), int(p.in_dim), 1.0f, p.w,
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, int(p.out_dim), int(p.in_dim), 1.0f, w,
                         int(p.in_dim), p.x, 1, 0.0f, p.y, 1);
         } else {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(p.num_rows), int(p.out_dim),
-                        int(p.in_dim), 1.0f, p.x, int(p.in_dim), p.w, int(p.in_dim), 0.0f, p.y,
+                        int(p.in_dim), 1.0f, p.x, int(p.in_dim), w, int(p.in_dim), 0.0f, p.y,
                         int(p.out_dim));
         }
         if (p.bias != nullptr) {
@@ -46,6 +52,7 @@ public:
 
 private:
     ThreadPool pool_;
+    std::vector<uint8_t> scratch_;  // quantized activations
 };
 
 }  // namespace

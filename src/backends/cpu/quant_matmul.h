@@ -1,0 +1,17 @@
+// Matmul on quantized weights: activations are quantized per row (Q8_0 or Q8_1, as llama.cpp
+// does), then integer dot products run tile by tile: a tile of weight rows stays in L1 while
+// groups of four activation rows stream past it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/params/matmul_params.h"
+
+namespace lazyattn::backends::cpu {
+
+// p.w_type must be a quantized type (not kF32). `scratch` holds the quantized activations.
+void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch);
+
+}  // namespace lazyattn::backends::cpu

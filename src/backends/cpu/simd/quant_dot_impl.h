@@ -1,0 +1,12 @@
+// The kernel sets defined in the simd/ translation units (one per instruction set).
+#pragma once
+
+#include "backends/cpu/simd/quant_dot.h"
+
+namespace lazyattn::backends::cpu::simd {
+
+extern const QuantKernels kScalarKernels;
+extern const QuantKernels kAvx2Kernels;
+extern const QuantKernels kAvx512VnniKernels;
+
+}  // namespace lazyattn::backends::cpu::simd

@@ -1,0 +1,31 @@
+// Portable quantized kernels: the scalar reference, row by row.
+#include "backends/cpu/simd/quant_dot_impl.h"
+#include "kernels/ref/quant_ref.h"
+
+namespace lazyattn::backends::cpu::simd {
+namespace {
+
+template <kernels::QuantWeight W>
+void dot_rows_scalar(const void* w, const uint8_t* x, size_t stride, int rows, int64_t nb, float* out) {
+    for (int r = 0; r < rows; ++r) out[r] = kernels::ref::vec_dot(W, w, x + r * stride, nb * kernels::kQuantBlock);
+}
+
+void quantize_q8_0_scalar(const float* x, void* y, int64_t n) {
+    kernels::ref::quantize_row_q8_0(x, static_cast<kernels::BlockQ8_0*>(y), n);
+}
+void quantize_q8_1_scalar(const float* x, void* y, int64_t n) {
+    kernels::ref::quantize_row_q8_1(x, static_cast<kernels::BlockQ8_1*>(y), n);
+}
+
+}  // namespace
+
+const QuantKernels kScalarKernels = {
+    "scalar",
+    dot_rows_scalar<kernels::QuantWeight::kQ4_0>,
+    dot_rows_scalar<kernels::QuantWeight::kQ4_1>,
+    dot_rows_scalar<kernels::QuantWeight::kQ8_0>,
+    quantize_q8_0_scalar,
+    quantize_q8_1_scalar,
+};
+
+}  // namespace lazyattn::backends::cpu::simd

@@ -1,0 +1,152 @@
+#include "tokenizer/bpe_tokenizer.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "tokenizer/byte_unicode.h"
+#include "tokenizer/special_partition.h"
+#include "tokenizer/utf8.h"
+
+namespace lazyattn::tokenizer {
+namespace {
+
+// Bounds on the word cache: natural text repeats few thousand words; long words (base64, runs of
+// one character) are rare and not worth keeping.
+constexpr size_t kMaxCachedWords = 1 << 16;
+constexpr size_t kMaxCachedWordBytes = 128;
+
+// A normal token's text back to bytes through the byte alphabet. A code point outside the alphabet
+// is written as llama.cpp's llama_decode_text writes it.
+std::string decode_byte_text(const std::string& text) {
+    std::string out;
+    for (const char32_t cp : decode_utf8_lenient(text)) {
+        const int byte = unicode_to_byte(cp);
+        if (byte >= 0) {
+            out.push_back(static_cast<char>(byte));
+            continue;
+        }
+        out += "[UNK_BYTE_0x";
+        for (const char c : encode_utf8(cp)) {
+            char hex[3];
+            std::snprintf(hex, sizeof(hex), "%02x", static_cast<unsigned>(static_cast<uint8_t>(c)));
+            out += hex;
+        }
+        out += text + "]";
+    }
+    return out;
+}
+
+// "<0xAB>" -> "\xAB" for tokens of type byte.
+std::string byte_token_piece(const std::string& text) {
+    if (text.size() < 5) return {};
+    const std::string hex = text.substr(3, 2);
+    return std::string(1, static_cast<char>(std::strtol(hex.c_str(), nullptr, 16)));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const VocabData& data) {
+    LA_ASSIGN_OR_RETURN(const PreTokenizerInfo info, lookup_pre_tokenizer(data.pre));
+    LA_ASSIGN_OR_RETURN(PreTokenizer pre, PreTokenizer::create(info.kind));
+    if (data.merges.empty())
+        return corrupt("byte-level BPE vocabulary has no tokenizer.ggml.merges");
+    LA_ASSIGN_OR_RETURN(Vocab vocab, Vocab::build(data, info.add_bos));
+    std::unique_ptr<BpeTokenizer> tok(
+        new BpeTokenizer(std::move(vocab), std::move(pre), BpeMerges::build(data.merges),
+                         info.ignore_merges, data.pre.empty() ? "default" : data.pre));
+    return tok;
+}
+
+BpeTokenizer::BpeTokenizer(Vocab vocab, PreTokenizer pre, BpeMerges merges, bool ignore_merges,
+                           std::string pre_type)
+    : vocab_(std::move(vocab)),
+      pre_(std::move(pre)),
+      merges_(std::move(merges)),
+      ignore_merges_(ignore_merges),
+      pre_type_(std::move(pre_type)) {
+    pieces_.reserve(vocab_.size());
+    for (TokenId id = 0; id < vocab_.size(); ++id) pieces_.push_back(compute_piece(id));
+}
+
+std::string BpeTokenizer::compute_piece(TokenId id) const {
+    const uint32_t attr = vocab_.attr(id);
+    const std::string& text = vocab_.text(id);
+    if (attr & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return text;
+    if (attr & kAttrNormal) return decode_byte_text(text);
+    if (attr & kAttrByte) return byte_token_piece(text);
+    return {};  // unused and undefined tokens render as nothing, as in llama.cpp
+}
+
+std::vector<TokenId> BpeTokenizer::encode(std::string_view text, bool add_special,
+                                          bool parse_special) const {
+    std::vector<TokenId> out;
+    const TokenId bos = vocab_.special().bos;
+    const TokenId eos = vocab_.special().eos;
+    if (add_special && vocab_.add_bos() && bos >= 0) out.push_back(bos);
+    for (const TextFragment& f : partition_special_tokens(text, vocab_, parse_special)) {
+        if (f.is_token()) {
+            out.push_back(f.token);
+        } else {
+            encode_text(text.substr(f.offset, f.length), out);
+        }
+    }
+    if (add_special && vocab_.add_eos() && eos >= 0) out.push_back(eos);
+    return out;
+}
+
+void BpeTokenizer::encode_text(std::string_view text, std::vector<TokenId>& out) const {
+    for (const std::string& piece : pre_.split(text)) encode_word(bytes_to_unicode(piece), out);
+}
+
+void BpeTokenizer::encode_word(const std::string& word, std::vector<TokenId>& out) const {
+    if (ignore_merges_) {
+        if (const auto id = vocab_.find(word)) {
+            out.push_back(*id);
+            return;
+        }
+    }
+    const bool cacheable = word.size() <= kMaxCachedWordBytes;
+    if (cacheable) {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        const auto it = cache_.find(word);
+        if (it != cache_.end()) {
+            out.insert(out.end(), it->second.begin(), it->second.end());
+            return;
+        }
+    }
+    std::vector<TokenId> ids = merge_word(word);
+    out.insert(out.end(), ids.begin(), ids.end());
+    if (cacheable) {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        if (cache_.size() >= kMaxCachedWords) cache_.clear();
+        cache_.emplace(word, std::move(ids));
+    }
+}
+
+std::vector<TokenId> BpeTokenizer::merge_word(const std::string& word) const {
+    std::vector<TokenId> ids;
+    for (const std::string_view symbol : merges_.merge(word)) {
+        if (const auto id = vocab_.find(symbol)) {
+            ids.push_back(*id);
+            continue;
+        }
+        // llama.cpp looks each byte of the symbol up as a one-byte token text; in a byte-level
+        // vocabulary only ASCII symbols can match, anything else is dropped.
+        for (const char c : symbol) {
+            if (const auto id = vocab_.find(std::string_view(&c, 1))) ids.push_back(*id);
+        }
+    }
+    return ids;
+}
+
+std::string BpeTokenizer::token_to_piece(TokenId id, bool render_special) const {
+    if (!vocab_.contains(id)) return {};
+    if (!render_special && (vocab_.attr(id) & (kAttrUnknown | kAttrControl))) return {};
+    return pieces_[id];
+}
+
+std::optional<TokenId> BpeTokenizer::find_token(std::string_view text) const {
+    return vocab_.find(text);
+}
+
+}  // namespace lazyattn::tokenizer

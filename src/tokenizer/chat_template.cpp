@@ -1,0 +1,191 @@
+// Chat templates rendered natively rather than by a Jinja interpreter: the two families lazyattn
+// serves are recognised by their markers and rendered to the exact text their Jinja produces.
+// ChatML's optional default system message is read out of the Jinja source's string literals, so a
+// model that ships its own (SmolLM2, Qwen2.5) gets it without a table of model names.
+#include "tokenizer/chat_template.h"
+
+#include "loader/gguf_file.h"
+#include "tokenizer/utf8.h"
+
+namespace lazyattn::tokenizer {
+namespace {
+
+constexpr std::string_view kChatMLMarker = "<|im_start|>";
+constexpr std::string_view kLlama3Marker = "<|start_header_id|>";
+constexpr std::string_view kChatMLSystemOpen = "<|im_start|>system\n";
+constexpr std::string_view kChatMLEnd = "<|im_end|>";
+constexpr std::string_view kLlama3Bos = "<|begin_of_text|>";
+
+// Reads the string literal whose opening quote is at `pos`, applying Jinja's (Python's) escapes;
+// advances `pos` past the closing quote.
+std::string read_literal(std::string_view src, size_t& pos) {
+    const char quote = src[pos++];
+    std::string out;
+    while (pos < src.size() && src[pos] != quote) {
+        char c = src[pos++];
+        if (c == '\\' && pos < src.size()) {
+            const char e = src[pos++];
+            switch (e) {
+                case 'n':
+                    c = '\n';
+                    break;
+                case 't':
+                    c = '\t';
+                    break;
+                case 'r':
+                    c = '\r';
+                    break;
+                case '\\':
+                case '\'':
+                case '"':
+                    c = e;
+                    break;
+                default:
+                    out.push_back('\\');
+                    c = e;
+                    break;
+            }
+        }
+        out.push_back(c);
+    }
+    ++pos;  // closing quote
+    return out;
+}
+
+// The string literals inside {{ ... }} and {% ... %} blocks, in order.
+std::vector<std::string> jinja_string_literals(std::string_view src) {
+    std::vector<std::string> literals;
+    bool in_block = false;
+    size_t pos = 0;
+    while (pos < src.size()) {
+        const std::string_view rest = src.substr(pos);
+        if (!in_block && (rest.starts_with("{{") || rest.starts_with("{%"))) {
+            in_block = true;
+            pos += 2;
+        } else if (in_block && (rest.starts_with("}}") || rest.starts_with("%}"))) {
+            in_block = false;
+            pos += 2;
+        } else if (in_block && (src[pos] == '\'' || src[pos] == '"')) {
+            literals.push_back(read_literal(src, pos));
+        } else {
+            ++pos;
+        }
+    }
+    return literals;
+}
+
+// A literal "<|im_start|>system\n...<|im_end|>" with fixed content is a default system message.
+std::string find_default_system(std::string_view jinja) {
+    for (const std::string& literal : jinja_string_literals(jinja)) {
+        if (!std::string_view(literal).starts_with(kChatMLSystemOpen)) continue;
+        const size_t end = literal.find(kChatMLEnd, kChatMLSystemOpen.size());
+        if (end == std::string::npos || end == kChatMLSystemOpen.size()) continue;
+        return literal.substr(kChatMLSystemOpen.size(), end - kChatMLSystemOpen.size());
+    }
+    return {};
+}
+
+// Python's str.isspace, which Jinja's trim filter (str.strip) uses.
+bool is_python_space(char32_t cp) {
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
+           cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+std::string jinja_trim(std::string_view s) {
+    size_t first = s.size();
+    size_t last = 0;
+    for (size_t pos = 0; pos < s.size();) {
+        const Utf8Decoded d = decode_utf8_one(s, pos);
+        const bool space = d.status == Utf8Status::kOk && is_python_space(d.code_point);
+        if (!space) {
+            if (first == s.size()) first = pos;
+            last = pos + d.length;
+        }
+        pos += d.length;
+    }
+    return first == s.size() ? std::string() : std::string(s.substr(first, last - first));
+}
+
+std::string apply_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                         bool add_generation_prompt) {
+    std::string out;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        if (i == 0 && m.role != "system" && !t.default_system.empty()) {
+            out +=
+                std::string(kChatMLSystemOpen) + t.default_system + std::string(kChatMLEnd) + "\n";
+        }
+        out +=
+            std::string(kChatMLMarker) + m.role + "\n" + m.content + std::string(kChatMLEnd) + "\n";
+    }
+    if (add_generation_prompt) out += std::string(kChatMLMarker) + "assistant\n";
+    return out;
+}
+
+// The official Llama-3 template: BOS text before the first message only, content trimmed.
+std::string apply_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    std::string out;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        if (i == 0) out += kLlama3Bos;
+        out += std::string(kLlama3Marker) + messages[i].role + "<|end_header_id|>\n\n" +
+               jinja_trim(messages[i].content) + "<|eot_id|>";
+    }
+    if (add_generation_prompt) out += std::string(kLlama3Marker) + "assistant<|end_header_id|>\n\n";
+    return out;
+}
+
+}  // namespace
+
+Expected<ChatTemplateKind> detect_chat_template(std::string_view jinja_template) {
+    if (jinja_template.find(kChatMLMarker) != std::string_view::npos)
+        return ChatTemplateKind::kChatML;
+    if (jinja_template.find(kLlama3Marker) != std::string_view::npos)
+        return ChatTemplateKind::kLlama3;
+    return unsupported(
+        "chat template not recognised: it has neither ChatML's '<|im_start|>' nor Llama-3's "
+        "'<|start_header_id|>' markers; name one explicitly (chatml or llama3)");
+}
+
+Expected<ChatTemplateKind> chat_template_from_name(std::string_view name) {
+    if (name == "chatml") return ChatTemplateKind::kChatML;
+    if (name == "llama3") return ChatTemplateKind::kLlama3;
+    return invalid_argument("unknown chat template '" + std::string(name) +
+                            "'; expected 'chatml' or 'llama3'");
+}
+
+const char* chat_template_name(ChatTemplateKind kind) {
+    switch (kind) {
+        case ChatTemplateKind::kChatML:
+            return "chatml";
+        case ChatTemplateKind::kLlama3:
+            return "llama3";
+    }
+    return "unknown";
+}
+
+std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt) const {
+    switch (kind) {
+        case ChatTemplateKind::kChatML:
+            return apply_chatml(*this, messages, add_generation_prompt);
+        case ChatTemplateKind::kLlama3:
+            return apply_llama3(messages, add_generation_prompt);
+    }
+    return {};
+}
+
+Expected<ChatTemplate> chat_template_from_jinja(std::string_view jinja_template) {
+    LA_ASSIGN_OR_RETURN(const ChatTemplateKind kind, detect_chat_template(jinja_template));
+    ChatTemplate t;
+    t.kind = kind;
+    if (kind == ChatTemplateKind::kChatML) t.default_system = find_default_system(jinja_template);
+    return t;
+}
+
+Expected<ChatTemplate> chat_template_from_gguf(const loader::GgufFile& file) {
+    LA_ASSIGN_OR_RETURN(const std::string jinja, file.get_string("tokenizer.chat_template"));
+    return chat_template_from_jinja(jinja);
+}
+
+}  // namespace lazyattn::tokenizer

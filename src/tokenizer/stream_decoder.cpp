@@ -1,0 +1,23 @@
+// StreamDecoder: emits every complete UTF-8 character as soon as its last byte arrives. Bytes
+// that can never become valid (a stray continuation byte, an overlong lead) are emitted at once as
+// U+FFFD rather than held, so one bad token cannot stall the stream.
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+namespace lazyattn::tokenizer {
+
+std::string StreamDecoder::push(TokenId id) {
+    pending_ += tok_.token_to_piece(id, render_special_);
+    const size_t held = utf8_incomplete_tail(pending_);
+    std::string out = sanitize_utf8(std::string_view(pending_).substr(0, pending_.size() - held));
+    pending_.erase(0, pending_.size() - held);
+    return out;
+}
+
+std::string StreamDecoder::flush() {
+    std::string out = sanitize_utf8(pending_);
+    pending_.clear();
+    return out;
+}
+
+}  // namespace lazyattn::tokenizer
