@@ -25,6 +25,9 @@ test: build
 bench: build
 	./scripts/run_bench.sh
 
+fuzz:
+	./scripts/run_fuzz.sh $(FUZZ_SECONDS)
+
 golden:
 	python3 scripts/make_golden.py
 

@@ -1,0 +1,134 @@
+// The quantized matmul: every SIMD kernel set this CPU runs (AVX-512 VNNI, AVX2, scalar) against
+// the scalar reference, and the whole quantized product against dequantize-then-fp32 within the
+// bound that 8-bit activations allow. Fresh random inputs, odd sizes.
+#include <cstring>
+
+#include "backend/backend.h"
+#include "backends/cpu/simd/quant_dot.h"
+#include "core/fp16.h"
+#include "kernels/ref/quant_ref.h"
+#include "loader/dequantize.h"
+#include "loader/quantize.h"
+#include "random_inputs.h"
+
+namespace lazyattn {
+namespace {
+
+using backends::cpu::simd::num_quant_kernel_sets;
+using backends::cpu::simd::quant_kernel_set;
+using kernels::QuantWeight;
+
+constexpr QuantWeight kTypes[] = {QuantWeight::kQ4_0, QuantWeight::kQ4_1, QuantWeight::kQ8_0};
+
+std::vector<uint8_t> quantize_weights(QuantWeight t, const std::vector<float>& w) {
+    auto q = loader::quantize(static_cast<loader::GgmlType>(t), w.data(), int64_t(w.size()));
+    EXPECT_TRUE(q.ok());
+    return *q;
+}
+
+TEST(QuantKernels, ActivationQuantizationIsBitIdenticalToReference) {
+    std::mt19937_64 rng(testing::test_seed());
+    std::printf("[quant kernels] sets on this CPU:");
+    for (int set = 0; set < num_quant_kernel_sets(); ++set) std::printf(" %s", quant_kernel_set(set).isa);
+    std::printf("\n");
+    for (int set = 0; set < num_quant_kernel_sets(); ++set) {
+        const auto& k = quant_kernel_set(set);
+        for (int64_t n : {32, 64, 576, 1536}) {
+            auto x = testing::random_floats(rng, n, -5, 5);
+            std::fill(x.begin(), x.begin() + 32, 0.0f);  // an all-zero block
+            x[40] = 1e-30f;                              // a tiny value
+            std::vector<kernels::BlockQ8_0> a(n / 32), b(n / 32);
+            std::vector<kernels::BlockQ8_1> c(n / 32), d(n / 32);
+            k.quantize_q8_0(x.data(), a.data(), n);
+            kernels::ref::quantize_row_q8_0(x.data(), b.data(), n);
+            k.quantize_q8_1(x.data(), c.data(), n);
+            kernels::ref::quantize_row_q8_1(x.data(), d.data(), n);
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])), 0) << k.isa << " q8_0 n=" << n;
+            EXPECT_EQ(std::memcmp(c.data(), d.data(), c.size() * sizeof(c[0])), 0) << k.isa << " q8_1 n=" << n;
+        }
+    }
+}
+
+TEST(QuantKernels, DotProductsMatchReference) {
+    std::mt19937_64 rng(testing::test_seed() + 1);
+    for (int set = 0; set < num_quant_kernel_sets(); ++set) {
+        const auto& k = quant_kernel_set(set);
+        for (QuantWeight t : kTypes) {
+            const int64_t n = 1536, nb = n / 32;
+            const auto w = quantize_weights(t, testing::random_floats(rng, n));
+            const size_t stride = nb * kernels::activation_block_bytes(t);
+            std::vector<uint8_t> xq(4 * stride);
+            for (int r = 0; r < 4; ++r) {
+                auto x = testing::random_floats(rng, n, -3, 3);
+                auto quantize = kernels::uses_q8_1(t) ? kernels::ref::quantize_row_q8_1 : nullptr;
+                if (quantize != nullptr) {
+                    quantize(x.data(), reinterpret_cast<kernels::BlockQ8_1*>(xq.data() + r * stride), n);
+                } else {
+                    kernels::ref::quantize_row_q8_0(x.data(), reinterpret_cast<kernels::BlockQ8_0*>(xq.data() + r * stride), n);
+                }
+            }
+            for (int rows = 1; rows <= 4; ++rows) {
+                float got[4];
+                k.dot(t)(w.data(), xq.data(), stride, rows, nb, got);
+                for (int r = 0; r < rows; ++r) {
+                    const float want = kernels::ref::vec_dot(t, w.data(), xq.data() + r * stride, n);
+                    // Same integer sums; only the float accumulation order differs.
+                    EXPECT_NEAR(got[r], want, 1e-5 * std::max(1.0f, std::fabs(want)) + 1e-3) << k.isa << " type " << int(t);
+                }
+            }
+        }
+    }
+}
+
+class QuantMatmulTest : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+
+TEST_P(QuantMatmulTest, BackendMatchesReferenceAndDequantizedFp32) {
+    const auto [rows, in, out] = GetParam();
+    std::mt19937_64 rng(testing::test_seed() + rows * 7 + out);
+    auto be = backend::make_cpu_backend(2);
+    for (QuantWeight t : kTypes) {
+        const auto wf = testing::random_floats(rng, int64_t(out) * in);
+        const auto w = quantize_weights(t, wf);
+        const auto x = testing::random_floats(rng, int64_t(rows) * in, -4, 4);
+        const auto bias = testing::random_floats(rng, out);
+        std::vector<float> got(int64_t(rows) * out), want(got.size());
+        be->matmul({x.data(), w.data(), static_cast<kernels::WeightType>(t), bias.data(), got.data(), rows, in, out});
+        kernels::ref::quant_matmul(t, w.data(), x.data(), want.data(), rows, in, out);
+        // Dequantized weights in fp32: the only difference is the 8-bit activations.
+        std::vector<float> wd(wf.size());
+        ASSERT_TRUE(loader::dequantize_row(static_cast<loader::GgmlType>(t), w.data(), wd.data(), int64_t(wd.size())).ok());
+        for (int r = 0; r < rows; ++r) {
+            for (int o = 0; o < out; ++o) {
+                double exact = 0.0, bound = 0.0;
+                for (int b = 0; b < in / 32; ++b) {
+                    float amax = 0.0f;
+                    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[r * in + b * 32 + j]));
+                    double wsum = 0.0;
+                    for (int j = 0; j < 32; ++j) {
+                        const int i = b * 32 + j;
+                        exact += double(wd[int64_t(o) * in + i]) * x[r * in + i];
+                        wsum += std::fabs(wd[int64_t(o) * in + i]);
+                    }
+                    // Each activation is off by at most half a step (d = amax/127) plus the fp16
+                    // rounding of d (<= 127 d 2^-11); Q8_1's stored sum adds fp16 rounding too.
+                    bound += wsum * (amax / 127.0) * (0.5 + 127.0 / 2048.0) + 32.0 * amax * 1.0 / 2048.0;
+                }
+                const float y = got[int64_t(r) * out + o] - bias[o];
+                ASSERT_FALSE(std::isnan(y));
+                EXPECT_NEAR(got[int64_t(r) * out + o], want[int64_t(r) * out + o] + bias[o],
+                            1e-4 * (1.0 + std::fabs(want[int64_t(r) * out + o])))
+                    << "type " << int(t) << " row " << r << " out " << o;
+                EXPECT_NEAR(y, exact, bound + 1e-4) << "type " << int(t) << " row " << r << " out " << o;
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, QuantMatmulTest,
+                         ::testing::Values(std::make_tuple(1, 32, 1), std::make_tuple(1, 576, 15),
+                                           std::make_tuple(3, 64, 16), std::make_tuple(4, 96, 17),
+                                           std::make_tuple(5, 576, 99), std::make_tuple(17, 1536, 33),
+                                           std::make_tuple(99, 128, 64)));
+
+}  // namespace
+}  // namespace lazyattn
