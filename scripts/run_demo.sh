@@ -1,26 +1,15 @@
 #!/usr/bin/env bash
-# The main job (`make run`): a chat answer, with the embedded SmolLM2 model, to a question about
-# two short documents pasted into the prompt.
+# The main job (`make run`): the RAG demo with the embedded SmolLM2 model. Questions from the
+# 2WikiMultihopQA sample, each with its 10 retrieved passages as documents; every question is
+# asked twice, the passages re-shuffled the second time, with LazyAttention (`lazy`) next to
+# prefix caching (`prefix`). lazy reuses every cached passage wherever it sits; prefix only a
+# common prefix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/lazyattn
 
-DOC1="Les films du losange is a film production company founded by Barbet Schroeder and Éric Rohmer in 1962. The company funds and distributes many films from the French nouvelle vague era."
-DOC2="Éric Rohmer was a French film director, film critic, journalist and novelist. He edited the film magazine Cahiers du cinéma from 1957 to 1963."
-QUESTION="Which magazine did a founder of Les films du losange edit?"
-
-echo "== lazyattn info"
+echo "== Model"
 $BIN info
 echo
-echo "== Documents"
-echo "[1] $DOC1"
-echo "[2] $DOC2"
-echo
-echo "== Question: $QUESTION"
-echo "== Answer (streamed):"
-$BIN generate --chat --max-tokens 64 \
-  --system "Answer the question using only the documents. Be brief." \
-  --prompt "Document 1: $DOC1
-Document 2: $DOC2
-
-Question: $QUESTION"
+echo "== RAG demo: data/2wiki_sample.jsonl, 3 questions, 2 runs each, lazy vs prefix"
+$BIN demo --data data/2wiki_sample.jsonl --questions "${DEMO_QUESTIONS:-3}" --runs 2 --modes lazy prefix

@@ -22,6 +22,9 @@ Output: one line per repetition; with --json each is a JSON object
    "gen_tokens": M, ...}
 and with --reps > 1 a last line with "rep": "median" holding the medians.
 A warm-up run (--warmup, default 1) comes first and is not reported.
+Run it on an otherwise idle machine: llama.cpp's OpenMP threads busy-wait, and with other
+processes competing for the same cores decode throughput collapses (seen: 90 -> 3 tok/s on 2
+vCPUs while a compiler ran); each row records the 1-minute load average before/after.
 """
 import argparse
 import ctypes
@@ -193,6 +196,7 @@ def main():
 
     rows = []
     for rep in range(args.reps):
+        load0 = os.getloadavg()[0]
         t_pre, t_dec, _ = r.run(prompt, args.gen_tokens)
         row = {"engine": "llama.cpp",
                "prefill_tok_s": round(args.prompt_tokens / t_pre, 2),
@@ -201,6 +205,9 @@ def main():
                "prefill_ms": round(t_pre * 1e3, 3), "decode_ms": round(t_dec * 1e3, 3),
                "threads": args.threads, "n_ubatch": args.ubatch, "flash_attn": args.flash_attn,
                "mode": "rag" if args.rag else "plain", "rep": rep,
+               # 1-min load average before/after: other busy processes make llama.cpp's spinning
+               # OpenMP threads collapse (decode drops >10x), so discard runs with load >> 0
+               "loadavg": [round(load0, 2), round(os.getloadavg()[0], 2)],
                "version": llama_cpp.__version__, "model": os.path.basename(args.model)}
         if args.rag:
             t_suf = r.rag_suffix(prefix_len, suffix)
@@ -216,6 +223,7 @@ def main():
             vals = [x[k] for x in rows if x.get(k) is not None]
             if vals:
                 med[k] = round(statistics.median(vals), 3)
+        med["loadavg"] = [max(x["loadavg"][0] for x in rows), max(x["loadavg"][1] for x in rows)]
         med["rep"] = "median"
         emit(med, args.json)
     return 0

@@ -27,6 +27,11 @@ struct GenerateOptions {
     bool ignore_eos = false;
     bool json = false;
     int32_t kv_cache_mb = 512;
+    std::vector<std::string> doc_files;  // documents read from files
+    std::vector<std::string> doc_texts;  // documents given inline
+    std::string cache_mode = "lazy";
+    int32_t repeat = 1;                  // runs of the same request in one process
+    bool shuffle_docs = false;           // re-order the documents before every run after the first
 };
 
 struct BenchSpeedOptions {
@@ -37,7 +42,16 @@ struct BenchSpeedOptions {
     bool json = false;
 };
 
+struct RagDemoOptions {
+    CommonOptions common;
+    std::string data_path = "data/2wiki_sample.jsonl";
+    int32_t num_questions = 3;
+    int32_t runs = 2;
+    std::vector<std::string> modes{"lazy", "prefix"};
+};
+
 int run_generate(const GenerateOptions& options);
+int run_rag_demo(const RagDemoOptions& options);
 int run_bench_speed(const BenchSpeedOptions& options);
 int run_info(const CommonOptions& options);
 

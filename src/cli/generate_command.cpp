@@ -1,6 +1,12 @@
-// `lazyattn generate`: one prompt (raw or chat), streamed to stdout or reported as JSON.
+// `lazyattn generate`: one prompt (raw or chat), optionally with documents as cached segments,
+// run --repeat times in one process (documents re-shuffled between runs when asked), streamed to
+// stdout or reported as one JSON object per run.
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <random>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -8,121 +14,114 @@
 #include "cli/model_path.h"
 #include "engine/engine.h"
 #include "engine/loaded_model.h"
-#include "tokenizer/chat_template.h"
+#include "engine/rag_prompt.h"
 
 namespace lazyattn::cli {
 namespace {
 
-Expected<std::string> render_chat(const GenerateOptions& o, const loader::GgufFile& gguf) {
+Expected<std::optional<tokenizer::ChatTemplate>> chat_template_for(const GenerateOptions& o,
+                                                                   const loader::GgufFile& gguf) {
+    if (!o.chat) return std::optional<tokenizer::ChatTemplate>();
     tokenizer::ChatTemplate tmpl;
     if (!o.chat_template.empty()) {
         LA_ASSIGN_OR_RETURN(tmpl.kind, tokenizer::chat_template_from_name(o.chat_template));
-    } else {
-        auto jinja = gguf.get_string("tokenizer.chat_template");
-        if (!jinja.ok()) return not_found("the model has no chat template; name one with --chat-template");
-        LA_ASSIGN_OR_RETURN(tmpl, tokenizer::chat_template_from_jinja(*jinja));
+        return std::optional<tokenizer::ChatTemplate>(tmpl);
     }
-    std::vector<tokenizer::ChatMessage> messages;
-    if (!o.system.empty()) messages.push_back({"system", o.system});
-    messages.push_back({"user", o.prompt});
-    return tmpl.apply(messages, true);
+    auto jinja = gguf.get_string("tokenizer.chat_template");
+    if (!jinja.ok()) return not_found("the model has no chat template; name one with --chat-template");
+    LA_ASSIGN_OR_RETURN(tmpl, tokenizer::chat_template_from_jinja(*jinja));
+    return std::optional<tokenizer::ChatTemplate>(tmpl);
+}
+
+Expected<std::vector<std::string>> read_documents(const GenerateOptions& o) {
+    std::vector<std::string> docs;
+    for (const auto& path : o.doc_files) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) return not_found("cannot read document file '" + path + "'");
+        std::stringstream ss;
+        ss << in.rdbuf();
+        docs.push_back(engine::format_document("", ss.str()));
+    }
+    for (const auto& text : o.doc_texts) docs.push_back(engine::format_document("", text));
+    return docs;
+}
+
+nlohmann::json run_json(const engine::RagResult& r) {
+    const auto& s = r.stats;
+    return {{"text", r.text},
+            {"token_ids", r.token_ids},
+            {"finish_reason", r.finish_reason},
+            {"num_prompt_tokens", s.num_prompt_tokens},
+            {"num_generated_tokens", s.num_generated},
+            {"ttft_ms", s.ttft_ms},
+            {"decode_tok_per_s", s.decode_tok_per_s},
+            {"prefill_tokens", s.prefill_tokens},
+            {"reused_tokens", s.reused_tokens},
+            {"segments_hit", s.segments_hit},
+            {"segments_missed", s.segments_missed},
+            {"peak_blocks", s.peak_blocks}};
+}
+
+int fail(const Status& st, int code = 1) {
+    std::cerr << "error: " << st.to_string() << "\n";
+    return code;
 }
 
 }  // namespace
 
 int run_generate(const GenerateOptions& o) {
-    const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    if (path.empty()) {
-        std::cerr << "error: no model found; run `make run` once or pass --model FILE\n";
-        return 1;
-    }
-    auto lm = engine::load_model(path, o.common.num_threads);
-    if (!lm.ok()) {
-        std::cerr << "error: " << lm.status().to_string() << "\n";
-        return 1;
-    }
-    std::string text = o.prompt;
-    if (o.chat) {
-        auto rendered = render_chat(o, lm->model->gguf());
-        if (!rendered.ok()) {
-            std::cerr << "error: " << rendered.status().to_string() << "\n";
-            return 1;
-        }
-        text = *rendered;
-    }
-    engine::RagRequest req;
-    // A rendered chat template already holds any BOS text it wants (Llama-3 writes one itself).
-    req.tail = lm->tokenizer->encode(text, /*add_special=*/!o.chat, /*parse_special=*/o.chat);
-    req.sampling = o.sampling;
-    req.max_tokens = o.max_tokens;
-    req.stop = o.stop;
-    req.ignore_eos = o.ignore_eos;
-
+    auto mode = engine::parse_cache_mode(o.cache_mode);
+    if (!mode.ok()) return fail(mode.status(), 2);
     engine::EngineConfig ec;
     ec.kv_cache_mb = o.kv_cache_mb;
-    if (Status st = ec.validate(); !st.ok()) {
-        std::cerr << "error: " << st.to_string() << "\n";
-        return 2;
-    }
-    engine::Engine gen(*lm->model, *lm->tokenizer, ec);
-    if (req.tail.empty()) {
-        std::cerr << "error: the prompt is empty\n";
-        return 2;
-    }
-    engine::TextCallback stream;
-    if (!o.json) {
-        stream = [](std::string_view piece) {
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-        };
-    }
-    auto result = gen.run(req, stream);
-    if (!result.ok()) {
-        std::cerr << "\nerror: " << result.status().to_string() << "\n";
-        return 1;
-    }
-    if (o.json) {
-        nlohmann::json j = {
-            {"text", result->text},
-            {"token_ids", result->token_ids},
-            {"num_prompt_tokens", result->stats.num_prompt_tokens},
-            {"num_generated_tokens", result->token_ids.size()},
-            {"finish_reason", result->finish_reason},
-            {"ttft_ms", result->stats.ttft_ms},
-            {"decode_tok_per_s", result->stats.decode_tok_per_s},
-        };
-        std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    } else {
-        std::printf("\n");
-        std::fprintf(stderr, "[%d prompt tokens, %zu generated, TTFT %.1f ms, decode %.1f tok/s, %s]\n",
-                     result->stats.num_prompt_tokens, result->token_ids.size(), result->stats.ttft_ms,
-                     result->stats.decode_tok_per_s, result->finish_reason.c_str());
-    }
-    return 0;
-}
+    ec.cache_mode = *mode;
+    if (Status st = ec.validate(); !st.ok()) return fail(st, 2);
+    auto docs = read_documents(o);
+    if (!docs.ok()) return fail(docs.status());
 
-int run_info(const CommonOptions& o) {
-    const std::string path = o.model_path.empty() ? default_model_path() : o.model_path;
-    if (path.empty()) {
-        std::cerr << "error: no model found; run `make run` once or pass --model FILE\n";
-        return 1;
+    const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
+    if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
+    auto lm = engine::load_model(path, o.common.num_threads);
+    if (!lm.ok()) return fail(lm.status());
+    auto chat = chat_template_for(o, lm->model->gguf());
+    if (!chat.ok()) return fail(chat.status());
+
+    engine::RagPromptText text{o.system, *docs, o.prompt};
+    engine::Engine eng(*lm->model, *lm->tokenizer, ec);
+    std::mt19937_64 rng(o.sampling.seed);
+    for (int run = 0; run < o.repeat; ++run) {
+        if (run > 0 && o.shuffle_docs) std::shuffle(text.documents.begin(), text.documents.end(), rng);
+        auto req = engine::build_rag_request(*lm->tokenizer, *chat, text);
+        if (!req.ok()) return fail(req.status(), 2);
+        req->sampling = o.sampling;
+        req->max_tokens = o.max_tokens;
+        req->stop = o.stop;
+        req->ignore_eos = o.ignore_eos;
+        engine::TextCallback stream;
+        if (!o.json) {
+            stream = [](std::string_view piece) {
+                std::fwrite(piece.data(), 1, piece.size(), stdout);
+                std::fflush(stdout);
+            };
+        }
+        auto result = eng.run(*req, stream);
+        if (!result.ok()) return fail(result.status());
+        if (o.json) {
+            auto j = run_json(*result);
+            j["run"] = run + 1;
+            j["cache_mode"] = o.cache_mode;
+            std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+            continue;
+        }
+        const auto& s = result->stats;
+        std::printf("\n");
+        std::fprintf(stderr,
+                     "[run %d, %s: %d prompt tokens (%d prefilled, %d reused; segments hit %d, missed %d), "
+                     "%d generated, TTFT %.1f ms, decode %.1f tok/s, %s]\n",
+                     run + 1, o.cache_mode.c_str(), s.num_prompt_tokens, s.prefill_tokens, s.reused_tokens,
+                     s.segments_hit, s.segments_missed, s.num_generated, s.ttft_ms, s.decode_tok_per_s,
+                     result->finish_reason.c_str());
     }
-    auto file = loader::GgufFile::open(path);
-    if (!file.ok()) {
-        std::cerr << "error: " << file.status().to_string() << "\n";
-        return 1;
-    }
-    auto config = model::ModelConfig::from_gguf(**file);
-    if (!config.ok()) {
-        std::cerr << "error: " << config.status().to_string() << "\n";
-        return 1;
-    }
-    std::cout << "file: " << path << "\nGGUF version: " << (*file)->version()
-              << "\ntensors: " << (*file)->tensors().size() << "\n" << config->describe();
-    auto pre = (*file)->get_string("tokenizer.ggml.pre");
-    auto tok_model = (*file)->get_string("tokenizer.ggml.model");
-    std::cout << "tokenizer: " << (tok_model.ok() ? *tok_model : "?") << " (pre-tokenizer "
-              << (pre.ok() ? *pre : "default") << ")\n";
     return 0;
 }
 

@@ -39,10 +39,25 @@ int main(int argc, char** argv) {
     g->add_flag("--ignore-eos", gen.ignore_eos, "keep generating past end-of-generation tokens");
     g->add_flag("--json", gen.json, "print one JSON object instead of streaming text");
     g->add_option("--kv-cache-mb", gen.kv_cache_mb, "KV cache pool size in MiB")->check(CLI::PositiveNumber);
+    g->add_option("--doc", gen.doc_files, "a document file, cached as its own segment (repeatable)");
+    g->add_option("--doc-text", gen.doc_texts, "a document given inline (repeatable)");
+    g->add_option("--cache-mode", gen.cache_mode, "lazy | lazy-k | block-attn | prefix | none")
+        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+    g->add_option("--repeat", gen.repeat, "run the request N times in one process")->check(CLI::Range(1, 100000));
+    g->add_flag("--shuffle-docs", gen.shuffle_docs, "re-order the documents before each repeated run");
 
     CommonOptions info;
     CLI::App* i = app.add_subcommand("info", "print the model description");
     add_common(i, info);
+
+    RagDemoOptions demo;
+    CLI::App* d = app.add_subcommand("demo", "RAG demo: 2WikiMultihopQA questions, documents shuffled between runs");
+    add_common(d, demo.common);
+    d->add_option("--data", demo.data_path, "JSONL file of questions with documents");
+    d->add_option("--questions", demo.num_questions, "questions to ask")->check(CLI::Range(1, 1000));
+    d->add_option("--runs", demo.runs, "runs per question (documents shuffled after the first)")->check(CLI::Range(1, 100));
+    d->add_option("--modes", demo.modes, "cache modes to compare")
+        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
 
     BenchSpeedOptions speed;
     CLI::App* bench = app.add_subcommand("bench", "benchmarks");
@@ -63,5 +78,6 @@ int main(int argc, char** argv) {
     if (g->parsed()) return run_generate(gen);
     if (i->parsed()) return run_info(info);
     if (bs->parsed()) return run_bench_speed(speed);
+    if (d->parsed()) return run_rag_demo(demo);
     return 2;
 }

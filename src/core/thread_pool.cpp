@@ -1,8 +1,34 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define LA_CPU_RELAX() _mm_pause()
+#else
+#define LA_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace lazyattn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Polls `done()` for about `micros` microseconds; true if it became true.
+template <class Pred>
+bool spin_until(const Pred& done, int micros) {
+    const auto deadline = Clock::now() + std::chrono::microseconds(micros);
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            if (done()) return true;
+            LA_CPU_RELAX();
+        }
+        if (Clock::now() >= deadline) return done();
+    }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
     for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -11,7 +37,7 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads))
 ThreadPool::~ThreadPool() {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        stop_ = true;
+        stop_.store(true);
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
@@ -20,61 +46,43 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     for (;;) {
-        std::function<void(int, int)> task;
-        {
+        const auto has_work = [&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; };
+        if (!spin_until(has_work, kSpinMicros)) {
+            // Sleep. num_sleeping_ is raised under the mutex before the last check, and the caller
+            // bumps generation_ before reading num_sleeping_ (both seq_cst), so a wake-up is never
+            // missed: either we see the new generation, or the caller sees us and notifies.
             std::unique_lock<std::mutex> lock(mu_);
-            wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-            if (stop_) return;
-            seen = generation_;
-            task = task_;
+            num_sleeping_.fetch_add(1);
+            wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+            num_sleeping_.fetch_sub(1);
         }
-        task(index, num_threads_);
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            if (--num_pending_ == 0) done_.notify_one();
-        }
+        if (stop_.load()) return;
+        seen = generation_.load(std::memory_order_acquire);
+        task_fn_(task_ctx_, index, num_threads_);
+        num_pending_.fetch_sub(1, std::memory_order_acq_rel);
     }
 }
 
-void ThreadPool::run_on_all(const std::function<void(int, int)>& fn) {
+void ThreadPool::run_on_all_raw(TaskFn fn, const void* ctx) {
     bool expected = false;
     if (num_threads_ == 1 || !busy_.compare_exchange_strong(expected, true)) {
         // Single thread, or a nested call from inside a running loop: run inline.
-        fn(0, 1);
+        fn(ctx, 0, 1);
         return;
     }
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        task_ = fn;
-        num_pending_ = num_threads_ - 1;
-        ++generation_;
+    task_fn_ = fn;
+    task_ctx_ = ctx;
+    num_pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1);  // seq_cst: publishes the task, ordered before the load below
+    if (num_sleeping_.load() > 0) {
+        { std::lock_guard<std::mutex> lock(mu_); }
+        wake_.notify_all();
     }
-    wake_.notify_all();
-    fn(0, num_threads_);
-    {
-        std::unique_lock<std::mutex> lock(mu_);
-        done_.wait(lock, [&] { return num_pending_ == 0; });
-        task_ = nullptr;
-    }
+    fn(ctx, 0, num_threads_);
+    // The workers are running the same loop, so this wait is short unless one was descheduled.
+    const auto done = [&] { return num_pending_.load(std::memory_order_acquire) == 0; };
+    while (!spin_until(done, 1000)) std::this_thread::yield();
     busy_.store(false);
-}
-
-void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn, int64_t grain) {
-    if (n <= 0) return;
-    grain = std::max<int64_t>(1, grain);
-    if (n <= grain || num_threads_ == 1) {
-        for (int64_t i = 0; i < n; ++i) fn(i);
-        return;
-    }
-    std::atomic<int64_t> next{0};
-    run_on_all([&](int, int) {
-        for (;;) {
-            int64_t begin = next.fetch_add(grain);
-            if (begin >= n) break;
-            int64_t end = std::min(n, begin + grain);
-            for (int64_t i = begin; i < end; ++i) fn(i);
-        }
-    });
 }
 
 }  // namespace lazyattn
