@@ -1,0 +1,99 @@
+// The lazyattn binary end to end on a synthetic model: exit codes, JSON output, documents
+// reused across repeated runs in one process.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "synthetic_model_fixture.h"
+
+namespace lazyattn {
+namespace {
+
+struct Run {
+    int exit_code;
+    std::string out;
+};
+
+Run run_cli(const std::string& args) {
+    const std::string cmd = std::string(LAZYATTN_CLI_PATH) + " " + args + " 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    const int status = pclose(p);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string model_arg() {
+    loader::SyntheticModelOptions o;
+    return "--model " + testing::synthetic_model_path(o, "cli");
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+    std::vector<nlohmann::json> lines;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+    }
+    return lines;
+}
+
+TEST(Cli, BadArgumentsExitWithCodeTwo) {
+    EXPECT_EQ(run_cli("").exit_code, 2);
+    EXPECT_EQ(run_cli("frobnicate").exit_code, 2);
+    EXPECT_EQ(run_cli("generate").exit_code, 2);  // --prompt is required
+    EXPECT_EQ(run_cli("generate --prompt hi --max-tokens -3").exit_code, 2);
+    EXPECT_EQ(run_cli("generate --prompt hi --cache-mode sideways").exit_code, 2);
+    EXPECT_EQ(run_cli("generate --prompt hi --top-p 7").exit_code, 2);
+    EXPECT_EQ(run_cli("--help").exit_code, 0);
+}
+
+TEST(Cli, BadModelFileIsARuntimeErrorNotACrash) {
+    EXPECT_EQ(run_cli("info --model /nonexistent.gguf").exit_code, 1);
+    EXPECT_EQ(run_cli("generate --prompt hi --model " LAZYATTN_SOURCE_DIR "/README.md").exit_code, 1);
+}
+
+TEST(Cli, GenerateJsonHasTheDocumentedFields) {
+    auto r = run_cli("generate " + model_arg() + " --prompt 'the cat sat on' --max-tokens 5 --ignore-eos --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    auto lines = json_lines(r.out);
+    ASSERT_EQ(lines.size(), 1u);
+    for (const char* key : {"text", "token_ids", "num_prompt_tokens", "ttft_ms", "decode_tok_per_s", "prefill_tokens",
+                            "reused_tokens", "segments_hit", "segments_missed"}) {
+        EXPECT_TRUE(lines[0].contains(key)) << key;
+    }
+    EXPECT_EQ(lines[0]["token_ids"].size(), 5u);
+}
+
+TEST(Cli, RepeatedRunsWithShuffledDocumentsReuseEveryDocument) {
+    const std::string docs = "--doc-text 'the quick brown fox jumps over the lazy dog' "
+                             "--doc-text 'a stitch in time saves nine and then some more' "
+                             "--doc-text 'all that glitters is not gold, said the old man' ";
+    auto r = run_cli("generate " + model_arg() + " --chat " + docs +
+                     "--prompt 'what is gold?' --max-tokens 4 --ignore-eos --repeat 3 --shuffle-docs --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    auto runs = json_lines(r.out);
+    ASSERT_EQ(runs.size(), 3u);
+    EXPECT_EQ(runs[0]["segments_missed"], 4);  // system preamble + 3 documents
+    for (int i = 1; i < 3; ++i) {
+        EXPECT_EQ(runs[i]["segments_hit"], 4);
+        EXPECT_EQ(runs[i]["segments_missed"], 0);
+        EXPECT_EQ(runs[i]["token_ids"].size(), 4u);
+    }
+    // prefix caching loses everything after the first re-ordered document.
+    auto p = run_cli("generate " + model_arg() + " --chat " + docs +
+                     "--prompt 'what is gold?' --max-tokens 4 --ignore-eos --repeat 2 --json --cache-mode none");
+    auto none_runs = json_lines(p.out);
+    ASSERT_EQ(none_runs.size(), 2u);
+    EXPECT_EQ(none_runs[1]["reused_tokens"], 0);
+}
+
+}  // namespace
+}  // namespace lazyattn
