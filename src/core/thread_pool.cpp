@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -16,6 +17,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Polls `done()` for about `micros` microseconds; true if it became true.
+static int env_int(const char* n, int d) { const char* v = getenv(n); return v ? atoi(v) : d; }
+static const int g_worker_spin = env_int("LA_SPIN_US", 200), g_caller_spin = env_int("LA_CSPIN_US", 50), g_yield = env_int("LA_YIELD", 0);
 template <class Pred>
 bool spin_until(const Pred& done, int micros) {
     const auto deadline = Clock::now() + std::chrono::microseconds(micros);
@@ -24,6 +27,7 @@ bool spin_until(const Pred& done, int micros) {
             if (done()) return true;
             LA_CPU_RELAX();
         }
+        if (g_yield) std::this_thread::yield();
         if (Clock::now() >= deadline) return done();
     }
 }
@@ -47,7 +51,7 @@ void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     for (;;) {
         const auto has_work = [&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; };
-        if (!spin_until(has_work, kSpinMicros)) {
+        if (!spin_until(has_work, g_worker_spin)) {
             // Sleep. num_sleeping_ is raised under the mutex before the last check, and the caller
             // bumps generation_ before reading num_sleeping_ (both seq_cst), so a wake-up is never
             // missed: either we see the new generation, or the caller sees us and notifies.
@@ -59,7 +63,11 @@ void ThreadPool::worker_loop(int index) {
         if (stop_.load()) return;
         seen = generation_.load(std::memory_order_acquire);
         task_fn_(task_ctx_, index, num_threads_);
-        num_pending_.fetch_sub(1, std::memory_order_acq_rel);
+        // The last worker wakes the caller if it went to sleep (same handshake as above).
+        if (num_pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+            { std::lock_guard<std::mutex> lock(mu_); }
+            done_.notify_one();
+        }
     }
 }
 
@@ -79,9 +87,15 @@ void ThreadPool::run_on_all_raw(TaskFn fn, const void* ctx) {
         wake_.notify_all();
     }
     fn(ctx, 0, num_threads_);
-    // The workers are running the same loop, so this wait is short unless one was descheduled.
+    // The workers run the same loop, so this wait is short unless one was descheduled (another
+    // process took its core): then sleep, so that our core goes to whoever is runnable.
     const auto done = [&] { return num_pending_.load(std::memory_order_acquire) == 0; };
-    while (!spin_until(done, 1000)) std::this_thread::yield();
+    if (!spin_until(done, g_caller_spin)) {
+        std::unique_lock<std::mutex> lock(mu_);
+        caller_sleeping_.store(true);
+        done_.wait(lock, [&] { return num_pending_.load() == 0; });
+        caller_sleeping_.store(false);
+    }
     busy_.store(false);
 }
 

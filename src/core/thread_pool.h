@@ -38,6 +38,8 @@ public:
 
     // How long an idle worker polls for the next loop before it sleeps.
     static constexpr int kSpinMicros = 200;
+    // How long the caller polls for the workers to finish a loop before it sleeps.
+    static constexpr int kCallerSpinMicros = 50;
 
 private:
     using TaskFn = void (*)(const void* ctx, int thread_index, int num_threads);
@@ -52,10 +54,12 @@ private:
     alignas(64) std::atomic<uint64_t> generation_{0};
     alignas(64) std::atomic<int> num_pending_{0};
     alignas(64) std::atomic<int> num_sleeping_{0};
+    std::atomic<bool> caller_sleeping_{false};
     std::atomic<bool> stop_{false};
     std::atomic<bool> busy_{false};
     std::mutex mu_;
     std::condition_variable wake_;
+    std::condition_variable done_;
 };
 
 template <class Fn>

@@ -16,6 +16,7 @@ struct SegmentPlacement {
     int32_t num_tokens = 0;
     int32_t logical_start = 0;
     int32_t stored_base = 0;  // 0 for a shared cached segment; logical_start for a private copy
+    bool private_copy = false;  // block-attn: blocks are this request's re-rotated copy
 };
 
 struct ActiveRequest {

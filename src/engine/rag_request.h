@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "engine/sampling_params.h"
 
 namespace lazyattn::engine {
@@ -35,7 +36,9 @@ struct RequestStats {
     int32_t segments_missed = 0;
     int32_t num_generated = 0;
     int32_t peak_blocks = 0;      // blocks in use by the whole pool at this request's peak
-    double ttft_ms = 0;
+    int32_t preemptions = 0;      // times this request was preempted and recomputed
+    double queue_ms = 0;          // submission to admission
+    double ttft_ms = 0;           // submission to the first generated token
     double decode_ms = 0;
     double decode_tok_per_s = 0;
 };
@@ -43,7 +46,8 @@ struct RequestStats {
 struct RagResult {
     std::vector<int32_t> token_ids;  // generated tokens (an end-of-generation token included)
     std::string text;                // generated text, up to a stop string
-    std::string finish_reason;       // "stop" or "length"
+    std::string finish_reason;       // "stop", "length", "cancelled" or "error"
+    Status status;                   // why, when finish_reason is "error"
     RequestStats stats;
 };
 

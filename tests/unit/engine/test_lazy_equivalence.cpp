@@ -127,44 +127,69 @@ TEST(LazyEquivalence, OneSegmentBlockAttnEqualsFullAttention) {
     }
 }
 
+// Admits requests and runs their prompts (nothing generated yet: they stay live).
+std::vector<std::shared_ptr<RequestHandle>> start(Engine& e, const std::vector<RagRequest>& reqs) {
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    for (auto r : reqs) {
+        r.max_tokens = 2;
+        handles.push_back(*e.scheduler().add(r));
+    }
+    for (int i = 0; i < 64; ++i) {
+        bool all_prefilled = true;
+        for (auto& h : handles) {
+            const SequenceState* s = e.scheduler().find(h->id());
+            all_prefilled &= s != nullptr && s->admitted && s->prompt_done();
+        }
+        if (all_prefilled) break;
+        e.scheduler().step();
+    }
+    return handles;
+}
+
+void drain(Engine& e) {
+    while (e.scheduler().step()) {
+    }
+}
+
 TEST(LazyEquivalence, CachedDocumentsAreSharedWithZeroCopies) {
     Documents docs(3);
     auto shared = docs.make(40);
     auto lazy = make_engine(CacheMode::kLazy);
     auto r1 = request_of({docs.make(10), shared}, docs.make(5));
     auto r2 = request_of({shared, docs.make(33), docs.make(3)}, docs.make(6));
-    auto a1 = lazy->admit(r1);
-    ASSERT_TRUE(a1.ok());
-    const int32_t used_before = lazy->kv_cache().num_used();
-    auto a2 = lazy->admit(r2);
-    ASSERT_TRUE(a2.ok());
-    // Both live requests read the same physical blocks for the shared document.
-    EXPECT_EQ(a1->segments[1].blocks, a2->segments[0].blocks);
+    auto live = start(*lazy, {r1, r2});
+    const SequenceState* a1 = lazy->scheduler().find(live[0]->id());
+    const SequenceState* a2 = lazy->scheduler().find(live[1]->id());
+    ASSERT_TRUE(a1 && a2);
+    // Both live requests read the same physical blocks for the shared document, which was
+    // computed once (one job) although both needed it.
+    EXPECT_EQ(a1->kv.segments[1].blocks, a2->kv.segments[0].blocks);
+    EXPECT_EQ(lazy->scheduler().stats().segment_jobs, 4);  // 10, 40, 33 and 3 tokens
     EXPECT_EQ(a2->stats.segments_hit, 1);
     EXPECT_EQ(a2->stats.segments_missed, 2);
-    lazy->release(*a1);
-    lazy->release(*a2);
+    drain(*lazy);
 
     // A cached document costs a lazy request no block at all: only the tail allocates.
     auto r3 = request_of({shared}, docs.make(16));
-    auto a3 = lazy->admit(r3);
-    ASSERT_TRUE(a3.ok());
+    auto live3 = start(*lazy, {r3});
+    const SequenceState* a3 = lazy->scheduler().find(live3[0]->id());
+    ASSERT_TRUE(a3);
     EXPECT_EQ(a3->stats.segments_hit, 1);
     EXPECT_EQ(a3->stats.prefill_tokens, 16);
     EXPECT_EQ(a3->stats.reused_tokens, 40);
-    const int32_t expected_used = 3 /* shared doc */ + 1 /* tail */;
-    EXPECT_EQ(lazy->kv_cache().num_used(), expected_used);
-    lazy->release(*a3);
-    (void)used_before;
+    EXPECT_EQ(lazy->kv_cache().num_used(), 3 /* shared doc */ + 1 /* tail: 16 prompt tokens */);
+    drain(*lazy);
 
     // block-attn makes private copies of the same document.
     auto block = make_engine(CacheMode::kBlockAttn);
     ASSERT_TRUE(block->run(r3).ok());
-    auto b3 = block->admit(r3);
-    ASSERT_TRUE(b3.ok());
+    auto live4 = start(*block, {r3});
+    const SequenceState* b3 = block->scheduler().find(live4[0]->id());
+    ASSERT_TRUE(b3);
     EXPECT_EQ(b3->stats.segments_hit, 1);
+    EXPECT_TRUE(b3->kv.segments[0].private_copy);
     EXPECT_EQ(block->kv_cache().num_used(), 3 /* private copy */ + 1 /* tail */);
-    block->release(*b3);
+    drain(*block);
     expect_pool_whole(*lazy);
     expect_pool_whole(*block);
 }
@@ -234,7 +259,7 @@ TEST(LazyEquivalence, PositionsBeyondSixteenBitsAndTheContextLimit) {
     ASSERT_TRUE(b.ok()) << b.status().to_string();
     testing::expect_close(*b, *a, 1e-4, 1.0, "tail at position 70000");
     segs.push_back(docs.make(10000));
-    auto too_long = lazy->admit(request_of(segs, docs.make(5)));
+    auto too_long = lazy->run(request_of(segs, docs.make(5)));
     ASSERT_FALSE(too_long.ok());
     EXPECT_EQ(too_long.status().code(), StatusCode::kOutOfRange);
     EXPECT_NE(too_long.status().message().find("context length 80000"), std::string::npos);
@@ -244,9 +269,10 @@ TEST(LazyEquivalence, PositionsBeyondSixteenBitsAndTheContextLimit) {
 TEST(LazyEquivalence, OutOfBlocksIsAnErrorAndLeavesThePoolWhole) {
     Documents docs(7);
     auto lazy = make_engine(CacheMode::kLazy, 1);  // 128 blocks of 16 tokens
-    auto r = lazy->admit(request_of({docs.make(1500), docs.make(1000)}, docs.make(5)));
+    auto r = lazy->run(request_of({docs.make(1500), docs.make(1000)}, docs.make(5)));
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(r.status().message().find("whole pool has 128"), std::string::npos) << r.status().message();
     expect_pool_whole(*lazy);
     EXPECT_TRUE(lazy->run(request_of({docs.make(100)}, docs.make(5))).ok());
     expect_pool_whole(*lazy);

@@ -1,0 +1,201 @@
+// Scheduler: requests in and out, finishing, preemption, cancellation, statistics, integrity.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/timer.h"
+
+namespace lazyattn::engine {
+
+kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, int64_t pool_bytes) {
+    kv::KvShape shape;
+    shape.num_layers = model.num_layers;
+    shape.num_kv_heads = model.num_kv_heads;
+    shape.head_dim = model.head_dim;
+    shape.block_size = block_size;
+    shape.num_blocks = int32_t(std::max<int64_t>(1, pool_bytes / shape.bytes_per_block()));
+    return shape;
+}
+
+Status EngineConfig::validate() const {
+    if (block_size <= 0 || block_size > 1024) return invalid_argument("block size must be in [1, 1024]");
+    if (kv_cache_mb <= 0) return invalid_argument("KV cache size must be positive");
+    if (max_batch_tokens <= 0) return invalid_argument("max batch tokens must be positive");
+    if (max_num_seqs <= 0) return invalid_argument("max sequences must be positive");
+    if (max_queue <= 0) return invalid_argument("queue size must be positive");
+    return {};
+}
+
+Scheduler::Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
+    : model_(model),
+      tokenizer_(tokenizer),
+      config_(config),
+      kv_(kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20)) {
+    const std::string fingerprint = model.config().describe();
+    const bool rotated = keys_stored_rotated(config.cache_mode);
+    segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", fingerprint);
+    tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", fingerprint);
+    prefix_seed_ = kv::hash_seed("prefix", fingerprint);
+}
+
+Status Scheduler::validate(const RagRequest& r) const {
+    const int32_t vocab = model_.config().vocab_size, ctx = model_.config().context_length;
+    if (r.tail.empty()) return invalid_argument("the request has no tail (question) tokens");
+    int64_t total = int64_t(r.tail.size());
+    for (const auto& s : r.segments) total += int64_t(s.size());
+    if (total >= ctx) {
+        return out_of_range("prompt of " + std::to_string(total) +
+                            " tokens (documents and question) leaves no room in the context length " +
+                            std::to_string(ctx));
+    }
+    auto bad = [vocab](const std::vector<int32_t>& t) {
+        return std::any_of(t.begin(), t.end(), [vocab](int32_t x) { return x < 0 || x >= vocab; });
+    };
+    if (bad(r.tail)) return invalid_argument("token id outside the vocabulary in the tail");
+    for (const auto& s : r.segments) {
+        if (bad(s)) return invalid_argument("token id outside the vocabulary in a segment");
+    }
+    if (r.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
+    return r.sampling.validate();
+}
+
+int64_t Scheduler::blocks_needed(const RagRequest& r) const {
+    // Worst case for one request alone: every segment computed (twice for block-attn's copies),
+    // plus the tail grown to its last generated token.
+    const int32_t bs = kv_.block_size();
+    const int64_t ctx = model_.config().context_length;
+    int64_t blocks = 0, total = int64_t(r.tail.size());
+    for (const auto& s : r.segments) {
+        const int64_t n = (int64_t(s.size()) + bs - 1) / bs;
+        blocks += segments_are_blocks(config_.cache_mode) ? n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1) : 0;
+        total += int64_t(s.size());
+    }
+    const int64_t tail = segments_are_blocks(config_.cache_mode) ? int64_t(r.tail.size()) : total;
+    const int64_t grown = std::min(tail + r.max_tokens, ctx);
+    return blocks + (grown + bs - 1) / bs;
+}
+
+Expected<std::shared_ptr<RequestHandle>> Scheduler::add(RagRequest request, RequestHandle::Callback callback,
+                                                       bool want_all_tail_logits) {
+    LA_RETURN_IF_ERROR(validate(request));
+    const int64_t need = blocks_needed(request);
+    if (need > kv_.pool().num_blocks()) {
+        return resource_exhausted("request needs up to " + std::to_string(need) + " KV blocks but the whole pool has " +
+                                  std::to_string(kv_.pool().num_blocks()) + " (raise --kv-cache-mb or shorten it)");
+    }
+    if (int32_t(waiting_.size()) >= config_.max_queue) {
+        return resource_exhausted("the queue is full (" + std::to_string(config_.max_queue) + " waiting requests)");
+    }
+    auto s = std::make_unique<SequenceState>();
+    s->id = next_id_++;
+    s->handle = std::make_shared<RequestHandle>(s->id, std::move(callback));
+    s->want_all_tail_logits = want_all_tail_logits;
+    s->sampler = std::make_unique<Sampler>(request.sampling);
+    s->decoder = std::make_unique<tokenizer::StreamDecoder>(tokenizer_);
+    s->stops = std::make_unique<StopMatcher>(request.stop);
+    for (const auto& seg : request.segments) s->history.insert(s->history.end(), seg.begin(), seg.end());
+    s->history.insert(s->history.end(), request.tail.begin(), request.tail.end());
+    s->stats.num_prompt_tokens = request.num_prompt_tokens();
+    s->t_submit = now_ms();
+    s->submit_step = step_count_;
+    s->request = std::move(request);
+    auto handle = s->handle;
+    waiting_.push_back(std::move(s));
+    return handle;
+}
+
+void Scheduler::finish(SequenceState& s, const std::string& reason, Status status) {
+    if (s.admitted) release_kv(s);
+    if (reason == "stop" || reason == "length") {
+        s.handle->push_text(s.stops->push(s.decoder->flush()) + s.stops->flush());
+    }
+    const double t_end = now_ms();
+    RequestStats& st = s.stats;
+    st.num_generated = s.num_generated;
+    st.queue_ms = (s.admit_step >= 0 ? s.t_admit : t_end) - s.t_submit;
+    st.ttft_ms = (s.num_generated > 0 ? s.t_first_token : t_end) - s.t_submit;
+    st.decode_ms = s.num_generated > 0 ? t_end - s.t_first_token : 0.0;
+    st.decode_tok_per_s = st.decode_ms > 0 ? 1000.0 * std::max(0, s.num_generated - 1) / st.decode_ms : 0.0;
+    if (s.want_all_tail_logits) s.handle->set_tail_logits(std::move(s.tail_logits));
+    ++(reason == "cancelled" ? stats_.requests_cancelled : reason == "error" ? stats_.requests_failed
+                                                                             : stats_.requests_finished);
+    s.handle->finish(reason, st, std::move(status));
+}
+
+void Scheduler::drop_finished() {
+    auto done = [](const std::unique_ptr<SequenceState>& s) { return s->handle->finished(); };
+    running_.erase(std::remove_if(running_.begin(), running_.end(), done), running_.end());
+    waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), done), waiting_.end());
+}
+
+void Scheduler::reap_cancelled() {
+    for (auto& s : running_) {
+        if (s->handle->cancel_requested() && !s->handle->finished()) finish(*s, "cancelled");
+    }
+    for (auto& s : waiting_) {
+        if (s->handle->cancel_requested() && !s->handle->finished()) finish(*s, "cancelled");
+    }
+    drop_finished();
+}
+
+void Scheduler::preempt(SequenceState& s) {
+    release_kv(s);
+    s.tail_logits.clear();  // recomputed from the start
+    ++s.stats.preemptions;
+    ++stats_.preemptions;
+}
+
+bool Scheduler::preempt_for(SequenceState* requester) {
+    // The most recently admitted request goes back to the front of the queue (recompute).
+    if (running_.empty()) return false;
+    auto victim = std::max_element(running_.begin(), running_.end(),
+                                   [](const auto& a, const auto& b) { return a->admit_order < b->admit_order; });
+    const bool self = victim->get() == requester;
+    preempt(**victim);
+    waiting_.push_front(std::move(*victim));
+    running_.erase(victim);
+    return !self;
+}
+
+SchedulerStats Scheduler::stats() const {
+    SchedulerStats s = stats_;
+    s.steps = step_count_;
+    s.num_waiting = int32_t(waiting_.size());
+    s.num_running = int32_t(running_.size());
+    s.blocks_total = kv_.pool().num_blocks();
+    s.blocks_free = kv_.num_free();
+    s.blocks_used = kv_.num_used();
+    s.blocks_cached_free = kv_.num_cached_free();
+    return s;
+}
+
+const SequenceState* Scheduler::find(uint64_t id) const {
+    for (const auto& s : running_) {
+        if (s->id == id) return s.get();
+    }
+    for (const auto& s : waiting_) {
+        if (s->id == id) return s.get();
+    }
+    return nullptr;
+}
+
+void Scheduler::check_integrity() const {
+    kv_.check_integrity();
+    std::vector<int32_t> refs(kv_.pool().num_blocks(), 0);
+    for (const auto& s : running_) {
+        LA_CHECK_MSG(s->admitted, "request %llu is running but not admitted", (unsigned long long)s->id);
+        for (kv::BlockId b : s->kv.held) ++refs[b];
+    }
+    for (const auto& s : waiting_) LA_CHECK_MSG(s->kv.held.empty(), "a waiting request holds blocks");
+    for (const auto& [id, job] : jobs_) {
+        LA_CHECK_MSG(job.num_users > 0, "segment job %lld has no users", (long long)id);
+        for (kv::BlockId b : job.blocks) ++refs[b];
+    }
+    for (kv::BlockId b = 0; b < kv_.pool().num_blocks(); ++b) {
+        LA_CHECK_MSG(refs[b] == kv_.pool().ref_count(b), "block %d: %d references held, pool counts %d", b, refs[b],
+                     kv_.pool().ref_count(b));
+    }
+}
+
+}  // namespace lazyattn::engine

@@ -1,0 +1,113 @@
+// Scheduler: continuous batching over one paged KV cache (vLLM v1 style, with segments as
+// first-class work). Each step forms one batch under a token budget: first one decode row per
+// running request, then chunks of segment jobs (a missing document computed once for every
+// request that needs it, as its own sequence from position 0), then chunks of prompt tails whose
+// segments are ready; all run as one forward. Requests advance by token counters. When blocks run
+// out, cached blocks nobody uses are evicted first (least recently freed); if a step still does
+// not fit, the most recently admitted request is preempted (its blocks freed, requeued for
+// recompute). A request that could not fit even in an empty pool is refused when added.
+//
+// Single-threaded: one thread calls add() and step() (ServingEngine runs it on its own thread).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine_config.h"
+#include "engine/request_handle.h"
+#include "engine/sequence_state.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lazyattn::engine {
+
+struct SchedulerStats {
+    int64_t steps = 0;
+    int64_t preemptions = 0;
+    int64_t segment_jobs = 0;        // missing segments computed (shared jobs count once)
+    int64_t segment_hits = 0;
+    int64_t segment_misses = 0;
+    int64_t prompt_tokens_computed = 0;
+    int64_t prompt_tokens_reused = 0;
+    int64_t requests_finished = 0;
+    int64_t requests_cancelled = 0;
+    int64_t requests_failed = 0;
+    int32_t num_waiting = 0;
+    int32_t num_running = 0;
+    int32_t blocks_total = 0;
+    int32_t blocks_used = 0;         // referenced by requests or jobs
+    int32_t blocks_cached_free = 0;  // unreferenced, still holding reusable content
+    int32_t blocks_free = 0;         // all unreferenced blocks (cached ones included)
+    std::map<int32_t, int64_t> batch_rows;  // histogram: rows per step (bucketed to powers of 2)
+};
+
+class Scheduler {
+public:
+    Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config);
+
+    // Queues a request. Refused (never queued) when it is malformed, longer than the context,
+    // larger than the whole pool, or the queue is full.
+    Expected<std::shared_ptr<RequestHandle>> add(RagRequest request, RequestHandle::Callback callback = {},
+                                                 bool want_all_tail_logits = false);
+    // Runs one step; false when there was no work.
+    bool step();
+    bool idle() const { return waiting_.empty() && running_.empty(); }
+
+    SchedulerStats stats() const;
+    const SequenceState* find(uint64_t id) const;
+    const kv::KvCache& kv_cache() const { return kv_; }
+    const EngineConfig& config() const { return config_; }
+    int64_t num_steps() const { return step_count_; }
+    // Pool, cache index and every reference held by requests and jobs agree.
+    void check_integrity() const;
+
+private:
+    struct TailRun;   // a chunk of a request's tail planned into this step
+    struct JobRun;    // a chunk of a segment job
+
+    Status validate(const RagRequest& r) const;
+    int64_t blocks_needed(const RagRequest& r) const;
+
+    // Admission (scheduler_admission.cpp).
+    Expected<bool> try_admit(SequenceState& s);
+    bool acquire_segments(SequenceState& s);
+    bool acquire_tail(SequenceState& s);
+    Status materialize_copies(SequenceState& s);
+    void release_kv(SequenceState& s);
+    int64_t find_job(const std::vector<int32_t>& tokens) const;
+
+    // Steps (scheduler_step.cpp).
+    void admit_waiting();
+    void reap_cancelled();
+    bool ensure_tail_capacity(SequenceState& s, int32_t num_tokens);
+    bool preempt_for(SequenceState* requester);
+    void preempt(SequenceState& s);
+    void on_job_progress(int64_t job_id, int32_t n);
+    void on_tail_logits(SequenceState& s, const float* logits);
+    void finish(SequenceState& s, const std::string& reason, Status status = {});
+    void drop_finished();
+    void add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits);
+
+    model::Model& model_;
+    const tokenizer::Tokenizer& tokenizer_;
+    EngineConfig config_;
+    kv::KvCache kv_;
+    kv::BlockHash segment_seed_, tail_seed_, prefix_seed_;
+
+    uint64_t next_id_ = 1;
+    uint64_t next_admit_order_ = 1;
+    int64_t step_count_ = 0;
+    std::deque<std::unique_ptr<SequenceState>> waiting_;
+    std::vector<std::unique_ptr<SequenceState>> running_;  // admitted, in admission order
+    std::map<int64_t, SegmentJob> jobs_;                    // ordered: oldest job first
+    int64_t next_job_id_ = 0;
+    SchedulerStats stats_;
+};
+
+}  // namespace lazyattn::engine

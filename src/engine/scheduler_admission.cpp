@@ -1,0 +1,219 @@
+// Scheduler: admitting a request. Segments are looked up one by one under a seed that knows only
+// the model and the KV variant (so order never affects hits); a segment another admitted request
+// is still computing is joined, not computed twice; the rest become segment jobs in freshly
+// allocated blocks. Lookups take their references before anything is allocated, so allocation
+// (which may evict cached blocks) can never evict a block this request is about to reuse.
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/timer.h"
+#include "engine/scheduler.h"
+
+namespace lazyattn::engine {
+namespace {
+
+int32_t blocks_for(int64_t tokens, int32_t block_size) { return int32_t((tokens + block_size - 1) / block_size); }
+
+}  // namespace
+
+int64_t Scheduler::find_job(const std::vector<int32_t>& tokens) const {
+    for (const auto& [id, job] : jobs_) {
+        if (job.tokens == tokens) return id;
+    }
+    return -1;
+}
+
+bool Scheduler::acquire_segments(SequenceState& s) {
+    const auto& segments = s.request.segments;
+    const int32_t bs = kv_.block_size();
+    ActiveRequest& ar = s.kv;
+    ar.segments.clear();
+    s.segment_jobs.clear();
+    if (!segments_are_blocks(config_.cache_mode)) return true;  // flattened into the tail
+    ar.segments.assign(segments.size(), {});
+    s.segment_jobs.assign(segments.size(), -1);
+    int32_t logical = 0;
+    for (size_t d = 0; d < segments.size(); ++d) {
+        ar.segments[d].num_tokens = int32_t(segments[d].size());
+        ar.segments[d].logical_start = logical;
+        logical += int32_t(segments[d].size());
+    }
+    // Pass 1: join running jobs, match cached blocks (references taken), note duplicates.
+    std::vector<size_t> first_of(segments.size());
+    std::vector<size_t> needs_job;
+    for (size_t d = 0; d < segments.size(); ++d) {
+        SegmentPlacement& place = ar.segments[d];
+        first_of[d] = d;
+        if (segments[d].empty()) continue;
+        for (size_t e = 0; e < d; ++e) {
+            if (segments[e] == segments[d]) {
+                first_of[d] = e;
+                break;
+            }
+        }
+        if (first_of[d] != d) continue;
+        if (const int64_t job = find_job(segments[d]); job >= 0) {
+            s.segment_jobs[d] = job;
+            ++jobs_[job].num_users;
+            place.blocks = jobs_[job].blocks;
+            for (kv::BlockId b : place.blocks) kv_.ref(b);
+            ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
+            continue;
+        }
+        place.blocks = kv_.match(segment_seed_, segments[d], place.num_tokens);
+        ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
+        if (int64_t(place.blocks.size()) * bs < place.num_tokens) needs_job.push_back(d);
+    }
+    // Pass 2: the misses become jobs in fresh blocks (the request and the job each hold a reference).
+    for (size_t d : needs_job) {
+        SegmentPlacement& place = ar.segments[d];
+        const int32_t cached = int32_t(place.blocks.size()) * bs;
+        s.admission.misses += 1;
+        s.admission.reused += cached;
+        s.admission.computed += place.num_tokens - cached;
+        auto fresh = kv_.allocate(blocks_for(place.num_tokens, bs) - int32_t(place.blocks.size()));
+        if (!fresh.ok()) return false;
+        place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
+        ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
+        SegmentJob job;
+        job.tokens = segments[d];
+        job.blocks = place.blocks;
+        job.num_computed = cached;
+        job.num_users = 1;
+        for (kv::BlockId b : job.blocks) kv_.ref(b);
+        s.segment_jobs[d] = next_job_id_;
+        jobs_.emplace(next_job_id_++, std::move(job));
+        ++stats_.segment_jobs;
+    }
+    // Everything else is a hit: cached, joined, or a repeat of a segment of this request.
+    for (size_t d = 0; d < segments.size(); ++d) {
+        if (segments[d].empty() || std::find(needs_job.begin(), needs_job.end(), d) != needs_job.end()) continue;
+        s.admission.hits += 1;
+        s.admission.reused += int32_t(segments[d].size());
+    }
+    // Duplicates read the first occurrence's blocks.
+    for (size_t d = 0; d < segments.size(); ++d) {
+        if (first_of[d] == d) continue;
+        SegmentPlacement& place = ar.segments[d];
+        place.blocks = ar.segments[first_of[d]].blocks;
+        s.segment_jobs[d] = s.segment_jobs[first_of[d]];
+        if (s.segment_jobs[d] >= 0) ++jobs_[s.segment_jobs[d]].num_users;
+        for (kv::BlockId b : place.blocks) kv_.ref(b);
+        ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
+    }
+    return true;
+}
+
+bool Scheduler::acquire_tail(SequenceState& s) {
+    ActiveRequest& ar = s.kv;
+    const int32_t bs = kv_.block_size();
+    kv::BlockHash seed = prefix_seed_;
+    if (segments_are_blocks(config_.cache_mode)) {
+        ar.tail_start = 0;
+        for (const auto& seg : s.request.segments) ar.tail_start += int32_t(seg.size());
+        seed = kv::hash_segment_list(tail_seed_, s.request.segments);
+    }
+    ar.num_tail_computed = 0;
+    ar.num_prompt_tail = int32_t(ar.tail_tokens.size());
+    if (config_.cache_mode != CacheMode::kNone) {
+        // At least the last prompt token is computed: its logits start generation.
+        ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail - 1);
+        ar.held.insert(ar.held.end(), ar.tail_blocks.begin(), ar.tail_blocks.end());
+        ar.num_tail_computed = int32_t(ar.tail_blocks.size()) * bs;
+    }
+    return ensure_tail_capacity(s, ar.num_prompt_tail);
+}
+
+bool Scheduler::ensure_tail_capacity(SequenceState& s, int32_t num_tokens) {
+    ActiveRequest& ar = s.kv;
+    const int32_t need = blocks_for(num_tokens, kv_.block_size()) - int32_t(ar.tail_blocks.size());
+    if (need <= 0) return true;
+    auto fresh = kv_.allocate(need);
+    if (!fresh.ok()) return false;
+    ar.tail_blocks.insert(ar.tail_blocks.end(), fresh->begin(), fresh->end());
+    ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
+    return true;
+}
+
+Expected<bool> Scheduler::try_admit(SequenceState& s) {
+    ActiveRequest& ar = s.kv;
+    ar = ActiveRequest();
+    if (segments_are_blocks(config_.cache_mode)) {
+        ar.tail_tokens = s.request.tail;
+    } else {  // prefix, none: one causal sequence over the flattened prompt
+        for (const auto& seg : s.request.segments) ar.tail_tokens.insert(ar.tail_tokens.end(), seg.begin(), seg.end());
+        ar.tail_tokens.insert(ar.tail_tokens.end(), s.request.tail.begin(), s.request.tail.end());
+    }
+    // Tokens generated before a preemption are recomputed as part of the tail.
+    s.admission = {};
+    ar.tail_tokens.insert(ar.tail_tokens.end(), s.history.end() - s.num_generated, s.history.end());
+    if (!acquire_segments(s) || !acquire_tail(s)) {
+        release_kv(s);
+        return false;
+    }
+    s.admitted = true;
+    s.admit_order = next_admit_order_++;
+    if (s.admit_step < 0) {
+        s.admit_step = step_count_;
+        s.t_admit = now_ms();
+    }
+    RequestStats& st = s.stats;
+    st.segments_hit += s.admission.hits;
+    st.segments_missed += s.admission.misses;
+    st.reused_tokens += s.admission.reused + ar.num_tail_computed;
+    st.prefill_tokens += s.admission.computed + ar.num_prompt_tail - ar.num_tail_computed;
+    stats_.segment_hits += s.admission.hits;
+    stats_.segment_misses += s.admission.misses;
+    return true;
+}
+
+Status Scheduler::materialize_copies(SequenceState& s) {
+    // Block-Attention: a private copy of every segment's KV, keys re-rotated by delta =
+    // logical_start (R(delta) R(i) k = R(i + delta) k); attention is then plain (delta 0). The
+    // request reads only its copy; the cached original returns to the cache.
+    const kv::KvShape& shape = kv_.shape();
+    std::vector<int32_t> positions;
+    for (SegmentPlacement& place : s.kv.segments) {
+        if (place.num_tokens == 0 || place.private_copy) continue;
+        auto copy = kv_.allocate(int32_t(place.blocks.size()));
+        if (!copy.ok()) return copy.status();
+        s.kv.held.insert(s.kv.held.end(), copy->begin(), copy->end());
+        kv_.storage().copy_tokens(place.blocks.data(), copy->data(), place.num_tokens);
+        const int32_t rows = shape.num_kv_heads * shape.block_size;
+        positions.assign(rows, place.logical_start);
+        for (int32_t layer = 0; layer < shape.num_layers; ++layer) {
+            for (kv::BlockId b : *copy) {
+                float* k = kv_.storage().k(layer) + int64_t(b) * rows * shape.head_dim;
+                model_.backend().rope_apply({k, positions.data(), rows, 1, shape.head_dim, model_.rope()});
+            }
+        }
+        for (kv::BlockId b : place.blocks) {
+            s.kv.held.erase(std::find(s.kv.held.begin(), s.kv.held.end(), b));
+            kv_.release({b});
+        }
+        place.blocks = std::move(copy).value();
+        place.stored_base = place.logical_start;
+        place.private_copy = true;
+    }
+    return {};
+}
+
+void Scheduler::release_kv(SequenceState& s) {
+    kv_.release(s.kv.held);
+    s.kv.held.clear();
+    for (int64_t& job_id : s.segment_jobs) {
+        if (job_id < 0) continue;
+        auto it = jobs_.find(job_id);
+        job_id = -1;
+        if (it == jobs_.end() || --it->second.num_users > 0) continue;
+        // Nobody needs the unfinished segment any more: drop the job and its blocks.
+        kv_.release(it->second.blocks);
+        jobs_.erase(it);
+    }
+    s.kv.segments.clear();
+    s.kv.tail_blocks.clear();
+    s.admitted = false;
+    s.materialized = false;
+}
+
+}  // namespace lazyattn::engine

@@ -1,0 +1,69 @@
+// The scheduler's view of one request: where each segment's KV lives (shared cached blocks, a
+// segment job still computing, or a private copy), the tail's blocks and token counters, every
+// block reference held, and the generation state (sampler, streaming decoder, stop strings).
+// Progress is counters, not phases: the prompt is done when num_tail_computed reaches
+// num_prompt_tail; a sampled token waits in tail_tokens until the next step computes it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/active_request.h"
+#include "engine/rag_request.h"
+#include "engine/request_handle.h"
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+#include "kv/block_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lazyattn::engine {
+
+// A missing segment being computed once for every request that needs it.
+struct SegmentJob {
+    std::vector<int32_t> tokens;
+    std::vector<kv::BlockId> blocks;  // the job holds one reference on each until it ends
+    int32_t num_computed = 0;         // leading tokens whose K/V are written (or were cached)
+    int32_t num_users = 0;            // admitted requests reading this segment
+    bool done() const { return num_computed == int32_t(tokens.size()); }
+};
+
+struct SequenceState {
+    uint64_t id = 0;
+    RagRequest request;
+    std::shared_ptr<RequestHandle> handle;
+    bool want_all_tail_logits = false;
+    std::vector<float> tail_logits;    // [tail prompt rows, vocab] when wanted
+
+    // KV state (valid while admitted).
+    bool admitted = false;
+    uint64_t admit_order = 0;          // larger = admitted later (the preemption victim)
+    ActiveRequest kv;                  // placements, tail blocks and counters, references held
+    std::vector<int64_t> segment_jobs; // per segment: job id, or -1 when its KV is ready
+    bool materialized = false;         // block-attn: private re-rotated copies made
+    struct AdmissionCounts {
+        int32_t hits = 0, misses = 0, reused = 0, computed = 0;
+    } admission;                       // segment accounting of the current admission
+
+    // Generation.
+    std::unique_ptr<Sampler> sampler;
+    std::unique_ptr<tokenizer::StreamDecoder> decoder;
+    std::unique_ptr<StopMatcher> stops;
+    std::vector<int32_t> history;      // prompt and generated tokens, for the repetition penalty
+    int32_t num_generated = 0;
+    double t_submit = 0, t_admit = 0, t_first_token = 0;
+    int64_t submit_step = 0;           // scheduler step at submission (fairness checks)
+    int64_t admit_step = -1;
+    RequestStats stats;
+
+    bool prompt_done() const { return kv.num_tail_computed >= kv.num_prompt_tail; }
+    bool segments_ready() const {
+        for (int64_t j : segment_jobs) {
+            if (j >= 0) return false;
+        }
+        return true;
+    }
+};
+
+}  // namespace lazyattn::engine
