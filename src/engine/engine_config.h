@@ -14,6 +14,7 @@ struct EngineConfig {
     CacheMode cache_mode = CacheMode::kLazy;
     int32_t block_size = 16;
     int32_t kv_cache_mb = 512;       // the KV pool: K and V of every layer, fp32
+    int32_t kv_num_blocks = 0;       // exact pool size in blocks; 0 = as many as kv_cache_mb holds
     int32_t max_batch_tokens = 512;  // rows per forward step (prefill is chunked to this)
     int32_t max_num_seqs = 64;       // requests admitted (holding KV) at once
     int32_t max_queue = 1024;        // requests waiting for admission before submit() refuses

@@ -21,6 +21,7 @@ kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, in
 Status EngineConfig::validate() const {
     if (block_size <= 0 || block_size > 1024) return invalid_argument("block size must be in [1, 1024]");
     if (kv_cache_mb <= 0) return invalid_argument("KV cache size must be positive");
+    if (kv_num_blocks < 0) return invalid_argument("KV block count must not be negative");
     if (max_batch_tokens <= 0) return invalid_argument("max batch tokens must be positive");
     if (max_num_seqs <= 0) return invalid_argument("max sequences must be positive");
     if (max_queue <= 0) return invalid_argument("queue size must be positive");
@@ -31,7 +32,11 @@ Scheduler::Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer,
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
-      kv_(kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20)) {
+      kv_([&] {
+          kv::KvShape shape = kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20);
+          if (config.kv_num_blocks > 0) shape.num_blocks = config.kv_num_blocks;
+          return shape;
+      }()) {
     const std::string fingerprint = model.config().describe();
     const bool rotated = keys_stored_rotated(config.cache_mode);
     segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", fingerprint);
@@ -76,20 +81,31 @@ int64_t Scheduler::blocks_needed(const RagRequest& r) const {
     return blocks + (grown + bs - 1) / bs;
 }
 
-Expected<std::shared_ptr<RequestHandle>> Scheduler::add(RagRequest request, RequestHandle::Callback callback,
-                                                       bool want_all_tail_logits) {
+Status Scheduler::check_request(const RagRequest& request) const {
     LA_RETURN_IF_ERROR(validate(request));
     const int64_t need = blocks_needed(request);
     if (need > kv_.pool().num_blocks()) {
         return resource_exhausted("request needs up to " + std::to_string(need) + " KV blocks but the whole pool has " +
                                   std::to_string(kv_.pool().num_blocks()) + " (raise --kv-cache-mb or shorten it)");
     }
+    return {};
+}
+
+Expected<std::shared_ptr<RequestHandle>> Scheduler::add(RagRequest request, RequestHandle::Callback callback,
+                                                       bool want_all_tail_logits) {
+    LA_RETURN_IF_ERROR(check_request(request));
+    auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));
+    LA_RETURN_IF_ERROR(enqueue(std::move(request), handle, want_all_tail_logits));
+    return handle;
+}
+
+Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits) {
     if (int32_t(waiting_.size()) >= config_.max_queue) {
         return resource_exhausted("the queue is full (" + std::to_string(config_.max_queue) + " waiting requests)");
     }
     auto s = std::make_unique<SequenceState>();
-    s->id = next_id_++;
-    s->handle = std::make_shared<RequestHandle>(s->id, std::move(callback));
+    s->id = handle->id();
+    s->handle = std::move(handle);
     s->want_all_tail_logits = want_all_tail_logits;
     s->sampler = std::make_unique<Sampler>(request.sampling);
     s->decoder = std::make_unique<tokenizer::StreamDecoder>(tokenizer_);
@@ -100,9 +116,8 @@ Expected<std::shared_ptr<RequestHandle>> Scheduler::add(RagRequest request, Requ
     s->t_submit = now_ms();
     s->submit_step = step_count_;
     s->request = std::move(request);
-    auto handle = s->handle;
     waiting_.push_back(std::move(s));
-    return handle;
+    return {};
 }
 
 void Scheduler::finish(SequenceState& s, const std::string& reason, Status status) {

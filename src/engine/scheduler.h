@@ -55,6 +55,10 @@ public:
     // larger than the whole pool, or the queue is full.
     Expected<std::shared_ptr<RequestHandle>> add(RagRequest request, RequestHandle::Callback callback = {},
                                                  bool want_all_tail_logits = false);
+    // The checks of add() that need no scheduler state; safe to call from any thread.
+    Status check_request(const RagRequest& request) const;
+    // Queues a request already checked with check_request(), under a caller-made handle.
+    Status enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits = false);
     // Runs one step; false when there was no work.
     bool step();
     bool idle() const { return waiting_.empty() && running_.empty(); }

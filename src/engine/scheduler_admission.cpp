@@ -151,6 +151,16 @@ Expected<bool> Scheduler::try_admit(SequenceState& s) {
         release_kv(s);
         return false;
     }
+    if (config_.cache_mode == CacheMode::kBlockAttn && !running_.empty()) {
+        // Admit only with room for the private copies too, or requests would preempt each other
+        // in turn as their copies are made.
+        int32_t copies = 0;
+        for (const auto& place : ar.segments) copies += int32_t(place.blocks.size());
+        if (kv_.num_free() < copies) {
+            release_kv(s);
+            return false;
+        }
+    }
     s.admitted = true;
     s.admit_order = next_admit_order_++;
     if (s.admit_step < 0) {

@@ -367,12 +367,13 @@ __global__ void __launch_bounds__(128) attention_decode_kernel(const CudaAttenti
 }
 
 // out[row, head] = sum_s 2^(lse_s - max) o_s / sum_s 2^(lse_s - max) over the splits.
+template <int D>
 __global__ void __launch_bounds__(128) attention_decode_combine_kernel(const CudaAttentionParams p,
                                                                        const DecodeSplitArgs split) {
     const int seq_index = blockIdx.x, head = blockIdx.y;
     const kernels::AttentionSeq seq = p.seqs[seq_index];
     if (seq.num_queries <= 0) return;
-    const int d_total = p.head_dim;
+    constexpr int d_total = D;
     const int64_t stride = int64_t(p.num_seqs) * p.num_heads;
     const int64_t part0 = int64_t(seq_index) * p.num_heads + head;
     float mx = -INFINITY;
