@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -16,9 +15,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Polls `done()` for about `micros` microseconds; true if it became true.
-static int env_int(const char* n, int d) { const char* v = getenv(n); return v ? atoi(v) : d; }
-static const int g_worker_spin = env_int("LA_SPIN_US", 200), g_caller_spin = env_int("LA_CSPIN_US", 50), g_yield = env_int("LA_YIELD", 0);
+// Polls `done()` for about `micros` microseconds; true if it became true. It yields the core
+// between bursts of polls: free when nothing else is runnable, and when the machine is
+// oversubscribed a spinning thread would otherwise hold a core the thread it waits for needs.
 template <class Pred>
 bool spin_until(const Pred& done, int micros) {
     const auto deadline = Clock::now() + std::chrono::microseconds(micros);
@@ -27,7 +26,7 @@ bool spin_until(const Pred& done, int micros) {
             if (done()) return true;
             LA_CPU_RELAX();
         }
-        if (g_yield) std::this_thread::yield();
+        std::this_thread::yield();
         if (Clock::now() >= deadline) return done();
     }
 }
@@ -51,7 +50,7 @@ void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     for (;;) {
         const auto has_work = [&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; };
-        if (!spin_until(has_work, g_worker_spin)) {
+        if (!spin_until(has_work, kSpinMicros)) {
             // Sleep. num_sleeping_ is raised under the mutex before the last check, and the caller
             // bumps generation_ before reading num_sleeping_ (both seq_cst), so a wake-up is never
             // missed: either we see the new generation, or the caller sees us and notifies.
@@ -90,7 +89,7 @@ void ThreadPool::run_on_all_raw(TaskFn fn, const void* ctx) {
     // The workers run the same loop, so this wait is short unless one was descheduled (another
     // process took its core): then sleep, so that our core goes to whoever is runnable.
     const auto done = [&] { return num_pending_.load(std::memory_order_acquire) == 0; };
-    if (!spin_until(done, g_caller_spin)) {
+    if (!spin_until(done, kCallerSpinMicros)) {
         std::unique_lock<std::mutex> lock(mu_);
         caller_sleeping_.store(true);
         done_.wait(lock, [&] { return num_pending_.load() == 0; });

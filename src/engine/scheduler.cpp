@@ -207,6 +207,9 @@ void Scheduler::check_integrity() const {
         LA_CHECK_MSG(job.num_users > 0, "segment job %lld has no users", (long long)id);
         for (kv::BlockId b : job.blocks) ++refs[b];
     }
+    for (const auto& [id, doc] : documents_) {
+        for (kv::BlockId b : doc.pinned_blocks) ++refs[b];
+    }
     for (kv::BlockId b = 0; b < kv_.pool().num_blocks(); ++b) {
         LA_CHECK_MSG(refs[b] == kv_.pool().ref_count(b), "block %d: %d references held, pool counts %d", b, refs[b],
                      kv_.pool().ref_count(b));

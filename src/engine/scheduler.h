@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
+#include <string>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +49,14 @@ struct SchedulerStats {
     std::map<int32_t, int64_t> batch_rows;  // histogram: rows per step (bucketed to powers of 2)
 };
 
+// A document (segment) the cache knows, as GET /v1/documents lists it.
+struct DocumentInfo {
+    std::string id;          // content hash: hex of the segment's chain hash (model + KV variant)
+    int32_t num_tokens = 0;
+    bool pinned = false;
+    double last_used_ms = 0; // steady-clock milliseconds of the last request that read it
+};
+
 class Scheduler {
 public:
     Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config);
@@ -64,6 +74,17 @@ public:
     bool idle() const { return waiting_.empty() && running_.empty(); }
 
     SchedulerStats stats() const;
+
+    // Documents (segment cache modes only). pin_document() holds a reference on every block of
+    // a cached document so it is never evicted; the document must be cached already (run a
+    // request containing it first). Unknown or uncached ids give kNotFound.
+    std::string document_id(const std::vector<int32_t>& tokens) const;
+    Expected<DocumentInfo> pin_document(const std::vector<int32_t>& tokens);
+    Status unpin_document(const std::string& id);
+    // Documents still cached (pinned or not), most recently used first.
+    std::vector<DocumentInfo> list_documents();
+    // The tokens of a known cached document (a request may name it by id alone).
+    std::optional<std::vector<int32_t>> document_tokens(const std::string& id) const;
     const SequenceState* find(uint64_t id) const;
     const kv::KvCache& kv_cache() const { return kv_; }
     const EngineConfig& config() const { return config_; }
@@ -98,6 +119,14 @@ private:
     void drop_finished();
     void add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits);
 
+    void note_document(const std::vector<int32_t>& tokens);
+
+    struct DocumentEntry {
+        std::vector<int32_t> tokens;
+        std::vector<kv::BlockId> pinned_blocks;  // references held while pinned
+        double last_used_ms = 0;
+    };
+
     model::Model& model_;
     const tokenizer::Tokenizer& tokenizer_;
     EngineConfig config_;
@@ -112,6 +141,7 @@ private:
     std::map<int64_t, SegmentJob> jobs_;                    // ordered: oldest job first
     int64_t next_job_id_ = 0;
     SchedulerStats stats_;
+    std::map<std::string, DocumentEntry> documents_;
 };
 
 }  // namespace lazyattn::engine

@@ -167,6 +167,7 @@ Expected<bool> Scheduler::try_admit(SequenceState& s) {
         s.admit_step = step_count_;
         s.t_admit = now_ms();
     }
+    for (const auto& seg : s.request.segments) note_document(seg);
     RequestStats& st = s.stats;
     st.segments_hit += s.admission.hits;
     st.segments_missed += s.admission.misses;

@@ -1,6 +1,7 @@
 #include "engine/serving_engine.h"
 
 #include <algorithm>
+#include <future>
 
 namespace lazyattn::engine {
 
@@ -46,18 +47,73 @@ SchedulerStats ServingEngine::stats() const {
     return snapshot_;
 }
 
+void ServingEngine::run_on_engine_thread(std::function<void(Scheduler&)> fn) {
+    std::promise<void> done;
+    auto future = done.get_future();
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!thread_.joinable() || (stopping_ && scheduler_.idle() && incoming_.empty())) {
+            fn(scheduler_);  // the engine thread is gone: nothing else touches the scheduler
+            return;
+        }
+        ops_.push_back([&](Scheduler& s) {
+            fn(s);
+            done.set_value();
+        });
+    }
+    wake_.notify_one();
+    future.wait();
+}
+
+Expected<DocumentInfo> ServingEngine::pin_document(std::vector<int32_t> tokens) {
+    Expected<DocumentInfo> result = internal_error("not run");
+    run_on_engine_thread([&](Scheduler& s) { result = s.pin_document(tokens); });
+    if (result.ok() || result.status().code() != StatusCode::kNotFound) return result;
+    // Not cached yet: compute it as the only segment of a request that generates nothing.
+    RagRequest r;
+    r.segments.push_back(tokens);
+    r.tail = {tokens.front()};
+    r.max_tokens = 0;
+    LA_ASSIGN_OR_RETURN(auto handle, submit(std::move(r)));
+    const RagResult done = handle->wait();
+    if (done.finish_reason == "error") return done.status;
+    run_on_engine_thread([&](Scheduler& s) { result = s.pin_document(tokens); });
+    return result;
+}
+
+Status ServingEngine::unpin_document(const std::string& id) {
+    Status st;
+    run_on_engine_thread([&](Scheduler& s) { st = s.unpin_document(id); });
+    return st;
+}
+
+std::vector<DocumentInfo> ServingEngine::list_documents() {
+    std::vector<DocumentInfo> out;
+    run_on_engine_thread([&](Scheduler& s) { out = s.list_documents(); });
+    return out;
+}
+
+std::optional<std::vector<int32_t>> ServingEngine::document_tokens(const std::string& id) {
+    std::optional<std::vector<int32_t>> out;
+    run_on_engine_thread([&](Scheduler& s) { out = s.document_tokens(id); });
+    return out;
+}
+
 void ServingEngine::loop() {
     for (;;) {
         std::deque<Pending> fresh;
+        std::deque<std::function<void(Scheduler&)>> ops;
         {
             std::unique_lock<std::mutex> lock(mu_);
-            wake_.wait(lock, [&] { return !incoming_.empty() || stopping_ || !scheduler_.idle(); });
+            wake_.wait(lock, [&] { return !incoming_.empty() || !ops_.empty() || stopping_ || !scheduler_.idle(); });
             fresh.swap(incoming_);
+            ops.swap(ops_);
             in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
                                             [](const auto& h) { return h->finished(); }),
                              in_flight_.end());
-            if (stopping_ && fresh.empty() && scheduler_.idle()) return;
+            if (stopping_ && fresh.empty() && ops.empty() && scheduler_.idle()) return;
         }
+        for (auto& op : ops) op(scheduler_);
         for (Pending& p : fresh) {
             auto handle = p.handle;
             const Status st = scheduler_.enqueue(std::move(p.request), handle);

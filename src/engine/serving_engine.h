@@ -7,6 +7,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <optional>
+#include <string>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -30,6 +33,13 @@ public:
 
     // A snapshot taken after the latest step (thread-safe).
     SchedulerStats stats() const;
+
+    // Documents (thread-safe; each runs on the inference thread between steps). pin_document()
+    // computes the document if it is not cached yet, then pins it.
+    Expected<DocumentInfo> pin_document(std::vector<int32_t> tokens);
+    Status unpin_document(const std::string& id);
+    std::vector<DocumentInfo> list_documents();
+    std::optional<std::vector<int32_t>> document_tokens(const std::string& id);
     const EngineConfig& config() const { return scheduler_.config(); }
 
 private:
@@ -38,11 +48,14 @@ private:
         std::shared_ptr<RequestHandle> handle;
     };
     void loop();
+    // Runs fn(scheduler) on the inference thread and waits for it.
+    void run_on_engine_thread(std::function<void(Scheduler&)> fn);
 
     Scheduler scheduler_;
     mutable std::mutex mu_;
     std::condition_variable wake_;
     std::deque<Pending> incoming_;
+    std::deque<std::function<void(Scheduler&)>> ops_;
     std::vector<std::shared_ptr<RequestHandle>> in_flight_;  // for cancel-on-shutdown
     bool stopping_ = false;
     bool cancel_all_ = false;

@@ -28,6 +28,17 @@ std::vector<BlockId> KvCache::match(const BlockHash& seed, std::span<const int32
     return hits;
 }
 
+bool KvCache::contains(const BlockHash& seed, std::span<const int32_t> tokens) const {
+    const int32_t bs = block_size();
+    BlockHash h = seed;
+    for (size_t begin = 0; begin < tokens.size(); begin += bs) {
+        const auto block_tokens = tokens.subspan(begin, std::min<size_t>(bs, tokens.size() - begin));
+        h = hash_block(h, block_tokens);
+        if (!index_.lookup(h, block_tokens)) return false;
+    }
+    return true;
+}
+
 void KvCache::publish(const BlockHash& seed, std::span<const int32_t> tokens, std::span<const BlockId> blocks,
                       bool include_partial) {
     const int32_t bs = block_size();

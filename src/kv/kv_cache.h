@@ -35,6 +35,8 @@ public:
     // each with a new reference. Only blocks lying entirely within the first `max_tokens`
     // tokens match; a final partial block matches when it holds exactly the remaining tokens.
     std::vector<BlockId> match(const BlockHash& seed, std::span<const int32_t> tokens, int32_t max_tokens);
+    // Whether every block of `tokens` (chained from `seed`, final partial block included) is cached.
+    bool contains(const BlockHash& seed, std::span<const int32_t> tokens) const;
     // Indexes computed blocks: block i holds tokens [i*B, (i+1)*B) of `tokens`, chained from
     // `seed`. A final partial block is indexed only when include_partial (segments are immutable
     // and padded; a tail's last block still grows).

@@ -2,7 +2,9 @@
 // requests over shared documents, shared segment jobs, cancellation at random points, fairness
 // under a steady stream, and the refusal of requests that can never fit. Every step runs the
 // integrity check (pool, index, and every reference held by requests and jobs).
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <thread>
 
@@ -209,6 +211,43 @@ TEST(Scheduler, ARequestThatCannotFitIsRefusedWithTheReason) {
     EXPECT_EQ(engine.submit(r).status().code(), StatusCode::kResourceExhausted);
     RagRequest empty;
     EXPECT_EQ(engine.submit(empty).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace lazyattn::engine
+
+namespace lazyattn::engine {
+namespace {
+
+TEST(Documents, PinnedDocumentsSurviveEvictionAndUnpinReleasesThem) {
+    EngineConfig c = config(CacheMode::kLazy, 1);
+    c.kv_num_blocks = 40;
+    ServingEngine engine(*model().model, *model().tokenizer, c);
+    const auto w = make_workload(testing::test_seed() + 500, 30, 30, 3);
+    const auto doc = w.docs[0];
+    auto pinned = engine.pin_document(doc);
+    ASSERT_TRUE(pinned.ok()) << pinned.status().to_string();
+    EXPECT_TRUE(pinned->pinned);
+    EXPECT_EQ(pinned->num_tokens, int32_t(doc.size()));
+    // Many other documents pass through a small pool: unpinned ones get evicted, the pinned stays.
+    for (const auto& r : w.requests) {
+        RagRequest other = r;
+        other.segments.erase(std::remove(other.segments.begin(), other.segments.end(), doc), other.segments.end());
+        ASSERT_TRUE(engine.submit(other).ok());
+    }
+    for (int i = 0; i < 200 && engine.stats().requests_finished < 30; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto docs = engine.list_documents();
+    auto it = std::find_if(docs.begin(), docs.end(), [&](const DocumentInfo& d) { return d.id == pinned->id; });
+    ASSERT_NE(it, docs.end());
+    EXPECT_TRUE(it->pinned);
+    EXPECT_LT(docs.size(), 31u) << "some unpinned documents should have been evicted";
+    ASSERT_TRUE(engine.document_tokens(pinned->id).has_value());
+    EXPECT_EQ(*engine.document_tokens(pinned->id), doc);
+    EXPECT_TRUE(engine.unpin_document(pinned->id).ok());
+    EXPECT_EQ(engine.unpin_document(pinned->id).code(), StatusCode::kNotFound);
+    EXPECT_FALSE(engine.document_tokens("00000000000000000000000000000000").has_value());
+    engine.shutdown(false);
+    EXPECT_EQ(engine.stats().blocks_used, 0);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <math.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -133,3 +134,12 @@ template <typename T>
 T __ldg(const T* p) {
     return *p;
 }
+// CUDA's global min/max overloads.
+#define LA_EMU_MINMAX(T)                                 \
+    inline T min(T a, T b) { return b < a ? b : a; }     \
+    inline T max(T a, T b) { return a < b ? b : a; }
+LA_EMU_MINMAX(int)
+LA_EMU_MINMAX(unsigned)
+LA_EMU_MINMAX(long long)
+LA_EMU_MINMAX(unsigned long long)
+#undef LA_EMU_MINMAX
