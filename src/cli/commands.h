@@ -6,7 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "bench/rag_workload.h"
+#include "engine/engine_config.h"
 #include "engine/sampling_params.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace lazyattn::engine {
+struct LoadedModel;
+}
 
 namespace lazyattn::cli {
 
@@ -50,7 +58,26 @@ struct RagDemoOptions {
     std::vector<std::string> modes{"lazy", "prefix"};
 };
 
+struct BenchRagOptions {
+    CommonOptions common;
+    bench::WorkloadConfig workload;
+    std::vector<double> zipf{2.1};              // the main run uses the first
+    std::vector<std::string> modes{"lazy", "lazy-k", "block-attn", "prefix", "none"};
+    int32_t clients = 4;
+    int32_t kv_cache_mb = 1024;
+    int32_t max_batch_tokens = 512;
+    bool floor = true;
+    std::vector<double> skew_sweep;             // empty: skipped
+    std::vector<double> rates;                  // empty: skipped
+    std::vector<int32_t> capacity_docs;         // empty: skipped
+    int32_t sweep_requests = 20;
+    std::string json_path;
+};
+
 int run_generate(const GenerateOptions& options);
+int run_bench_rag(const BenchRagOptions& options);
+Status run_bench_rag_sweeps(const BenchRagOptions& options, engine::LoadedModel& model,
+                            const engine::EngineConfig& base, nlohmann::json& out);
 int run_rag_demo(const RagDemoOptions& options);
 int run_bench_speed(const BenchSpeedOptions& options);
 int run_info(const CommonOptions& options);

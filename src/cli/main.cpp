@@ -69,6 +69,29 @@ int main(int argc, char** argv) {
     bs->add_option("--reps", speed.reps, "repetitions")->check(CLI::Range(1, 1000));
     bs->add_flag("--json", speed.json, "one JSON line per repetition");
 
+    BenchRagOptions rag;
+    CLI::App* br = bench->add_subcommand("rag", "the RAG serving benchmark: every cache mode on one request stream");
+    add_common(br, rag.common);
+    br->add_option("--docs", rag.workload.num_docs, "documents in the pool")->check(CLI::Range(1, 1000000));
+    br->add_option("--doc-tokens", rag.workload.doc_tokens, "tokens per document")->check(CLI::Range(1, 1000000));
+    br->add_option("--k", rag.workload.docs_per_request, "documents per request")->check(CLI::Range(1, 1000));
+    br->add_option("--zipf", rag.zipf, "Zipf exponent of document popularity (0 = uniform)")->check(CLI::NonNegativeNumber);
+    br->add_option("--tail-tokens", rag.workload.tail_tokens, "question tokens")->check(CLI::Range(1, 100000));
+    br->add_option("--output-tokens", rag.workload.output_tokens, "tokens generated per request")->check(CLI::Range(0, 100000));
+    br->add_option("--requests", rag.workload.num_requests, "requests in the stream")->check(CLI::Range(1, 1000000));
+    br->add_option("--clients", rag.clients, "concurrent clients (closed loop)")->check(CLI::Range(1, 4096));
+    br->add_option("--seed", rag.workload.seed, "workload seed");
+    br->add_option("--modes", rag.modes, "cache modes")->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+    br->add_option("--kv-cache-mb", rag.kv_cache_mb, "KV pool per mode")->check(CLI::PositiveNumber);
+    br->add_option("--max-batch-tokens", rag.max_batch_tokens, "rows per step")->check(CLI::PositiveNumber);
+    br->add_option("--data", rag.workload.passages_path, "QA file whose passages make up the documents");
+    br->add_flag("!--no-floor", rag.floor, "skip the all-cached floor run");
+    br->add_option("--skew-sweep", rag.skew_sweep, "Zipf exponents for the throughput-vs-skew sweep");
+    br->add_option("--rates", rag.rates, "Poisson arrival rates (req/s) for the TTFT-vs-rate sweep");
+    br->add_option("--capacity-docs", rag.capacity_docs, "pool capacities (in documents) for the capacity sweep");
+    br->add_option("--sweep-requests", rag.sweep_requests, "requests per sweep point")->check(CLI::Range(1, 1000000));
+    br->add_option("--json", rag.json_path, "write all results to this JSON file");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -78,6 +101,7 @@ int main(int argc, char** argv) {
     if (g->parsed()) return run_generate(gen);
     if (i->parsed()) return run_info(info);
     if (bs->parsed()) return run_bench_speed(speed);
+    if (br->parsed()) return run_bench_rag(rag);
     if (d->parsed()) return run_rag_demo(demo);
     return 2;
 }

@@ -18,6 +18,9 @@ struct EngineConfig {
     int32_t max_batch_tokens = 512;  // rows per forward step (prefill is chunked to this)
     int32_t max_num_seqs = 64;       // requests admitted (holding KV) at once
     int32_t max_queue = 1024;        // requests waiting for admission before submit() refuses
+    // Benchmark baseline only: key cached segments by (content, logical position), i.e. one copy
+    // per document and slot, as a cache of position-rotated keys must.
+    bool position_aware_segments = false;
 #ifdef NDEBUG
     bool check_integrity = false;    // verify the pool and cache index after every step
 #else

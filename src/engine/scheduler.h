@@ -105,7 +105,8 @@ private:
     bool acquire_tail(SequenceState& s);
     Status materialize_copies(SequenceState& s);
     void release_kv(SequenceState& s);
-    int64_t find_job(const std::vector<int32_t>& tokens) const;
+    int64_t find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const;
+    kv::BlockHash segment_seed_at(int32_t logical_start) const;
 
     // Steps (scheduler_step.cpp).
     void admit_waiting();

@@ -16,11 +16,17 @@ int32_t blocks_for(int64_t tokens, int32_t block_size) { return int32_t((tokens 
 
 }  // namespace
 
-int64_t Scheduler::find_job(const std::vector<int32_t>& tokens) const {
+int64_t Scheduler::find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const {
     for (const auto& [id, job] : jobs_) {
-        if (job.tokens == tokens) return id;
+        if (job.seed == seed && job.tokens == tokens) return id;
     }
     return -1;
+}
+
+kv::BlockHash Scheduler::segment_seed_at(int32_t logical_start) const {
+    if (!config_.position_aware_segments) return segment_seed_;
+    const int32_t where[1] = {logical_start};
+    return kv::hash_block(segment_seed_, where);
 }
 
 bool Scheduler::acquire_segments(SequenceState& s) {
@@ -52,7 +58,8 @@ bool Scheduler::acquire_segments(SequenceState& s) {
             }
         }
         if (first_of[d] != d) continue;
-        if (const int64_t job = find_job(segments[d]); job >= 0) {
+        const kv::BlockHash seed = segment_seed_at(place.logical_start);
+        if (const int64_t job = find_job(seed, segments[d]); job >= 0) {
             s.segment_jobs[d] = job;
             ++jobs_[job].num_users;
             place.blocks = jobs_[job].blocks;
@@ -60,7 +67,7 @@ bool Scheduler::acquire_segments(SequenceState& s) {
             ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
             continue;
         }
-        place.blocks = kv_.match(segment_seed_, segments[d], place.num_tokens);
+        place.blocks = kv_.match(seed, segments[d], place.num_tokens);
         ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
         if (int64_t(place.blocks.size()) * bs < place.num_tokens) needs_job.push_back(d);
     }
@@ -76,6 +83,7 @@ bool Scheduler::acquire_segments(SequenceState& s) {
         place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
         ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
         SegmentJob job;
+        job.seed = segment_seed_at(place.logical_start);
         job.tokens = segments[d];
         job.blocks = place.blocks;
         job.num_computed = cached;

@@ -167,7 +167,7 @@ void Scheduler::on_job_progress(int64_t job_id, int32_t n) {
     job.num_computed += n;
     stats_.prompt_tokens_computed += n;
     if (!job.done()) return;
-    kv_.publish(segment_seed_, job.tokens, job.blocks, true);
+    kv_.publish(job.seed, job.tokens, job.blocks, true);
     for (auto& s : running_) {
         for (int64_t& j : s->segment_jobs) {
             if (j == job_id) j = -1;

@@ -15,6 +15,7 @@
 #include "engine/request_handle.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
+#include "kv/block_hash.h"
 #include "kv/block_pool.h"
 #include "tokenizer/tokenizer.h"
 
@@ -22,6 +23,7 @@ namespace lazyattn::engine {
 
 // A missing segment being computed once for every request that needs it.
 struct SegmentJob {
+    kv::BlockHash seed;               // the chain seed it is published under
     std::vector<int32_t> tokens;
     std::vector<kv::BlockId> blocks;  // the job holds one reference on each until it ends
     int32_t num_computed = 0;         // leading tokens whose K/V are written (or were cached)

@@ -46,12 +46,13 @@ protected:
         if (!backends::cuda::cuda_device_available(&why)) {
             GTEST_SKIP() << "no CUDA device, skipping GPU test: " << why;
         }
-        static std::unique_ptr<CudaBackend> shared = [] {
+        // One backend for the whole run, never destroyed (no CUDA calls during static teardown).
+        static CudaBackend* shared = [] {
             auto b = CudaBackend::create(0);
             LA_CHECK_MSG(b.ok(), "%s", b.status().to_string().c_str());
-            return std::move(b).value();
+            return std::move(b).value().release();
         }();
-        backend_ = shared.get();
+        backend_ = shared;
     }
     CudaBackend& backend() { return *backend_; }
 
@@ -101,15 +102,11 @@ private:
 
 inline bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
 inline float from_bf16(bf16 x) { return __bfloat162float(x); }
-inline uint16_t bf16_bits(bf16 x) {
-    uint16_t u;
-    std::memcpy(&u, &x, 2);
-    return u;
-}
+inline uint16_t bf16_bits(bf16 x) { return static_cast<__nv_bfloat16_raw>(x).x; }
 inline bf16 bf16_from_bits(uint16_t u) {
-    bf16 x;
-    std::memcpy(&x, &u, 2);
-    return x;
+    __nv_bfloat16_raw raw;
+    raw.x = u;
+    return bf16(raw);
 }
 inline bf16 bf16_nan() { return bf16_from_bits(0x7fc0); }
 

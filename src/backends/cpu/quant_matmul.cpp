@@ -6,11 +6,71 @@
 #include "kernels/params/quant_blocks.h"
 
 namespace lazyattn::backends::cpu {
+namespace {
 
 using kernels::QuantWeight;
+using simd::QuantActs;
+
+// From this many activation rows on, repacking a weight tile (lanes = weight rows) pays off.
+constexpr int64_t kGemmMinRows = 8;
+
+// The register-tiled path (quant_gemm.h): gemv for decode, repacked tiles for prefill.
+void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKernels& g, ThreadPool& pool,
+                        std::vector<uint8_t>& scratch) {
+    const QuantWeight type = static_cast<QuantWeight>(p.w_type);
+    const int kind = simd::QuantGemmKernels::kind(type);
+    const int64_t nb = p.in_dim / kernels::kQuantBlock;
+    const size_t rb = nb * kernels::weight_block_bytes(type);
+    const auto* w = static_cast<const uint8_t*>(p.w);
+    const bool gemm = p.num_rows >= kGemmMinRows;
+    scratch.resize(QuantActs::bytes(p.num_rows, nb));
+    const QuantActs a = QuantActs::in(scratch.data(), p.num_rows, nb, !gemm && type != QuantWeight::kQ8_0);
+    pool.parallel_for(p.num_rows, [&](int64_t r) { g.prepare_row(p.x + r * p.in_dim, a, r, type); }, 8);
+    const int threads = pool.num_threads();
+
+    if (!gemm) {
+        // Decode: every thread streams its own slice of the weight rows once; a few slices per
+        // thread keep the load even when a core is busy elsewhere.
+        const int64_t chunk = std::max<int64_t>(16, (p.out_dim + 4 * threads - 1) / (4 * threads) + 3) / 4 * 4;
+        const int64_t num_chunks = (p.out_dim + chunk - 1) / chunk;
+        pool.parallel_for(num_chunks, [&](int64_t c) {
+            const int64_t o0 = c * chunk, o1 = std::min(p.out_dim, o0 + chunk);
+            for (int64_t r = 0; r < p.num_rows; r += 4) {
+                const int rows = int(std::min<int64_t>(4, p.num_rows - r));
+                g.gemv[kind](w, rb, o0, o1, a.from_row(r), rows, p.y + r * p.out_dim, p.out_dim, p.bias);
+            }
+        });
+        return;
+    }
+
+    // Prefill: tasks are (tile of 32 weight rows, chunk of activation rows); each task repacks
+    // its tile into thread-local memory, so row chunks are split only when tiles are few.
+    const int64_t tiles = (p.out_dim + simd::kGemmTileRows - 1) / simd::kGemmTileRows;
+    const int64_t chunks = std::clamp<int64_t>((4 * threads + tiles - 1) / tiles, 1, (p.num_rows + 63) / 64);
+    const int64_t rows_per_chunk = (p.num_rows + chunks - 1) / chunks;
+    const size_t packed_bytes = simd::kGemmTileRows * nb * simd::kPackedBytesPerRowBlock + 64;
+    pool.parallel_for(tiles * chunks, [&](int64_t task) {
+        thread_local std::vector<uint8_t> packed_buf;
+        if (packed_buf.size() < packed_bytes) packed_buf.resize(packed_bytes);
+        auto* packed = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(packed_buf.data()) + 63) & ~uintptr_t(63));
+        const int64_t tile = task % tiles, chunk = task / tiles;
+        const int64_t o0 = tile * simd::kGemmTileRows;
+        const int nw = int(std::min<int64_t>(simd::kGemmTileRows, p.out_dim - o0));
+        const int64_t r0 = chunk * rows_per_chunk, r1 = std::min(p.num_rows, r0 + rows_per_chunk);
+        if (r0 >= r1) return;
+        g.pack[kind](w + o0 * rb, rb, nw, nb, packed);
+        g.gemm_tile[kind](packed, nb, a, r0, r1, p.y + o0, p.out_dim, nw, p.bias != nullptr ? p.bias + o0 : nullptr);
+    });
+}
+
+}  // namespace
 
 void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch) {
     const auto& k = simd::quant_kernels();
+    if (k.gemm != nullptr) {
+        quant_matmul_tiled(p, *k.gemm, pool, scratch);
+        return;
+    }
     const QuantWeight type = static_cast<QuantWeight>(p.w_type);
     const int64_t nb = p.in_dim / kernels::kQuantBlock;
     const size_t x_row_bytes = nb * kernels::activation_block_bytes(type);

@@ -123,9 +123,9 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
     using S = PrefillShape<D>;
     constexpr int BM = S::kBlockM, BN = S::kBlockN;
     LA_DYNAMIC_SMEM(smem);
-    bf16* k_stage[2] = {reinterpret_cast<bf16*>(smem), reinterpret_cast<bf16*>(smem) + S::kTileElems};
-    bf16* v_stage[2] = {reinterpret_cast<bf16*>(smem) + 2 * S::kTileElems,
-                        reinterpret_cast<bf16*>(smem) + 3 * S::kTileElems};
+    bf16* const kv_base = reinterpret_cast<bf16*>(smem);  // K stage 0, K stage 1, V stage 0, V stage 1
+    auto k_stage = [&](int s) { return kv_base + s * S::kTileElems; };
+    auto v_stage = [&](int s) { return kv_base + (2 + s) * S::kTileElems; };
     float* qs = reinterpret_cast<float*>(smem + S::kKvBytes);                 // [BM][kQStride]
     int* row_pos = reinterpret_cast<int*>(smem + S::kKvBytes + S::kQBytes);  // [BM]
 
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
     TileCursor comp_c = load_c;
     if (load_c.span < seq.span_end) {
         prefill_load_tile<D>(p, p.spans[load_c.span], load_c.t0, min(BN, load_c.visible - load_c.t0), kvh,
-                             k_stage[0], v_stage[0]);
+                             k_stage(0), v_stage(0));
         cursor_advance<BN>(p, seq.span_end, max_pos, load_c);
     }
     cp_async_commit();
@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
         if (load_c.span < seq.span_end) {
             const int s = (i + 1) & 1;
             prefill_load_tile<D>(p, p.spans[load_c.span], load_c.t0, min(BN, load_c.visible - load_c.t0), kvh,
-                                 k_stage[s], v_stage[s]);
+                                 k_stage(s), v_stage(s));
             cursor_advance<BN>(p, seq.span_end, max_pos, load_c);
         }
         cp_async_commit();
@@ -195,8 +195,8 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
         const kernels::AttentionSpan span = p.spans[comp_c.span];
         const int n = min(BN, comp_c.visible - comp_c.t0);
         const int key_pos0 = span.logical_start + comp_c.t0;
-        bf16* ks = k_stage[i & 1];
-        const bf16* vs = v_stage[i & 1];
+        bf16* ks = k_stage(i & 1);
+        const bf16* vs = v_stage(i & 1);
         if constexpr (!KEYS_ROTATED) {
             prefill_rotate_keys<D>(p.rope, ks, n, key_pos0);
             __syncthreads();

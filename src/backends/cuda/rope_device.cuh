@@ -25,7 +25,8 @@ __device__ __forceinline__ float2 rope_cos_sin(const kernels::RopeParams& r, int
     } else {
         const double a = double(apos) * double(r.position_scale) * double(r.inv_freq[i]);
         const double reduced = a - 6.283185307179586477 * rint(a * 0.15915494309189533577);
-        sincosf(float(reduced), &s, &c);
+        // |reduced| <= pi, where the fast intrinsic's absolute error is below 4e-7.
+        __sincosf(float(reduced), &s, &c);
     }
     return make_float2(c, pos < 0 ? -s : s);
 }

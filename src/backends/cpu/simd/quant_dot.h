@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cpu/simd/quant_gemm.h"
 #include "kernels/params/quant_blocks.h"
 
 namespace lazyattn::backends::cpu::simd {
@@ -24,6 +25,8 @@ struct QuantKernels {
     DotRowsFn dot_q8_0;
     QuantizeRowFn quantize_q8_0;
     QuantizeRowFn quantize_q8_1;
+    // The register-tiled gemv/gemm kernels (quant_gemm.h), or nullptr where the set has none.
+    const QuantGemmKernels* gemm;
 
     DotRowsFn dot(kernels::QuantWeight w) const {
         return w == kernels::QuantWeight::kQ4_0 ? dot_q4_0 : w == kernels::QuantWeight::kQ4_1 ? dot_q4_1 : dot_q8_0;

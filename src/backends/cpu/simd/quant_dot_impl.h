@@ -8,5 +8,6 @@ namespace lazyattn::backends::cpu::simd {
 extern const QuantKernels kScalarKernels;
 extern const QuantKernels kAvx2Kernels;
 extern const QuantKernels kAvx512VnniKernels;
+extern const QuantGemmKernels kAvx512GemmKernels;
 
 }  // namespace lazyattn::backends::cpu::simd

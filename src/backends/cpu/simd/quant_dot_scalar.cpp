@@ -26,6 +26,7 @@ const QuantKernels kScalarKernels = {
     dot_rows_scalar<kernels::QuantWeight::kQ8_0>,
     quantize_q8_0_scalar,
     quantize_q8_1_scalar,
+    nullptr,
 };
 
 }  // namespace lazyattn::backends::cpu::simd

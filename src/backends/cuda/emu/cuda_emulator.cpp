@@ -101,8 +101,8 @@ struct Emulator {
 };
 
 Emulator& emulator() {
-    static Emulator e;
-    return e;
+    static Emulator* e = new Emulator();  // never destroyed: device memory may be freed at exit
+    return *e;
 }
 
 [[noreturn]] void fail(const char* what) {
@@ -364,8 +364,8 @@ struct Allocation {
     size_t map_bytes;
 };
 std::map<void*, Allocation>& allocations() {
-    static std::map<void*, Allocation> a;
-    return a;
+    static auto* a = new std::map<void*, Allocation>();  // never destroyed (see emulator())
+    return *a;
 }
 cudaError_t g_last_error = cudaSuccess;
 

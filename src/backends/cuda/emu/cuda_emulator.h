@@ -130,6 +130,7 @@ inline float __uint_as_float(unsigned u) {
     std::memcpy(&x, &u, 4);
     return x;
 }
+inline void __sincosf(float x, float* s, float* c) { sincosf(x, s, c); }
 template <typename T>
 T __ldg(const T* p) {
     return *p;

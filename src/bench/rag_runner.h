@@ -1,0 +1,53 @@
+// Runs a workload through the Scheduler in-process (no HTTP) in one cache mode, with a closed
+// loop of concurrent clients or the workload's Poisson arrival times, and measures what the
+// LazyAttention paper reports: TTFT, time per output token, end-to-end latency, throughput,
+// tokens prefilled vs reused, segment hit ratio and peak KV blocks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/rag_workload.h"
+#include "engine/engine_config.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lazyattn::bench {
+
+struct RunConfig {
+    std::string label;                 // how the run is reported ("lazy", "lazy (floor)", ...)
+    engine::EngineConfig engine;
+    int32_t clients = 4;               // closed loop, when the workload has no arrival times
+    bool prewarm = false;              // compute every pool document first (the TTFT floor)
+};
+
+struct RunResult {
+    std::string label;
+    std::string mode;
+    std::vector<double> ttft_ms, tpot_ms, e2e_ms;  // per request, in submission order
+    double wall_s = 0;
+    int64_t output_tokens = 0;
+    int64_t prefill_tokens = 0, reused_tokens = 0;
+    int64_t segment_hits = 0, segment_misses = 0;
+    int32_t peak_blocks = 0, pool_blocks = 0;
+    int64_t preemptions = 0;
+    int64_t steps = 0;
+
+    double requests_per_s() const { return wall_s > 0 ? double(ttft_ms.size()) / wall_s : 0; }
+    double output_tok_per_s() const { return wall_s > 0 ? double(output_tokens) / wall_s : 0; }
+    double hit_ratio() const {
+        return segment_hits + segment_misses > 0 ? double(segment_hits) / double(segment_hits + segment_misses) : 0;
+    }
+};
+
+using Progress = std::function<void(int32_t done, int32_t total)>;
+
+Expected<RunResult> run_workload(const Workload& w, model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                 const RunConfig& config, const Progress& progress = {});
+
+double percentile(std::vector<double> v, double p);
+double mean(const std::vector<double>& v);
+
+}  // namespace lazyattn::bench

@@ -1,0 +1,35 @@
+// ApiError: an error as an OpenAI-compatible API reports it, {"error": {"message", "type",
+// "param", "code"}} with an HTTP status. Engine Status codes map onto it in one place, so every
+// route answers the same failure the same way.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+
+namespace lazyattn::server {
+
+struct ApiError {
+    int http_status = 400;
+    std::string message;
+    std::string type = "invalid_request_error";
+    std::string param;  // "" is written as null
+    std::string code;   // "" is written as null
+
+    std::string to_json() const;
+};
+
+// 400 invalid_request_error naming the offending field.
+ApiError invalid_request(std::string message, std::string param = {}, std::string code = {});
+
+// The HTTP face of an engine Status:
+//   kInvalidArgument, kUnsupported -> 400; kOutOfRange -> 400 context_length_exceeded;
+//   kResourceExhausted -> 429 (queue full; the caller adds Retry-After) or 400 when the request
+//   can never fit the KV pool; kNotFound -> 404; kCancelled -> 503; anything else -> 500.
+ApiError api_error_from_status(const Status& status);
+
+// True for the kResourceExhausted that means "try again later" (a full queue) rather than "this
+// request can never run" (larger than the KV pool).
+bool is_queue_full(const Status& status);
+
+}  // namespace lazyattn::server

@@ -1,0 +1,298 @@
+#include "server/openai_request.h"
+
+#include <climits>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/utf8.h"
+
+namespace lazyattn::server {
+namespace {
+
+using json = nlohmann::json;
+using Err = std::optional<ApiError>;
+
+bool absent(const json& body, const char* key) { return !body.contains(key) || body.at(key).is_null(); }
+
+Err type_error(const std::string& param, const char* expected) {
+    return invalid_request("'" + param + "' must be " + expected, param, "invalid_type");
+}
+
+Err value_error(const std::string& param, const std::string& what) {
+    return invalid_request("'" + param + "' " + what, param, "invalid_value");
+}
+
+Err read_string(const json& v, const std::string& param, std::string& out) {
+    if (!v.is_string()) return type_error(param, "a string");
+    out = v.get<std::string>();
+    if (!tokenizer::is_valid_utf8(out)) return invalid_request("'" + param + "' is not valid UTF-8", param, "invalid_utf8");
+    return std::nullopt;
+}
+
+// A JSON number (a float with an integral value counts as an integer where one is wanted).
+Err read_number(const json& body, const char* key, double& out) {
+    if (absent(body, key)) return std::nullopt;
+    const json& v = body.at(key);
+    if (!v.is_number()) return type_error(key, "a number");
+    out = v.get<double>();
+    if (!std::isfinite(out)) return value_error(key, "must be finite");
+    return std::nullopt;
+}
+
+Err read_integer(const json& body, const char* key, int64_t& out) {
+    if (absent(body, key)) return std::nullopt;
+    const json& v = body.at(key);
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) return value_error(key, "is too large");
+    if (v.is_number_integer()) {
+        out = v.get<int64_t>();
+    } else if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>() &&
+               std::fabs(v.get<double>()) < 9.0e18) {
+        out = int64_t(v.get<double>());
+    } else {
+        return type_error(key, "an integer");
+    }
+    return std::nullopt;
+}
+
+Err read_bool(const json& body, const char* key, bool& out) {
+    if (absent(body, key)) return std::nullopt;
+    if (!body.at(key).is_boolean()) return type_error(key, "a boolean");
+    out = body.at(key).get<bool>();
+    return std::nullopt;
+}
+
+// Chat content: a string, or a list of {"type": "text", "text": ...} parts joined together.
+Err read_content(const json& v, const std::string& param, std::string& out) {
+    if (v.is_null()) return std::nullopt;
+    if (v.is_string()) return read_string(v, param, out);
+    if (!v.is_array()) return type_error(param, "a string or a list of text parts");
+    for (size_t i = 0; i < v.size(); ++i) {
+        const std::string p = param + "[" + std::to_string(i) + "]";
+        const json& part = v[i];
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text")) {
+            return invalid_request("'" + p + "' must be a {\"type\": \"text\", \"text\": ...} part (only text is supported)",
+                                   p, "unsupported_content");
+        }
+        std::string text;
+        if (auto e = read_string(part["text"], p + ".text", text)) return e;
+        out += text;
+    }
+    return std::nullopt;
+}
+
+Err parse_messages(const json& body, GenerationRequest& out) {
+    if (!body.contains("messages")) return invalid_request("'messages' is required", "messages", "missing_required_parameter");
+    const json& msgs = body.at("messages");
+    if (!msgs.is_array()) return type_error("messages", "a list");
+    if (msgs.empty()) return value_error("messages", "must not be empty");
+    for (size_t i = 0; i < msgs.size(); ++i) {
+        const std::string p = "messages[" + std::to_string(i) + "]";
+        const json& m = msgs[i];
+        if (!m.is_object()) return type_error(p, "an object");
+        if (!m.contains("role")) return invalid_request("'" + p + ".role' is required", p + ".role", "missing_required_parameter");
+        tokenizer::ChatMessage msg;
+        if (auto e = read_string(m.at("role"), p + ".role", msg.role)) return e;
+        if (msg.role == "developer") msg.role = "system";
+        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
+            return value_error(p + ".role", "must be system, developer, user or assistant (got '" + msg.role + "')");
+        }
+        if (m.contains("content")) {
+            if (auto e = read_content(m.at("content"), p + ".content", msg.content)) return e;
+        }
+        out.messages.push_back(std::move(msg));
+    }
+    if (out.messages.back().role != "user") {
+        return value_error("messages", "must end with a user message");
+    }
+    return std::nullopt;
+}
+
+Err parse_token_list(const json& v, std::vector<int32_t>& out) {
+    for (const json& t : v) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
+            return type_error("prompt", "a string or a list of non-negative token ids");
+        }
+        out.push_back(int32_t(t.get<int64_t>()));
+    }
+    return std::nullopt;
+}
+
+// A string, a list of one string, a list of token ids or a list of one list of token ids.
+Err parse_prompt(const json& body, GenerationRequest& out) {
+    if (!body.contains("prompt")) return invalid_request("'prompt' is required", "prompt", "missing_required_parameter");
+    const json& p = body.at("prompt");
+    if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) {
+        return parse_prompt(json{{"prompt", p[0]}}, out);
+    }
+    if (p.is_string()) {
+        if (auto e = read_string(p, "prompt", out.prompt)) return e;
+    } else if (p.is_array()) {
+        if (!p.empty() && (p[0].is_string() || p[0].is_array())) {
+            return value_error("prompt", "must be one prompt (batches of prompts are not supported)");
+        }
+        if (auto e = parse_token_list(p, out.prompt_tokens)) return e;
+    } else {
+        return type_error("prompt", "a string or a list of token ids");
+    }
+    if (out.prompt.empty() && out.prompt_tokens.empty()) return value_error("prompt", "must not be empty");
+    return std::nullopt;
+}
+
+Err parse_stop(const json& body, std::vector<std::string>& out) {
+    if (absent(body, "stop")) return std::nullopt;
+    const json& v = body.at("stop");
+    std::vector<json> items;
+    if (v.is_string()) {
+        items.push_back(v);
+    } else if (v.is_array()) {
+        items.assign(v.begin(), v.end());
+    } else {
+        return type_error("stop", "a string or a list of strings");
+    }
+    if (items.size() > 16) return value_error("stop", "may hold at most 16 strings");
+    for (size_t i = 0; i < items.size(); ++i) {
+        std::string s;
+        if (auto e = read_string(items[i], "stop", s)) return e;
+        if (s.empty()) return value_error("stop", "strings must not be empty");
+        out.push_back(std::move(s));
+    }
+    return std::nullopt;
+}
+
+Err parse_sampling(const json& body, GenerationRequest& out) {
+    engine::SamplingParams& s = out.sampling;
+    double temperature = 1.0, top_p = 1.0, min_p = 0.0, rep = 1.0;
+    int64_t top_k = 0, seed = 0;
+    if (auto e = read_number(body, "temperature", temperature)) return e;
+    if (temperature < 0 || temperature > 2) return value_error("temperature", "must be in [0, 2]");
+    if (auto e = read_number(body, "top_p", top_p)) return e;
+    if (top_p < 0 || top_p > 1) return value_error("top_p", "must be in [0, 1]");
+    if (auto e = read_number(body, "min_p", min_p)) return e;
+    if (min_p < 0 || min_p > 1) return value_error("min_p", "must be in [0, 1]");
+    if (auto e = read_number(body, "repetition_penalty", rep)) return e;
+    if (rep <= 0 || rep > 100) return value_error("repetition_penalty", "must be in (0, 100]");
+    if (auto e = read_integer(body, "top_k", top_k)) return e;
+    if (top_k < -1 || top_k > INT32_MAX) return value_error("top_k", "must be >= 0 (or -1 for off)");
+    if (auto e = read_integer(body, "seed", seed)) return e;
+    out.seed_given = !absent(body, "seed");
+    s.temperature = top_p == 0 ? 0.0f : float(temperature);  // top_p 0 keeps only the best token
+    s.top_p = top_p == 0 ? 1.0f : float(top_p);
+    s.min_p = float(min_p);
+    s.repetition_penalty = float(rep);
+    s.top_k = top_k < 0 ? 0 : int32_t(top_k);
+    s.seed = uint64_t(seed);
+    for (const char* key : {"presence_penalty", "frequency_penalty"}) {
+        double v = 0;
+        if (auto e = read_number(body, key, v)) return e;
+        if (v != 0) return invalid_request(std::string("'") + key + "' is not supported (only 0)", key, "unsupported");
+    }
+    return std::nullopt;
+}
+
+Err parse_max_tokens(const json& body, GenerationRequest& out) {
+    for (const char* key : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins
+        int64_t v = -1;
+        if (auto e = read_integer(body, key, v)) return e;
+        if (absent(body, key)) continue;
+        if (v < 1) return value_error(key, "must be >= 1");
+        out.max_tokens = int32_t(std::min<int64_t>(v, INT32_MAX));
+    }
+    return std::nullopt;
+}
+
+// Fields lazyattn cannot honour: refused unless they hold their no-op value.
+Err refuse_unsupported(const json& body, bool chat) {
+    int64_t n = 1, best_of = 1;
+    if (auto e = read_integer(body, "n", n)) return e;
+    if (n != 1) return invalid_request("'n' must be 1 (one choice per request)", "n", "unsupported");
+    if (auto e = read_integer(body, "best_of", best_of)) return e;
+    if (best_of != 1) return invalid_request("'best_of' must be 1", "best_of", "unsupported");
+    if (!absent(body, "logprobs") && body.at("logprobs") != false && body.at("logprobs") != 0) {
+        return invalid_request("'logprobs' is not supported", "logprobs", "unsupported");
+    }
+    if (!absent(body, "top_logprobs") && body.at("top_logprobs") != 0) {
+        return invalid_request("'top_logprobs' is not supported", "top_logprobs", "unsupported");
+    }
+    if (!absent(body, "echo") && body.at("echo") != false) {
+        return invalid_request("'echo' is not supported", "echo", "unsupported");
+    }
+    if (!absent(body, "suffix") && body.at("suffix") != "") {
+        return invalid_request("'suffix' is not supported", "suffix", "unsupported");
+    }
+    if (!absent(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty())) {
+        return invalid_request("'tools' is not supported", "tools", "unsupported");
+    }
+    if (!absent(body, "response_format")) {
+        const json& rf = body.at("response_format");
+        if (!rf.is_object() || !rf.contains("type") || rf.at("type") != "text") {
+            return invalid_request("'response_format' other than {\"type\": \"text\"} is not supported",
+                                   "response_format", "unsupported");
+        }
+    }
+    return std::nullopt;
+}
+
+Err parse_stream(const json& body, GenerationRequest& out) {
+    if (auto e = read_bool(body, "stream", out.stream)) return e;
+    if (absent(body, "stream_options")) return std::nullopt;
+    const json& so = body.at("stream_options");
+    if (!so.is_object()) return type_error("stream_options", "an object");
+    if (auto e = read_bool(so, "include_usage", out.include_usage)) {
+        e->param = "stream_options.include_usage";
+        return e;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::vector<DocumentRef>& out) {
+    if (value.is_null()) return std::nullopt;
+    if (!value.is_array()) return type_error("documents", "a list of strings or {\"text\", \"title\"} objects");
+    for (size_t i = 0; i < value.size(); ++i) {
+        const std::string p = "documents[" + std::to_string(i) + "]";
+        const json& d = value[i];
+        DocumentRef ref;
+        if (d.is_string()) {
+            if (auto e = read_string(d, p, ref.text)) return e;
+        } else if (d.is_object()) {
+            if (d.contains("text") && !d["text"].is_null()) {
+                if (auto e = read_string(d["text"], p + ".text", ref.text)) return e;
+            }
+            if (d.contains("title") && !d["title"].is_null()) {
+                if (auto e = read_string(d["title"], p + ".title", ref.title)) return e;
+            }
+            if (d.contains("id") && !d["id"].is_null()) {
+                if (auto e = read_string(d["id"], p + ".id", ref.id)) return e;
+            }
+            if (ref.text.empty() && ref.id.empty()) return value_error(p, "needs a non-empty 'text' (or the 'id' of a cached document)");
+            if (ref.by_id() && !allow_ids) return value_error(p, "needs 'text' here");
+        } else {
+            return type_error(p, "a string or an object");
+        }
+        if (!ref.by_id() && ref.text.empty()) return value_error(p, "must not be empty");
+        out.push_back(std::move(ref));
+    }
+    return std::nullopt;
+}
+
+std::optional<ApiError> parse_generation_request(const json& body, bool chat, GenerationRequest& out) {
+    if (!body.is_object()) return invalid_request("the request body must be a JSON object", "", "invalid_type");
+    out.chat = chat;
+    if (!absent(body, "model")) {
+        if (auto e = read_string(body.at("model"), "model", out.model)) return e;
+    }
+    if (auto e = chat ? parse_messages(body, out) : parse_prompt(body, out)) return e;
+    if (body.contains("documents")) {
+        if (auto e = parse_documents(body.at("documents"), true, out.documents)) return e;
+    }
+    if (auto e = parse_sampling(body, out)) return e;
+    if (auto e = parse_max_tokens(body, out)) return e;
+    if (auto e = parse_stop(body, out.stop)) return e;
+    if (auto e = read_bool(body, "ignore_eos", out.ignore_eos)) return e;
+    if (auto e = parse_stream(body, out)) return e;
+    return refuse_unsupported(body, chat);
+}
+
+}  // namespace lazyattn::server

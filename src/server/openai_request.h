@@ -1,0 +1,55 @@
+// OpenAI request bodies -> native structs. parse_generation_request() reads a /v1/completions or
+// /v1/chat/completions body, checks every field's type and range, and answers either a
+// GenerationRequest (no JSON left in it) or the ApiError naming the offending field. Unknown
+// fields are ignored, as OpenAI-compatible servers do; fields lazyattn cannot honour (n > 1,
+// non-zero presence/frequency penalties, logprobs) are refused rather than silently dropped.
+//
+// Extensions: `documents` (strings, or {"text", "title"?} objects, or {"id"} naming a cached
+// document), `top_k`, `min_p`, `repetition_penalty`, `ignore_eos`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "engine/sampling_params.h"
+#include "server/api_error.h"
+#include "tokenizer/chat_template.h"
+
+namespace lazyattn::server {
+
+// One entry of `documents`: text (with an optional title), or the id of a cached document.
+struct DocumentRef {
+    std::string text;
+    std::string title;
+    std::string id;  // set (and text empty) for a reference to a cached document
+    bool by_id() const { return text.empty() && !id.empty(); }
+};
+
+struct GenerationRequest {
+    bool chat = false;
+    std::string model;                              // "" when the body named none
+    std::string prompt;                             // completions: text prompt
+    std::vector<int32_t> prompt_tokens;             // completions: prompt given as token ids
+    std::vector<tokenizer::ChatMessage> messages;   // chat
+    std::vector<DocumentRef> documents;
+    engine::SamplingParams sampling;
+    bool seed_given = false;
+    int32_t max_tokens = -1;                        // -1: not given (the route picks the default)
+    std::vector<std::string> stop;
+    bool ignore_eos = false;
+    bool stream = false;
+    bool include_usage = false;                     // stream_options.include_usage
+};
+
+// `body` is the parsed JSON of the request. Text fields must be valid UTF-8.
+std::optional<ApiError> parse_generation_request(const nlohmann::json& body, bool chat, GenerationRequest& out);
+
+// `documents` as POST /v1/documents and the generation requests take it (entries by id refused
+// when allow_ids is false).
+std::optional<ApiError> parse_documents(const nlohmann::json& value, bool allow_ids, std::vector<DocumentRef>& out);
+
+}  // namespace lazyattn::server

@@ -1,0 +1,82 @@
+#include "server/openai_response.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+namespace lazyattn::server {
+namespace {
+
+using json = nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json usage_json(const engine::RequestStats& s) {
+    return {{"prompt_tokens", s.num_prompt_tokens},
+            {"completion_tokens", s.num_generated},
+            {"total_tokens", s.num_prompt_tokens + s.num_generated},
+            {"prompt_tokens_details", {{"cached_tokens", s.reused_tokens}}}};
+}
+
+json envelope(const ResponseMeta& meta, const char* object) {
+    return {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model},
+            {"system_fingerprint", nullptr}};
+}
+
+json reason_json(const std::string& reason) { return reason.empty() ? json(nullptr) : json(reason); }
+
+}  // namespace
+
+ResponseMeta make_response_meta(bool chat, const std::string& model) {
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    char hex[25];
+    std::snprintf(hex, sizeof hex, "%016llx%08llx", (unsigned long long)rng(), (unsigned long long)(rng() & 0xffffffffu));
+    ResponseMeta m;
+    m.id = std::string(chat ? "chatcmpl-" : "cmpl-") + hex;
+    m.created = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+    m.model = model;
+    m.chat = chat;
+    return m;
+}
+
+std::string completion_body(const ResponseMeta& meta, const engine::RagResult& r) {
+    json body = envelope(meta, meta.chat ? "chat.completion" : "text_completion");
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason_json(r.finish_reason)}};
+    if (meta.chat) {
+        choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+    } else {
+        choice["text"] = r.text;
+    }
+    body["choices"] = json::array({choice});
+    body["usage"] = usage_json(r.stats);
+    return dump(body);
+}
+
+std::string chunk_body(const ResponseMeta& meta, const std::string& text, bool role, const std::string& finish_reason,
+                       bool with_usage_null) {
+    json body = envelope(meta, meta.chat ? "chat.completion.chunk" : "text_completion");
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason_json(finish_reason)}};
+    if (meta.chat) {
+        json delta = json::object();
+        if (role) delta["role"] = "assistant";
+        if (role || !text.empty()) delta["content"] = text;
+        choice["delta"] = delta;
+    } else {
+        choice["text"] = text;
+    }
+    body["choices"] = json::array({choice});
+    if (with_usage_null) body["usage"] = nullptr;
+    return dump(body);
+}
+
+std::string usage_chunk_body(const ResponseMeta& meta, const engine::RequestStats& stats) {
+    json body = envelope(meta, meta.chat ? "chat.completion.chunk" : "text_completion");
+    body["choices"] = json::array();
+    body["usage"] = usage_json(stats);
+    return dump(body);
+}
+
+}  // namespace lazyattn::server

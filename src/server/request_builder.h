@@ -1,0 +1,53 @@
+// RequestBuilder: a parsed OpenAI request -> the engine's RagRequest, on the HTTP worker thread.
+// The layout is build_rag_request's (engine/rag_prompt.h), generalised to whole conversations:
+// everything the chat template renders before the last user message's content (system message,
+// earlier turns, the user header) is segment 0, preceded by BOS when the model wants one; each
+// document is a segment of its own (formatted by format_document, tokenized alone, no special
+// tokens parsed from it); the last user message plus the assistant header is the tail. A plain
+// completion has no segment 0: documents, then the prompt as the tail. A document named by id
+// alone is replaced by the tokens the engine cached for it, so it is a segment hit by design.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/rag_request.h"
+#include "server/openai_request.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lazyattn::server {
+
+// The tokens of a cached document, by its id (ServingEngine::document_tokens in the server).
+using DocumentLookup = std::function<std::optional<std::vector<int32_t>>(const std::string& id)>;
+
+class RequestBuilder {
+public:
+    RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
+                   int32_t context_length, DocumentLookup lookup);
+
+    // kInvalidArgument for an unknown document id or an empty tail; kUnsupported for a chat
+    // request when the model has no chat template. max_tokens not given: 16 for completions (as
+    // OpenAI), the rest of the context for chat. No seed given: a random one.
+    Expected<engine::RagRequest> build(const GenerationRequest& request) const;
+
+    // A document's tokens as a segment: identical here and in POST /v1/documents, so a document
+    // pinned there is hit by requests that carry its text.
+    std::vector<int32_t> document_tokens(const DocumentRef& document) const;
+
+private:
+    Status add_documents(const std::vector<DocumentRef>& documents, engine::RagRequest& out) const;
+    Status split_chat(const std::vector<tokenizer::ChatMessage>& messages, std::string& preamble,
+                      std::string& question, std::string& suffix) const;
+
+    const tokenizer::Tokenizer& tokenizer_;
+    std::optional<tokenizer::ChatTemplate> chat_;
+    int32_t context_length_;
+    DocumentLookup lookup_;
+};
+
+}  // namespace lazyattn::server

@@ -1,0 +1,49 @@
+#include "server/server_context.h"
+
+#include <chrono>
+
+namespace lazyattn::server {
+
+Status ServerConfig::validate() const {
+    if (host.empty()) return invalid_argument("the host must not be empty");
+    if (port < 0 || port > 65535) return invalid_argument("the port must be in [0, 65535]");
+    if (max_body_bytes <= 0) return invalid_argument("the body size limit must be positive");
+    if (num_http_threads <= 0) return invalid_argument("the HTTP thread count must be positive");
+    if (!(shutdown_timeout_s >= 0)) return invalid_argument("the shutdown timeout must be >= 0");
+    if (model_id.empty()) return invalid_argument("the model id must not be empty");
+    return {};
+}
+
+ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng, const tokenizer::Tokenizer& tok,
+                             std::optional<tokenizer::ChatTemplate> chat, int32_t ctx_len)
+    : config(cfg),
+      engine(eng),
+      tokenizer(tok),
+      builder(tok, std::move(chat), ctx_len, [&eng](const std::string& id) { return eng.document_tokens(id); }),
+      context_length(ctx_len),
+      started_unix_s(std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count()) {}
+
+bool ServerContext::is_model(const std::string& name) const {
+    const std::string& id = config.model_id;
+    const std::string ext = ".gguf";
+    const bool has_ext = id.size() > ext.size() && id.compare(id.size() - ext.size(), ext.size(), ext) == 0;
+    return name == id || (has_ext && name == id.substr(0, id.size() - ext.size()));
+}
+
+bool ServerContext::wait_idle(double timeout_s) {
+    std::unique_lock<std::mutex> lock(active_mu);
+    return active_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return active == 0; });
+}
+
+ActiveRequest::ActiveRequest(ServerContext& ctx) : ctx_(ctx) {
+    std::lock_guard<std::mutex> lock(ctx_.active_mu);
+    ++ctx_.active;
+}
+
+ActiveRequest::~ActiveRequest() {
+    std::lock_guard<std::mutex> lock(ctx_.active_mu);
+    if (--ctx_.active == 0) ctx_.active_cv.notify_all();
+}
+
+}  // namespace lazyattn::server
