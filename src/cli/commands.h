@@ -74,12 +74,39 @@ struct BenchRagOptions {
     std::string json_path;
 };
 
+struct BenchQualityOptions {
+    CommonOptions common;
+    std::string data_path = "data/2wiki_sample.jsonl";
+    std::vector<std::string> modes{"lazy", "lazy-k", "block-attn", "none"};
+    bool fp32 = false;  // dequantize every weight (the variants then agree to float rounding)
+    std::string json_path;
+};
+
+// `lazyattn serve`: the OpenAI-compatible HTTP server (src/server).
+struct ServeOptions {
+    CommonOptions common;
+    std::string host = "127.0.0.1";
+    int32_t port = 8080;                  // 0: any free port (printed on startup)
+    std::string cache_mode = "lazy";
+    int32_t kv_cache_mb = 512;
+    int32_t kv_blocks = 0;                // exact pool size in blocks (0: from kv_cache_mb)
+    int32_t max_batch_tokens = 512;
+    int32_t max_num_seqs = 64;
+    int32_t max_queue = 1024;
+    int64_t max_body_bytes = 8 << 20;
+    int32_t http_threads = 128;
+    double shutdown_timeout_s = 10;
+    std::string chat_template;            // "" = from the model file
+};
+
 int run_generate(const GenerateOptions& options);
+int run_bench_quality(const BenchQualityOptions& options);
 int run_bench_rag(const BenchRagOptions& options);
 Status run_bench_rag_sweeps(const BenchRagOptions& options, engine::LoadedModel& model,
                             const engine::EngineConfig& base, nlohmann::json& out);
 int run_rag_demo(const RagDemoOptions& options);
 int run_bench_speed(const BenchSpeedOptions& options);
 int run_info(const CommonOptions& options);
+int run_serve(const ServeOptions& options);
 
 }  // namespace lazyattn::cli

@@ -92,6 +92,35 @@ int main(int argc, char** argv) {
     br->add_option("--sweep-requests", rag.sweep_requests, "requests per sweep point")->check(CLI::Range(1, 1000000));
     br->add_option("--json", rag.json_path, "write all results to this JSON file");
 
+    BenchQualityOptions quality;
+    CLI::App* bq = bench->add_subcommand("quality", "answer quality (EM, F1) on the 2WikiMultihopQA sample per mode");
+    add_common(bq, quality.common);
+    bq->add_option("--data", quality.data_path, "QA JSONL file");
+    bq->add_option("--modes", quality.modes, "cache modes")->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+    bq->add_flag("--fp32", quality.fp32, "dequantize all weights to fp32");
+    bq->add_option("--json", quality.json_path, "write results to this JSON file");
+
+    ServeOptions serve;
+    CLI::App* sv = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, documents, metrics)");
+    add_common(sv, serve.common);
+    sv->add_option("--host", serve.host, "address to listen on");
+    sv->add_option("--port", serve.port, "port to listen on (0 = any free port)")->check(CLI::Range(0, 65535));
+    sv->add_option("--cache-mode", serve.cache_mode, "lazy | lazy-k | block-attn | prefix | none")
+        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+    sv->add_option("--kv-cache-mb", serve.kv_cache_mb, "KV cache pool size in MiB")->check(CLI::PositiveNumber);
+    sv->add_option("--kv-blocks", serve.kv_blocks, "exact KV pool size in blocks (overrides --kv-cache-mb)")
+        ->check(CLI::NonNegativeNumber);
+    sv->add_option("--max-batch-tokens", serve.max_batch_tokens, "rows per forward step")->check(CLI::PositiveNumber);
+    sv->add_option("--max-num-seqs", serve.max_num_seqs, "requests running at once")->check(CLI::PositiveNumber);
+    sv->add_option("--max-queue", serve.max_queue, "waiting requests before 429")->check(CLI::PositiveNumber);
+    sv->add_option("--max-body-bytes", serve.max_body_bytes, "largest request body (413 above)")->check(CLI::PositiveNumber);
+    sv->add_option("--http-threads", serve.http_threads, "HTTP worker threads (one per open stream)")
+        ->check(CLI::Range(1, 4096));
+    sv->add_option("--shutdown-timeout", serve.shutdown_timeout_s, "seconds in-flight requests get on SIGTERM")
+        ->check(CLI::NonNegativeNumber);
+    sv->add_option("--chat-template", serve.chat_template, "chat template to use: chatml | llama3")
+        ->check(CLI::IsMember({"chatml", "llama3"}));
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -100,8 +129,10 @@ int main(int argc, char** argv) {
     }
     if (g->parsed()) return run_generate(gen);
     if (i->parsed()) return run_info(info);
+    if (sv->parsed()) return run_serve(serve);
     if (bs->parsed()) return run_bench_speed(speed);
     if (br->parsed()) return run_bench_rag(rag);
+    if (bq->parsed()) return run_bench_quality(quality);
     if (d->parsed()) return run_rag_demo(demo);
     return 2;
 }

@@ -4,16 +4,6 @@
 
 namespace lazyattn::server {
 
-Status ServerConfig::validate() const {
-    if (host.empty()) return invalid_argument("the host must not be empty");
-    if (port < 0 || port > 65535) return invalid_argument("the port must be in [0, 65535]");
-    if (max_body_bytes <= 0) return invalid_argument("the body size limit must be positive");
-    if (num_http_threads <= 0) return invalid_argument("the HTTP thread count must be positive");
-    if (!(shutdown_timeout_s >= 0)) return invalid_argument("the shutdown timeout must be >= 0");
-    if (model_id.empty()) return invalid_argument("the model id must not be empty");
-    return {};
-}
-
 ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng, const tokenizer::Tokenizer& tok,
                              std::optional<tokenizer::ChatTemplate> chat, int32_t ctx_len)
     : config(cfg),

@@ -8,6 +8,10 @@
 #include "backends/cpu/simd/quant_dot_impl.h"
 #include "backends/cpu/simd/quant_gemm.h"
 
+// GCC 12 flags the undefined upper lanes inside its own AVX-512 reduction intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace lazyattn::backends::cpu::simd {
 namespace {
 
@@ -97,7 +101,7 @@ LA_AVX512 void gemv_tile(const uint8_t* w, size_t rb, const QuantActs& a, float*
     // Lane -> which of the pair's two scales (element 0 or 2 of (d0 d0' d1 d1')).
     const __m512i scale_idx = K == kQ8_0 ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2)
                                          : _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2);
-    constexpr __mmask16 corr_mask = K == kQ8_0 ? 0x0101 : 0x0011;
+    constexpr __mmask16 corr_b1_lane = K == kQ8_0 ? 0x0100 : 0x0010;
     __m512 acc[NW][R];
     __m128 macc[NW][R];
     for (int i = 0; i < NW; ++i) {
@@ -114,7 +118,12 @@ LA_AVX512 void gemv_tile(const uint8_t* w, size_t rb, const QuantActs& a, float*
         for (int r = 0; r < R; ++r) {
             xq[r] = _mm512_load_si512(a.qs_row(r) + 64 * p);
             xds[r] = _mm_loadu_ps(a.ds_row(r) + 4 * p);
-            init[r] = K == kQ4_1 ? _mm512_setzero_si512() : _mm512_maskz_expandloadu_epi32(corr_mask, a.corr_row(r) + 2 * p);
+            if constexpr (K == kQ4_1) {
+                init[r] = _mm512_setzero_si512();
+            } else {  // the correction of b0 in lane 0, of b1 in the first lane of b1
+                const int32_t* c = a.corr_row(r) + 2 * p;
+                init[r] = _mm512_mask_set1_epi32(_mm512_maskz_set1_epi32(1, c[0]), corr_b1_lane, c[1]);
+            }
         }
         for (int i = 0; i < NW; ++i) {
             const uint8_t* wr = w + i * rb;

@@ -1,0 +1,91 @@
+#include "server/completion_routes.h"
+
+#include "core/timer.h"
+#include "server/completion_stream.h"
+#include "server/http_util.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/sse.h"
+
+namespace lazyattn::server {
+namespace {
+
+// The error for an engine Status, naming the field a context overflow comes from.
+ApiError engine_error(const Status& st, bool chat) {
+    ApiError e = api_error_from_status(st);
+    if (e.code == "context_length_exceeded") e.param = chat ? "messages" : "prompt";
+    return e;
+}
+
+ApiError cancelled_error() {
+    return {503, "the request was cancelled (the server is shutting down)", "server_error", "", "cancelled"};
+}
+
+// Body -> checked GenerationRequest -> RagRequest.
+std::optional<ApiError> prepare(ServerContext& ctx, const httplib::Request& req, bool chat, GenerationRequest& gen,
+                                engine::RagRequest& out) {
+    nlohmann::json body;
+    if (auto e = parse_json_body(req, body)) return e;
+    if (auto e = parse_generation_request(body, chat, gen)) return e;
+    if (!gen.model.empty() && !ctx.is_model(gen.model)) {
+        return ApiError{404, "the model '" + gen.model + "' does not exist (this server runs '" + ctx.config.model_id + "')",
+                        "invalid_request_error", "model", "model_not_found"};
+    }
+    auto built = ctx.builder.build(gen);
+    if (!built.ok()) return engine_error(built.status(), chat);
+    out = std::move(built).value();
+    return std::nullopt;
+}
+
+void respond_whole(ServerContext& ctx, httplib::Response& res, engine::RequestHandle& handle, const ResponseMeta& meta,
+                   double t_start_ms) {
+    const engine::RagResult result = handle.wait();
+    ctx.metrics.add_generated_tokens(result.stats.num_generated);
+    if (result.finish_reason == "error") return send_error(res, engine_error(result.status, meta.chat));
+    if (result.finish_reason == "cancelled") return send_error(res, cancelled_error());
+    ctx.metrics.observe_ttft(result.stats.ttft_ms / 1000.0);
+    ctx.metrics.observe_latency((now_ms() - t_start_ms) / 1000.0);
+    res.status = 200;
+    res.set_content(completion_body(meta, result), "application/json");
+}
+
+void respond_stream(ServerContext& ctx, httplib::Response& res, std::shared_ptr<engine::RequestHandle> handle,
+                    const ResponseMeta& meta, bool include_usage, double t_start_ms) {
+    // The status line waits for the first event, so a request the engine turns away after
+    // accepting it (a full queue seen on the engine thread) still gets its proper status.
+    std::optional<engine::RequestEvent> first = handle->next_event();
+    if (first->kind == engine::RequestEvent::Kind::kFinished && first->finish_reason == "error") {
+        return send_error(res, engine_error(first->status, meta.chat));
+    }
+    if (first->kind == engine::RequestEvent::Kind::kFinished && first->finish_reason == "cancelled") {
+        return send_error(res, cancelled_error());
+    }
+    auto stream = std::make_shared<CompletionStream>(ctx, std::move(handle), meta, include_usage, std::move(*first),
+                                                     t_start_ms);
+    res.status = 200;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+        kSseContentType, [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
+        [stream](bool success) { stream->release(success); });
+}
+
+}  // namespace
+
+void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
+    const double t_start_ms = now_ms();
+    ActiveRequest active(ctx);
+    GenerationRequest gen;
+    engine::RagRequest rag;
+    if (auto e = prepare(ctx, req, chat, gen, rag)) return send_error(res, *e);
+    auto handle = ctx.engine.submit(std::move(rag));
+    if (!handle.ok()) return send_error(res, engine_error(handle.status(), chat));
+    const ResponseMeta meta = make_response_meta(chat, ctx.config.model_id);
+    if (gen.stream) {
+        respond_stream(ctx, res, std::move(handle).value(), meta, gen.include_usage, t_start_ms);
+    } else {
+        respond_whole(ctx, res, **handle, meta, t_start_ms);
+    }
+}
+
+}  // namespace lazyattn::server

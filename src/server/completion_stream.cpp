@@ -1,0 +1,88 @@
+#include "server/completion_stream.h"
+
+#include "core/timer.h"
+#include "server/sse.h"
+
+namespace lazyattn::server {
+
+CompletionStream::CompletionStream(ServerContext& ctx, std::shared_ptr<engine::RequestHandle> handle,
+                                   ResponseMeta meta, bool include_usage, engine::RequestEvent first,
+                                   double t_start_ms)
+    : ctx_(ctx),
+      handle_(std::move(handle)),
+      meta_(std::move(meta)),
+      include_usage_(include_usage),
+      first_(std::move(first)),
+      t_start_ms_(t_start_ms),
+      active_(ctx) {}
+
+CompletionStream::~CompletionStream() {
+    if (!finished_) handle_->cancel();
+}
+
+void CompletionStream::release(bool success) {
+    if (!success && !finished_) {
+        handle_->cancel();
+        ctx_.metrics.count_disconnect();
+    }
+}
+
+void CompletionStream::append_end(const engine::RequestEvent& e, std::string& out) {
+    finished_ = true;
+    const engine::RequestStats stats = handle_->stats();
+    if (e.finish_reason == "stop" || e.finish_reason == "length") {
+        out += sse_event(chunk_body(meta_, "", false, e.finish_reason, include_usage_));
+        if (include_usage_) out += sse_event(usage_chunk_body(meta_, stats));
+        ctx_.metrics.observe_ttft(stats.ttft_ms / 1000.0);
+        ctx_.metrics.observe_latency((now_ms() - t_start_ms_) / 1000.0);
+    } else {
+        // Errors after the 200 went out travel in the stream, as OpenAI's do.
+        ApiError err = e.finish_reason == "cancelled"
+                           ? ApiError{503, "the request was cancelled (the server is shutting down)", "server_error",
+                                      "", "cancelled"}
+                           : api_error_from_status(e.status);
+        out += sse_event(err.to_json());
+    }
+    ctx_.metrics.add_generated_tokens(stats.num_generated);
+    out += kSseDone;
+}
+
+void CompletionStream::append_event(const engine::RequestEvent& e, std::string& out) {
+    if (e.kind == engine::RequestEvent::Kind::kFinished) {
+        append_end(e, out);
+    } else if (!e.text.empty()) {
+        out += sse_event(chunk_body(meta_, e.text, false, "", include_usage_));
+    }
+}
+
+bool CompletionStream::pump(httplib::DataSink& sink) {
+    try {
+        std::string out;
+        if (!role_sent_ && meta_.chat) out += sse_event(chunk_body(meta_, "", true, "", include_usage_));
+        role_sent_ = true;
+        if (first_) {
+            append_event(*first_, out);
+            first_.reset();
+        }
+        if (!finished_ && out.empty()) {
+            auto e = handle_->next_event(1000);
+            if (e) {
+                append_event(*e, out);
+            } else {
+                out = sse_comment("waiting");
+            }
+        }
+        while (!finished_) {  // everything else already produced goes out in the same write
+            auto e = handle_->next_event(0);
+            if (!e) break;
+            append_event(*e, out);
+        }
+        if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+        if (finished_) sink.done();
+        return true;
+    } catch (...) {
+        return false;  // nothing may escape into httplib; ending the response cancels the request
+    }
+}
+
+}  // namespace lazyattn::server

@@ -1,0 +1,84 @@
+#include "server/document_routes.h"
+
+#include <chrono>
+
+#include "core/timer.h"
+#include "server/http_util.h"
+#include "server/openai_request.h"
+
+namespace lazyattn::server {
+namespace {
+
+using json = nlohmann::json;
+
+// DocumentInfo's steady-clock milliseconds as unix seconds.
+int64_t unix_seconds(double steady_ms) {
+    const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return int64_t(now_unix - (now_ms() - steady_ms) / 1000.0);
+}
+
+std::optional<ApiError> parse_pin_body(const httplib::Request& req, std::vector<DocumentRef>& docs) {
+    json body;
+    if (auto e = parse_json_body(req, body)) return e;
+    if (!body.is_object()) return invalid_request("the request body must be a JSON object", "", "invalid_type");
+    if (!body.contains("documents")) {
+        return invalid_request("'documents' is required", "documents", "missing_required_parameter");
+    }
+    if (auto e = parse_documents(body.at("documents"), false, docs)) return e;
+    if (docs.empty()) return invalid_request("'documents' must not be empty", "documents", "invalid_value");
+    return std::nullopt;
+}
+
+}  // namespace
+
+void handle_pin_documents(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+    ActiveRequest active(ctx);
+    std::vector<DocumentRef> docs;
+    if (auto e = parse_pin_body(req, docs)) return send_error(res, *e);
+    json data = json::array();
+    for (size_t i = 0; i < docs.size(); ++i) {
+        const std::string param = "documents[" + std::to_string(i) + "]";
+        std::vector<int32_t> tokens = ctx.builder.document_tokens(docs[i]);
+        if (int64_t(tokens.size()) >= ctx.context_length) {
+            return send_error(res, invalid_request(param + " has " + std::to_string(tokens.size()) +
+                                                       " tokens; the context length is " +
+                                                       std::to_string(ctx.context_length),
+                                                   param, "context_length_exceeded"));
+        }
+        auto info = ctx.engine.pin_document(std::move(tokens));
+        if (!info.ok()) {
+            ApiError e = api_error_from_status(info.status());
+            e.message = param + ": " + e.message;
+            e.param = param;
+            return send_error(res, e);
+        }
+        data.push_back({{"id", info->id}, {"object", "document"}, {"tokens", info->num_tokens}, {"pinned", true}});
+    }
+    send_json(res, 200, {{"object", "list"}, {"data", data}});
+}
+
+void handle_list_documents(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+    json data = json::array();
+    for (const engine::DocumentInfo& d : ctx.engine.list_documents()) {
+        data.push_back({{"id", d.id},
+                        {"object", "document"},
+                        {"tokens", d.num_tokens},
+                        {"pinned", d.pinned},
+                        {"last_used", unix_seconds(d.last_used_ms)}});
+    }
+    send_json(res, 200, {{"object", "list"}, {"data", data}});
+}
+
+void handle_unpin_document(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+    ActiveRequest active(ctx);
+    const std::string id = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
+    const Status st = ctx.engine.unpin_document(id);
+    if (!st.ok()) {
+        ApiError e = api_error_from_status(st);
+        e.param = "id";
+        return send_error(res, e);
+    }
+    send_json(res, 200, {{"id", id}, {"object", "document"}, {"pinned", false}});
+}
+
+}  // namespace lazyattn::server

@@ -1,0 +1,15 @@
+#include "server/server_config.h"
+
+namespace lazyattn::server {
+
+Status ServerConfig::validate() const {
+    if (host.empty()) return invalid_argument("the host must not be empty");
+    if (port < 0 || port > 65535) return invalid_argument("the port must be in [0, 65535]");
+    if (max_body_bytes <= 0) return invalid_argument("the body size limit must be positive");
+    if (num_http_threads <= 0) return invalid_argument("the HTTP thread count must be positive");
+    if (!(shutdown_timeout_s >= 0)) return invalid_argument("the shutdown timeout must be >= 0");
+    if (model_id.empty()) return invalid_argument("the model id must not be empty");
+    return {};
+}
+
+}  // namespace lazyattn::server
