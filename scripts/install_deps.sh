@@ -9,6 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config python3 python3-pip
   libopenblas-dev libpcre2-dev libxxhash-dev nlohmann-json3-dev libcpp-httplib-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  curl
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -48,4 +49,6 @@ mkdir -p models
 ln -sfn "$model" models/SmolLM2-135M-Instruct.Q4_1.gguf
 
 $PY -c "import numpy" 2>/dev/null || pip_install numpy
+# The server tests drive `lazyattn serve` with the official OpenAI client.
+$PY -c "import openai" 2>/dev/null || pip_install openai
 echo "[install_deps] ok (model: models/SmolLM2-135M-Instruct.Q4_1.gguf)"

@@ -181,6 +181,7 @@ Expected<bool> Scheduler::try_admit(SequenceState& s) {
     st.segments_missed += s.admission.misses;
     st.reused_tokens += s.admission.reused + ar.num_tail_computed;
     st.prefill_tokens += s.admission.computed + ar.num_prompt_tail - ar.num_tail_computed;
+    stats_.prompt_tokens_reused += s.admission.reused + ar.num_tail_computed;
     stats_.segment_hits += s.admission.hits;
     stats_.segment_misses += s.admission.misses;
     return true;

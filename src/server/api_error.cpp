@@ -25,23 +25,16 @@ bool is_queue_full(const Status& status) {
 ApiError api_error_from_status(const Status& status) {
     const std::string& m = status.message();
     switch (status.code()) {
-        case StatusCode::kOk:
-            return {500, "internal error: no error to report", "server_error", "", "internal_error"};
-        case StatusCode::kInvalidArgument:
-            return invalid_request(m);
-        case StatusCode::kUnsupported:
-            return invalid_request(m, "", "unsupported");
-        case StatusCode::kOutOfRange:
-            return invalid_request(m, "messages", "context_length_exceeded");
+        case StatusCode::kOk: return {500, "internal error: no error to report", "server_error", "", "internal_error"};
+        case StatusCode::kInvalidArgument: return invalid_request(m);
+        case StatusCode::kUnsupported: return invalid_request(m, "", "unsupported");
+        case StatusCode::kOutOfRange: return invalid_request(m, "", "context_length_exceeded");
         case StatusCode::kResourceExhausted:
             if (is_queue_full(status)) return {429, m, "rate_limit_error", "", "queue_full"};
             return invalid_request(m, "max_tokens", "kv_pool_exceeded");
-        case StatusCode::kNotFound:
-            return {404, m, "not_found_error", "", "not_found"};
-        case StatusCode::kCancelled:
-            return {503, m, "server_error", "", "shutting_down"};
-        default:
-            return {500, status.to_string(), "server_error", "", "internal_error"};
+        case StatusCode::kNotFound: return {404, m, "not_found_error", "", "not_found"};
+        case StatusCode::kCancelled: return {503, m, "server_error", "", "shutting_down"};
+        default: return {500, status.to_string(), "server_error", "", "internal_error"};
     }
 }
 

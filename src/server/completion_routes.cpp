@@ -12,6 +12,8 @@ namespace {
 
 // The error for an engine Status, naming the field a context overflow comes from.
 ApiError engine_error(const Status& st, bool chat) {
+    // Only the request builder answers kNotFound here: a document id that is not cached.
+    if (st.code() == StatusCode::kNotFound) return invalid_request(st.message(), "documents", "document_not_found");
     ApiError e = api_error_from_status(st);
     if (e.code == "context_length_exceeded") e.param = chat ? "messages" : "prompt";
     return e;
@@ -28,7 +30,8 @@ std::optional<ApiError> prepare(ServerContext& ctx, const httplib::Request& req,
     if (auto e = parse_json_body(req, body)) return e;
     if (auto e = parse_generation_request(body, chat, gen)) return e;
     if (!gen.model.empty() && !ctx.is_model(gen.model)) {
-        return ApiError{404, "the model '" + gen.model + "' does not exist (this server runs '" + ctx.config.model_id + "')",
+        return ApiError{404,
+                        "the model '" + gen.model + "' does not exist (this server runs '" + ctx.config.model_id + "')",
                         "invalid_request_error", "model", "model_not_found"};
     }
     auto built = ctx.builder.build(gen);
@@ -40,7 +43,7 @@ std::optional<ApiError> prepare(ServerContext& ctx, const httplib::Request& req,
 void respond_whole(ServerContext& ctx, httplib::Response& res, engine::RequestHandle& handle, const ResponseMeta& meta,
                    double t_start_ms) {
     const engine::RagResult result = handle.wait();
-    ctx.metrics.add_generated_tokens(result.stats.num_generated);
+    ctx.metrics.record_tokens(result.stats);
     if (result.finish_reason == "error") return send_error(res, engine_error(result.status, meta.chat));
     if (result.finish_reason == "cancelled") return send_error(res, cancelled_error());
     ctx.metrics.observe_ttft(result.stats.ttft_ms / 1000.0);
@@ -60,8 +63,8 @@ void respond_stream(ServerContext& ctx, httplib::Response& res, std::shared_ptr<
     if (first->kind == engine::RequestEvent::Kind::kFinished && first->finish_reason == "cancelled") {
         return send_error(res, cancelled_error());
     }
-    auto stream = std::make_shared<CompletionStream>(ctx, std::move(handle), meta, include_usage, std::move(*first),
-                                                     t_start_ms);
+    auto stream =
+        std::make_shared<CompletionStream>(ctx, std::move(handle), meta, include_usage, std::move(*first), t_start_ms);
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");

@@ -5,9 +5,8 @@
 
 namespace lazyattn::server {
 
-CompletionStream::CompletionStream(ServerContext& ctx, std::shared_ptr<engine::RequestHandle> handle,
-                                   ResponseMeta meta, bool include_usage, engine::RequestEvent first,
-                                   double t_start_ms)
+CompletionStream::CompletionStream(ServerContext& ctx, std::shared_ptr<engine::RequestHandle> handle, ResponseMeta meta,
+                                   bool include_usage, engine::RequestEvent first, double t_start_ms)
     : ctx_(ctx),
       handle_(std::move(handle)),
       meta_(std::move(meta)),
@@ -43,7 +42,7 @@ void CompletionStream::append_end(const engine::RequestEvent& e, std::string& ou
                            : api_error_from_status(e.status);
         out += sse_event(err.to_json());
     }
-    ctx_.metrics.add_generated_tokens(stats.num_generated);
+    ctx_.metrics.record_tokens(stats);
     out += kSseDone;
 }
 

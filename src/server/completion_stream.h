@@ -8,11 +8,11 @@
 // client that left early.
 #pragma once
 
+#include <httplib.h>
+
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <httplib.h>
 
 #include "engine/request_handle.h"
 #include "server/openai_response.h"

@@ -40,10 +40,10 @@ void handle_pin_documents(ServerContext& ctx, const httplib::Request& req, httpl
         const std::string param = "documents[" + std::to_string(i) + "]";
         std::vector<int32_t> tokens = ctx.builder.document_tokens(docs[i]);
         if (int64_t(tokens.size()) >= ctx.context_length) {
-            return send_error(res, invalid_request(param + " has " + std::to_string(tokens.size()) +
-                                                       " tokens; the context length is " +
-                                                       std::to_string(ctx.context_length),
-                                                   param, "context_length_exceeded"));
+            return send_error(
+                res, invalid_request(param + " has " + std::to_string(tokens.size()) +
+                                         " tokens; the context length is " + std::to_string(ctx.context_length),
+                                     param, "context_length_exceeded"));
         }
         auto info = ctx.engine.pin_document(std::move(tokens));
         if (!info.ok()) {

@@ -1,8 +1,8 @@
 #include "server/http_server.h"
 
-#include <csignal>
-
 #include <httplib.h>
+
+#include <csignal>
 
 #include "server/completion_routes.h"
 #include "server/document_routes.h"
@@ -39,6 +39,8 @@ HttpServer::HttpServer(const ServerConfig& config, engine::ServingEngine& engine
     http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http_->set_payload_max_length(size_t(config.max_body_bytes));
     http_->set_keep_alive_max_count(1000);
+    // An idle keep-alive connection holds a worker thread, and stop() waits for it to time out.
+    http_->set_keep_alive_timeout(2);
     http_->set_read_timeout(30, 0);
     http_->set_write_timeout(30, 0);
     http_->set_tcp_nodelay(true);
@@ -54,32 +56,39 @@ void HttpServer::add_routes() {
         send_error(res, {503, "the server is shutting down", "server_error", "", "shutting_down"});
         return httplib::Server::HandlerResponse::Handled;
     });
-    http_->set_error_handler([&ctx](const httplib::Request&, httplib::Response& res) {
-        if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, default_error(res.status, ctx.config));
-        return httplib::Server::HandlerResponse::Handled;
-    });
+    http_->set_error_handler(
+        httplib::Server::HandlerWithResponse([&ctx](const httplib::Request&, httplib::Response& res) {
+            if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+            send_error(res, default_error(res.status, ctx.config));
+            return httplib::Server::HandlerResponse::Handled;
+        }));
     http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
         send_error(res, {500, "internal server error", "server_error", "", "internal_error"});
     });
     http_->set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
         ctx.metrics.count_request(req.path, res.status);
     });
-    http_->Post("/v1/completions", [&ctx](const httplib::Request& q, httplib::Response& r) {
-        handle_completion(ctx, q, r, false);
-    });
-    http_->Post("/v1/chat/completions", [&ctx](const httplib::Request& q, httplib::Response& r) {
-        handle_completion(ctx, q, r, true);
-    });
-    http_->Post("/v1/documents", [&ctx](const httplib::Request& q, httplib::Response& r) { handle_pin_documents(ctx, q, r); });
-    http_->Get("/v1/documents", [&ctx](const httplib::Request& q, httplib::Response& r) { handle_list_documents(ctx, q, r); });
-    http_->Delete(R"(/v1/documents/([^/]+))", [&ctx](const httplib::Request& q, httplib::Response& r) { handle_unpin_document(ctx, q, r); });
+    http_->Post("/v1/completions",
+                [&ctx](const httplib::Request& q, httplib::Response& r) { handle_completion(ctx, q, r, false); });
+    http_->Post("/v1/chat/completions",
+                [&ctx](const httplib::Request& q, httplib::Response& r) { handle_completion(ctx, q, r, true); });
+    http_->Post("/v1/documents",
+                [&ctx](const httplib::Request& q, httplib::Response& r) { handle_pin_documents(ctx, q, r); });
+    http_->Get("/v1/documents",
+               [&ctx](const httplib::Request& q, httplib::Response& r) { handle_list_documents(ctx, q, r); });
+    http_->Delete(R"(/v1/documents/([^/]+))",
+                  [&ctx](const httplib::Request& q, httplib::Response& r) { handle_unpin_document(ctx, q, r); });
     http_->Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
-        const json model = {{"id", ctx.config.model_id}, {"object", "model"}, {"created", ctx.started_unix_s},
-                            {"owned_by", "lazyattn"}, {"context_length", ctx.context_length}};
+        const json model = {{"id", ctx.config.model_id},
+                            {"object", "model"},
+                            {"created", ctx.started_unix_s},
+                            {"owned_by", "lazyattn"},
+                            {"context_length", ctx.context_length}};
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
     });
-    http_->Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+    http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, {{"status", "ok"}});
+    });
     http_->Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
         res.set_content(ctx.metrics.render(ctx.engine.stats()), "text/plain; version=0.0.4");
     });
@@ -93,7 +102,8 @@ Status HttpServer::start() {
         if (port_ <= 0) return io_error("cannot listen on " + c.host + " (any port)");
     } else {
         if (!http_->bind_to_port(c.host, c.port)) {
-            return io_error("cannot listen on " + c.host + ":" + std::to_string(c.port) + " (in use, or a bad address?)");
+            return io_error("cannot listen on " + c.host + ":" + std::to_string(c.port) +
+                            " (in use, or a bad address?)");
         }
         port_ = c.port;
     }

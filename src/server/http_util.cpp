@@ -19,7 +19,8 @@ std::optional<ApiError> parse_json_body(const httplib::Request& req, nlohmann::j
     if (!tokenizer::is_valid_utf8(req.body)) {
         return invalid_request("the request body is not valid UTF-8", "", "invalid_utf8");
     }
-    if (req.body.empty()) return invalid_request("the request body is empty (expected a JSON object)", "", "invalid_json");
+    if (req.body.empty())
+        return invalid_request("the request body is empty (expected a JSON object)", "", "invalid_json");
     try {
         out = nlohmann::json::parse(req.body);
     } catch (const nlohmann::json::parse_error& e) {

@@ -2,11 +2,11 @@
 // and errors written as OpenAI error JSON (with Retry-After on 429).
 #pragma once
 
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
 

@@ -5,9 +5,9 @@
 namespace lazyattn::server {
 namespace {
 
-std::string number(double v) {
+std::string number(double v, int digits = 12) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
     return buf;
 }
 
@@ -49,8 +49,8 @@ Metrics::Metrics()
       latency_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}) {}
 
 std::string Metrics::route_label(const std::string& path) {
-    static const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/documents", "/v1/models",
-                                    "/health", "/metrics"};
+    static const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/documents", "/v1/models", "/health",
+                                    "/metrics"};
     for (const char* r : kRoutes) {
         if (path == r) return r;
     }
@@ -74,9 +74,11 @@ void Metrics::observe_latency(double seconds) {
     latency_.observe(seconds);
 }
 
-void Metrics::add_generated_tokens(int64_t n) {
+void Metrics::record_tokens(const engine::RequestStats& stats) {
     std::lock_guard<std::mutex> lock(mu_);
-    generated_tokens_ += n;
+    generated_tokens_ += stats.num_generated;
+    prompt_tokens_ += stats.num_prompt_tokens;
+    reused_tokens_ += stats.reused_tokens;
 }
 
 void Metrics::count_disconnect() {
@@ -97,10 +99,16 @@ std::string Metrics::render(const engine::SchedulerStats& s) const {
     scalar(out, "lazyattn_generated_tokens_total", "counter", "tokens generated", double(generated_tokens_));
     scalar(out, "lazyattn_client_disconnects_total", "counter", "streams cancelled because the client went away",
            double(disconnects_));
-    scalar(out, "lazyattn_prompt_tokens_computed_total", "counter", "prompt tokens computed (prefilled)",
+    // Per request, as usage reports them: computed + reused = prompt tokens.
+    scalar(out, "lazyattn_prompt_tokens_total", "counter", "prompt tokens of requests that reached the engine",
+           double(prompt_tokens_));
+    scalar(out, "lazyattn_prompt_tokens_computed_total", "counter",
+           "prompt tokens computed (not found in the KV cache)", double(prompt_tokens_ - reused_tokens_));
+    scalar(out, "lazyattn_prompt_tokens_reused_total", "counter",
+           "prompt tokens served from the KV cache (cached_tokens)", double(reused_tokens_));
+    scalar(out, "lazyattn_engine_prefill_tokens_total", "counter",
+           "prompt tokens the engine ran through the model (shared segment jobs once, recomputes included)",
            double(s.prompt_tokens_computed));
-    scalar(out, "lazyattn_prompt_tokens_reused_total", "counter", "prompt tokens served from the KV cache",
-           double(s.prompt_tokens_reused));
     scalar(out, "lazyattn_segment_hits_total", "counter", "document segments found cached", double(s.segment_hits));
     scalar(out, "lazyattn_segment_misses_total", "counter", "document segments not cached", double(s.segment_misses));
     scalar(out, "lazyattn_segment_jobs_total", "counter", "missing segments computed (shared jobs count once)",

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/rag_request.h"
 #include "engine/scheduler.h"
 
 namespace lazyattn::server {
@@ -37,7 +38,8 @@ public:
     void count_request(const std::string& path, int status);
     void observe_ttft(double seconds);
     void observe_latency(double seconds);
-    void add_generated_tokens(int64_t n);
+    // Token accounting of one request that reached the engine (finished or not).
+    void record_tokens(const engine::RequestStats& stats);
     void count_disconnect();
 
     std::string render(const engine::SchedulerStats& stats) const;
@@ -50,6 +52,8 @@ private:
     Histogram ttft_;
     Histogram latency_;
     int64_t generated_tokens_ = 0;
+    int64_t prompt_tokens_ = 0;
+    int64_t reused_tokens_ = 0;
     int64_t disconnects_ = 0;
 };
 

@@ -2,7 +2,6 @@
 
 #include <climits>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/utf8.h"
@@ -26,7 +25,8 @@ Err value_error(const std::string& param, const std::string& what) {
 Err read_string(const json& v, const std::string& param, std::string& out) {
     if (!v.is_string()) return type_error(param, "a string");
     out = v.get<std::string>();
-    if (!tokenizer::is_valid_utf8(out)) return invalid_request("'" + param + "' is not valid UTF-8", param, "invalid_utf8");
+    if (!tokenizer::is_valid_utf8(out))
+        return invalid_request("'" + param + "' is not valid UTF-8", param, "invalid_utf8");
     return std::nullopt;
 }
 
@@ -71,8 +71,9 @@ Err read_content(const json& v, const std::string& param, std::string& out) {
         const std::string p = param + "[" + std::to_string(i) + "]";
         const json& part = v[i];
         if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text")) {
-            return invalid_request("'" + p + "' must be a {\"type\": \"text\", \"text\": ...} part (only text is supported)",
-                                   p, "unsupported_content");
+            return invalid_request(
+                "'" + p + "' must be a {\"type\": \"text\", \"text\": ...} part (only text is supported)", p,
+                "unsupported_content");
         }
         std::string text;
         if (auto e = read_string(part["text"], p + ".text", text)) return e;
@@ -82,7 +83,8 @@ Err read_content(const json& v, const std::string& param, std::string& out) {
 }
 
 Err parse_messages(const json& body, GenerationRequest& out) {
-    if (!body.contains("messages")) return invalid_request("'messages' is required", "messages", "missing_required_parameter");
+    if (!body.contains("messages"))
+        return invalid_request("'messages' is required", "messages", "missing_required_parameter");
     const json& msgs = body.at("messages");
     if (!msgs.is_array()) return type_error("messages", "a list");
     if (msgs.empty()) return value_error("messages", "must not be empty");
@@ -90,7 +92,8 @@ Err parse_messages(const json& body, GenerationRequest& out) {
         const std::string p = "messages[" + std::to_string(i) + "]";
         const json& m = msgs[i];
         if (!m.is_object()) return type_error(p, "an object");
-        if (!m.contains("role")) return invalid_request("'" + p + ".role' is required", p + ".role", "missing_required_parameter");
+        if (!m.contains("role"))
+            return invalid_request("'" + p + ".role' is required", p + ".role", "missing_required_parameter");
         tokenizer::ChatMessage msg;
         if (auto e = read_string(m.at("role"), p + ".role", msg.role)) return e;
         if (msg.role == "developer") msg.role = "system";
@@ -120,7 +123,8 @@ Err parse_token_list(const json& v, std::vector<int32_t>& out) {
 
 // A string, a list of one string, a list of token ids or a list of one list of token ids.
 Err parse_prompt(const json& body, GenerationRequest& out) {
-    if (!body.contains("prompt")) return invalid_request("'prompt' is required", "prompt", "missing_required_parameter");
+    if (!body.contains("prompt"))
+        return invalid_request("'prompt' is required", "prompt", "missing_required_parameter");
     const json& p = body.at("prompt");
     if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) {
         return parse_prompt(json{{"prompt", p[0]}}, out);
@@ -266,7 +270,8 @@ std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::
             if (d.contains("id") && !d["id"].is_null()) {
                 if (auto e = read_string(d["id"], p + ".id", ref.id)) return e;
             }
-            if (ref.text.empty() && ref.id.empty()) return value_error(p, "needs a non-empty 'text' (or the 'id' of a cached document)");
+            if (ref.text.empty() && ref.id.empty())
+                return value_error(p, "needs a non-empty 'text' (or the 'id' of a cached document)");
             if (ref.by_id() && !allow_ids) return value_error(p, "needs 'text' here");
         } else {
             return type_error(p, "a string or an object");

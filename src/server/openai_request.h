@@ -9,11 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "engine/sampling_params.h"
 #include "server/api_error.h"
@@ -31,18 +30,18 @@ struct DocumentRef {
 
 struct GenerationRequest {
     bool chat = false;
-    std::string model;                              // "" when the body named none
-    std::string prompt;                             // completions: text prompt
-    std::vector<int32_t> prompt_tokens;             // completions: prompt given as token ids
-    std::vector<tokenizer::ChatMessage> messages;   // chat
+    std::string model;                             // "" when the body named none
+    std::string prompt;                            // completions: text prompt
+    std::vector<int32_t> prompt_tokens;            // completions: prompt given as token ids
+    std::vector<tokenizer::ChatMessage> messages;  // chat
     std::vector<DocumentRef> documents;
     engine::SamplingParams sampling;
     bool seed_given = false;
-    int32_t max_tokens = -1;                        // -1: not given (the route picks the default)
+    int32_t max_tokens = -1;  // -1: not given (the route picks the default)
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool stream = false;
-    bool include_usage = false;                     // stream_options.include_usage
+    bool include_usage = false;  // stream_options.include_usage
 };
 
 // `body` is the parsed JSON of the request. Text fields must be valid UTF-8.

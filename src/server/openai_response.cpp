@@ -2,9 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 namespace lazyattn::server {
 namespace {
@@ -21,7 +20,10 @@ json usage_json(const engine::RequestStats& s) {
 }
 
 json envelope(const ResponseMeta& meta, const char* object) {
-    return {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model},
+    return {{"id", meta.id},
+            {"object", object},
+            {"created", meta.created},
+            {"model", meta.model},
             {"system_fingerprint", nullptr}};
 }
 
@@ -32,11 +34,12 @@ json reason_json(const std::string& reason) { return reason.empty() ? json(nullp
 ResponseMeta make_response_meta(bool chat, const std::string& model) {
     thread_local std::mt19937_64 rng(std::random_device{}());
     char hex[25];
-    std::snprintf(hex, sizeof hex, "%016llx%08llx", (unsigned long long)rng(), (unsigned long long)(rng() & 0xffffffffu));
+    std::snprintf(hex, sizeof hex, "%016llx%08llx", (unsigned long long)rng(),
+                  (unsigned long long)(rng() & 0xffffffffu));
     ResponseMeta m;
     m.id = std::string(chat ? "chatcmpl-" : "cmpl-") + hex;
-    m.created = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::system_clock::now().time_since_epoch()).count();
+    m.created =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     m.model = model;
     m.chat = chat;
     return m;

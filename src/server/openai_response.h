@@ -27,8 +27,8 @@ std::string completion_body(const ResponseMeta& meta, const engine::RagResult& r
 // One stream chunk. Chat: with `role`, the delta opens with {"role": "assistant"}; with a
 // finish_reason, the delta is empty and the reason is set. with_usage_null adds "usage": null
 // (OpenAI does so on every chunk when stream_options.include_usage is set).
-std::string chunk_body(const ResponseMeta& meta, const std::string& text, bool role,
-                       const std::string& finish_reason, bool with_usage_null);
+std::string chunk_body(const ResponseMeta& meta, const std::string& text, bool role, const std::string& finish_reason,
+                       bool with_usage_null);
 // The last chunk of an include_usage stream: empty choices, the usage object.
 std::string usage_chunk_body(const ResponseMeta& meta, const engine::RequestStats& stats);
 

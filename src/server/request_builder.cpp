@@ -15,7 +15,9 @@ uint64_t random_seed() {
     return rng();
 }
 
-void append(std::vector<int32_t>& to, const std::vector<int32_t>& from) { to.insert(to.end(), from.begin(), from.end()); }
+void append(std::vector<int32_t>& to, const std::vector<int32_t>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+}
 
 }  // namespace
 
@@ -34,7 +36,7 @@ Status RequestBuilder::add_documents(const std::vector<DocumentRef>& documents, 
         if (d.by_id()) {
             auto cached = lookup_ ? lookup_(d.id) : std::nullopt;
             if (!cached) {
-                return invalid_argument("documents[" + std::to_string(i) + "]: unknown document id '" + d.id +
+                return not_found("documents[" + std::to_string(i) + "]: unknown document id '" + d.id +
                                         "' (not cached, or evicted since; POST /v1/documents pins a document)");
             }
             seg = std::move(*cached);

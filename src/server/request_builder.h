@@ -30,7 +30,7 @@ public:
     RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
                    int32_t context_length, DocumentLookup lookup);
 
-    // kInvalidArgument for an unknown document id or an empty tail; kUnsupported for a chat
+    // kNotFound for an unknown document id; kInvalidArgument for an empty tail; kUnsupported for a chat
     // request when the model has no chat template. max_tokens not given: 16 for completions (as
     // OpenAI), the rest of the context for chat. No seed given: a random one.
     Expected<engine::RagRequest> build(const GenerationRequest& request) const;
@@ -41,8 +41,8 @@ public:
 
 private:
     Status add_documents(const std::vector<DocumentRef>& documents, engine::RagRequest& out) const;
-    Status split_chat(const std::vector<tokenizer::ChatMessage>& messages, std::string& preamble,
-                      std::string& question, std::string& suffix) const;
+    Status split_chat(const std::vector<tokenizer::ChatMessage>& messages, std::string& preamble, std::string& question,
+                      std::string& suffix) const;
 
     const tokenizer::Tokenizer& tokenizer_;
     std::optional<tokenizer::ChatTemplate> chat_;

@@ -11,8 +11,9 @@ ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng
       tokenizer(tok),
       builder(tok, std::move(chat), ctx_len, [&eng](const std::string& id) { return eng.document_tokens(id); }),
       context_length(ctx_len),
-      started_unix_s(std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count()) {}
+      started_unix_s(
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count()) {}
 
 bool ServerContext::is_model(const std::string& name) const {
     const std::string& id = config.model_id;

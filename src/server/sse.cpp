@@ -8,7 +8,8 @@ std::string sse_event(std::string_view payload) {
     size_t start = 0;
     for (;;) {
         const size_t nl = payload.find('\n', start);
-        std::string_view line = payload.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+        std::string_view line =
+            payload.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         out += "data: ";
         out += line;

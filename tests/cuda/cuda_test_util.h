@@ -85,12 +85,15 @@ public:
     size_t size() const { return n_; }
     void upload(const std::vector<T>& host) {
         LA_CHECK(host.size() == n_);
-        const cudaError_t e = cudaMemcpy(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice);
+        // cudaMemcpy from pageable memory may return before the copy lands: wait for it.
+        cudaError_t e = cudaMemcpy(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
         LA_CHECK_MSG(e == cudaSuccess, "upload: %s", cudaGetErrorString(e));
     }
     std::vector<T> download() const {
         std::vector<T> host(n_);
-        const cudaError_t e = cudaMemcpy(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost);
+        cudaError_t e = cudaDeviceSynchronize();  // every stream's work on this buffer is done
+        if (e == cudaSuccess) e = cudaMemcpy(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost);
         LA_CHECK_MSG(e == cudaSuccess, "download: %s", cudaGetErrorString(e));
         return host;
     }

@@ -132,7 +132,9 @@ std::vector<AttnParam> attention_params() {
 
 std::string attention_param_name(const ::testing::TestParamInfo<AttnParam>& info) {
     const auto& [d, h, kv, rotated] = info.param;
-    return "d" + std::to_string(d) + "_h" + std::to_string(h) + "_kv" + std::to_string(kv) + (rotated ? "_lazy" : "_lazyk");
+    char name[64];
+    std::snprintf(name, sizeof name, "d%d_h%d_kv%d_%s", d, h, kv, rotated ? "lazy" : "lazyk");
+    return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionTest, ::testing::ValuesIn(attention_params()), attention_param_name);

@@ -61,7 +61,10 @@ protected:
 };
 
 TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
-    const auto [head_dim, num_heads, num_kv_heads, neox, table_positions] = GetParam();
+    const auto [head_dim, param_heads, param_kv_heads, neox, table_positions] = GetParam();
+    // The CPU emulator keeps the GQA ratio with one KV head (it runs every thread of every CTA).
+    const int num_kv_heads = is_emulated() ? 1 : param_kv_heads;
+    const int num_heads = param_heads / param_kv_heads * num_kv_heads;
     std::mt19937_64 rng(testing::test_seed() * 13 + head_dim + num_heads * 7 + neox + table_positions);
     const RopeSpec rope{neox, 0, 1.0f, table_positions};
     const std::vector<SeqSpec> specs = {{{300, 17, 1}, 20, 20}, {{16, 15}, 17, 17}, {{}, 5, 5}};
@@ -101,8 +104,10 @@ TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
     }
     const int32_t total_blocks = b.num_blocks + extra;
     DeviceBuffer<bf16> k_blk(size_t(total_blocks * block_elems)), v_blk(size_t(total_blocks * block_elems));
+    LA_ASSERT_OK(backend().synchronize());  // the lazy cache is complete before it is copied
     ASSERT_EQ(cudaMemcpy(k_blk.get(), d.k.get(), b.k.size() * sizeof(bf16), cudaMemcpyDeviceToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(v_blk.get(), d.v.get(), b.v.size() * sizeof(bf16), cudaMemcpyDeviceToDevice), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // device-to-device cudaMemcpy is asynchronous
     std::vector<int32_t> blk_ids = b.block_ids;
     std::vector<kernels::AttentionSpan> blk_spans = b.spans;
     int32_t next_block = b.num_blocks;
@@ -156,8 +161,9 @@ TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
 
 std::string equivalence_param_name(const ::testing::TestParamInfo<EquivParam>& info) {
     const auto& [d, h, kv, neox, table] = info.param;
-    return "d" + std::to_string(d) + "_h" + std::to_string(h) + "_kv" + std::to_string(kv) +
-           (neox ? "_neox" : "_interleaved") + "_table" + std::to_string(table);
+    char name[80];
+    std::snprintf(name, sizeof name, "d%d_h%d_kv%d_%s_table%d", d, h, kv, neox ? "neox" : "interleaved", table);
+    return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaEquivalenceTest,

@@ -99,6 +99,8 @@ TEST_P(AttentionTest, MatchesReference) {
     many.push_back(5);
     run_case({num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {3, 99, 20}, many}, {1, 1, 1, 1},
               keys_rotated, true}, rng);
+    // One long decode sequence: its keys are split across threads and the parts merged.
+    run_case({num_heads, num_kv_heads, head_dim, {{300, 333}}, {1}, keys_rotated, false}, rng);
     // Mixed prefill rows and a tail longer than one task chunk.
     run_case({num_heads, num_kv_heads, head_dim, {{989}, {33, 7, 100}}, {99, 100}, keys_rotated, false}, rng);
 }

@@ -80,6 +80,76 @@ TEST(QuantKernels, DotProductsMatchReference) {
     }
 }
 
+// The register-tiled kernels (gemv for decode, repacked gemm tiles for prefill) of every set that
+// has them: activations bit-identical to the reference's Q8 blocks, results equal to the reference
+// dot products up to float summation order (the integer sums are exact).
+TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
+    std::mt19937_64 rng(testing::test_seed() + 2);
+    for (int set = 0; set < num_quant_kernel_sets(); ++set) {
+        const auto* g = quant_kernel_set(set).gemm;
+        if (g == nullptr) continue;
+        for (QuantWeight t : kTypes) {
+            for (int64_t n : {32, 96, 576}) {
+                const int64_t nb = n / 32, out = 37, rows = 9;
+                const auto w = quantize_weights(t, testing::random_floats(rng, out * n));
+                const size_t rb = nb * kernels::weight_block_bytes(t);
+                const auto x = testing::random_floats(rng, rows * n, -3, 3);
+                std::vector<kernels::BlockQ8_1> xq(rows * nb);
+                for (int64_t r = 0; r < rows; ++r) kernels::ref::quantize_row_q8_1(x.data() + r * n, xq.data() + r * nb, n);
+                std::vector<uint8_t> ref_x(nb * kernels::activation_block_bytes(t));
+                auto want = [&](int64_t r, int64_t o) {
+                    for (int64_t b = 0; b < nb; ++b) {  // the reference's activation blocks for type t
+                        const auto& q = xq[r * nb + b];
+                        if (kernels::uses_q8_1(t)) {
+                            std::memcpy(ref_x.data() + b * sizeof(q), &q, sizeof(q));
+                        } else {
+                            kernels::BlockQ8_0 q0{q.d, {}};
+                            std::memcpy(q0.qs, q.qs, 32);
+                            std::memcpy(ref_x.data() + b * sizeof(q0), &q0, sizeof(q0));
+                        }
+                    }
+                    return kernels::ref::vec_dot(t, w.data() + o * rb, ref_x.data(), n);
+                };
+                for (bool pairs : {true, false}) {
+                    std::vector<uint8_t> scratch(backends::cpu::simd::QuantActs::bytes(rows, nb));
+                    const auto a = backends::cpu::simd::QuantActs::in(scratch.data(), rows, nb, pairs && t != QuantWeight::kQ8_0);
+                    for (int64_t r = 0; r < rows; ++r) g->prepare_row(x.data() + r * n, a, r, t);
+                    for (int64_t r = 0; r < rows; ++r) {
+                        for (int64_t b = 0; b < nb; ++b) {
+                            EXPECT_EQ(a.ds_row(r)[2 * b], fp16_to_fp32(xq[r * nb + b].d));
+                            EXPECT_EQ(a.ds_row(r)[2 * b + 1], fp16_to_fp32(xq[r * nb + b].s));
+                        }
+                    }
+                    std::vector<float> y(rows * out);
+                    const int kind = backends::cpu::simd::QuantGemmKernels::kind(t);
+                    if (pairs) {  // gemv (Q4: pair order; Q8_0: natural order)
+                        for (int64_t r = 0; r < rows; r += 4) {
+                            g->gemv[kind](w.data(), rb, 0, out, a.from_row(r), int(std::min<int64_t>(4, rows - r)),
+                                          y.data() + r * out, out, nullptr);
+                        }
+                    }
+                    if (!pairs) {  // gemm on repacked tiles (natural order)
+                        std::vector<uint8_t> buf(backends::cpu::simd::kGemmTileRows * nb * backends::cpu::simd::kPackedBytesPerRowBlock + 64);
+                        auto* packed = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+                        for (int64_t o0 = 0; o0 < out; o0 += backends::cpu::simd::kGemmTileRows) {
+                            const int nw = int(std::min<int64_t>(backends::cpu::simd::kGemmTileRows, out - o0));
+                            g->pack[kind](w.data() + o0 * rb, rb, nw, nb, packed);
+                            g->gemm_tile[kind](packed, nb, a, 0, rows, y.data() + o0, out, nw, nullptr);
+                        }
+                    }
+                    for (int64_t r = 0; r < rows; ++r) {
+                        for (int64_t o = 0; o < out; ++o) {
+                            const float ref = want(r, o);
+                            EXPECT_NEAR(y[r * out + o], ref, 1e-5 * std::max(1.0f, std::fabs(ref)) + 1e-4)
+                                << "type " << int(t) << " n " << n << " pairs " << pairs << " row " << r << " out " << o;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 class QuantMatmulTest : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
 
 TEST_P(QuantMatmulTest, BackendMatchesReferenceAndDequantizedFp32) {

@@ -131,7 +131,7 @@ __device__ __forceinline__ void decode_load_query(const kernels::RopeParams& rop
                                                   float (&q)[GP][8]) {
     for (int e = 0; e < 8; ++e) {
         const int d = 8 * j + e;
-        RopeSlot slot;
+        RopeSlot slot{0, 0, true};
         const bool rotate = delta != 0 && rope_slot(rope, d, &slot);
         const float2 cs = rotate ? rope_cos_sin(rope, -delta, slot.pair) : make_float2(1.0f, 0.0f);
 #pragma unroll
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(128) attention_decode_kernel(const CudaAttenti
         float x = 0.0f;
         if (g < heads_here) {
             const float* qrow = p.q + (int64_t(row) * p.num_heads + head0 + g) * D;
-            RopeSlot slot;
+            RopeSlot slot{0, 0, true};
             x = rope_slot(p.rope, d, &slot)
                     ? rope_rotated(qrow[d], qrow[slot.partner], slot.first, rope_cos_sin(p.rope, pos, slot.pair))
                     : qrow[d];

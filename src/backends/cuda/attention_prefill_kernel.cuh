@@ -9,8 +9,8 @@
 // buffered with cp.async into XOR-swizzled shared memory and read with ldmatrix.
 //
 // RoPE: the raw query tile is rotated to each row's position p once, kept in fp32 in shared
-// memory. lazy: whenever the span's delta changes, each warp rebuilds its bf16 A fragments as
-// R(-delta) applied to that tile (= the query at p - delta). lazy-k: fragments are built once
+// memory. lazy: whenever the span's delta changes, the CTA tabulates (cos, sin) at -delta and each
+// warp rebuilds its bf16 A fragments as R(-delta) applied to that tile (= the query at p - delta). lazy-k: fragments are built once
 // (delta 0) and every K tile is rotated in shared memory to its keys' logical positions after it
 // lands. The softmax runs in log2 units with scale*log2(e) folded into the scores.
 #pragma once
@@ -34,7 +34,7 @@ struct PrefillShape {
     static constexpr int kQStride = D + 8;  // fp32 row stride of the query tile (bank spread)
     static constexpr size_t kKvBytes = size_t(4) * kTileElems * sizeof(bf16);  // K, V x 2 stages
     static constexpr size_t kQBytes = size_t(kBlockM) * kQStride * sizeof(float);
-    static constexpr size_t kSmemBytes = kKvBytes + kQBytes + kBlockM * sizeof(int);
+    static constexpr size_t kSmemBytes = kKvBytes + kQBytes + kBlockM * sizeof(int) + (D / 2) * sizeof(float2);
 };
 
 // Offset (elements) of (row, col) in a [kBlockN][D] bf16 tile whose 16-byte chunks are XOR-swizzled
@@ -85,35 +85,32 @@ __device__ __forceinline__ void prefill_rotate_keys(const kernels::RopeParams& r
 }
 
 // This warp's A fragments of Q (rows 16w..16w+15): the fp32 tile rotated by -delta, in bf16.
+// cs[i] holds (cos, sin) of pair i at -delta (unused when delta is 0).
 template <int D>
-__device__ __forceinline__ void prefill_build_q(const kernels::RopeParams& rope, const float* qs, int warp, int lane,
-                                                int delta, uint32_t (&qf)[D / 16][4]) {
+__device__ __forceinline__ void prefill_build_q(const kernels::RopeParams& rope, const float* qs, const float2* cs,
+                                                int warp, int lane, int delta, uint32_t (&qf)[D / 16][4]) {
     using S = PrefillShape<D>;
     const int g = lane / 4, t = lane % 4;
+    const float* row0 = qs + (16 * warp + g) * S::kQStride;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
 #pragma unroll
         for (int hi = 0; hi < 2; ++hi) {
             const int col = 16 * kk + 2 * t + 8 * hi;
-            RopeSlot slot[2];
-            bool rot[2];
-            float2 cs[2];
+            float v[2][2];
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-                rot[e] = delta != 0 && rope_slot(rope, col + e, &slot[e]);
-                cs[e] = rot[e] ? rope_cos_sin(rope, -delta, slot[e].pair) : make_float2(1.0f, 0.0f);
-            }
+                RopeSlot slot{0, 0, true};
+                const bool rot = delta != 0 && rope_slot(rope, col + e, &slot);
 #pragma unroll
-            for (int rr = 0; rr < 2; ++rr) {
-                const float* qrow = qs + (16 * warp + g + 8 * rr) * S::kQStride;
-                float v[2];
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const float x = qrow[col + e];
-                    v[e] = rot[e] ? rope_rotated(x, qrow[slot[e].partner], slot[e].first, cs[e]) : x;
+                for (int rr = 0; rr < 2; ++rr) {
+                    const float* qrow = row0 + 8 * rr * S::kQStride;
+                    v[rr][e] = rot ? rope_rotated(qrow[col + e], qrow[slot.partner], slot.first, cs[slot.pair])
+                                   : qrow[col + e];
                 }
-                qf[kk][rr + 2 * hi] = pack_bf16x2(v[0], v[1]);
             }
+            qf[kk][2 * hi] = pack_bf16x2(v[0][0], v[0][1]);
+            qf[kk][2 * hi + 1] = pack_bf16x2(v[1][0], v[1][1]);
         }
     }
 }
@@ -128,6 +125,7 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
     auto v_stage = [&](int s) { return kv_base + (2 + s) * S::kTileElems; };
     float* qs = reinterpret_cast<float*>(smem + S::kKvBytes);                 // [BM][kQStride]
     int* row_pos = reinterpret_cast<int*>(smem + S::kKvBytes + S::kQBytes);  // [BM]
+    float2* delta_cs = reinterpret_cast<float2*>(row_pos + BM);               // [D/2] at -delta
 
     const kernels::AttentionSeq seq = p.seqs[blockIdx.z];
     const int q_begin = int(gridDim.x - 1 - blockIdx.x) * BM;  // heaviest (latest) tiles first
@@ -162,7 +160,7 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
         float x = 0.0f;
         if (r < rows_here) {
             const float* qrow = p.q + (int64_t(row0 + r) * p.num_heads + head) * D;
-            RopeSlot slot;
+            RopeSlot slot{0, 0, true};
             x = rope_slot(p.rope, d, &slot)
                     ? rope_rotated(qrow[d], qrow[slot.partner], slot.first, rope_cos_sin(p.rope, row_pos[r], slot.pair))
                     : qrow[d];
@@ -175,7 +173,7 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
     const float qscale = p.scale * kLog2e;
     uint32_t qf[D / 16][4];
     int cur_delta = INT_MIN;
-    if constexpr (!KEYS_ROTATED) prefill_build_q<D>(p.rope, qs, warp, lane, 0, qf);
+    if constexpr (!KEYS_ROTATED) prefill_build_q<D>(p.rope, qs, delta_cs, warp, lane, 0, qf);
     float o[D / 8][4];
 #pragma unroll
     for (int nd = 0; nd < D / 8; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
@@ -202,8 +200,12 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
             __syncthreads();
         } else {
             const int delta = span.logical_start - span.stored_base;
-            if (delta != cur_delta) {
-                prefill_build_q<D>(p.rope, qs, warp, lane, delta, qf);
+            if (delta != cur_delta) {  // uniform over the CTA
+                for (int i = threadIdx.x; i < p.rope.rotary_dims / 2; i += S::kThreads) {
+                    delta_cs[i] = rope_cos_sin(p.rope, -delta, i);
+                }
+                __syncthreads();
+                prefill_build_q<D>(p.rope, qs, delta_cs, warp, lane, delta, qf);
                 cur_delta = delta;
             }
         }

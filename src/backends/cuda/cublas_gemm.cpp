@@ -1,9 +1,13 @@
 // cuBLASLt GEMM: row-major y = x W^T is computed as the column-major product y^T = W^T' x^T
 // (A = W viewed k x n, transposed; B = x viewed k x m). Descriptors and the heuristic's algorithm
 // are built once per (m, n, k, output type) and kept.
+//
+// libcublasLt is loaded with dlopen on first use rather than linked: the binaries then start on a
+// host whose cuBLAS cannot be found, and only GEMMs report the error.
 #include "backends/cuda/cublas_gemm.h"
 
 #include <cublasLt.h>
+#include <dlfcn.h>
 
 #include <string>
 
@@ -14,6 +18,47 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
+#define LA_LT_FUNCTIONS(X)                                                                           \
+    X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)    \
+    X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)   \
+    X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                             \
+    X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+
+// The cuBLASLt entry points, resolved from the shared library.
+struct LtApi {
+#define LA_LT_MEMBER(name) decltype(&::name) name = nullptr;
+    LA_LT_FUNCTIONS(LA_LT_MEMBER)
+#undef LA_LT_MEMBER
+};
+
+Expected<LtApi> load_lt_api() {
+    const std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+    for (const char* dir : {"/usr/local/cuda/lib64/", "/usr/local/cuda/targets/x86_64-linux/lib/"}) {
+        if (lib == nullptr) lib = dlopen((dir + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
+    if (lib == nullptr) {
+        const char* err = dlerror();
+        return not_found("cannot load " + soname + " (add its folder to LD_LIBRARY_PATH): " + (err ? err : ""));
+    }
+    LtApi api;
+#define LA_LT_RESOLVE(name)                                                                  \
+    api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));                      \
+    if (api.name == nullptr) return not_found(soname + " lacks " #name);
+    LA_LT_FUNCTIONS(LA_LT_RESOLVE)
+#undef LA_LT_RESOLVE
+    return api;
+}
+
+// Loaded once per process; the library stays loaded.
+Expected<const LtApi*> lt_api() {
+    static const Expected<LtApi> api = load_lt_api();
+    if (!api.ok()) return api.status();
+    return &api.value();
+}
+
+const LtApi& lt() { return **lt_api(); }
+
 Status cublas_status(cublasStatus_t s, const char* what) {
     if (s == CUBLAS_STATUS_SUCCESS) return {};
     return internal_error(std::string(what) + ": cuBLAS status " + std::to_string(int(s)));
@@ -21,7 +66,7 @@ Status cublas_status(cublasStatus_t s, const char* what) {
 
 #define LA_CUBLAS_RETURN_IF_ERROR(call) LA_RETURN_IF_ERROR(cublas_status((call), #call))
 
-cublasLtHandle_t lt(void* h) { return static_cast<cublasLtHandle_t>(h); }
+cublasLtHandle_t handle_of(void* h) { return static_cast<cublasLtHandle_t>(h); }
 
 }  // namespace
 
@@ -30,17 +75,18 @@ struct CublasGemm::Plan {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
     ~Plan() {
-        if (a) cublasLtMatrixLayoutDestroy(a);
-        if (b) cublasLtMatrixLayoutDestroy(b);
-        if (c) cublasLtMatrixLayoutDestroy(c);
-        if (op) cublasLtMatmulDescDestroy(op);
+        if (a) lt().cublasLtMatrixLayoutDestroy(a);
+        if (b) lt().cublasLtMatrixLayoutDestroy(b);
+        if (c) lt().cublasLtMatrixLayoutDestroy(c);
+        if (op) lt().cublasLtMatmulDescDestroy(op);
     }
 };
 
 Expected<std::unique_ptr<CublasGemm>> CublasGemm::create() {
+    LA_RETURN_IF_ERROR(lt_api().status());
     std::unique_ptr<CublasGemm> g(new CublasGemm());
     cublasLtHandle_t handle = nullptr;
-    LA_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&handle));
+    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtCreate(&handle));
     g->handle_ = handle;
     LA_CUDA_RETURN_IF_ERROR(cudaMalloc(&g->workspace_, kWorkspaceBytes));
     g->workspace_bytes_ = kWorkspaceBytes;
@@ -50,7 +96,7 @@ Expected<std::unique_ptr<CublasGemm>> CublasGemm::create() {
 CublasGemm::~CublasGemm() {
     plans_.clear();
     if (workspace_) cudaFree(workspace_);
-    if (handle_) cublasLtDestroy(lt(handle_));
+    if (handle_) lt().cublasLtDestroy(handle_of(handle_));
 }
 
 Expected<const CublasGemm::Plan*> CublasGemm::plan_for(const GemmParams& p) {
@@ -59,27 +105,27 @@ Expected<const CublasGemm::Plan*> CublasGemm::plan_for(const GemmParams& p) {
     if (it != plans_.end()) return static_cast<const Plan*>(it->second.get());
     auto plan = std::make_unique<Plan>();
     const cudaDataType_t y_type = p.y_type == GemmOutType::kF32 ? CUDA_R_32F : CUDA_R_16BF;
-    LA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
     LA_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
+        lt().cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
     LA_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
-    LA_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.n), p.k));
-    LA_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.m), p.k));
-    LA_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->c, y_type, uint64_t(p.n), uint64_t(p.m), p.n));
+        lt().cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
+    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.n), p.k));
+    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.m), p.k));
+    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatrixLayoutCreate(&plan->c, y_type, uint64_t(p.n), uint64_t(p.m), p.n));
     cublasLtMatmulPreference_t pref = nullptr;
-    LA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref));
+    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = workspace_bytes_;
-    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+    cublasStatus_t s = lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                                             sizeof(ws));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     if (s == CUBLAS_STATUS_SUCCESS) {
-        s = cublasLtMatmulAlgoGetHeuristic(lt(handle_), plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1, &result,
+        s = lt().cublasLtMatmulAlgoGetHeuristic(handle_of(handle_), plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1, &result,
                                            &found);
     }
-    cublasLtMatmulPreferenceDestroy(pref);
+    lt().cublasLtMatmulPreferenceDestroy(pref);
     LA_RETURN_IF_ERROR(cublas_status(s, "cublasLtMatmulAlgoGetHeuristic"));
     if (found == 0) return unsupported("gemm: cuBLASLt has no algorithm for this shape");
     plan->algo = result.algo;
@@ -93,7 +139,7 @@ Status CublasGemm::run(const GemmParams& p, cudaStream_t stream) {
     if (p.m < 0 || p.n < 0 || p.k <= 0) return invalid_argument("gemm: bad shape");
     LA_ASSIGN_OR_RETURN(const Plan* plan, plan_for(p));
     const float alpha = 1.0f, beta = 0.0f;
-    LA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(lt(handle_), plan->op, &alpha, p.w, plan->a, p.x, plan->b, &beta, p.y,
+    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatmul(handle_of(handle_), plan->op, &alpha, p.w, plan->a, p.x, plan->b, &beta, p.y,
                                              plan->c, p.y, plan->c, &plan->algo, workspace_, workspace_bytes_, stream));
     return {};
 }

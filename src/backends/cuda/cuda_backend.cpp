@@ -1,3 +1,4 @@
+// CudaBackend: shape checks and dispatch to the launchers (see cuda_backend.h).
 #include "backends/cuda/cuda_backend.h"
 
 #include <string>
@@ -69,8 +70,9 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(int device) {
     if (major < 8) return unsupported("CUDA backend needs compute capability 8.0 or newer");
     b->device_name_ = "device " + std::to_string(device) + " (sm_" + std::to_string(major * 10 + minor) + ", " +
                       std::to_string(b->num_sms_) + " SMs)";
-    LA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&b->stream_, cudaStreamNonBlocking));
-    LA_ASSIGN_OR_RETURN(b->gemm_, CublasGemm::create());
+    // A blocking stream: its work is ordered after earlier work on the legacy default stream, where
+    // plain cudaMemcpy/cudaMemset calls go (they may return before their copy has landed).
+    LA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&b->stream_, cudaStreamDefault));
     return b;
 }
 
@@ -186,6 +188,11 @@ Status CudaBackend::argmax(const float* logits, int64_t row_stride, int32_t num_
     return launch_argmax(logits, row_stride, num_rows, vocab_size, tokens, stream_);
 }
 
-Status CudaBackend::gemm(const GemmParams& p) { return gemm_->run(p, stream_); }
+Status CudaBackend::gemm(const GemmParams& p) {
+    if (!gemm_) {  // cuBLASLt is loaded on first use
+        LA_ASSIGN_OR_RETURN(gemm_, CublasGemm::create());
+    }
+    return gemm_->run(p, stream_);
+}
 
 }  // namespace lazyattn::backends::cuda

@@ -19,7 +19,7 @@ __global__ void __launch_bounds__(128) kv_copy_rotate_kernel(const KvCopyRotateP
         const int64_t src = layer_off + ((int64_t(p.src_blocks[b]) * p.num_kv_heads + h) * p.block_size + offset) * d_total;
         const int64_t dst = layer_off + ((int64_t(p.dst_blocks[b]) * p.num_kv_heads + h) * p.block_size + offset) * d_total;
         float k = bf16_to_float(p.k_cache[src + d]);
-        RopeSlot rs;
+        RopeSlot rs{0, 0, true};
         if (p.delta != 0 && rope_slot(p.rope, d, &rs)) {
             k = rope_rotated(k, bf16_to_float(p.k_cache[src + rs.partner]), rs.first,
                              rope_cos_sin(p.rope, p.delta, rs.pair));

@@ -21,7 +21,7 @@ __global__ void __launch_bounds__(128) kv_store_kernel(const KvStoreParams p) {
         const int64_t src = (int64_t(row) * p.num_kv_heads + h) * d_total;
         const int64_t dst = ((int64_t(block) * p.num_kv_heads + h) * p.block_size + offset) * d_total + d;
         float k = p.k_rows[src + d];
-        RopeSlot rs;
+        RopeSlot rs{0, 0, true};
         if (p.rope_positions != nullptr && rope_slot(p.rope, d, &rs)) {
             k = rope_rotated(k, p.k_rows[src + rs.partner], rs.first, rope_cos_sin(p.rope, pos, rs.pair));
         }

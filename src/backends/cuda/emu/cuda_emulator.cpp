@@ -121,8 +121,11 @@ void yield() {
     emu_switch(&e.current->sp, e.scheduler_sp);
 }
 
+void deliver_some(Fiber& f);
+
 void arrive_and_wait(Barrier& b) {
     Fiber& f = current();
+    deliver_some(f);
     const uint64_t gen = b.generation;
     if (++b.arrived == b.expected) {
         b.arrived = 0;
@@ -164,14 +167,23 @@ void run_block() {
     const int n = int(e.fibers.size());
     std::vector<int> order(n);
     for (int i = 0; i < n; ++i) order[i] = i;
+    const int num_warps = (n + 31) / 32;
+    std::vector<char> stalled(num_warps);
     for (;;) {
-        bool alive = false, progressed = false;
+        bool alive = false, progressed = false, skipped = false;
         std::shuffle(order.begin(), order.end(), e.rng);
+        // Each round stalls a random half of the warps, so warps drift apart by whole loop
+        // iterations as they can on hardware (a missing __syncthreads then shows).
+        for (auto& s : stalled) s = char(e.rng() % 2);
         for (int i : order) {
             Fiber& f = e.fibers[i];
             if (f.done) continue;
             alive = true;
             if (f.waiting != nullptr && f.waiting->generation == f.wait_generation) continue;
+            if (stalled[i / 32]) {
+                skipped = true;
+                continue;
+            }
             f.waiting = nullptr;
             e.current = &f;
             emu_switch(&e.scheduler_sp, f.sp);
@@ -179,7 +191,7 @@ void run_block() {
             progressed = true;
         }
         if (!alive) return;
-        if (!progressed) fail("deadlock: threads wait at a barrier other threads never reach (divergent barrier or early exit)");
+        if (!progressed && !skipped) fail("deadlock: threads wait at a barrier other threads never reach (divergent barrier or early exit)");
     }
 }
 
@@ -188,6 +200,25 @@ WarpState& warp() { return emulator().warps[current().linear / 32]; }
 void deliver(std::vector<Copy>& group) {
     for (Copy& c : group) std::memcpy(c.dst, c.bytes, 16);
     group.clear();
+}
+
+// In-flight copies may land at any moment before the wait that retires them: at each barrier
+// each one lands with probability 1/4 (so both early and late landing get exercised).
+void deliver_some(Fiber& f) {
+    auto& rng = emulator().rng;
+    auto land = [&](std::vector<Copy>& group) {
+        for (size_t i = 0; i < group.size();) {
+            if (rng() % 4 == 0) {
+                std::memcpy(group[i].dst, group[i].bytes, 16);
+                group[i] = group.back();
+                group.pop_back();
+            } else {
+                ++i;
+            }
+        }
+    };
+    land(f.open_group);
+    for (auto& g : f.groups) land(g);
 }
 
 }  // namespace

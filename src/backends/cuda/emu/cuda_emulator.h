@@ -7,8 +7,9 @@
 // scheduler resumes runnable fibers in a random order each round, so a missing barrier shows up
 // as a wrong result. Warp collectives (shuffles, ldmatrix, mma.sync) exchange values through
 // per-warp slots and require every lane of the warp (full mask), as the kernels promise.
-// cp.async copies are deferred to the wait that retires their group (the latest moment the
-// hardware could land them), so reading a stage before waiting for it reads stale data.
+// cp.async copies land at a random barrier between their issue and the wait that retires their
+// group, so reading a stage before waiting for it, or refilling a stage other warps still read,
+// gives wrong results.
 // Device memory is host memory whose end touches a guard page; fresh allocations and shared
 // memory are filled with NaN bytes. The runtime API functions the code calls (cudaMalloc, ...)
 // are defined by the emulator against the real declarations of cuda_runtime_api.h.

@@ -1,0 +1,93 @@
+// AVX-512 implementation of attention_tile.h. Compiled for baseline x86-64; the function is
+// returned only after a CPU check.
+#include <immintrin.h>
+
+#include <limits>
+
+#include "backends/cpu/simd/attention_tile.h"
+
+// GCC 12 flags the undefined upper lanes inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace lazyattn::backends::cpu::simd {
+namespace {
+
+#define LA_AVX512 __attribute__((target("avx2,fma,avx512f")))
+
+// exp(x) for 16 floats: x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial, 2^n by vscalefps.
+// Relative error ~2 ulp; exp(-inf) = 0 (inputs are clamped to [-104, 88.7]).
+LA_AVX512 inline __m512 exp16(__m512 x) {
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.7f)), _mm512_set1_ps(-104.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(y, n);
+}
+
+LA_AVX512 void attend_block_avx512(const float* qt, const float* k, const float* v, int d, const int32_t* nvis,
+                                   float* m, float* l, float* ot) {
+    constexpr int J = kAttnBlockKeys;
+    __m512 s[J];
+    for (int j = 0; j < J; ++j) s[j] = _mm512_setzero_ps();
+    for (int dd = 0; dd < d; ++dd) {
+        const __m512 q = _mm512_load_ps(qt + 16 * dd);
+#pragma GCC unroll 16
+        for (int j = 0; j < J; ++j) s[j] = _mm512_fmadd_ps(_mm512_set1_ps(k[j * d + dd]), q, s[j]);
+    }
+    const __m512i vis = _mm512_loadu_si512(nvis);
+    const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    __mmask16 visible[J];
+    __m512 mx = neg_inf;
+    for (int j = 0; j < J; ++j) {
+        visible[j] = _mm512_cmpgt_epi32_mask(vis, _mm512_set1_epi32(j));
+        mx = _mm512_mask_max_ps(mx, visible[j], mx, s[j]);
+    }
+    const __m512 m_old = _mm512_load_ps(m);
+    const __m512 m_new = _mm512_max_ps(m_old, mx);
+    // Lanes that have seen no key yet keep -inf; use 0 there so no inf - inf appears.
+    const __m512 m_use = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(m_new, neg_inf, _CMP_EQ_OQ), m_new, _mm512_setzero_ps());
+    const __m512 corr = exp16(_mm512_sub_ps(m_old, m_use));
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < J; ++j) {
+        s[j] = _mm512_maskz_mov_ps(visible[j], exp16(_mm512_sub_ps(s[j], m_use)));
+        sum = _mm512_add_ps(sum, s[j]);
+    }
+    _mm512_store_ps(m, m_new);
+    _mm512_store_ps(l, _mm512_fmadd_ps(_mm512_load_ps(l), corr, sum));
+    // Two output dims at a time, each in two chains (even and odd keys), to hide fma latency.
+    for (int dd = 0; dd < d; dd += 2) {
+        __m512 o0 = _mm512_mul_ps(_mm512_load_ps(ot + 16 * dd), corr), o1 = _mm512_setzero_ps();
+        __m512 o2 = _mm512_mul_ps(_mm512_load_ps(ot + 16 * dd + 16), corr), o3 = _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int j = 0; j < J; j += 2) {
+            o0 = _mm512_fmadd_ps(s[j], _mm512_set1_ps(v[j * d + dd]), o0);
+            o2 = _mm512_fmadd_ps(s[j], _mm512_set1_ps(v[j * d + dd + 1]), o2);
+            o1 = _mm512_fmadd_ps(s[j + 1], _mm512_set1_ps(v[(j + 1) * d + dd]), o1);
+            o3 = _mm512_fmadd_ps(s[j + 1], _mm512_set1_ps(v[(j + 1) * d + dd + 1]), o3);
+        }
+        _mm512_store_ps(ot + 16 * dd, _mm512_add_ps(o0, o1));
+        _mm512_store_ps(ot + 16 * dd + 16, _mm512_add_ps(o2, o3));
+    }
+}
+
+
+}  // namespace
+
+AttendBlockFn attend_block_q16() {
+    static const AttendBlockFn fn = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") ? attend_block_avx512 : nullptr;
+    }();
+    return fn;
+}
+
+}  // namespace lazyattn::backends::cpu::simd

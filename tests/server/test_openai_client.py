@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The official `openai` Python client against a real `lazyattn serve` on a synthetic model.
+
+Run by CTest (server_openai_python_client). Exits 77 (CTest: skipped) with a message when the
+`openai` package is missing; scripts/install_deps.sh installs it.
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+try:
+    import openai
+except ImportError:
+    print("SKIP: the `openai` Python package is not installed (scripts/install_deps.sh installs it)")
+    sys.exit(77)
+
+ARGS = None
+DOCS = [
+    "the quick brown fox jumps over the lazy dog",
+    {"title": "Proverb", "text": "a stitch in time saves nine and then some more"},
+    {"text": "all that glitters is not gold, said the old man"},
+]
+
+
+class Server:
+    """`lazyattn serve --port 0` as a child process; the port comes from its first stdout line."""
+
+    def __init__(self, model):
+        self.model_id = os.path.basename(model)
+        self.proc = subprocess.Popen(
+            [ARGS.lazyattn, "serve", "--port", "0", "--model", model, "--kv-cache-mb", "16", "--threads", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        if "listening on http://" not in line:
+            raise RuntimeError("server did not start: %r" % line)
+        self.port = int(line.split("listening on http://")[1].split()[0].rsplit(":", 1)[1])
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def client(self):
+        return openai.OpenAI(base_url=self.base + "/v1", api_key="unused", max_retries=0, timeout=60)
+
+    def post(self, path, body):
+        req = urllib.request.Request(self.base + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read())
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=30)
+
+
+class OpenAiClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        model = os.path.join(cls.tmp.name, "synthetic.gguf")
+        subprocess.run([ARGS.write_model, model, "2048"], check=True)
+        cls.server = Server(model)
+        cls.client = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        cls.tmp.cleanup()
+        assert code == 0, "server exit code %d" % code
+
+    def chat(self, docs, **kw):
+        return self.client.chat.completions.create(
+            model=self.server.model_id, messages=[{"role": "user", "content": "what is gold?"}],
+            max_tokens=4, temperature=0, extra_body={"documents": docs, "ignore_eos": True}, **kw)
+
+    def test_models_list(self):
+        models = self.client.models.list()
+        self.assertEqual([m.id for m in models.data], [self.server.model_id])
+
+    def test_chat_with_documents_reports_cached_tokens(self):
+        docs = [{"text": "gold is a chemical element with the symbol Au"}, "silver is shiny too"]
+        first = self.chat(docs)
+        self.assertEqual(first.object, "chat.completion")
+        self.assertEqual(first.choices[0].message.role, "assistant")
+        self.assertIsInstance(first.choices[0].message.content, str)
+        self.assertEqual(first.choices[0].finish_reason, "length")
+        self.assertEqual(first.usage.completion_tokens, 4)
+        second = self.chat(list(reversed(docs)))
+        self.assertEqual(second.usage.prompt_tokens, first.usage.prompt_tokens)
+        # The documents were computed by the first request (the system preamble may have been
+        # cached before it); in the second they are hits too, whatever their order.
+        self.assertGreater(second.usage.prompt_tokens_details.cached_tokens,
+                           first.usage.prompt_tokens_details.cached_tokens)
+        self.assertGreater(second.usage.prompt_tokens_details.cached_tokens, second.usage.prompt_tokens // 2)
+
+    def test_chat_stream_with_usage(self):
+        stream = self.chat(DOCS, stream=True, stream_options={"include_usage": True})
+        chunks = list(stream)
+        self.assertEqual(chunks[0].choices[0].delta.role, "assistant")
+        self.assertEqual(chunks[-2].choices[0].finish_reason, "length")
+        self.assertEqual(chunks[-1].choices, [])
+        self.assertEqual(chunks[-1].usage.completion_tokens, 4)
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        whole = self.chat(DOCS)
+        self.assertEqual(text, whole.choices[0].message.content)
+
+    def test_completion_stream(self):
+        stream = self.client.completions.create(model=self.server.model_id, prompt="the cat sat on", max_tokens=5,
+                                                temperature=0, stream=True, extra_body={"ignore_eos": True})
+        chunks = list(stream)
+        self.assertEqual(chunks[-1].choices[0].finish_reason, "length")
+        text = "".join(c.choices[0].text for c in chunks)
+        whole = self.client.completions.create(model=self.server.model_id, prompt="the cat sat on", max_tokens=5,
+                                               temperature=0, extra_body={"ignore_eos": True})
+        self.assertEqual(whole.choices[0].text, text)
+        self.assertEqual(whole.usage.completion_tokens, 5)
+
+    def test_pinned_document_by_id(self):
+        pinned = self.server.post("/v1/documents", {"documents": ["a pinned passage about the moon and its craters"]})
+        doc = pinned["data"][0]
+        r = self.chat([{"id": doc["id"]}])
+        self.assertGreaterEqual(r.usage.prompt_tokens_details.cached_tokens, doc["tokens"])
+
+    def test_errors_raise_the_matching_exceptions(self):
+        with self.assertRaises(openai.BadRequestError) as bad:
+            self.client.chat.completions.create(model=self.server.model_id, temperature=-1,
+                                                messages=[{"role": "user", "content": "x"}])
+        self.assertEqual(bad.exception.status_code, 400)
+        self.assertEqual(bad.exception.code, "invalid_value")
+        self.assertEqual(bad.exception.param, "temperature")
+        with self.assertRaises(openai.NotFoundError):
+            self.client.chat.completions.create(model="gpt-17", messages=[{"role": "user", "content": "x"}])
+        with self.assertRaises(openai.BadRequestError):
+            self.chat([{"id": "no-such-document"}])
+        with self.assertRaises(openai.BadRequestError):
+            self.client.completions.create(model=self.server.model_id, prompt="x", n=2)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lazyattn", required=True)
+    parser.add_argument("--write-model", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+// `lazyattn serve` on a synthetic model, driven with curl over loopback: the OpenAI response
+// shapes (whole and streamed), document reuse reported as cached_tokens, the document endpoints,
+// models, health and metrics.
+#include <gtest/gtest.h>
+
+#include "server_test_util.h"
+
+namespace lazyattn::testing {
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kDocs = {"the quick brown fox jumps over the lazy dog",
+                                        "a stitch in time saves nine and then some more",
+                                        "all that glitters is not gold, said the old man"};
+
+TEST(ServerApi, HealthModelsAndMetrics) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    auto h = curl("GET", s.url("/health"));
+    EXPECT_EQ(h.status, 200);
+    EXPECT_EQ(parse_or_null(h.body), json({{"status", "ok"}}));
+    auto m = parse_or_null(curl("GET", s.url("/v1/models")).body);
+    ASSERT_EQ(m["data"].size(), 1u) << m;
+    EXPECT_EQ(m["data"][0]["id"], "server-ctx4096.gguf");
+    EXPECT_EQ(m["data"][0]["object"], "model");
+    const std::string text = metrics_text(s);
+    for (const char* name :
+         {"lazyattn_http_requests_total", "lazyattn_time_to_first_token_seconds_bucket",
+          "lazyattn_request_duration_seconds_count", "lazyattn_prompt_tokens_computed_total",
+          "lazyattn_prompt_tokens_reused_total", "lazyattn_segment_hits_total", "lazyattn_segment_misses_total",
+          "lazyattn_kv_blocks_used", "lazyattn_kv_blocks_cached", "lazyattn_kv_blocks_free", "lazyattn_queue_depth",
+          "lazyattn_preemptions_total", "lazyattn_requests_running"}) {
+        EXPECT_NE(text.find(name), std::string::npos) << name;
+    }
+    EXPECT_NE(text.find("lazyattn_http_requests_total{route=\"/health\",status=\"200\"} 1"), std::string::npos) << text;
+    EXPECT_GT(metric_value(text, "lazyattn_kv_blocks_total"), 0);
+}
+
+TEST(ServerApi, CompletionHasTheOpenAiShape) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    auto r = curl("POST", s.url("/v1/completions"), completion_body(false, {{"ignore_eos", true}}, 5));
+    ASSERT_EQ(r.status, 200) << r.body;
+    auto j = parse_or_null(r.body);
+    EXPECT_EQ(j["object"], "text_completion");
+    EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+    EXPECT_TRUE(j["created"].is_number_integer());
+    EXPECT_EQ(j["model"], "server-ctx4096.gguf");
+    ASSERT_EQ(j["choices"].size(), 1u);
+    EXPECT_EQ(j["choices"][0]["index"], 0);
+    EXPECT_TRUE(j["choices"][0]["text"].is_string());
+    EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+    const auto& u = j["usage"];
+    EXPECT_EQ(u["completion_tokens"], 5);
+    EXPECT_GT(u["prompt_tokens"].get<int>(), 0);
+    EXPECT_EQ(u["total_tokens"].get<int>(), u["prompt_tokens"].get<int>() + 5);
+    EXPECT_TRUE(u["prompt_tokens_details"]["cached_tokens"].is_number_integer());
+}
+
+TEST(ServerApi, ChatWithDocumentsReusesThemInAnyOrder) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    json docs = {kDocs[0], {{"title", "Proverb"}, {"text", kDocs[1]}}, {{"text", kDocs[2]}}};
+    auto first =
+        parse_or_null(curl("POST", s.url("/v1/chat/completions"), completion_body(true, {{"documents", docs}})).body);
+    ASSERT_TRUE(first.contains("choices")) << first;
+    EXPECT_EQ(first["object"], "chat.completion");
+    EXPECT_EQ(first["choices"][0]["message"]["role"], "assistant");
+    EXPECT_TRUE(first["choices"][0]["message"]["content"].is_string());
+    EXPECT_EQ(first["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    std::swap(docs[0], docs[2]);
+    auto second =
+        parse_or_null(curl("POST", s.url("/v1/chat/completions"), completion_body(true, {{"documents", docs}})).body);
+    const int prompt = second["usage"]["prompt_tokens"],
+              cached = second["usage"]["prompt_tokens_details"]["cached_tokens"];
+    EXPECT_EQ(prompt, first["usage"]["prompt_tokens"].get<int>());
+    // The preamble and all three documents are hits; only the question tail is computed.
+    EXPECT_GT(cached, prompt / 2) << second;
+    const std::string m = metrics_text(s);
+    EXPECT_EQ(metric_value(m, "lazyattn_segment_hits_total"), 4) << m;
+    EXPECT_EQ(metric_value(m, "lazyattn_prompt_tokens_reused_total"), cached);
+}
+
+TEST(ServerApi, CompletionStreamEndsWithFinishReasonAndDone) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    auto r =
+        curl("POST", s.url("/v1/completions"),
+             completion_body(false, {{"stream", true}, {"ignore_eos", true}, {"documents", {kDocs[0]}}}, 6), {"-N"});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.headers["content-type"], "text/event-stream");
+    auto events = sse_payloads(r.body);
+    ASSERT_GE(events.size(), 2u) << r.body;
+    EXPECT_EQ(events.back(), "[DONE]");
+    std::string text;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+        auto c = parse_or_null(events[i]);
+        EXPECT_EQ(c["object"], "text_completion") << events[i];
+        text += c["choices"][0]["text"].get<std::string>();
+        EXPECT_EQ(c["choices"][0]["finish_reason"].is_null(), i + 2 < events.size()) << events[i];
+    }
+    EXPECT_EQ(parse_or_null(events[events.size() - 2])["choices"][0]["finish_reason"], "length");
+    // The same request unstreamed (greedy) gives the same text.
+    auto whole = parse_or_null(curl("POST", s.url("/v1/completions"),
+                                    completion_body(false, {{"ignore_eos", true}, {"documents", {kDocs[0]}}}, 6))
+                                   .body);
+    EXPECT_EQ(whole["choices"][0]["text"], text);
+}
+
+TEST(ServerApi, ChatStreamSendsRoleThenDeltasThenFinishThenUsage) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    auto r = curl("POST", s.url("/v1/chat/completions"),
+                  completion_body(
+                      true, {{"stream", true}, {"ignore_eos", true}, {"stream_options", {{"include_usage", true}}}}, 5),
+                  {"-N"});
+    ASSERT_EQ(r.status, 200) << r.body;
+    auto events = sse_payloads(r.body);
+    ASSERT_GE(events.size(), 4u) << r.body;
+    EXPECT_EQ(events.back(), "[DONE]");
+    auto first = parse_or_null(events.front());
+    EXPECT_EQ(first["object"], "chat.completion.chunk");
+    EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+    auto usage = parse_or_null(events[events.size() - 2]);
+    EXPECT_TRUE(usage["choices"].empty());
+    EXPECT_EQ(usage["usage"]["completion_tokens"], 5);
+    auto finish = parse_or_null(events[events.size() - 3]);
+    EXPECT_EQ(finish["choices"][0]["finish_reason"], "length");
+    EXPECT_TRUE(finish["choices"][0]["delta"].empty());
+    for (size_t i = 1; i + 3 < events.size(); ++i) {
+        auto c = parse_or_null(events[i]);
+        EXPECT_TRUE(c["choices"][0]["delta"].contains("content")) << events[i];
+        EXPECT_FALSE(c["choices"][0]["delta"].contains("role")) << events[i];
+        EXPECT_TRUE(c.contains("usage") && c["usage"].is_null());
+    }
+}
+
+TEST(ServerApi, SeededSamplingIsReproducible) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const std::string body = completion_body(
+        false, {{"temperature", 1.0}, {"top_p", 0.9}, {"top_k", 20}, {"seed", 7}, {"ignore_eos", true}}, 8);
+    auto a = parse_or_null(curl("POST", s.url("/v1/completions"), body).body);
+    auto b = parse_or_null(curl("POST", s.url("/v1/completions"), body).body);
+    EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+}
+
+TEST(ServerApi, DocumentsCanBePinnedListedUsedByIdAndUnpinned) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    auto pinned = parse_or_null(curl("POST", s.url("/v1/documents"),
+                                     json({{"documents", {kDocs[0], {{"title", "T"}, {"text", kDocs[1]}}}}}).dump())
+                                    .body);
+    ASSERT_EQ(pinned["data"].size(), 2u) << pinned;
+    const std::string id0 = pinned["data"][0]["id"], id1 = pinned["data"][1]["id"];
+    const int tokens0 = pinned["data"][0]["tokens"];
+    EXPECT_GT(tokens0, 0);
+    auto list = parse_or_null(curl("GET", s.url("/v1/documents")).body);
+    ASSERT_EQ(list["data"].size(), 2u) << list;
+    for (const auto& d : list["data"]) {
+        EXPECT_TRUE(d["pinned"].get<bool>());
+        EXPECT_GT(d["last_used"].get<int64_t>(), 1600000000);
+    }
+    // A request naming the document by id reads it from the cache.
+    auto r = parse_or_null(
+        curl("POST", s.url("/v1/completions"), completion_body(false, {{"documents", {{{"id", id0}}}}})).body);
+    EXPECT_GE(r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), tokens0) << r;
+    // ... and so does one carrying the same text.
+    auto t =
+        parse_or_null(curl("POST", s.url("/v1/completions"), completion_body(false, {{"documents", {kDocs[0]}}})).body);
+    EXPECT_GE(t["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), tokens0) << t;
+    EXPECT_EQ(curl("DELETE", s.url("/v1/documents/" + id0)).status, 200);
+    expect_api_error(curl("DELETE", s.url("/v1/documents/" + id0)), 404);
+    EXPECT_EQ(curl("DELETE", s.url("/v1/documents/" + id1)).status, 200);
+    EXPECT_TRUE(wait_blocks_released(s));  // pins held blocks; unpinned, nothing is held
+}
+
+}  // namespace
+}  // namespace lazyattn::testing

@@ -1,0 +1,238 @@
+// The server's pieces without sockets: OpenAI request parsing and validation, the Status -> HTTP
+// error mapping, SSE framing, Prometheus rendering, and the request builder (whose chat layout
+// must equal build_rag_request's, so segment 0 and documents are cached the same way).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/loaded_model.h"
+#include "engine/rag_prompt.h"
+#include "server/api_error.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/request_builder.h"
+#include "server/sse.h"
+#include "synthetic_model_fixture.h"
+
+namespace lazyattn::server {
+namespace {
+
+using json = nlohmann::json;
+
+std::optional<ApiError> parse(const json& body, bool chat, GenerationRequest* out = nullptr) {
+    GenerationRequest r;
+    auto e = parse_generation_request(body, chat, r);
+    if (out) *out = r;
+    return e;
+}
+
+TEST(OpenAiRequest, ReadsEveryFieldOfAChatRequest) {
+    GenerationRequest r;
+    const json body = {{"model", "m"},
+                       {"messages",
+                        {{{"role", "developer"}, {"content", "be brief"}},
+                         {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "hi"}}}}}}},
+                       {"documents", {"plain", {{"title", "T"}, {"text", "body"}}, {{"id", "abc"}}}},
+                       {"temperature", 0.5},
+                       {"top_p", 0.9},
+                       {"top_k", 40},
+                       {"min_p", 0.05},
+                       {"repetition_penalty", 1.1},
+                       {"seed", 42},
+                       {"max_completion_tokens", 7},
+                       {"stop", "\n"},
+                       {"stream", true},
+                       {"stream_options", {{"include_usage", true}}},
+                       {"n", 1},
+                       {"presence_penalty", 0}};
+    ASSERT_FALSE(parse(body, true, &r));
+    ASSERT_EQ(r.messages.size(), 2u);
+    EXPECT_EQ(r.messages[0].role, "system");
+    EXPECT_EQ(r.messages[1].content, "hi");
+    ASSERT_EQ(r.documents.size(), 3u);
+    EXPECT_EQ(r.documents[1].title, "T");
+    EXPECT_TRUE(r.documents[2].by_id());
+    EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+    EXPECT_EQ(r.sampling.top_k, 40);
+    EXPECT_EQ(r.sampling.seed, 42u);
+    EXPECT_TRUE(r.seed_given);
+    EXPECT_EQ(r.max_tokens, 7);
+    EXPECT_EQ(r.stop, std::vector<std::string>{"\n"});
+    EXPECT_TRUE(r.stream && r.include_usage);
+}
+
+TEST(OpenAiRequest, PromptMayBeTextOrTokens) {
+    GenerationRequest r;
+    ASSERT_FALSE(parse({{"prompt", {"one"}}}, false, &r));
+    EXPECT_EQ(r.prompt, "one");
+    ASSERT_FALSE(parse({{"prompt", {1, 2, 3}}}, false, &r));
+    EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+    EXPECT_EQ(r.max_tokens, -1);
+    EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);  // OpenAI's default
+}
+
+TEST(OpenAiRequest, RefusesBadFieldsNamingThem) {
+    struct Case {
+        json body;
+        bool chat;
+        std::string param, code;
+    };
+    const json user = {{{"role", "user"}, {"content", "q"}}};
+    const std::vector<Case> cases = {
+        {{{"prompt", "p"}, {"temperature", -1}}, false, "temperature", "invalid_value"},
+        {{{"prompt", "p"}, {"temperature", "x"}}, false, "temperature", "invalid_type"},
+        {{{"prompt", "p"}, {"top_p", 2}}, false, "top_p", "invalid_value"},
+        {{{"prompt", "p"}, {"max_tokens", -5}}, false, "max_tokens", "invalid_value"},
+        {{{"prompt", "p"}, {"max_tokens", 1.5}}, false, "max_tokens", "invalid_type"},
+        {{{"prompt", "p"}, {"n", 3}}, false, "n", "unsupported"},
+        {{{"prompt", "p"}, {"frequency_penalty", 1}}, false, "frequency_penalty", "unsupported"},
+        {{{"prompt", "p"}, {"stop", {"a", ""}}}, false, "stop", "invalid_value"},
+        {{{"prompt", "p"}, {"logprobs", 5}}, false, "logprobs", "unsupported"},
+        {{{"prompt", ""}}, false, "prompt", "invalid_value"},
+        {{{"prompt", {"a", "b"}}}, false, "prompt", "invalid_value"},
+        {{{"max_tokens", 3}}, false, "prompt", "missing_required_parameter"},
+        {{{"messages", json::array()}}, true, "messages", "invalid_value"},
+        {{{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}, true, "messages[0].role", "invalid_value"},
+        {{{"messages", {{{"role", "assistant"}, {"content", "x"}}}}}, true, "messages", "invalid_value"},
+        {{{"messages", user}, {"documents", {json::object()}}}, true, "documents[0]", "invalid_value"},
+        {{{"messages", user}, {"stream", "yes"}}, true, "stream", "invalid_type"},
+        {{{"messages", user}, {"stream_options", {{"include_usage", 1}}}},
+         true,
+         "stream_options.include_usage",
+         "invalid_type"},
+    };
+    for (const auto& c : cases) {
+        auto e = parse(c.body, c.chat);
+        ASSERT_TRUE(e.has_value()) << c.body;
+        EXPECT_EQ(e->http_status, 400) << c.body;
+        EXPECT_EQ(e->param, c.param) << c.body;
+        EXPECT_EQ(e->code, c.code) << c.body;
+    }
+}
+
+TEST(ApiError, EngineStatusesMapToTheirHttpStatus) {
+    EXPECT_EQ(api_error_from_status(invalid_argument("x")).http_status, 400);
+    EXPECT_EQ(api_error_from_status(out_of_range("x")).code, "context_length_exceeded");
+    EXPECT_EQ(api_error_from_status(resource_exhausted("the queue is full (4 waiting requests)")).http_status, 429);
+    EXPECT_EQ(api_error_from_status(resource_exhausted("request needs up to 9 KV blocks")).http_status, 400);
+    EXPECT_EQ(api_error_from_status(not_found("x")).http_status, 404);
+    EXPECT_EQ(api_error_from_status(Status(StatusCode::kCancelled, "x")).http_status, 503);
+    EXPECT_EQ(api_error_from_status(internal_error("x")).http_status, 500);
+    const json j = json::parse(invalid_request("bad", "top_p", "invalid_value").to_json());
+    EXPECT_EQ(j, json({{"error",
+                        {{"message", "bad"},
+                         {"type", "invalid_request_error"},
+                         {"param", "top_p"},
+                         {"code", "invalid_value"}}}}));
+    EXPECT_TRUE(json::parse(ApiError{}.to_json())["error"]["param"].is_null());
+}
+
+TEST(Sse, FramesEventsAndSplitsLines) {
+    EXPECT_EQ(sse_event("{\"a\":1}"), "data: {\"a\":1}\n\n");
+    EXPECT_EQ(sse_event("x\ny"), "data: x\ndata: y\n\n");
+    EXPECT_EQ(std::string(kSseDone), "data: [DONE]\n\n");
+}
+
+TEST(Metrics, RendersPrometheusText) {
+    Metrics m;
+    m.count_request("/v1/completions", 200);
+    m.count_request("/v1/completions", 200);
+    m.count_request("/v1/documents/abc", 404);
+    m.count_request("/no/such/thing", 404);
+    m.observe_ttft(0.02);
+    m.observe_ttft(3);
+    engine::RequestStats rs;
+    rs.num_prompt_tokens = 10;
+    rs.reused_tokens = 6;
+    rs.num_generated = 4;
+    m.record_tokens(rs);
+    engine::SchedulerStats s;
+    s.blocks_used = 3;
+    const std::string text = m.render(s);
+    for (const char* line :
+         {"lazyattn_http_requests_total{route=\"/v1/completions\",status=\"200\"} 2",
+          "lazyattn_http_requests_total{route=\"/v1/documents/{id}\",status=\"404\"} 1",
+          "lazyattn_http_requests_total{route=\"other\",status=\"404\"} 1",
+          "lazyattn_time_to_first_token_seconds_bucket{le=\"0.025\"} 1",
+          "lazyattn_time_to_first_token_seconds_bucket{le=\"5\"} 2",
+          "lazyattn_time_to_first_token_seconds_bucket{le=\"+Inf\"} 2", "lazyattn_time_to_first_token_seconds_count 2",
+          "lazyattn_prompt_tokens_reused_total 6", "lazyattn_prompt_tokens_computed_total 4",
+          "lazyattn_generated_tokens_total 4", "lazyattn_kv_blocks_used 3", "# TYPE lazyattn_kv_blocks_used gauge"}) {
+        EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
+    }
+}
+
+class RequestBuilderTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        loader::SyntheticModelOptions o;
+        auto lm = engine::load_model(testing::synthetic_model_path(o, "server-units"), 1);
+        ASSERT_TRUE(lm.ok()) << lm.status().to_string();
+        model_ = new engine::LoadedModel(std::move(lm).value());
+        auto chat = tokenizer::chat_template_from_gguf(model_->model->gguf());
+        ASSERT_TRUE(chat.ok());
+        chat_ = *chat;
+    }
+    RequestBuilder builder(DocumentLookup lookup = {}) const {
+        return RequestBuilder(*model_->tokenizer, chat_, 512, std::move(lookup));
+    }
+    static inline engine::LoadedModel* model_ = nullptr;
+    static inline tokenizer::ChatTemplate chat_;
+};
+
+TEST_F(RequestBuilderTest, ChatLayoutEqualsBuildRagRequest) {
+    GenerationRequest g;
+    g.chat = true;
+    g.messages = {{"system", "You answer from the documents."}, {"user", "Who won?"}};
+    g.documents = {{"first passage", "Doc A", ""}, {"second passage", "", ""}};
+    auto got = builder().build(g);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    engine::RagPromptText text{
+        "You answer from the documents.",
+        {engine::format_document("Doc A", "first passage"), engine::format_document("", "second passage")},
+        "Who won?"};
+    auto want = engine::build_rag_request(*model_->tokenizer, chat_, text);
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ(got->segments, want->segments);
+    EXPECT_EQ(got->tail, want->tail);
+    EXPECT_EQ(got->max_tokens, 512);  // chat default: the rest of the context
+}
+
+TEST_F(RequestBuilderTest, ConversationHistoryGoesToSegmentZeroAndTheLastQuestionToTheTail) {
+    GenerationRequest g;
+    g.chat = true;
+    g.messages = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Who won?"}};
+    g.documents = {{"a passage", "", ""}};
+    auto got = builder().build(g);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->segments.size(), 2u);
+    const auto& tok = *model_->tokenizer;
+    const std::string rendered = chat_.apply(g.messages, true);
+    const std::string head = tok.decode(got->segments[0], true), tail = tok.decode(got->tail, true);
+    EXPECT_EQ(head, rendered.substr(0, rendered.find("Who won?")));
+    EXPECT_EQ(tail, rendered.substr(rendered.find("Who won?")));
+    EXPECT_EQ(tok.decode(got->segments[1]), "a passage\n\n");
+}
+
+TEST_F(RequestBuilderTest, CompletionPutsDocumentsBeforeThePromptAndResolvesIds) {
+    const std::vector<int32_t> cached = {5, 6, 7};
+    auto b = builder([&](const std::string& id) -> std::optional<std::vector<int32_t>> {
+        if (id == "known") return cached;
+        return std::nullopt;
+    });
+    GenerationRequest g;
+    g.prompt = "the question";
+    g.documents = {{"a passage", "", ""}, {"", "", "known"}};
+    auto got = b.build(g);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->segments.size(), 2u);
+    EXPECT_EQ(got->segments[0], b.document_tokens(g.documents[0]));
+    EXPECT_EQ(got->segments[1], cached);
+    EXPECT_EQ(got->tail, model_->tokenizer->encode("the question", false, false));
+    EXPECT_EQ(got->max_tokens, 16);  // OpenAI's completions default
+    g.documents[1].id = "unknown";
+    EXPECT_EQ(b.build(g).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace lazyattn::server
