@@ -61,7 +61,7 @@ glibc_needed=$(objdump -T "$BUNDLE"/bin/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' 
     echo "nvcc: $(nvcc --version 2>/dev/null | tail -1 || /usr/local/cuda/bin/nvcc --version | tail -1)"
     echo "CUDA architectures: $CUDA_ARCHS"
     echo "newest glibc symbol needed: $glibc_needed"
-    echo "bundled libraries: $(ls "$BUNDLE/lib" | tr '\n' ' ')"
+    echo "bundled libraries: $(find "$BUNDLE/lib" -type f -printf '%f ')"
     echo "from the host: glibc, the NVIDIA driver (libcuda.so.1, CUDA 13 capable), libcublasLt.so.13"
 } > "$BUNDLE/MANIFEST.txt"
 

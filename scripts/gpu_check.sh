@@ -5,11 +5,12 @@
 # to finish within 8 minutes (tests 240 s, benchmark 210 s). Exit status: the tests', else the
 # benchmark's.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 out_dir=${OUT:-gpu_check_out}
 mkdir -p "$out_dir"
 bundle=$PWD/gpu_bundle
+chmod +x "$bundle"/bin/* "$bundle"/run.sh 2>/dev/null  # in case the copy dropped the modes
 if [[ ! -x $bundle/bin/test_cuda || ! -x $bundle/bin/bench_cuda_attention ]]; then
     echo "gpu_check: $bundle/bin is incomplete: run scripts/build_gpu_bundle.sh where nvcc is, and carry gpu_bundle/" >&2
     exit 2
@@ -20,7 +21,7 @@ libs=$bundle/lib
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     [[ -d $d ]] && libs=$libs:$d
 done
-cublaslt=$(ls /usr/local/cuda/lib64/libcublasLt.so.13* /usr/local/cuda/targets/x86_64-linux/lib/libcublasLt.so.13* 2>/dev/null | head -1)
+cublaslt=$(find /usr/local/cuda/lib64/ /usr/local/cuda/targets/x86_64-linux/lib/ -maxdepth 1 -name 'libcublasLt.so.13*' 2>/dev/null | head -1)
 if [[ -z $cublaslt ]]; then  # e.g. only the pip wheels (nvidia-cublas) that PyTorch uses
     cublaslt=$(timeout 30 find / -xdev -name 'libcublasLt.so.13*' -not -path '*/proc/*' 2>/dev/null | head -1)
     [[ -n $cublaslt ]] && libs=$libs:$(dirname "$cublaslt")

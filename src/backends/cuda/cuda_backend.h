@@ -1,7 +1,8 @@
-// CudaBackend: the CUDA backend's methods, one per op. Each checks the shapes it is given (a bad
-// plan comes back as a Status, never as a fault) and dispatches to the op's launcher on the
-// backend's stream; work is asynchronous until synchronize(). Pointers in the params are device
-// memory. The KV cache is bf16, activations fp32 (bf16 where they feed a GEMM).
+// CudaBackend: the CUDA backend's methods, one per op. Each checks the host-visible shapes and
+// settings it is given (a bad one comes back as a Status) and dispatches to the op's launcher on
+// the backend's stream; work is asynchronous until synchronize(). Pointers in the params are
+// device memory; their contents (spans, block ids, slots) are trusted as the plan built them.
+// The KV cache is bf16, activations fp32 (bf16 where they feed a GEMM).
 //
 // It does not implement backend::Backend yet: that interface passes fp32 host pointers and an
 // fp32 KV cache; adopting it needs the KV dtype in KvStorage and device memory in the model.
