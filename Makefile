@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test bench fuzz golden clean
+.PHONY: all deps build run test cuda-test bench fuzz golden clean
 
 all: build
 
@@ -21,6 +21,15 @@ run: build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+	@if command -v nvcc >/dev/null 2>&1; then $(MAKE) --no-print-directory cuda-test; \
+	else echo "[test] nvcc not found: the CUDA backend is not built here"; fi
+
+# Where nvcc exists (no GPU needed): builds the CUDA backend, its tests and benchmark, and runs the
+# kernels in the CPU emulator; the GPU tests skip with a message when no device is present.
+cuda-test:
+	cmake -S . -B build-cuda -G Ninja -DLAZYATTN_CUDA=ON -DLAZYATTN_TEST_DIRS=kernels $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-cuda -j $(JOBS) --target test_cuda test_cuda_emulated bench_cuda_attention
+	cd build-cuda && ctest --output-on-failure -j $(JOBS) -R "emulated|Cuda"
 
 bench: build
 	./scripts/run_bench.sh

@@ -94,6 +94,13 @@ int run_bench_rag(const BenchRagOptions& o) {
     std::printf("workload: %d documents x %d tokens, k=%d, zipf s=%.2f, tail %d, output %d, %d requests, %d clients; "
                 "digest %016llx\n", wc.num_docs, wc.doc_tokens, wc.docs_per_request, wc.zipf_s, wc.tail_tokens,
                 wc.output_tokens, wc.num_requests, o.clients, (unsigned long long)w->digest());
+    if (!o.export_workload_path.empty()) {
+        nlohmann::json reqs = nlohmann::json::array();
+        for (const auto& r : w->requests) {
+            reqs.push_back({{"segments", r.segments}, {"tail", r.tail}, {"max_tokens", r.max_tokens}});
+        }
+        std::ofstream(o.export_workload_path) << nlohmann::json{{"digest", w->digest()}, {"requests", reqs}}.dump();
+    }
     engine::EngineConfig base;
     base.kv_cache_mb = o.kv_cache_mb;
     base.max_batch_tokens = o.max_batch_tokens;

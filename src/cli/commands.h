@@ -72,6 +72,7 @@ struct BenchRagOptions {
     std::vector<int32_t> capacity_docs;         // empty: skipped
     int32_t sweep_requests = 20;
     std::string json_path;
+    std::string export_workload_path;           // the request stream as JSON (for the llama.cpp peer)
 };
 
 struct BenchQualityOptions {

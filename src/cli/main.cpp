@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
     br->add_option("--capacity-docs", rag.capacity_docs, "pool capacities (in documents) for the capacity sweep");
     br->add_option("--sweep-requests", rag.sweep_requests, "requests per sweep point")->check(CLI::Range(1, 1000000));
     br->add_option("--json", rag.json_path, "write all results to this JSON file");
+    br->add_option("--export-workload", rag.export_workload_path, "write the request stream (token ids) as JSON");
 
     BenchQualityOptions quality;
     CLI::App* bq = bench->add_subcommand("quality", "answer quality (EM, F1) on the 2WikiMultihopQA sample per mode");
