@@ -22,7 +22,7 @@ echo "== 2/3 RAG serving benchmark"
 build/lazyattn bench rag --threads "${BENCH_THREADS:-2}" \
   --docs 100 --doc-tokens 512 --k 5 --zipf 2.1 --tail-tokens 32 --output-tokens 16 \
   --requests "${RAG_REQUESTS:-24}" --clients 4 \
-  --skew-sweep 0 0.8 1.2 2.1 --rates 0.1 0.3 --capacity-docs 5 10 20 40 --sweep-requests "${RAG_SWEEP_REQUESTS:-10}" \
+  --skew-sweep 0 1.2 2.1 --rates 0.3 --capacity-docs 5 20 --sweep-requests "${RAG_SWEEP_REQUESTS:-8}" \
   --json "$OUT/rag.json"
 python3 bench/plot_rag.py "$OUT/rag.json" --out "$OUT"
 
