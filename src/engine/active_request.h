@@ -27,8 +27,6 @@ struct ActiveRequest {
     int32_t num_tail_computed = 0;     // tail tokens whose K/V are in tail_blocks
     int32_t num_prompt_tail = 0;
     std::vector<kv::BlockId> held;     // one entry per reference this request holds
-    std::vector<float> last_logits;    // [vocab] after the last computed token
-    RequestStats stats;
 
     int32_t next_position() const { return tail_start + int32_t(tail_tokens.size()); }
 };
