@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/qa_dataset.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "engine/engine.h"
@@ -72,15 +73,12 @@ int run_bench_quality(const BenchQualityOptions& o) {
     auto tmpl = tokenizer::chat_template_from_gguf(lm->model->gguf());
     std::optional<tokenizer::ChatTemplate> chat;
     if (tmpl.ok()) chat = *tmpl;
-    std::ifstream in(o.data_path);
-    std::vector<nlohmann::json> items;
-    for (std::string line; std::getline(in, line);) {
-        if (!line.empty()) items.push_back(nlohmann::json::parse(line));
-    }
-    if (items.empty()) {
-        std::cerr << "error: no questions in " << o.data_path << "\n";
+    auto read = bench::read_qa_file(o.data_path);
+    if (!read.ok() || read->empty()) {
+        std::cerr << "error: " << (read.ok() ? "no questions in " + o.data_path : read.status().to_string()) << "\n";
         return 1;
     }
+    const std::vector<bench::QaItem>& items = *read;
     nlohmann::json out;
     std::map<std::string, std::vector<std::string>> answers;
     std::printf("%-11s %8s %8s %10s\n", "mode", "EM", "F1", "questions");
@@ -92,10 +90,8 @@ int run_bench_quality(const BenchQualityOptions& o) {
         double em = 0, f1 = 0;
         for (size_t i = 0; i < items.size(); ++i) {
             const auto& item = items[i];
-            engine::RagPromptText text;
-            text.system = "Answer the question using the documents. Reply with a short answer only.";
-            for (const auto& d : item["documents"]) text.documents.push_back(engine::format_document(d["title"], d["text"]));
-            text.question = item["question"];
+            engine::RagPromptText text{"Answer the question using the documents. Reply with a short answer only.",
+                                       item.documents, item.question};
             auto req = engine::build_rag_request(*lm->tokenizer, chat, text);
             req->max_tokens = 32;
             auto r = eng.run(*req);
@@ -105,7 +101,7 @@ int run_bench_quality(const BenchQualityOptions& o) {
             }
             double best_f1 = 0;
             bool hit = false;
-            for (const auto& a : item["answers"]) {
+            for (const auto& a : item.answers) {
                 best_f1 = std::max(best_f1, token_f1(r->text, a));
                 hit = hit || substring_match(r->text, a);
             }

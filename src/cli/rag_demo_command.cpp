@@ -4,12 +4,12 @@
 // questions are reused too). Prints each answer with its TTFT and cache hits, then a summary.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/qa_dataset.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "engine/engine.h"
@@ -18,34 +18,6 @@
 
 namespace lazyattn::cli {
 namespace {
-
-struct Question {
-    std::string question;
-    std::vector<std::string> answers;
-    std::vector<std::string> documents;
-};
-
-Expected<std::vector<Question>> read_questions(const std::string& path, int limit) {
-    std::ifstream in(path);
-    if (!in) return not_found("cannot read '" + path + "'");
-    std::vector<Question> out;
-    std::string line;
-    while (int(out.size()) < limit && std::getline(in, line)) {
-        if (line.empty()) continue;
-        auto j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_discarded() || !j.contains("question") || !j.contains("documents")) {
-            return invalid_argument("'" + path + "': line " + std::to_string(out.size() + 1) + " is not a QA record");
-        }
-        Question q;
-        q.question = j["question"].get<std::string>();
-        for (const auto& a : j.value("answers", nlohmann::json::array())) q.answers.push_back(a.get<std::string>());
-        for (const auto& d : j["documents"]) {
-            q.documents.push_back(engine::format_document(d.value("title", ""), d.value("text", "")));
-        }
-        out.push_back(std::move(q));
-    }
-    return out;
-}
 
 struct ModeTotals {
     double ttft_first_ms = 0, ttft_repeat_ms = 0;
@@ -61,7 +33,7 @@ std::string one_line(std::string s) {
 }  // namespace
 
 int run_rag_demo(const RagDemoOptions& o) {
-    auto questions = read_questions(o.data_path, o.num_questions);
+    auto questions = bench::read_qa_file(o.data_path, o.num_questions);
     if (!questions.ok()) {
         std::cerr << "error: " << questions.status().to_string() << "\n";
         return 1;

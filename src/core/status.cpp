@@ -11,6 +11,7 @@ const char* status_code_name(StatusCode code) {
         case StatusCode::kCorrupt: return "corrupt";
         case StatusCode::kUnsupported: return "unsupported";
         case StatusCode::kResourceExhausted: return "resource exhausted";
+        case StatusCode::kUnavailable: return "unavailable";
         case StatusCode::kIoError: return "I/O error";
         case StatusCode::kCancelled: return "cancelled";
         case StatusCode::kInternal: return "internal error";

@@ -16,7 +16,8 @@ enum class StatusCode {
     kOutOfRange,        // a size or position beyond a limit (context length, pool size)
     kCorrupt,           // a file whose bytes contradict its own format
     kUnsupported,       // well-formed but not something lazyattn implements
-    kResourceExhausted, // out of KV blocks, queue full
+    kResourceExhausted, // out of KV blocks: the request can never fit
+    kUnavailable,       // busy right now (queue full): the same request may succeed later
     kIoError,           // the operating system refused (open, mmap, read)
     kCancelled,
     kInternal,
@@ -47,6 +48,7 @@ inline Status out_of_range(std::string m) { return {StatusCode::kOutOfRange, std
 inline Status corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m)}; }
 inline Status unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status resource_exhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status io_error(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 

@@ -101,7 +101,7 @@ Expected<std::shared_ptr<RequestHandle>> Scheduler::add(RagRequest request, Requ
 
 Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits) {
     if (int32_t(waiting_.size()) >= config_.max_queue) {
-        return resource_exhausted("the queue is full (" + std::to_string(config_.max_queue) + " waiting requests)");
+        return unavailable("the queue is full (" + std::to_string(config_.max_queue) + " waiting requests)");
     }
     auto s = std::make_unique<SequenceState>();
     s->id = handle->id();

@@ -143,6 +143,7 @@ private:
     int64_t next_job_id_ = 0;
     SchedulerStats stats_;
     std::map<std::string, DocumentEntry> documents_;
+    std::vector<float> step_logits_;  // reused across steps
 };
 
 }  // namespace lazyattn::engine

@@ -126,7 +126,7 @@ bool Scheduler::step() {
     for (const TailRun& t : tails) add_tail_rows(batch, *t.seq, t.begin, t.end, t.all_logits);
     if (batch.num_rows() == 0) return !waiting_.empty();
 
-    std::vector<float> logits;
+    std::vector<float>& logits = step_logits_;
     const Status st = model_.forward(batch, kv_.storage(), &logits);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
     ++step_count_;

@@ -18,7 +18,7 @@ Expected<std::shared_ptr<RequestHandle>> ServingEngine::submit(RagRequest reques
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status(StatusCode::kCancelled, "the engine is shutting down");
     if (int64_t(incoming_.size()) + snapshot_.num_waiting >= scheduler_.config().max_queue) {
-        return resource_exhausted("the queue is full (" + std::to_string(scheduler_.config().max_queue) +
+        return unavailable("the queue is full (" + std::to_string(scheduler_.config().max_queue) +
                                   " waiting requests)");
     }
     auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));

@@ -26,7 +26,7 @@ public:
     ServingEngine& operator=(const ServingEngine&) = delete;
 
     // Thread-safe. kInvalidArgument / kOutOfRange for a bad request, kResourceExhausted when it
-    // can never fit or the queue is full, kCancelled after shutdown began.
+    // can never fit, kUnavailable when the queue is full, kCancelled after shutdown began.
     Expected<std::shared_ptr<RequestHandle>> submit(RagRequest request, RequestHandle::Callback callback = {});
     // Stops accepting; finishes in-flight requests (or cancels them) and joins the thread.
     void shutdown(bool cancel_in_flight);

@@ -70,16 +70,17 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
 
     // Final norm and LM head, only for the rows whose logits are wanted.
     const int64_t num_out = int64_t(batch.logit_rows.size());
-    std::vector<float> gathered(num_out * hidden), normed(num_out * hidden);
+    gathered_.resize(num_out * hidden);
+    normed_.resize(num_out * hidden);
     for (int64_t i = 0; i < num_out; ++i) {
-        std::memcpy(gathered.data() + i * hidden, x_.data() + int64_t(batch.logit_rows[i]) * hidden,
+        std::memcpy(gathered_.data() + i * hidden, x_.data() + int64_t(batch.logit_rows[i]) * hidden,
                     sizeof(float) * hidden);
     }
-    backend_->rmsnorm(gathered.data(), weights_.output_norm.data(), normed.data(), num_out, hidden,
+    backend_->rmsnorm(gathered_.data(), weights_.output_norm.data(), normed_.data(), num_out, hidden,
                       config_.norm_eps);
     logits->resize(num_out * config_.vocab_size);
     if (num_out > 0) {
-        backend_->matmul(weights_.output().params(normed.data(), logits->data(), num_out));
+        backend_->matmul(weights_.output().params(normed_.data(), logits->data(), num_out));
     }
     return {};
 }

@@ -44,8 +44,8 @@ private:
     std::vector<float> cos_sin_table_; // [context_length, rotary_dims / 2, 2]
     kernels::RopeParams rope_{};
     // Activations, resized per step: x/residual [n, hidden], q/attn [n, q_dim], k/v [n, kv_dim],
-    // gate/up [n, ffn].
-    std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_;
+    // gate/up [n, ffn]; gathered/normed [logit rows, hidden].
+    std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_, gathered_, normed_;
 };
 
 }  // namespace lazyattn::model

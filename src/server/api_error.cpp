@@ -15,13 +15,6 @@ ApiError invalid_request(std::string message, std::string param, std::string cod
     return ApiError{400, std::move(message), "invalid_request_error", std::move(param), std::move(code)};
 }
 
-bool is_queue_full(const Status& status) {
-    // ServingEngine and Scheduler word a full queue this way; a request too large for the pool
-    // is the other kResourceExhausted they return.
-    return status.code() == StatusCode::kResourceExhausted &&
-           status.message().find("queue is full") != std::string::npos;
-}
-
 ApiError api_error_from_status(const Status& status) {
     const std::string& m = status.message();
     switch (status.code()) {
@@ -29,8 +22,8 @@ ApiError api_error_from_status(const Status& status) {
         case StatusCode::kInvalidArgument: return invalid_request(m);
         case StatusCode::kUnsupported: return invalid_request(m, "", "unsupported");
         case StatusCode::kOutOfRange: return invalid_request(m, "", "context_length_exceeded");
+        case StatusCode::kUnavailable: return {429, m, "rate_limit_error", "", "queue_full"};
         case StatusCode::kResourceExhausted:
-            if (is_queue_full(status)) return {429, m, "rate_limit_error", "", "queue_full"};
             return invalid_request(m, "max_tokens", "kv_pool_exceeded");
         case StatusCode::kNotFound: return {404, m, "not_found_error", "", "not_found"};
         case StatusCode::kCancelled: return {503, m, "server_error", "", "shutting_down"};

@@ -28,8 +28,4 @@ ApiError invalid_request(std::string message, std::string param = {}, std::strin
 //   can never fit the KV pool; kNotFound -> 404; kCancelled -> 503; anything else -> 500.
 ApiError api_error_from_status(const Status& status);
 
-// True for the kResourceExhausted that means "try again later" (a full queue) rather than "this
-// request can never run" (larger than the KV pool).
-bool is_queue_full(const Status& status);
-
 }  // namespace lazyattn::server

@@ -87,7 +87,7 @@ TEST(Cli, RepeatedRunsWithShuffledDocumentsReuseEveryDocument) {
         EXPECT_EQ(runs[i]["segments_missed"], 0);
         EXPECT_EQ(runs[i]["token_ids"].size(), 4u);
     }
-    // prefix caching loses everything after the first re-ordered document.
+    // Recompute mode reuses nothing, run after run.
     auto p = run_cli("generate " + model_arg() + " --chat " + docs +
                      "--prompt 'what is gold?' --max-tokens 4 --ignore-eos --repeat 2 --json --cache-mode none");
     auto none_runs = json_lines(p.out);

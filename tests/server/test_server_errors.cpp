@@ -148,8 +148,13 @@ TEST(ServerErrors, ShuttingDownIs503) {
                           completion_body(false, {{"stream", true}, {"ignore_eos", true}}, 3000));
     ASSERT_TRUE(running.read_until("data: ", 10));
     s.send_signal(SIGTERM);
-    usleep(100 * 1000);
-    expect_api_error(curl("POST", s.url("/v1/completions"), completion_body(false)), 503, "shutting_down");
+    // The signal is handled asynchronously: ask until the server answers as draining (bounded).
+    auto reply = curl("POST", s.url("/v1/completions"), completion_body(false));
+    for (int i = 0; i < 100 && reply.status != 503; ++i) {
+        usleep(50 * 1000);
+        reply = curl("POST", s.url("/v1/completions"), completion_body(false));
+    }
+    expect_api_error(reply, 503, "shutting_down");
     running.read_to_end(20);
     EXPECT_EQ(s.wait_exit(20), 0) << s.log();
 }

@@ -113,7 +113,9 @@ TEST(OpenAiRequest, RefusesBadFieldsNamingThem) {
 TEST(ApiError, EngineStatusesMapToTheirHttpStatus) {
     EXPECT_EQ(api_error_from_status(invalid_argument("x")).http_status, 400);
     EXPECT_EQ(api_error_from_status(out_of_range("x")).code, "context_length_exceeded");
-    EXPECT_EQ(api_error_from_status(resource_exhausted("the queue is full (4 waiting requests)")).http_status, 429);
+    // The status code decides, never the wording: a full queue is kUnavailable.
+    EXPECT_EQ(api_error_from_status(unavailable("the queue is full (4 waiting requests)")).http_status, 429);
+    EXPECT_EQ(api_error_from_status(resource_exhausted("the queue is full")).http_status, 400);
     EXPECT_EQ(api_error_from_status(resource_exhausted("request needs up to 9 KV blocks")).http_status, 400);
     EXPECT_EQ(api_error_from_status(not_found("x")).http_status, 404);
     EXPECT_EQ(api_error_from_status(Status(StatusCode::kCancelled, "x")).http_status, 503);
