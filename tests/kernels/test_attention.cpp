@@ -99,8 +99,9 @@ TEST_P(AttentionTest, MatchesReference) {
     many.push_back(5);
     run_case({num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {3, 99, 20}, many}, {1, 1, 1, 1},
               keys_rotated, true}, rng);
-    // One long decode sequence: its keys are split across threads and the parts merged.
-    run_case({num_heads, num_kv_heads, head_dim, {{300, 333}}, {1}, keys_rotated, false}, rng);
+    // Long decode sequences: spans longer than one decode chunk (512 keys) are split into chunks
+    // attended separately and merged; the last chunk ends inside a block.
+    run_case({num_heads, num_kv_heads, head_dim, {{300, 333}, {1100, 7}, {513}}, {1, 1, 1}, keys_rotated, false}, rng);
     // Mixed prefill rows and a tail longer than one task chunk.
     run_case({num_heads, num_kv_heads, head_dim, {{989}, {33, 7, 100}}, {99, 100}, keys_rotated, false}, rng);
 }
@@ -108,7 +109,9 @@ TEST_P(AttentionTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                          ::testing::Values(std::make_tuple(9, 3, 64, true), std::make_tuple(9, 3, 64, false),
                                            std::make_tuple(8, 8, 128, true), std::make_tuple(8, 1, 128, false),
-                                           std::make_tuple(32, 8, 128, true), std::make_tuple(4, 2, 64, true)));
+                                           std::make_tuple(32, 8, 128, true), std::make_tuple(4, 2, 64, true),
+                                           // head dims the kernels handle without a specialization
+                                           std::make_tuple(4, 2, 96, true), std::make_tuple(2, 1, 256, false)));
 
 TEST(AttentionTest, QueryBeforeEverySpanGivesZeros) {
     // A row that sees no key (cannot happen in a valid plan, but must not produce NaN).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/rope_cpu.h"
+#include "backends/cpu/simd/attention_decode.h"
 #include "backends/cpu/simd/attention_tile.h"
 #include "core/check.h"
 
@@ -200,6 +201,116 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
     }
 }
 
+// Decode rows (one query per sequence) on the fast path: work items are (sequence, KV head, chunk
+// of at most kDecodeChunkBlocks blocks of one span). Each item attends the group's heads to its
+// blocks and leaves a partial (max, denominator, output); the partials of a (sequence, KV head)
+// are merged in chunk order. Chunks depend only on the sequence's own spans, so the result does
+// not depend on the thread count or on the other sequences of the batch.
+constexpr int32_t kDecodeChunkBlocks = 32;
+
+struct DecodeItem {
+    int32_t seq, kvh, span, block_begin, block_end;  // blocks of the span, [begin, end)
+};
+
+// One item: partial softmax state for the `group` heads, written to m, l, o ([group], [group],
+// [group * d]).
+void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::AttendDecodeBlockFn attend_block,
+                        float* qrot, float* krot, float* cs, float* m, float* l, float* o) {
+    const int32_t d = p.head_dim, bs = p.block_size;
+    const int32_t group = p.num_heads / p.num_kv_heads;
+    const AttentionSeq& seq = p.seqs[it.seq];
+    const int32_t row = seq.query_start;
+    const int32_t pos = p.q_pos[row];
+    const AttentionSpan& span = p.spans[it.span];
+    const int32_t num_visible = std::min(span.num_tokens, pos - span.logical_start + 1);
+    const int32_t delta = span.logical_start - span.stored_base;
+    rope_cos_sin(p.rope, p.keys_rotated ? pos - delta : pos, cs);
+    for (int32_t g = 0; g < group; ++g) {
+        const float* q = p.q + (int64_t(row) * p.num_heads + it.kvh * group + g) * d;
+        rope_rotate_with(p.rope, cs, q, qrot + g * d, d);
+        scale(qrot + g * d, p.scale, d);
+        m[g] = -std::numeric_limits<float>::infinity();
+        l[g] = 0.0f;
+    }
+    std::fill(o, o + int64_t(group) * d, 0.0f);
+    for (int32_t b = it.block_begin; b < it.block_end; ++b) {
+        const int32_t t0 = b * bs;
+        const int32_t n = std::min(bs, num_visible - t0);
+        const int64_t base = (int64_t(p.block_ids[span.block_offset + b]) * p.num_kv_heads + it.kvh) * bs * d;
+        const float* k = p.k_cache + base;
+        if (!p.keys_rotated) {
+            for (int32_t j = 0; j < n; ++j) {
+                rope_cos_sin(p.rope, span.logical_start + t0 + j, cs);
+                rope_rotate_with(p.rope, cs, k + j * d, krot + j * d, d);
+            }
+            k = krot;
+        }
+        attend_block(qrot, group, k, p.v_cache + base, d, n, m, l, o);
+    }
+}
+
+void attention_decode(const AttentionParams& p, const std::vector<int32_t>& decode_seqs,
+                      simd::AttendDecodeBlockFn attend_block, ThreadPool& pool) {
+    const int32_t group = p.num_heads / p.num_kv_heads;
+    const int32_t d = p.head_dim, bs = p.block_size;
+    std::vector<DecodeItem> items;
+    std::vector<int32_t> first_item;  // per (decode sequence, KV head): its first item
+    for (int32_t s : decode_seqs) {
+        const AttentionSeq& seq = p.seqs[s];
+        const int32_t pos = p.q_pos[seq.query_start];
+        for (int32_t h = 0; h < p.num_kv_heads; ++h) {
+            first_item.push_back(int32_t(items.size()));
+            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+                const AttentionSpan& span = p.spans[si];
+                if (span.logical_start > pos || span.num_tokens <= 0) continue;
+                const int32_t num_visible = std::min(span.num_tokens, pos - span.logical_start + 1);
+                const int32_t blocks = (num_visible + bs - 1) / bs;
+                for (int32_t b = 0; b < blocks; b += kDecodeChunkBlocks) {
+                    items.push_back({s, h, si, b, std::min(blocks, b + kDecodeChunkBlocks)});
+                }
+            }
+        }
+    }
+    first_item.push_back(int32_t(items.size()));
+    const int64_t per_item = int64_t(group) * (d + 2);
+    thread_local std::vector<float> partial;
+    partial.resize(items.size() * per_item);
+    float* parts = partial.data();
+    std::atomic<size_t> next{0};
+    pool.run_on_all([&](int, int) {
+        thread_local std::vector<float> scratch;
+        scratch.resize(int64_t(group) * d + int64_t(bs) * d + p.rope.rotary_dims + 2);
+        float* qrot = scratch.data();
+        float* krot = qrot + int64_t(group) * d;
+        float* cs = krot + int64_t(bs) * d;
+        for (size_t i = next++; i < items.size(); i = next++) {
+            float* m = parts + i * per_item;
+            attend_decode_item(p, items[i], attend_block, qrot, krot, cs, m, m + group, m + 2 * group);
+        }
+    });
+    // Merge each (sequence, KV head)'s partials in chunk order and normalize.
+    for (size_t sh = 0; sh + 1 < first_item.size(); ++sh) {
+        const int32_t s = decode_seqs[sh / p.num_kv_heads];
+        const int32_t kvh = int32_t(sh % p.num_kv_heads);
+        const int32_t i0 = first_item[sh], i1 = first_item[sh + 1];
+        for (int32_t g = 0; g < group; ++g) {
+            float* out = p.out + (int64_t(p.seqs[s].query_start) * p.num_heads + kvh * group + g) * d;
+            float max_score = -std::numeric_limits<float>::infinity();
+            for (int32_t i = i0; i < i1; ++i) max_score = std::max(max_score, parts[i * per_item + g]);
+            std::fill(out, out + d, 0.0f);
+            if (max_score == -std::numeric_limits<float>::infinity()) continue;  // sees no key
+            float denom = 0.0f;
+            for (int32_t i = i0; i < i1; ++i) {
+                const float* part = parts + i * per_item;
+                const float w = i1 - i0 == 1 ? 1.0f : std::exp(part[g] - max_score);
+                denom += w * part[group + g];
+                axpy(out, w, part + 2 * group + int64_t(g) * d, d);
+            }
+            scale(out, denom > 0.0f ? 1.0f / denom : 0.0f, d);
+        }
+    }
+}
+
 }  // namespace
 
 void attention(const AttentionParams& p, ThreadPool& pool) {
@@ -218,11 +329,19 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
     const bool tile_ok = attend_block != nullptr && p.block_size == simd::kAttnBlockKeys && p.head_dim % 16 == 0 &&
                          p.head_dim <= 512 && group <= simd::kAttnTileLanes;
     const int32_t tile_rows = tile_ok ? simd::kAttnTileLanes / group : 0;
-    // Decode rows (one query row) take attend_rows one query head per task, so that the few
-    // tasks of a decode step spread evenly over the threads.
+    const simd::AttendDecodeBlockFn decode_block = simd::attend_decode_block();
+    const bool decode_ok = decode_block != nullptr && p.block_size == simd::kDecodeBlockKeys && p.head_dim % 16 == 0 &&
+                           p.head_dim <= simd::kDecodeMaxHeadDim;
+    // Decode rows take attention_decode where the CPU has it; otherwise attend_rows one query
+    // head per task, so that the few tasks of a decode step spread evenly over the threads.
     std::vector<Task> tasks;
+    std::vector<int32_t> decode_seqs;
     for (int32_t s = 0; s < p.num_seqs; ++s) {
         const AttentionSeq& seq = p.seqs[s];
+        if (decode_ok && seq.num_queries == 1) {
+            decode_seqs.push_back(s);
+            continue;
+        }
         const bool tiled = tile_ok && seq.num_queries >= 2;
         const int32_t heads_per_task = seq.num_queries == 1 ? 1 : group;
         const int32_t step = tiled ? tile_rows : kRowsPerTask;
@@ -236,6 +355,8 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
             }
         }
     }
+    if (!decode_seqs.empty()) attention_decode(p, decode_seqs, decode_block, pool);
+    if (tasks.empty()) return;
     const int32_t d = p.head_dim;
     std::atomic<size_t> next{0};
     pool.run_on_all([&](int, int) {

@@ -1,0 +1,132 @@
+// AVX-512 implementation of attention_decode.h. Compiled for baseline x86-64; the function is
+// returned only after a CPU check.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "backends/cpu/simd/attention_decode.h"
+#include "backends/cpu/simd/exp_avx512.h"
+
+// GCC 12 flags the undefined upper lanes inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace lazyattn::backends::cpu::simd {
+namespace {
+
+#define LA_AVX512 __attribute__((target("avx2,fma,avx512f")))
+
+// Sums each of 16 vectors into one lane: result[j] = sum of the lanes of a[j].
+LA_AVX512 inline __m512 transpose_sum16(__m512 a[16]) {
+    // 16 -> 8: each 128-bit lane holds (a_j, a_j+1) partial sums interleaved.
+    __m512 b[8];
+    for (int i = 0; i < 8; ++i) {
+        b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    }
+    // 8 -> 4: each 128-bit lane holds partial sums of four consecutive vectors, in order.
+    __m512 c[4];
+    for (int i = 0; i < 4; ++i) {
+        const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+        c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    // 4 -> 2: across 128-bit lanes. e[i] = [vectors 8i..8i+3 (two halves), 8i+4..8i+7 (two halves)].
+    __m512 e[2];
+    for (int i = 0; i < 2; ++i) {
+        e[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    // 2 -> 1: lane group q holds vectors 4q..4q+3.
+    return _mm512_add_ps(_mm512_shuffle_f32x4(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+template <int D>
+LA_AVX512 void attend_heads(const float* q, int num_heads, const float* k, const float* v, int n, float* m,
+                            float* l, float* o) {
+    constexpr int C = D / 16;  // vectors per row
+    const __mmask16 visible = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int h = 0; h < num_heads; ++h) {
+        const float* qh = q + h * D;
+        __m512 qv[C];
+        for (int c = 0; c < C; ++c) qv[c] = _mm512_loadu_ps(qh + 16 * c);
+        __m512 dots[16];
+        for (int j = 0; j < 16; ++j) {
+            __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + j * D));
+            for (int c = 1; c < C; ++c) acc = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k + j * D + 16 * c), acc);
+            dots[j] = acc;
+        }
+        const __m512 s = _mm512_mask_mov_ps(neg_inf, visible, transpose_sum16(dots));
+        const float m_old = m[h];
+        const float m_new = std::max(m_old, _mm512_reduce_max_ps(s));
+        // m_old = -inf (first block) gives corr ~ 0, and l and o are 0 then.
+        const __m512 p = _mm512_maskz_mov_ps(visible, exp16(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
+        const float corr = m_old == m_new ? 1.0f : _mm_cvtss_f32(_mm512_castps512_ps128(
+                                                        exp16(_mm512_set1_ps(m_old - m_new))));
+        l[h] = l[h] * corr + _mm512_reduce_add_ps(p);
+        alignas(64) float pw[16];
+        _mm512_store_ps(pw, p);
+        float* oh = o + h * D;
+        __m512 acc[C];
+        const __m512 cv = _mm512_set1_ps(corr);
+        for (int c = 0; c < C; ++c) acc[c] = _mm512_mul_ps(_mm512_loadu_ps(oh + 16 * c), cv);
+        for (int j = 0; j < n; ++j) {
+            const __m512 w = _mm512_set1_ps(pw[j]);
+            for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(v + j * D + 16 * c), acc[c]);
+        }
+        for (int c = 0; c < C; ++c) _mm512_storeu_ps(oh + 16 * c, acc[c]);
+        m[h] = m_new;
+    }
+}
+
+LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d,
+                                          int n, float* m, float* l, float* o) {
+    switch (d) {
+        case 64: return attend_heads<64>(q, num_heads, k, v, n, m, l, o);
+        case 128: return attend_heads<128>(q, num_heads, k, v, n, m, l, o);
+        case 256: return attend_heads<256>(q, num_heads, k, v, n, m, l, o);
+        default: break;
+    }
+    // Other multiples of 16: the same steps, row length at run time.
+    for (int h = 0; h < num_heads; ++h) {
+        const float* qh = q + h * d;
+        __m512 dots[16];
+        for (int j = 0; j < 16; ++j) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int c = 0; c < d; c += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + c), _mm512_loadu_ps(k + j * d + c), acc);
+            dots[j] = acc;
+        }
+        const __mmask16 visible = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+        const __m512 s = _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), visible,
+                                            transpose_sum16(dots));
+        const float m_old = m[h];
+        const float m_new = std::max(m_old, _mm512_reduce_max_ps(s));
+        const __m512 p = _mm512_maskz_mov_ps(visible, exp16(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
+        const float corr = m_old == m_new ? 1.0f : _mm_cvtss_f32(_mm512_castps512_ps128(
+                                                        exp16(_mm512_set1_ps(m_old - m_new))));
+        l[h] = l[h] * corr + _mm512_reduce_add_ps(p);
+        alignas(64) float pw[16];
+        _mm512_store_ps(pw, p);
+        float* oh = o + h * d;
+        for (int c = 0; c < d; c += 16) {
+            __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(oh + c), _mm512_set1_ps(corr));
+            for (int j = 0; j < n; ++j) acc = _mm512_fmadd_ps(_mm512_set1_ps(pw[j]), _mm512_loadu_ps(v + j * d + c), acc);
+            _mm512_storeu_ps(oh + c, acc);
+        }
+        m[h] = m_new;
+    }
+}
+
+}  // namespace
+
+AttendDecodeBlockFn attend_decode_block() {
+    static const AttendDecodeBlockFn fn = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") ? attend_decode_block_avx512
+                                                                                   : nullptr;
+    }();
+    return fn;
+}
+
+}  // namespace lazyattn::backends::cpu::simd
