@@ -22,6 +22,13 @@ public:
     virtual void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows,
                          int64_t dim, float eps) = 0;
     virtual void matmul(const kernels::MatmulParams& p) = 0;
+    // A weight matrix in the backend's preferred layout, made once at load and passed back as
+    // MatmulParams::w_prepared; nullptr when the backend computes on w as it is.
+    virtual std::shared_ptr<const void> prepare_weight(const void* w, kernels::WeightType type, int64_t in_dim,
+                                                       int64_t out_dim) {
+        (void)w, (void)type, (void)in_dim, (void)out_dim;
+        return nullptr;
+    }
     // out = silu(gate) * up over n elements.
     virtual void swiglu(const float* gate, const float* up, float* out, int64_t n) = 0;
     // x += y over n elements.

@@ -13,8 +13,22 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, backend::B
     LA_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(*m->file_));
     LA_RETURN_IF_ERROR(m->config_.validate());
     LA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_, options));
+    m->prepare_weights();
     m->init_rope();
     return m;
+}
+
+void Model::prepare_weights() {
+    auto prepare = [&](Linear& lin) {
+        if (lin.type != kernels::WeightType::kF32 && lin.out_dim > 0) {
+            lin.prepared = backend_->prepare_weight(lin.w_quant, lin.type, lin.in_dim, lin.out_dim);
+        }
+    };
+    prepare(weights_.token_embd);
+    prepare(weights_.lm_head);
+    for (LayerWeights& lw : weights_.layers) {
+        for (Linear* lin : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) prepare(*lin);
+    }
 }
 
 void Model::init_rope() {

@@ -34,6 +34,8 @@ public:
 private:
     Model() = default;
     void init_rope();
+    // Lets the backend lay the quantized matrices out its own way (e.g. repacked rows).
+    void prepare_weights();
     void run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n);
 
     std::unique_ptr<loader::GgufFile> file_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/status.h"
@@ -20,13 +21,14 @@ struct Linear {
     std::vector<float> w_f32;           // [out_dim, in_dim] when type == kF32
     const void* w_quant = nullptr;      // quantized rows inside the mapped file otherwise
     kernels::WeightType type = kernels::WeightType::kF32;
+    std::shared_ptr<const void> prepared;  // the backend's layout of w_quant (Backend::prepare_weight)
     std::vector<float> bias;            // [out_dim] or empty
     int64_t in_dim = 0;
     int64_t out_dim = 0;
 
     const void* data() const { return type == kernels::WeightType::kF32 ? static_cast<const void*>(w_f32.data()) : w_quant; }
     kernels::MatmulParams params(const float* x, float* y, int64_t num_rows) const {
-        return {x, data(), type, bias.empty() ? nullptr : bias.data(), y, num_rows, in_dim, out_dim};
+        return {x, data(), type, bias.empty() ? nullptr : bias.data(), y, num_rows, in_dim, out_dim, prepared.get()};
     }
     // Row `r` as fp32 (an embedding lookup).
     void row(int64_t r, float* out) const;

@@ -120,30 +120,56 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                             EXPECT_EQ(a.ds_row(r)[2 * b + 1], fp16_to_fp32(xq[r * nb + b].s));
                         }
                     }
-                    std::vector<float> y(rows * out);
                     const int kind = backends::cpu::simd::QuantGemmKernels::kind(t);
+                    auto check = [&](const std::vector<float>& y, const char* path) {
+                        for (int64_t r = 0; r < rows; ++r) {
+                            for (int64_t o = 0; o < out; ++o) {
+                                const float ref = want(r, o);
+                                EXPECT_NEAR(y[r * out + o], ref, 1e-5 * std::max(1.0f, std::fabs(ref)) + 1e-4)
+                                    << path << " type " << int(t) << " n " << n << " row " << r << " out " << o;
+                            }
+                        }
+                    };
+                    std::vector<float> y(rows * out, -9.0f);
                     if (pairs) {  // gemv (Q4: pair order; Q8_0: natural order)
                         for (int64_t r = 0; r < rows; r += 4) {
                             g->gemv[kind](w.data(), rb, 0, out, a.from_row(r), int(std::min<int64_t>(4, rows - r)),
                                           y.data() + r * out, out, nullptr);
                         }
+                        check(y, "gemv");
+                        continue;
                     }
-                    if (!pairs) {  // gemm on repacked tiles (natural order)
-                        std::vector<uint8_t> buf(backends::cpu::simd::kGemmTileRows * nb * backends::cpu::simd::kPackedBytesPerRowBlock + 64);
-                        auto* packed = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
-                        for (int64_t o0 = 0; o0 < out; o0 += backends::cpu::simd::kGemmTileRows) {
-                            const int nw = int(std::min<int64_t>(backends::cpu::simd::kGemmTileRows, out - o0));
-                            g->pack[kind](w.data() + o0 * rb, rb, nw, nb, packed);
-                            g->gemm_tile[kind](packed, nb, a, 0, rows, y.data() + o0, out, nw, nullptr);
+                    // gemm on tiles repacked per call (natural order)
+                    std::vector<uint8_t> buf(backends::cpu::simd::kGemmTileRows * nb * backends::cpu::simd::kPackedBytesPerRowBlock + 64);
+                    auto* packed = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+                    for (int64_t o0 = 0; o0 < out; o0 += backends::cpu::simd::kGemmTileRows) {
+                        const int nw = int(std::min<int64_t>(backends::cpu::simd::kGemmTileRows, out - o0));
+                        g->pack[kind](w.data() + o0 * rb, rb, nw, nb, packed);
+                        g->gemm_tile[kind](packed, nb, a, 0, rows, y.data() + o0, out, nw, nullptr);
+                    }
+                    check(y, "gemm");
+                    if (g->repack_r16[kind] == nullptr) continue;
+                    // Weights repacked at load (16-row groups): gemv in two slices of groups, as two
+                    // threads would split it, and gemm tiles unpacked from the repacked form.
+                    std::vector<uint8_t> r16(backends::cpu::simd::r16_bytes(t, out, nb));
+                    g->repack_r16[kind](w.data(), rb, out, nb, r16.data());
+                    const int64_t groups = (out + backends::cpu::simd::kR16Rows - 1) / backends::cpu::simd::kR16Rows;
+                    std::fill(y.begin(), y.end(), -9.0f);
+                    for (int64_t r = 0; r < rows; r += 4) {
+                        for (const auto [g0, g1] : {std::pair<int64_t, int64_t>{0, 1}, {1, groups}}) {
+                            g->gemv_r16[kind](r16.data(), nb, g0, g1, out, a.from_row(r), int(std::min<int64_t>(4, rows - r)),
+                                              y.data() + r * out, out, nullptr);
                         }
                     }
-                    for (int64_t r = 0; r < rows; ++r) {
-                        for (int64_t o = 0; o < out; ++o) {
-                            const float ref = want(r, o);
-                            EXPECT_NEAR(y[r * out + o], ref, 1e-5 * std::max(1.0f, std::fabs(ref)) + 1e-4)
-                                << "type " << int(t) << " n " << n << " pairs " << pairs << " row " << r << " out " << o;
-                        }
+                    check(y, "gemv on repacked weights");
+                    std::fill(y.begin(), y.end(), -9.0f);
+                    for (int64_t tile = 0; tile * backends::cpu::simd::kGemmTileRows < out; ++tile) {
+                        const int64_t o0 = tile * backends::cpu::simd::kGemmTileRows;
+                        const int nw = int(std::min<int64_t>(backends::cpu::simd::kGemmTileRows, out - o0));
+                        g->pack_from_r16[kind](r16.data(), nb, tile, groups, packed);
+                        g->gemm_tile[kind](packed, nb, a, 0, rows, y.data() + o0, out, nw, nullptr);
                     }
+                    check(y, "gemm on repacked weights");
                 }
             }
         }
@@ -161,9 +187,17 @@ TEST_P(QuantMatmulTest, BackendMatchesReferenceAndDequantizedFp32) {
         const auto w = quantize_weights(t, wf);
         const auto x = testing::random_floats(rng, int64_t(rows) * in, -4, 4);
         const auto bias = testing::random_floats(rng, out);
-        std::vector<float> got(int64_t(rows) * out), want(got.size());
-        be->matmul({x.data(), w.data(), static_cast<kernels::WeightType>(t), bias.data(), got.data(), rows, in, out});
+        std::vector<float> want(int64_t(rows) * out);
         kernels::ref::quant_matmul(t, w.data(), x.data(), want.data(), rows, in, out);
+        // As loaded (GGUF layout) and, where the CPU has repacked kernels, as the backend prepares it.
+        const auto wt = static_cast<kernels::WeightType>(t);
+        const auto prepared = be->prepare_weight(w.data(), wt, in, out);
+        std::vector<const void*> layouts{nullptr};
+        if (prepared != nullptr) layouts.push_back(prepared.get());
+        for (const void* w_prepared : layouts) {
+        SCOPED_TRACE(w_prepared != nullptr ? "repacked weights" : "GGUF layout");
+        std::vector<float> got(int64_t(rows) * out, -9.0f);
+        be->matmul({x.data(), w.data(), wt, bias.data(), got.data(), rows, in, out, w_prepared});
         // Dequantized weights in fp32: the only difference is the 8-bit activations.
         std::vector<float> wd(wf.size());
         ASSERT_TRUE(loader::dequantize_row(static_cast<loader::GgmlType>(t), w.data(), wd.data(), int64_t(wd.size())).ok());
@@ -190,6 +224,7 @@ TEST_P(QuantMatmulTest, BackendMatchesReferenceAndDequantizedFp32) {
                     << "type " << int(t) << " row " << r << " out " << o;
                 EXPECT_NEAR(y, exact, bound + 1e-4) << "type " << int(t) << " row " << r << " out " << o;
             }
+        }
         }
     }
 }

@@ -43,6 +43,10 @@ public:
             for (int64_t r = 0; r < p.num_rows; ++r) add_inplace(p.y + r * p.out_dim, p.bias, p.out_dim);
         }
     }
+    std::shared_ptr<const void> prepare_weight(const void* w, kernels::WeightType type, int64_t in_dim,
+                                               int64_t out_dim) override {
+        return prepare_quant_weight(w, type, in_dim, out_dim);
+    }
     void swiglu(const float* gate, const float* up, float* out, int64_t n) override {
         cpu::swiglu(gate, up, out, n, pool_);
     }

@@ -1,6 +1,7 @@
 #include "backends/cpu/quant_matmul.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "backends/cpu/simd/quant_dot.h"
 #include "kernels/params/quant_blocks.h"
@@ -23,11 +24,28 @@ void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKer
     const size_t rb = nb * kernels::weight_block_bytes(type);
     const auto* w = static_cast<const uint8_t*>(p.w);
     const bool gemm = p.num_rows >= kGemmMinRows;
+    const bool r16 = p.w_prepared != nullptr && g.gemv_r16[kind] != nullptr;
     scratch.resize(QuantActs::bytes(p.num_rows, nb));
-    const QuantActs a = QuantActs::in(scratch.data(), p.num_rows, nb, !gemm && type != QuantWeight::kQ8_0);
+    const QuantActs a = QuantActs::in(scratch.data(), p.num_rows, nb, !gemm && !r16 && type != QuantWeight::kQ8_0);
     pool.parallel_for(p.num_rows, [&](int64_t r) { g.prepare_row(p.x + r * p.in_dim, a, r, type); }, 8);
     const int threads = pool.num_threads();
 
+    if (!gemm && r16) {
+        // Decode on repacked weights: each thread takes runs of 16-row groups.
+        const auto* packed = static_cast<const uint8_t*>(p.w_prepared);
+        const int64_t groups = (p.out_dim + simd::kR16Rows - 1) / simd::kR16Rows;
+        const int64_t per_chunk = std::max<int64_t>(2, (groups + 4 * threads - 1) / (4 * threads) + 1) / 2 * 2;
+        const int64_t num_chunks = (groups + per_chunk - 1) / per_chunk;
+        pool.parallel_for(num_chunks, [&](int64_t c) {
+            const int64_t g0 = c * per_chunk, g1 = std::min(groups, g0 + per_chunk);
+            for (int64_t r = 0; r < p.num_rows; r += 4) {
+                const int rows = int(std::min<int64_t>(4, p.num_rows - r));
+                g.gemv_r16[kind](packed, nb, g0, g1, p.out_dim, a.from_row(r), rows, p.y + r * p.out_dim, p.out_dim,
+                                 p.bias);
+            }
+        });
+        return;
+    }
     if (!gemm) {
         // Decode: every thread streams its own slice of the weight rows once; a few slices per
         // thread keep the load even when a core is busy elsewhere.
@@ -58,7 +76,12 @@ void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKer
         const int nw = int(std::min<int64_t>(simd::kGemmTileRows, p.out_dim - o0));
         const int64_t r0 = chunk * rows_per_chunk, r1 = std::min(p.num_rows, r0 + rows_per_chunk);
         if (r0 >= r1) return;
-        g.pack[kind](w + o0 * rb, rb, nw, nb, packed);
+        if (r16) {
+            g.pack_from_r16[kind](static_cast<const uint8_t*>(p.w_prepared), nb, tile,
+                                  (p.out_dim + simd::kR16Rows - 1) / simd::kR16Rows, packed);
+        } else {
+            g.pack[kind](w + o0 * rb, rb, nw, nb, packed);
+        }
         g.gemm_tile[kind](packed, nb, a, r0, r1, p.y + o0, p.out_dim, nw, p.bias != nullptr ? p.bias + o0 : nullptr);
     });
 }
@@ -100,6 +123,21 @@ void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
             }
         }
     });
+}
+
+std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightType wt, int64_t in_dim,
+                                                 int64_t out_dim) {
+    const auto* g = simd::quant_kernels().gemm;
+    if (wt == kernels::WeightType::kF32 || g == nullptr || in_dim % kernels::kQuantBlock != 0) return nullptr;
+    const QuantWeight type = static_cast<QuantWeight>(wt);
+    const int kind = simd::QuantGemmKernels::kind(type);
+    if (g->repack_r16[kind] == nullptr) return nullptr;
+    const int64_t nb = in_dim / kernels::kQuantBlock;
+    const size_t bytes = simd::r16_bytes(type, out_dim, nb);
+    auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    if (dst == nullptr) return nullptr;  // no memory: compute on the original layout
+    g->repack_r16[kind](static_cast<const uint8_t*>(w), nb * kernels::weight_block_bytes(type), out_dim, nb, dst);
+    return std::shared_ptr<const void>(dst, [](const void* q) { std::free(const_cast<void*>(q)); });
 }
 
 }  // namespace lazyattn::backends::cpu

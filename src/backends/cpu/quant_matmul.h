@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -13,5 +14,10 @@ namespace lazyattn::backends::cpu {
 
 // p.w_type must be a quantized type (not kF32). `scratch` holds the quantized activations.
 void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch);
+
+// The weight repacked for this CPU's kernels (simd/quant_gemm.h, lanes = rows), or nullptr where
+// the CPU or the type has no repacked kernels.
+std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightType type, int64_t in_dim,
+                                                 int64_t out_dim);
 
 }  // namespace lazyattn::backends::cpu

@@ -18,6 +18,9 @@ struct MatmulParams {
     int64_t num_rows;
     int64_t in_dim;
     int64_t out_dim;
+    // The backend's own form of w made at load (Backend::prepare_weight), or nullptr. Backends
+    // that made one read it instead of w.
+    const void* w_prepared = nullptr;
 };
 
 }  // namespace lazyattn::kernels

@@ -70,12 +70,39 @@ using GemmTileFn = void (*)(const uint8_t* packed, int64_t nb, const QuantActs& 
 constexpr int kGemmTileRows = 32;
 constexpr size_t kPackedBytesPerRowBlock = 40;  // 32 u8 values + fp32 d and m
 
+// Q4_0/Q4_1 weights repacked once at load (Backend::prepare_weight) with lanes = rows, still 4-bit:
+// groups of 16 weight rows; per group and block, four 64-byte vectors where vector t holds, for
+// each of the 16 rows, the block's qs bytes [4t, 4t + 4) (low nibbles: values 4t..4t+3, high
+// nibbles: values 16+4t..16+4t+3), then the 16 fp16 d, then (Q4_1) the 16 fp16 m. Groups are
+// contiguous ([group][block]); rows past out_dim are zero (d = 0). The same bytes per weight as
+// GGUF, but a decode step unpacks 16 rows per instruction instead of unpacking scales per block.
+constexpr int kR16Rows = 16;
+inline size_t r16_block_bytes(kernels::QuantWeight w) { return w == kernels::QuantWeight::kQ4_1 ? 320 : 288; }
+inline size_t r16_bytes(kernels::QuantWeight w, int64_t out_dim, int64_t nb) {
+    return size_t((out_dim + kR16Rows - 1) / kR16Rows) * size_t(nb) * r16_block_bytes(w);
+}
+inline bool has_r16(kernels::QuantWeight w) { return w != kernels::QuantWeight::kQ8_0; }
+
+// Repacks GGUF rows (out_dim rows of w_row_bytes) into `dst` (r16_bytes, any alignment).
+using RepackR16Fn = void (*)(const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t nb, uint8_t* dst);
+// y[r * y_stride + o] = dot(row o, activation row r) (+ bias[o]) for the rows o of groups
+// [g_begin, g_end) below out_dim, r < num_rows <= 4 (activations in natural order).
+using GemvR16Fn = void (*)(const uint8_t* r16, int64_t nb, int64_t g_begin, int64_t g_end, int64_t out_dim,
+                           const QuantActs& a, int num_rows, float* y, int64_t y_stride, const float* bias);
+// Unpacks groups [2 * tile, 2 * tile + 2) of a repacked matrix (num_groups in all) into the gemm
+// tile layout PackTileFn writes.
+using PackTileR16Fn = void (*)(const uint8_t* r16, int64_t nb, int64_t tile, int64_t num_groups, uint8_t* packed);
+
 struct QuantGemmKernels {
     PrepareRowFn prepare_row;
     // Indexed by kind(): Q4_0, Q4_1, Q8_0.
     GemvFn gemv[3];
     PackTileFn pack[3];
     GemmTileFn gemm_tile[3];
+    // Repacked weights (Q4_0, Q4_1; nullptr for Q8_0).
+    RepackR16Fn repack_r16[3];
+    GemvR16Fn gemv_r16[3];
+    PackTileR16Fn pack_from_r16[3];
 
     static int kind(kernels::QuantWeight w) {
         return w == kernels::QuantWeight::kQ4_0 ? 0 : w == kernels::QuantWeight::kQ4_1 ? 1 : 2;

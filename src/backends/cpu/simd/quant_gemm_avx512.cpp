@@ -3,6 +3,7 @@
 // quant_dot_dispatch.cpp.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/simd/quant_dot_impl.h"
@@ -281,6 +282,146 @@ LA_AVX512 void gemm_tile_avx512(const uint8_t* packed, int64_t nb, const QuantAc
     }
 }
 
+// ---- weights repacked at load: groups of 16 rows, lanes = rows, 4-bit (quant_gemm.h) ----------
+
+template <int K>
+constexpr size_t kR16BlockBytes = K == kQ4_1 ? 320 : 288;
+
+template <int K>
+void repack_r16(const uint8_t* w, size_t rb, int64_t out_dim, int64_t nb, uint8_t* dst) {
+    constexpr size_t bs = kBlockBytes[K];
+    const int64_t groups = (out_dim + kR16Rows - 1) / kR16Rows;
+    for (int64_t g = 0; g < groups; ++g) {
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t* pb = dst + (g * nb + b) * kR16BlockBytes<K>;
+            std::memset(pb, 0, kR16BlockBytes<K>);
+            for (int i = 0; i < kR16Rows && g * kR16Rows + i < out_dim; ++i) {
+                const uint8_t* blk = w + (g * kR16Rows + i) * rb + b * bs;
+                for (int t = 0; t < 4; ++t) std::memcpy(pb + 64 * t + 4 * i, blk + kQsOffset[K] + 4 * t, 4);
+                std::memcpy(pb + 256 + 2 * i, blk, 2);                          // d
+                if constexpr (K == kQ4_1) std::memcpy(pb + 288 + 2 * i, blk + 2, 2);  // m
+            }
+        }
+    }
+}
+
+// NG groups (16 rows each) x R activation rows, all blocks. pw: the first group's block 0.
+template <int K, int NG, int R>
+LA_AVX512 void gemv_r16_groups(const uint8_t* pw, int64_t nb, const QuantActs& a, __m512 acc[NG][R]) {
+    constexpr size_t bb = kR16BlockBytes<K>;
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int g = 0; g < NG; ++g) {
+        for (int r = 0; r < R; ++r) acc[g][r] = _mm512_setzero_ps();
+    }
+    const int64_t group_stride = nb * bb;
+    for (int64_t b = 0; b < nb; ++b) {
+        __m512i isum[NG][R];
+        for (int r = 0; r < R; ++r) {
+            const __m512i init = K == kQ4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(a.corr_row(r)[b]);
+            for (int g = 0; g < NG; ++g) isum[g][r] = init;
+        }
+        for (int t = 0; t < 4; ++t) {
+            __m512i xlo[R], xhi[R];
+            for (int r = 0; r < R; ++r) {
+                const int8_t* xq = a.qs_row(r) + 32 * b + 4 * t;
+                xlo[r] = _mm512_set1_epi32(int(load_u32(xq)));
+                xhi[r] = _mm512_set1_epi32(int(load_u32(xq + 16)));
+            }
+            for (int g = 0; g < NG; ++g) {
+                const __m512i wv = _mm512_loadu_si512(pw + g * group_stride + b * bb + 64 * t);
+                const __m512i lo = _mm512_and_si512(wv, low4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4);
+                for (int r = 0; r < R; ++r) {
+                    isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], lo, xlo[r]);
+                    isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], hi, xhi[r]);
+                }
+            }
+        }
+        for (int g = 0; g < NG; ++g) {
+            const uint8_t* pb = pw + g * group_stride + b * bb;
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 256)));
+            for (int r = 0; r < R; ++r) {
+                acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][r]), _mm512_mul_ps(d, _mm512_set1_ps(a.ds_row(r)[2 * b])),
+                                            acc[g][r]);
+            }
+            if constexpr (K == kQ4_1) {
+                const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 288)));
+                for (int r = 0; r < R; ++r) acc[g][r] = _mm512_fmadd_ps(m, _mm512_set1_ps(a.ds_row(r)[2 * b + 1]), acc[g][r]);
+            }
+        }
+    }
+}
+
+// Writes group g's 16 outputs per activation row (rows past out_dim are not written).
+template <int R>
+LA_AVX512 inline void store_r16(int64_t g, const __m512* acc_g, int64_t out_dim, float* y, int64_t ys,
+                                const float* bias) {
+    const int64_t o = g * kR16Rows;
+    const int64_t n = std::min<int64_t>(kR16Rows, out_dim - o);
+    const __mmask16 mask = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    const __m512 bv = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias + o) : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + r * ys + o, mask, _mm512_add_ps(acc_g[r], bv));
+}
+
+template <int K, int R>
+LA_AVX512 void gemv_r16_rows(const uint8_t* r16, int64_t nb, int64_t g0, int64_t g1, int64_t out_dim,
+                             const QuantActs& a, float* y, int64_t ys, const float* bias) {
+    constexpr int NG = R <= 2 ? 2 : 1;
+    const size_t group_bytes = size_t(nb) * kR16BlockBytes<K>;
+    auto store = [&](int64_t g, const __m512* acc_g) { store_r16<R>(g, acc_g, out_dim, y, ys, bias); };
+    int64_t g = g0;
+    for (; g + NG <= g1; g += NG) {
+        __m512 acc[NG][R];
+        gemv_r16_groups<K, NG, R>(r16 + g * group_bytes, nb, a, acc);
+        for (int i = 0; i < NG; ++i) store(g + i, acc[i]);
+    }
+    for (; g < g1; ++g) {
+        __m512 acc[1][R];
+        gemv_r16_groups<K, 1, R>(r16 + g * group_bytes, nb, a, acc);
+        store(g, acc[0]);
+    }
+}
+
+template <int K>
+LA_AVX512 void gemv_r16_avx512(const uint8_t* r16, int64_t nb, int64_t g0, int64_t g1, int64_t out_dim,
+                               const QuantActs& a, int rows, float* y, int64_t ys, const float* bias) {
+    switch (rows) {
+        case 1: gemv_r16_rows<K, 1>(r16, nb, g0, g1, out_dim, a, y, ys, bias); break;
+        case 2: gemv_r16_rows<K, 2>(r16, nb, g0, g1, out_dim, a, y, ys, bias); break;
+        case 3: gemv_r16_rows<K, 3>(r16, nb, g0, g1, out_dim, a, y, ys, bias); break;
+        default: gemv_r16_rows<K, 4>(r16, nb, g0, g1, out_dim, a, y, ys, bias); break;
+    }
+}
+
+template <int K>
+LA_AVX512 void pack_from_r16_avx512(const uint8_t* r16, int64_t nb, int64_t tile, int64_t num_groups, uint8_t* packed) {
+    constexpr size_t bb = kR16BlockBytes<K>;
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* pb = packed + b * kPackedBlockBytes;
+        auto* d = reinterpret_cast<float*>(pb + 1024);
+        for (int h = 0; h < 2; ++h) {
+            const int64_t g = 2 * tile + h;
+            if (g >= num_groups) {
+                for (int j = 0; j < 8; ++j) _mm512_store_si512(pb + j * 128 + 64 * h, _mm512_setzero_si512());
+                _mm512_store_ps(d + 16 * h, _mm512_setzero_ps());
+                _mm512_store_ps(d + 32 + 16 * h, _mm512_setzero_ps());
+                continue;
+            }
+            const uint8_t* src = r16 + (g * nb + b) * bb;
+            for (int t = 0; t < 4; ++t) {
+                const __m512i wv = _mm512_loadu_si512(src + 64 * t);
+                _mm512_store_si512(pb + t * 128 + 64 * h, _mm512_and_si512(wv, low4));
+                _mm512_store_si512(pb + (t + 4) * 128 + 64 * h, _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4));
+            }
+            _mm512_store_ps(d + 16 * h, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 256))));
+            _mm512_store_ps(d + 32 + 16 * h,
+                            K == kQ4_1 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 288)))
+                                       : _mm512_setzero_ps());
+        }
+    }
+}
+
 }  // namespace
 
 const QuantGemmKernels kAvx512GemmKernels = {
@@ -288,6 +429,9 @@ const QuantGemmKernels kAvx512GemmKernels = {
     {gemv_avx512<kQ4_0>, gemv_avx512<kQ4_1>, gemv_avx512<kQ8_0>},
     {pack_avx512<kQ4_0>, pack_avx512<kQ4_1>, pack_avx512<kQ8_0>},
     {gemm_tile_avx512<kQ4_0>, gemm_tile_avx512<kQ4_1>, gemm_tile_avx512<kQ8_0>},
+    {repack_r16<kQ4_0>, repack_r16<kQ4_1>, nullptr},
+    {gemv_r16_avx512<kQ4_0>, gemv_r16_avx512<kQ4_1>, nullptr},
+    {pack_from_r16_avx512<kQ4_0>, pack_from_r16_avx512<kQ4_1>, nullptr},
 };
 
 }  // namespace lazyattn::backends::cpu::simd
