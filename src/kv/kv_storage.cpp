@@ -6,11 +6,9 @@
 namespace lazyattn::kv {
 
 KvStorage::KvStorage(const KvShape& shape) : shape_(shape) {
-    k_.resize(shape.num_layers);
-    v_.resize(shape.num_layers);
     for (int32_t l = 0; l < shape.num_layers; ++l) {
-        k_[l].assign(shape.floats_per_layer(), 0.0f);
-        v_[l].assign(shape.floats_per_layer(), 0.0f);
+        k_.emplace_back(sizeof(float) * shape.floats_per_layer());
+        v_.emplace_back(sizeof(float) * shape.floats_per_layer());
     }
 }
 

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/large_buffer.h"
+
 namespace lazyattn::kv {
 
 struct KvShape {
@@ -27,10 +29,10 @@ class KvStorage {
 public:
     explicit KvStorage(const KvShape& shape);
     const KvShape& shape() const { return shape_; }
-    float* k(int32_t layer) { return k_[layer].data(); }
-    float* v(int32_t layer) { return v_[layer].data(); }
-    const float* k(int32_t layer) const { return k_[layer].data(); }
-    const float* v(int32_t layer) const { return v_[layer].data(); }
+    float* k(int32_t layer) { return reinterpret_cast<float*>(k_[layer].data()); }
+    float* v(int32_t layer) { return reinterpret_cast<float*>(v_[layer].data()); }
+    const float* k(int32_t layer) const { return reinterpret_cast<const float*>(k_[layer].data()); }
+    const float* v(int32_t layer) const { return reinterpret_cast<const float*>(v_[layer].data()); }
 
     // Writes rows of new keys/values ([num_rows, num_kv_heads, head_dim]) to their slots
     // (slot = block * block_size + offset).
@@ -41,7 +43,7 @@ public:
 
 private:
     KvShape shape_;
-    std::vector<std::vector<float>> k_, v_;
+    std::vector<LargeBuffer> k_, v_;
 };
 
 }  // namespace lazyattn::kv

@@ -45,7 +45,7 @@ public:
     }
     std::shared_ptr<const void> prepare_weight(const void* w, kernels::WeightType type, int64_t in_dim,
                                                int64_t out_dim) override {
-        return prepare_quant_weight(w, type, in_dim, out_dim);
+        return prepare_quant_weight(w, type, in_dim, out_dim, weight_arena_);
     }
     void swiglu(const float* gate, const float* up, float* out, int64_t n) override {
         cpu::swiglu(gate, up, out, n, pool_);
@@ -57,6 +57,7 @@ public:
 private:
     ThreadPool pool_;
     std::vector<uint8_t> scratch_;  // quantized activations
+    WeightArena weight_arena_;
 };
 
 }  // namespace

@@ -1,9 +1,9 @@
 #include "backends/cpu/quant_matmul.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "backends/cpu/simd/quant_dot.h"
+#include "core/large_buffer.h"
 #include "kernels/params/quant_blocks.h"
 
 namespace lazyattn::backends::cpu {
@@ -125,8 +125,19 @@ void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
     });
 }
 
+uint8_t* WeightArena::allocate(size_t bytes) {
+    bytes = (bytes + 63) / 64 * 64;
+    if (chunk_ == nullptr || used_ + bytes > chunk_->size()) {
+        chunk_ = std::make_shared<LargeBuffer>(std::max(bytes, kChunkBytes));
+        used_ = 0;
+    }
+    uint8_t* p = chunk_->data() + used_;
+    used_ += bytes;
+    return p;
+}
+
 std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightType wt, int64_t in_dim,
-                                                 int64_t out_dim) {
+                                                 int64_t out_dim, WeightArena& arena) {
     const auto* g = simd::quant_kernels().gemm;
     if (wt == kernels::WeightType::kF32 || g == nullptr || in_dim % kernels::kQuantBlock != 0) return nullptr;
     const QuantWeight type = static_cast<QuantWeight>(wt);
@@ -134,10 +145,9 @@ std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightT
     if (g->repack_r16[kind] == nullptr) return nullptr;
     const int64_t nb = in_dim / kernels::kQuantBlock;
     const size_t bytes = simd::r16_bytes(type, out_dim, nb);
-    auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    if (dst == nullptr) return nullptr;  // no memory: compute on the original layout
+    uint8_t* dst = arena.allocate(bytes);
     g->repack_r16[kind](static_cast<const uint8_t*>(w), nb * kernels::weight_block_bytes(type), out_dim, nb, dst);
-    return std::shared_ptr<const void>(dst, [](const void* q) { std::free(const_cast<void*>(q)); });
+    return std::shared_ptr<const void>(arena.current_chunk(), dst);
 }
 
 }  // namespace lazyattn::backends::cpu

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/large_buffer.h"
 #include "core/thread_pool.h"
 #include "kernels/params/matmul_params.h"
 
@@ -15,9 +16,22 @@ namespace lazyattn::backends::cpu {
 // p.w_type must be a quantized type (not kF32). `scratch` holds the quantized activations.
 void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch);
 
-// The weight repacked for this CPU's kernels (simd/quant_gemm.h, lanes = rows), or nullptr where
-// the CPU or the type has no repacked kernels.
+// Memory for repacked weights: matrices are packed back to back into large chunks (huge-page
+// candidates, see core/large_buffer.h); each matrix keeps its chunk alive.
+class WeightArena {
+public:
+    uint8_t* allocate(size_t bytes);  // 64-byte aligned, zeroed
+    const std::shared_ptr<LargeBuffer>& current_chunk() const { return chunk_; }
+
+private:
+    static constexpr size_t kChunkBytes = size_t(32) << 20;
+    std::shared_ptr<LargeBuffer> chunk_;
+    size_t used_ = 0;
+};
+
+// The weight repacked for this CPU's kernels (simd/quant_gemm.h, lanes = rows) in `arena`, or
+// nullptr where the CPU or the type has no repacked kernels.
 std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightType type, int64_t in_dim,
-                                                 int64_t out_dim);
+                                                 int64_t out_dim, WeightArena& arena);
 
 }  // namespace lazyattn::backends::cpu

@@ -1,0 +1,35 @@
+// LargeBuffer: a zeroed, 64-byte-aligned heap block for the big arrays that kernels stream (the KV
+// pool, repacked weights). Blocks of 2 MiB and more are aligned to 2 MiB and advised as huge-page
+// candidates: attention and decode matmuls jump between 4 KiB-sized pieces of such arrays, and
+// with 4 KiB pages nearly every piece costs a TLB miss.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace lazyattn {
+
+class LargeBuffer {
+public:
+    LargeBuffer() = default;
+    // Throws std::bad_alloc when the memory cannot be had.
+    explicit LargeBuffer(size_t bytes);
+    ~LargeBuffer();
+    LargeBuffer(LargeBuffer&& other) noexcept : data_(other.data_), size_(other.size_) {
+        other.data_ = nullptr;
+        other.size_ = 0;
+    }
+    LargeBuffer& operator=(LargeBuffer&& other) noexcept;
+    LargeBuffer(const LargeBuffer&) = delete;
+    LargeBuffer& operator=(const LargeBuffer&) = delete;
+
+    uint8_t* data() { return data_; }
+    const uint8_t* data() const { return data_; }
+    size_t size() const { return size_; }
+
+private:
+    uint8_t* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+}  // namespace lazyattn
