@@ -31,6 +31,14 @@ inline std::vector<float> random_floats(std::mt19937_64& rng, size_t n, float lo
 }
 
 // Max |a-b| / max(|b|, floor) over all elements; fails on NaN or size mismatch.
+// max |a - b| relative to the largest |b| (logits: a difference relative to their scale).
+inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = 0.0, scale = 1e-6;
+    for (float x : b) scale = std::max(scale, double(std::fabs(x)));
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]) / scale);
+    return worst;
+}
+
 inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rel_tol,
                          double abs_floor, const char* what) {
     ASSERT_EQ(got.size(), want.size()) << what;

@@ -8,9 +8,13 @@
 
 namespace {
 
-void add_common(CLI::App* cmd, lazyattn::cli::CommonOptions& o) {
+void add_common(CLI::App* cmd, lazyattn::cli::CommonOptions& o, bool with_kv = true) {
     cmd->add_option("--model", o.model_path, "GGUF model file (default: the embedded SmolLM2-135M)");
     cmd->add_option("--threads", o.num_threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+    if (with_kv) {
+        cmd->add_option("--kv-dtype", o.kv_dtype, "KV cache element type: f16 (default), bf16 or f32")
+            ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+    }
 }
 
 }  // namespace
@@ -48,7 +52,7 @@ int main(int argc, char** argv) {
 
     CommonOptions info;
     CLI::App* i = app.add_subcommand("info", "print the model description");
-    add_common(i, info);
+    add_common(i, info, false);
 
     RagDemoOptions demo;
     CLI::App* d = app.add_subcommand("demo", "RAG demo: 2WikiMultihopQA questions, documents shuffled between runs");

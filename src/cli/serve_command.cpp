@@ -25,6 +25,7 @@ int fail(const Status& st, int code = 1) {
 
 Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     engine::EngineConfig ec;
+    LA_ASSIGN_OR_RETURN(ec.kv_dtype, engine::parse_kv_dtype(o.common.kv_dtype));
     LA_ASSIGN_OR_RETURN(ec.cache_mode, engine::parse_cache_mode(o.cache_mode));
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.kv_num_blocks = o.kv_blocks;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "kernels/params/attention_params.h"
 
 namespace lazyattn::engine {
 
@@ -19,6 +20,10 @@ enum class CacheMode {
 
 Expected<CacheMode> parse_cache_mode(std::string_view name);
 const char* cache_mode_name(CacheMode mode);
+
+// The KV cache's element type by name: f32, f16 or bf16.
+Expected<kernels::KvDtype> parse_kv_dtype(std::string_view name);
+const char* kv_dtype_name(kernels::KvDtype dtype);
 
 inline bool segments_are_blocks(CacheMode m) {
     return m == CacheMode::kLazy || m == CacheMode::kLazyK || m == CacheMode::kBlockAttn;

@@ -13,7 +13,10 @@ namespace lazyattn::engine {
 struct EngineConfig {
     CacheMode cache_mode = CacheMode::kLazy;
     int32_t block_size = 16;
-    int32_t kv_cache_mb = 512;       // the KV pool: K and V of every layer, fp32
+    int32_t kv_cache_mb = 512;       // the KV pool: K and V of every layer
+    // Element type of the KV pool. 16-bit types halve the memory per cached token (twice the
+    // documents in the same pool) and the bytes attention reads per decode step.
+    kernels::KvDtype kv_dtype = kernels::KvDtype::kF16;
     int32_t kv_num_blocks = 0;       // exact pool size in blocks; 0 = as many as kv_cache_mb holds
     int32_t max_batch_tokens = 512;  // rows per forward step (prefill is chunked to this)
     int32_t max_num_seqs = 64;       // requests admitted (holding KV) at once
@@ -31,6 +34,7 @@ struct EngineConfig {
 };
 
 // The pool shape for a model: as many blocks as fit in pool_bytes.
-kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, int64_t pool_bytes);
+kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, int64_t pool_bytes,
+                         kernels::KvDtype dtype = kernels::KvDtype::kF32);
 
 }  // namespace lazyattn::engine

@@ -8,8 +8,10 @@
 
 namespace lazyattn::engine {
 
-kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, int64_t pool_bytes) {
+kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, int64_t pool_bytes,
+                         kernels::KvDtype dtype) {
     kv::KvShape shape;
+    shape.dtype = dtype;
     shape.num_layers = model.num_layers;
     shape.num_kv_heads = model.num_kv_heads;
     shape.head_dim = model.head_dim;
@@ -33,7 +35,8 @@ Scheduler::Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer,
       tokenizer_(tokenizer),
       config_(config),
       kv_([&] {
-          kv::KvShape shape = kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20);
+          kv::KvShape shape = kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20,
+                                             config.kv_dtype);
           if (config.kv_num_blocks > 0) shape.num_blocks = config.kv_num_blocks;
           return shape;
       }()) {

@@ -193,6 +193,7 @@ Status Scheduler::materialize_copies(SequenceState& s) {
     // request reads only its copy; the cached original returns to the cache.
     const kv::KvShape& shape = kv_.shape();
     std::vector<int32_t> positions;
+    std::vector<float> keys;  // one block's keys in fp32 (the pool may hold 16-bit values)
     for (SegmentPlacement& place : s.kv.segments) {
         if (place.num_tokens == 0 || place.private_copy) continue;
         auto copy = kv_.allocate(int32_t(place.blocks.size()));
@@ -201,10 +202,12 @@ Status Scheduler::materialize_copies(SequenceState& s) {
         kv_.storage().copy_tokens(place.blocks.data(), copy->data(), place.num_tokens);
         const int32_t rows = shape.num_kv_heads * shape.block_size;
         positions.assign(rows, place.logical_start);
+        keys.resize(size_t(shape.elements_per_block()));
         for (int32_t layer = 0; layer < shape.num_layers; ++layer) {
             for (kv::BlockId b : *copy) {
-                float* k = kv_.storage().k(layer) + int64_t(b) * rows * shape.head_dim;
-                model_.backend().rope_apply({k, positions.data(), rows, 1, shape.head_dim, model_.rope()});
+                kv_.storage().read_block_keys(layer, b, keys.data());
+                model_.backend().rope_apply({keys.data(), positions.data(), rows, 1, shape.head_dim, model_.rope()});
+                kv_.storage().write_block_keys(layer, b, keys.data());
             }
         }
         for (kv::BlockId b : place.blocks) {

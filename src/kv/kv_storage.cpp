@@ -3,44 +3,78 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/half_convert.h"
+
 namespace lazyattn::kv {
+namespace {
+
+// n fp32 values to `dtype` at dst.
+void encode(const float* src, KvDtype dtype, void* dst, int64_t n) {
+    switch (dtype) {
+        case KvDtype::kF32: std::memcpy(dst, src, sizeof(float) * n); break;
+        case KvDtype::kF16: fp32_to_fp16_n(src, static_cast<uint16_t*>(dst), n); break;
+        case KvDtype::kBF16: fp32_to_bf16_n(src, static_cast<uint16_t*>(dst), n); break;
+    }
+}
+
+void decode(const void* src, KvDtype dtype, float* dst, int64_t n) {
+    switch (dtype) {
+        case KvDtype::kF32: std::memcpy(dst, src, sizeof(float) * n); break;
+        case KvDtype::kF16: fp16_to_fp32_n(static_cast<const uint16_t*>(src), dst, n); break;
+        case KvDtype::kBF16: bf16_to_fp32_n(static_cast<const uint16_t*>(src), dst, n); break;
+    }
+}
+
+}  // namespace
 
 KvStorage::KvStorage(const KvShape& shape) : shape_(shape) {
     for (int32_t l = 0; l < shape.num_layers; ++l) {
-        k_.emplace_back(sizeof(float) * shape.floats_per_layer());
-        v_.emplace_back(sizeof(float) * shape.floats_per_layer());
+        k_.emplace_back(size_t(shape.elements_per_layer() * element_bytes()));
+        v_.emplace_back(size_t(shape.elements_per_layer() * element_bytes()));
     }
 }
 
 void KvStorage::store(int32_t layer, const float* k_rows, const float* v_rows, const int32_t* slots,
                       int32_t num_rows) {
     const int32_t d = shape_.head_dim, bs = shape_.block_size, nkv = shape_.num_kv_heads;
-    float* kc = k(layer);
-    float* vc = v(layer);
+    const int64_t eb = element_bytes();
+    uint8_t* kc = k_[layer].data();
+    uint8_t* vc = v_[layer].data();
     for (int32_t r = 0; r < num_rows; ++r) {
         const int32_t block = slots[r] / bs, offset = slots[r] % bs;
         for (int32_t h = 0; h < nkv; ++h) {
-            const int64_t dst = ((int64_t(block) * nkv + h) * bs + offset) * d;
+            const int64_t dst = ((int64_t(block) * nkv + h) * bs + offset) * d * eb;
             const int64_t src = (int64_t(r) * nkv + h) * d;
-            std::memcpy(kc + dst, k_rows + src, sizeof(float) * d);
-            std::memcpy(vc + dst, v_rows + src, sizeof(float) * d);
+            encode(k_rows + src, shape_.dtype, kc + dst, d);
+            encode(v_rows + src, shape_.dtype, vc + dst, d);
         }
     }
 }
 
 void KvStorage::copy_tokens(const int32_t* src_blocks, const int32_t* dst_blocks, int32_t num_tokens) {
     const int32_t d = shape_.head_dim, bs = shape_.block_size, nkv = shape_.num_kv_heads;
+    const int64_t eb = element_bytes();
     for (int32_t l = 0; l < shape_.num_layers; ++l) {
         for (int32_t b = 0; b * bs < num_tokens; ++b) {
             const int32_t n = std::min(bs, num_tokens - b * bs);
             for (int32_t h = 0; h < nkv; ++h) {
-                const int64_t src = ((int64_t(src_blocks[b]) * nkv + h) * bs) * d;
-                const int64_t dst = ((int64_t(dst_blocks[b]) * nkv + h) * bs) * d;
-                std::memcpy(k(l) + dst, k(l) + src, sizeof(float) * n * d);
-                std::memcpy(v(l) + dst, v(l) + src, sizeof(float) * n * d);
+                const int64_t src = ((int64_t(src_blocks[b]) * nkv + h) * bs) * d * eb;
+                const int64_t dst = ((int64_t(dst_blocks[b]) * nkv + h) * bs) * d * eb;
+                std::memcpy(k_[l].data() + dst, k_[l].data() + src, size_t(n) * d * eb);
+                std::memcpy(v_[l].data() + dst, v_[l].data() + src, size_t(n) * d * eb);
             }
         }
     }
+}
+
+void KvStorage::read_block_keys(int32_t layer, int32_t block, float* out) const {
+    const int64_t n = shape_.elements_per_block();
+    decode(k_[layer].data() + int64_t(block) * n * element_bytes(), shape_.dtype, out, n);
+}
+
+void KvStorage::write_block_keys(int32_t layer, int32_t block, const float* in) {
+    const int64_t n = shape_.elements_per_block();
+    encode(in, shape_.dtype, k_[layer].data() + int64_t(block) * n * element_bytes(), n);
 }
 
 }  // namespace lazyattn::kv

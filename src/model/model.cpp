@@ -120,6 +120,7 @@ void Model::run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& k
     ap.out = attn_.data();
     ap.k_cache = kv.k(layer);
     ap.v_cache = kv.v(layer);
+    ap.kv_dtype = kv.shape().dtype;
     ap.block_ids = batch.block_ids.data();
     ap.spans = batch.spans.data();
     ap.seqs = batch.seqs.data();

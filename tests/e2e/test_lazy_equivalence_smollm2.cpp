@@ -13,6 +13,7 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "random_inputs.h"
 #include "engine/rag_prompt.h"
 #include "real_model_fixture.h"
 
@@ -31,12 +32,7 @@ engine::RagPromptText question_from_sample(int line_no) {
     return t;
 }
 
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-    double worst = 0.0, scale = 1e-6;
-    for (float x : b) scale = std::max(scale, double(std::fabs(x)));
-    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]) / scale);
-    return worst;
-}
+using testing::max_relative_difference;
 
 engine::LoadedModel* fp32_model() {
     static engine::LoadedModel* model = [] {
@@ -53,6 +49,7 @@ engine::Engine make_engine(engine::CacheMode mode) {
     engine::EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = 256;
+    c.kv_dtype = kernels::KvDtype::kF32;  // exact math: the variants agree to float rounding
     return engine::Engine(*lm->model, *lm->tokenizer, c);
 }
 

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "backend/backend.h"
+#include "core/half_convert.h"
 #include "kernels/ref/reference_ops.h"
 #include "random_inputs.h"
 
@@ -21,6 +22,7 @@ struct Case {
     std::vector<int32_t> num_queries;                // per sequence: query rows at the tail's end
     bool keys_rotated;
     bool neox;
+    kernels::KvDtype kv_dtype = kernels::KvDtype::kF32;
 };
 
 // Builds a random batch in the layout LazyAttention uses: each sequence has segments stored from
@@ -54,6 +56,16 @@ void run_case(const Case& c, std::mt19937_64& rng) {
     const int32_t num_blocks = next_block + 3;
     const int64_t cache_floats = int64_t(num_blocks) * c.num_kv_heads * bs * d;
     auto k = testing::random_floats(rng, cache_floats), v = testing::random_floats(rng, cache_floats);
+    // A 16-bit cache holds the same values rounded; the reference widens them as the kernels do.
+    std::vector<uint16_t> k16(cache_floats), v16(cache_floats);
+    if (c.kv_dtype == kernels::KvDtype::kF16) {
+        fp32_to_fp16_n(k.data(), k16.data(), cache_floats);
+        fp32_to_fp16_n(v.data(), v16.data(), cache_floats);
+    } else if (c.kv_dtype == kernels::KvDtype::kBF16) {
+        fp32_to_bf16_n(k.data(), k16.data(), cache_floats);
+        fp32_to_bf16_n(v.data(), v16.data(), cache_floats);
+    }
+    const bool wide = c.kv_dtype == kernels::KvDtype::kF32;
     const int32_t rows = int32_t(q_pos.size());
     auto q = testing::random_floats(rng, int64_t(rows) * c.num_heads * d, -2.0f, 2.0f);
     std::vector<float> inv_freq(d / 2);
@@ -62,8 +74,9 @@ void run_case(const Case& c, std::mt19937_64& rng) {
     AttentionParams p{};
     p.q = q.data();
     p.q_pos = q_pos.data();
-    p.k_cache = k.data();
-    p.v_cache = v.data();
+    p.k_cache = wide ? static_cast<const void*>(k.data()) : k16.data();
+    p.v_cache = wide ? static_cast<const void*>(v.data()) : v16.data();
+    p.kv_dtype = c.kv_dtype;
     p.block_ids = block_ids.data();
     p.spans = spans.data();
     p.seqs = seqs.data();
@@ -104,6 +117,11 @@ TEST_P(AttentionTest, MatchesReference) {
     run_case({num_heads, num_kv_heads, head_dim, {{300, 333}, {1100, 7}, {513}}, {1, 1, 1}, keys_rotated, false}, rng);
     // Mixed prefill rows and a tail longer than one task chunk.
     run_case({num_heads, num_kv_heads, head_dim, {{989}, {33, 7, 100}}, {99, 100}, keys_rotated, false}, rng);
+    // 16-bit caches, through every path: prefill tiles, decode chunks, partial blocks.
+    for (const auto dtype : {kernels::KvDtype::kF16, kernels::KvDtype::kBF16}) {
+        run_case({num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated, false, dtype}, rng);
+        run_case({num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 7}}, {1, 1, 1}, keys_rotated, true, dtype}, rng);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,

@@ -36,7 +36,7 @@ TEST(QuantKernels, ActivationQuantizationIsBitIdenticalToReference) {
         for (int64_t n : {32, 64, 576, 1536}) {
             auto x = testing::random_floats(rng, n, -5, 5);
             std::fill(x.begin(), x.begin() + 32, 0.0f);  // an all-zero block
-            x[40] = 1e-30f;                              // a tiny value
+            if (n > 40) x[40] = 1e-30f;                  // a tiny value
             std::vector<kernels::BlockQ8_0> a(n / 32), b(n / 32);
             std::vector<kernels::BlockQ8_1> c(n / 32), d(n / 32);
             k.quantize_q8_0(x.data(), a.data(), n);

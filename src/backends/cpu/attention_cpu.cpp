@@ -11,6 +11,7 @@
 #include "backends/cpu/simd/attention_decode.h"
 #include "backends/cpu/simd/attention_tile.h"
 #include "core/check.h"
+#include "core/half_convert.h"
 
 namespace lazyattn::backends::cpu {
 namespace {
@@ -39,6 +40,31 @@ inline void scale(float* y, float a, int32_t n) {
     for (int32_t i = 0; i < n; ++i) y[i] *= a;
 }
 
+// Rows [0, n) of the keys and values of (block, kv head) as fp32: in place for an fp32 cache,
+// otherwise widened into kbuf / vbuf ([block_size * head_dim] each).
+inline void block_kv(const AttentionParams& p, int32_t block, int32_t kvh, int32_t n, float* kbuf, float* vbuf,
+                     const float** k, const float** v) {
+    const void* kc = p.k_at(block, kvh);
+    const void* vc = p.v_at(block, kvh);
+    const int64_t count = int64_t(n) * p.head_dim;
+    switch (p.kv_dtype) {
+        case kernels::KvDtype::kF32:
+            *k = static_cast<const float*>(kc);
+            *v = static_cast<const float*>(vc);
+            return;
+        case kernels::KvDtype::kF16:
+            fp16_to_fp32_n(static_cast<const uint16_t*>(kc), kbuf, count);
+            fp16_to_fp32_n(static_cast<const uint16_t*>(vc), vbuf, count);
+            break;
+        case kernels::KvDtype::kBF16:
+            bf16_to_fp32_n(static_cast<const uint16_t*>(kc), kbuf, count);
+            bf16_to_fp32_n(static_cast<const uint16_t*>(vc), vbuf, count);
+            break;
+    }
+    *k = kbuf;
+    *v = vbuf;
+}
+
 // Online-softmax state of one query head.
 struct HeadState {
     float max_score;
@@ -46,12 +72,12 @@ struct HeadState {
 };
 
 // Attends `num_rows` query rows of one sequence for the query heads of KV head `kvh`.
-// Scratch sizes: qrot [group * d], krot [block_size * d], scores [group * block_size],
+// Scratch sizes: qrot [group * d], krot, kbuf, vbuf [block_size * d], scores [group * block_size],
 // acc [group * d], cs [rotary_dims].
 __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
 void attend_rows(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh, int32_t row_begin,
-                 int32_t row_end, int32_t g_begin, int32_t g_end, float* qrot, float* krot, float* scores, float* acc,
-                 float* cs) {
+                 int32_t row_end, int32_t g_begin, int32_t g_end, float* qrot, float* krot, float* kbuf, float* vbuf,
+                 float* scores, float* acc, float* cs) {
     const int32_t d = p.head_dim;
     const int32_t bs = p.block_size;
     const int32_t group = p.num_heads / p.num_kv_heads;
@@ -77,9 +103,8 @@ void attend_rows(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
             for (int32_t t0 = 0; t0 < num_visible; t0 += bs) {
                 const int32_t n = std::min(bs, num_visible - t0);
                 const int32_t block = p.block_ids[span.block_offset + t0 / bs];
-                const int64_t base = (int64_t(block) * p.num_kv_heads + kvh) * bs * d;
-                const float* k = p.k_cache + base;
-                const float* v = p.v_cache + base;
+                const float *k, *v;
+                block_kv(p, block, kvh, n, kbuf, vbuf, &k, &v);
                 if (!p.keys_rotated) {
                     for (int32_t j = 0; j < n; ++j) {
                         rope_cos_sin(p.rope, span.logical_start + t0 + j, cs);
@@ -121,14 +146,15 @@ void attend_rows(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
 // Scratch of one thread for attend_tile (64-byte aligned where the kernel needs it).
 struct TileScratch {
     std::vector<float> buf;
-    float *qt, *ot, *m, *l, *kpad, *vpad, *krot, *cs;
+    float *qt, *ot, *m, *l, *kpad, *vpad, *krot, *kbuf, *vbuf, *cs;
     int32_t* nvis;
     TileScratch(int32_t d, int32_t rotary_dims) {
         constexpr int L = simd::kAttnTileLanes, B = simd::kAttnBlockKeys;
-        buf.resize(size_t(2 * d * L + 2 * L + 3 * B * d + rotary_dims + 2 + L) + 16);
+        buf.resize(size_t(2 * d * L + 2 * L + 5 * B * d + rotary_dims + 2 + L) + 16);
         float* p = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
         qt = p, ot = qt + d * L, m = ot + d * L, l = m + L, kpad = l + L, vpad = kpad + B * d, krot = vpad + B * d;
-        cs = krot + B * d;
+        kbuf = krot + B * d, vbuf = kbuf + B * d;
+        cs = vbuf + B * d;
         nvis = reinterpret_cast<int32_t*>(cs + rotary_dims + 2);
     }
 };
@@ -169,9 +195,8 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
         for (int32_t t0 = 0; t0 < max_vis; t0 += B) {
             const int32_t n = std::min(B, max_vis - t0);
             const int32_t block = p.block_ids[span.block_offset + t0 / B];
-            const int64_t base = (int64_t(block) * p.num_kv_heads + kvh) * B * d;
-            const float* k = p.k_cache + base;
-            const float* v = p.v_cache + base;
+            const float *k, *v;
+            block_kv(p, block, kvh, n, t.kbuf, t.vbuf, &k, &v);
             if (!p.keys_rotated) {
                 for (int32_t j = 0; j < n; ++j) {
                     rope_cos_sin(p.rope, span.logical_start + t0 + j, t.cs);
@@ -215,7 +240,7 @@ struct DecodeItem {
 // One item: partial softmax state for the `group` heads, written to m, l, o ([group], [group],
 // [group * d]).
 void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::AttendDecodeBlockFn attend_block,
-                        float* qrot, float* krot, float* cs, float* m, float* l, float* o) {
+                        float* qrot, float* krot, float* kbuf, float* vbuf, float* cs, float* m, float* l, float* o) {
     const int32_t d = p.head_dim, bs = p.block_size;
     const int32_t group = p.num_heads / p.num_kv_heads;
     const AttentionSeq& seq = p.seqs[it.seq];
@@ -236,8 +261,8 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
     for (int32_t b = it.block_begin; b < it.block_end; ++b) {
         const int32_t t0 = b * bs;
         const int32_t n = std::min(bs, num_visible - t0);
-        const int64_t base = (int64_t(p.block_ids[span.block_offset + b]) * p.num_kv_heads + it.kvh) * bs * d;
-        const float* k = p.k_cache + base;
+        const float *k, *v;
+        block_kv(p, p.block_ids[span.block_offset + b], it.kvh, n, kbuf, vbuf, &k, &v);
         if (!p.keys_rotated) {
             for (int32_t j = 0; j < n; ++j) {
                 rope_cos_sin(p.rope, span.logical_start + t0 + j, cs);
@@ -245,7 +270,7 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
             }
             k = krot;
         }
-        attend_block(qrot, group, k, p.v_cache + base, d, n, m, l, o);
+        attend_block(qrot, group, k, v, d, n, m, l, o);
     }
 }
 
@@ -279,13 +304,15 @@ void attention_decode(const AttentionParams& p, const std::vector<int32_t>& deco
     std::atomic<size_t> next{0};
     pool.run_on_all([&](int, int) {
         thread_local std::vector<float> scratch;
-        scratch.resize(int64_t(group) * d + int64_t(bs) * d + p.rope.rotary_dims + 2);
+        scratch.resize(int64_t(group) * d + 3 * int64_t(bs) * d + p.rope.rotary_dims + 2);
         float* qrot = scratch.data();
         float* krot = qrot + int64_t(group) * d;
-        float* cs = krot + int64_t(bs) * d;
+        float* kbuf = krot + int64_t(bs) * d;
+        float* vbuf = kbuf + int64_t(bs) * d;
+        float* cs = vbuf + int64_t(bs) * d;
         for (size_t i = next++; i < items.size(); i = next++) {
             float* m = parts + i * per_item;
-            attend_decode_item(p, items[i], attend_block, qrot, krot, cs, m, m + group, m + 2 * group);
+            attend_decode_item(p, items[i], attend_block, qrot, krot, kbuf, vbuf, cs, m, m + group, m + 2 * group);
         }
     });
     // Merge each (sequence, KV head)'s partials in chunk order and normalize.
@@ -360,7 +387,7 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
     const int32_t d = p.head_dim;
     std::atomic<size_t> next{0};
     pool.run_on_all([&](int, int) {
-        std::vector<float> qrot(int64_t(group) * d), krot(int64_t(p.block_size) * d),
+        std::vector<float> qrot(int64_t(group) * d), krot(int64_t(p.block_size) * d), kbuf(krot.size()), vbuf(krot.size()),
             scores(int64_t(group) * p.block_size), acc(int64_t(group) * d), cs(p.rope.rotary_dims + 2);
         std::unique_ptr<TileScratch> tile;
         for (size_t i = next++; i < tasks.size(); i = next++) {
@@ -371,7 +398,7 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
                 continue;
             }
             attend_rows(p, p.seqs[t.seq], t.kvh, t.begin, t.end, t.g_begin, t.g_end, qrot.data(), krot.data(),
-                        scores.data(), acc.data(), cs.data());
+                        kbuf.data(), vbuf.data(), scores.data(), acc.data(), cs.data());
         }
     });
 }

@@ -38,12 +38,18 @@ struct RopeParams {
     int32_t table_positions;
 };
 
+// Element type of the KV cache. Keys and values are computed in fp32 and rounded once when
+// stored; kernels widen them back to fp32 as they read.
+enum class KvDtype : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+inline int64_t kv_dtype_bytes(KvDtype t) { return t == KvDtype::kF32 ? 4 : 2; }
+
 struct AttentionParams {
     const float* q;           // [num_rows, num_heads, head_dim], unrotated
     const int32_t* q_pos;     // [num_rows] logical position of each query row
     float* out;               // [num_rows, num_heads, head_dim]
-    const float* k_cache;     // [num_blocks, num_kv_heads, block_size, head_dim]
-    const float* v_cache;     // [num_blocks, num_kv_heads, block_size, head_dim]
+    const void* k_cache;      // [num_blocks, num_kv_heads, block_size, head_dim] of kv_dtype
+    const void* v_cache;      // [num_blocks, num_kv_heads, block_size, head_dim] of kv_dtype
     const int32_t* block_ids; // referenced by spans
     const AttentionSpan* spans;
     const AttentionSeq* seqs; // [num_seqs]
@@ -55,6 +61,18 @@ struct AttentionParams {
     float scale;              // usually 1/sqrt(head_dim)
     RopeParams rope;
     bool keys_rotated;        // false: lazy-k (kernel rotates each key to its logical position)
+    KvDtype kv_dtype = KvDtype::kF32;
+
+    // Offset in elements of (block, kv head)'s first key, and its address.
+    int64_t cache_offset(int32_t block, int32_t kv_head) const {
+        return (int64_t(block) * num_kv_heads + kv_head) * block_size * head_dim;
+    }
+    const void* k_at(int32_t block, int32_t kv_head) const {
+        return static_cast<const char*>(k_cache) + cache_offset(block, kv_head) * kv_dtype_bytes(kv_dtype);
+    }
+    const void* v_at(int32_t block, int32_t kv_head) const {
+        return static_cast<const char*>(v_cache) + cache_offset(block, kv_head) * kv_dtype_bytes(kv_dtype);
+    }
 };
 
 }  // namespace lazyattn::kernels

@@ -4,6 +4,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/fp16.h"
+
 namespace lazyattn::kernels::ref {
 
 void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps) {
@@ -62,11 +64,21 @@ void rope_apply(const RopeApplyParams& p) {
 namespace {
 
 // Pointer to the key (or value) vector of token `t` of a span for kv head `kvh`.
-const float* cache_row(const float* cache, const AttentionParams& p, const AttentionSpan& span,
-                       int32_t t, int32_t kvh) {
+// Key or value t of a span for KV head kvh, widened to fp32 in `row` ([head_dim]).
+const float* cache_row(const void* cache, const AttentionParams& p, const AttentionSpan& span, int32_t t,
+                       int32_t kvh, std::vector<float>& row) {
     const int32_t block = p.block_ids[span.block_offset + t / p.block_size];
     const int32_t slot = t % p.block_size;
-    return cache + ((int64_t(block) * p.num_kv_heads + kvh) * p.block_size + slot) * p.head_dim;
+    const int64_t index = p.cache_offset(block, kvh) + int64_t(slot) * p.head_dim;
+    row.resize(p.head_dim);
+    for (int32_t i = 0; i < p.head_dim; ++i) {
+        switch (p.kv_dtype) {
+            case KvDtype::kF32: row[i] = static_cast<const float*>(cache)[index + i]; break;
+            case KvDtype::kF16: row[i] = fp16_to_fp32(static_cast<const uint16_t*>(cache)[index + i]); break;
+            case KvDtype::kBF16: row[i] = bf16_to_fp32(static_cast<const uint16_t*>(cache)[index + i]); break;
+        }
+    }
+    return row.data();
 }
 
 }  // namespace
@@ -74,7 +86,7 @@ const float* cache_row(const float* cache, const AttentionParams& p, const Atten
 void attention(const AttentionParams& p) {
     const int32_t d = p.head_dim;
     const int32_t group = p.num_heads / p.num_kv_heads;
-    std::vector<float> qrot(d), krot(d);
+    std::vector<float> qrot(d), krot(d), krow, vrow;
     std::vector<double> scores, acc(d);
     for (int32_t s = 0; s < p.num_seqs; ++s) {
         const AttentionSeq& seq = p.seqs[s];
@@ -92,7 +104,7 @@ void attention(const AttentionParams& p) {
                     const int32_t delta = span.logical_start - span.stored_base;
                     rope_rotate(q, qrot.data(), p.keys_rotated ? pos - delta : pos, d, p.rope);
                     for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
-                        const float* k = cache_row(p.k_cache, p, span, t, kvh);
+                        const float* k = cache_row(p.k_cache, p, span, t, kvh, krow);
                         if (!p.keys_rotated) {
                             rope_rotate(k, krot.data(), span.logical_start + t, d, p.rope);
                             k = krot.data();
@@ -111,7 +123,7 @@ void attention(const AttentionParams& p) {
                 for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
                     const AttentionSpan& span = p.spans[si];
                     for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
-                        const float* v = cache_row(p.v_cache, p, span, t, kvh);
+                        const float* v = cache_row(p.v_cache, p, span, t, kvh, vrow);
                         const double w = scores[k_index++] / denom;
                         for (int32_t i = 0; i < d; ++i) acc[i] += w * v[i];
                     }

@@ -29,11 +29,14 @@ LoadedModel& tiny_model(int32_t context_length = 4096) {
     return it->second;
 }
 
-std::unique_ptr<Engine> make_engine(CacheMode mode, int32_t kv_mb = 16, int32_t ctx = 4096) {
+// fp32 KV unless told otherwise: the equivalences below are exact math, checked to float rounding.
+std::unique_ptr<Engine> make_engine(CacheMode mode, int32_t kv_mb = 16, int32_t ctx = 4096,
+                                    kernels::KvDtype kv_dtype = kernels::KvDtype::kF32) {
     auto& lm = tiny_model(ctx);
     EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = kv_mb;
+    c.kv_dtype = kv_dtype;
     c.check_integrity = true;
     return std::make_unique<Engine>(*lm.model, *lm.tokenizer, c);
 }
@@ -107,6 +110,31 @@ TEST(LazyEquivalence, LazyLazyKAndBlockAttnGiveTheSameLogitsAndTokens) {
     expect_pool_whole(*lazy);
     expect_pool_whole(*lazy_k);
     expect_pool_whole(*block);
+}
+
+// With a 16-bit KV pool every stored key and value is rounded once (block-attn's re-rotated copies
+// twice). Both variants stay within a few roundings of the format of the fp32-KV result (element-wise
+// differences seen: f16 ~1e-3, bf16 ~1e-2, i.e. 2^-11 and 2^-8 amplified by the layers).
+TEST(LazyEquivalence, SixteenBitKvStaysWithinItsRounding) {
+    for (const auto [dtype, bound] : {std::pair{kernels::KvDtype::kF16, 4e-3}, std::pair{kernels::KvDtype::kBF16, 3e-2}}) {
+        Documents docs(11);
+        auto exact = make_engine(CacheMode::kLazy);
+        auto lazy = make_engine(CacheMode::kLazy, 16, 4096, dtype), block = make_engine(CacheMode::kBlockAttn, 16, 4096, dtype);
+        double worst_lazy = 0, worst_block = 0;
+        for (const auto& segments : layouts(docs)) {
+            auto req = request_of(segments, docs.make(19));
+            auto want = exact->tail_logits(req), a = lazy->tail_logits(req), c = block->tail_logits(req);
+            ASSERT_TRUE(want.ok() && a.ok() && c.ok());
+            worst_lazy = std::max(worst_lazy, testing::max_relative_difference(*a, *want));
+            worst_block = std::max(worst_block, testing::max_relative_difference(*c, *want));
+            testing::expect_close(*a, *want, bound, 1.0, "16-bit lazy vs fp32");
+            testing::expect_close(*c, *want, bound, 1.0, "16-bit block-attn vs fp32");
+        }
+        std::printf("[kv dtype] %s: worst relative logit difference to fp32 KV: lazy %.2e, block-attn %.2e\n",
+                    engine::kv_dtype_name(dtype), worst_lazy, worst_block);
+        expect_pool_whole(*lazy);
+        expect_pool_whole(*block);
+    }
 }
 
 TEST(LazyEquivalence, OneSegmentBlockAttnEqualsFullAttention) {

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/simd/attention_decode.h"
 #include "backends/cpu/simd/exp_avx512.h"
+#include "backends/cpu/simd/isa_limit.h"
 
 // GCC 12 flags the undefined upper lanes inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -123,7 +124,7 @@ LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const f
 AttendDecodeBlockFn attend_decode_block() {
     static const AttendDecodeBlockFn fn = [] {
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") ? attend_decode_block_avx512
+        return isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") ? attend_decode_block_avx512
                                                                                    : nullptr;
     }();
     return fn;

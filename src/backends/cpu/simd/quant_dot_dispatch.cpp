@@ -1,5 +1,6 @@
 #include <vector>
 
+#include "backends/cpu/simd/isa_limit.h"
 #include "backends/cpu/simd/quant_dot_impl.h"
 
 namespace lazyattn::backends::cpu::simd {
@@ -8,8 +9,8 @@ namespace {
 std::vector<const QuantKernels*> supported_sets() {
     std::vector<const QuantKernels*> sets;
     __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx2 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && isa_limit() >= IsaLimit::kAvx2;
+    if (avx2 && isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512bw")) {
         sets.push_back(&kAvx512VnniKernels);
     }
