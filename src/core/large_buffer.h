@@ -1,7 +1,8 @@
-// LargeBuffer: a zeroed, 64-byte-aligned heap block for the big arrays that kernels stream (the KV
-// pool, repacked weights). Blocks of 2 MiB and more are aligned to 2 MiB and advised as huge-page
-// candidates: attention and decode matmuls jump between 4 KiB-sized pieces of such arrays, and
-// with 4 KiB pages nearly every piece costs a TLB miss.
+// LargeBuffer: zeroed, 64-byte-aligned memory for the big arrays that kernels stream (the KV pool,
+// repacked weights). Blocks of 2 MiB and more are mapped from the kernel, aligned to 2 MiB and
+// advised as huge-page candidates: attention and decode matmuls jump between 4 KiB-sized pieces
+// of such arrays, and with 4 KiB pages nearly every piece costs a TLB miss. Mapped pages are
+// committed on first touch, so an unfilled KV pool costs no memory.
 #pragma once
 
 #include <cstddef>
@@ -15,9 +16,9 @@ public:
     // Throws std::bad_alloc when the memory cannot be had.
     explicit LargeBuffer(size_t bytes);
     ~LargeBuffer();
-    LargeBuffer(LargeBuffer&& other) noexcept : data_(other.data_), size_(other.size_) {
+    LargeBuffer(LargeBuffer&& other) noexcept : data_(other.data_), size_(other.size_), mapped_(other.mapped_) {
         other.data_ = nullptr;
-        other.size_ = 0;
+        other.size_ = other.mapped_ = 0;
     }
     LargeBuffer& operator=(LargeBuffer&& other) noexcept;
     LargeBuffer(const LargeBuffer&) = delete;
@@ -28,8 +29,10 @@ public:
     size_t size() const { return size_; }
 
 private:
+    void release();
     uint8_t* data_ = nullptr;
     size_t size_ = 0;
+    size_t mapped_ = 0;  // bytes mapped at data_ (0: heap memory)
 };
 
 }  // namespace lazyattn

@@ -5,6 +5,7 @@
 
 #include "core/fp16.h"
 #include "core/half_convert.h"
+#include "core/large_buffer.h"
 #include "kv/kv_storage.h"
 #include "random_inputs.h"
 
@@ -41,6 +42,23 @@ TEST(HalfConvert, BulkConversionIsBitIdenticalToScalar) {
             ASSERT_EQ(std::memcmp(&hx[i], &want_h, 4), 0) << "fp16 " << h[i];
             ASSERT_EQ(std::memcmp(&bx[i], &want_b, 4), 0) << "bf16 " << b[i];
         }
+    }
+}
+
+TEST(LargeBuffer, ZeroedAlignedAndMovable) {
+    for (size_t bytes : {size_t(100), size_t(3) << 20}) {  // heap and mapped
+        LargeBuffer b(bytes);
+        ASSERT_NE(b.data(), nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % (bytes >= (size_t(2) << 20) ? (size_t(2) << 20) : 64), 0u);
+        for (size_t i = 0; i < bytes; i += 4093) ASSERT_EQ(b.data()[i], 0) << i;
+        b.data()[bytes - 1] = 7;
+        LargeBuffer moved(std::move(b));
+        EXPECT_EQ(b.data(), nullptr);
+        EXPECT_EQ(moved.size(), bytes);
+        EXPECT_EQ(moved.data()[bytes - 1], 7);
+        LargeBuffer assigned;
+        assigned = std::move(moved);
+        EXPECT_EQ(assigned.data()[bytes - 1], 7);
     }
 }
 
