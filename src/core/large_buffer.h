@@ -1,8 +1,8 @@
 // LargeBuffer: zeroed, 64-byte-aligned memory for the big arrays that kernels stream (the KV pool,
 // repacked weights). Blocks of 2 MiB and more are mapped from the kernel, aligned to 2 MiB and
 // advised as huge-page candidates: attention and decode matmuls jump between 4 KiB-sized pieces
-// of such arrays, and with 4 KiB pages nearly every piece costs a TLB miss. Mapped pages are
-// committed on first touch, so an unfilled KV pool costs no memory.
+// of such arrays, and with 4 KiB pages nearly every piece costs a TLB miss. All memory is committed
+// at construction, so no later request pays for page faults.
 #pragma once
 
 #include <cstddef>
