@@ -22,11 +22,22 @@
 namespace lazyattn {
 namespace {
 
-TEST(GoldenLlamaCpp, LogitsAtEveryPosition) {
+// Every KV element type meets the same bars (the default f16 is what llama.cpp itself stores).
+class GoldenLlamaCpp : public ::testing::TestWithParam<kernels::KvDtype> {
+protected:
+    engine::EngineConfig config() const {
+        engine::EngineConfig c;
+        c.kv_dtype = GetParam();
+        return c;
+    }
+    const char* dtype() const { return engine::kv_dtype_name(GetParam()); }
+};
+
+TEST_P(GoldenLlamaCpp, LogitsAtEveryPosition) {
     LA_REQUIRE_REAL_MODEL();
     auto* lm = testing::real_model();
     const auto golden = testing::load_golden("golden_logits.json");
-    engine::Engine gen(*lm->model, *lm->tokenizer, {});
+    engine::Engine gen(*lm->model, *lm->tokenizer, config());
     const int32_t vocab = lm->model->config().vocab_size;
     double worst_cosine = 1.0;
     std::vector<double> cosines;
@@ -69,17 +80,17 @@ TEST(GoldenLlamaCpp, LogitsAtEveryPosition) {
     const auto below = std::lower_bound(cosines.begin(), cosines.end(), 0.999) - cosines.begin();
     EXPECT_LE(double(below), 0.03 * cosines.size()) << below << " positions below cosine 0.999";
     EXPECT_GE(double(top1_agree), 0.97 * clear_positions);
-    std::printf("[golden logits] top-20 cosine percentiles: p1 %.6f  p10 %.6f  p50 %.6f\n",
+    std::printf("[golden logits, kv %s] top-20 cosine percentiles: p1 %.6f  p10 %.6f  p50 %.6f\n", dtype(),
                 cosines[cosines.size() / 100], cosines[cosines.size() / 10], cosines[cosines.size() / 2]);
-    std::printf("[golden logits] %d positions, worst top-20 cosine %.6f, top-1 agrees at %d of %d clear positions\n",
-                positions, worst_cosine, top1_agree, clear_positions);
+    std::printf("[golden logits, kv %s] %d positions, worst top-20 cosine %.6f, top-1 agrees at %d of %d clear positions\n",
+                dtype(), positions, worst_cosine, top1_agree, clear_positions);
 }
 
-TEST(GoldenLlamaCpp, GreedyContinuations) {
+TEST_P(GoldenLlamaCpp, GreedyContinuations) {
     LA_REQUIRE_REAL_MODEL();
     auto* lm = testing::real_model();
     const auto golden = testing::load_golden("golden_greedy.json");
-    engine::Engine gen(*lm->model, *lm->tokenizer, {});
+    engine::Engine gen(*lm->model, *lm->tokenizer, config());
     int identical = 0, total = 0;
     for (const auto& c : golden["cases"]) {
         engine::RagRequest req;
@@ -106,20 +117,24 @@ TEST(GoldenLlamaCpp, GreedyContinuations) {
         label = label.substr(label.size() > 40 ? label.size() - 40 : 0);
         std::replace(label.begin(), label.end(), '\n', ' ');
         const auto margins = c["top1_margin"].get<std::vector<double>>();
-        std::printf("[golden greedy] %-4s ...%-40.40s %s", c["kind"].get<std::string>().c_str(), label.c_str(),
+        std::printf("[golden greedy, kv %s] %-4s ...%-40.40s %s", dtype(), c["kind"].get<std::string>().c_str(), label.c_str(),
                     ours == theirs ? "identical\n" : "differs");
         if (ours != theirs) {
             std::printf(" at step %zu of %zu (llama.cpp's top-1 margin there %.3f)\n", first_diff, theirs.size(),
                         first_diff < margins.size() ? margins[first_diff] : -1.0);
         }
     }
-    std::printf("[golden greedy] %d of %d continuations identical for all %d tokens\n", identical, total,
+    std::printf("[golden greedy, kv %s] %d of %d continuations identical for all %d tokens\n", dtype(), identical, total,
                 golden["max_new_tokens"].get<int>());
     EXPECT_EQ(lm->model->config().vocab_size, lm->tokenizer->vocab_size());
     EXPECT_EQ(gen.kv_cache().num_free(), gen.kv_cache().pool().num_blocks());
 }
 
-TEST(GoldenLlamaCpp, ChatPromptsRenderAndTokenizeIdentically) {
+INSTANTIATE_TEST_SUITE_P(KvDtypes, GoldenLlamaCpp,
+                         ::testing::Values(kernels::KvDtype::kF16, kernels::KvDtype::kF32, kernels::KvDtype::kBF16),
+                         [](const auto& info) { return std::string(engine::kv_dtype_name(info.param)); });
+
+TEST(GoldenLlamaCppTemplates, ChatPromptsRenderAndTokenizeIdentically) {
     LA_REQUIRE_REAL_MODEL();
     auto* lm = testing::real_model();
     const auto golden = testing::load_golden("golden_greedy.json");
