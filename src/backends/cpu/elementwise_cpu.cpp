@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/cpu/rope_cpu.h"
+#include "backends/cpu/simd/swiglu.h"
 
 namespace lazyattn::backends::cpu {
 
@@ -24,8 +25,13 @@ void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, 
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool) {
     constexpr int64_t kChunk = 4096;
+    const simd::SwigluFn fast = simd::swiglu_kernel();
     pool.parallel_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
         const int64_t end = std::min(n, (c + 1) * kChunk);
+        if (fast != nullptr) {
+            fast(gate + c * kChunk, up + c * kChunk, out + c * kChunk, end - c * kChunk);
+            return;
+        }
         for (int64_t i = c * kChunk; i < end; ++i) {
             const float g = gate[i];
             out[i] = g / (1.0f + std::exp(-g)) * up[i];
