@@ -22,6 +22,11 @@ public:
     virtual void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows,
                          int64_t dim, float eps) = 0;
     virtual void matmul(const kernels::MatmulParams& p) = 0;
+    // Several products of the same input x (Q, K and V; gate and up). A backend may run them as
+    // one op (the CPU: one activation quantization, one parallel region in decode).
+    virtual void matmuls(const kernels::MatmulParams* ps, int count) {
+        for (int i = 0; i < count; ++i) matmul(ps[i]);
+    }
     // A weight matrix in the backend's preferred layout, made once at load and passed back as
     // MatmulParams::w_prepared; nullptr when the backend computes on w as it is.
     virtual std::shared_ptr<const void> prepare_weight(const void* w, kernels::WeightType type, int64_t in_dim,

@@ -105,9 +105,9 @@ void Model::run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& k
     backend::Backend& be = *backend_;
 
     be.rmsnorm(x_.data(), w.attn_norm.data(), h_.data(), n, hidden, config_.norm_eps);
-    be.matmul(w.wq.params(h_.data(), q_.data(), n));
-    be.matmul(w.wk.params(h_.data(), k_.data(), n));
-    be.matmul(w.wv.params(h_.data(), v_.data(), n));
+    const kernels::MatmulParams qkv[] = {w.wq.params(h_.data(), q_.data(), n), w.wk.params(h_.data(), k_.data(), n),
+                                         w.wv.params(h_.data(), v_.data(), n)};
+    be.matmuls(qkv, 3);
     if (batch.keys_rotated) {
         be.rope_apply({k_.data(), batch.store_positions.data(), n, config_.num_kv_heads,
                        config_.head_dim, rope_});
@@ -138,8 +138,9 @@ void Model::run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& k
     be.add_inplace(x_.data(), h_.data(), int64_t(n) * hidden);
 
     be.rmsnorm(x_.data(), w.ffn_norm.data(), h_.data(), n, hidden, config_.norm_eps);
-    be.matmul(w.w_gate.params(h_.data(), gate_.data(), n));
-    be.matmul(w.w_up.params(h_.data(), up_.data(), n));
+    const kernels::MatmulParams gate_up[] = {w.w_gate.params(h_.data(), gate_.data(), n),
+                                             w.w_up.params(h_.data(), up_.data(), n)};
+    be.matmuls(gate_up, 2);
     be.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * config_.ffn_dim);
     be.matmul(w.w_down.params(gate_.data(), h_.data(), n));
     be.add_inplace(x_.data(), h_.data(), int64_t(n) * hidden);

@@ -237,3 +237,41 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantMatmulTest,
 
 }  // namespace
 }  // namespace lazyattn
+
+namespace lazyattn {
+namespace {
+
+// Products sharing one input (Q, K, V) run as one op give exactly what they give one by one, for
+// the qualifying case (decode rows, repacked weights) and the fallbacks (prefill rows, GGUF layout).
+TEST(QuantMatmulShared, SharedInputEqualsOneByOne) {
+    std::mt19937_64 rng(testing::test_seed() + 5);
+    auto be = backend::make_cpu_backend(2);
+    const int64_t in = 576;
+    const int64_t outs[] = {576, 192, 37};
+    for (QuantWeight t : {QuantWeight::kQ4_1, QuantWeight::kQ4_0, QuantWeight::kQ8_0}) {
+        for (int64_t rows : {1, 3, 9}) {
+            const auto x = testing::random_floats(rng, rows * in, -3, 3);
+            std::vector<std::vector<uint8_t>> w;
+            std::vector<std::shared_ptr<const void>> prepared;
+            std::vector<std::vector<float>> one(3), fused(3);
+            std::vector<kernels::MatmulParams> ps;
+            for (int i = 0; i < 3; ++i) {
+                w.push_back(quantize_weights(t, testing::random_floats(rng, outs[i] * in)));
+                prepared.push_back(be->prepare_weight(w[i].data(), static_cast<kernels::WeightType>(t), in, outs[i]));
+                one[i].assign(rows * outs[i], -1.0f);
+                fused[i].assign(rows * outs[i], -2.0f);
+            }
+            for (int i = 0; i < 3; ++i) {
+                be->matmul({x.data(), w[i].data(), static_cast<kernels::WeightType>(t), nullptr, one[i].data(), rows, in,
+                            outs[i], prepared[i].get()});
+                ps.push_back({x.data(), w[i].data(), static_cast<kernels::WeightType>(t), nullptr, fused[i].data(), rows,
+                              in, outs[i], prepared[i].get()});
+            }
+            be->matmuls(ps.data(), 3);
+            for (int i = 0; i < 3; ++i) EXPECT_EQ(fused[i], one[i]) << "type " << int(t) << " rows " << rows << " matrix " << i;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace lazyattn

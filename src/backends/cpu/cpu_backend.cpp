@@ -47,6 +47,10 @@ public:
                                                int64_t out_dim) override {
         return prepare_quant_weight(w, type, in_dim, out_dim, weight_arena_);
     }
+    void matmuls(const kernels::MatmulParams* ps, int count) override {
+        if (quant_matmul_shared_input(ps, count, pool_, scratch_)) return;
+        for (int i = 0; i < count; ++i) matmul(ps[i]);
+    }
     void swiglu(const float* gate, const float* up, float* out, int64_t n) override {
         cpu::swiglu(gate, up, out, n, pool_);
     }

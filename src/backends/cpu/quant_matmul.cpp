@@ -125,6 +125,49 @@ void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
     });
 }
 
+bool quant_matmul_shared_input(const kernels::MatmulParams* ps, int count, ThreadPool& pool,
+                               std::vector<uint8_t>& scratch) {
+    const auto* g = simd::quant_kernels().gemm;
+    if (g == nullptr || count < 1 || ps[0].w_type == kernels::WeightType::kF32) return false;
+    const QuantWeight type = static_cast<QuantWeight>(ps[0].w_type);
+    const int kind = simd::QuantGemmKernels::kind(type);
+    if (g->gemv_r16[kind] == nullptr || ps[0].num_rows >= kGemmMinRows) return false;
+    for (int i = 0; i < count; ++i) {
+        const kernels::MatmulParams& p = ps[i];
+        if (p.w_prepared == nullptr || p.w_type != ps[0].w_type || p.x != ps[0].x || p.in_dim != ps[0].in_dim ||
+            p.num_rows != ps[0].num_rows) {
+            return false;
+        }
+    }
+    const int64_t rows = ps[0].num_rows, nb = ps[0].in_dim / kernels::kQuantBlock;
+    scratch.resize(QuantActs::bytes(rows, nb));
+    const QuantActs a = QuantActs::in(scratch.data(), rows, nb, false);
+    for (int64_t r = 0; r < rows; ++r) g->prepare_row(ps[0].x + r * ps[0].in_dim, a, r, type);
+    // Chunks of 16-row groups over all matrices, sized on the total so threads get even shares.
+    struct Chunk {
+        int matrix;
+        int64_t g0, g1;
+    };
+    int64_t total = 0;
+    for (int i = 0; i < count; ++i) total += (ps[i].out_dim + simd::kR16Rows - 1) / simd::kR16Rows;
+    const int threads = pool.num_threads();
+    const int64_t per_chunk = std::max<int64_t>(2, (total + 4 * threads - 1) / (4 * threads) + 1) / 2 * 2;
+    std::vector<Chunk> chunks;
+    for (int i = 0; i < count; ++i) {
+        const int64_t groups = (ps[i].out_dim + simd::kR16Rows - 1) / simd::kR16Rows;
+        for (int64_t g0 = 0; g0 < groups; g0 += per_chunk) chunks.push_back({i, g0, std::min(groups, g0 + per_chunk)});
+    }
+    pool.parallel_for(int64_t(chunks.size()), [&](int64_t c) {
+        const kernels::MatmulParams& p = ps[chunks[c].matrix];
+        for (int64_t r = 0; r < rows; r += 4) {
+            g->gemv_r16[kind](static_cast<const uint8_t*>(p.w_prepared), nb, chunks[c].g0, chunks[c].g1, p.out_dim,
+                              a.from_row(r), int(std::min<int64_t>(4, rows - r)), p.y + r * p.out_dim, p.out_dim,
+                              p.bias);
+        }
+    });
+    return true;
+}
+
 uint8_t* WeightArena::allocate(size_t bytes) {
     bytes = (bytes + 63) / 64 * 64;
     if (chunk_ == nullptr || used_ + bytes > chunk_->size()) {
