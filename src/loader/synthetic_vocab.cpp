@@ -8,24 +8,11 @@
 #include <set>
 #include <utility>
 
+#include "core/byte_unicode.h"
+
 namespace lazyattn::loader {
 
 namespace {
-
-std::string utf8_encode(uint32_t cp) {
-    std::string out;
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xc0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-        out += static_cast<char>(0xe0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-    return out;
-}
 
 bool is_printable_in_gpt2(int b) {
     return (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
@@ -112,14 +99,7 @@ std::map<Word, int> apply_merge(const std::map<Word, int>& words, const std::str
 
 }  // namespace
 
-std::string gpt2_byte_symbol(uint8_t b) {
-    if (is_printable_in_gpt2(b)) return utf8_encode(b);
-    uint32_t n = 0;
-    for (int k = 0; k < b; ++k) {
-        if (!is_printable_in_gpt2(k)) ++n;
-    }
-    return utf8_encode(256 + n);
-}
+std::string gpt2_byte_symbol(uint8_t b) { return text::byte_to_unicode(b); }
 
 std::vector<uint8_t> gpt2_byte_order() {
     std::vector<uint8_t> order;

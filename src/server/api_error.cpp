@@ -31,4 +31,15 @@ ApiError api_error_from_status(const Status& status) {
     }
 }
 
+ApiError generation_error(const Status& st, bool chat) {
+    if (st.code() == StatusCode::kNotFound) return invalid_request(st.message(), "documents", "document_not_found");
+    ApiError e = api_error_from_status(st);
+    if (e.code == "context_length_exceeded") e.param = chat ? "messages" : "prompt";
+    return e;
+}
+
+ApiError cancelled_generation_error() {
+    return {503, "the request was cancelled (the server is shutting down)", "server_error", "", "cancelled"};
+}
+
 }  // namespace lazyattn::server

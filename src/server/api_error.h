@@ -28,4 +28,11 @@ ApiError invalid_request(std::string message, std::string param = {}, std::strin
 //   can never fit the KV pool; kNotFound -> 404; kCancelled -> 503; anything else -> 500.
 ApiError api_error_from_status(const Status& status);
 
+// A completion that failed, streamed or not: api_error_from_status, except that kNotFound (only
+// the request builder answers it: a document id that is not cached) is a 400 on "documents", and a
+// context overflow names the field it comes from ("messages" for chat, else "prompt").
+ApiError generation_error(const Status& status, bool chat);
+// A completion cancelled because the server is shutting down.
+ApiError cancelled_generation_error();
+
 }  // namespace lazyattn::server

@@ -10,19 +10,6 @@
 namespace lazyattn::server {
 namespace {
 
-// The error for an engine Status, naming the field a context overflow comes from.
-ApiError engine_error(const Status& st, bool chat) {
-    // Only the request builder answers kNotFound here: a document id that is not cached.
-    if (st.code() == StatusCode::kNotFound) return invalid_request(st.message(), "documents", "document_not_found");
-    ApiError e = api_error_from_status(st);
-    if (e.code == "context_length_exceeded") e.param = chat ? "messages" : "prompt";
-    return e;
-}
-
-ApiError cancelled_error() {
-    return {503, "the request was cancelled (the server is shutting down)", "server_error", "", "cancelled"};
-}
-
 // Body -> checked GenerationRequest -> RagRequest.
 std::optional<ApiError> prepare(ServerContext& ctx, const httplib::Request& req, bool chat, GenerationRequest& gen,
                                 engine::RagRequest& out) {
@@ -35,7 +22,7 @@ std::optional<ApiError> prepare(ServerContext& ctx, const httplib::Request& req,
                         "invalid_request_error", "model", "model_not_found"};
     }
     auto built = ctx.builder.build(gen);
-    if (!built.ok()) return engine_error(built.status(), chat);
+    if (!built.ok()) return generation_error(built.status(), chat);
     out = std::move(built).value();
     return std::nullopt;
 }
@@ -44,8 +31,8 @@ void respond_whole(ServerContext& ctx, httplib::Response& res, engine::RequestHa
                    double t_start_ms) {
     const engine::RagResult result = handle.wait();
     ctx.metrics.record_tokens(result.stats);
-    if (result.finish_reason == "error") return send_error(res, engine_error(result.status, meta.chat));
-    if (result.finish_reason == "cancelled") return send_error(res, cancelled_error());
+    if (result.finish_reason == "error") return send_error(res, generation_error(result.status, meta.chat));
+    if (result.finish_reason == "cancelled") return send_error(res, cancelled_generation_error());
     ctx.metrics.observe_ttft(result.stats.ttft_ms / 1000.0);
     ctx.metrics.observe_latency((now_ms() - t_start_ms) / 1000.0);
     res.status = 200;
@@ -58,10 +45,10 @@ void respond_stream(ServerContext& ctx, httplib::Response& res, std::shared_ptr<
     // accepting it (a full queue seen on the engine thread) still gets its proper status.
     std::optional<engine::RequestEvent> first = handle->next_event();
     if (first->kind == engine::RequestEvent::Kind::kFinished && first->finish_reason == "error") {
-        return send_error(res, engine_error(first->status, meta.chat));
+        return send_error(res, generation_error(first->status, meta.chat));
     }
     if (first->kind == engine::RequestEvent::Kind::kFinished && first->finish_reason == "cancelled") {
-        return send_error(res, cancelled_error());
+        return send_error(res, cancelled_generation_error());
     }
     auto stream =
         std::make_shared<CompletionStream>(ctx, std::move(handle), meta, include_usage, std::move(*first), t_start_ms);
@@ -82,7 +69,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     engine::RagRequest rag;
     if (auto e = prepare(ctx, req, chat, gen, rag)) return send_error(res, *e);
     auto handle = ctx.engine.submit(std::move(rag));
-    if (!handle.ok()) return send_error(res, engine_error(handle.status(), chat));
+    if (!handle.ok()) return send_error(res, generation_error(handle.status(), chat));
     const ResponseMeta meta = make_response_meta(chat, ctx.config.model_id);
     if (gen.stream) {
         respond_stream(ctx, res, std::move(handle).value(), meta, gen.include_usage, t_start_ms);

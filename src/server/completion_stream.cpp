@@ -36,10 +36,8 @@ void CompletionStream::append_end(const engine::RequestEvent& e, std::string& ou
         ctx_.metrics.observe_latency((now_ms() - t_start_ms_) / 1000.0);
     } else {
         // Errors after the 200 went out travel in the stream, as OpenAI's do.
-        ApiError err = e.finish_reason == "cancelled"
-                           ? ApiError{503, "the request was cancelled (the server is shutting down)", "server_error",
-                                      "", "cancelled"}
-                           : api_error_from_status(e.status);
+        ApiError err = e.finish_reason == "cancelled" ? cancelled_generation_error()
+                                                      : generation_error(e.status, meta_.chat);
         out += sse_event(err.to_json());
     }
     ctx_.metrics.record_tokens(stats);

@@ -1,6 +1,6 @@
 #include "server/http_util.h"
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace lazyattn::server {
 
@@ -16,7 +16,7 @@ void send_error(httplib::Response& res, const ApiError& error) {
 }
 
 std::optional<ApiError> parse_json_body(const httplib::Request& req, nlohmann::json& out) {
-    if (!tokenizer::is_valid_utf8(req.body)) {
+    if (!text::is_valid_utf8(req.body)) {
         return invalid_request("the request body is not valid UTF-8", "", "invalid_utf8");
     }
     if (req.body.empty())

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace lazyattn::server {
 namespace {
@@ -25,7 +25,7 @@ Err value_error(const std::string& param, const std::string& what) {
 Err read_string(const json& v, const std::string& param, std::string& out) {
     if (!v.is_string()) return type_error(param, "a string");
     out = v.get<std::string>();
-    if (!tokenizer::is_valid_utf8(out))
+    if (!text::is_valid_utf8(out))
         return invalid_request("'" + param + "' is not valid UTF-8", param, "invalid_utf8");
     return std::nullopt;
 }

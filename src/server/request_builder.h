@@ -1,5 +1,6 @@
 // RequestBuilder: a parsed OpenAI request -> the engine's RagRequest, on the HTTP worker thread.
-// The layout is build_rag_request's (engine/rag_prompt.h), generalised to whole conversations:
+// The layout is engine::assemble_rag_request's (engine/rag_prompt.h), the one build_rag_request
+// uses, applied to whole conversations:
 // everything the chat template renders before the last user message's content (system message,
 // earlier turns, the user header) is segment 0, preceded by BOS when the model wants one; each
 // document is a segment of its own (formatted by format_document, tokenized alone, no special
@@ -40,9 +41,8 @@ public:
     std::vector<int32_t> document_tokens(const DocumentRef& document) const;
 
 private:
-    Status add_documents(const std::vector<DocumentRef>& documents, engine::RagRequest& out) const;
-    Status split_chat(const std::vector<tokenizer::ChatMessage>& messages, std::string& preamble, std::string& question,
-                      std::string& suffix) const;
+    // Each document's tokens, in order; kNotFound for an unknown id.
+    Expected<std::vector<std::vector<int32_t>>> document_segments(const std::vector<DocumentRef>& documents) const;
 
     const tokenizer::Tokenizer& tokenizer_;
     std::optional<tokenizer::ChatTemplate> chat_;

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <queue>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace lazyattn::tokenizer {
+
+using namespace text;  // core/utf8.h, core/byte_unicode.h
 namespace {
 
 constexpr char kKeySeparator = '\n';

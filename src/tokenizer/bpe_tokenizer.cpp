@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "tokenizer/byte_unicode.h"
+#include "core/byte_unicode.h"
 #include "tokenizer/special_partition.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace lazyattn::tokenizer {
+
+using namespace text;  // core/utf8.h, core/byte_unicode.h
 namespace {
 
 // Bounds on the word cache: natural text repeats few thousand words; long words (base64, runs of

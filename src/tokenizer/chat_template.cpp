@@ -5,9 +5,11 @@
 #include "tokenizer/chat_template.h"
 
 #include "loader/gguf_file.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace lazyattn::tokenizer {
+
+using namespace text;  // core/utf8.h, core/byte_unicode.h
 namespace {
 
 constexpr std::string_view kChatMLMarker = "<|im_start|>";

@@ -10,9 +10,11 @@
 #include <utility>
 
 #include "core/check.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace lazyattn::tokenizer {
+
+using namespace text;  // core/utf8.h, core/byte_unicode.h
 namespace {
 
 // llama.cpp's whitespace set (Unicode White_Space), as the body of a character class.

@@ -2,9 +2,11 @@
 // that can never become valid (a stray continuation byte, an overlong lead) are emitted at once as
 // U+FFFD rather than held, so one bad token cannot stall the stream.
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace lazyattn::tokenizer {
+
+using namespace text;  // core/utf8.h, core/byte_unicode.h
 
 std::string StreamDecoder::push(TokenId id) {
     pending_ += tok_.token_to_piece(id, render_special_);

@@ -9,14 +9,18 @@
 namespace {
 std::atomic<bool> g_tracking{false};
 std::atomic<size_t> g_largest{0};
-}  // namespace
 
-void* operator new(size_t n) {
+void note(size_t n) {
     if (g_tracking.load(std::memory_order_relaxed)) {
         size_t prev = g_largest.load(std::memory_order_relaxed);
         while (n > prev && !g_largest.compare_exchange_weak(prev, n)) {
         }
     }
+}
+}  // namespace
+
+void* operator new(size_t n) {
+    note(n);
     if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
     throw std::bad_alloc();
 }
@@ -25,6 +29,19 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
+
+// Over-aligned types (alignas above 16) come through these.
+void* operator new(size_t n, std::align_val_t al) {
+    note(n);
+    const size_t a = static_cast<size_t>(al);
+    if (void* p = std::aligned_alloc(a, (n + a - 1) / a * a)) return p;
+    throw std::bad_alloc();
+}
+void* operator new[](size_t n, std::align_val_t al) { return operator new(n, al); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace lazyattn::loader::test {
 

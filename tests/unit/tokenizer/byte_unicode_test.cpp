@@ -1,12 +1,12 @@
-#include "tokenizer/byte_unicode.h"
+#include "core/byte_unicode.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
-namespace lazyattn::tokenizer {
+namespace lazyattn::text {
 namespace {
 
 TEST(ByteUnicode, KnownMappings) {
@@ -37,4 +37,4 @@ TEST(ByteUnicode, IsABijection) {
 }
 
 }  // namespace
-}  // namespace lazyattn::tokenizer
+}  // namespace lazyattn::text

@@ -7,7 +7,7 @@
 
 #include "model_fixture.h"
 #include "tokenizer/chat_template.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace lazyattn::tokenizer {
 namespace {

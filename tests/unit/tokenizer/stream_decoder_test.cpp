@@ -4,9 +4,11 @@
 
 #include "model_fixture.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace lazyattn::tokenizer {
+using namespace text;
+
 namespace {
 
 // A tokenizer whose tokens are given byte strings, to split characters exactly where a test wants.

@@ -5,10 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/byte_unicode.h"
+#include "core/byte_unicode.h"
 #include "tokenizer/vocab.h"
 
 namespace lazyattn::tokenizer::testing_support {
+
+using namespace text;
 
 struct ExtraToken {
     std::string text;

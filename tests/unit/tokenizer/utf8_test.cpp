@@ -1,8 +1,8 @@
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 #include <gtest/gtest.h>
 
-namespace lazyattn::tokenizer {
+namespace lazyattn::text {
 namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD";
@@ -90,4 +90,4 @@ TEST(Utf8, LeadLengthTable) {
 }
 
 }  // namespace
-}  // namespace lazyattn::tokenizer
+}  // namespace lazyattn::text

@@ -1,4 +1,4 @@
-// UTF-8 helpers for the tokenizer, in two flavours on purpose:
+// UTF-8 helpers (the tokenizer, the server and the synthetic vocabulary use them), in two flavours on purpose:
 //  - strict (decode_utf8_one, is_valid_utf8, sanitize_utf8, utf8_incomplete_tail): Unicode's rules
 //    (no overlong forms, no surrogates, nothing above U+10FFFF), one U+FFFD per maximal invalid
 //    subpart. Used for text that leaves lazyattn (streamed output), which must always be valid.
@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace lazyattn::tokenizer {
+namespace lazyattn::text {
 
 inline constexpr char32_t kReplacementChar = 0xFFFD;
 inline constexpr char32_t kMaxCodePoint = 0x10FFFF;
@@ -54,4 +54,4 @@ std::vector<char32_t> decode_utf8_lenient(std::string_view s);
 // 14 -> 3, 15 -> 4). Used to cut byte-mapped words into BPE symbols.
 size_t utf8_lead_length(uint8_t lead);
 
-}  // namespace lazyattn::tokenizer
+}  // namespace lazyattn::text

@@ -1,9 +1,9 @@
 // Strict decoding follows Unicode's "maximal subpart" practice (Table 3-7, well-formed byte
 // sequences): the second byte's range depends on the lead byte, which is what rules out overlong
 // forms, surrogates and code points above U+10FFFF.
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
-namespace lazyattn::tokenizer {
+namespace lazyattn::text {
 namespace {
 
 bool is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
@@ -146,4 +146,4 @@ size_t utf8_lead_length(uint8_t lead) {
     return kLookup[lead >> 4];
 }
 
-}  // namespace lazyattn::tokenizer
+}  // namespace lazyattn::text

@@ -1,10 +1,10 @@
-#include "tokenizer/byte_unicode.h"
+#include "core/byte_unicode.h"
 
 #include <array>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
-namespace lazyattn::tokenizer {
+namespace lazyattn::text {
 namespace {
 
 bool maps_to_itself(int byte) {
@@ -51,4 +51,4 @@ std::string bytes_to_unicode(std::string_view bytes) {
     return out;
 }
 
-}  // namespace lazyattn::tokenizer
+}  // namespace lazyattn::text

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace lazyattn::tokenizer {
+namespace lazyattn::text {
 
 // UTF-8 of the code point that stands for `byte`.
 const std::string& byte_to_unicode(uint8_t byte);
@@ -19,4 +19,4 @@ int unicode_to_byte(char32_t cp);
 // Maps every byte of `bytes` and concatenates the results.
 std::string bytes_to_unicode(std::string_view bytes);
 
-}  // namespace lazyattn::tokenizer
+}  // namespace lazyattn::text
