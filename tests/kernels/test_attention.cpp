@@ -121,6 +121,9 @@ TEST_P(AttentionTest, MatchesReference) {
     for (const auto dtype : {kernels::KvDtype::kF16, kernels::KvDtype::kBF16}) {
         run_case({num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated, false, dtype}, rng);
         run_case({num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 7}}, {1, 1, 1}, keys_rotated, true, dtype}, rng);
+        // Prefill and decode sequences in one batch: prefill widens its blocks into scratch once.
+        run_case({num_heads, num_kv_heads, head_dim, {{200, 33}, {40, 5}, {17, 64}}, {33, 1, 20}, keys_rotated, false, dtype},
+                 rng);
     }
 }
 

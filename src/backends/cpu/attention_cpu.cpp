@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/cpu/rope_cpu.h"
@@ -338,6 +339,67 @@ void attention_decode(const AttentionParams& p, const std::vector<int32_t>& deco
     }
 }
 
+// Prefill tasks read every block of their sequence once per query tile; with a 16-bit cache each
+// block would be widened once per tile (tens of times). Instead the blocks the multi-row sequences
+// read are widened once per call into fp32 scratch, and their tasks get params pointing there
+// (block ids remapped to scratch slots; entries other sequences use keep their pool ids).
+struct WideBlocks {
+    std::vector<float> k, v;
+    std::vector<int32_t> block_ids;
+    std::unordered_map<int32_t, int32_t> slot_of;
+};
+
+// Scratch above this many bytes is not worth it: the tasks widen per tile instead.
+constexpr int64_t kMaxWideBytes = int64_t(64) << 20;
+
+bool widen_for_prefill(const AttentionParams& p, const std::vector<int32_t>& seqs, WideBlocks& w, ThreadPool& pool,
+                       AttentionParams* wide) {
+    const int32_t bs = p.block_size;
+    int64_t num_entries = 0;
+    for (int32_t s = 0; s < p.num_seqs; ++s) {
+        for (int32_t si = p.seqs[s].span_begin; si < p.seqs[s].span_end; ++si) {
+            const AttentionSpan& span = p.spans[si];
+            num_entries = std::max<int64_t>(num_entries, span.block_offset + (span.num_tokens + bs - 1) / bs);
+        }
+    }
+    w.block_ids.assign(p.block_ids, p.block_ids + num_entries);
+    w.slot_of.clear();
+    std::vector<int32_t> blocks;  // pool id per scratch slot
+    for (int32_t s : seqs) {
+        const AttentionSeq& seq = p.seqs[s];
+        const int32_t last_pos = p.q_pos[seq.query_start + seq.num_queries - 1];
+        for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+            const AttentionSpan& span = p.spans[si];
+            if (span.logical_start > last_pos || span.num_tokens <= 0) continue;
+            const int32_t visible = std::min(span.num_tokens, last_pos - span.logical_start + 1);
+            for (int32_t b = 0; b < (visible + bs - 1) / bs; ++b) {
+                const int32_t id = p.block_ids[span.block_offset + b];
+                auto [it, fresh] = w.slot_of.emplace(id, int32_t(blocks.size()));
+                if (fresh) blocks.push_back(id);
+                w.block_ids[span.block_offset + b] = it->second;
+            }
+        }
+    }
+    const int64_t per_block = int64_t(p.num_kv_heads) * bs * p.head_dim;
+    if (int64_t(blocks.size()) * per_block * 8 > kMaxWideBytes) return false;
+    w.k.resize(blocks.size() * per_block);
+    w.v.resize(blocks.size() * per_block);
+    const bool f16 = p.kv_dtype == kernels::KvDtype::kF16;
+    pool.parallel_for(int64_t(blocks.size()), [&](int64_t i) {
+        // A block's heads are contiguous: one conversion per block and tensor.
+        const auto* k = static_cast<const uint16_t*>(p.k_at(blocks[i], 0));
+        const auto* v = static_cast<const uint16_t*>(p.v_at(blocks[i], 0));
+        (f16 ? fp16_to_fp32_n : bf16_to_fp32_n)(k, w.k.data() + i * per_block, per_block);
+        (f16 ? fp16_to_fp32_n : bf16_to_fp32_n)(v, w.v.data() + i * per_block, per_block);
+    }, 4);
+    *wide = p;
+    wide->k_cache = w.k.data();
+    wide->v_cache = w.v.data();
+    wide->block_ids = w.block_ids.data();
+    wide->kv_dtype = kernels::KvDtype::kF32;
+    return true;
+}
+
 }  // namespace
 
 void attention(const AttentionParams& p, ThreadPool& pool) {
@@ -384,6 +446,17 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
     }
     if (!decode_seqs.empty()) attention_decode(p, decode_seqs, decode_block, pool);
     if (tasks.empty()) return;
+    AttentionParams wide_params;
+    const AttentionParams* tp = &p;  // what the tasks below read
+    if (p.kv_dtype != kernels::KvDtype::kF32) {
+        std::vector<int32_t> seqs;
+        for (const Task& t : tasks) {
+            if (seqs.empty() || seqs.back() != t.seq) seqs.push_back(t.seq);
+        }
+        thread_local WideBlocks wide;
+        if (widen_for_prefill(p, seqs, wide, pool, &wide_params)) tp = &wide_params;
+    }
+    const AttentionParams& pt = *tp;
     const int32_t d = p.head_dim;
     std::atomic<size_t> next{0};
     pool.run_on_all([&](int, int) {
@@ -394,10 +467,10 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
             const Task& t = tasks[i];
             if (t.kind == kTile) {
                 if (!tile) tile = std::make_unique<TileScratch>(d, p.rope.rotary_dims);
-                attend_tile(p, p.seqs[t.seq], t.kvh, t.begin, t.end, attend_block, *tile);
+                attend_tile(pt, p.seqs[t.seq], t.kvh, t.begin, t.end, attend_block, *tile);
                 continue;
             }
-            attend_rows(p, p.seqs[t.seq], t.kvh, t.begin, t.end, t.g_begin, t.g_end, qrot.data(), krot.data(),
+            attend_rows(pt, p.seqs[t.seq], t.kvh, t.begin, t.end, t.g_begin, t.g_end, qrot.data(), krot.data(),
                         kbuf.data(), vbuf.data(), scores.data(), acc.data(), cs.data());
         }
     });
