@@ -42,20 +42,22 @@ LA_AVX512 inline __m512 transpose_sum16(__m512 a[16]) {
                          _mm512_shuffle_f32x4(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+// D > 0: the head dim as a compile-time constant (rows stay in registers); D == 0: d at run time.
 template <int D>
-LA_AVX512 void attend_heads(const float* q, int num_heads, const float* k, const float* v, int n, float* m,
-                            float* l, float* o) {
-    constexpr int C = D / 16;  // vectors per row
+LA_AVX512 void attend_heads(const float* q, int num_heads, const float* k, const float* v, int d_runtime, int n,
+                            float* m, float* l, float* o) {
+    const int d = D > 0 ? D : d_runtime;
+    const int C = d / 16;  // vectors per row
     const __mmask16 visible = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
     const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     for (int h = 0; h < num_heads; ++h) {
-        const float* qh = q + h * D;
-        __m512 qv[C];
+        const float* qh = q + h * d;
+        __m512 qv[kDecodeMaxHeadDim / 16];
         for (int c = 0; c < C; ++c) qv[c] = _mm512_loadu_ps(qh + 16 * c);
         __m512 dots[16];
         for (int j = 0; j < 16; ++j) {
-            __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + j * D));
-            for (int c = 1; c < C; ++c) acc = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k + j * D + 16 * c), acc);
+            __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + j * d));
+            for (int c = 1; c < C; ++c) acc = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k + j * d + 16 * c), acc);
             dots[j] = acc;
         }
         const __m512 s = _mm512_mask_mov_ps(neg_inf, visible, transpose_sum16(dots));
@@ -68,13 +70,13 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const float* k, const
         l[h] = l[h] * corr + _mm512_reduce_add_ps(p);
         alignas(64) float pw[16];
         _mm512_store_ps(pw, p);
-        float* oh = o + h * D;
-        __m512 acc[C];
+        float* oh = o + h * d;
+        __m512 acc[kDecodeMaxHeadDim / 16];
         const __m512 cv = _mm512_set1_ps(corr);
         for (int c = 0; c < C; ++c) acc[c] = _mm512_mul_ps(_mm512_loadu_ps(oh + 16 * c), cv);
         for (int j = 0; j < n; ++j) {
             const __m512 w = _mm512_set1_ps(pw[j]);
-            for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(v + j * D + 16 * c), acc[c]);
+            for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(v + j * d + 16 * c), acc[c]);
         }
         for (int c = 0; c < C; ++c) _mm512_storeu_ps(oh + 16 * c, acc[c]);
         m[h] = m_new;
@@ -84,38 +86,10 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const float* k, const
 LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d,
                                           int n, float* m, float* l, float* o) {
     switch (d) {
-        case 64: return attend_heads<64>(q, num_heads, k, v, n, m, l, o);
-        case 128: return attend_heads<128>(q, num_heads, k, v, n, m, l, o);
-        case 256: return attend_heads<256>(q, num_heads, k, v, n, m, l, o);
-        default: break;
-    }
-    // Other multiples of 16: the same steps, row length at run time.
-    for (int h = 0; h < num_heads; ++h) {
-        const float* qh = q + h * d;
-        __m512 dots[16];
-        for (int j = 0; j < 16; ++j) {
-            __m512 acc = _mm512_setzero_ps();
-            for (int c = 0; c < d; c += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + c), _mm512_loadu_ps(k + j * d + c), acc);
-            dots[j] = acc;
-        }
-        const __mmask16 visible = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-        const __m512 s = _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), visible,
-                                            transpose_sum16(dots));
-        const float m_old = m[h];
-        const float m_new = std::max(m_old, _mm512_reduce_max_ps(s));
-        const __m512 p = _mm512_maskz_mov_ps(visible, exp16(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
-        const float corr = m_old == m_new ? 1.0f : _mm_cvtss_f32(_mm512_castps512_ps128(
-                                                        exp16(_mm512_set1_ps(m_old - m_new))));
-        l[h] = l[h] * corr + _mm512_reduce_add_ps(p);
-        alignas(64) float pw[16];
-        _mm512_store_ps(pw, p);
-        float* oh = o + h * d;
-        for (int c = 0; c < d; c += 16) {
-            __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(oh + c), _mm512_set1_ps(corr));
-            for (int j = 0; j < n; ++j) acc = _mm512_fmadd_ps(_mm512_set1_ps(pw[j]), _mm512_loadu_ps(v + j * d + c), acc);
-            _mm512_storeu_ps(oh + c, acc);
-        }
-        m[h] = m_new;
+        case 64: return attend_heads<64>(q, num_heads, k, v, d, n, m, l, o);
+        case 128: return attend_heads<128>(q, num_heads, k, v, d, n, m, l, o);
+        case 256: return attend_heads<256>(q, num_heads, k, v, d, n, m, l, o);
+        default: return attend_heads<0>(q, num_heads, k, v, d, n, m, l, o);  // other multiples of 16
     }
 }
 
