@@ -85,8 +85,9 @@ int run_serve(const ServeOptions& o) {
     engine::ServingEngine eng(*lm->model, *lm->tokenizer, *ec);
     server::HttpServer http(sc, eng, *lm->tokenizer, *chat, lm->model->config().context_length);
     if (Status st = http.start(); !st.ok()) return fail(st);
-    std::printf("lazyattn serve: listening on http://%s:%d (model %s, cache mode %s)\n", sc.host.c_str(), http.port(),
-                sc.model_id.c_str(), o.cache_mode.c_str());
+    std::printf("lazyattn serve: listening on http://%s:%d (model %s, cache mode %s, KV %s, %d blocks of %d tokens)\n",
+                sc.host.c_str(), http.port(), sc.model_id.c_str(), o.cache_mode.c_str(), o.common.kv_dtype.c_str(),
+                int(eng.stats().blocks_total), ec->block_size);
     std::fflush(stdout);
 
     int sig = 0;
