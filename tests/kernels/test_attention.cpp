@@ -86,7 +86,18 @@ void run_case(const Case& c, std::mt19937_64& rng) {
     p.head_dim = d;
     p.block_size = bs;
     p.scale = 1.0f / std::sqrt(float(d));
-    p.rope = {inv_freq.data(), d, c.neox, 1.0f, nullptr, 0};
+    // A cos/sin table for the first 300 positions (as the model builds one); later positions are
+    // computed directly, so both ways of getting the angles are exercised.
+    constexpr int32_t kTablePositions = 300;
+    std::vector<float> table(int64_t(kTablePositions) * d);
+    for (int32_t pos = 0; pos < kTablePositions; ++pos) {
+        for (int32_t i = 0; i < d / 2; ++i) {
+            const double angle = double(pos) * double(inv_freq[i]);
+            table[(int64_t(pos) * (d / 2) + i) * 2] = float(std::cos(angle));
+            table[(int64_t(pos) * (d / 2) + i) * 2 + 1] = float(std::sin(angle));
+        }
+    }
+    p.rope = {inv_freq.data(), d, c.neox, 1.0f, table.data(), kTablePositions};
     p.keys_rotated = c.keys_rotated;
 
     std::vector<float> want(int64_t(rows) * c.num_heads * d), got(want.size(), -7.0f);

@@ -11,6 +11,7 @@
 #include "backends/cpu/rope_cpu.h"
 #include "backends/cpu/simd/attention_decode.h"
 #include "backends/cpu/simd/attention_tile.h"
+#include "backends/cpu/simd/rope_rotate.h"
 #include "core/check.h"
 #include "core/half_convert.h"
 
@@ -66,6 +67,27 @@ inline void block_kv(const AttentionParams& p, int32_t block, int32_t kvh, int32
     *v = vbuf;
 }
 
+// lazy-k: rotates keys [0, n) of a block, key j to position first_pos + j, into krot (cs: scratch
+// for one position's angles when they are not in the table).
+inline void rotate_keys(const kernels::RopeParams& rope, const float* k, float* krot, int32_t n, int32_t d,
+                        int32_t first_pos, float* cs) {
+    const simd::RopeRotateFn fast = simd::rope_rotate_kernel(d, rope.rotary_dims);
+    for (int32_t j = 0; j < n; ++j) {
+        const int32_t pos = first_pos + j;
+        const float* angles = cs;
+        if (rope.cos_sin_table != nullptr && pos >= 0 && pos < rope.table_positions) {
+            angles = rope.cos_sin_table + int64_t(pos) * rope.rotary_dims;  // the table's row, no copy
+        } else {
+            rope_cos_sin(rope, pos, cs);
+        }
+        if (fast != nullptr) {
+            fast(angles, k + j * d, krot + j * d, d, rope.rotary_dims, rope.neox);
+        } else {
+            rope_rotate_with(rope, angles, k + j * d, krot + j * d, d);
+        }
+    }
+}
+
 // Online-softmax state of one query head.
 struct HeadState {
     float max_score;
@@ -107,10 +129,7 @@ void attend_rows(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
                 const float *k, *v;
                 block_kv(p, block, kvh, n, kbuf, vbuf, &k, &v);
                 if (!p.keys_rotated) {
-                    for (int32_t j = 0; j < n; ++j) {
-                        rope_cos_sin(p.rope, span.logical_start + t0 + j, cs);
-                        rope_rotate_with(p.rope, cs, k + j * d, krot + j * d, d);
-                    }
+                    rotate_keys(p.rope, k, krot, n, d, span.logical_start + t0, cs);
                     k = krot;
                 }
                 for (int32_t g = g_begin; g < g_end; ++g) {
@@ -199,10 +218,7 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
             const float *k, *v;
             block_kv(p, block, kvh, n, t.kbuf, t.vbuf, &k, &v);
             if (!p.keys_rotated) {
-                for (int32_t j = 0; j < n; ++j) {
-                    rope_cos_sin(p.rope, span.logical_start + t0 + j, t.cs);
-                    rope_rotate_with(p.rope, t.cs, k + j * d, t.krot + j * d, d);
-                }
+                rotate_keys(p.rope, k, t.krot, n, d, span.logical_start + t0, t.cs);
                 k = t.krot;
             }
             if (n < B) {  // pad: slots past the span's tokens may hold anything
@@ -265,10 +281,7 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
         const float *k, *v;
         block_kv(p, p.block_ids[span.block_offset + b], it.kvh, n, kbuf, vbuf, &k, &v);
         if (!p.keys_rotated) {
-            for (int32_t j = 0; j < n; ++j) {
-                rope_cos_sin(p.rope, span.logical_start + t0 + j, cs);
-                rope_rotate_with(p.rope, cs, k + j * d, krot + j * d, d);
-            }
+            rotate_keys(p.rope, k, krot, n, d, span.logical_start + t0, cs);
             k = krot;
         }
         attend_block(qrot, group, k, v, d, n, m, l, o);
