@@ -85,25 +85,31 @@ void expect_pool_whole(const Scheduler& s) {
 TEST(Scheduler, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
     for (CacheMode mode : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn, CacheMode::kPrefix,
                            CacheMode::kNone}) {
-        const auto w = make_workload(testing::test_seed() + int(mode), 6, 10, 3, 24);
-        const auto want = one_by_one(mode, w.requests);
-        // A pool of 26 blocks: any one request fits, ten at once do not.
-        EngineConfig c = config(mode, 1);
-        c.kv_num_blocks = 26;
-        Scheduler s(*model().model, *model().tokenizer, c);
-        std::vector<std::shared_ptr<RequestHandle>> handles;
-        for (const auto& r : w.requests) handles.push_back(*s.add(r));
-        while (s.step()) {
+        // Random workloads do not always overflow the pool (prefix mode shares whole prompts), so
+        // try a few until one preempts; every workload tried must give the one-by-one outputs.
+        int64_t preemptions = 0;
+        for (int attempt = 0; attempt < 6 && preemptions == 0; ++attempt) {
+            const auto w = make_workload(testing::test_seed() + int(mode) + 1000 * attempt, 6, 10, 3, 24);
+            const auto want = one_by_one(mode, w.requests);
+            // A pool of 26 blocks: any one request fits, ten at once do not.
+            EngineConfig c = config(mode, 1);
+            c.kv_num_blocks = 26;
+            Scheduler s(*model().model, *model().tokenizer, c);
+            std::vector<std::shared_ptr<RequestHandle>> handles;
+            for (const auto& r : w.requests) handles.push_back(*s.add(r));
+            while (s.step()) {
+            }
+            for (size_t i = 0; i < handles.size(); ++i) {
+                const RagResult r = handles[i]->wait();
+                EXPECT_EQ(r.finish_reason, "length");
+                EXPECT_EQ(r.token_ids, want[i]) << cache_mode_name(mode) << " request " << i << " attempt " << attempt;
+            }
+            preemptions = s.stats().preemptions;
+            std::printf("[memory pressure] %-10s pool %d blocks: %lld preemptions, %lld steps\n", cache_mode_name(mode),
+                        s.kv_cache().pool().num_blocks(), (long long)preemptions, (long long)s.stats().steps);
+            expect_pool_whole(s);
         }
-        for (size_t i = 0; i < handles.size(); ++i) {
-            const RagResult r = handles[i]->wait();
-            EXPECT_EQ(r.finish_reason, "length");
-            EXPECT_EQ(r.token_ids, want[i]) << cache_mode_name(mode) << " request " << i;
-        }
-        std::printf("[memory pressure] %-10s pool %d blocks: %lld preemptions, %lld steps\n", cache_mode_name(mode),
-                    s.kv_cache().pool().num_blocks(), (long long)s.stats().preemptions, (long long)s.stats().steps);
-        EXPECT_GT(s.stats().preemptions, 0) << "the pool was meant to be too small";
-        expect_pool_whole(s);
+        EXPECT_GT(preemptions, 0) << cache_mode_name(mode) << ": no workload overflowed the pool";
     }
 }
 
