@@ -275,11 +275,19 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
         l[g] = 0.0f;
     }
     std::fill(o, o + int64_t(group) * d, 0.0f);
+    const simd::AttendDecodeBlockF16Fn attend_f16 =
+        p.kv_dtype == kernels::KvDtype::kF16 && p.keys_rotated ? simd::attend_decode_block_f16() : nullptr;
     for (int32_t b = it.block_begin; b < it.block_end; ++b) {
         const int32_t t0 = b * bs;
         const int32_t n = std::min(bs, num_visible - t0);
+        const int32_t block = p.block_ids[span.block_offset + b];
+        if (attend_f16 != nullptr) {  // fp16 pool, keys stored rotated: read in place
+            attend_f16(qrot, group, static_cast<const uint16_t*>(p.k_at(block, it.kvh)),
+                       static_cast<const uint16_t*>(p.v_at(block, it.kvh)), d, n, m, l, o);
+            continue;
+        }
         const float *k, *v;
-        block_kv(p, p.block_ids[span.block_offset + b], it.kvh, n, kbuf, vbuf, &k, &v);
+        block_kv(p, block, it.kvh, n, kbuf, vbuf, &k, &v);
         if (!p.keys_rotated) {
             rotate_keys(p.rope, k, krot, n, d, span.logical_start + t0, cs);
             k = krot;

@@ -22,4 +22,9 @@ using AttendDecodeBlockFn = void (*)(const float* q, int num_heads, const float*
 // The AVX-512 kernel, or nullptr where the CPU lacks AVX-512F.
 AttendDecodeBlockFn attend_decode_block();
 
+// The same for keys and values stored as fp16, read as they are (widened in registers).
+using AttendDecodeBlockF16Fn = void (*)(const float* q, int num_heads, const uint16_t* k, const uint16_t* v, int d,
+                                        int n, float* m, float* l, float* o);
+AttendDecodeBlockF16Fn attend_decode_block_f16();
+
 }  // namespace lazyattn::backends::cpu::simd

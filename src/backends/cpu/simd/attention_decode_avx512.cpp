@@ -42,9 +42,20 @@ LA_AVX512 inline __m512 transpose_sum16(__m512 a[16]) {
                          _mm512_shuffle_f32x4(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+// 16 keys or values from fp32, or from fp16 widened in the register.
+template <bool F16>
+LA_AVX512 inline __m512 load16(const void* base, int64_t i) {
+    if constexpr (F16) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
+    } else {
+        return _mm512_loadu_ps(static_cast<const float*>(base) + i);
+    }
+}
+
 // D > 0: the head dim as a compile-time constant (rows stay in registers); D == 0: d at run time.
-template <int D>
-LA_AVX512 void attend_heads(const float* q, int num_heads, const float* k, const float* v, int d_runtime, int n,
+// F16: k and v are fp16 (read as they are stored, no widening pass).
+template <int D, bool F16 = false>
+LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const void* v, int d_runtime, int n,
                             float* m, float* l, float* o) {
     const int d = D > 0 ? D : d_runtime;
     const int C = d / 16;  // vectors per row
@@ -56,8 +67,8 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const float* k, const
         for (int c = 0; c < C; ++c) qv[c] = _mm512_loadu_ps(qh + 16 * c);
         __m512 dots[16];
         for (int j = 0; j < 16; ++j) {
-            __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + j * d));
-            for (int c = 1; c < C; ++c) acc = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k + j * d + 16 * c), acc);
+            __m512 acc = _mm512_mul_ps(qv[0], load16<F16>(k, j * d));
+            for (int c = 1; c < C; ++c) acc = _mm512_fmadd_ps(qv[c], load16<F16>(k, j * d + 16 * c), acc);
             dots[j] = acc;
         }
         const __m512 s = _mm512_mask_mov_ps(neg_inf, visible, transpose_sum16(dots));
@@ -76,7 +87,7 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const float* k, const
         for (int c = 0; c < C; ++c) acc[c] = _mm512_mul_ps(_mm512_loadu_ps(oh + 16 * c), cv);
         for (int j = 0; j < n; ++j) {
             const __m512 w = _mm512_set1_ps(pw[j]);
-            for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(v + j * d + 16 * c), acc[c]);
+            for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(w, load16<F16>(v, j * d + 16 * c), acc[c]);
         }
         for (int c = 0; c < C; ++c) _mm512_storeu_ps(oh + 16 * c, acc[c]);
         m[h] = m_new;
@@ -93,7 +104,21 @@ LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const f
     }
 }
 
+LA_AVX512 void attend_decode_block_f16_avx512(const float* q, int num_heads, const uint16_t* k, const uint16_t* v,
+                                              int d, int n, float* m, float* l, float* o) {
+    switch (d) {
+        case 64: return attend_heads<64, true>(q, num_heads, k, v, d, n, m, l, o);
+        case 128: return attend_heads<128, true>(q, num_heads, k, v, d, n, m, l, o);
+        case 256: return attend_heads<256, true>(q, num_heads, k, v, d, n, m, l, o);
+        default: return attend_heads<0, true>(q, num_heads, k, v, d, n, m, l, o);
+    }
+}
+
 }  // namespace
+
+AttendDecodeBlockF16Fn attend_decode_block_f16() {
+    return attend_decode_block() != nullptr ? attend_decode_block_f16_avx512 : nullptr;
+}
 
 AttendDecodeBlockFn attend_decode_block() {
     static const AttendDecodeBlockFn fn = [] {
