@@ -84,7 +84,7 @@ int run_bench_quality(const BenchQualityOptions& o) {
     std::printf("%-11s %8s %8s %10s\n", "mode", "EM", "F1", "questions");
     for (const auto& mode : o.modes) {
         engine::EngineConfig ec;
-        ec.kv_dtype = *engine::parse_kv_dtype(o.common.kv_dtype);  // checked by the parser
+        ec.kv_dtype = o.common.kv_dtype;
         ec.cache_mode = *engine::parse_cache_mode(mode);
         ec.check_integrity = false;
         engine::Engine eng(*lm->model, *lm->tokenizer, ec);

@@ -102,7 +102,7 @@ int run_bench_rag(const BenchRagOptions& o) {
         std::ofstream(o.export_workload_path) << nlohmann::json{{"digest", w->digest()}, {"requests", reqs}}.dump();
     }
     engine::EngineConfig base;
-    base.kv_dtype = *engine::parse_kv_dtype(o.common.kv_dtype);  // checked by the parser
+    base.kv_dtype = o.common.kv_dtype;
     base.kv_cache_mb = o.kv_cache_mb;
     base.max_batch_tokens = o.max_batch_tokens;
     base.check_integrity = false;

@@ -39,7 +39,7 @@ int run_bench_speed(const BenchSpeedOptions& o) {
     }
     // Recompute mode: every repetition prefills the whole prompt, as the peer does.
     engine::EngineConfig ec;
-    ec.kv_dtype = *engine::parse_kv_dtype(o.common.kv_dtype);  // checked by the parser
+    ec.kv_dtype = o.common.kv_dtype;
     ec.cache_mode = engine::CacheMode::kNone;
     ec.max_batch_tokens = std::max(o.prompt_tokens, 1);
     ec.check_integrity = false;

@@ -21,7 +21,7 @@ namespace lazyattn::cli {
 struct CommonOptions {
     std::string model_path;
     int32_t num_threads = 0;  // 0: all hardware threads
-    std::string kv_dtype = "f16";  // KV cache element type: f32, f16 or bf16
+    kernels::KvDtype kv_dtype = kernels::KvDtype::kF16;  // --kv-dtype f32|f16|bf16
 };
 
 struct GenerateOptions {

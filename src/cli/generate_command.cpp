@@ -73,7 +73,7 @@ int run_generate(const GenerateOptions& o) {
     auto mode = engine::parse_cache_mode(o.cache_mode);
     if (!mode.ok()) return fail(mode.status(), 2);
     engine::EngineConfig ec;
-    ec.kv_dtype = *engine::parse_kv_dtype(o.common.kv_dtype);  // checked by the parser
+    ec.kv_dtype = o.common.kv_dtype;
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.cache_mode = *mode;
     if (Status st = ec.validate(); !st.ok()) return fail(st, 2);

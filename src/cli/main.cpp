@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 
@@ -12,8 +13,11 @@ void add_common(CLI::App* cmd, lazyattn::cli::CommonOptions& o, bool with_kv = t
     cmd->add_option("--model", o.model_path, "GGUF model file (default: the embedded SmolLM2-135M)");
     cmd->add_option("--threads", o.num_threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
     if (with_kv) {
+        const std::map<std::string, lazyattn::kernels::KvDtype> names{
+            {"f32", lazyattn::kernels::KvDtype::kF32}, {"f16", lazyattn::kernels::KvDtype::kF16},
+            {"bf16", lazyattn::kernels::KvDtype::kBF16}};
         cmd->add_option("--kv-dtype", o.kv_dtype, "KV cache element type: f16 (default), bf16 or f32")
-            ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+            ->transform(CLI::CheckedTransformer(names));
     }
 }
 

@@ -56,7 +56,7 @@ int run_rag_demo(const RagDemoOptions& o) {
             return 2;
         }
         engine::EngineConfig ec;
-        ec.kv_dtype = *engine::parse_kv_dtype(o.common.kv_dtype);  // checked by the parser
+        ec.kv_dtype = o.common.kv_dtype;
         ec.cache_mode = *mode;
         engine::Engine eng(*lm->model, *lm->tokenizer, ec);
         ModeTotals t;

@@ -25,7 +25,7 @@ int fail(const Status& st, int code = 1) {
 
 Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     engine::EngineConfig ec;
-    LA_ASSIGN_OR_RETURN(ec.kv_dtype, engine::parse_kv_dtype(o.common.kv_dtype));
+    ec.kv_dtype = o.common.kv_dtype;
     LA_ASSIGN_OR_RETURN(ec.cache_mode, engine::parse_cache_mode(o.cache_mode));
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.kv_num_blocks = o.kv_blocks;
@@ -86,8 +86,8 @@ int run_serve(const ServeOptions& o) {
     server::HttpServer http(sc, eng, *lm->tokenizer, *chat, lm->model->config().context_length);
     if (Status st = http.start(); !st.ok()) return fail(st);
     std::printf("lazyattn serve: listening on http://%s:%d (model %s, cache mode %s, KV %s, %d blocks of %d tokens)\n",
-                sc.host.c_str(), http.port(), sc.model_id.c_str(), o.cache_mode.c_str(), o.common.kv_dtype.c_str(),
-                int(eng.stats().blocks_total), ec->block_size);
+                sc.host.c_str(), http.port(), sc.model_id.c_str(), o.cache_mode.c_str(),
+                engine::kv_dtype_name(o.common.kv_dtype), int(eng.stats().blocks_total), ec->block_size);
     std::fflush(stdout);
 
     int sig = 0;

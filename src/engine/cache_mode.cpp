@@ -25,13 +25,6 @@ const char* cache_mode_name(CacheMode mode) {
     return "?";
 }
 
-Expected<kernels::KvDtype> parse_kv_dtype(std::string_view name) {
-    if (name == "f32") return kernels::KvDtype::kF32;
-    if (name == "f16") return kernels::KvDtype::kF16;
-    if (name == "bf16") return kernels::KvDtype::kBF16;
-    return invalid_argument("unknown KV dtype '" + std::string(name) + "' (expected f32, f16 or bf16)");
-}
-
 const char* kv_dtype_name(kernels::KvDtype dtype) {
     switch (dtype) {
         case kernels::KvDtype::kF32: return "f32";

@@ -22,7 +22,6 @@ Expected<CacheMode> parse_cache_mode(std::string_view name);
 const char* cache_mode_name(CacheMode mode);
 
 // The KV cache's element type by name: f32, f16 or bf16.
-Expected<kernels::KvDtype> parse_kv_dtype(std::string_view name);
 const char* kv_dtype_name(kernels::KvDtype dtype);
 
 inline bool segments_are_blocks(CacheMode m) {

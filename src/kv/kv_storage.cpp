@@ -3,30 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/half_convert.h"
 
 namespace lazyattn::kv {
-namespace {
-
-// n fp32 values to `dtype` at dst.
-void encode(const float* src, KvDtype dtype, void* dst, int64_t n) {
-    switch (dtype) {
-        case KvDtype::kF32: std::memcpy(dst, src, sizeof(float) * n); break;
-        case KvDtype::kF16: fp32_to_fp16_n(src, static_cast<uint16_t*>(dst), n); break;
-        case KvDtype::kBF16: fp32_to_bf16_n(src, static_cast<uint16_t*>(dst), n); break;
-    }
-}
-
-void decode(const void* src, KvDtype dtype, float* dst, int64_t n) {
-    switch (dtype) {
-        case KvDtype::kF32: std::memcpy(dst, src, sizeof(float) * n); break;
-        case KvDtype::kF16: fp16_to_fp32_n(static_cast<const uint16_t*>(src), dst, n); break;
-        case KvDtype::kBF16: bf16_to_fp32_n(static_cast<const uint16_t*>(src), dst, n); break;
-    }
-}
-
-}  // namespace
-
 KvStorage::KvStorage(const KvShape& shape) : shape_(shape) {
     for (int32_t l = 0; l < shape.num_layers; ++l) {
         k_.emplace_back(size_t(shape.elements_per_layer() * element_bytes()));
@@ -45,8 +23,8 @@ void KvStorage::store(int32_t layer, const float* k_rows, const float* v_rows, c
         for (int32_t h = 0; h < nkv; ++h) {
             const int64_t dst = ((int64_t(block) * nkv + h) * bs + offset) * d * eb;
             const int64_t src = (int64_t(r) * nkv + h) * d;
-            encode(k_rows + src, shape_.dtype, kc + dst, d);
-            encode(v_rows + src, shape_.dtype, vc + dst, d);
+            kernels::f32_to_kv(k_rows + src, shape_.dtype, kc + dst, d);
+            kernels::f32_to_kv(v_rows + src, shape_.dtype, vc + dst, d);
         }
     }
 }
@@ -69,12 +47,12 @@ void KvStorage::copy_tokens(const int32_t* src_blocks, const int32_t* dst_blocks
 
 void KvStorage::read_block_keys(int32_t layer, int32_t block, float* out) const {
     const int64_t n = shape_.elements_per_block();
-    decode(k_[layer].data() + int64_t(block) * n * element_bytes(), shape_.dtype, out, n);
+    kernels::kv_to_f32(k_[layer].data() + int64_t(block) * n * element_bytes(), shape_.dtype, out, n);
 }
 
 void KvStorage::write_block_keys(int32_t layer, int32_t block, const float* in) {
     const int64_t n = shape_.elements_per_block();
-    encode(in, shape_.dtype, k_[layer].data() + int64_t(block) * n * element_bytes(), n);
+    kernels::f32_to_kv(in, shape_.dtype, k_[layer].data() + int64_t(block) * n * element_bytes(), n);
 }
 
 }  // namespace lazyattn::kv

@@ -45,9 +45,8 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r) c
     std::string preamble, question = r.prompt, suffix;
     if (r.chat) {
         if (!chat_) return unsupported("the model has no chat template; use /v1/completions");
-        if (r.messages.empty()) return invalid_argument("messages is empty");
+        LA_RETURN_IF_ERROR(engine::split_chat(*chat_, r.messages, &preamble, &suffix));  // refuses no messages
         question = r.messages.back().content;
-        LA_RETURN_IF_ERROR(engine::split_chat(*chat_, r.messages, &preamble, &suffix));
     }
     LA_ASSIGN_OR_RETURN(auto documents, document_segments(r.documents));
     const auto question_tokens = r.prompt_tokens.empty() ? tokenizer_.encode(question, false, false) : r.prompt_tokens;

@@ -105,7 +105,6 @@ private:
 
 inline bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
 inline float from_bf16(bf16 x) { return __bfloat162float(x); }
-inline uint16_t bf16_bits(bf16 x) { return static_cast<__nv_bfloat16_raw>(x).x; }
 inline bf16 bf16_from_bits(uint16_t u) {
     __nv_bfloat16_raw raw;
     raw.x = u;

@@ -13,7 +13,6 @@
 #include "backends/cpu/simd/attention_tile.h"
 #include "backends/cpu/simd/rope_rotate.h"
 #include "core/check.h"
-#include "core/half_convert.h"
 
 namespace lazyattn::backends::cpu {
 namespace {
@@ -48,21 +47,13 @@ inline void block_kv(const AttentionParams& p, int32_t block, int32_t kvh, int32
                      const float** k, const float** v) {
     const void* kc = p.k_at(block, kvh);
     const void* vc = p.v_at(block, kvh);
-    const int64_t count = int64_t(n) * p.head_dim;
-    switch (p.kv_dtype) {
-        case kernels::KvDtype::kF32:
-            *k = static_cast<const float*>(kc);
-            *v = static_cast<const float*>(vc);
-            return;
-        case kernels::KvDtype::kF16:
-            fp16_to_fp32_n(static_cast<const uint16_t*>(kc), kbuf, count);
-            fp16_to_fp32_n(static_cast<const uint16_t*>(vc), vbuf, count);
-            break;
-        case kernels::KvDtype::kBF16:
-            bf16_to_fp32_n(static_cast<const uint16_t*>(kc), kbuf, count);
-            bf16_to_fp32_n(static_cast<const uint16_t*>(vc), vbuf, count);
-            break;
+    if (p.kv_dtype == kernels::KvDtype::kF32) {
+        *k = static_cast<const float*>(kc);
+        *v = static_cast<const float*>(vc);
+        return;
     }
+    kernels::kv_to_f32(kc, p.kv_dtype, kbuf, int64_t(n) * p.head_dim);
+    kernels::kv_to_f32(vc, p.kv_dtype, vbuf, int64_t(n) * p.head_dim);
     *k = kbuf;
     *v = vbuf;
 }
@@ -405,13 +396,10 @@ bool widen_for_prefill(const AttentionParams& p, const std::vector<int32_t>& seq
     if (int64_t(blocks.size()) * per_block * 8 > kMaxWideBytes) return false;
     w.k.resize(blocks.size() * per_block);
     w.v.resize(blocks.size() * per_block);
-    const bool f16 = p.kv_dtype == kernels::KvDtype::kF16;
     pool.parallel_for(int64_t(blocks.size()), [&](int64_t i) {
         // A block's heads are contiguous: one conversion per block and tensor.
-        const auto* k = static_cast<const uint16_t*>(p.k_at(blocks[i], 0));
-        const auto* v = static_cast<const uint16_t*>(p.v_at(blocks[i], 0));
-        (f16 ? fp16_to_fp32_n : bf16_to_fp32_n)(k, w.k.data() + i * per_block, per_block);
-        (f16 ? fp16_to_fp32_n : bf16_to_fp32_n)(v, w.v.data() + i * per_block, per_block);
+        kernels::kv_to_f32(p.k_at(blocks[i], 0), p.kv_dtype, w.k.data() + i * per_block, per_block);
+        kernels::kv_to_f32(p.v_at(blocks[i], 0), p.kv_dtype, w.v.data() + i * per_block, per_block);
     }, 4);
     *wide = p;
     wide->k_cache = w.k.data();

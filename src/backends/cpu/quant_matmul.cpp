@@ -24,28 +24,12 @@ void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKer
     const size_t rb = nb * kernels::weight_block_bytes(type);
     const auto* w = static_cast<const uint8_t*>(p.w);
     const bool gemm = p.num_rows >= kGemmMinRows;
-    const bool r16 = p.w_prepared != nullptr && g.gemv_r16[kind] != nullptr;
+    const bool r16 = p.w_prepared != nullptr && g.pack_from_r16[kind] != nullptr;  // prefill tiles from the repacked form
     scratch.resize(QuantActs::bytes(p.num_rows, nb));
-    const QuantActs a = QuantActs::in(scratch.data(), p.num_rows, nb, !gemm && !r16 && type != QuantWeight::kQ8_0);
+    const QuantActs a = QuantActs::in(scratch.data(), p.num_rows, nb, !gemm && type != QuantWeight::kQ8_0);
     pool.parallel_for(p.num_rows, [&](int64_t r) { g.prepare_row(p.x + r * p.in_dim, a, r, type); }, 8);
     const int threads = pool.num_threads();
 
-    if (!gemm && r16) {
-        // Decode on repacked weights: each thread takes runs of 16-row groups.
-        const auto* packed = static_cast<const uint8_t*>(p.w_prepared);
-        const int64_t groups = (p.out_dim + simd::kR16Rows - 1) / simd::kR16Rows;
-        const int64_t per_chunk = std::max<int64_t>(2, (groups + 4 * threads - 1) / (4 * threads) + 1) / 2 * 2;
-        const int64_t num_chunks = (groups + per_chunk - 1) / per_chunk;
-        pool.parallel_for(num_chunks, [&](int64_t c) {
-            const int64_t g0 = c * per_chunk, g1 = std::min(groups, g0 + per_chunk);
-            for (int64_t r = 0; r < p.num_rows; r += 4) {
-                const int rows = int(std::min<int64_t>(4, p.num_rows - r));
-                g.gemv_r16[kind](packed, nb, g0, g1, p.out_dim, a.from_row(r), rows, p.y + r * p.out_dim, p.out_dim,
-                                 p.bias);
-            }
-        });
-        return;
-    }
     if (!gemm) {
         // Decode: every thread streams its own slice of the weight rows once; a few slices per
         // thread keep the load even when a core is busy elsewhere.
@@ -77,8 +61,8 @@ void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKer
         const int64_t r0 = chunk * rows_per_chunk, r1 = std::min(p.num_rows, r0 + rows_per_chunk);
         if (r0 >= r1) return;
         if (r16) {
-            g.pack_from_r16[kind](static_cast<const uint8_t*>(p.w_prepared), nb, tile,
-                                  (p.out_dim + simd::kR16Rows - 1) / simd::kR16Rows, packed);
+            g.pack_from_r16[kind](static_cast<const uint8_t*>(p.w_prepared), nb, tile, simd::r16_groups(p.out_dim),
+                                  packed);
         } else {
             g.pack[kind](w + o0 * rb, rb, nw, nb, packed);
         }
@@ -89,6 +73,8 @@ void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKer
 }  // namespace
 
 void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch) {
+    // Decode on repacked weights: the same path as several products of one input.
+    if (quant_matmul_shared_input(&p, 1, pool, scratch)) return;
     const auto& k = simd::quant_kernels();
     if (k.gemm != nullptr) {
         quant_matmul_tiled(p, *k.gemm, pool, scratch);
@@ -149,12 +135,16 @@ bool quant_matmul_shared_input(const kernels::MatmulParams* ps, int count, Threa
         int64_t g0, g1;
     };
     int64_t total = 0;
-    for (int i = 0; i < count; ++i) total += (ps[i].out_dim + simd::kR16Rows - 1) / simd::kR16Rows;
+    for (int i = 0; i < count; ++i) total += simd::r16_groups(ps[i].out_dim);
     const int threads = pool.num_threads();
     const int64_t per_chunk = std::max<int64_t>(2, (total + 4 * threads - 1) / (4 * threads) + 1) / 2 * 2;
-    std::vector<Chunk> chunks;
+    // Reused (this runs for every decode matmul); a reference, since workers have their own
+    // thread_local instance.
+    thread_local std::vector<Chunk> chunk_list;
+    std::vector<Chunk>& chunks = chunk_list;
+    chunks.clear();
     for (int i = 0; i < count; ++i) {
-        const int64_t groups = (ps[i].out_dim + simd::kR16Rows - 1) / simd::kR16Rows;
+        const int64_t groups = simd::r16_groups(ps[i].out_dim);
         for (int64_t g0 = 0; g0 < groups; g0 += per_chunk) chunks.push_back({i, g0, std::min(groups, g0 + per_chunk)});
     }
     pool.parallel_for(int64_t(chunks.size()), [&](int64_t c) {

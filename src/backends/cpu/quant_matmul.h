@@ -16,8 +16,8 @@ namespace lazyattn::backends::cpu {
 // p.w_type must be a quantized type (not kF32). `scratch` holds the quantized activations.
 void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch);
 
-// Decode products of one input with several repacked weights of one type (Q, K, V): the input is
-// quantized once and all matrices' row groups share one parallel region. Returns false, doing
+// Decode products of one input with one or several repacked weights of one type (Q, K, V): the
+// input is quantized once and all matrices' row groups share one parallel region. Returns false, doing
 // nothing, when the products do not qualify (then run them one by one).
 bool quant_matmul_shared_input(const kernels::MatmulParams* ps, int count, ThreadPool& pool,
                                std::vector<uint8_t>& scratch);

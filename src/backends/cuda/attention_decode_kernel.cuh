@@ -66,7 +66,6 @@ struct TileCursor {
     int visible;  // visible tokens of `span`
 };
 
-template <int T>
 __device__ __forceinline__ void cursor_settle(const CudaAttentionParams& p, int span_end, int pos, TileCursor& c) {
     while (c.span < span_end) {
         c.visible = span_visible(p.spans[c.span], pos);
@@ -79,14 +78,14 @@ __device__ __forceinline__ void cursor_settle(const CudaAttentionParams& p, int 
 template <int T>
 __device__ __forceinline__ void cursor_advance(const CudaAttentionParams& p, int span_end, int pos, TileCursor& c) {
     c.t0 += T;
-    cursor_settle<T>(p, span_end, pos, c);
+    cursor_settle(p, span_end, pos, c);
 }
 
 // The cursor at tile number `first` of the sequence.
 template <int T>
 __device__ TileCursor cursor_at(const CudaAttentionParams& p, const kernels::AttentionSeq& seq, int pos, int first) {
     TileCursor c{seq.span_begin, 0, 0};
-    cursor_settle<T>(p, seq.span_end, pos, c);
+    cursor_settle(p, seq.span_end, pos, c);
     while (first > 0 && c.span < seq.span_end) {
         const int tiles = (c.visible + T - 1) / T;
         if (first < tiles) {
@@ -96,7 +95,7 @@ __device__ TileCursor cursor_at(const CudaAttentionParams& p, const kernels::Att
         first -= tiles;
         ++c.span;
         c.t0 = 0;
-        cursor_settle<T>(p, seq.span_end, pos, c);
+        cursor_settle(p, seq.span_end, pos, c);
     }
     return c;
 }

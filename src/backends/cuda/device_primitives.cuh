@@ -73,11 +73,6 @@ __device__ __forceinline__ float warp_sum(float x) {
     return x;
 }
 
-__device__ __forceinline__ float warp_max(float x) {
-    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(kFullMask, x, o));
-    return x;
-}
-
 // ---- cp.async -----------------------------------------------------------------------------------
 
 // Copies 16 bytes global -> shared, bypassing L1; bytes past `src_bytes` (0 or 16) are zero-filled,

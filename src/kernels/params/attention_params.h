@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "kernels/params/kv_dtype.h"
+
 namespace lazyattn::kernels {
 
 // One contiguous run of cached tokens a sequence reads, in whole blocks.
@@ -37,12 +39,6 @@ struct RopeParams {
     const float* cos_sin_table;
     int32_t table_positions;
 };
-
-// Element type of the KV cache. Keys and values are computed in fp32 and rounded once when
-// stored; kernels widen them back to fp32 as they read.
-enum class KvDtype : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
-
-inline int64_t kv_dtype_bytes(KvDtype t) { return t == KvDtype::kF32 ? 4 : 2; }
 
 struct AttentionParams {
     const float* q;           // [num_rows, num_heads, head_dim], unrotated

@@ -78,8 +78,9 @@ constexpr size_t kPackedBytesPerRowBlock = 40;  // 32 u8 values + fp32 d and m
 // GGUF, but a decode step unpacks 16 rows per instruction instead of unpacking scales per block.
 constexpr int kR16Rows = 16;
 inline size_t r16_block_bytes(kernels::QuantWeight w) { return w == kernels::QuantWeight::kQ4_1 ? 320 : 288; }
+inline int64_t r16_groups(int64_t out_dim) { return (out_dim + kR16Rows - 1) / kR16Rows; }
 inline size_t r16_bytes(kernels::QuantWeight w, int64_t out_dim, int64_t nb) {
-    return size_t((out_dim + kR16Rows - 1) / kR16Rows) * size_t(nb) * r16_block_bytes(w);
+    return size_t(r16_groups(out_dim)) * size_t(nb) * r16_block_bytes(w);
 }
 inline bool has_r16(kernels::QuantWeight w) { return w != kernels::QuantWeight::kQ8_0; }
 

@@ -290,8 +290,7 @@ constexpr size_t kR16BlockBytes = K == kQ4_1 ? 320 : 288;
 template <int K>
 void repack_r16(const uint8_t* w, size_t rb, int64_t out_dim, int64_t nb, uint8_t* dst) {
     constexpr size_t bs = kBlockBytes[K];
-    const int64_t groups = (out_dim + kR16Rows - 1) / kR16Rows;
-    for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t g = 0; g < r16_groups(out_dim); ++g) {
         for (int64_t b = 0; b < nb; ++b) {
             uint8_t* pb = dst + (g * nb + b) * kR16BlockBytes<K>;
             std::memset(pb, 0, kR16BlockBytes<K>);
