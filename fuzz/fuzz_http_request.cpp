@@ -1,0 +1,45 @@
+// libFuzzer target: raw bytes from a client, all the way to a checked GenerationRequest. The
+// first byte picks how the input is split into reads (the parser must give the same result for
+// any split), the rest is what arrives on the socket: request heads, chunked and compressed
+// bodies, pipelines; each complete request's body then goes through the JSON checks and the
+// OpenAI request parser, as the server runs them.
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "http/request_parser.h"
+#include "server/http_util.h"
+#include "server/openai_request.h"
+
+using namespace lazyattn;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size < 1) return 0;
+    const size_t step = 1 + data[0] % 64;
+    const std::string input(reinterpret_cast<const char*>(data) + 1, size - 1);
+    http::HttpLimits limits;
+    limits.max_body_bytes = 1 << 20;
+    http::RequestParser parser(limits);
+    std::string buffer;
+    for (size_t at = 0; at < input.size() || !buffer.empty();) {
+        if (at < input.size()) {
+            buffer.append(input, at, step);
+            at += step;
+        }
+        const auto state = parser.feed(buffer);
+        if (state == http::RequestParser::State::kError) break;
+        if (state != http::RequestParser::State::kComplete) {
+            if (at >= input.size()) break;
+            continue;
+        }
+        http::HttpRequest request = parser.take();
+        nlohmann::json body;
+        if (server::parse_json_body(request, body)) continue;
+        server::GenerationRequest gen;
+        (void)server::parse_generation_request(body, request.path.find("chat") != std::string::npos, gen);
+        std::vector<server::DocumentRef> docs;
+        if (body.is_object() && body.contains("documents")) (void)server::parse_documents(body["documents"], false, docs);
+    }
+    return 0;
+}
