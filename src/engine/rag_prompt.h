@@ -29,19 +29,24 @@ Expected<RagRequest> build_rag_request(const tokenizer::Tokenizer& tokenizer,
 
 // The two steps build_rag_request is made of, for callers with whole conversations (the server).
 //
-// Renders `messages` with the assistant header and splits the text around the last message's
-// content: *preamble is everything before it (system message, earlier turns, the user header),
-// *suffix everything after it (end of turn, assistant header).
-Status split_chat(const tokenizer::ChatTemplate& chat, const std::vector<tokenizer::ChatMessage>& messages,
-                  std::string* preamble, std::string* suffix);
-// Lays a prompt out as segments and tail: segment 0 = BOS (when the model wants one) + preamble,
-// present when the preamble is non-empty or BOS must precede documents; each document a segment;
-// tail = BOS (if not used yet) + question + suffix. Special tokens are parsed in the preamble and
-// suffix only when they are template text (`template_text`); never in documents or the question.
-Expected<RagRequest> assemble_rag_request(const tokenizer::Tokenizer& tokenizer, const std::string& preamble,
+// A conversation rendered with the assistant header and split around the last message's content.
+struct ChatSplit {
+    std::vector<tokenizer::ChatPiece> preamble;  // system message, earlier turns, the last turn's header
+    std::string question;                        // the last message's content as rendered (Llama-3 trims it)
+    std::vector<tokenizer::ChatPiece> suffix;    // end of the last turn, assistant header
+};
+// kInvalidArgument for no messages.
+Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat, const std::vector<tokenizer::ChatMessage>& messages);
+// Lays a prompt out as segments and tail: segment 0 = BOS (when the model wants one and the
+// preamble does not start with it already) + preamble, present when the preamble is non-empty or
+// BOS must precede documents, and marked first_segment_is_preamble; each document a segment;
+// tail = BOS (if not used yet) + question + suffix. Special tokens come only from the pieces'
+// special markup (tokenizer::encode_chat); never from message contents, documents or the question.
+Expected<RagRequest> assemble_rag_request(const tokenizer::Tokenizer& tokenizer,
+                                          const std::vector<tokenizer::ChatPiece>& preamble,
                                           std::vector<std::vector<int32_t>> documents,
-                                          const std::vector<int32_t>& question, const std::string& suffix,
-                                          bool template_text);
+                                          const std::vector<int32_t>& question,
+                                          const std::vector<tokenizer::ChatPiece>& suffix);
 
 // "Title: <title>\n<text>\n\n" (or just "<text>\n\n" without a title): how lazyattn lays out a
 // retrieved passage.

@@ -14,7 +14,13 @@
 namespace lazyattn::engine {
 
 struct RagRequest {
+    // Whose cache the request reads and fills: documents, pins and cached prompts are shared
+    // only within a tenant ("" = the default tenant).
+    std::string tenant;
     std::vector<std::vector<int32_t>> segments;
+    // Segment 0 is template text (system prompt, earlier turns): cached like any segment but
+    // never listed as a document.
+    bool first_segment_is_preamble = false;
     std::vector<int32_t> tail;  // must not be empty: its last token yields the first logits
     SamplingParams sampling;
     int32_t max_tokens = 128;

@@ -109,31 +109,65 @@ std::string jinja_trim(std::string_view s) {
     return first == s.size() ? std::string() : std::string(s.substr(first, last - first));
 }
 
-std::string apply_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
-                         bool add_generation_prompt) {
-    std::string out;
+// Appends the template's text, splitting out the special tokens it spells (`specials`).
+void add_markup(std::vector<ChatPiece>& out, std::string_view text, std::initializer_list<std::string_view> specials) {
+    while (!text.empty()) {
+        size_t at = text.size();
+        std::string_view found;
+        for (std::string_view sp : specials) {
+            const size_t pos = text.find(sp);
+            if (pos < at) {
+                at = pos;
+                found = sp;
+            }
+        }
+        if (at > 0) out.push_back({std::string(text.substr(0, at)), false, -1});
+        if (found.empty()) return;
+        out.push_back({std::string(found), true, -1});
+        text.remove_prefix(at + found.size());
+    }
+}
+
+void add_content(std::vector<ChatPiece>& out, std::string content, size_t message) {
+    out.push_back({std::move(content), false, int32_t(message)});
+}
+
+constexpr std::string_view kLlama3EndHeader = "<|end_header_id|>";
+constexpr std::string_view kLlama3Eot = "<|eot_id|>";
+
+std::vector<ChatPiece> render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                                     bool add_generation_prompt) {
+    std::vector<ChatPiece> out;
+    auto markup = [&](std::string_view text) { add_markup(out, text, {kChatMLMarker, kChatMLEnd}); };
     for (size_t i = 0; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
         if (i == 0 && m.role != "system" && !t.default_system.empty()) {
-            out +=
-                std::string(kChatMLSystemOpen) + t.default_system + std::string(kChatMLEnd) + "\n";
+            markup(std::string(kChatMLSystemOpen) + t.default_system + std::string(kChatMLEnd) + "\n");
         }
-        out +=
-            std::string(kChatMLMarker) + m.role + "\n" + m.content + std::string(kChatMLEnd) + "\n";
+        markup(kChatMLMarker);
+        out.push_back({m.role + "\n", false, -1});  // a client's role is never parsed
+        add_content(out, m.content, i);
+        markup(std::string(kChatMLEnd) + "\n");
     }
-    if (add_generation_prompt) out += std::string(kChatMLMarker) + "assistant\n";
+    if (add_generation_prompt) markup(std::string(kChatMLMarker) + "assistant\n");
     return out;
 }
 
 // The official Llama-3 template: BOS text before the first message only, content trimmed.
-std::string apply_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
-    std::string out;
+std::vector<ChatPiece> render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    std::vector<ChatPiece> out;
+    auto markup = [&](std::string_view text) {
+        add_markup(out, text, {kLlama3Bos, kLlama3Marker, kLlama3EndHeader, kLlama3Eot});
+    };
     for (size_t i = 0; i < messages.size(); ++i) {
-        if (i == 0) out += kLlama3Bos;
-        out += std::string(kLlama3Marker) + messages[i].role + "<|end_header_id|>\n\n" +
-               jinja_trim(messages[i].content) + "<|eot_id|>";
+        if (i == 0) markup(kLlama3Bos);
+        markup(kLlama3Marker);
+        out.push_back({messages[i].role, false, -1});
+        markup(std::string(kLlama3EndHeader) + "\n\n");
+        add_content(out, jinja_trim(messages[i].content), i);
+        markup(kLlama3Eot);
     }
-    if (add_generation_prompt) out += std::string(kLlama3Marker) + "assistant<|end_header_id|>\n\n";
+    if (add_generation_prompt) markup(std::string(kLlama3Marker) + "assistant" + std::string(kLlama3EndHeader) + "\n\n");
     return out;
 }
 
@@ -166,15 +200,43 @@ const char* chat_template_name(ChatTemplateKind kind) {
     return "unknown";
 }
 
-std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages,
-                                bool add_generation_prompt) const {
+std::vector<ChatPiece> ChatTemplate::render(const std::vector<ChatMessage>& messages,
+                                            bool add_generation_prompt) const {
     switch (kind) {
         case ChatTemplateKind::kChatML:
-            return apply_chatml(*this, messages, add_generation_prompt);
+            return render_chatml(*this, messages, add_generation_prompt);
         case ChatTemplateKind::kLlama3:
-            return apply_llama3(messages, add_generation_prompt);
+            return render_llama3(messages, add_generation_prompt);
     }
     return {};
+}
+
+std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt) const {
+    std::string out;
+    for (const ChatPiece& p : render(messages, add_generation_prompt)) out += p.text;
+    return out;
+}
+
+std::vector<TokenId> encode_chat(const Tokenizer& tokenizer, const std::vector<ChatPiece>& pieces) {
+    std::vector<TokenId> out;
+    std::string run;  // plain text since the last special piece
+    auto flush = [&] {
+        const auto ids = tokenizer.encode(run, false, false);
+        out.insert(out.end(), ids.begin(), ids.end());
+        run.clear();
+    };
+    for (const ChatPiece& p : pieces) {
+        if (!p.special) {
+            run += p.text;
+            continue;
+        }
+        flush();
+        const auto ids = tokenizer.encode(p.text, false, true);
+        out.insert(out.end(), ids.begin(), ids.end());
+    }
+    flush();
+    return out;
 }
 
 Expected<ChatTemplate> chat_template_from_jinja(std::string_view jinja_template) {

@@ -83,5 +83,30 @@ TEST(ChatTemplate, Llama3) {
     EXPECT_EQ(t->apply({}, true), "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+// Pieces: only the template's markers are special, contents carry their message's index (even
+// when they spell a marker), and the pieces concatenate to apply()'s text.
+TEST(ChatTemplate, RenderMarksSpecialsAndContents) {
+    for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3}) {
+        const ChatTemplate t{kind, kind == ChatTemplateKind::kChatML ? "Be kind." : ""};
+        const std::vector<ChatMessage> messages = {{"user", "a<|im_end|><|eot_id|>"}, {"assistant", "b"}};
+        const auto pieces = t.render(messages, true);
+        std::string joined;
+        for (const ChatPiece& p : pieces) {
+            joined += p.text;
+            if (p.special) {
+                EXPECT_EQ(p.message, -1);
+                EXPECT_TRUE(p.text.starts_with("<|") && p.text.ends_with("|>")) << p.text;
+                EXPECT_EQ(p.text.find("<|", 1), std::string::npos) << "one special token per piece: " << p.text;
+            }
+        }
+        EXPECT_EQ(joined, t.apply(messages, true));
+        std::vector<std::string> contents;
+        for (const ChatPiece& p : pieces) {
+            if (p.message >= 0) contents.push_back(std::to_string(p.message) + ":" + p.text);
+        }
+        EXPECT_EQ(contents, (std::vector<std::string>{"0:a<|im_end|><|eot_id|>", "1:b"}));
+    }
+}
+
 }  // namespace
 }  // namespace lazyattn::tokenizer
