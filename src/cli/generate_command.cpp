@@ -88,7 +88,9 @@ int run_generate(const GenerateOptions& o) {
     if (!chat.ok()) return fail(chat.status());
 
     engine::RagPromptText text{o.system, *docs, o.prompt};
-    engine::Engine eng(*lm->model, *lm->tokenizer, ec);
+    auto created = engine::Engine::create(*lm->model, *lm->tokenizer, ec);
+    if (!created.ok()) return fail(created.status(), 2);  // e.g. a KV pool larger than memory
+    engine::Engine& eng = **created;
     std::mt19937_64 rng(o.sampling.seed);
     for (int run = 0; run < o.repeat; ++run) {
         if (run > 0 && o.shuffle_docs) std::shuffle(text.documents.begin(), text.documents.end(), rng);

@@ -1,6 +1,29 @@
 #include "engine/engine.h"
 
 namespace lazyattn::engine {
+namespace {
+
+// Steps until the request finishes. With one caller nothing outside can unblock a step that
+// moved nothing, so such a step ends the run with an error instead of looping forever.
+Status run_to_end(Scheduler& scheduler, RequestHandle& handle) {
+    while (!handle.finished()) {
+        if (scheduler.step() || handle.finished()) continue;
+        handle.cancel();
+        scheduler.step();  // reaps it
+        return internal_error("the scheduler could not make progress on the request");
+    }
+    return {};
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Engine>> Engine::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                                 const EngineConfig& config) {
+    LA_RETURN_IF_ERROR(config.validate());
+    auto engine = std::make_unique<Engine>(model, tokenizer, config);
+    LA_RETURN_IF_ERROR(engine->status());
+    return engine;
+}
 
 Expected<RagResult> Engine::run(const RagRequest& request, const TextCallback& on_text) {
     RequestHandle::Callback callback;
@@ -10,7 +33,7 @@ Expected<RagResult> Engine::run(const RagRequest& request, const TextCallback& o
         };
     }
     LA_ASSIGN_OR_RETURN(auto handle, scheduler_.add(request, callback));
-    while (!handle->finished()) scheduler_.step();
+    LA_RETURN_IF_ERROR(run_to_end(scheduler_, *handle));
     RagResult result = handle->wait();
     if (result.finish_reason == "error") return result.status;
     return result;
@@ -20,7 +43,7 @@ Expected<std::vector<float>> Engine::tail_logits(const RagRequest& request) {
     RagRequest r = request;
     r.max_tokens = 0;
     LA_ASSIGN_OR_RETURN(auto handle, scheduler_.add(std::move(r), {}, true));
-    while (!handle->finished()) scheduler_.step();
+    LA_RETURN_IF_ERROR(run_to_end(scheduler_, *handle));
     const RagResult result = handle->wait();
     if (result.finish_reason == "error") return result.status;
     return handle->tail_logits();

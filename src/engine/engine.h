@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -18,12 +19,20 @@ using TextCallback = std::function<void(std::string_view)>;
 
 class Engine {
 public:
+    // Never throws: a KV pool that cannot be allocated leaves status() not ok (and every run
+    // refused with it). create() is the checked form.
     Engine(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
         : scheduler_(model, tokenizer, config) {}
+    // kInvalidArgument for a bad config; kResourceExhausted naming the size when the KV pool
+    // cannot be allocated.
+    static Expected<std::unique_ptr<Engine>> create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                                    const EngineConfig& config);
+    const Status& status() const { return scheduler_.status(); }
 
     // Generates for one request, streaming text to on_text as it forms.
     Expected<RagResult> run(const RagRequest& request, const TextCallback& on_text = {});
     // Logits at every tail position of the prompt ([tail prompt rows, vocab]); nothing generated.
+    // Every row is computed (cached tail blocks are not reused: they carry no logits).
     Expected<std::vector<float>> tail_logits(const RagRequest& request);
 
     Scheduler& scheduler() { return scheduler_; }

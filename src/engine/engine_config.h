@@ -21,6 +21,13 @@ struct EngineConfig {
     int32_t max_batch_tokens = 512;  // rows per forward step (prefill is chunked to this)
     int32_t max_num_seqs = 64;       // requests admitted (holding KV) at once
     int32_t max_queue = 1024;        // requests waiting for admission before submit() refuses
+    // Pinned documents may hold at most this share of the pool, so requests always keep room
+    // to run; a pin beyond it is refused (kResourceExhausted), never queued.
+    double max_pinned_fraction = 0.5;
+    int32_t max_pinned_blocks_per_tenant = 0;  // 0 = only the global cap
+    // Secret key of the cache's block hashes, so clients cannot compute or steer them;
+    // 0 = drawn at random when the engine starts (a fixed value is for tests).
+    uint64_t cache_hash_key = 0;
     // Benchmark baseline only: key cached segments by (content, logical position), i.e. one copy
     // per document and slot, as a cache of position-rotated keys must.
     bool position_aware_segments = false;

@@ -2,6 +2,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <random>
 
 #include "core/check.h"
 #include "core/timer.h"
@@ -27,24 +28,52 @@ Status EngineConfig::validate() const {
     if (max_batch_tokens <= 0) return invalid_argument("max batch tokens must be positive");
     if (max_num_seqs <= 0) return invalid_argument("max sequences must be positive");
     if (max_queue <= 0) return invalid_argument("queue size must be positive");
+    if (!(max_pinned_fraction >= 0 && max_pinned_fraction <= 1)) {
+        return invalid_argument("the pinned share of the KV pool must be in [0, 1]");
+    }
+    if (max_pinned_blocks_per_tenant < 0) return invalid_argument("the per-tenant pin quota must not be negative");
     return {};
 }
+
+namespace {
+
+uint64_t random_key() {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ uint64_t(rd());
+}
+
+// The pool's memory; when it cannot be had, *status says why and the pool is empty (every
+// request is then refused with that status instead of the process dying of bad_alloc).
+kv::KvStorage allocate_pool(const model::ModelConfig& model, const EngineConfig& config, Status* status) {
+    kv::KvShape shape =
+        kv_shape_for(model, config.block_size, int64_t(config.kv_cache_mb) << 20, config.kv_dtype);
+    if (config.kv_num_blocks > 0) shape.num_blocks = config.kv_num_blocks;
+    auto storage = kv::KvStorage::allocate(shape);
+    if (storage.ok()) return std::move(storage).value();
+    *status = storage.status();
+    shape.num_blocks = 0;
+    return kv::KvStorage(shape);
+}
+
+}  // namespace
 
 Scheduler::Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
-      kv_([&] {
-          kv::KvShape shape = kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20,
-                                             config.kv_dtype);
-          if (config.kv_num_blocks > 0) shape.num_blocks = config.kv_num_blocks;
-          return shape;
-      }()) {
+      kv_(allocate_pool(model.config(), config, &status_)),
+      pins_(kv_.pool().num_blocks()) {
     const std::string fingerprint = model.config().describe();
     const bool rotated = keys_stored_rotated(config.cache_mode);
-    segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", fingerprint);
-    tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", fingerprint);
-    prefix_seed_ = kv::hash_seed("prefix", fingerprint);
+    const uint64_t key = config.cache_hash_key != 0 ? config.cache_hash_key : random_key();
+    segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", fingerprint, key);
+    tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", fingerprint, key);
+    prefix_seed_ = kv::hash_seed("prefix", fingerprint, key);
+}
+
+ChainSeeds Scheduler::seeds_for(const std::string& tenant) const {
+    return {kv::hash_salt(segment_seed_, tenant), kv::hash_salt(tail_seed_, tenant),
+            kv::hash_salt(prefix_seed_, tenant)};
 }
 
 Status Scheduler::validate(const RagRequest& r) const {
@@ -84,14 +113,30 @@ int64_t Scheduler::blocks_needed(const RagRequest& r) const {
     return blocks + (grown + bs - 1) / bs;
 }
 
-Status Scheduler::check_request(const RagRequest& request) const {
-    LA_RETURN_IF_ERROR(validate(request));
-    const int64_t need = blocks_needed(request);
-    if (need > kv_.pool().num_blocks()) {
-        return resource_exhausted("request needs up to " + std::to_string(need) + " KV blocks but the whole pool has " +
-                                  std::to_string(kv_.pool().num_blocks()) + " (raise --kv-cache-mb or shorten it)");
+Status Scheduler::check_fits(const RagRequest& r, const ChainSeeds& seeds) const {
+    int64_t need = blocks_needed(r);
+    const int32_t total = kv_.pool().num_blocks(), pinned = pins_.num_pinned();
+    if (pinned > 0 && segments_are_blocks(config_.cache_mode)) {
+        // The tenant's pinned documents are in the pool already (within the pinned blocks).
+        for (size_t d = 0; d < r.segments.size(); ++d) {
+            const auto& seg = r.segments[d];
+            if (seg.empty() || std::find(r.segments.begin(), r.segments.begin() + d, seg) != r.segments.begin() + d) {
+                continue;
+            }
+            need -= pins_.document_blocks(kv::hash_chain(seeds.segment, seg, kv_.block_size()).back());
+        }
     }
-    return {};
+    if (need <= total - pinned) return {};
+    return resource_exhausted("request needs up to " + std::to_string(need) + " KV blocks but the whole pool has " +
+                              std::to_string(total) + ", of which " + std::to_string(pinned) +
+                              " are pinned by documents, leaving " + std::to_string(total - pinned) +
+                              " (raise --kv-cache-mb, unpin documents or shorten the request)");
+}
+
+Status Scheduler::check_request(const RagRequest& request) const {
+    LA_RETURN_IF_ERROR(status_);
+    LA_RETURN_IF_ERROR(validate(request));
+    return check_fits(request, seeds_for(request.tenant));
 }
 
 Expected<std::shared_ptr<RequestHandle>> Scheduler::add(RagRequest request, RequestHandle::Callback callback,
@@ -108,6 +153,7 @@ Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> han
     }
     auto s = std::make_unique<SequenceState>();
     s->id = handle->id();
+    s->seeds = seeds_for(request.tenant);
     s->handle = std::move(handle);
     s->want_all_tail_logits = want_all_tail_logits;
     s->sampler = std::make_unique<Sampler>(request.sampling);
@@ -147,14 +193,38 @@ void Scheduler::drop_finished() {
     waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), done), waiting_.end());
 }
 
-void Scheduler::reap_cancelled() {
+bool Scheduler::reap_cancelled() {
+    bool any = false;
     for (auto& s : running_) {
-        if (s->handle->cancel_requested() && !s->handle->finished()) finish(*s, "cancelled");
+        if (!s->handle->cancel_requested() || s->handle->finished()) continue;
+        finish(*s, "cancelled");
+        any = true;
     }
     for (auto& s : waiting_) {
-        if (s->handle->cancel_requested() && !s->handle->finished()) finish(*s, "cancelled");
+        if (!s->handle->cancel_requested() || s->handle->finished()) continue;
+        finish(*s, "cancelled");
+        any = true;
     }
     drop_finished();
+    return any;
+}
+
+bool Scheduler::fail_unfittable() {
+    // Pins taken since a request was queued may have left it no room: fail it now rather than
+    // let it block the queue's head forever. Pins change rarely, so check only after a change.
+    const uint64_t version = pins_.version();
+    if (version == checked_pin_version_) return false;
+    checked_pin_version_ = version;
+    bool any = false;
+    for (auto& s : waiting_) {
+        if (s->handle->finished()) continue;
+        Status st = check_fits(s->request, s->seeds);
+        if (st.ok()) continue;
+        finish(*s, "error", std::move(st));
+        any = true;
+    }
+    drop_finished();
+    return any;
 }
 
 void Scheduler::preempt(SequenceState& s) {
@@ -185,6 +255,7 @@ SchedulerStats Scheduler::stats() const {
     s.blocks_free = kv_.num_free();
     s.blocks_used = kv_.num_used();
     s.blocks_cached_free = kv_.num_cached_free();
+    s.blocks_pinned = pins_.num_pinned();
     return s;
 }
 
@@ -210,8 +281,12 @@ void Scheduler::check_integrity() const {
         LA_CHECK_MSG(job.num_users > 0, "segment job %lld has no users", (long long)id);
         for (kv::BlockId b : job.blocks) ++refs[b];
     }
-    for (const auto& [id, doc] : documents_) {
-        for (kv::BlockId b : doc.pinned_blocks) ++refs[b];
+    for (const auto& [tenant, docs] : documents_) {
+        for (const auto& [id, doc] : docs) {
+            LA_CHECK_MSG((doc.pin_count > 0) == !doc.pinned_blocks.empty(), "document %s: %d pins, %zu blocks",
+                         id.c_str(), doc.pin_count, doc.pinned_blocks.size());
+            for (kv::BlockId b : doc.pinned_blocks) ++refs[b];
+        }
     }
     for (kv::BlockId b = 0; b < kv_.pool().num_blocks(); ++b) {
         LA_CHECK_MSG(refs[b] == kv_.pool().ref_count(b), "block %d: %d references held, pool counts %d", b, refs[b],

@@ -5,7 +5,8 @@
 // segments are ready; all run as one forward. Requests advance by token counters. When blocks run
 // out, cached blocks nobody uses are evicted first (least recently freed); if a step still does
 // not fit, the most recently admitted request is preempted (its blocks freed, requeued for
-// recompute). A request that could not fit even in an empty pool is refused when added.
+// recompute). A request that could not fit even in the pool's unpinned blocks is refused when
+// added, and a queued one whose room later went to pins is failed, so nothing waits forever.
 //
 // Single-threaded: one thread calls add() and step() (ServingEngine runs it on its own thread).
 #pragma once
@@ -21,6 +22,7 @@
 
 #include "core/status.h"
 #include "engine/engine_config.h"
+#include "engine/pin_ledger.h"
 #include "engine/request_handle.h"
 #include "engine/sequence_state.h"
 #include "kv/kv_cache.h"
@@ -46,14 +48,16 @@ struct SchedulerStats {
     int32_t blocks_used = 0;         // referenced by requests or jobs
     int32_t blocks_cached_free = 0;  // unreferenced, still holding reusable content
     int32_t blocks_free = 0;         // all unreferenced blocks (cached ones included)
+    int32_t blocks_pinned = 0;       // held by pinned documents
     std::map<int32_t, int64_t> batch_rows;  // histogram: rows per step (bucketed to powers of 2)
 };
 
 // A document (segment) the cache knows, as GET /v1/documents lists it.
 struct DocumentInfo {
-    std::string id;          // content hash: hex of the segment's chain hash (model + KV variant)
+    std::string id;          // hex of a keyed hash of the segment's chain (model, KV variant, tenant)
     int32_t num_tokens = 0;
     bool pinned = false;
+    int32_t pin_count = 0;   // pins held by its tenant; each needs an unpin
     double last_used_ms = 0; // steady-clock milliseconds of the last request that read it
 };
 
@@ -61,57 +65,79 @@ class Scheduler {
 public:
     Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config);
 
+    // Whether construction succeeded: kResourceExhausted when the KV pool could not be
+    // allocated (the scheduler then has an empty pool and refuses every request with it).
+    const Status& status() const { return status_; }
+
     // Queues a request. Refused (never queued) when it is malformed, longer than the context,
-    // larger than the whole pool, or the queue is full.
+    // larger than the pool's unpinned blocks, or the queue is full.
     Expected<std::shared_ptr<RequestHandle>> add(RagRequest request, RequestHandle::Callback callback = {},
                                                  bool want_all_tail_logits = false);
-    // The checks of add() that need no scheduler state; safe to call from any thread.
+    // The checks of add() that need no queue state; safe to call from any thread.
     Status check_request(const RagRequest& request) const;
     // Queues a request already checked with check_request(), under a caller-made handle.
     Status enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits = false);
-    // Runs one step; false when there was no work.
+    // Runs one step; true when it advanced any request (computed rows, or finished one), false
+    // when nothing could move (no work, or only work that waits for something outside).
     bool step();
     bool idle() const { return waiting_.empty() && running_.empty(); }
 
     SchedulerStats stats() const;
 
-    // Documents (segment cache modes only). pin_document() holds a reference on every block of
-    // a cached document so it is never evicted; the document must be cached already (run a
-    // request containing it first). Unknown or uncached ids give kNotFound.
-    std::string document_id(const std::vector<int32_t>& tokens) const;
-    Expected<DocumentInfo> pin_document(const std::vector<int32_t>& tokens);
-    Status unpin_document(const std::string& id);
-    // Documents still cached (pinned or not), most recently used first.
-    std::vector<DocumentInfo> list_documents();
-    // The tokens of a known cached document (a request may name it by id alone).
-    std::optional<std::vector<int32_t>> document_tokens(const std::string& id) const;
+    // Documents (segment cache modes only), per tenant: a tenant sees, reuses and pins only its
+    // own. pin_document() holds a reference on every block of a cached document so it is never
+    // evicted; pins count per tenant (two pins need two unpins). The document must be cached
+    // already (kNotFound otherwise: run a request containing it first); a pin beyond
+    // max_pinned_fraction of the pool or the tenant's quota is kResourceExhausted. Unknown ids,
+    // and ids of other tenants, give kNotFound.
+    std::string document_id(const std::string& tenant, const std::vector<int32_t>& tokens) const;
+    Expected<DocumentInfo> pin_document(const std::string& tenant, const std::vector<int32_t>& tokens);
+    Status unpin_document(const std::string& tenant, const std::string& id);
+    // The tenant's documents still cached (pinned or not), most recently used first.
+    std::vector<DocumentInfo> list_documents(const std::string& tenant);
+    // The tokens of a known cached document of the tenant (a request may name it by id alone).
+    std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id) const;
+    int32_t num_pinned_blocks() const { return pins_.num_pinned(); }
+
     const SequenceState* find(uint64_t id) const;
     const kv::KvCache& kv_cache() const { return kv_; }
     const EngineConfig& config() const { return config_; }
     int64_t num_steps() const { return step_count_; }
-    // Pool, cache index and every reference held by requests and jobs agree.
+    // Pool, cache index and every reference held by requests, jobs and pins agree.
     void check_integrity() const;
 
 private:
     struct TailRun;   // a chunk of a request's tail planned into this step
     struct JobRun;    // a chunk of a segment job
+    struct StepPlan;  // what one step computes
 
     Status validate(const RagRequest& r) const;
     int64_t blocks_needed(const RagRequest& r) const;
+    // Whether the request fits the blocks no document pins (its own pinned documents counted
+    // as present); thread-safe.
+    Status check_fits(const RagRequest& r, const ChainSeeds& seeds) const;
+    ChainSeeds seeds_for(const std::string& tenant) const;
 
     // Admission (scheduler_admission.cpp).
-    Expected<bool> try_admit(SequenceState& s);
-    bool acquire_segments(SequenceState& s);
-    bool acquire_tail(SequenceState& s);
+    bool try_admit(SequenceState& s);
+    void match_segments(SequenceState& s, std::vector<size_t>* needs_job);
+    void start_jobs(SequenceState& s, const std::vector<size_t>& needs_job);
+    void match_tail(SequenceState& s);
+    int64_t fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job) const;
     Status materialize_copies(SequenceState& s);
     void release_kv(SequenceState& s);
     int64_t find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const;
-    kv::BlockHash segment_seed_at(int32_t logical_start) const;
-
-    // Steps (scheduler_step.cpp).
-    void admit_waiting();
-    void reap_cancelled();
+    kv::BlockHash segment_seed_at(const ChainSeeds& seeds, int32_t logical_start) const;
     bool ensure_tail_capacity(SequenceState& s, int32_t num_tokens);
+
+    // Steps (scheduler_step.cpp, scheduler_plan.cpp).
+    bool admit_waiting();
+    bool fail_unfittable();
+    bool reap_cancelled();
+    void make_decode_room();
+    void make_block_attn_copies();
+    StepPlan plan_step();
+    void plan_prefill(StepPlan& plan, int32_t budget);
     bool preempt_for(SequenceState* requester);
     void preempt(SequenceState& s);
     void on_job_progress(int64_t job_id, int32_t n);
@@ -120,29 +146,37 @@ private:
     void drop_finished();
     void add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits);
 
-    void note_document(const std::vector<int32_t>& tokens);
-
+    // Documents (scheduler_documents.cpp).
     struct DocumentEntry {
         std::vector<int32_t> tokens;
-        std::vector<kv::BlockId> pinned_blocks;  // references held while pinned
+        kv::BlockHash chain_end;                 // names it in the pin ledger
+        std::vector<kv::BlockId> pinned_blocks;  // one reference each while pin_count > 0
+        int32_t pin_count = 0;
         double last_used_ms = 0;
     };
+    void note_documents(const SequenceState& s);
+    Status check_pin_room(const std::string& tenant, int32_t num_new) const;
+    DocumentInfo info(const std::string& id, const DocumentEntry& e) const;
 
     model::Model& model_;
     const tokenizer::Tokenizer& tokenizer_;
     EngineConfig config_;
+    Status status_;                // construction: set before kv_ is built
     kv::KvCache kv_;
-    kv::BlockHash segment_seed_, tail_seed_, prefix_seed_;
+    PinLedger pins_;
+    kv::BlockHash segment_seed_, tail_seed_, prefix_seed_;  // keyed; salted per tenant
 
     uint64_t next_id_ = 1;
     uint64_t next_admit_order_ = 1;
     int64_t step_count_ = 0;
+    uint64_t prefill_rotation_ = 0;   // which prefill item goes first this step (round robin)
+    uint64_t checked_pin_version_ = 0;
     std::deque<std::unique_ptr<SequenceState>> waiting_;
     std::vector<std::unique_ptr<SequenceState>> running_;  // admitted, in admission order
     std::map<int64_t, SegmentJob> jobs_;                    // ordered: oldest job first
     int64_t next_job_id_ = 0;
     SchedulerStats stats_;
-    std::map<std::string, DocumentEntry> documents_;
+    std::map<std::string, std::map<std::string, DocumentEntry>> documents_;  // tenant -> id -> entry
     std::vector<float> step_logits_;  // reused across steps
 };
 

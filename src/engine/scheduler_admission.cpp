@@ -2,7 +2,8 @@
 // the model and the KV variant (so order never affects hits); a segment another admitted request
 // is still computing is joined, not computed twice; the rest become segment jobs in freshly
 // allocated blocks. Lookups take their references before anything is allocated, so allocation
-// (which may evict cached blocks) can never evict a block this request is about to reuse.
+// (which may evict cached blocks) can never evict a block this request is about to reuse; and
+// nothing is allocated until the whole admission is known to fit.
 #include <algorithm>
 
 #include "core/check.h"
@@ -23,19 +24,20 @@ int64_t Scheduler::find_job(const kv::BlockHash& seed, const std::vector<int32_t
     return -1;
 }
 
-kv::BlockHash Scheduler::segment_seed_at(int32_t logical_start) const {
-    if (!config_.position_aware_segments) return segment_seed_;
+kv::BlockHash Scheduler::segment_seed_at(const ChainSeeds& seeds, int32_t logical_start) const {
+    if (!config_.position_aware_segments) return seeds.segment;
     const int32_t where[1] = {logical_start};
-    return kv::hash_block(segment_seed_, where);
+    return kv::hash_block(seeds.segment, where);
 }
 
-bool Scheduler::acquire_segments(SequenceState& s) {
+void Scheduler::match_segments(SequenceState& s, std::vector<size_t>* needs_job) {
     const auto& segments = s.request.segments;
     const int32_t bs = kv_.block_size();
     ActiveRequest& ar = s.kv;
     ar.segments.clear();
     s.segment_jobs.clear();
-    if (!segments_are_blocks(config_.cache_mode)) return true;  // flattened into the tail
+    needs_job->clear();
+    if (!segments_are_blocks(config_.cache_mode)) return;  // flattened into the tail
     ar.segments.assign(segments.size(), {});
     s.segment_jobs.assign(segments.size(), -1);
     int32_t logical = 0;
@@ -44,21 +46,13 @@ bool Scheduler::acquire_segments(SequenceState& s) {
         ar.segments[d].logical_start = logical;
         logical += int32_t(segments[d].size());
     }
-    // Pass 1: join running jobs, match cached blocks (references taken), note duplicates.
-    std::vector<size_t> first_of(segments.size());
-    std::vector<size_t> needs_job;
+    // Join running jobs, match cached blocks (references taken); repeats are filled in later.
     for (size_t d = 0; d < segments.size(); ++d) {
         SegmentPlacement& place = ar.segments[d];
-        first_of[d] = d;
-        if (segments[d].empty()) continue;
-        for (size_t e = 0; e < d; ++e) {
-            if (segments[e] == segments[d]) {
-                first_of[d] = e;
-                break;
-            }
+        if (segments[d].empty() || std::find(segments.begin(), segments.begin() + d, segments[d]) != segments.begin() + d) {
+            continue;
         }
-        if (first_of[d] != d) continue;
-        const kv::BlockHash seed = segment_seed_at(place.logical_start);
+        const kv::BlockHash seed = segment_seed_at(s.seeds, place.logical_start);
         if (const int64_t job = find_job(seed, segments[d]); job >= 0) {
             s.segment_jobs[d] = job;
             ++jobs_[job].num_users;
@@ -69,9 +63,16 @@ bool Scheduler::acquire_segments(SequenceState& s) {
         }
         place.blocks = kv_.match(seed, segments[d], place.num_tokens);
         ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
-        if (int64_t(place.blocks.size()) * bs < place.num_tokens) needs_job.push_back(d);
+        if (int64_t(place.blocks.size()) * bs < place.num_tokens) needs_job->push_back(d);
     }
-    // Pass 2: the misses become jobs in fresh blocks (the request and the job each hold a reference).
+}
+
+void Scheduler::start_jobs(SequenceState& s, const std::vector<size_t>& needs_job) {
+    if (!segments_are_blocks(config_.cache_mode)) return;  // flattened into the tail
+    const auto& segments = s.request.segments;
+    const int32_t bs = kv_.block_size();
+    ActiveRequest& ar = s.kv;
+    // The misses become jobs in fresh blocks (the request and the job each hold a reference).
     for (size_t d : needs_job) {
         SegmentPlacement& place = ar.segments[d];
         const int32_t cached = int32_t(place.blocks.size()) * bs;
@@ -79,11 +80,12 @@ bool Scheduler::acquire_segments(SequenceState& s) {
         s.admission.reused += cached;
         s.admission.computed += place.num_tokens - cached;
         auto fresh = kv_.allocate(blocks_for(place.num_tokens, bs) - int32_t(place.blocks.size()));
-        if (!fresh.ok()) return false;
+        LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
+                     fresh.status().to_string().c_str());
         place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
         ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
         SegmentJob job;
-        job.seed = segment_seed_at(place.logical_start);
+        job.seed = segment_seed_at(s.seeds, place.logical_start);
         job.tokens = segments[d];
         job.blocks = place.blocks;
         job.num_computed = cached;
@@ -93,43 +95,58 @@ bool Scheduler::acquire_segments(SequenceState& s) {
         jobs_.emplace(next_job_id_++, std::move(job));
         ++stats_.segment_jobs;
     }
-    // Everything else is a hit: cached, joined, or a repeat of a segment of this request.
     for (size_t d = 0; d < segments.size(); ++d) {
-        if (segments[d].empty() || std::find(needs_job.begin(), needs_job.end(), d) != needs_job.end()) continue;
+        if (segments[d].empty()) continue;
+        const size_t first = size_t(std::find(segments.begin(), segments.end(), segments[d]) - segments.begin());
+        if (first == d) {
+            // Not a job: cached or joined, so a hit.
+            if (std::find(needs_job.begin(), needs_job.end(), d) != needs_job.end()) continue;
+            s.admission.hits += 1;
+            s.admission.reused += int32_t(segments[d].size());
+            continue;
+        }
+        // A repeat reads the first occurrence's blocks (a hit too).
         s.admission.hits += 1;
         s.admission.reused += int32_t(segments[d].size());
-    }
-    // Duplicates read the first occurrence's blocks.
-    for (size_t d = 0; d < segments.size(); ++d) {
-        if (first_of[d] == d) continue;
         SegmentPlacement& place = ar.segments[d];
-        place.blocks = ar.segments[first_of[d]].blocks;
-        s.segment_jobs[d] = s.segment_jobs[first_of[d]];
+        place.blocks = ar.segments[first].blocks;
+        s.segment_jobs[d] = s.segment_jobs[first];
         if (s.segment_jobs[d] >= 0) ++jobs_[s.segment_jobs[d]].num_users;
         for (kv::BlockId b : place.blocks) kv_.ref(b);
         ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
     }
-    return true;
 }
 
-bool Scheduler::acquire_tail(SequenceState& s) {
+void Scheduler::match_tail(SequenceState& s) {
     ActiveRequest& ar = s.kv;
-    const int32_t bs = kv_.block_size();
-    kv::BlockHash seed = prefix_seed_;
+    kv::BlockHash seed = s.seeds.prefix;
     if (segments_are_blocks(config_.cache_mode)) {
         ar.tail_start = 0;
         for (const auto& seg : s.request.segments) ar.tail_start += int32_t(seg.size());
-        seed = kv::hash_segment_list(tail_seed_, s.request.segments);
+        seed = kv::hash_segment_list(s.seeds.tail, s.request.segments);
     }
     ar.num_tail_computed = 0;
     ar.num_prompt_tail = int32_t(ar.tail_tokens.size());
-    if (config_.cache_mode != CacheMode::kNone) {
+    // Cached tail blocks have no logits: a request that wants every tail row computes them all.
+    if (config_.cache_mode != CacheMode::kNone && !s.want_all_tail_logits) {
         // At least the last prompt token is computed: its logits start generation.
         ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail - 1);
         ar.held.insert(ar.held.end(), ar.tail_blocks.begin(), ar.tail_blocks.end());
-        ar.num_tail_computed = int32_t(ar.tail_blocks.size()) * bs;
+        ar.num_tail_computed = int32_t(ar.tail_blocks.size()) * kv_.block_size();
     }
-    return ensure_tail_capacity(s, ar.num_prompt_tail);
+}
+
+int64_t Scheduler::fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job) const {
+    const int32_t bs = kv_.block_size();
+    const ActiveRequest& ar = s.kv;
+    int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
+    for (size_t d : needs_job) fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
+    if (config_.cache_mode == CacheMode::kBlockAttn && !running_.empty()) {
+        // Room for the private copies too, or requests would preempt each other in turn as
+        // their copies are made.
+        for (const auto& place : ar.segments) fresh += blocks_for(place.num_tokens, bs);
+    }
+    return fresh;
 }
 
 bool Scheduler::ensure_tail_capacity(SequenceState& s, int32_t num_tokens) {
@@ -143,7 +160,7 @@ bool Scheduler::ensure_tail_capacity(SequenceState& s, int32_t num_tokens) {
     return true;
 }
 
-Expected<bool> Scheduler::try_admit(SequenceState& s) {
+bool Scheduler::try_admit(SequenceState& s) {
     ActiveRequest& ar = s.kv;
     ar = ActiveRequest();
     if (segments_are_blocks(config_.cache_mode)) {
@@ -155,32 +172,30 @@ Expected<bool> Scheduler::try_admit(SequenceState& s) {
     // Tokens generated before a preemption are recomputed as part of the tail.
     s.admission = {};
     ar.tail_tokens.insert(ar.tail_tokens.end(), s.history.end() - s.num_generated, s.history.end());
-    if (!acquire_segments(s) || !acquire_tail(s)) {
+    std::vector<size_t> needs_job;
+    match_segments(s, &needs_job);
+    match_tail(s);
+    // Allocation evicts cached blocks, so allocate only once the whole admission is known to
+    // fit: a request that must keep waiting never flushes the cache.
+    if (fresh_blocks_needed(s, needs_job) > kv_.num_free()) {
         release_kv(s);
         return false;
     }
-    if (config_.cache_mode == CacheMode::kBlockAttn && !running_.empty()) {
-        // Admit only with room for the private copies too, or requests would preempt each other
-        // in turn as their copies are made.
-        int32_t copies = 0;
-        for (const auto& place : ar.segments) copies += int32_t(place.blocks.size());
-        if (kv_.num_free() < copies) {
-            release_kv(s);
-            return false;
-        }
-    }
+    start_jobs(s, needs_job);
+    LA_CHECK(ensure_tail_capacity(s, ar.num_prompt_tail));
     s.admitted = true;
     s.admit_order = next_admit_order_++;
     if (s.admit_step < 0) {
         s.admit_step = step_count_;
         s.t_admit = now_ms();
     }
-    for (const auto& seg : s.request.segments) note_document(seg);
+    note_documents(s);
     RequestStats& st = s.stats;
     st.segments_hit += s.admission.hits;
     st.segments_missed += s.admission.misses;
     st.reused_tokens += s.admission.reused + ar.num_tail_computed;
     st.prefill_tokens += s.admission.computed + ar.num_prompt_tail - ar.num_tail_computed;
+    st.peak_blocks = std::max(st.peak_blocks, kv_.num_used());
     stats_.prompt_tokens_reused += s.admission.reused + ar.num_tail_computed;
     stats_.segment_hits += s.admission.hits;
     stats_.segment_misses += s.admission.misses;
@@ -210,10 +225,8 @@ Status Scheduler::materialize_copies(SequenceState& s) {
                 kv_.storage().write_block_keys(layer, b, keys.data());
             }
         }
-        for (kv::BlockId b : place.blocks) {
-            s.kv.held.erase(std::find(s.kv.held.begin(), s.kv.held.end(), b));
-            kv_.release({b});
-        }
+        for (kv::BlockId b : place.blocks) s.kv.held.erase(std::find(s.kv.held.begin(), s.kv.held.end(), b));
+        kv_.release(place.blocks);
         place.blocks = std::move(copy).value();
         place.stored_base = place.logical_start;
         place.private_copy = true;
@@ -222,7 +235,16 @@ Status Scheduler::materialize_copies(SequenceState& s) {
 }
 
 void Scheduler::release_kv(SequenceState& s) {
-    kv_.release(s.kv.held);
+    // Tail first, then segments from last to first, each chain from its end (KvCache::release):
+    // eviction then takes a request's least reusable blocks first, never a document's head
+    // before its end. `held` is the same references as a multiset.
+    size_t released = s.kv.tail_blocks.size();
+    kv_.release(s.kv.tail_blocks);
+    for (auto it = s.kv.segments.rbegin(); it != s.kv.segments.rend(); ++it) {
+        kv_.release(it->blocks);
+        released += it->blocks.size();
+    }
+    LA_CHECK_MSG(released == s.kv.held.size(), "released %zu blocks of %zu held", released, s.kv.held.size());
     s.kv.held.clear();
     for (int64_t& job_id : s.segment_jobs) {
         if (job_id < 0) continue;

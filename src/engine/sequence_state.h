@@ -21,6 +21,12 @@
 
 namespace lazyattn::engine {
 
+// The chain seeds of one tenant: the scheduler's keyed seeds salted with the tenant, so tenants
+// never share (or probe) each other's cached blocks.
+struct ChainSeeds {
+    kv::BlockHash segment, tail, prefix;
+};
+
 // A missing segment being computed once for every request that needs it.
 struct SegmentJob {
     kv::BlockHash seed;               // the chain seed it is published under
@@ -34,6 +40,7 @@ struct SegmentJob {
 struct SequenceState {
     uint64_t id = 0;
     RagRequest request;
+    ChainSeeds seeds;                  // the request's tenant's
     std::shared_ptr<RequestHandle> handle;
     bool want_all_tail_logits = false;
     std::vector<float> tail_logits;    // [tail prompt rows, vocab] when wanted

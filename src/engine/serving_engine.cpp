@@ -1,14 +1,31 @@
 #include "engine/serving_engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 
+#include "core/timer.h"
+
 namespace lazyattn::engine {
+namespace {
+
+// How often a stuck inference thread looks again (for cancellations): a poll, not a spin.
+constexpr std::chrono::milliseconds kStuckPoll(100);
+
+}  // namespace
 
 ServingEngine::ServingEngine(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
     : scheduler_(model, tokenizer, config) {
     snapshot_ = scheduler_.stats();
     thread_ = std::thread([this] { loop(); });
+}
+
+Expected<std::unique_ptr<ServingEngine>> ServingEngine::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                                                const EngineConfig& config) {
+    LA_RETURN_IF_ERROR(config.validate());
+    auto engine = std::make_unique<ServingEngine>(model, tokenizer, config);
+    LA_RETURN_IF_ERROR(engine->status());
+    return engine;
 }
 
 ServingEngine::~ServingEngine() { shutdown(true); }
@@ -22,6 +39,10 @@ Expected<std::shared_ptr<RequestHandle>> ServingEngine::submit(RagRequest reques
                                   " waiting requests)");
     }
     auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));
+    if (!has_work_) {  // the progress clock starts when work arrives
+        has_work_ = true;
+        last_progress_ms_ = now_ms();
+    }
     incoming_.push_back({std::move(request), handle});
     in_flight_.push_back(handle);
     wake_.notify_one();
@@ -47,6 +68,16 @@ SchedulerStats ServingEngine::stats() const {
     return snapshot_;
 }
 
+EngineHealth ServingEngine::health() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    EngineHealth h;
+    h.has_work = has_work_;
+    h.ms_since_progress = has_work_ ? now_ms() - last_progress_ms_ : 0.0;
+    h.num_waiting = snapshot_.num_waiting + int32_t(incoming_.size());
+    h.num_running = snapshot_.num_running;
+    return h;
+}
+
 void ServingEngine::run_on_engine_thread(std::function<void(Scheduler&)> fn) {
     std::promise<void> done;
     auto future = done.get_future();
@@ -65,53 +96,65 @@ void ServingEngine::run_on_engine_thread(std::function<void(Scheduler&)> fn) {
     future.wait();
 }
 
-Expected<DocumentInfo> ServingEngine::pin_document(std::vector<int32_t> tokens) {
+Expected<DocumentInfo> ServingEngine::pin_document(const std::string& tenant, std::vector<int32_t> tokens) {
     Expected<DocumentInfo> result = internal_error("not run");
-    run_on_engine_thread([&](Scheduler& s) { result = s.pin_document(tokens); });
+    run_on_engine_thread([&](Scheduler& s) { result = s.pin_document(tenant, tokens); });
     if (result.ok() || result.status().code() != StatusCode::kNotFound) return result;
     // Not cached yet: compute it as the only segment of a request that generates nothing.
     RagRequest r;
+    r.tenant = tenant;
     r.segments.push_back(tokens);
     r.tail = {tokens.front()};
     r.max_tokens = 0;
     LA_ASSIGN_OR_RETURN(auto handle, submit(std::move(r)));
     const RagResult done = handle->wait();
     if (done.finish_reason == "error") return done.status;
-    run_on_engine_thread([&](Scheduler& s) { result = s.pin_document(tokens); });
+    run_on_engine_thread([&](Scheduler& s) { result = s.pin_document(tenant, tokens); });
     return result;
 }
 
-Status ServingEngine::unpin_document(const std::string& id) {
+Status ServingEngine::unpin_document(const std::string& tenant, const std::string& id) {
     Status st;
-    run_on_engine_thread([&](Scheduler& s) { st = s.unpin_document(id); });
+    run_on_engine_thread([&](Scheduler& s) { st = s.unpin_document(tenant, id); });
     return st;
 }
 
-std::vector<DocumentInfo> ServingEngine::list_documents() {
+std::vector<DocumentInfo> ServingEngine::list_documents(const std::string& tenant) {
     std::vector<DocumentInfo> out;
-    run_on_engine_thread([&](Scheduler& s) { out = s.list_documents(); });
+    run_on_engine_thread([&](Scheduler& s) { out = s.list_documents(tenant); });
     return out;
 }
 
-std::optional<std::vector<int32_t>> ServingEngine::document_tokens(const std::string& id) {
+std::optional<std::vector<int32_t>> ServingEngine::document_tokens(const std::string& tenant, const std::string& id) {
     std::optional<std::vector<int32_t>> out;
-    run_on_engine_thread([&](Scheduler& s) { out = s.document_tokens(id); });
+    run_on_engine_thread([&](Scheduler& s) { out = s.document_tokens(tenant, id); });
     return out;
 }
 
 void ServingEngine::loop() {
+    bool stuck = false;  // the last step moved nothing although work is queued
     for (;;) {
         std::deque<Pending> fresh;
         std::deque<std::function<void(Scheduler&)>> ops;
         {
             std::unique_lock<std::mutex> lock(mu_);
-            wake_.wait(lock, [&] { return !incoming_.empty() || !ops_.empty() || stopping_ || !scheduler_.idle(); });
+            auto ready = [&] {
+                return !incoming_.empty() || !ops_.empty() || stopping_ || (!stuck && !scheduler_.idle());
+            };
+            if (stuck) {
+                wake_.wait_for(lock, kStuckPoll, ready);
+            } else {
+                wake_.wait(lock, ready);
+            }
             fresh.swap(incoming_);
             ops.swap(ops_);
             in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
                                             [](const auto& h) { return h->finished(); }),
                              in_flight_.end());
             if (stopping_ && fresh.empty() && ops.empty() && scheduler_.idle()) return;
+            if (stopping_ && stuck) {  // work that cannot move would keep shutdown waiting forever
+                for (auto& h : in_flight_) h->cancel();
+            }
         }
         for (auto& op : ops) op(scheduler_);
         for (Pending& p : fresh) {
@@ -119,10 +162,13 @@ void ServingEngine::loop() {
             const Status st = scheduler_.enqueue(std::move(p.request), handle);
             if (!st.ok()) handle->finish("error", {}, st);
         }
-        scheduler_.step();
+        const bool progressed = scheduler_.step();
+        stuck = !progressed && !scheduler_.idle();
         const SchedulerStats s = scheduler_.stats();
         std::lock_guard<std::mutex> lock(mu_);
         snapshot_ = s;
+        if (progressed) last_progress_ms_ = now_ms();
+        has_work_ = !scheduler_.idle() || !incoming_.empty();
     }
 }
 

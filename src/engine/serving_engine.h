@@ -1,45 +1,67 @@
 // ServingEngine: the multi-threaded face of the Scheduler. submit() and cancel() may be called
 // from any number of threads; one inference thread owns the scheduler (and so the KV pool) and
-// runs steps while there is work, sleeping otherwise. Requests that can never run are refused by
-// submit() itself, so callers get the error at once.
+// runs steps while they make progress, sleeping otherwise (until new work, an operation, or a
+// short poll for cancellations when queued work is stuck). Requests that can never run are
+// refused by submit() itself, so callers get the error at once.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <optional>
-#include <string>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "engine/scheduler.h"
 
 namespace lazyattn::engine {
 
+// Whether the inference thread is moving (for a liveness probe).
+struct EngineHealth {
+    bool has_work = false;         // requests queued or running
+    double ms_since_progress = 0;  // since the last step that advanced a request, or since work
+                                   // arrived when none has since; 0 without work
+    int32_t num_waiting = 0;
+    int32_t num_running = 0;
+};
+
 class ServingEngine {
 public:
+    using EngineHealth = engine::EngineHealth;
+
+    // The constructor never throws: a KV pool that cannot be allocated leaves status() not ok
+    // (and every submit() refused with it). create() is the checked form.
     ServingEngine(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config);
+    static Expected<std::unique_ptr<ServingEngine>> create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                                           const EngineConfig& config);
     ~ServingEngine();
     ServingEngine(const ServingEngine&) = delete;
     ServingEngine& operator=(const ServingEngine&) = delete;
 
+    const Status& status() const { return scheduler_.status(); }
+
     // Thread-safe. kInvalidArgument / kOutOfRange for a bad request, kResourceExhausted when it
-    // can never fit, kUnavailable when the queue is full, kCancelled after shutdown began.
+    // can never fit (the pool's unpinned blocks are too few), kUnavailable when the queue is
+    // full, kCancelled after shutdown began.
     Expected<std::shared_ptr<RequestHandle>> submit(RagRequest request, RequestHandle::Callback callback = {});
     // Stops accepting; finishes in-flight requests (or cancels them) and joins the thread.
     void shutdown(bool cancel_in_flight);
 
     // A snapshot taken after the latest step (thread-safe).
     SchedulerStats stats() const;
+    EngineHealth health() const;  // thread-safe
 
-    // Documents (thread-safe; each runs on the inference thread between steps). pin_document()
-    // computes the document if it is not cached yet, then pins it.
-    Expected<DocumentInfo> pin_document(std::vector<int32_t> tokens);
-    Status unpin_document(const std::string& id);
-    std::vector<DocumentInfo> list_documents();
-    std::optional<std::vector<int32_t>> document_tokens(const std::string& id);
+    // Documents of one tenant (thread-safe; each runs on the inference thread between steps).
+    // pin_document() computes the document if it is not cached yet, then pins it (counted: each
+    // pin needs an unpin); kResourceExhausted when the pin would pass the pinned-share cap or the
+    // tenant's quota. Another tenant's id is kNotFound.
+    Expected<DocumentInfo> pin_document(const std::string& tenant, std::vector<int32_t> tokens);
+    Status unpin_document(const std::string& tenant, const std::string& id);
+    std::vector<DocumentInfo> list_documents(const std::string& tenant);
+    std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id);
     const EngineConfig& config() const { return scheduler_.config(); }
 
 private:
@@ -61,6 +83,8 @@ private:
     bool cancel_all_ = false;
     std::atomic<uint64_t> next_id_{1};
     SchedulerStats snapshot_;
+    bool has_work_ = false;         // under mu_: submitted work not yet all finished
+    double last_progress_ms_ = 0;   // under mu_
     std::thread thread_;
 };
 

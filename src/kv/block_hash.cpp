@@ -11,13 +11,26 @@ BlockHash from_xxh(XXH128_hash_t h) { return {h.low64, h.high64}; }
 
 }  // namespace
 
-BlockHash hash_seed(std::string_view kind, std::string_view model_fingerprint) {
+BlockHash hash_seed(std::string_view kind, std::string_view model_fingerprint, uint64_t key) {
     XXH3_state_t* st = XXH3_createState();
-    XXH3_128bits_reset(st);
+    XXH3_128bits_reset_withSeed(st, key);
     const uint64_t kind_len = kind.size();
     XXH3_128bits_update(st, &kind_len, sizeof kind_len);
     XXH3_128bits_update(st, kind.data(), kind.size());
     XXH3_128bits_update(st, model_fingerprint.data(), model_fingerprint.size());
+    const BlockHash h = from_xxh(XXH3_128bits_digest(st));
+    XXH3_freeState(st);
+    return h;
+}
+
+BlockHash hash_salt(const BlockHash& seed, std::string_view salt) {
+    XXH3_state_t* st = XXH3_createState();
+    XXH3_128bits_reset(st);
+    XXH3_128bits_update(st, &seed, sizeof seed);
+    XXH3_128bits_update(st, "salt", 4);  // never the input of a hash_block (its length word comes first)
+    const uint64_t n = salt.size();
+    XXH3_128bits_update(st, &n, sizeof n);
+    XXH3_128bits_update(st, salt.data(), salt.size());
     const BlockHash h = from_xxh(XXH3_128bits_digest(st));
     XXH3_freeState(st);
     return h;

@@ -6,8 +6,13 @@
 
 namespace lazyattn::kv {
 
-KvCache::KvCache(const KvShape& shape) : pool_(shape.num_blocks), index_(shape.num_blocks), storage_(shape) {
+KvCache::KvCache(KvStorage storage)
+    : pool_(storage.shape().num_blocks), index_(storage.shape().num_blocks), storage_(std::move(storage)) {
     pool_.set_reuse_listener([this](BlockId id) { index_.forget(id); });
+}
+
+void KvCache::release(const std::vector<BlockId>& ids) {
+    for (auto it = ids.rbegin(); it != ids.rend(); ++it) pool_.unref(*it);
 }
 
 std::vector<BlockId> KvCache::match(const BlockHash& seed, std::span<const int32_t> tokens, int32_t max_tokens) {

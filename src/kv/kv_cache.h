@@ -17,7 +17,8 @@ namespace lazyattn::kv {
 
 class KvCache {
 public:
-    explicit KvCache(const KvShape& shape);
+    explicit KvCache(const KvShape& shape) : KvCache(KvStorage(shape)) {}
+    explicit KvCache(KvStorage storage);
     KvCache(const KvCache&) = delete;
     KvCache& operator=(const KvCache&) = delete;
 
@@ -29,7 +30,10 @@ public:
 
     Expected<std::vector<BlockId>> allocate(int32_t num_blocks) { return pool_.allocate(num_blocks); }
     void ref(BlockId id) { pool_.ref(id); }
-    void release(const std::vector<BlockId>& ids) { pool_.unref_all(ids); }
+    // Drops one reference on each block, LAST FIRST: callers pass chains in order, so a chain's
+    // last blocks reach the free list (and eviction) before its first ones, and a partly evicted
+    // chain keeps a reusable prefix (as vLLM frees).
+    void release(const std::vector<BlockId>& ids);
 
     // The cached blocks holding the first tokens of `tokens` (chained from `seed`), in order,
     // each with a new reference. Only blocks lying entirely within the first `max_tokens`

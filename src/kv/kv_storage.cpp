@@ -1,10 +1,38 @@
 #include "kv/kv_storage.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
-
+#include <new>
+#include <string>
 
 namespace lazyattn::kv {
+namespace {
+
+std::string mib(int64_t bytes) { return std::to_string((bytes + (int64_t(1) << 20) - 1) >> 20) + " MiB"; }
+
+int64_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? int64_t(pages) * page : INT64_MAX;
+}
+
+}  // namespace
+
+Expected<KvStorage> KvStorage::allocate(const KvShape& shape) {
+    const int64_t bytes = shape.bytes_per_block() * shape.num_blocks;
+    const std::string what = "the KV pool of " + std::to_string(shape.num_blocks) + " blocks needs " + mib(bytes);
+    if (bytes > physical_memory_bytes()) {
+        return resource_exhausted(what + " but this machine has " + mib(physical_memory_bytes()) +
+                                  " of memory (lower --kv-cache-mb)");
+    }
+    try {
+        return KvStorage(shape);
+    } catch (const std::bad_alloc&) {
+        return resource_exhausted(what + ", which could not be allocated (lower --kv-cache-mb)");
+    }
+}
+
 KvStorage::KvStorage(const KvShape& shape) : shape_(shape) {
     for (int32_t l = 0; l < shape.num_layers; ++l) {
         k_.emplace_back(size_t(shape.elements_per_layer() * element_bytes()));

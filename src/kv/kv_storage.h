@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/large_buffer.h"
+#include "core/status.h"
 #include "kernels/params/attention_params.h"
 
 namespace lazyattn::kv {
@@ -33,7 +34,12 @@ struct KvShape {
 
 class KvStorage {
 public:
+    // Throws std::bad_alloc when the memory cannot be had; allocate() is the checked form.
     explicit KvStorage(const KvShape& shape);
+    // The pool's memory, or kResourceExhausted naming the size when it cannot be had (larger
+    // than the machine's physical memory, or refused by the allocator): a pool that would only
+    // fit in swap or overcommit is refused up front rather than killing the process later.
+    static Expected<KvStorage> allocate(const KvShape& shape);
     const KvShape& shape() const { return shape_; }
     // Layer arrays, elements of shape().dtype.
     void* k(int32_t layer) { return k_[layer].data(); }

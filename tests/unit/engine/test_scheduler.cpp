@@ -12,35 +12,13 @@
 #include "engine/loaded_model.h"
 #include "engine/serving_engine.h"
 #include "random_inputs.h"
-#include "synthetic_model_fixture.h"
+#include "scheduler_fixture.h"
 
 namespace lazyattn::engine {
 namespace {
 
-LoadedModel& model() {
-    static LoadedModel lm = [] {
-        // Quantized weights: every row is then computed by the same integer kernels whatever the
-        // batch around it, so batched, preempted and one-by-one runs give bit-identical logits
-        // (OpenBLAS's fp32 GEMM picks kernels by batch size, which can flip a near-tie).
-        loader::SyntheticModelOptions o;
-        o.seed = 9;
-        o.context_length = 2048;
-        o.weight_type = loader::GgmlType::kQ8_0;
-        auto m = load_model(testing::synthetic_model_path(o, "sched"), 2);
-        EXPECT_TRUE(m.ok()) << m.status().to_string();
-        return std::move(m).value();
-    }();
-    return lm;
-}
-
-EngineConfig config(CacheMode mode, int32_t kv_mb, int32_t max_batch_tokens = 64) {
-    EngineConfig c;
-    c.cache_mode = mode;
-    c.kv_cache_mb = kv_mb;
-    c.max_batch_tokens = max_batch_tokens;
-    c.check_integrity = true;
-    return c;
-}
+using testing_support::config;
+using testing_support::model;
 
 // A pool of documents and requests drawing k of them in random order.
 struct Workload {
@@ -215,7 +193,7 @@ TEST(Scheduler, ARequestThatCannotFitIsRefusedWithTheReason) {
     auto h = s.add(r);
     ASSERT_FALSE(h.ok());
     EXPECT_EQ(h.status().code(), StatusCode::kResourceExhausted);
-    EXPECT_NE(h.status().message().find("whole pool has"), std::string::npos);
+    EXPECT_NE(h.status().message().find("whole pool has 32, of which 0 are pinned"), std::string::npos);
     EXPECT_TRUE(s.idle());
     ServingEngine engine(*model().model, *model().tokenizer, c);
     EXPECT_EQ(engine.submit(r).status().code(), StatusCode::kResourceExhausted);
@@ -229,13 +207,16 @@ TEST(Scheduler, ARequestThatCannotFitIsRefusedWithTheReason) {
 namespace lazyattn::engine {
 namespace {
 
+using testing_support::config;
+using testing_support::model;
+
 TEST(Documents, PinnedDocumentsSurviveEvictionAndUnpinReleasesThem) {
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 40;
     ServingEngine engine(*model().model, *model().tokenizer, c);
     const auto w = make_workload(testing::test_seed() + 500, 30, 30, 3);
     const auto doc = w.docs[0];
-    auto pinned = engine.pin_document(doc);
+    auto pinned = engine.pin_document("", doc);
     ASSERT_TRUE(pinned.ok()) << pinned.status().to_string();
     EXPECT_TRUE(pinned->pinned);
     EXPECT_EQ(pinned->num_tokens, int32_t(doc.size()));
@@ -246,16 +227,16 @@ TEST(Documents, PinnedDocumentsSurviveEvictionAndUnpinReleasesThem) {
         ASSERT_TRUE(engine.submit(other).ok());
     }
     for (int i = 0; i < 200 && engine.stats().requests_finished < 30; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    auto docs = engine.list_documents();
+    auto docs = engine.list_documents("");
     auto it = std::find_if(docs.begin(), docs.end(), [&](const DocumentInfo& d) { return d.id == pinned->id; });
     ASSERT_NE(it, docs.end());
     EXPECT_TRUE(it->pinned);
     EXPECT_LT(docs.size(), 31u) << "some unpinned documents should have been evicted";
-    ASSERT_TRUE(engine.document_tokens(pinned->id).has_value());
-    EXPECT_EQ(*engine.document_tokens(pinned->id), doc);
-    EXPECT_TRUE(engine.unpin_document(pinned->id).ok());
-    EXPECT_EQ(engine.unpin_document(pinned->id).code(), StatusCode::kNotFound);
-    EXPECT_FALSE(engine.document_tokens("00000000000000000000000000000000").has_value());
+    ASSERT_TRUE(engine.document_tokens("", pinned->id).has_value());
+    EXPECT_EQ(*engine.document_tokens("", pinned->id), doc);
+    EXPECT_TRUE(engine.unpin_document("", pinned->id).ok());
+    EXPECT_EQ(engine.unpin_document("", pinned->id).code(), StatusCode::kNotFound);
+    EXPECT_FALSE(engine.document_tokens("", "00000000000000000000000000000000").has_value());
     engine.shutdown(false);
     EXPECT_EQ(engine.stats().blocks_used, 0);
 }

@@ -1,0 +1,105 @@
+// Scheduler: planning one step's rows under the token budget. Decode rows come first (one per
+// running request). Prefill work shares the rest fairly: each unfinished segment job and each
+// prompt tail whose segments are ready is an item; items take turns, each turn giving an item at
+// most an equal share of the budget (at least one block), and turns repeat while budget and
+// work remain. The item that goes first rotates every step. So one long document cannot hold a
+// short prompt back for more than a step, while a lone item still gets the whole budget.
+#include <algorithm>
+
+#include "engine/batch_builder.h"
+#include "engine/scheduler_plan.h"
+
+namespace lazyattn::engine {
+namespace {
+
+struct PrefillItem {
+    int64_t job_id = -1;           // a segment job, or
+    SequenceState* seq = nullptr;  // a prompt tail
+    int32_t done = 0;              // tokens computed before this step
+    int32_t left = 0;              // tokens still to compute
+    int32_t take = 0;              // tokens planned this step
+};
+
+// Hands out `budget` tokens in turns of at most `share`, starting at item `first`.
+void share_budget(std::vector<PrefillItem>& items, int32_t budget, int32_t share, size_t first) {
+    const size_t n = items.size();
+    for (bool any = true; any && budget > 0;) {
+        any = false;
+        for (size_t k = 0; k < n && budget > 0; ++k) {
+            PrefillItem& it = items[(first + k) % n];
+            const int32_t give = std::min({share, it.left - it.take, budget});
+            if (give <= 0) continue;
+            it.take += give;
+            budget -= give;
+            any = true;
+        }
+    }
+}
+
+}  // namespace
+
+void Scheduler::add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits) {
+    const int32_t bs = kv_.block_size();
+    const ActiveRequest& ar = s.kv;
+    const int32_t span_begin = int32_t(b.spans.size());
+    for (const SegmentPlacement& place : ar.segments) {
+        b.spans.push_back({int32_t(b.block_ids.size()), place.num_tokens, place.logical_start, place.stored_base});
+        b.block_ids.insert(b.block_ids.end(), place.blocks.begin(), place.blocks.end());
+    }
+    b.spans.push_back({int32_t(b.block_ids.size()), end, ar.tail_start, ar.tail_start});
+    b.block_ids.insert(b.block_ids.end(), ar.tail_blocks.begin(), ar.tail_blocks.begin() + (end + bs - 1) / bs);
+    b.seqs.push_back({b.num_rows(), end - begin, span_begin, int32_t(b.spans.size())});
+    for (int32_t t = begin; t < end; ++t) {
+        if (all_logits || t == end - 1) b.logit_rows.push_back(b.num_rows());
+        b.token_ids.push_back(ar.tail_tokens[t]);
+        b.positions.push_back(ar.tail_start + t);
+        b.store_positions.push_back(ar.tail_start + t);
+        b.slot_mapping.push_back(ar.tail_blocks[t / bs] * bs + t % bs);
+    }
+}
+
+Scheduler::StepPlan Scheduler::plan_step() {
+    StepPlan plan;
+    plan.batch.keys_rotated = keys_stored_rotated(config_.cache_mode);
+    int32_t budget = config_.max_batch_tokens;
+    for (auto& s : running_) {  // decode first
+        if (budget <= 0) break;
+        const int32_t have = int32_t(s->kv.tail_tokens.size());
+        if (!s->prompt_done() || s->kv.num_tail_computed >= have) continue;
+        if (int32_t(s->kv.tail_blocks.size()) * kv_.block_size() < have) continue;  // waits for room
+        plan.tails.push_back({s.get(), s->kv.num_tail_computed, s->kv.num_tail_computed + 1, false});
+        --budget;
+    }
+    plan_prefill(plan, budget);
+    for (const TailRun& t : plan.tails) add_tail_rows(plan.batch, *t.seq, t.begin, t.end, t.all_logits);
+    return plan;
+}
+
+void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
+    std::vector<PrefillItem> items;
+    for (auto& [id, job] : jobs_) {
+        if (!job.done()) items.push_back({id, nullptr, job.num_computed, int32_t(job.tokens.size()) - job.num_computed});
+    }
+    for (auto& s : running_) {
+        if (s->prompt_done() || !s->segments_ready()) continue;
+        if (config_.cache_mode == CacheMode::kBlockAttn && !s->materialized) continue;
+        items.push_back({-1, s.get(), s->kv.num_tail_computed, s->kv.num_prompt_tail - s->kv.num_tail_computed});
+    }
+    if (items.empty() || budget <= 0) return;
+    const int32_t share = std::max(kv_.block_size(), budget / int32_t(items.size()));
+    share_budget(items, budget, share, size_t(prefill_rotation_++ % items.size()));
+    // Rows in a fixed order (jobs oldest first, then tails in admission order), whoever went first.
+    for (const PrefillItem& it : items) {
+        if (it.take == 0) continue;
+        if (it.seq != nullptr) {
+            plan.tails.push_back({it.seq, it.done, it.done + it.take, it.seq->want_all_tail_logits});
+            continue;
+        }
+        const SegmentJob& job = jobs_.at(it.job_id);
+        add_plain_sequence(plan.batch, {job.tokens.begin() + it.done, job.tokens.begin() + it.done + it.take}, it.done,
+                           job.blocks, kv_.block_size(), 0);
+        plan.job_runs.push_back({it.job_id, it.take});
+    }
+}
+
+}  // namespace lazyattn::engine
