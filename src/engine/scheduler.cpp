@@ -2,6 +2,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <climits>
 #include <random>
 
 #include "core/check.h"
@@ -17,7 +18,8 @@ kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, in
     shape.num_kv_heads = model.num_kv_heads;
     shape.head_dim = model.head_dim;
     shape.block_size = block_size;
-    shape.num_blocks = int32_t(std::max<int64_t>(1, pool_bytes / shape.bytes_per_block()));
+    // Clamped: a pool too large for the block ids is refused when allocated, not wrapped around.
+    shape.num_blocks = int32_t(std::clamp<int64_t>(pool_bytes / shape.bytes_per_block(), 1, INT32_MAX));
     return shape;
 }
 

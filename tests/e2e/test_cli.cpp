@@ -70,6 +70,12 @@ TEST(Cli, GenerateJsonHasTheDocumentedFields) {
         EXPECT_TRUE(lines[0].contains(key)) << key;
     }
     EXPECT_EQ(lines[0]["token_ids"].size(), 5u);
+    EXPECT_GT(lines[0]["peak_blocks"].get<int>(), 0);
+}
+
+TEST(Cli, AKvPoolLargerThanMemoryIsAnErrorNotACrash) {
+    // ~95 TiB: more than any machine has; refused with exit code 2 (it used to die of bad_alloc).
+    EXPECT_EQ(run_cli("generate " + model_arg() + " --prompt hi --max-tokens 1 --kv-cache-mb 100000000").exit_code, 2);
 }
 
 TEST(Cli, RepeatedRunsWithShuffledDocumentsReuseEveryDocument) {

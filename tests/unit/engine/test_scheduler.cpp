@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -199,6 +200,36 @@ TEST(Scheduler, ARequestThatCannotFitIsRefusedWithTheReason) {
     EXPECT_EQ(engine.submit(r).status().code(), StatusCode::kResourceExhausted);
     RagRequest empty;
     EXPECT_EQ(engine.submit(empty).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ServingEngineHealth, ReportsWorkAndProgress) {
+    ServingEngine engine(*model().model, *model().tokenizer, config(CacheMode::kLazy, 2));
+    EngineHealth h = engine.health();
+    EXPECT_FALSE(h.has_work);
+    EXPECT_EQ(h.ms_since_progress, 0);
+    // The token callback runs on the inference thread: holding it holds the engine mid-step.
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> tokens{0};
+    RagRequest r;
+    r.tail = {5, 6, 7};
+    r.max_tokens = 3;
+    r.ignore_eos = true;
+    auto handle = engine.submit(r, [&](const RequestEvent& e) {
+        if (e.kind == RequestEvent::Kind::kToken && tokens++ == 0) released.wait();
+    });
+    ASSERT_TRUE(handle.ok());
+    while (tokens.load() == 0) std::this_thread::yield();
+    h = engine.health();
+    EXPECT_TRUE(h.has_work);
+    EXPECT_GE(h.ms_since_progress, 0);
+    release.set_value();
+    EXPECT_EQ((*handle)->wait().finish_reason, "length");
+    engine.shutdown(false);  // joins the thread: its last snapshot is taken
+    h = engine.health();
+    EXPECT_FALSE(h.has_work);
+    EXPECT_EQ(h.num_waiting, 0);
+    EXPECT_EQ(h.num_running, 0);
 }
 
 }  // namespace
