@@ -1,8 +1,9 @@
 // Scheduler: continuous batching over one paged KV cache (vLLM v1 style, with segments as
 // first-class work). Each step forms one batch under a token budget: first one decode row per
-// running request, then chunks of segment jobs (a missing document computed once for every
-// request that needs it, as its own sequence from position 0), then chunks of prompt tails whose
-// segments are ready; all run as one forward. Requests advance by token counters. When blocks run
+// running request, then prefill chunks shared fairly (round robin) between segment jobs (a
+// missing document computed once for every request that needs it, as its own sequence from
+// position 0) and prompt tails whose segments are ready; all run as one forward. Requests
+// advance by token counters. Admission allocates only once it knows everything fits. When blocks run
 // out, cached blocks nobody uses are evicted first (least recently freed); if a step still does
 // not fit, the most recently admitted request is preempted (its blocks freed, requeued for
 // recompute). A request that could not fit even in the pool's unpinned blocks is refused when
