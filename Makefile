@@ -35,7 +35,7 @@ bench: build
 	./scripts/run_bench.sh
 
 fuzz:
-	./scripts/run_fuzz.sh $(FUZZ_SECONDS)
+	./scripts/run_fuzz.sh $${FUZZ_SECONDS:-600} $${FUZZ_TARGET:-gguf}
 
 golden:
 	python3 scripts/make_golden.py

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader (GgufFile::parse -> ModelConfig -> dequantization) with libFuzzer,
-# ASan and UBSan.
-#   scripts/run_fuzz.sh [seconds=600] [extra libFuzzer flags...]
-# Builds build-fuzz with clang, writes a seed corpus (tiny synthetic models and small valid files)
-# to build-fuzz/fuzz/seeds, keeps discovered inputs in build-fuzz/fuzz/corpus and crashes in
-# build-fuzz/fuzz/artifacts. One worker; run it under `nice` on a shared machine. Exit status is
-# libFuzzer's: 0 when no crash was found.
+# Fuzzes with libFuzzer, ASan and UBSan:
+#   gguf    the GGUF reader (GgufFile::parse -> ModelConfig -> dequantization)
+#   http    raw client bytes -> HTTP request parser -> JSON checks -> OpenAI request parser
+#   scripts/run_fuzz.sh [seconds=600] [target=gguf] [extra libFuzzer flags...]
+# Builds build-fuzz with clang, keeps discovered inputs in build-fuzz/fuzz/corpus-<target> and
+# crashes in build-fuzz/fuzz/artifacts. One worker; run it under `nice` on a shared machine.
+# Exit status is libFuzzer's: 0 when no crash was found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${1:-600}
+[ $# -gt 0 ] && shift
+TARGET=${1:-gguf}
 [ $# -gt 0 ] && shift
 BUILD=${LAZYATTN_FUZZ_BUILD:-build-fuzz}
 JOBS=${JOBS:-2}
@@ -18,16 +20,31 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DLAZYATTN_FUZZ=ON -DLAZYATTN_TESTS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
-cmake --build "$BUILD" --target fuzz_gguf_reader fuzz_gguf_seeds -j"$JOBS"
 
 FUZZ_DIR=$BUILD/fuzz
-mkdir -p "$FUZZ_DIR/seeds" "$FUZZ_DIR/corpus" "$FUZZ_DIR/artifacts"
-"$FUZZ_DIR/fuzz_gguf_seeds" "$FUZZ_DIR/seeds"
+mkdir -p "$FUZZ_DIR/corpus-$TARGET" "$FUZZ_DIR/artifacts"
+case "$TARGET" in
+  gguf)
+    cmake --build "$BUILD" --target fuzz_gguf_reader fuzz_gguf_seeds -j"$JOBS"
+    mkdir -p "$FUZZ_DIR/seeds"
+    "$FUZZ_DIR/fuzz_gguf_seeds" "$FUZZ_DIR/seeds"
+    BIN=$FUZZ_DIR/fuzz_gguf_reader; DICT=fuzz/gguf.dict; SEEDS=$FUZZ_DIR/seeds ;;
+  http)
+    cmake --build "$BUILD" --target fuzz_http_request -j"$JOBS"
+    SEEDS=$FUZZ_DIR/seeds-http
+    mkdir -p "$SEEDS"
+    # Seeds: the first byte picks the read size, the rest is what a client sends.
+    printf '\x07POST /v1/completions HTTP/1.1\r\nContent-Length: 33\r\n\r\n{"prompt": "hi", "max_tokens": 4}' > "$SEEDS/plain"
+    printf '\x01POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2a\r\n{"messages": [{"role": "user", "content": "x"}]}\r\n0\r\n\r\n' > "$SEEDS/chunked"
+    printf '\x03GET /health HTTP/1.1\r\n\r\nPOST /v1/completions HTTP/1.1\r\nContent-Length: 60\r\n\r\n{"prompt": [1, 2], "stop": ["a"], "documents": ["d", {"id": "x"}]}' > "$SEEDS/pipelined"
+    BIN=$FUZZ_DIR/fuzz_http_request; DICT=fuzz/http.dict ;;
+  *) echo "unknown fuzz target '$TARGET' (gguf | http)" >&2; exit 2 ;;
+esac
 
 # The first corpus directory receives new interesting inputs; the seeds are read only.
-exec "$FUZZ_DIR/fuzz_gguf_reader" \
+exec "$BIN" \
   -max_total_time="$DURATION" \
-  -dict=fuzz/gguf.dict \
+  -dict="$DICT" \
   -artifact_prefix="$FUZZ_DIR/artifacts/" \
   -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  "$@" "$FUZZ_DIR/corpus" "$FUZZ_DIR/seeds"
+  "$@" "$FUZZ_DIR/corpus-$TARGET" "$SEEDS"

@@ -99,6 +99,15 @@ struct ServeOptions {
     int32_t http_threads = 128;
     double shutdown_timeout_s = 10;
     std::string chat_template;            // "" = from the model file
+    std::vector<std::string> api_keys;    // --api-key (repeatable, or comma-separated)
+    std::string api_key_file;
+    std::vector<std::string> open_endpoints = {"health"};  // reachable without a key
+    int32_t max_tokens_cap = 4096;
+    double header_timeout_s = 10;
+    double request_timeout_s = 60;
+    int32_t max_connections = 512;
+    int32_t max_connections_per_client = 32;
+    double health_stall_s = 60;
 };
 
 int run_generate(const GenerateOptions& options);

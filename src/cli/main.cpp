@@ -129,6 +129,27 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     sv->add_option("--chat-template", serve.chat_template, "chat template to use: chatml | llama3")
         ->check(CLI::IsMember({"chatml", "llama3"}));
+    sv->add_option("--api-key", serve.api_keys, "require this API key (Bearer); repeat or comma-separate for several")
+        ->delimiter(',');
+    sv->add_option("--api-key-file", serve.api_key_file, "file with one API key per line")->check(CLI::ExistingFile);
+    sv->add_option("--open-endpoints", serve.open_endpoints,
+                   "with API keys: GET endpoints reachable without one (health, metrics; 'none' for neither)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"health", "metrics", "none"}));
+    sv->add_option("--max-tokens-cap", serve.max_tokens_cap, "most tokens one request may generate (clamped)")
+        ->check(CLI::PositiveNumber);
+    sv->add_option("--header-timeout", serve.header_timeout_s, "seconds a client has to send a request's headers")
+        ->check(CLI::PositiveNumber);
+    sv->add_option("--request-timeout", serve.request_timeout_s, "seconds a client has to send a whole request")
+        ->check(CLI::PositiveNumber);
+    sv->add_option("--max-connections", serve.max_connections, "open connections in all (503 beyond)")
+        ->check(CLI::PositiveNumber);
+    sv->add_option("--max-connections-per-client", serve.max_connections_per_client,
+                   "open connections from one address (429 beyond)")
+        ->check(CLI::PositiveNumber);
+    sv->add_option("--health-stall", serve.health_stall_s,
+                   "seconds of queued work without progress before /health answers 503")
+        ->check(CLI::PositiveNumber);
 
     try {
         app.parse(argc, argv);

@@ -4,6 +4,7 @@
 // ones get --shutdown-timeout seconds, then are cancelled) and the process exits 0.
 #include <pthread.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "cli/model_path.h"
 #include "engine/loaded_model.h"
 #include "engine/serving_engine.h"
+#include "server/api_keys.h"
 #include "server/http_server.h"
 
 namespace lazyattn::cli {
@@ -49,6 +51,34 @@ Expected<std::optional<tokenizer::ChatTemplate>> chat_template(const ServeOption
     return std::optional<tokenizer::ChatTemplate>(tmpl);
 }
 
+Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::string& model_path) {
+    server::ServerConfig sc;
+    sc.host = o.host;
+    sc.port = o.port;
+    sc.limits.max_body_bytes = o.max_body_bytes;
+    sc.limits.header_timeout_s = o.header_timeout_s;
+    sc.limits.request_timeout_s = o.request_timeout_s;
+    sc.limits.max_connections = o.max_connections;
+    sc.limits.max_connections_per_client = o.max_connections_per_client;
+    sc.num_http_threads = o.http_threads;
+    sc.shutdown_timeout_s = o.shutdown_timeout_s;
+    sc.model_id = std::filesystem::path(model_path).filename().string();
+    sc.api_keys = o.api_keys;
+    if (!o.api_key_file.empty()) {
+        LA_ASSIGN_OR_RETURN(auto keys, server::ApiKeys::read_file(o.api_key_file));
+        sc.api_keys.insert(sc.api_keys.end(), keys.begin(), keys.end());
+    }
+    auto open = [&](const char* name) {
+        return std::find(o.open_endpoints.begin(), o.open_endpoints.end(), name) != o.open_endpoints.end();
+    };
+    sc.health_needs_key = !open("health");
+    sc.metrics_needs_key = !open("metrics");
+    sc.max_tokens_cap = o.max_tokens_cap;
+    sc.health_stall_s = o.health_stall_s;
+    LA_RETURN_IF_ERROR(sc.validate());
+    return sc;
+}
+
 sigset_t shutdown_signals() {
     sigset_t set;
     sigemptyset(&set);
@@ -64,14 +94,8 @@ int run_serve(const ServeOptions& o) {
     if (!ec.ok()) return fail(ec.status(), 2);
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
-    server::ServerConfig sc;
-    sc.host = o.host;
-    sc.port = o.port;
-    sc.max_body_bytes = o.max_body_bytes;
-    sc.num_http_threads = o.http_threads;
-    sc.shutdown_timeout_s = o.shutdown_timeout_s;
-    sc.model_id = std::filesystem::path(path).filename().string();
-    if (Status st = sc.validate(); !st.ok()) return fail(st, 2);
+    auto sc = server_config(o, path);
+    if (!sc.ok()) return fail(sc.status(), 2);
 
     // Blocked before any thread starts, so every thread inherits the mask and sigwait() below
     // is the only taker.
@@ -82,18 +106,21 @@ int run_serve(const ServeOptions& o) {
     if (!lm.ok()) return fail(lm.status());
     auto chat = chat_template(o, lm->model->gguf());
     if (!chat.ok()) return fail(chat.status());
-    engine::ServingEngine eng(*lm->model, *lm->tokenizer, *ec);
-    server::HttpServer http(sc, eng, *lm->tokenizer, *chat, lm->model->config().context_length);
+    auto created = engine::ServingEngine::create(*lm->model, *lm->tokenizer, *ec);
+    if (!created.ok()) return fail(created.status(), 2);  // e.g. a KV pool larger than memory
+    engine::ServingEngine& eng = **created;
+    server::HttpServer http(*sc, eng, *lm->tokenizer, *chat, lm->model->config().context_length);
     if (Status st = http.start(); !st.ok()) return fail(st);
-    std::printf("lazyattn serve: listening on http://%s:%d (model %s, cache mode %s, KV %s, %d blocks of %d tokens)\n",
-                sc.host.c_str(), http.port(), sc.model_id.c_str(), o.cache_mode.c_str(),
-                engine::kv_dtype_name(o.common.kv_dtype), int(eng.stats().blocks_total), ec->block_size);
+    std::printf("lazyattn serve: listening on http://%s:%d (model %s, cache mode %s, KV %s, %d blocks of %d tokens%s)\n",
+                sc->host.c_str(), http.port(), sc->model_id.c_str(), o.cache_mode.c_str(),
+                engine::kv_dtype_name(o.common.kv_dtype), int(eng.stats().blocks_total), ec->block_size,
+                sc->api_keys.empty() ? "" : ", API keys required");
     std::fflush(stdout);
 
     int sig = 0;
     sigwait(&signals, &sig);
     std::fprintf(stderr, "lazyattn serve: %s, draining (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-                 sc.shutdown_timeout_s);
+                 sc->shutdown_timeout_s);
     http.drain();
     eng.shutdown(false);
     std::fprintf(stderr, "lazyattn serve: stopped\n");

@@ -10,8 +10,10 @@
 namespace lazyattn::server {
 namespace {
 
-// Body -> checked GenerationRequest -> RagRequest.
-std::optional<ApiError> prepare(ServerContext& ctx, const httplib::Request& req, bool chat, GenerationRequest& gen,
+constexpr int kDisconnectPollMs = 200;  // how often a waiting handler looks for a departed client
+
+// Body -> checked GenerationRequest -> RagRequest (in the caller's tenant).
+std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req, bool chat, GenerationRequest& gen,
                                 engine::RagRequest& out) {
     nlohmann::json body;
     if (auto e = parse_json_body(req, body)) return e;
@@ -21,14 +23,35 @@ std::optional<ApiError> prepare(ServerContext& ctx, const httplib::Request& req,
                         "the model '" + gen.model + "' does not exist (this server runs '" + ctx.config.model_id + "')",
                         "invalid_request_error", "model", "model_not_found"};
     }
-    auto built = ctx.builder.build(gen);
+    auto built = ctx.builder.build(gen, ctx.tenant(req, gen.cache_salt));
     if (!built.ok()) return generation_error(built.status(), chat);
     out = std::move(built).value();
     return std::nullopt;
 }
 
-void respond_whole(ServerContext& ctx, httplib::Response& res, engine::RequestHandle& handle, const ResponseMeta& meta,
-                   double t_start_ms) {
+// The request's next event. Every kDisconnectPollMs, whether events flow or not, checks that the
+// client is still there and cancels the request when it left (its blocks return at the next
+// step; the engine then finishes it as cancelled).
+engine::RequestEvent next_event_or_cancel(ServerContext& ctx, engine::RequestHandle& handle,
+                                          const http::ClientLink& link, double& next_check_ms) {
+    for (;;) {
+        auto e = handle.next_event(kDisconnectPollMs);
+        if (now_ms() >= next_check_ms && !handle.cancel_requested()) {
+            next_check_ms = now_ms() + kDisconnectPollMs;
+            if (link.gone()) {
+                handle.cancel();
+                ctx.metrics.count_disconnect();
+            }
+        }
+        if (e) return std::move(*e);
+    }
+}
+
+void respond_whole(ServerContext& ctx, http::HttpResponse& res, engine::RequestHandle& handle,
+                   const http::ClientLink& link, const ResponseMeta& meta, double t_start_ms) {
+    double next_check_ms = now_ms() + kDisconnectPollMs;
+    while (next_event_or_cancel(ctx, handle, link, next_check_ms).kind != engine::RequestEvent::Kind::kFinished) {
+    }
     const engine::RagResult result = handle.wait();
     ctx.metrics.record_tokens(result.stats);
     if (result.finish_reason == "error") return send_error(res, generation_error(result.status, meta.chat));
@@ -36,33 +59,35 @@ void respond_whole(ServerContext& ctx, httplib::Response& res, engine::RequestHa
     ctx.metrics.observe_ttft(result.stats.ttft_ms / 1000.0);
     ctx.metrics.observe_latency((now_ms() - t_start_ms) / 1000.0);
     res.status = 200;
-    res.set_content(completion_body(meta, result), "application/json");
+    res.content_type = "application/json";
+    res.body = completion_body(meta, result);
 }
 
-void respond_stream(ServerContext& ctx, httplib::Response& res, std::shared_ptr<engine::RequestHandle> handle,
-                    const ResponseMeta& meta, bool include_usage, double t_start_ms) {
+void respond_stream(ServerContext& ctx, http::HttpResponse& res, std::shared_ptr<engine::RequestHandle> handle,
+                    const http::ClientLink& link, const ResponseMeta& meta, bool include_usage, double t_start_ms) {
     // The status line waits for the first event, so a request the engine turns away after
     // accepting it (a full queue seen on the engine thread) still gets its proper status.
-    std::optional<engine::RequestEvent> first = handle->next_event();
-    if (first->kind == engine::RequestEvent::Kind::kFinished && first->finish_reason == "error") {
-        return send_error(res, generation_error(first->status, meta.chat));
+    double next_check_ms = now_ms() + kDisconnectPollMs;
+    engine::RequestEvent first = next_event_or_cancel(ctx, *handle, link, next_check_ms);
+    if (first.kind == engine::RequestEvent::Kind::kFinished && first.finish_reason == "error") {
+        return send_error(res, generation_error(first.status, meta.chat));
     }
-    if (first->kind == engine::RequestEvent::Kind::kFinished && first->finish_reason == "cancelled") {
+    if (first.kind == engine::RequestEvent::Kind::kFinished && first.finish_reason == "cancelled") {
         return send_error(res, cancelled_generation_error());
     }
     auto stream =
-        std::make_shared<CompletionStream>(ctx, std::move(handle), meta, include_usage, std::move(*first), t_start_ms);
+        std::make_shared<CompletionStream>(ctx, std::move(handle), meta, include_usage, std::move(first), t_start_ms);
     res.status = 200;
+    res.content_type = kSseContentType;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider(
-        kSseContentType, [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
-        [stream](bool success) { stream->release(success); });
+    res.stream = [stream](http::ChunkSink& sink) { stream->run(sink); };
 }
 
 }  // namespace
 
-void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
+void handle_completion(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res,
+                       const http::ClientLink& link, bool chat) {
     const double t_start_ms = now_ms();
     ActiveRequest active(ctx);
     GenerationRequest gen;
@@ -72,9 +97,9 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     if (!handle.ok()) return send_error(res, generation_error(handle.status(), chat));
     const ResponseMeta meta = make_response_meta(chat, ctx.config.model_id);
     if (gen.stream) {
-        respond_stream(ctx, res, std::move(handle).value(), meta, gen.include_usage, t_start_ms);
+        respond_stream(ctx, res, std::move(handle).value(), link, meta, gen.include_usage, t_start_ms);
     } else {
-        respond_whole(ctx, res, **handle, meta, t_start_ms);
+        respond_whole(ctx, res, **handle, link, meta, t_start_ms);
     }
 }
 

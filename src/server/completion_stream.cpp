@@ -19,10 +19,13 @@ CompletionStream::~CompletionStream() {
     if (!finished_) handle_->cancel();
 }
 
-void CompletionStream::release(bool success) {
-    if (!success && !finished_) {
-        handle_->cancel();
-        ctx_.metrics.count_disconnect();
+void CompletionStream::run(http::ChunkSink& sink) {
+    while (!finished_) {
+        if (!pump(sink)) {
+            handle_->cancel();
+            ctx_.metrics.count_disconnect();
+            return;
+        }
     }
 }
 
@@ -52,7 +55,7 @@ void CompletionStream::append_event(const engine::RequestEvent& e, std::string& 
     }
 }
 
-bool CompletionStream::pump(httplib::DataSink& sink) {
+bool CompletionStream::pump(http::ChunkSink& sink) {
     try {
         std::string out;
         if (!role_sent_ && meta_.chat) out += sse_event(chunk_body(meta_, "", true, "", include_usage_));
@@ -74,11 +77,9 @@ bool CompletionStream::pump(httplib::DataSink& sink) {
             if (!e) break;
             append_event(*e, out);
         }
-        if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-        if (finished_) sink.done();
-        return true;
+        return out.empty() || sink.write(out);
     } catch (...) {
-        return false;  // nothing may escape into httplib; ending the response cancels the request
+        return false;  // ending the response cancels the request
     }
 }
 

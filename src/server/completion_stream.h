@@ -1,5 +1,5 @@
-// CompletionStream: one streamed completion, written as server-sent events by httplib's chunked
-// content provider on the HTTP worker thread. Each pump() writes everything the engine produced
+// CompletionStream: one streamed completion, written as server-sent events through the
+// transport's chunk sink on the HTTP worker thread. Each pump() writes everything the engine produced
 // since the last call as chunks (chat: a first chunk with the assistant role, then content deltas,
 // then an empty delta with finish_reason; completions: text chunks then the finish_reason), then
 // the usage chunk when asked for, then "data: [DONE]". A failed write means the client is gone:
@@ -8,13 +8,12 @@
 // client that left early.
 #pragma once
 
-#include <httplib.h>
-
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "engine/request_handle.h"
+#include "http/http_message.h"
 #include "server/openai_response.h"
 #include "server/server_context.h"
 
@@ -30,12 +29,14 @@ public:
     CompletionStream(const CompletionStream&) = delete;
     CompletionStream& operator=(const CompletionStream&) = delete;
 
-    // httplib's content provider: false ends the response early (the client is gone).
-    bool pump(httplib::DataSink& sink);
-    // httplib's resource releaser: success is false when the response could not be completed.
-    void release(bool success);
+    // Writes the whole stream; returns when it ended or the client is gone (the request is then
+    // cancelled).
+    void run(http::ChunkSink& sink);
 
 private:
+    // One write of everything produced so far (or a keep-alive comment after a second of
+    // silence); false when the client is gone.
+    bool pump(http::ChunkSink& sink);
     void append_event(const engine::RequestEvent& event, std::string& out);
     void append_end(const engine::RequestEvent& event, std::string& out);
 

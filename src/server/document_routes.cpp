@@ -11,13 +11,23 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr size_t kMaxPinBatch = 256;  // documents one POST may pin (each may be a long prefill)
+
+// A pin the engine refuses for room (the pinned share of the pool, or the tenant's quota, is
+// used up) is a 429 the client may retry after unpinning; other failures map as usual.
+ApiError pin_error(const Status& st) {
+    if (st.code() == StatusCode::kResourceExhausted) return {429, st.message(), "rate_limit_error", "", "pin_quota_exceeded"};
+    return api_error_from_status(st);
+}
+
 // DocumentInfo's steady-clock milliseconds as unix seconds.
 int64_t unix_seconds(double steady_ms) {
     const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     return int64_t(now_unix - (now_ms() - steady_ms) / 1000.0);
 }
 
-std::optional<ApiError> parse_pin_body(const httplib::Request& req, std::vector<DocumentRef>& docs) {
+std::optional<ApiError> parse_pin_body(const http::HttpRequest& req, std::vector<DocumentRef>& docs,
+                                       std::string& cache_salt) {
     json body;
     if (auto e = parse_json_body(req, body)) return e;
     if (!body.is_object()) return invalid_request("the request body must be a JSON object", "", "invalid_type");
@@ -26,18 +36,28 @@ std::optional<ApiError> parse_pin_body(const httplib::Request& req, std::vector<
     }
     if (auto e = parse_documents(body.at("documents"), false, docs)) return e;
     if (docs.empty()) return invalid_request("'documents' must not be empty", "documents", "invalid_value");
-    return std::nullopt;
+    if (docs.size() > kMaxPinBatch) {
+        return invalid_request("at most " + std::to_string(kMaxPinBatch) + " documents per request", "documents",
+                               "invalid_value");
+    }
+    return parse_cache_salt(body, cache_salt);
 }
 
 }  // namespace
 
-void handle_pin_documents(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
     ActiveRequest active(ctx);
     std::vector<DocumentRef> docs;
-    if (auto e = parse_pin_body(req, docs)) return send_error(res, *e);
+    std::string salt;
+    if (auto e = parse_pin_body(req, docs, salt)) return send_error(res, *e);
+    const std::string tenant = ctx.tenant(req, salt);
     json data = json::array();
     for (size_t i = 0; i < docs.size(); ++i) {
         const std::string param = "documents[" + std::to_string(i) + "]";
+        if (!ctx.builder.may_fit_context(docs[i].text.size() + docs[i].title.size())) {
+            return send_error(res, invalid_request(param + " is longer than the context length allows", param,
+                                                   "context_length_exceeded"));
+        }
         std::vector<int32_t> tokens = ctx.builder.document_tokens(docs[i]);
         if (int64_t(tokens.size()) >= ctx.context_length) {
             return send_error(
@@ -45,40 +65,45 @@ void handle_pin_documents(ServerContext& ctx, const httplib::Request& req, httpl
                                          " tokens; the context length is " + std::to_string(ctx.context_length),
                                      param, "context_length_exceeded"));
         }
-        auto info = ctx.engine.pin_document(std::move(tokens));
+        auto info = ctx.engine.pin_document(tenant, std::move(tokens));
         if (!info.ok()) {
-            ApiError e = api_error_from_status(info.status());
+            ApiError e = pin_error(info.status());
             e.message = param + ": " + e.message;
             e.param = param;
             return send_error(res, e);
         }
-        data.push_back({{"id", info->id}, {"object", "document"}, {"tokens", info->num_tokens}, {"pinned", true}});
+        data.push_back({{"id", info->id},
+                        {"object", "document"},
+                        {"tokens", info->num_tokens},
+                        {"pinned", true},
+                        {"pin_count", info->pin_count}});
     }
     send_json(res, 200, {{"object", "list"}, {"data", data}});
 }
 
-void handle_list_documents(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+void handle_list_documents(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
     json data = json::array();
-    for (const engine::DocumentInfo& d : ctx.engine.list_documents()) {
+    for (const engine::DocumentInfo& d : ctx.engine.list_documents(ctx.tenant(req, req.query_param("cache_salt")))) {
         data.push_back({{"id", d.id},
                         {"object", "document"},
                         {"tokens", d.num_tokens},
                         {"pinned", d.pinned},
+                        {"pin_count", d.pin_count},
                         {"last_used", unix_seconds(d.last_used_ms)}});
     }
     send_json(res, 200, {{"object", "list"}, {"data", data}});
 }
 
-void handle_unpin_document(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_unpin_document(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
     ActiveRequest active(ctx);
-    const std::string id = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
-    const Status st = ctx.engine.unpin_document(id);
+    const std::string id = req.path_params.empty() ? "" : req.path_params[0];
+    const Status st = ctx.engine.unpin_document(ctx.tenant(req, req.query_param("cache_salt")), id);
     if (!st.ok()) {
         ApiError e = api_error_from_status(st);
         e.param = "id";
         return send_error(res, e);
     }
-    send_json(res, 200, {{"id", id}, {"object", "document"}, {"pinned", false}});
+    send_json(res, 200, {{"id", id}, {"object", "document"}, {"deleted", true}});
 }
 
 }  // namespace lazyattn::server

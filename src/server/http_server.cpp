@@ -1,9 +1,6 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-
-#include <csignal>
-
+#include "http/server.h"
 #include "server/completion_routes.h"
 #include "server/document_routes.h"
 #include "server/http_util.h"
@@ -13,72 +10,73 @@ namespace lazyattn::server {
 namespace {
 
 using json = nlohmann::json;
+using http::HttpRequest;
+using http::HttpResponse;
+using http::Lane;
 
-// A body for httplib's own refusals (unknown route, oversized body, unparsable request).
-ApiError default_error(int status, const ServerConfig& config) {
-    switch (status) {
-        case 404: return {404, "no such route", "invalid_request_error", "", "not_found"};
-        case 405: return {405, "method not allowed", "invalid_request_error", "", "method_not_allowed"};
-        case 413:
-            return {413, "the request body is larger than " + std::to_string(config.max_body_bytes) + " bytes",
-                    "invalid_request_error", "", "request_too_large"};
-        case 414: return {414, "the request URI is too long", "invalid_request_error", "", "uri_too_long"};
-        default:
-            if (status < 500) return {status, "bad request", "invalid_request_error", "", ""};
-            return {status, "internal server error", "server_error", "", "internal_error"};
+// A transport refusal in the API's error shape.
+HttpResponse error_response(const http::HttpError& e) {
+    HttpResponse res;
+    const char* type = e.status == 401 ? "authentication_error" : e.status < 500 ? "invalid_request_error" : "server_error";
+    send_error(res, ApiError{e.status, e.message, type, "", e.code});
+    return res;
+}
+
+bool is_json_type(std::string type) {
+    type = type.substr(0, type.find(';'));
+    while (!type.empty() && type.back() == ' ') type.pop_back();
+    for (char& c : type) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return type == "application/json" || (type.size() > 5 && type.compare(type.size() - 5, 5, "+json") == 0);
+}
+
+// A body with no Content-Type is taken as JSON; every Content-Type given must say JSON.
+bool declared_json(const HttpRequest& req) {
+    for (const auto& [name, value] : req.headers) {
+        if (name == "content-type" && !is_json_type(value)) return false;
     }
+    return true;
 }
 
-}  // namespace
-
-HttpServer::HttpServer(const ServerConfig& config, engine::ServingEngine& engine, const tokenizer::Tokenizer& tokenizer,
-                       std::optional<tokenizer::ChatTemplate> chat, int32_t context_length)
-    : ctx_(std::make_unique<ServerContext>(config, engine, tokenizer, std::move(chat), context_length)),
-      http_(std::make_unique<httplib::Server>()) {
-    const size_t threads = size_t(config.num_http_threads);
-    http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    http_->set_payload_max_length(size_t(config.max_body_bytes));
-    http_->set_keep_alive_max_count(1000);
-    // An idle keep-alive connection holds a worker thread, and stop() waits for it to time out.
-    http_->set_keep_alive_timeout(2);
-    http_->set_read_timeout(30, 0);
-    http_->set_write_timeout(30, 0);
-    http_->set_tcp_nodelay(true);
-    add_routes();
+// Checks every request passes before its route runs.
+std::optional<http::HttpError> admit(ServerContext& ctx, const HttpRequest& req) {
+    if (ctx.draining.load() && req.path != "/metrics") {
+        return http::HttpError{503, "the server is shutting down", "shutting_down"};
+    }
+    const bool open = (req.path == "/health" && !ctx.config.health_needs_key) ||
+                      (req.path == "/metrics" && !ctx.config.metrics_needs_key);
+    if (ctx.api_keys.enabled() && !open && !ctx.api_keys.match(req)) {
+        return http::HttpError{401, "a valid API key is required (Authorization: Bearer <key>)", "invalid_api_key"};
+    }
+    if (!req.body.empty() && !declared_json(req)) {
+        return http::HttpError{415, "the request body must be sent as Content-Type: application/json",
+                               "unsupported_media_type"};
+    }
+    return std::nullopt;
 }
 
-HttpServer::~HttpServer() { stop_listening(); }
+void handle_health(ServerContext& ctx, HttpResponse& res) {
+    const engine::EngineHealth h = ctx.engine.health();
+    const bool stalled = h.has_work && h.ms_since_progress > ctx.config.health_stall_s * 1000;
+    json body = {{"status", stalled ? "stalled" : "ok"},
+                 {"requests_waiting", h.num_waiting},
+                 {"requests_running", h.num_running},
+                 {"seconds_since_progress", h.ms_since_progress / 1000.0}};
+    send_json(res, stalled ? 503 : 200, body);
+}
 
-void HttpServer::add_routes() {
-    ServerContext& ctx = *ctx_;
-    http_->set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-        if (!ctx.draining.load() || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, {503, "the server is shutting down", "server_error", "", "shutting_down"});
-        return httplib::Server::HandlerResponse::Handled;
-    });
-    http_->set_error_handler(
-        httplib::Server::HandlerWithResponse([&ctx](const httplib::Request&, httplib::Response& res) {
-            if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-            send_error(res, default_error(res.status, ctx.config));
-            return httplib::Server::HandlerResponse::Handled;
-        }));
-    http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        send_error(res, {500, "internal server error", "server_error", "", "internal_error"});
-    });
-    http_->set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
-        ctx.metrics.count_request(req.path, res.status);
-    });
-    http_->Post("/v1/completions",
-                [&ctx](const httplib::Request& q, httplib::Response& r) { handle_completion(ctx, q, r, false); });
-    http_->Post("/v1/chat/completions",
-                [&ctx](const httplib::Request& q, httplib::Response& r) { handle_completion(ctx, q, r, true); });
-    http_->Post("/v1/documents",
-                [&ctx](const httplib::Request& q, httplib::Response& r) { handle_pin_documents(ctx, q, r); });
-    http_->Get("/v1/documents",
-               [&ctx](const httplib::Request& q, httplib::Response& r) { handle_list_documents(ctx, q, r); });
-    http_->Delete(R"(/v1/documents/([^/]+))",
-                  [&ctx](const httplib::Request& q, httplib::Response& r) { handle_unpin_document(ctx, q, r); });
-    http_->Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+http::Router make_router(ServerContext& ctx) {
+    http::Router r;
+    r.add("POST", "/v1/completions", Lane::kHeavy,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) { handle_completion(ctx, q, s, l, false); });
+    r.add("POST", "/v1/chat/completions", Lane::kHeavy,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) { handle_completion(ctx, q, s, l, true); });
+    r.add("POST", "/v1/documents", Lane::kHeavy,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_pin_documents(ctx, q, s); });
+    r.add("DELETE", "/v1/documents/{id}", Lane::kHeavy,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_unpin_document(ctx, q, s); });
+    r.add("GET", "/v1/documents", Lane::kLight,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_list_documents(ctx, q, s); });
+    r.add("GET", "/v1/models", Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
         const json model = {{"id", ctx.config.model_id},
                             {"object", "model"},
                             {"created", ctx.started_unix_s},
@@ -86,30 +84,40 @@ void HttpServer::add_routes() {
                             {"context_length", ctx.context_length}};
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
     });
-    http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200, {{"status", "ok"}});
+    r.add("GET", "/health", Lane::kLight,
+          [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) { handle_health(ctx, res); });
+    r.add("GET", "/metrics", Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
+        res.content_type = "text/plain; version=0.0.4";
+        res.body = ctx.metrics.render(ctx.engine.stats());
     });
-    http_->Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
-        res.set_content(ctx.metrics.render(ctx.engine.stats()), "text/plain; version=0.0.4");
-    });
+    return r;
 }
 
-Status HttpServer::start() {
-    std::signal(SIGPIPE, SIG_IGN);
-    const ServerConfig& c = ctx_->config;
-    if (c.port == 0) {
-        port_ = http_->bind_to_any_port(c.host);
-        if (port_ <= 0) return io_error("cannot listen on " + c.host + " (any port)");
-    } else {
-        if (!http_->bind_to_port(c.host, c.port)) {
-            return io_error("cannot listen on " + c.host + ":" + std::to_string(c.port) +
-                            " (in use, or a bad address?)");
-        }
-        port_ = c.port;
-    }
-    listener_ = std::thread([this] { http_->listen_after_bind(); });
-    return {};
+}  // namespace
+
+HttpServer::HttpServer(const ServerConfig& config, engine::ServingEngine& engine, const tokenizer::Tokenizer& tokenizer,
+                       std::optional<tokenizer::ChatTemplate> chat, int32_t context_length)
+    : ctx_(std::make_unique<ServerContext>(config, engine, tokenizer, std::move(chat), context_length)) {
+    ServerContext& ctx = *ctx_;
+    http::ServerOptions o;
+    o.host = config.host;
+    o.port = config.port;
+    o.limits = config.limits;
+    o.heavy_threads = config.num_http_threads;
+    http::ServerHooks hooks;
+    hooks.error_response = error_response;
+    hooks.admit = [&ctx](const HttpRequest& req, const http::RouteMatch&) { return admit(ctx, req); };
+    hooks.on_response = [&ctx](const HttpRequest* req, int status) {
+        ctx.metrics.count_request(req != nullptr ? req->path : "", status);
+    };
+    http_ = std::make_unique<http::Server>(std::move(o), make_router(ctx), std::move(hooks));
 }
+
+HttpServer::~HttpServer() { http_->stop(); }
+
+Status HttpServer::start() { return http_->start(); }
+
+int HttpServer::port() const { return http_->port(); }
 
 void HttpServer::drain() {
     ctx_->draining.store(true);
@@ -117,12 +125,7 @@ void HttpServer::drain() {
         ctx_->engine.shutdown(true);  // cancels what is left; its streams end with an error event
         ctx_->wait_idle(5.0);
     }
-    stop_listening();
-}
-
-void HttpServer::stop_listening() {
-    if (http_) http_->stop();
-    if (listener_.joinable()) listener_.join();
+    http_->stop();
 }
 
 }  // namespace lazyattn::server

@@ -1,16 +1,18 @@
-// HttpServer: lazyattn's OpenAI-compatible HTTP API over cpp-httplib. A pool of HTTP worker
-// threads parses, tokenizes, detokenizes and formats; the ServingEngine's one inference thread
-// only runs steps. Routes:
-//   POST /v1/completions, POST /v1/chat/completions   (completion_routes.h)
-//   POST|GET /v1/documents, DELETE /v1/documents/{id} (document_routes.h)
-//   GET /v1/models, GET /health, GET /metrics
-// Shutdown is graceful: drain() turns new requests away with 503, waits for in-flight ones up to
-// the configured timeout, then cancels what is left.
+// HttpServer: lazyattn's OpenAI-compatible API on the http::Server transport. HTTP workers
+// parse, tokenize, detokenize and format; the ServingEngine's one inference thread only runs
+// steps. Routes (light ones have workers of their own, so they answer while every heavy worker
+// is busy):
+//   POST /v1/completions, POST /v1/chat/completions   (completion_routes.h)        heavy
+//   POST /v1/documents, DELETE /v1/documents/{id}      (document_routes.h)          heavy
+//   GET /v1/documents, GET /v1/models, GET /health, GET /metrics                   light
+// Before any route: 503 while draining, 401 without a valid API key (when keys are set), 415 for
+// a body that is not declared JSON (a browser page cannot send one cross-site without a
+// preflight). Shutdown is graceful: drain() turns new requests away with 503, waits for in-flight
+// ones up to the configured timeout, then cancels what is left.
 #pragma once
 
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "core/status.h"
 #include "engine/serving_engine.h"
@@ -18,7 +20,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
-namespace httplib {
+namespace lazyattn::http {
 class Server;
 }
 
@@ -35,23 +37,17 @@ public:
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;
 
-    // Binds the socket and starts accepting on a thread of its own. Also ignores SIGPIPE for the
-    // process (a client that leaves mid-stream must fail a write, not kill the server).
+    // Binds the socket and starts serving on threads of its own.
     Status start();
-    int port() const { return port_; }
+    int port() const;
 
     // Stops taking new work (503), lets in-flight requests finish within the shutdown timeout,
     // cancels the rest (shutting the engine down), then stops listening. Idempotent.
     void drain();
 
 private:
-    void add_routes();
-    void stop_listening();
-
     std::unique_ptr<ServerContext> ctx_;
-    std::unique_ptr<httplib::Server> http_;
-    std::thread listener_;
-    int port_ = 0;
+    std::unique_ptr<http::Server> http_;
 };
 
 }  // namespace lazyattn::server

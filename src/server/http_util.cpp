@@ -4,26 +4,58 @@
 
 namespace lazyattn::server {
 
-void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
+void send_json(http::HttpResponse& res, int status, const nlohmann::json& body) {
     res.status = status;
-    res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+    res.content_type = "application/json";
+    res.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void send_error(httplib::Response& res, const ApiError& error) {
+void send_error(http::HttpResponse& res, const ApiError& error) {
     res.status = error.http_status;
+    res.stream = nullptr;
+    res.content_type = "application/json";
     if (error.http_status == 429 || error.http_status == 503) res.set_header("Retry-After", "1");
-    res.set_content(error.to_json(), "application/json");
+    res.body = error.to_json();
 }
 
-std::optional<ApiError> parse_json_body(const httplib::Request& req, nlohmann::json& out) {
+int json_nesting_depth(std::string_view text, int limit) {
+    int depth = 0, deepest = 0;
+    bool in_string = false, escaped = false;
+    for (char c : text) {
+        if (in_string) {
+            if (escaped) {
+                escaped = false;
+            } else if (c == '\\') {
+                escaped = true;
+            } else if (c == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > deepest && (deepest = depth) > limit) return limit + 1;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
+std::optional<ApiError> parse_json_body(const http::HttpRequest& req, nlohmann::json& out) {
     if (!text::is_valid_utf8(req.body)) {
         return invalid_request("the request body is not valid UTF-8", "", "invalid_utf8");
     }
     if (req.body.empty())
         return invalid_request("the request body is empty (expected a JSON object)", "", "invalid_json");
+    if (json_nesting_depth(req.body, kMaxJsonDepth) > kMaxJsonDepth) {
+        return invalid_request("the JSON body is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", "",
+                               "json_too_deep");
+    }
     try {
         out = nlohmann::json::parse(req.body);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e999
         return invalid_request(std::string("malformed JSON: ") + e.what(), "", "invalid_json");
     }
     return std::nullopt;

@@ -125,10 +125,10 @@ Err parse_token_list(const json& v, std::vector<int32_t>& out) {
 Err parse_prompt(const json& body, GenerationRequest& out) {
     if (!body.contains("prompt"))
         return invalid_request("'prompt' is required", "prompt", "missing_required_parameter");
-    const json& p = body.at("prompt");
-    if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) {
-        return parse_prompt(json{{"prompt", p[0]}}, out);
-    }
+    // A list holding one prompt is that prompt (read in place: no copy of client JSON).
+    const json& given = body.at("prompt");
+    const bool wrapped = given.is_array() && given.size() == 1 && (given[0].is_string() || given[0].is_array());
+    const json& p = wrapped ? given[0] : given;
     if (p.is_string()) {
         if (auto e = read_string(p, "prompt", out.prompt)) return e;
     } else if (p.is_array()) {
@@ -146,18 +146,12 @@ Err parse_prompt(const json& body, GenerationRequest& out) {
 Err parse_stop(const json& body, std::vector<std::string>& out) {
     if (absent(body, "stop")) return std::nullopt;
     const json& v = body.at("stop");
-    std::vector<json> items;
-    if (v.is_string()) {
-        items.push_back(v);
-    } else if (v.is_array()) {
-        items.assign(v.begin(), v.end());
-    } else {
-        return type_error("stop", "a string or a list of strings");
-    }
-    if (items.size() > 16) return value_error("stop", "may hold at most 16 strings");
-    for (size_t i = 0; i < items.size(); ++i) {
+    if (!v.is_string() && !v.is_array()) return type_error("stop", "a string or a list of strings");
+    const size_t count = v.is_string() ? 1 : v.size();
+    if (count > 16) return value_error("stop", "may hold at most 16 strings");
+    for (size_t i = 0; i < count; ++i) {
         std::string s;
-        if (auto e = read_string(items[i], "stop", s)) return e;
+        if (auto e = read_string(v.is_string() ? v : v[i], "stop", s)) return e;
         if (s.empty()) return value_error("stop", "strings must not be empty");
         out.push_back(std::move(s));
     }
@@ -251,6 +245,15 @@ Err parse_stream(const json& body, GenerationRequest& out) {
 
 }  // namespace
 
+std::optional<ApiError> parse_cache_salt(const json& body, std::string& out) {
+    if (absent(body, "cache_salt")) return std::nullopt;
+    if (auto e = read_string(body.at("cache_salt"), "cache_salt", out)) return e;
+    if (out.size() > kMaxCacheSaltBytes) {
+        return value_error("cache_salt", "must be at most " + std::to_string(kMaxCacheSaltBytes) + " bytes");
+    }
+    return std::nullopt;
+}
+
 std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::vector<DocumentRef>& out) {
     if (value.is_null()) return std::nullopt;
     if (!value.is_array()) return type_error("documents", "a list of strings or {\"text\", \"title\"} objects");
@@ -297,6 +300,7 @@ std::optional<ApiError> parse_generation_request(const json& body, bool chat, Ge
     if (auto e = parse_stop(body, out.stop)) return e;
     if (auto e = read_bool(body, "ignore_eos", out.ignore_eos)) return e;
     if (auto e = parse_stream(body, out)) return e;
+    if (auto e = parse_cache_salt(body, out.cache_salt)) return e;
     return refuse_unsupported(body, chat);
 }
 

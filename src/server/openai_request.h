@@ -4,7 +4,8 @@
 // fields are ignored, as OpenAI-compatible servers do; fields lazyattn cannot honour (n > 1,
 // non-zero presence/frequency penalties, logprobs) are refused rather than silently dropped.
 //
-// Extensions: `documents` (strings, or {"text", "title"?} objects, or {"id"} naming a cached
+// Extensions: `cache_salt` (vLLM's: requests share cached KV only with the same salt),
+// `documents` (strings, or {"text", "title"?} objects, or {"id"} naming a cached
 // document), `top_k`, `min_p`, `repetition_penalty`, `ignore_eos`.
 #pragma once
 
@@ -42,10 +43,17 @@ struct GenerationRequest {
     bool ignore_eos = false;
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
+    std::string cache_salt;      // isolates the request's cache entries (as vLLM's cache_salt)
 };
+
+// Longest cache_salt accepted (it only names a namespace).
+inline constexpr size_t kMaxCacheSaltBytes = 256;
 
 // `body` is the parsed JSON of the request. Text fields must be valid UTF-8.
 std::optional<ApiError> parse_generation_request(const nlohmann::json& body, bool chat, GenerationRequest& out);
+
+// The optional `cache_salt` string of a body (at most kMaxCacheSaltBytes).
+std::optional<ApiError> parse_cache_salt(const nlohmann::json& body, std::string& out);
 
 // `documents` as POST /v1/documents and the generation requests take it (entries by id refused
 // when allow_ids is false).

@@ -23,18 +23,28 @@
 
 namespace lazyattn::server {
 
-// The tokens of a cached document, by its id (ServingEngine::document_tokens in the server).
-using DocumentLookup = std::function<std::optional<std::vector<int32_t>>(const std::string& id)>;
+// The tokens of a tenant's cached document, by its id (ServingEngine::document_tokens).
+using DocumentLookup =
+    std::function<std::optional<std::vector<int32_t>>(const std::string& tenant, const std::string& id)>;
 
 class RequestBuilder {
 public:
+    // max_tokens_cap: the most tokens any request may generate (larger asks are clamped).
     RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
-                   int32_t context_length, DocumentLookup lookup);
+                   int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup);
 
-    // kNotFound for an unknown document id; kInvalidArgument for an empty tail; kUnsupported for a chat
-    // request when the model has no chat template. max_tokens not given: 16 for completions (as
-    // OpenAI), the rest of the context for chat. No seed given: a random one.
-    Expected<engine::RagRequest> build(const GenerationRequest& request) const;
+    // kNotFound for an unknown document id (looked up in `tenant`); kInvalidArgument for an empty
+    // tail; kOutOfRange when the texts are too long for the context, found BEFORE tokenizing
+    // them when their bytes alone prove it; kUnsupported for a chat request when the model has
+    // no chat template. max_tokens not given: 16 for completions (as OpenAI), the rest of the
+    // context for chat; never above the cap. No seed given: a random one.
+    Expected<engine::RagRequest> build(const GenerationRequest& request, const std::string& tenant) const;
+
+    // False when `text_bytes` of text cannot tokenize to fewer tokens than the context holds:
+    // every token covers at most max_token_bytes() bytes, so such text is refused without
+    // spending memory and time on tokenizing it.
+    bool may_fit_context(size_t text_bytes) const;
+    int32_t max_token_bytes() const { return max_token_bytes_; }
 
     // A document's tokens as a segment: identical here and in POST /v1/documents, so a document
     // pinned there is hit by requests that carry its text.
@@ -42,11 +52,14 @@ public:
 
 private:
     // Each document's tokens, in order; kNotFound for an unknown id.
-    Expected<std::vector<std::vector<int32_t>>> document_segments(const std::vector<DocumentRef>& documents) const;
+    Expected<std::vector<std::vector<int32_t>>> document_segments(const std::vector<DocumentRef>& documents,
+                                                                  const std::string& tenant) const;
 
     const tokenizer::Tokenizer& tokenizer_;
     std::optional<tokenizer::ChatTemplate> chat_;
     int32_t context_length_;
+    int32_t max_tokens_cap_;
+    int32_t max_token_bytes_;
     DocumentLookup lookup_;
 };
 

@@ -5,10 +5,19 @@ namespace lazyattn::server {
 Status ServerConfig::validate() const {
     if (host.empty()) return invalid_argument("the host must not be empty");
     if (port < 0 || port > 65535) return invalid_argument("the port must be in [0, 65535]");
-    if (max_body_bytes <= 0) return invalid_argument("the body size limit must be positive");
+    if (limits.max_body_bytes <= 0) return invalid_argument("the body size limit must be positive");
+    if (limits.max_connections <= 0 || limits.max_connections_per_client <= 0)
+        return invalid_argument("the connection limits must be positive");
+    if (!(limits.header_timeout_s > 0) || !(limits.request_timeout_s > 0))
+        return invalid_argument("the request timeouts must be positive");
     if (num_http_threads <= 0) return invalid_argument("the HTTP thread count must be positive");
     if (!(shutdown_timeout_s >= 0)) return invalid_argument("the shutdown timeout must be >= 0");
+    if (max_tokens_cap <= 0) return invalid_argument("the max-tokens cap must be positive");
+    if (!(health_stall_s > 0)) return invalid_argument("the health stall limit must be positive");
     if (model_id.empty()) return invalid_argument("the model id must not be empty");
+    for (const std::string& k : api_keys) {
+        if (k.empty()) return invalid_argument("an API key must not be empty");
+    }
     return {};
 }
 

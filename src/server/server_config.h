@@ -4,18 +4,26 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
+#include "http/http_limits.h"
 
 namespace lazyattn::server {
 
 struct ServerConfig {
     std::string host = "127.0.0.1";
     int32_t port = 8080;               // 0: any free port (HttpServer::port() tells which)
-    int64_t max_body_bytes = 8 << 20;  // larger request bodies get 413
-    int32_t num_http_threads = 128;    // each streaming response holds one for its duration
+    http::HttpLimits limits;           // body, header, deadline and connection caps
+    int32_t num_http_threads = 128;    // generations answered at once (each stream holds one)
     double shutdown_timeout_s = 10;    // SIGTERM: in-flight requests get this long, then cancel
     std::string model_id;              // what /v1/models lists and requests must name
+    std::vector<std::string> api_keys; // empty: no authentication
+    bool health_needs_key = false;     // with api_keys: does GET /health need one too?
+    bool metrics_needs_key = true;     // with api_keys: does GET /metrics?
+    int32_t max_tokens_cap = 4096;     // no request generates more (larger max_tokens are clamped)
+    // /health answers 503 when work has been queued this long without the engine advancing.
+    double health_stall_s = 60;
 
     Status validate() const;
 };

@@ -7,9 +7,11 @@ namespace lazyattn::server {
 ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng, const tokenizer::Tokenizer& tok,
                              std::optional<tokenizer::ChatTemplate> chat, int32_t ctx_len)
     : config(cfg),
+      api_keys(cfg.api_keys),
       engine(eng),
       tokenizer(tok),
-      builder(tok, std::move(chat), ctx_len, [&eng](const std::string& id) { return eng.document_tokens(id); }),
+      builder(tok, std::move(chat), ctx_len, cfg.max_tokens_cap,
+              [&eng](const std::string& tenant, const std::string& id) { return eng.document_tokens(tenant, id); }),
       context_length(ctx_len),
       started_unix_s(
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

@@ -12,6 +12,8 @@
 #include <string>
 
 #include "engine/serving_engine.h"
+#include "http/http_message.h"
+#include "server/api_keys.h"
 #include "server/metrics.h"
 #include "server/request_builder.h"
 #include "server/server_config.h"
@@ -28,7 +30,13 @@ struct ServerContext {
     // Blocks until no request is being answered or the timeout passes; true when idle.
     bool wait_idle(double timeout_s);
 
+    // The cache namespace of a request (its API key's, refined by its cache_salt).
+    std::string tenant(const http::HttpRequest& request, const std::string& cache_salt) const {
+        return api_keys.tenant(request, cache_salt);
+    }
+
     const ServerConfig config;
+    const ApiKeys api_keys;
     engine::ServingEngine& engine;
     const tokenizer::Tokenizer& tokenizer;
     const RequestBuilder builder;

@@ -8,7 +8,7 @@
 
 namespace lazyattn::server {
 
-inline constexpr const char* kSseContentType = "text/event-stream";  // exactly: httplib never compresses it
+inline constexpr const char* kSseContentType = "text/event-stream";
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 
 // One event; a payload with line breaks becomes one data line per line, as the format requires.

@@ -160,7 +160,11 @@ std::vector<std::string> sse_payloads(const std::string& body) {
     return out;
 }
 
-RawHttpStream::RawHttpStream(int port, const std::string& method, const std::string& path, const std::string& body) {
+RawHttpStream::RawHttpStream(int port, const std::string& method, const std::string& path, const std::string& body)
+    : RawHttpStream(port, method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                              "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body) {}
+
+RawHttpStream::RawHttpStream(int port, const std::string& raw) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -170,9 +174,17 @@ RawHttpStream::RawHttpStream(int port, const std::string& method, const std::str
         close();
         return;
     }
-    const std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
-                            "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-    if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != ssize_t(req.size())) close();
+    if (!send(raw)) close();
+}
+
+bool RawHttpStream::send(const std::string& bytes) {
+    size_t sent = 0;
+    while (fd_ >= 0 && sent < bytes.size()) {
+        const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        sent += size_t(n);
+    }
+    return fd_ >= 0;
 }
 
 RawHttpStream::~RawHttpStream() { close(); }

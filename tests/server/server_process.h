@@ -50,6 +50,10 @@ std::vector<std::string> sse_payloads(const std::string& body);
 class RawHttpStream {
 public:
     RawHttpStream(int port, const std::string& method, const std::string& path, const std::string& body);
+    // Connects and sends `raw` exactly as given (any bytes: partial requests, pipelines, garbage).
+    RawHttpStream(int port, const std::string& raw);
+    // Sends more bytes; false when the connection is gone.
+    bool send(const std::string& bytes);
     ~RawHttpStream();
     bool connected() const { return fd_ >= 0; }
     // Reads until `needle` has appeared in everything received so far (or timeout); true if so.

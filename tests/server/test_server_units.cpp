@@ -10,6 +10,7 @@
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "server/http_util.h"
 #include "server/request_builder.h"
 #include "server/sse.h"
 #include "synthetic_model_fixture.h"
@@ -175,8 +176,8 @@ protected:
         ASSERT_TRUE(chat.ok());
         chat_ = *chat;
     }
-    RequestBuilder builder(DocumentLookup lookup = {}) const {
-        return RequestBuilder(*model_->tokenizer, chat_, 512, std::move(lookup));
+    RequestBuilder builder(DocumentLookup lookup = {}, int32_t max_tokens_cap = 4096) const {
+        return RequestBuilder(*model_->tokenizer, chat_, 512, max_tokens_cap, std::move(lookup));
     }
     static inline engine::LoadedModel* model_ = nullptr;
     static inline tokenizer::ChatTemplate chat_;
@@ -187,7 +188,7 @@ TEST_F(RequestBuilderTest, ChatLayoutEqualsBuildRagRequest) {
     g.chat = true;
     g.messages = {{"system", "You answer from the documents."}, {"user", "Who won?"}};
     g.documents = {{"first passage", "Doc A", ""}, {"second passage", "", ""}};
-    auto got = builder().build(g);
+    auto got = builder().build(g, "");
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     engine::RagPromptText text{
         "You answer from the documents.",
@@ -205,7 +206,7 @@ TEST_F(RequestBuilderTest, ConversationHistoryGoesToSegmentZeroAndTheLastQuestio
     g.chat = true;
     g.messages = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Who won?"}};
     g.documents = {{"a passage", "", ""}};
-    auto got = builder().build(g);
+    auto got = builder().build(g, "");
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     ASSERT_EQ(got->segments.size(), 2u);
     const auto& tok = *model_->tokenizer;
@@ -218,22 +219,60 @@ TEST_F(RequestBuilderTest, ConversationHistoryGoesToSegmentZeroAndTheLastQuestio
 
 TEST_F(RequestBuilderTest, CompletionPutsDocumentsBeforeThePromptAndResolvesIds) {
     const std::vector<int32_t> cached = {5, 6, 7};
-    auto b = builder([&](const std::string& id) -> std::optional<std::vector<int32_t>> {
-        if (id == "known") return cached;
+    auto b = builder([&](const std::string& tenant, const std::string& id) -> std::optional<std::vector<int32_t>> {
+        if (tenant == "t1" && id == "known") return cached;
         return std::nullopt;
     });
     GenerationRequest g;
     g.prompt = "the question";
     g.documents = {{"a passage", "", ""}, {"", "", "known"}};
-    auto got = b.build(g);
+    auto got = b.build(g, "t1");
     ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_EQ(got->tenant, "t1");
+    EXPECT_EQ(b.build(g, "t2").status().code(), StatusCode::kNotFound);  // ids resolve in the caller's tenant only
     ASSERT_EQ(got->segments.size(), 2u);
     EXPECT_EQ(got->segments[0], b.document_tokens(g.documents[0]));
     EXPECT_EQ(got->segments[1], cached);
     EXPECT_EQ(got->tail, model_->tokenizer->encode("the question", false, false));
     EXPECT_EQ(got->max_tokens, 16);  // OpenAI's completions default
     g.documents[1].id = "unknown";
-    EXPECT_EQ(b.build(g).status().code(), StatusCode::kNotFound);
+    EXPECT_EQ(b.build(g, "t1").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(RequestBuilderTest, MaxTokensNeverExceedsTheCap) {
+    GenerationRequest g;
+    g.chat = true;
+    g.messages = {{"user", "Who won?"}};
+    EXPECT_EQ(builder({}, 7).build(g, "")->max_tokens, 7);  // chat default (rest of the context) clamped
+    g.max_tokens = 100;
+    EXPECT_EQ(builder({}, 7).build(g, "")->max_tokens, 7);
+    g.max_tokens = 3;
+    EXPECT_EQ(builder({}, 7).build(g, "")->max_tokens, 3);
+}
+
+TEST_F(RequestBuilderTest, TextThatCannotFitIsRefusedByItsSize) {
+    const RequestBuilder b = builder();
+    ASSERT_GE(b.max_token_bytes(), 1);
+    // The bound is sound: text right under it tokenizes, text over it could never fit.
+    EXPECT_TRUE(b.may_fit_context(size_t(511) * size_t(b.max_token_bytes())));
+    EXPECT_FALSE(b.may_fit_context(size_t(512) * size_t(b.max_token_bytes())));
+    GenerationRequest g;
+    g.prompt = std::string(size_t(512) * size_t(b.max_token_bytes()), 'a');
+    auto r = b.build(g, "");
+    EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange);
+    // Every token of the vocabulary is at most max_token_bytes long, so the shortcut never
+    // refuses text that would fit: a text of n longest tokens tokenizes to at most n tokens.
+    for (int32_t id = 0; id < model_->tokenizer->vocab_size(); ++id) {
+        EXPECT_LE(int32_t(model_->tokenizer->token_to_piece(id, false).size()), b.max_token_bytes());
+    }
+}
+
+TEST(JsonDepth, CountsNestingOutsideStringsOnly) {
+    EXPECT_EQ(json_nesting_depth(R"({"a": [1, {"b": 2}]})", 32), 3);
+    EXPECT_EQ(json_nesting_depth(R"({"a": "[[[[[[{{{{"})", 32), 1);
+    EXPECT_EQ(json_nesting_depth(R"({"a": "\"[[[[["})", 32), 1);
+    EXPECT_EQ(json_nesting_depth(std::string(1000, '[') + std::string(1000, ']'), 32), 33);
+    EXPECT_EQ(json_nesting_depth("12", 32), 0);
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+#include "server/api_keys.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace lazyattn::server {
+namespace {
+
+std::string trim(const std::string& s) {
+    const size_t b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+bool equal_constant_time(const std::string& a, const std::string& b) {
+    if (a.size() != b.size()) return false;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+}  // namespace
+
+ApiKeys::ApiKeys(std::vector<std::string> keys) : keys_(std::move(keys)) {
+    for (const std::string& k : keys_) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "key-%016llx", (unsigned long long)XXH3_64bits(k.data(), k.size()));
+        key_tenants_.push_back(buf);
+    }
+}
+
+Expected<std::vector<std::string>> ApiKeys::read_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return io_error("cannot read the API key file " + path);
+    std::vector<std::string> keys;
+    for (std::string line; std::getline(in, line);) {
+        line = trim(line);
+        if (!line.empty() && line[0] != '#') keys.push_back(line);
+    }
+    if (keys.empty()) return invalid_argument("the API key file " + path + " holds no key");
+    return keys;
+}
+
+std::optional<size_t> ApiKeys::match(const http::HttpRequest& request) const {
+    const std::string& auth = request.header("authorization");
+    const std::string prefix = "Bearer ";
+    if (auth.size() <= prefix.size() || auth.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+    const std::string presented = trim(auth.substr(prefix.size()));
+    std::optional<size_t> found;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+        if (equal_constant_time(presented, keys_[i]) && !found) found = i;
+    }
+    return found;
+}
+
+std::string ApiKeys::tenant(const http::HttpRequest& request, const std::string& cache_salt) const {
+    std::string t;
+    if (enabled()) {
+        if (auto i = match(request)) t = key_tenants_[*i];
+    }
+    if (!cache_salt.empty()) t += "|salt:" + cache_salt;
+    return t;
+}
+
+}  // namespace lazyattn::server

@@ -1,0 +1,38 @@
+// ApiKeys: who may call the server, and which tenant a caller is. Keys come from --api-key and
+// --api-key-file; a request carries one as "Authorization: Bearer <key>" (OpenAI's scheme). Each
+// key is a tenant of its own; a request's cache_salt splits that tenant further. Tenants name
+// cache namespaces (engine::RagRequest::tenant): derived from a hash of the key, never the key.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "http/http_message.h"
+
+namespace lazyattn::server {
+
+class ApiKeys {
+public:
+    ApiKeys() = default;
+    explicit ApiKeys(std::vector<std::string> keys);
+
+    // One key per line; blank lines and lines starting with '#' are skipped. kInvalidArgument
+    // for a file without keys, kIoError when it cannot be read.
+    static Expected<std::vector<std::string>> read_file(const std::string& path);
+
+    bool enabled() const { return !keys_.empty(); }
+    // The index of the key the request presents; nullopt when it presents none or a wrong one.
+    // Compares against every key in constant time per key (no early exit on a prefix match).
+    std::optional<size_t> match(const http::HttpRequest& request) const;
+    // The tenant of a request: its key's namespace (none when keys are off), refined by the
+    // request's cache_salt. "" is the shared tenant of keyless, saltless requests.
+    std::string tenant(const http::HttpRequest& request, const std::string& cache_salt) const;
+
+private:
+    std::vector<std::string> keys_;
+    std::vector<std::string> key_tenants_;  // per key: "key-" + a hash of it
+};
+
+}  // namespace lazyattn::server
