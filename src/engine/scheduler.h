@@ -104,6 +104,8 @@ public:
     const kv::KvCache& kv_cache() const { return kv_; }
     const EngineConfig& config() const { return config_; }
     int64_t num_steps() const { return step_count_; }
+    // Documents the registry remembers, over every tenant (bounded: see prune_documents()).
+    int64_t num_registered_documents() const { return num_document_entries_; }
     // Pool, cache index and every reference held by requests, jobs and pins agree.
     void check_integrity() const;
 
@@ -156,6 +158,10 @@ private:
         double last_used_ms = 0;
     };
     void note_documents(const SequenceState& s);
+    // Forgets unpinned documents whose blocks were evicted. Run when the registry holds twice as
+    // many entries as the pool has blocks (each cached document ends in a block of its own), so
+    // the registry stays O(pool) however many distinct documents and tenants clients send.
+    void prune_documents();
     Status check_pin_room(const std::string& tenant, int32_t num_new) const;
     DocumentInfo info(const std::string& id, const DocumentEntry& e) const;
 
@@ -178,6 +184,7 @@ private:
     int64_t next_job_id_ = 0;
     SchedulerStats stats_;
     std::map<std::string, std::map<std::string, DocumentEntry>> documents_;  // tenant -> id -> entry
+    int64_t num_document_entries_ = 0;  // over every tenant; bounded by prune_documents()
     std::vector<float> step_logits_;  // reused across steps
 };
 

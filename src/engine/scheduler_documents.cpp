@@ -47,8 +47,25 @@ void Scheduler::note_documents(const SequenceState& s) {
         if (e.tokens.empty()) {
             e.tokens = segments[d];
             e.chain_end = end;
+            ++num_document_entries_;
         }
         e.last_used_ms = now_ms();
+    }
+    if (num_document_entries_ > 2 * int64_t(kv_.pool().num_blocks()) + 64) prune_documents();
+}
+
+void Scheduler::prune_documents() {
+    for (auto t = documents_.begin(); t != documents_.end();) {
+        const kv::BlockHash seed = seeds_for(t->first).segment;
+        for (auto it = t->second.begin(); it != t->second.end();) {
+            if (it->second.pin_count == 0 && !kv_.contains(seed, it->second.tokens)) {
+                it = t->second.erase(it);
+                --num_document_entries_;
+            } else {
+                ++it;
+            }
+        }
+        t = t->second.empty() ? documents_.erase(t) : std::next(t);
     }
 }
 
@@ -99,6 +116,7 @@ Expected<DocumentInfo> Scheduler::pin_document(const std::string& tenant, const 
         return not_found("document " + id + " is not cached (compute it first)");
     }
     DocumentEntry& e = documents_[tenant][id];
+    if (e.tokens.empty()) ++num_document_entries_;
     e.tokens = tokens;
     e.chain_end = end;
     e.pinned_blocks = std::move(blocks);
@@ -130,6 +148,7 @@ std::vector<DocumentInfo> Scheduler::list_documents(const std::string& tenant) {
         const DocumentEntry& e = it->second;
         if (e.pin_count == 0 && !kv_.contains(seed, e.tokens)) {
             it = t->second.erase(it);  // evicted since
+            --num_document_entries_;
             continue;
         }
         out.push_back(info(it->first, e));

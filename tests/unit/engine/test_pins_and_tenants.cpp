@@ -197,5 +197,29 @@ TEST(Tenants, DocumentIdsDependOnTheHashKeyAndTheTenant) {
     EXPECT_NE(random_a.document_id("", doc), random_b.document_id("", doc));
 }
 
+TEST(Documents, TheRegistryStaysBoundedByThePoolWhateverClientsSend) {
+    // Every request brings a document never seen before, under a tenant never seen before: the
+    // registry must forget evicted documents instead of remembering every one (a memory leak any
+    // client could drive).
+    std::mt19937_64 rng(testing::test_seed() + 690);
+    EngineConfig c = config(CacheMode::kLazy, 1);
+    c.kv_num_blocks = 24;
+    Scheduler s(*model().model, *model().tokenizer, c);
+    int64_t most = 0;
+    for (int i = 0; i < 400; ++i) {
+        auto h = s.add(request_of({random_tokens(rng, 20)}, random_tokens(rng, 3), 1, "tenant-" + std::to_string(i)));
+        ASSERT_TRUE(h.ok()) << h.status().to_string();
+        run_all(s);
+        most = std::max(most, s.num_registered_documents());
+    }
+    EXPECT_LE(most, 2 * 24 + 64 + 1);
+    EXPECT_GT(most, 24);  // it did fill up: the bound was what held it
+    // A document still cached is still known after pruning.
+    const auto doc = random_tokens(rng, 20);
+    ASSERT_TRUE(s.add(request_of({doc}, random_tokens(rng, 3), 1, "keep")).ok());
+    run_all(s);
+    EXPECT_TRUE(s.document_tokens("keep", s.document_id("keep", doc)).has_value());
+}
+
 }  // namespace
 }  // namespace lazyattn::engine
