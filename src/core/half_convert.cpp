@@ -1,5 +1,6 @@
 #include "core/half_convert.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "core/fp16.h"
@@ -19,7 +20,10 @@ bool has_avx512() {
 bool has_f16c() {
     static const bool yes = [] {
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+        // F16C is CPUID.1:ECX bit 29, read directly: clang's __builtin_cpu_supports has no "f16c".
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+        return __builtin_cpu_supports("avx2") && f16c;
     }();
     return yes;
 }

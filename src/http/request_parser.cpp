@@ -245,11 +245,11 @@ RequestParser::State RequestParser::parse_chunked(std::string& buffer) {
         } else if (chunk_phase_ == ChunkPhase::kSize) {
             const std::string_view digits = trim(line.substr(0, line.find(';')));
             int64_t size = 0;
-            bool ok = !digits.empty() && digits.size() <= 15;
-            for (char c : digits) {
-                const int d = hex_digit(c);
-                if (d < 0) ok = false;
-                size = size * 16 + std::max(d, 0);
+            bool ok = !digits.empty() && digits.size() <= 15;  // 15 hex digits cannot overflow
+            for (size_t k = 0; ok && k < digits.size(); ++k) {
+                const int d = hex_digit(digits[k]);
+                ok = d >= 0;
+                size = size * 16 + d;
             }
             if (!ok) {
                 consume();

@@ -169,6 +169,8 @@ TEST(RequestParser, SmugglingShapesAreRefused) {
         "GET /x HTTP/2.0\r\n\r\n",
         "GET /x\r\n\r\n",
         "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        // found by the fuzzer: a long chunk-size line once overflowed the size arithmetic
+        "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1A00000000000000000000000000000000000000\r\n",
         "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n",
         "POST /x HTTP/1.1\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\na",
         "POST /x HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd",
