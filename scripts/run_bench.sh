@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# `make bench`: the benchmarks, on the embedded model with 2 threads, in under 15 minutes on
-# 2 cores. Run it on an idle machine (timing on a busy one means little). Writes bench/out/.
-#  1. prefill/decode speed against llama.cpp (llama-cpp-python, built from source on first use),
-#     alternating runs, medians of 5;
+# `make bench`: the benchmarks, with 2 threads. Run it on an idle machine (timing on a busy one
+# means little). Writes bench/out/.
+#  1. prefill/decode speed against llama.cpp, alternating runs, medians of 5. BENCH_PEER picks
+#     the peer:
+#       llama-bench (default): llama.cpp's own llama-bench (scripts/build_llama_tools.sh builds
+#         it from the llama-cpp-python sdist on first use, ~30-60 min once) on the embedded model
+#         and the test models of BENCH_GGUF_GROUPS (default "smollm2 llama-1b"; add llama-8b for
+#         the 8B Q4_K_M; "none" for the embedded model only), made on first use by
+#         scripts/make_test_models.sh; pp512/tg128 per file into bench/out/speed_gguf.{md,json}.
+#         BENCH_GGUF_FILES (space-separated paths) replaces the groups. The smollm2 group takes
+#         ~15 min, the 1B files ~20 min, the 8B file ~30 min on 2 cores.
+#       llama-cpp-python: the embedded model against llama-cpp-python (pip, built from source on
+#         first use), bench/out/speed.json, as docs/benchmarks.md section 1 records;
 #  2. the RAG serving benchmark: every cache mode on one seeded Zipf request stream, the
 #     all-cached floor, and skew, arrival-rate and pool-capacity sweeps, with PNG plots;
 #  3. answer quality (EM, F1) per cache mode on the 2WikiMultihopQA sample.
@@ -10,12 +19,35 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=bench/out
 mkdir -p "$OUT"
-./scripts/install_llama_cpp.sh
+PEER=${BENCH_PEER:-llama-bench}
+case "$PEER" in
+  llama-bench|llama-cpp-python) ;;
+  *) echo "BENCH_PEER must be llama-bench or llama-cpp-python, not '$PEER'" >&2; exit 2 ;;
+esac
 python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install -q matplotlib
 
-echo "== 1/3 prefill and decode speed: lazyattn vs llama.cpp"
-python3 bench/speed_vs_llama_cpp.py --threads "${BENCH_THREADS:-2}" --reps "${BENCH_REPS:-5}" \
-  --prompt-tokens ${BENCH_PROMPT_TOKENS:-512} --out "$OUT/speed.json"
+if [ "$PEER" = llama-bench ]; then
+  echo "== 1/3 prefill and decode speed per GGUF file: lazyattn vs llama.cpp's llama-bench"
+  ./scripts/build_llama_tools.sh >/dev/null
+  files=(models/SmolLM2-135M-Instruct.Q4_1.gguf)
+  if [ -n "${BENCH_GGUF_FILES:-}" ]; then
+    files=(${BENCH_GGUF_FILES})
+  else
+    groups=(${BENCH_GGUF_GROUPS:-smollm2 llama-1b})
+    if [ "${groups[*]}" != none ]; then
+      ./scripts/make_test_models.sh "${groups[@]}"
+      while read -r f; do files+=("$f"); done < <(./scripts/make_test_models.sh --paths "${groups[@]}")
+    fi
+  fi
+  python3 bench/speed_vs_llama_bench.py --threads "${BENCH_THREADS:-2}" --reps "${BENCH_REPS:-5}" \
+    --prompt-tokens "${BENCH_PROMPT_TOKENS:-512}" --gen-tokens "${BENCH_GEN_TOKENS:-128}" \
+    --out "$OUT/speed_gguf" --models "${files[@]}"
+else
+  ./scripts/install_llama_cpp.sh
+  echo "== 1/3 prefill and decode speed: lazyattn vs llama.cpp (llama-cpp-python)"
+  python3 bench/speed_vs_llama_cpp.py --threads "${BENCH_THREADS:-2}" --reps "${BENCH_REPS:-5}" \
+    --prompt-tokens ${BENCH_PROMPT_TOKENS:-512} --out "$OUT/speed.json"
+fi
 
 echo
 echo "== 2/3 RAG serving benchmark"

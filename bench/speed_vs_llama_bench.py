@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Prefill and decode speed per GGUF file, lazyattn vs llama.cpp's own llama-bench.
+
+For each file, runs alternately (A B A B ..., --reps rounds, each a separate process)
+
+  build/lazyattn bench speed --model FILE --prompt-tokens 512 --gen-tokens 128 --threads 2 \\
+      --reps 1+W --json          (the first W repetitions are warm-up and dropped)
+  llama-bench -m FILE -p 512 -n 128 -t 2 -r R -o json      (pp512 and tg128; llama-bench runs
+                                                            its own warm-up first)
+
+and reports per file the medians over the rounds, tok/s and the ratio lazyattn / llama.cpp, as
+a Markdown table (bench/out/speed_gguf.md) and JSON (bench/out/speed_gguf.json). A file that one
+engine cannot run (e.g. a quantization type lazyattn does not support yet) gets its error in
+the table and the run goes on.
+
+llama-bench's tg128 decodes from an empty context; lazyattn's decode follows the 512-token
+prompt (its KV is 512-640 tokens long), a slightly heavier decode.
+
+llama-bench comes from scripts/build_llama_tools.sh (LLAMA_TOOLS_BIN), the files from
+scripts/make_test_models.sh; with no --models, the embedded model plus every test model that
+exists is benchmarked.
+"""
+import argparse
+import glob
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def find_llama_bench(explicit):
+    if explicit:
+        return explicit
+    b = os.environ.get("LLAMA_TOOLS_BIN")
+    if not b:
+        try:
+            env = subprocess.run([os.path.join(ROOT, "scripts/build_llama_tools.sh"), "--env"],
+                                 check=True, capture_output=True, text=True).stdout
+            for line in env.splitlines():
+                if line.startswith("LLAMA_TOOLS_BIN="):
+                    b = line.split("=", 1)[1]
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    path = os.path.join(b or "", "llama-bench")
+    if not os.access(path, os.X_OK):
+        sys.exit(f"error: llama-bench not found at '{path}'; run scripts/build_llama_tools.sh "
+                 "or pass --llama-bench")
+    return path
+
+
+def default_models():
+    files = [os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")]
+    try:
+        out = subprocess.run([os.path.join(ROOT, "scripts/make_test_models.sh"), "--paths"],
+                             check=True, capture_output=True, text=True, cwd=ROOT).stdout
+        files += [os.path.join(ROOT, l.strip()) for l in out.splitlines() if l.strip()]
+    except (OSError, subprocess.CalledProcessError):
+        files += sorted(glob.glob(os.path.join(ROOT, "models/*.gguf")))
+    seen, uniq = set(), []
+    for f in files:
+        if os.path.exists(f) and os.path.realpath(f) not in seen:
+            seen.add(os.path.realpath(f))
+            uniq.append(f)
+    return uniq
+
+
+class RunError(Exception):
+    pass
+
+
+def run(cmd, timeout):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"timed out after {timeout}s")
+    if p.returncode != 0:
+        msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
+        err = [l for l in msg if "error" in l.lower()] or msg[-1:] or [f"exit {p.returncode}"]
+        raise RunError(f"exit {p.returncode}: {err[-1][:300]}")
+    return p.stdout
+
+
+def run_lazyattn(exe, model, a):
+    cmd = [exe, "bench", "speed", "--model", model, "--prompt-tokens", str(a.prompt_tokens),
+           "--gen-tokens", str(a.gen_tokens), "--threads", str(a.threads),
+           "--reps", str(1 + a.lazyattn_warmup), "--json"] + a.lazyattn_args
+    out = run(cmd, a.timeout)
+    rows = [json.loads(l) for l in out.splitlines() if l.strip().startswith("{")]
+    if not rows:
+        raise RunError("no JSON line in the output")
+    r = rows[-1]
+    return {"pp": r["prefill_tok_s"], "tg": r["decode_tok_s"], "cmd": shlex.join(cmd)}
+
+
+def run_llama_bench(exe, model, a):
+    cmd = [exe, "-m", model, "-p", str(a.prompt_tokens), "-n", str(a.gen_tokens),
+           "-t", str(a.threads), "-r", str(a.llama_bench_reps), "-o", "json"] + a.llama_bench_args
+    out = run(cmd, a.timeout)
+    start = out.find("[")
+    try:
+        rows = json.loads(out[start:]) if start >= 0 else []
+    except json.JSONDecodeError as e:
+        raise RunError(f"unparsable llama-bench JSON: {e}")
+    res = {"cmd": shlex.join(cmd)}
+    for r in rows:
+        if r.get("n_prompt") == a.prompt_tokens and r.get("n_gen") == 0:
+            res["pp"] = r["avg_ts"]
+            res["pp_samples"] = r.get("samples_ts")
+        elif r.get("n_prompt") == 0 and r.get("n_gen") == a.gen_tokens:
+            res["tg"] = r["avg_ts"]
+            res["tg_samples"] = r.get("samples_ts")
+        res.setdefault("model_type", r.get("model_type"))
+        res.setdefault("model_size", r.get("model_size"))
+        res.setdefault("build", f"{r.get('build_commit', '?')} ({r.get('build_number', '?')})")
+        res.setdefault("cpu_info", r.get("cpu_info"))
+    if "pp" not in res or "tg" not in res:
+        raise RunError(f"no pp{a.prompt_tokens}/tg{a.gen_tokens} rows in llama-bench's JSON")
+    return res
+
+
+def fmt(x):
+    return "-" if x is None else f"{x:.1f}"
+
+
+def ratio(a, b):
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", help="GGUF files (default: embedded + test models)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt-tokens", type=int, default=512)
+    ap.add_argument("--gen-tokens", type=int, default=128)
+    ap.add_argument("--reps", type=int, default=5, help="alternating rounds (medians over them)")
+    ap.add_argument("--llama-bench-reps", type=int, default=1,
+                    help="llama-bench -r per round (its avg is the round's value)")
+    ap.add_argument("--lazyattn-warmup", type=int, default=1,
+                    help="warm-up repetitions dropped per lazyattn process (llama-bench warms up "
+                         "too)")
+    ap.add_argument("--lazyattn", default=os.path.join(ROOT, "build/lazyattn"))
+    ap.add_argument("--llama-bench", help="default: LLAMA_TOOLS_BIN/llama-bench")
+    ap.add_argument("--lazyattn-args", default="", help="extra arguments, one shell string")
+    ap.add_argument("--llama-bench-args", default="", help="extra arguments, one shell string")
+    ap.add_argument("--timeout", type=int, default=3600, help="seconds per process")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench/out/speed_gguf"),
+                    help="output path without extension (.json and .md are written)")
+    a = ap.parse_args()
+    a.lazyattn_args = shlex.split(a.lazyattn_args)
+    a.llama_bench_args = shlex.split(a.llama_bench_args)
+
+    llama_bench = find_llama_bench(a.llama_bench)
+    if not os.access(a.lazyattn, os.X_OK):
+        sys.exit(f"error: {a.lazyattn} not found (make build)")
+    models = a.models or default_models()
+    if not models:
+        sys.exit("error: no GGUF files (scripts/make_test_models.sh makes them)")
+    for m in models:
+        if not os.path.exists(m):
+            sys.exit(f"error: {m} does not exist")
+
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    pp_l, tg_l = f"pp{a.prompt_tokens}", f"tg{a.gen_tokens}"
+    results = []
+    engines = (("lazyattn", lambda m: run_lazyattn(a.lazyattn, m, a)),
+               ("llama.cpp", lambda m: run_llama_bench(llama_bench, m, a)))
+    t_start = time.time()
+    for i, model in enumerate(models):
+        name = os.path.basename(model)
+        size = os.path.getsize(os.path.realpath(model))
+        entry = {"file": name, "path": model, "bytes": size,
+                 "runs": {e: [] for e, _ in engines}, "error": {}}
+        for rep in range(a.reps):
+            for engine, fn in engines:
+                if engine in entry["error"]:
+                    continue
+                try:
+                    r = fn(model)
+                except RunError as e:
+                    entry["error"][engine] = str(e)
+                    print(f"[{i + 1}/{len(models)} {name} round {rep + 1}/{a.reps}] {engine:9s} "
+                          f"FAILED: {e}", flush=True)
+                    continue
+                entry["runs"][engine].append(r)
+                print(f"[{i + 1}/{len(models)} {name} round {rep + 1}/{a.reps}] {engine:9s} "
+                      f"{pp_l} {r['pp']:9.1f} tok/s   {tg_l} {r['tg']:8.1f} tok/s", flush=True)
+        entry["median"] = {
+            e: ({"pp": statistics.median(r["pp"] for r in runs),
+                 "tg": statistics.median(r["tg"] for r in runs)} if runs else None)
+            for e, runs in entry["runs"].items()}
+        for e, runs in entry["runs"].items():
+            if runs and "model_type" in runs[0]:
+                entry["llama_model_type"] = runs[0]["model_type"]
+        results.append(entry)
+        write_outputs(a, results, pp_l, tg_l, llama_bench, time.time() - t_start)
+    print()
+    print(open(a.out + ".md").read())
+    print(f"wrote {os.path.relpath(a.out, ROOT)}.md and .json")
+    return 0
+
+
+def write_outputs(a, results, pp_l, tg_l, llama_bench, elapsed):
+    build = next((r["runs"]["llama.cpp"][0].get("build") for r in results
+                  if r["runs"]["llama.cpp"]), "?")
+    info = {"cpu": cpu_model(), "threads": a.threads, "reps": a.reps,
+            "llama_bench_reps": a.llama_bench_reps, "lazyattn_warmup": a.lazyattn_warmup,
+            "prompt_tokens": a.prompt_tokens, "gen_tokens": a.gen_tokens,
+            "date": time.strftime("%Y-%m-%d %H:%M"), "llama_bench": llama_bench,
+            "llama_cpp_build": build, "elapsed_s": round(elapsed, 1)}
+    with open(a.out + ".json", "w") as f:
+        json.dump({"machine": info, "results": results}, f, indent=1)
+    lines = [
+        f"Machine: {info['cpu']}, {a.threads} threads; {info['date']}; medians of {a.reps} "
+        f"alternating rounds (lazyattn `bench speed`, {a.lazyattn_warmup} warm-up repetition "
+        f"dropped; llama.cpp `llama-bench -r {a.llama_bench_reps}`, build {build}).",
+        "",
+        f"| file | size | {pp_l} lazyattn | {pp_l} llama.cpp | {pp_l} ratio | "
+        f"{tg_l} lazyattn | {tg_l} llama.cpp | {tg_l} ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    notes = []
+    for r in results:
+        ml, mc = r["median"].get("lazyattn"), r["median"].get("llama.cpp")
+        lp, lt = (ml["pp"], ml["tg"]) if ml else (None, None)
+        cp, ct = (mc["pp"], mc["tg"]) if mc else (None, None)
+        size = f"{r['bytes'] / 2**20:.0f} MiB" if r["bytes"] < 2**30 else \
+            f"{r['bytes'] / 2**30:.2f} GiB"
+        flag = ""
+        if r["error"]:
+            flag = " (*)"
+            for e, msg in r["error"].items():
+                notes.append(f"(*) {r['file']}: {e} failed: {msg}")
+        lines.append(f"| {r['file']}{flag} | {size} | {fmt(lp)} | {fmt(cp)} | {ratio(lp, cp)} | "
+                     f"{fmt(lt)} | {fmt(ct)} | {ratio(lt, ct)} |")
+    lines.append("")
+    lines.append(f"ratio = lazyattn / llama.cpp (above 1: lazyattn faster). llama-bench's {tg_l} "
+                 f"decodes from an empty context, lazyattn's after the {a.prompt_tokens}-token "
+                 "prompt.")
+    if notes:
+        lines.append("")
+        lines += notes
+    with open(a.out + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
