@@ -1,6 +1,7 @@
 // A Backend made of the scalar reference ops: slow and obvious, for checking whole forward
 // passes of optimized backends end to end.
 #include "backend/backend.h"
+#include "kernels/ref/kquant_ref.h"
 #include "kernels/ref/quant_ref.h"
 #include "kernels/ref/reference_ops.h"
 
@@ -19,8 +20,7 @@ public:
             kernels::ref::matmul(p.x, static_cast<const float*>(p.w), p.bias, p.y, p.num_rows, p.in_dim, p.out_dim);
             return;
         }
-        kernels::ref::quant_matmul(static_cast<kernels::QuantWeight>(p.w_type), p.w, p.x, p.y, p.num_rows, p.in_dim,
-                                   p.out_dim);
+        kernels::ref::typed_matmul(p.w_type, p.w, p.x, p.y, p.num_rows, p.in_dim, p.out_dim);
         if (p.bias != nullptr) {
             for (int64_t r = 0; r < p.num_rows; ++r)
                 for (int64_t o = 0; o < p.out_dim; ++o) p.y[r * p.out_dim + o] += p.bias[o];

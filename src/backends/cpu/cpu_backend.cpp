@@ -8,6 +8,7 @@
 #include "backends/cpu/attention_cpu.h"
 #include "backends/cpu/elementwise_cpu.h"
 #include "backends/cpu/quant_matmul.h"
+#include "backends/cpu/typed_matmul.h"
 #include "core/thread_pool.h"
 
 namespace lazyattn::backends::cpu {
@@ -26,6 +27,10 @@ public:
         cpu::rmsnorm(x, w, out, rows, dim, eps, pool_);
     }
     void matmul(const kernels::MatmulParams& p) override {
+        if (is_typed_weight(p.w_type)) {
+            typed_matmul(p, pool_, scratch_);
+            return;
+        }
         if (p.w_type != kernels::WeightType::kF32) {
             quant_matmul(p, pool_, scratch_);
             return;

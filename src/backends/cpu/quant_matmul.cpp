@@ -10,6 +10,11 @@ namespace lazyattn::backends::cpu {
 namespace {
 
 using kernels::QuantWeight;
+
+// The types this file serves (the others go to typed_matmul.cpp).
+bool is_tiled_quant(kernels::WeightType t) {
+    return t == kernels::WeightType::kQ4_0 || t == kernels::WeightType::kQ4_1 || t == kernels::WeightType::kQ8_0;
+}
 using simd::QuantActs;
 
 // From this many activation rows on, repacking a weight tile (lanes = weight rows) pays off.
@@ -114,7 +119,7 @@ void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
 bool quant_matmul_shared_input(const kernels::MatmulParams* ps, int count, ThreadPool& pool,
                                std::vector<uint8_t>& scratch) {
     const auto* g = simd::quant_kernels().gemm;
-    if (g == nullptr || count < 1 || ps[0].w_type == kernels::WeightType::kF32) return false;
+    if (g == nullptr || count < 1 || !is_tiled_quant(ps[0].w_type)) return false;
     const QuantWeight type = static_cast<QuantWeight>(ps[0].w_type);
     const int kind = simd::QuantGemmKernels::kind(type);
     if (g->gemv_r16[kind] == nullptr || ps[0].num_rows >= kGemmMinRows) return false;
@@ -172,7 +177,7 @@ uint8_t* WeightArena::allocate(size_t bytes) {
 std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightType wt, int64_t in_dim,
                                                  int64_t out_dim, WeightArena& arena) {
     const auto* g = simd::quant_kernels().gemm;
-    if (wt == kernels::WeightType::kF32 || g == nullptr || in_dim % kernels::kQuantBlock != 0) return nullptr;
+    if (!is_tiled_quant(wt) || g == nullptr || in_dim % kernels::kQuantBlock != 0) return nullptr;
     const QuantWeight type = static_cast<QuantWeight>(wt);
     const int kind = simd::QuantGemmKernels::kind(type);
     if (g->repack_r16[kind] == nullptr) return nullptr;

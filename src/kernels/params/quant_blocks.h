@@ -29,6 +29,16 @@ struct BlockQ8_1 {
     uint16_t s;       // d * sum(q): lets a Q4_1 dot add m * sum(x) in one multiply
     int8_t qs[32];
 };
+// Q8_K: the activation format of the K-quants (super-blocks of 256), as in llama.cpp. x = d * q;
+// bsums[k] = sum of qs[16k .. 16k+16), so a weight's per-16 minimum costs one multiply-add each.
+constexpr int kSuperBlock = 256;
+struct BlockQ8_K {
+    float d;
+    int8_t qs[256];
+    int16_t bsums[16];
+};
+static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block size");
+
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ8_0) == 34 &&
               sizeof(BlockQ8_1) == 36, "GGUF block sizes");
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/cpu/simd/quant_gemm.h"
+#include "backends/cpu/simd/typed_dot.h"
 #include "kernels/params/quant_blocks.h"
 
 namespace lazyattn::backends::cpu::simd {
@@ -27,6 +28,8 @@ struct QuantKernels {
     QuantizeRowFn quantize_q8_1;
     // The register-tiled gemv/gemm kernels (quant_gemm.h), or nullptr where the set has none.
     const QuantGemmKernels* gemm;
+    // Q5_0/Q5_1, K-quants, F16/BF16 (typed_dot.h).
+    const TypedDotKernels* typed;
 
     DotRowsFn dot(kernels::QuantWeight w) const {
         return w == kernels::QuantWeight::kQ4_0 ? dot_q4_0 : w == kernels::QuantWeight::kQ4_1 ? dot_q4_1 : dot_q8_0;

@@ -1,5 +1,6 @@
 // Portable quantized kernels: the scalar reference, row by row.
 #include "backends/cpu/simd/quant_dot_impl.h"
+#include "kernels/ref/kquant_ref.h"
 #include "kernels/ref/quant_ref.h"
 
 namespace lazyattn::backends::cpu::simd {
@@ -17,7 +18,19 @@ void quantize_q8_1_scalar(const float* x, void* y, int64_t n) {
     kernels::ref::quantize_row_q8_1(x, static_cast<kernels::BlockQ8_1*>(y), n);
 }
 
+template <kernels::WeightType W>
+void typed_rows_scalar(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    for (int r = 0; r < rows; ++r) out[r] = kernels::ref::vec_dot_typed(W, w, x + r * stride, n);
+}
+
 }  // namespace
+
+using kernels::WeightType;
+const TypedDotKernels kScalarTypedDots = {
+    typed_rows_scalar<WeightType::kQ5_0>, typed_rows_scalar<WeightType::kQ5_1>, typed_rows_scalar<WeightType::kQ2_K>,
+    typed_rows_scalar<WeightType::kQ3_K>, typed_rows_scalar<WeightType::kQ4_K>, typed_rows_scalar<WeightType::kQ5_K>,
+    typed_rows_scalar<WeightType::kQ6_K>, typed_rows_scalar<WeightType::kF16>, typed_rows_scalar<WeightType::kBF16>,
+};
 
 const QuantKernels kScalarKernels = {
     "scalar",
@@ -27,6 +40,7 @@ const QuantKernels kScalarKernels = {
     quantize_q8_0_scalar,
     quantize_q8_1_scalar,
     nullptr,
+    &kScalarTypedDots,
 };
 
 }  // namespace lazyattn::backends::cpu::simd

@@ -151,8 +151,9 @@ LA_DEFINE_X86_KERNELS(vnni, LA_VNNI, return _mm256_dpbusd_epi32(_mm256_setzero_s
 }  // namespace
 
 const QuantKernels kAvx2Kernels = {"avx2", dot_q4_0_avx2, dot_q4_1_avx2, dot_q8_0_avx2, quantize_q8_0_avx2,
-                                   quantize_q8_1_avx2, nullptr};
+                                   quantize_q8_1_avx2, nullptr, &kAvx2TypedDots};
 const QuantKernels kAvx512VnniKernels = {"avx512vnni", dot_q4_0_vnni, dot_q4_1_vnni, dot_q8_0_vnni,
-                                         quantize_q8_0_vnni, quantize_q8_1_vnni, &kAvx512GemmKernels};
+                                         quantize_q8_0_vnni, quantize_q8_1_vnni, &kAvx512GemmKernels,
+                                         &kAvx2TypedDots};
 
 }  // namespace lazyattn::backends::cpu::simd

@@ -1,0 +1,42 @@
+// Row dot-product kernels for the weight types without a register-tiled kernel (quant_gemm.h):
+// Q5_0, Q5_1, the K-quants Q2_K..Q6_K and F16/BF16, computed on the GGUF bytes as they lie in
+// the mapped file (never widened to fp32 in memory). One function per type and instruction set;
+// each takes up to kMaxDotRows activation rows so a weight row that is decoded once serves
+// several rows (prefill). Activations are in the type's format (kernels/ref/kquant_ref.h):
+// Q8_0 (Q5_0), Q8_1 (Q5_1), Q8_K (K-quants) or fp32 (F16, BF16).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/params/matmul_params.h"
+
+namespace lazyattn::backends::cpu::simd {
+
+// out[r] = dot(w_row, activation row at x + r * x_stride) for r < rows (<= 4), n elements.
+using TypedDotFn = void (*)(const void* w_row, const uint8_t* x, size_t x_stride, int rows, int64_t n, float* out);
+
+struct TypedDotKernels {
+    TypedDotFn q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, f16, bf16;
+
+    TypedDotFn get(kernels::WeightType t) const {
+        using W = kernels::WeightType;
+        switch (t) {
+            case W::kQ5_0: return q5_0;
+            case W::kQ5_1: return q5_1;
+            case W::kQ2_K: return q2_k;
+            case W::kQ3_K: return q3_k;
+            case W::kQ4_K: return q4_k;
+            case W::kQ5_K: return q5_k;
+            case W::kQ6_K: return q6_k;
+            case W::kF16: return f16;
+            case W::kBF16: return bf16;
+            default: return nullptr;
+        }
+    }
+};
+
+extern const TypedDotKernels kScalarTypedDots;
+extern const TypedDotKernels kAvx2TypedDots;
+
+}  // namespace lazyattn::backends::cpu::simd

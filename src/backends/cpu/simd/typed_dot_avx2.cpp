@@ -1,0 +1,278 @@
+// AVX2+FMA+F16C row dots for Q5_0/Q5_1, the K-quants and F16/BF16 (typed_dot.h). The AVX-512
+// VNNI set uses these too: the K-quant inner loop multiplies by a per-16 scale between the byte
+// products and the int32 sums, which vpdpbusd cannot fold in.
+//
+// A K-quant super-block is unpacked with SIMD shifts and masks into the common form of
+// kernels/ref/kquant_ref.h (256 unsigned bytes, per-16 scales and mins) in L1, then every
+// activation row takes it with maddubs/madd: the weight bytes are decoded once per block for up
+// to four rows. The integer sums equal the reference's and the float steps are the same, so
+// results are bit-identical to it. F16/BF16 are widened in registers (vcvtph2ps; BF16 is a
+// shift) and multiplied in fp32 with FMA; nothing is stored wider than in the file.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backends/cpu/simd/typed_dot.h"
+#include "core/fp16.h"
+#include "kernels/params/quant_blocks.h"
+#include "kernels/ref/kquant_ref.h"
+
+namespace lazyattn::backends::cpu::simd {
+namespace {
+
+using kernels::BlockQ8_0;
+using kernels::BlockQ8_1;
+using kernels::BlockQ8_K;
+using kernels::ref::KUnpacked;
+
+#define LA_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+float half(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return fp16_to_fp32(h);
+}
+
+LA_AVX2 inline int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
+LA_AVX2 inline float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// 0xff in byte i where bit i of the 32-bit value is set, else 0.
+LA_AVX2 inline __m256i bytes_from_bits(uint32_t bits) {
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)), shuf);
+    return _mm256_cmpeq_epi8(_mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)), _mm256_set1_epi64x(-1));
+}
+
+// Bytes equal to `bit` where (v & bit) != 0, else 0 (bit is one set bit).
+LA_AVX2 inline __m256i bit_to(__m256i v, int bit, int value) {
+    const __m256i b = _mm256_set1_epi8(char(bit));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, b), b), _mm256_set1_epi8(char(value)));
+}
+
+LA_AVX2 inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+LA_AVX2 inline void store32(uint8_t* p, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
+
+void k4_scales(const uint8_t* s, KUnpacked* u) {
+    for (int j = 0; j < 8; ++j) {
+        const int sc = j < 4 ? (s[j] & 63) : ((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
+        const int m = j < 4 ? (s[j + 4] & 63) : ((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+        u->scale[2 * j] = u->scale[2 * j + 1] = int16_t(sc);
+        u->min[2 * j] = u->min[2 * j + 1] = int16_t(m);
+    }
+}
+
+// --- Unpacking, one per layout (the element orders are spelled out in kquant_ref.cpp).
+
+LA_AVX2 void unpack_q2_K(const uint8_t* b, KUnpacked* u) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+        const __m256i v = load32(b + 16 + 32 * h);
+        for (int j = 0; j < 4; ++j) store32(u->q + 128 * h + 32 * j, _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m3));
+    }
+    for (int k = 0; k < 16; ++k) u->scale[k] = b[k] & 0x0f, u->min[k] = b[k] >> 4;
+    u->d = half(b + 80);
+    u->dmin = half(b + 82);
+}
+
+LA_AVX2 void unpack_q3_K(const uint8_t* b, KUnpacked* u) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m256i hm = load32(b);
+    for (int h = 0; h < 2; ++h) {
+        const __m256i v = load32(b + 32 + 32 * h);
+        for (int j = 0; j < 4; ++j) {
+            const __m256i low = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m3);
+            store32(u->q + 128 * h + 32 * j, _mm256_or_si256(low, bit_to(hm, 1 << (4 * h + j), 4)));
+        }
+    }
+    const uint8_t* sc = b + 96;
+    for (int k = 0; k < 16; ++k) {
+        const int low = k < 8 ? (sc[k] & 0x0f) : (sc[k - 8] >> 4);
+        const int high = (sc[8 + k % 4] >> (2 * (k / 4))) & 3;
+        u->scale[k] = int16_t((low | (high << 4)) - 32);
+        u->min[k] = int16_t(4 * u->scale[k]);
+    }
+    u->d = u->dmin = half(b + 108);
+}
+
+LA_AVX2 void unpack_q4_K(const uint8_t* b, KUnpacked* u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int c = 0; c < 4; ++c) {
+        const __m256i v = load32(b + 16 + 32 * c);
+        store32(u->q + 64 * c, _mm256_and_si256(v, m4));
+        store32(u->q + 64 * c + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+    }
+    k4_scales(b + 4, u);
+    u->d = half(b);
+    u->dmin = half(b + 2);
+}
+
+LA_AVX2 void unpack_q5_K(const uint8_t* b, KUnpacked* u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i qh = load32(b + 16);
+    for (int c = 0; c < 4; ++c) {
+        const __m256i v = load32(b + 48 + 32 * c);
+        store32(u->q + 64 * c, _mm256_or_si256(_mm256_and_si256(v, m4), bit_to(qh, 1 << (2 * c), 16)));
+        store32(u->q + 64 * c + 32,
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), bit_to(qh, 2 << (2 * c), 16)));
+    }
+    k4_scales(b + 4, u);
+    u->d = half(b);
+    u->dmin = half(b + 2);
+}
+
+LA_AVX2 void unpack_q6_K(const uint8_t* b, KUnpacked* u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; ++h) {
+        const __m256i l0 = load32(b + 64 * h), l1 = load32(b + 64 * h + 32), qh = load32(b + 128 + 32 * h);
+        uint8_t* q = u->q + 128 * h;
+        // High bits 2k of qh moved to bits 4..5 (epi16 shifts are safe: the mask drops what
+        // crossed from the neighbouring byte).
+        store32(q, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)));
+        store32(q + 32, _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)));
+        store32(q + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m30)));
+        store32(q + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)));
+    }
+    for (int k = 0; k < 16; ++k) {
+        u->scale[k] = int8_t(b[192 + k]);
+        u->min[k] = int16_t(32 * u->scale[k]);
+    }
+    u->d = u->dmin = half(b + 208);
+}
+
+// acc[r] += the block's term for activation rows r < rows (block i of each row).
+LA_AVX2 inline void dot_unpacked_rows(const KUnpacked& u, const uint8_t* x, size_t stride, int64_t i, int rows,
+                                      float* acc) {
+    __m256i sc[8];
+    for (int g = 0; g < 8; ++g) sc[g] = _mm256_set_m128i(_mm_set1_epi16(u.scale[2 * g + 1]), _mm_set1_epi16(u.scale[2 * g]));
+    const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
+    for (int r = 0; r < rows; ++r) {
+        const auto* xb = reinterpret_cast<const BlockQ8_K*>(x + r * stride) + i;
+        __m256i s = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+            const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * g));
+            const __m256i p = _mm256_maddubs_epi16(q, load32(reinterpret_cast<const uint8_t*>(xb->qs) + 32 * g));
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc[g]));
+        }
+        const __m256i m = _mm256_madd_epi16(load32(reinterpret_cast<const uint8_t*>(xb->bsums)), mins);
+        acc[r] += kernels::ref::combine_kquant(u, xb->d, hsum_i32(s), hsum_i32(m));
+    }
+}
+
+template <void (*Unpack)(const uint8_t*, KUnpacked*), size_t kBytes>
+LA_AVX2 void dot_kquant(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    const auto* wb = static_cast<const uint8_t*>(w);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    KUnpacked u;
+    for (int64_t i = 0; i < n / kernels::kSuperBlock; ++i) {
+        Unpack(wb + i * kBytes, &u);
+        dot_unpacked_rows(u, x, stride, i, rows, acc);
+    }
+    for (int r = 0; r < rows; ++r) out[r] = acc[r];
+}
+
+// --- Q5_0 / Q5_1: 32 five-bit values from 16 nibble bytes and a 32-bit mask of fifth bits.
+
+LA_AVX2 inline __m256i unpack_q5(const uint8_t* qh, const uint8_t* qs) {
+    uint32_t bits;
+    std::memcpy(&bits, qh, 4);
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m256i low = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0f));
+    return _mm256_or_si256(low, _mm256_and_si256(bytes_from_bits(bits), _mm256_set1_epi8(0x10)));
+}
+
+LA_AVX2 void dot_q5_0(const void* wv, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    const auto* w = static_cast<const uint8_t*>(wv);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t i = 0; i < n / 32; ++i, w += 22) {
+        const __m256i q = unpack_q5(w + 2, w + 6);  // 0..31; the -16 is 16 * sum(x) per block
+        const float dw = half(w);
+        for (int r = 0; r < rows; ++r) {
+            const auto* xb = reinterpret_cast<const BlockQ8_0*>(x + r * stride) + i;
+            const __m256i xv = load32(reinterpret_cast<const uint8_t*>(xb->qs));
+            const __m256i ones = _mm256_set1_epi16(1);
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), ones);
+            const __m256i sx = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), ones);
+            acc[r] += float(hsum_i32(p) - 16 * hsum_i32(sx)) * dw * fp16_to_fp32(xb->d);
+        }
+    }
+    for (int r = 0; r < rows; ++r) out[r] = acc[r];
+}
+
+LA_AVX2 void dot_q5_1(const void* wv, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    const auto* w = static_cast<const uint8_t*>(wv);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t i = 0; i < n / 32; ++i, w += 24) {
+        const __m256i q = unpack_q5(w + 4, w + 8);
+        const float dw = half(w), mw = half(w + 2);
+        for (int r = 0; r < rows; ++r) {
+            const auto* xb = reinterpret_cast<const BlockQ8_1*>(x + r * stride) + i;
+            const __m256i xv = load32(reinterpret_cast<const uint8_t*>(xb->qs));
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), _mm256_set1_epi16(1));
+            acc[r] += float(hsum_i32(p)) * dw * fp16_to_fp32(xb->d) + mw * fp16_to_fp32(xb->s);
+        }
+    }
+    for (int r = 0; r < rows; ++r) out[r] = acc[r];
+}
+
+// --- F16 / BF16 against fp32 activations: 16 weights per step, two accumulators per row.
+
+template <bool kBf16>
+LA_AVX2 inline __m256 widen8(const uint8_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if (kBf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+template <bool kBf16>
+LA_AVX2 void dot_16bit(const void* wv, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    const auto* w = static_cast<const uint8_t*>(wv);
+    __m256 a0[4], a1[4];
+    for (int r = 0; r < 4; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 w0 = widen8<kBf16>(w + 2 * i), w1 = widen8<kBf16>(w + 2 * i + 16);
+        for (int r = 0; r < rows; ++r) {
+            const float* xr = reinterpret_cast<const float*>(x + r * stride) + i;
+            a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr), a0[r]);
+            a1[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), a1[r]);
+        }
+    }
+    for (int r = 0; r < rows; ++r) {
+        const float* xr = reinterpret_cast<const float*>(x + r * stride);
+        float s = hsum_ps(_mm256_add_ps(a0[r], a1[r]));
+        for (int64_t j = i; j < n; ++j) {
+            uint16_t h;
+            std::memcpy(&h, w + 2 * j, 2);
+            s += (kBf16 ? bf16_to_fp32(h) : fp16_to_fp32(h)) * xr[j];
+        }
+        out[r] = s;
+    }
+}
+
+}  // namespace
+
+const TypedDotKernels kAvx2TypedDots = {
+    dot_q5_0,
+    dot_q5_1,
+    dot_kquant<unpack_q2_K, 84>,
+    dot_kquant<unpack_q3_K, 110>,
+    dot_kquant<unpack_q4_K, 144>,
+    dot_kquant<unpack_q5_K, 176>,
+    dot_kquant<unpack_q6_K, 210>,
+    dot_16bit<false>,
+    dot_16bit<true>,
+};
+
+}  // namespace lazyattn::backends::cpu::simd

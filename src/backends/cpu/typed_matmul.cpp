@@ -1,0 +1,101 @@
+#include "backends/cpu/typed_matmul.h"
+
+#include <algorithm>
+
+#include "backends/cpu/simd/quant_dot.h"
+#include "kernels/ref/kquant_ref.h"
+
+namespace lazyattn::backends::cpu {
+namespace {
+
+using kernels::WeightType;
+using kernels::ref::ActFormat;
+
+// Bytes of one weight row of n elements.
+size_t weight_row_bytes(WeightType t, int64_t n) {
+    switch (t) {
+        case WeightType::kF16:
+        case WeightType::kBF16: return size_t(n) * 2;
+        case WeightType::kQ5_0: return size_t(n / 32) * 22;
+        case WeightType::kQ5_1: return size_t(n / 32) * 24;
+        case WeightType::kQ2_K: return size_t(n / 256) * 84;
+        case WeightType::kQ3_K: return size_t(n / 256) * 110;
+        case WeightType::kQ4_K: return size_t(n / 256) * 144;
+        case WeightType::kQ5_K: return size_t(n / 256) * 176;
+        case WeightType::kQ6_K: return size_t(n / 256) * 210;
+        default: return 0;
+    }
+}
+
+}  // namespace
+
+bool is_typed_weight(WeightType t) { return weight_row_bytes(t, 256) != 0; }
+
+void typed_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch) {
+    const auto& k = simd::quant_kernels();
+    const simd::TypedDotFn dot = k.typed->get(p.w_type);
+    const ActFormat fmt = kernels::ref::activation_format(p.w_type);
+    const size_t w_row = weight_row_bytes(p.w_type, p.in_dim);
+    const uint8_t* x = reinterpret_cast<const uint8_t*>(p.x);
+    size_t x_row = p.in_dim * sizeof(float);
+    if (fmt != ActFormat::kF32) {  // fp32 activations are read where they are
+        x_row = kernels::ref::activation_row_bytes(p.w_type, p.in_dim);
+        scratch.resize(p.num_rows * x_row);
+        pool.parallel_for(p.num_rows, [&](int64_t r) {
+            void* dst = scratch.data() + r * x_row;
+            const float* src = p.x + r * p.in_dim;
+            if (fmt == ActFormat::kQ8_0) {
+                k.quantize_q8_0(src, dst, p.in_dim);
+            } else if (fmt == ActFormat::kQ8_1) {
+                k.quantize_q8_1(src, dst, p.in_dim);
+            } else {
+                kernels::ref::quantize_row_q8_K(src, static_cast<kernels::BlockQ8_K*>(dst), p.in_dim);
+            }
+        }, 8);
+        x = scratch.data();
+    }
+    const auto* w = static_cast<const uint8_t*>(p.w);
+    const int threads = pool.num_threads();
+    // Decode: a few slices of weight rows per thread (even load when a core is busy elsewhere).
+    // Prefill: 16 weight rows x 64 activation rows per task.
+    const bool decode = p.num_rows <= simd::kMaxDotRows;
+    const int64_t out_tile = decode ? std::max<int64_t>(8, (p.out_dim + 4 * threads - 1) / (4 * threads)) : 16;
+    const int64_t row_tile = decode ? p.num_rows : 64;
+    const int64_t out_tiles = (p.out_dim + out_tile - 1) / out_tile;
+    const int64_t row_tiles = (p.num_rows + row_tile - 1) / row_tile;
+    pool.parallel_for(out_tiles * row_tiles, [&](int64_t task) {
+        const int64_t o0 = (task % out_tiles) * out_tile, r0 = (task / out_tiles) * row_tile;
+        const int64_t o1 = std::min(p.out_dim, o0 + out_tile), r1 = std::min(p.num_rows, r0 + row_tile);
+        float out[simd::kMaxDotRows];
+        for (int64_t o = o0; o < o1; ++o) {
+            const float b = p.bias != nullptr ? p.bias[o] : 0.0f;
+            for (int64_t r = r0; r < r1; r += simd::kMaxDotRows) {
+                const int rows = int(std::min<int64_t>(simd::kMaxDotRows, r1 - r));
+                dot(w + o * w_row, x + r * x_row, x_row, rows, p.in_dim, out);
+                for (int i = 0; i < rows; ++i) p.y[(r + i) * p.out_dim + o] = out[i] + b;
+            }
+        }
+    });
+}
+
+std::string describe_weight_compute(WeightType t) {
+    const auto& k = simd::quant_kernels();
+    const std::string isa = k.isa;
+    switch (t) {
+        case WeightType::kF32: return "in place, fp32 GEMM (OpenBLAS)";
+        case WeightType::kQ4_0:
+        case WeightType::kQ4_1:
+            return std::string("in place, Q8_") + (t == WeightType::kQ4_0 ? "0" : "1") + " activations, integer dots (" +
+                   isa + (k.gemm != nullptr ? ", repacked 16 rows per vector at load)" : ")");
+        case WeightType::kQ8_0: return "in place, Q8_0 activations, integer dots (" + isa + ")";
+        case WeightType::kQ5_0: return "in place, Q8_0 activations, integer dots (" + isa + ")";
+        case WeightType::kQ5_1: return "in place, Q8_1 activations, integer dots (" + isa + ")";
+        case WeightType::kF16:
+        case WeightType::kBF16: return "in place, widened in registers, fp32 FMA (" + isa + ")";
+        default:
+            if (is_typed_weight(t)) return "in place, Q8_K activations, integer dots per super-block (" + isa + ")";
+            return "not supported";
+    }
+}
+
+}  // namespace lazyattn::backends::cpu

@@ -1,0 +1,26 @@
+// Matmul on the weight types computed by row dot kernels (simd/typed_dot.h): Q5_0, Q5_1,
+// Q2_K..Q6_K, F16 and BF16, read in place from the mapped file. Activations are brought to the
+// type's format once per row (Q8_0/Q8_1/Q8_K, or fp32 for the 16-bit types). Decode (few rows)
+// splits the weight rows among threads so each streams its slice once; prefill runs tiles of
+// 16 weight rows x 64 activation rows, each weight row decoded once per 4 activation rows while
+// the tile stays in cache.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/params/matmul_params.h"
+
+namespace lazyattn::backends::cpu {
+
+// True for the types typed_matmul serves.
+bool is_typed_weight(kernels::WeightType t);
+
+void typed_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch);
+
+// How the CPU backend computes weights of `t` on this host, for `lazyattn info`.
+std::string describe_weight_compute(kernels::WeightType t);
+
+}  // namespace lazyattn::backends::cpu

@@ -1,0 +1,222 @@
+// The weight types computed by row dot kernels (Q5_0, Q5_1, Q2_K..Q6_K, F16, BF16): the scalar
+// reference against loader/dequantize.cpp (the gguf-py-identical truth), every SIMD kernel set
+// this CPU runs against the reference, and the CPU backend's whole matmul (decode and prefill
+// shapes, threads, bias) against the reference matmul. Fresh random blocks, odd sizes.
+#include <cstring>
+
+#include "backend/backend.h"
+#include "backends/cpu/simd/quant_dot.h"
+#include "core/fp16.h"
+#include "kernels/ref/kquant_ref.h"
+#include "loader/dequantize.h"
+#include "random_inputs.h"
+
+namespace lazyattn {
+namespace {
+
+using backends::cpu::simd::num_quant_kernel_sets;
+using backends::cpu::simd::quant_kernel_set;
+using kernels::WeightType;
+using W = kernels::WeightType;
+
+constexpr W kTypes[] = {W::kQ5_0, W::kQ5_1, W::kQ2_K, W::kQ3_K, W::kQ4_K, W::kQ5_K, W::kQ6_K, W::kF16, W::kBF16};
+constexpr W kKQuants[] = {W::kQ2_K, W::kQ3_K, W::kQ4_K, W::kQ5_K, W::kQ6_K};
+
+loader::GgmlTypeTraits traits(W t) { return loader::ggml_type_traits(static_cast<uint32_t>(t)); }
+const char* name(W t) { return traits(t).name; }
+
+// A row length of this type near `n` (a multiple of its block).
+int64_t row_len(W t, int64_t n) {
+    const int64_t b = traits(t).block_size;
+    return std::max<int64_t>(b, n / b * b);
+}
+
+void put_half(uint8_t* p, float v) {
+    const uint16_t h = fp32_to_fp16(v);
+    std::memcpy(p, &h, 2);
+}
+
+// Random weights: random bytes for the quants, with every fp16 scale field set to a sane value
+// (random bytes there would be NaN/inf or huge); random floats for F16/BF16.
+std::vector<uint8_t> random_weights(W t, int64_t rows, int64_t n, std::mt19937_64& rng) {
+    const auto tr = traits(t);
+    const int64_t blocks = rows * n / tr.block_size;
+    std::vector<uint8_t> w(blocks * tr.type_size);
+    if (t == W::kF16 || t == W::kBF16) {
+        const auto f = testing::random_floats(rng, size_t(rows * n), -1.0f, 1.0f);
+        for (size_t i = 0; i < f.size(); ++i) {
+            const uint16_t h = t == W::kF16 ? fp32_to_fp16(f[i]) : fp32_to_bf16(f[i]);
+            std::memcpy(w.data() + 2 * i, &h, 2);
+        }
+        return w;
+    }
+    for (auto& b : w) b = uint8_t(rng());
+    std::uniform_real_distribution<float> d(0.001f, 0.02f), m(-0.02f, 0.02f);
+    for (int64_t i = 0; i < blocks; ++i) {
+        uint8_t* b = w.data() + i * tr.type_size;
+        switch (t) {
+            case W::kQ5_0: put_half(b, d(rng)); break;
+            case W::kQ5_1: put_half(b, d(rng)), put_half(b + 2, m(rng)); break;
+            case W::kQ2_K: put_half(b + 80, d(rng)), put_half(b + 82, d(rng)); break;
+            case W::kQ3_K: put_half(b + 108, d(rng)); break;
+            case W::kQ4_K:
+            case W::kQ5_K: put_half(b, d(rng)), put_half(b + 2, d(rng)); break;
+            case W::kQ6_K: put_half(b + 208, d(rng)); break;
+            default: break;
+        }
+    }
+    return w;
+}
+
+std::vector<float> dequantize(W t, const void* src, int64_t n) {
+    std::vector<float> out(n);
+    EXPECT_TRUE(loader::dequantize_row(static_cast<loader::GgmlType>(t), src, out.data(), n).ok()) << name(t);
+    return out;
+}
+
+// The activation row as the kernels see it, back in fp32.
+std::vector<float> dequantize_activation(W t, const std::vector<uint8_t>& a, const std::vector<float>& x) {
+    switch (kernels::ref::activation_format(t)) {
+        case kernels::ref::ActFormat::kF32: return x;
+        case kernels::ref::ActFormat::kQ8_0: return dequantize(W(8), a.data(), int64_t(x.size()));
+        case kernels::ref::ActFormat::kQ8_1: {
+            std::vector<float> out(x.size());
+            EXPECT_TRUE(loader::dequantize_row(loader::GgmlType::kQ8_1, a.data(), out.data(), int64_t(x.size())).ok());
+            return out;
+        }
+        case kernels::ref::ActFormat::kQ8_K: {
+            std::vector<float> out(x.size());
+            EXPECT_TRUE(loader::dequantize_row(loader::GgmlType::kQ8_K, a.data(), out.data(), int64_t(x.size())).ok());
+            return out;
+        }
+    }
+    return {};
+}
+
+std::vector<uint8_t> activation(W t, const std::vector<float>& x) {
+    std::vector<uint8_t> a(kernels::ref::activation_row_bytes(t, int64_t(x.size())));
+    kernels::ref::prepare_activation_row(t, x.data(), a.data(), int64_t(x.size()));
+    return a;
+}
+
+TEST(TypedKernels, Q8KQuantizationBoundsAndBlockSums) {
+    std::mt19937_64 rng(testing::test_seed() + 10);
+    const int64_t n = 768;
+    auto x = testing::random_floats(rng, n, -4, 4);
+    std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero super-block
+    std::vector<kernels::BlockQ8_K> q(n / 256);
+    kernels::ref::quantize_row_q8_K(x.data(), q.data(), n);
+    std::vector<float> back(n);
+    ASSERT_TRUE(loader::dequantize_row(loader::GgmlType::kQ8_K, q.data(), back.data(), n).ok());
+    for (int64_t i = 0; i < n; ++i) {
+        ASSERT_LE(std::fabs(back[i] - x[i]), std::fabs(q[i / 256].d) * 0.5f * 1.0001f + 1e-7f) << i;
+    }
+    for (const auto& b : q) {
+        for (int k = 0; k < 16; ++k) {
+            int s = 0;
+            for (int j = 0; j < 16; ++j) s += b.qs[16 * k + j];
+            EXPECT_EQ(b.bsums[k], s);
+        }
+    }
+}
+
+// The common K-quant form reproduces every dequantized element: the layouts are right.
+TEST(TypedKernels, KQuantUnpackMatchesDequantize) {
+    std::mt19937_64 rng(testing::test_seed() + 11);
+    for (W t : kKQuants) {
+        const auto w = random_weights(t, 1, 1024, rng);
+        const auto truth = dequantize(t, w.data(), 1024);
+        kernels::ref::KUnpacked u;
+        for (int b = 0; b < 4; ++b) {
+            kernels::ref::unpack_function(t)(w.data() + b * traits(t).type_size, &u);
+            for (int i = 0; i < 256; ++i) {
+                const float a = u.d * float(u.scale[i / 16]) * float(u.q[i]), m = u.dmin * float(u.min[i / 16]);
+                ASSERT_LT(u.q[i], 64) << name(t);
+                ASSERT_NEAR(a - m, truth[256 * b + i], 1e-6f * (std::fabs(a) + std::fabs(m)) + 1e-9f)
+                    << name(t) << " element " << 256 * b + i;
+            }
+        }
+    }
+}
+
+// Reference dot = dot of the dequantized weight and dequantized activation, to float rounding.
+TEST(TypedKernels, ReferenceDotMatchesDequantizedProduct) {
+    std::mt19937_64 rng(testing::test_seed() + 12);
+    for (W t : kTypes) {
+        for (int64_t len : {32, 99, 256, 1536}) {
+            const int64_t n = row_len(t, len);
+            const auto w = random_weights(t, 1, n, rng);
+            const auto x = testing::random_floats(rng, size_t(n), -3, 3);
+            const auto a = activation(t, x);
+            const auto wf = dequantize(t, w.data(), n);
+            const auto af = dequantize_activation(t, a, x);
+            double want = 0.0, mag = 0.0;
+            for (int64_t i = 0; i < n; ++i) want += double(wf[i]) * af[i], mag += std::fabs(double(wf[i]) * af[i]);
+            const float got = kernels::ref::vec_dot_typed(t, w.data(), a.data(), n);
+            ASSERT_FALSE(std::isnan(got));
+            // The K-quant terms d*scale*q and dmin*min can be far larger than their difference.
+            const double tol = 1e-5 * mag * (t >= W::kQ2_K && t <= W::kQ6_K ? 64 : 1) + 1e-5;
+            EXPECT_NEAR(got, want, tol) << name(t) << " n=" << n;
+        }
+    }
+}
+
+TEST(TypedKernels, EverySetMatchesReference) {
+    std::mt19937_64 rng(testing::test_seed() + 13);
+    for (int set = 0; set < num_quant_kernel_sets(); ++set) {
+        const auto& k = quant_kernel_set(set);
+        ASSERT_NE(k.typed, nullptr) << k.isa;
+        for (W t : kTypes) {
+            for (int64_t len : {256, 99, 2048}) {
+                const int64_t n = row_len(t, len);
+                const auto w = random_weights(t, 1, n, rng);
+                const size_t stride = kernels::ref::activation_row_bytes(t, n);
+                std::vector<uint8_t> acts(4 * stride);
+                for (int r = 0; r < 4; ++r) {
+                    const auto x = testing::random_floats(rng, size_t(n), -2, 2);
+                    kernels::ref::prepare_activation_row(t, x.data(), acts.data() + r * stride, n);
+                }
+                for (int rows = 1; rows <= 4; ++rows) {
+                    float got[4];
+                    k.typed->get(t)(w.data(), acts.data(), stride, rows, n, got);
+                    for (int r = 0; r < rows; ++r) {
+                        const float want = kernels::ref::vec_dot_typed(t, w.data(), acts.data() + r * stride, n);
+                        ASSERT_FALSE(std::isnan(got[r]));
+                        // Same integer sums; float order (and FMA contraction) may differ.
+                        EXPECT_NEAR(got[r], want, 2e-5 * std::max(1.0f, std::fabs(want)) + 1e-3)
+                            << k.isa << " " << name(t) << " n=" << n << " rows=" << rows;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The CPU backend end to end: decode (1, 3 rows) and prefill (17, 70 rows) shapes, threads,
+// bias; never a repacked copy for these types.
+TEST(TypedKernels, CpuBackendMatmulMatchesReference) {
+    std::mt19937_64 rng(testing::test_seed() + 14);
+    auto cpu = backend::make_cpu_backend(3);
+    for (W t : kTypes) {
+        const int64_t in = row_len(t, 512 + 99), out = 37;
+        const auto w = random_weights(t, out, in, rng);
+        EXPECT_EQ(cpu->prepare_weight(w.data(), t, in, out), nullptr) << name(t);
+        const auto bias = testing::random_floats(rng, out);
+        for (int64_t rows : {1, 3, 17, 70}) {
+            const auto x = testing::random_floats(rng, size_t(rows * in), -2, 2);
+            std::vector<float> got(rows * out), want(rows * out);
+            kernels::MatmulParams p{x.data(), w.data(), t, bias.data(), got.data(), rows, in, out};
+            cpu->matmul(p);
+            kernels::ref::typed_matmul(t, w.data(), x.data(), want.data(), rows, in, out);
+            for (int64_t i = 0; i < rows * out; ++i) {
+                want[i] += bias[i % out];
+                ASSERT_FALSE(std::isnan(got[i]));
+                ASSERT_NEAR(got[i], want[i], 2e-5 * std::max(1.0f, std::fabs(want[i])) + 1e-3)
+                    << name(t) << " rows=" << rows << " element " << i;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace lazyattn
