@@ -1,12 +1,46 @@
-// `lazyattn info`: the model description read from the GGUF metadata.
+// `lazyattn info`: the model description read from the GGUF metadata, and the file's tensor-type
+// mix with how the CPU backend computes each type on this host.
+#include <cstdio>
 #include <iostream>
+#include <map>
 
+#include "backends/cpu/typed_matmul.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "loader/gguf_file.h"
 #include "model/model_config.h"
+#include "model/model_weights.h"
 
 namespace lazyattn::cli {
+
+namespace {
+
+// One line per tensor type: count, bytes, and how it runs (or that loading refuses it).
+void print_type_mix(const loader::GgufFile& file) {
+    struct Mix {
+        int count = 0;
+        uint64_t bytes = 0;
+    };
+    std::map<uint32_t, Mix> mix;
+    for (const loader::GgufTensorInfo& t : file.tensors()) {
+        Mix& m = mix[static_cast<uint32_t>(t.type)];
+        ++m.count;
+        m.bytes += t.num_bytes;
+    }
+    std::cout << "tensor types:\n";
+    for (const auto& [type, m] : mix) {
+        const auto t = static_cast<loader::GgmlType>(type);
+        const std::string how = model::weight_type_in_place(t)
+                                    ? backends::cpu::describe_weight_compute(static_cast<kernels::WeightType>(type))
+                                    : "refused at load (no kernel for this type)";
+        char line[96];
+        std::snprintf(line, sizeof line, "  %-7s %5d tensors %10.1f MiB  ", loader::ggml_type_name(t), m.count,
+                      double(m.bytes) / (1 << 20));
+        std::cout << line << how << "\n";
+    }
+}
+
+}  // namespace
 
 int run_info(const CommonOptions& o) {
     const std::string path = o.model_path.empty() ? default_model_path() : o.model_path;
@@ -30,6 +64,7 @@ int run_info(const CommonOptions& o) {
     auto tok_model = (*file)->get_string("tokenizer.ggml.model");
     std::cout << "tokenizer: " << (tok_model.ok() ? *tok_model : "?") << " (pre-tokenizer "
               << (pre.ok() ? *pre : "default") << ")\n";
+    print_type_mix(**file);
     return 0;
 }
 

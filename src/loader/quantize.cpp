@@ -172,6 +172,11 @@ Expected<std::vector<uint8_t>> quantize(GgmlType type, const float* src, int64_t
         case GgmlType::kQ4_1: fn = quantize_row_q4_1; break;
         case GgmlType::kQ5_0: fn = quantize_row_q5_0; break;
         case GgmlType::kQ5_1: fn = quantize_row_q5_1; break;
+        case GgmlType::kQ2_K: fn = quantize_row_q2_K; break;
+        case GgmlType::kQ3_K: fn = quantize_row_q3_K; break;
+        case GgmlType::kQ4_K: fn = quantize_row_q4_K; break;
+        case GgmlType::kQ5_K: fn = quantize_row_q5_K; break;
+        case GgmlType::kQ6_K: fn = quantize_row_q6_K; break;
         default: return unsupported(std::string("no quantizer for ggml type ") + traits.name);
     }
     if (n < 0 || n % traits.block_size != 0) {

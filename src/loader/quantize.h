@@ -23,8 +23,14 @@ void quantize_row_q4_0(const float* src, void* dst, int64_t n);
 void quantize_row_q4_1(const float* src, void* dst, int64_t n);
 void quantize_row_q5_0(const float* src, void* dst, int64_t n);
 void quantize_row_q5_1(const float* src, void* dst, int64_t n);
+// K-quants (quantize_k.cpp): n a multiple of 256; round-to-nearest per sub-block.
+void quantize_row_q2_K(const float* src, void* dst, int64_t n);
+void quantize_row_q3_K(const float* src, void* dst, int64_t n);
+void quantize_row_q4_K(const float* src, void* dst, int64_t n);
+void quantize_row_q5_K(const float* src, void* dst, int64_t n);
+void quantize_row_q6_K(const float* src, void* dst, int64_t n);
 
-// Encodes `n` floats as `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1): kUnsupported for
+// Encodes `n` floats as `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K): kUnsupported for
 // other types, kInvalidArgument when n is not a multiple of the block size.
 Expected<std::vector<uint8_t>> quantize(GgmlType type, const float* src, int64_t n);
 

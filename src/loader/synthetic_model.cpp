@@ -66,6 +66,11 @@ uint32_t file_type(GgmlType t) {
         case GgmlType::kQ8_0: return 7;
         case GgmlType::kQ5_0: return 8;
         case GgmlType::kQ5_1: return 9;
+        case GgmlType::kQ2_K: return 10;
+        case GgmlType::kQ3_K: return 12;  // Q3_K_M
+        case GgmlType::kQ4_K: return 15;  // Q4_K_M
+        case GgmlType::kQ5_K: return 17;  // Q5_K_M
+        case GgmlType::kQ6_K: return 18;
         case GgmlType::kBF16: return 32;
         default: return 0;
     }
@@ -172,7 +177,12 @@ Status SyntheticModelOptions::validate() const {
         case GgmlType::kQ4_0:
         case GgmlType::kQ4_1:
         case GgmlType::kQ5_0:
-        case GgmlType::kQ5_1: break;
+        case GgmlType::kQ5_1:
+        case GgmlType::kQ2_K:
+        case GgmlType::kQ3_K:
+        case GgmlType::kQ4_K:
+        case GgmlType::kQ5_K:
+        case GgmlType::kQ6_K: break;
         default:
             return invalid_argument(std::string("synthetic weights cannot be written as ") +
                                     ggml_type_name(weight_type));

@@ -21,8 +21,8 @@ struct SyntheticModelOptions {
     int32_t context_length = 512;
     uint64_t seed = 1234;
     // Type of the 2-D weight matrices (token_embd included): F32, F16, BF16, Q8_0, Q4_0, Q4_1,
-    // Q5_0, Q5_1. Norms and biases are always F32. Quantized types need hidden and ffn to be
-    // multiples of 32.
+    // Q5_0, Q5_1, Q2_K..Q6_K. Norms and biases are always F32. Quantized types need hidden and
+    // ffn to be multiples of their block (32; 256 for the K-quants).
     GgmlType weight_type = GgmlType::kF32;
     bool tied_embeddings = true;  // false: also write output.weight
     float rope_freq_base = 10000.0f;

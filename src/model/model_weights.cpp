@@ -27,13 +27,25 @@ Expected<std::vector<float>> read_tensor(const loader::GgufFile& file, const std
                        shape_string(dims));
     }
     std::vector<float> out(info->num_elements);
-    LA_RETURN_IF_ERROR(loader::dequantize_row(info->type, file.tensor_data(*info), out.data(),
-                                              info->num_elements));
+    const Status st = loader::dequantize_row(info->type, file.tensor_data(*info), out.data(), info->num_elements);
+    if (!st.ok()) return Status(st.code(), "tensor '" + name + "': " + st.message());
     return out;
 }
 
-bool computes_quantized(loader::GgmlType t) {
-    return t == loader::GgmlType::kQ4_0 || t == loader::GgmlType::kQ4_1 || t == loader::GgmlType::kQ8_0;
+// Matrices of these types are computed on in place (kernels::WeightType); any other type is
+// refused rather than widened to fp32, which would multiply the memory a file needs.
+constexpr loader::GgmlType kInPlaceTypes[] = {
+    loader::GgmlType::kF32,  loader::GgmlType::kF16,  loader::GgmlType::kBF16, loader::GgmlType::kQ4_0,
+    loader::GgmlType::kQ4_1, loader::GgmlType::kQ5_0, loader::GgmlType::kQ5_1, loader::GgmlType::kQ8_0,
+    loader::GgmlType::kQ2_K, loader::GgmlType::kQ3_K, loader::GgmlType::kQ4_K, loader::GgmlType::kQ5_K,
+    loader::GgmlType::kQ6_K,
+};
+
+Status refuse_type(const loader::GgufTensorInfo& info) {
+    std::string list;
+    for (loader::GgmlType t : kInPlaceTypes) list += std::string(list.empty() ? "" : ", ") + loader::ggml_type_name(t);
+    return unsupported("tensor '" + info.name + "' has type " + loader::ggml_type_name(info.type) +
+                       ", which lazyattn cannot compute on; supported weight types: " + list);
 }
 
 Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& prefix, int64_t in_dim,
@@ -42,7 +54,8 @@ Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& pr
     lin.in_dim = in_dim;
     lin.out_dim = out_dim;
     const loader::GgufTensorInfo* info = file.find_tensor(prefix + ".weight");
-    if (info != nullptr && computes_quantized(info->type) && !options.dequantize_all) {
+    if (info != nullptr && !weight_type_in_place(info->type)) return refuse_type(*info);
+    if (info != nullptr && !options.dequantize_all) {
         if (info->dims.size() < 2 || info->dims[0] != in_dim || info->dims[1] != out_dim) {
             return corrupt("tensor '" + info->name + "' has shape " + shape_string(info->dims) + ", expected " +
                            shape_string({in_dim, out_dim}));
@@ -60,8 +73,12 @@ Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& pr
 
 }  // namespace
 
+bool weight_type_in_place(loader::GgmlType t) {
+    return std::find(std::begin(kInPlaceTypes), std::end(kInPlaceTypes), t) != std::end(kInPlaceTypes);
+}
+
 void Linear::row(int64_t r, float* out) const {
-    if (type == kernels::WeightType::kF32) {
+    if (type == kernels::WeightType::kF32 && w_quant == nullptr) {
         std::copy(w_f32.begin() + r * in_dim, w_f32.begin() + (r + 1) * in_dim, out);
         return;
     }

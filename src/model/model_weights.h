@@ -1,6 +1,7 @@
-// Model weights in compute form, named as in GGUF (blk.N.attn_q.weight, ...). Matrices in a
-// format the CPU computes on directly (Q4_0, Q4_1, Q8_0) stay quantized and are read in place
-// from the mapped file; everything else is dequantized to fp32 once at load.
+// Model weights in compute form, named as in GGUF (blk.N.attn_q.weight, ...). Matrices of every
+// supported type (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K) are read in place
+// from the mapped file, never widened at load; other types (IQ*, TQ*, MXFP4, ...) are refused
+// with the tensor's name. Norms and biases (small 1-D tensors) are converted to fp32.
 #pragma once
 
 #include <cstdint>
@@ -13,20 +14,21 @@
 
 namespace lazyattn::loader {
 class GgufFile;
+enum class GgmlType : uint32_t;
 }
 
 namespace lazyattn::model {
 
 struct Linear {
-    std::vector<float> w_f32;           // [out_dim, in_dim] when type == kF32
-    const void* w_quant = nullptr;      // quantized rows inside the mapped file otherwise
+    std::vector<float> w_f32;           // [out_dim, in_dim] fp32 copy (only with dequantize_all)
+    const void* w_quant = nullptr;      // the rows inside the mapped file (any type), else null
     kernels::WeightType type = kernels::WeightType::kF32;
     std::shared_ptr<const void> prepared;  // the backend's layout of w_quant (Backend::prepare_weight)
     std::vector<float> bias;            // [out_dim] or empty
     int64_t in_dim = 0;
     int64_t out_dim = 0;
 
-    const void* data() const { return type == kernels::WeightType::kF32 ? static_cast<const void*>(w_f32.data()) : w_quant; }
+    const void* data() const { return w_quant != nullptr ? w_quant : static_cast<const void*>(w_f32.data()); }
     kernels::MatmulParams params(const float* x, float* y, int64_t num_rows) const {
         return {x, data(), type, bias.empty() ? nullptr : bias.data(), y, num_rows, in_dim, out_dim, prepared.get()};
     }
@@ -53,6 +55,9 @@ struct ModelWeights {
 
     const Linear& output() const { return lm_head.out_dim > 0 ? lm_head : token_embd; }
 };
+
+// True for the GGUF types whose matrices are computed on in place.
+bool weight_type_in_place(loader::GgmlType t);
 
 // Reads every tensor the config needs, checking each tensor's shape. The file must outlive the
 // weights (quantized matrices point into it).

@@ -132,6 +132,25 @@ TEST(ModelForward, QuantizedWeightsLoadAndStayClose) {
     testing::expect_close(b.prefill_logits(tokens, 20), a.prefill_logits(tokens, 20), 0.1, 1.0, "q8 vs f32");
 }
 
+// F16, BF16, Q5_0, Q5_1 and the K-quants run in place (typed row kernels); the reference
+// backend quantizes activations the same way, so only float summation order differs.
+TEST(ModelForward, InPlaceWeightTypesMatchReferenceBackend) {
+    for (auto t : {loader::GgmlType::kF16, loader::GgmlType::kBF16, loader::GgmlType::kQ5_0, loader::GgmlType::kQ5_1,
+                   loader::GgmlType::kQ2_K, loader::GgmlType::kQ3_K, loader::GgmlType::kQ4_K, loader::GgmlType::kQ5_K,
+                   loader::GgmlType::kQ6_K}) {
+        auto o = llama_options();
+        o.weight_type = t;
+        o.hidden = 256;  // K-quant super-blocks
+        o.ffn = 512;
+        const std::string path = testing::synthetic_model_path(o, std::string("llama-") + loader::ggml_type_name(t));
+        Harness cpu(path, backend::make_cpu_backend(2)), ref(path, backend::make_reference_backend());
+        std::mt19937_64 rng(testing::test_seed() + 4);
+        const auto tokens = random_tokens(rng, 9, cpu.model->config().vocab_size);
+        testing::expect_close(cpu.prefill_logits(tokens, 9), ref.prefill_logits(tokens, 9), 1e-3, 1e-2,
+                              loader::ggml_type_name(t));
+    }
+}
+
 TEST(ModelForward, BadTokenIdIsAnErrorNotACrash) {
     const std::string path = testing::synthetic_model_path(llama_options(), "llama");
     Harness h(path, backend::make_cpu_backend(1));
