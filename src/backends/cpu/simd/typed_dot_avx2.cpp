@@ -27,10 +27,11 @@ using kernels::ref::KUnpacked;
 
 #define LA_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-float half(const uint8_t* p) {
+// F16C conversion: exact, like core/fp16.h's, without its branches (it runs once per block).
+LA_AVX2 inline float half(const uint8_t* p) {
     uint16_t h;
     std::memcpy(&h, p, 2);
-    return fp16_to_fp32(h);
+    return _cvtsh_ss(h);
 }
 
 LA_AVX2 inline int hsum_i32(__m256i v) {
@@ -63,7 +64,7 @@ LA_AVX2 inline __m256i bit_to(__m256i v, int bit, int value) {
 LA_AVX2 inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 LA_AVX2 inline void store32(uint8_t* p, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
 
-void k4_scales(const uint8_t* s, KUnpacked* u) {
+LA_AVX2 inline void k4_scales(const uint8_t* s, KUnpacked* u) {
     for (int j = 0; j < 8; ++j) {
         const int sc = j < 4 ? (s[j] & 63) : ((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
         const int m = j < 4 ? (s[j + 4] & 63) : ((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
@@ -204,7 +205,7 @@ LA_AVX2 void dot_q5_0(const void* wv, const uint8_t* x, size_t stride, int rows,
             const __m256i ones = _mm256_set1_epi16(1);
             const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), ones);
             const __m256i sx = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), ones);
-            acc[r] += float(hsum_i32(p) - 16 * hsum_i32(sx)) * dw * fp16_to_fp32(xb->d);
+            acc[r] += float(hsum_i32(p) - 16 * hsum_i32(sx)) * dw * _cvtsh_ss(xb->d);
         }
     }
     for (int r = 0; r < rows; ++r) out[r] = acc[r];
@@ -220,7 +221,7 @@ LA_AVX2 void dot_q5_1(const void* wv, const uint8_t* x, size_t stride, int rows,
             const auto* xb = reinterpret_cast<const BlockQ8_1*>(x + r * stride) + i;
             const __m256i xv = load32(reinterpret_cast<const uint8_t*>(xb->qs));
             const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), _mm256_set1_epi16(1));
-            acc[r] += float(hsum_i32(p)) * dw * fp16_to_fp32(xb->d) + mw * fp16_to_fp32(xb->s);
+            acc[r] += float(hsum_i32(p)) * dw * _cvtsh_ss(xb->d) + mw * _cvtsh_ss(xb->s);
         }
     }
     for (int r = 0; r < rows; ++r) out[r] = acc[r];
