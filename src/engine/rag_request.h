@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "engine/sampling_params.h"
+#include "engine/token_logprobs.h"
 
 namespace lazyattn::engine {
 
@@ -26,6 +27,15 @@ struct RagRequest {
     int32_t max_tokens = 128;
     std::vector<std::string> stop;
     bool ignore_eos = false;
+    // -1: none; k in [0, 20]: the logprob of every tail prompt token given what precedes it, plus
+    // its k most likely alternatives (RagResult::prompt_*; OpenAI's echo + logprobs, what
+    // lm-evaluation-harness's loglikelihood reads). Every tail row is then computed (cached tail
+    // blocks are not reused); the logits stay on the engine thread. The logprobs are of the raw
+    // model (no penalties, no temperature). In the prefix and none modes the segments are part of
+    // the causal prompt, so the first tail token gets the logprob given the last segment token;
+    // in the segment modes (lazy, lazy-k, block-attn), and when the request has no segments, the
+    // first tail token has nothing computed before it: NaN.
+    int32_t prompt_logprobs = -1;
 
     int32_t num_prompt_tokens() const {
         int64_t n = int64_t(tail.size());
@@ -55,6 +65,15 @@ struct RagResult {
     std::string finish_reason;       // "stop", "length", "cancelled" or "error"
     Status status;                   // why, when finish_reason is "error"
     RequestStats stats;
+    // When request.sampling.logprobs >= 0: per generated token (token_ids[i]), its logprob and
+    // the top alternatives (see Sampler for the distribution). Empty otherwise.
+    std::vector<float> token_logprobs;
+    std::vector<TopLogprobs> top_logprobs;
+    // When request.prompt_logprobs >= 0: per tail prompt token (request.tail[i]), log P(token |
+    // what precedes it) and the top alternatives at that position (NaN and empty where nothing
+    // precedes it; see RagRequest::prompt_logprobs). Empty otherwise.
+    std::vector<float> prompt_token_logprobs;
+    std::vector<TopLogprobs> prompt_top_logprobs;
 };
 
 }  // namespace lazyattn::engine

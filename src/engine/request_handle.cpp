@@ -33,14 +33,22 @@ RequestStats RequestHandle::stats() const {
     return result_.stats;
 }
 
-void RequestHandle::push_token(int32_t token, std::string text) {
+void RequestHandle::push_token(int32_t token, std::string text, TokenLogprobs* logprobs) {
     RequestEvent e;
     e.kind = RequestEvent::Kind::kToken;
     e.token_id = token;
     e.text = std::move(text);
+    if (logprobs != nullptr) {
+        e.logprob = logprobs->logprob;
+        e.top_logprobs = std::move(logprobs->top);
+    }
     if (callback_) callback_(e);
     std::lock_guard<std::mutex> lock(mu_);
     if (token >= 0) result_.token_ids.push_back(token);
+    if (logprobs != nullptr) {
+        result_.token_logprobs.push_back(e.logprob);
+        result_.top_logprobs.push_back(e.top_logprobs);
+    }
     result_.text += e.text;
     events_.push_back(std::move(e));
     cv_.notify_all();
@@ -54,6 +62,12 @@ void RequestHandle::push_text(std::string text) {
 void RequestHandle::set_tail_logits(std::vector<float> logits) {
     std::lock_guard<std::mutex> lock(mu_);
     tail_logits_ = std::move(logits);
+}
+
+void RequestHandle::set_prompt_logprobs(std::vector<float> logprobs, std::vector<TopLogprobs> top) {
+    std::lock_guard<std::mutex> lock(mu_);
+    result_.prompt_token_logprobs = std::move(logprobs);
+    result_.prompt_top_logprobs = std::move(top);
 }
 
 std::vector<float> RequestHandle::tail_logits() const {

@@ -23,6 +23,8 @@ struct RequestEvent {
     Kind kind = Kind::kToken;
     int32_t token_id = -1;        // kToken: the sampled token
     std::string text;             // kToken: text this token completed (may be empty)
+    float logprob = 0;            // kToken with a token, when the request asked for logprobs: log P(token)
+    TopLogprobs top_logprobs;     // kToken: (token id, logprob), best first; empty unless asked
     std::string finish_reason;    // kFinished: "stop", "length", "cancelled" or "error"
     Status status;                // kFinished with "error": why
 };
@@ -48,9 +50,13 @@ public:
     std::vector<float> tail_logits() const;
 
     // Engine side.
-    void push_token(int32_t token, std::string text);
+    // `logprobs`: the token's logprobs when the request asked for them (also appended to the
+    // result's token_logprobs / top_logprobs); null otherwise.
+    void push_token(int32_t token, std::string text, TokenLogprobs* logprobs = nullptr);
     void push_text(std::string text);  // held-back text released at the end (no new token)
     void set_tail_logits(std::vector<float> logits);
+    // Prompt logprobs (RagRequest::prompt_logprobs), set before finish().
+    void set_prompt_logprobs(std::vector<float> logprobs, std::vector<TopLogprobs> top);
     void finish(const std::string& reason, const RequestStats& stats, Status status = {});
 
 private:

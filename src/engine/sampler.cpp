@@ -15,6 +15,15 @@ Status SamplingParams::validate() const {
         return invalid_argument("repetition_penalty must be > 0");
     }
     if (repeat_last_n < 0) return invalid_argument("repeat_last_n must be >= 0");
+    if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) {
+        return invalid_argument("presence_penalty must be in [-2, 2]");
+    }
+    if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
+        return invalid_argument("frequency_penalty must be in [-2, 2]");
+    }
+    if (logprobs < -1 || logprobs > kMaxLogprobs) {
+        return invalid_argument("logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "] (or -1: none)");
+    }
     return {};
 }
 
@@ -28,26 +37,54 @@ int32_t argmax(const float* logits, int32_t n) {
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
-int32_t Sampler::sample(const float* logits, int32_t vocab_size, const std::vector<int32_t>& history) {
-    candidates_.resize(vocab_size);
-    for (int32_t i = 0; i < vocab_size; ++i) candidates_[i] = {logits[i], i};
+int32_t Sampler::sample(const float* logits, int32_t vocab_size, std::span<const int32_t> history,
+                        size_t num_prompt_tokens, TokenLogprobs* logprobs) {
+    penalized_.assign(logits, logits + vocab_size);
+    apply_repetition_penalty(history);
+    apply_presence_frequency(history.subspan(std::min(num_prompt_tokens, history.size())));
+    const int32_t token = params_.temperature <= 0.0f ? argmax(penalized_.data(), vocab_size) : draw();
+    if (logprobs != nullptr && params_.logprobs >= 0) {
+        *logprobs = token_logprobs(penalized_.data(), vocab_size, token, params_.logprobs);
+    }
+    return token;
+}
 
-    if (params_.repetition_penalty != 1.0f && params_.repeat_last_n > 0) {
-        // As in CTRL / llama.cpp: divide positive logits, multiply negative ones, once per token.
-        std::unordered_set<int32_t> seen;
-        const size_t from = history.size() > size_t(params_.repeat_last_n) ? history.size() - params_.repeat_last_n : 0;
-        for (size_t i = from; i < history.size(); ++i) {
-            const int32_t t = history[i];
-            if (t < 0 || t >= vocab_size || !seen.insert(t).second) continue;
-            float& l = candidates_[t].first;
-            l = l > 0 ? l / params_.repetition_penalty : l * params_.repetition_penalty;
+void Sampler::apply_repetition_penalty(std::span<const int32_t> history) {
+    if (params_.repetition_penalty == 1.0f || params_.repeat_last_n <= 0) return;
+    // As in CTRL / llama.cpp: divide positive logits, multiply negative ones, once per token.
+    const int32_t vocab = int32_t(penalized_.size());
+    std::unordered_set<int32_t> seen;
+    const size_t from = history.size() > size_t(params_.repeat_last_n) ? history.size() - params_.repeat_last_n : 0;
+    for (size_t i = from; i < history.size(); ++i) {
+        const int32_t t = history[i];
+        if (t < 0 || t >= vocab || !seen.insert(t).second) continue;
+        float& l = penalized_[t];
+        l = l > 0 ? l / params_.repetition_penalty : l * params_.repetition_penalty;
+    }
+}
+
+void Sampler::apply_presence_frequency(std::span<const int32_t> generated) {
+    if (params_.presence_penalty == 0.0f && params_.frequency_penalty == 0.0f) return;
+    const int32_t vocab = int32_t(penalized_.size());
+    sorted_.assign(generated.begin(), generated.end());
+    std::sort(sorted_.begin(), sorted_.end());
+    for (size_t i = 0; i < sorted_.size();) {
+        size_t j = i;
+        while (j < sorted_.size() && sorted_[j] == sorted_[i]) ++j;
+        const int32_t t = sorted_[i];
+        if (t >= 0 && t < vocab) {
+            penalized_[t] -= params_.frequency_penalty * float(j - i) + params_.presence_penalty;
         }
+        i = j;
     }
+}
+
+int32_t Sampler::draw() {
+    const size_t n = penalized_.size();
+    candidates_.resize(n);
+    for (size_t i = 0; i < n; ++i) candidates_[i] = {penalized_[i], int32_t(i)};
     auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-    if (params_.temperature <= 0.0f) {
-        return std::min_element(candidates_.begin(), candidates_.end(), by_logit)->second;
-    }
-    size_t keep = candidates_.size();
+    size_t keep = n;
     if (params_.top_k > 0 && size_t(params_.top_k) < keep) keep = params_.top_k;
     std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), by_logit);
     candidates_.resize(keep);

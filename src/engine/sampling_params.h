@@ -12,9 +12,19 @@ struct SamplingParams {
     int32_t top_k = 0;               // 0: off
     float top_p = 1.0f;              // 1: off
     float min_p = 0.0f;              // 0: off
-    float repetition_penalty = 1.0f; // 1: off; applied to the last repeat_last_n tokens
+    float repetition_penalty = 1.0f; // 1: off; applied to the last repeat_last_n tokens (prompt included)
     int32_t repeat_last_n = 64;
+    // OpenAI semantics, over the GENERATED tokens only (never the prompt), with c(t) the number
+    // of times token t was generated so far: logit[t] -= frequency_penalty * c(t)
+    //                                                  + presence_penalty * (c(t) > 0).
+    float presence_penalty = 0.0f;   // [-2, 2]; 0: off
+    float frequency_penalty = 0.0f;  // [-2, 2]; 0: off
+    // -1: none; 0..20: report the sampled token's logprob plus this many top alternatives (see
+    // Sampler for which distribution).
+    int32_t logprobs = -1;
     uint64_t seed = 0;
+
+    static constexpr int32_t kMaxLogprobs = 20;
 
     Status validate() const;
 };

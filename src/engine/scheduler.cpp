@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <random>
 
 #include "core/check.h"
@@ -96,6 +97,10 @@ Status Scheduler::validate(const RagRequest& r) const {
         if (bad(s)) return invalid_argument("token id outside the vocabulary in a segment");
     }
     if (r.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
+    if (r.prompt_logprobs < -1 || r.prompt_logprobs > SamplingParams::kMaxLogprobs) {
+        return invalid_argument("prompt_logprobs must be in [0, " + std::to_string(SamplingParams::kMaxLogprobs) +
+                                "] (or -1: none)");
+    }
     return r.sampling.validate();
 }
 
@@ -163,6 +168,10 @@ Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> han
     s->stops = std::make_unique<StopMatcher>(request.stop);
     for (const auto& seg : request.segments) s->history.insert(s->history.end(), seg.begin(), seg.end());
     s->history.insert(s->history.end(), request.tail.begin(), request.tail.end());
+    if (request.prompt_logprobs >= 0) {
+        s->prompt_logprobs.assign(request.tail.size(), std::numeric_limits<float>::quiet_NaN());
+        s->prompt_top_logprobs.assign(request.tail.size(), {});
+    }
     s->stats.num_prompt_tokens = request.num_prompt_tokens();
     s->t_submit = now_ms();
     s->submit_step = step_count_;
@@ -184,6 +193,9 @@ void Scheduler::finish(SequenceState& s, const std::string& reason, Status statu
     st.decode_ms = s.num_generated > 0 ? t_end - s.t_first_token : 0.0;
     st.decode_tok_per_s = st.decode_ms > 0 ? 1000.0 * std::max(0, s.num_generated - 1) / st.decode_ms : 0.0;
     if (s.want_all_tail_logits) s.handle->set_tail_logits(std::move(s.tail_logits));
+    if (s.request.prompt_logprobs >= 0) {
+        s.handle->set_prompt_logprobs(std::move(s.prompt_logprobs), std::move(s.prompt_top_logprobs));
+    }
     ++(reason == "cancelled" ? stats_.requests_cancelled : reason == "error" ? stats_.requests_failed
                                                                              : stats_.requests_finished);
     s.handle->finish(reason, st, std::move(status));

@@ -145,6 +145,8 @@ private:
     void preempt(SequenceState& s);
     void on_job_progress(int64_t job_id, int32_t n);
     void on_tail_logits(SequenceState& s, const float* logits);
+    // Converts this step's logit rows [begin, end) of s's tail into prompt logprobs.
+    void record_prompt_logprobs(SequenceState& s, const float* rows, int32_t begin, int32_t end);
     void finish(SequenceState& s, const std::string& reason, Status status = {});
     void drop_finished();
     void add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits);

@@ -127,8 +127,9 @@ void Scheduler::match_tail(SequenceState& s) {
     }
     ar.num_tail_computed = 0;
     ar.num_prompt_tail = int32_t(ar.tail_tokens.size());
-    // Cached tail blocks have no logits: a request that wants every tail row computes them all.
-    if (config_.cache_mode != CacheMode::kNone && !s.want_all_tail_logits) {
+    // Cached tail blocks have no logits: a request that wants every tail row (raw logits or
+    // prompt logprobs) computes them all.
+    if (config_.cache_mode != CacheMode::kNone && !s.all_tail_rows()) {
         // At least the last prompt token is computed: its logits start generation.
         ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail - 1);
         ar.held.insert(ar.held.end(), ar.tail_blocks.begin(), ar.tail_blocks.end());

@@ -92,7 +92,7 @@ void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
     for (const PrefillItem& it : items) {
         if (it.take == 0) continue;
         if (it.seq != nullptr) {
-            plan.tails.push_back({it.seq, it.done, it.done + it.take, it.seq->want_all_tail_logits});
+            plan.tails.push_back({it.seq, it.done, it.done + it.take, it.seq->all_tail_rows()});
             continue;
         }
         const SegmentJob& job = jobs_.at(it.job_id);

@@ -91,8 +91,11 @@ bool Scheduler::step() {
         SequenceState& s = *t.seq;
         const int32_t rows_with_logits = t.all_logits ? t.end - t.begin : 1;
         const float* last = logits.data() + (logit_row + rows_with_logits - 1) * vocab;
-        if (t.all_logits) {
+        if (t.all_logits && s.want_all_tail_logits) {
             s.tail_logits.insert(s.tail_logits.end(), logits.begin() + logit_row * vocab, logits.begin() + (last - logits.data()) + vocab);
+        }
+        if (t.all_logits && s.request.prompt_logprobs >= 0) {
+            record_prompt_logprobs(s, logits.data() + logit_row * vocab, t.begin, t.end);
         }
         logit_row += rows_with_logits;
         const bool was_prompt = !s.prompt_done();
@@ -129,21 +132,43 @@ void Scheduler::on_job_progress(int64_t job_id, int32_t n) {
     jobs_.erase(it);
 }
 
+void Scheduler::record_prompt_logprobs(SequenceState& s, const float* rows, int32_t begin, int32_t end) {
+    // Row j's logits predict tail token j + 1 of the KV tail. In the prefix and none modes that
+    // tail is the segments, then request.tail (then any tokens generated before a preemption);
+    // in the segment modes it starts with request.tail.
+    int32_t offset = 0;
+    if (!segments_are_blocks(config_.cache_mode)) {
+        for (const auto& seg : s.request.segments) offset += int32_t(seg.size());
+    }
+    const int32_t vocab = model_.config().vocab_size;
+    const auto& tail = s.request.tail;
+    for (int32_t j = begin; j < end; ++j) {
+        const int32_t i = j + 1 - offset;  // the request.tail token row j predicts
+        if (i < 0 || i >= int32_t(tail.size())) continue;
+        TokenLogprobs lp = token_logprobs(rows + size_t(j - begin) * vocab, vocab, tail[i], s.request.prompt_logprobs);
+        s.prompt_logprobs[i] = lp.logprob;
+        s.prompt_top_logprobs[i] = std::move(lp.top);
+    }
+}
+
 void Scheduler::on_tail_logits(SequenceState& s, const float* logits) {
     const RagRequest& r = s.request;
     if (s.num_generated >= r.max_tokens) {
         finish(s, "length");
         return;
     }
-    const int32_t token = s.sampler->sample(logits, model_.config().vocab_size, s.history);
+    TokenLogprobs lp;
+    TokenLogprobs* want_lp = r.sampling.logprobs >= 0 ? &lp : nullptr;
+    const size_t num_prompt = s.history.size() - size_t(s.num_generated);
+    const int32_t token = s.sampler->sample(logits, model_.config().vocab_size, s.history, num_prompt, want_lp);
     if (s.num_generated++ == 0) s.t_first_token = now_ms();
     s.history.push_back(token);
     if (!r.ignore_eos && tokenizer_.is_end_of_generation(token)) {
-        s.handle->push_token(token, "");
+        s.handle->push_token(token, "", want_lp);
         finish(s, "stop");
         return;
     }
-    s.handle->push_token(token, s.stops->push(s.decoder->push(token)));
+    s.handle->push_token(token, s.stops->push(s.decoder->push(token)), want_lp);
     if (s.stops->stopped()) {
         finish(s, "stop");
     } else if (s.num_generated >= r.max_tokens || s.kv.next_position() >= model_.config().context_length) {

@@ -44,6 +44,9 @@ struct SequenceState {
     std::shared_ptr<RequestHandle> handle;
     bool want_all_tail_logits = false;
     std::vector<float> tail_logits;    // [tail prompt rows, vocab] when wanted
+    // RagRequest::prompt_logprobs >= 0: per request.tail token (NaN / empty until computed).
+    std::vector<float> prompt_logprobs;
+    std::vector<TopLogprobs> prompt_top_logprobs;
 
     // KV state (valid while admitted).
     bool admitted = false;
@@ -59,13 +62,15 @@ struct SequenceState {
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<tokenizer::StreamDecoder> decoder;
     std::unique_ptr<StopMatcher> stops;
-    std::vector<int32_t> history;      // prompt and generated tokens, for the repetition penalty
+    std::vector<int32_t> history;      // prompt then generated tokens, for the penalties
     int32_t num_generated = 0;
     double t_submit = 0, t_admit = 0, t_first_token = 0;
     int64_t submit_step = 0;           // scheduler step at submission (fairness checks)
     int64_t admit_step = -1;
     RequestStats stats;
 
+    // Every tail prompt row yields logits (raw logits kept, or prompt logprobs wanted).
+    bool all_tail_rows() const { return want_all_tail_logits || request.prompt_logprobs >= 0; }
     bool prompt_done() const { return kv.num_tail_computed >= kv.num_prompt_tail; }
     bool segments_ready() const {
         for (int64_t j : segment_jobs) {

@@ -11,17 +11,18 @@ TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
     SamplingParams p;
     Sampler s(p);
     std::vector<float> logits{0.1f, 3.0f, -1.0f, 3.0f};
-    EXPECT_EQ(s.sample(logits.data(), 4, {}), 1);
+    EXPECT_EQ(s.sample(logits.data(), 4, {}, 0), 1);
 }
 
 TEST(Sampler, RepetitionPenaltyChangesTheGreedyChoice) {
+    const std::vector<int32_t> kZero{0};  // one prompt token: the penalty reads the prompt too
     SamplingParams p;
     p.repetition_penalty = 2.0f;
     Sampler s(p);
     std::vector<float> logits{2.0f, 1.5f, -1.0f};
-    EXPECT_EQ(s.sample(logits.data(), 3, {0}), 1);  // 2.0 / 2 = 1.0 < 1.5
+    EXPECT_EQ(s.sample(logits.data(), 3, kZero, 1), 1);  // 2.0 / 2 = 1.0 < 1.5
     std::vector<float> negative{-1.0f, -1.5f};
-    EXPECT_EQ(Sampler(p).sample(negative.data(), 2, {0}), 1);  // -1 * 2 = -2 < -1.5
+    EXPECT_EQ(Sampler(p).sample(negative.data(), 2, kZero, 1), 1);  // -1 * 2 = -2 < -1.5
 }
 
 TEST(Sampler, SameSeedSameTokensDifferentSeedDiffers) {
@@ -33,14 +34,14 @@ TEST(Sampler, SameSeedSameTokensDifferentSeedDiffers) {
     Sampler a(p), b(p);
     std::vector<int32_t> ta, tb;
     for (int i = 0; i < 50; ++i) {
-        ta.push_back(a.sample(logits.data(), 100, {}));
-        tb.push_back(b.sample(logits.data(), 100, {}));
+        ta.push_back(a.sample(logits.data(), 100, {}, 0));
+        tb.push_back(b.sample(logits.data(), 100, {}, 0));
     }
     EXPECT_EQ(ta, tb);
     p.seed = 43;
     Sampler c(p);
     std::vector<int32_t> tc;
-    for (int i = 0; i < 50; ++i) tc.push_back(c.sample(logits.data(), 100, {}));
+    for (int i = 0; i < 50; ++i) tc.push_back(c.sample(logits.data(), 100, {}, 0));
     EXPECT_NE(ta, tc);
 }
 
@@ -49,7 +50,7 @@ TEST(Sampler, TopKTopPMinPRestrictTheCandidates) {
     auto draw_set = [&](SamplingParams p) {
         std::map<int32_t, int> counts;
         Sampler s(p);
-        for (int i = 0; i < 2000; ++i) counts[s.sample(logits.data(), 5, {})]++;
+        for (int i = 0; i < 2000; ++i) counts[s.sample(logits.data(), 5, {}, 0)]++;
         return counts;
     };
     SamplingParams base;
