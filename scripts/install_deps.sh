@@ -51,4 +51,6 @@ ln -sfn "$model" models/SmolLM2-135M-Instruct.Q4_1.gguf
 $PY -c "import numpy" 2>/dev/null || pip_install numpy
 # The server tests drive `lazyattn serve` with the official OpenAI client.
 $PY -c "import openai" 2>/dev/null || pip_install openai
+# ... and parse its /metrics with the Prometheus client's own parser.
+$PY -c "import prometheus_client" 2>/dev/null || pip_install prometheus_client
 echo "[install_deps] ok (model: models/SmolLM2-135M-Instruct.Q4_1.gguf)"

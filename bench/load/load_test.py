@@ -156,7 +156,8 @@ def get(host, port, path):
 
 
 def metric(text, name):
-    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    """The value of an unlabelled series (every series carries a model_name label, ignored here)."""
+    m = re.search(r"^%s(?:\{model_name=\"(?:[^\"\\]|\\.)*\"\})? (\S+)$" % re.escape(name), text, re.M)
     return float(m.group(1)) if m else None
 
 
@@ -166,10 +167,10 @@ def check_metrics(host, port, timeout_s=10.0):
     while True:
         _, text = get(host, port, "/metrics")
         g = {k: metric(text, "lazyattn_" + k) for k in
-             ("kv_blocks_used", "kv_blocks_cached", "kv_blocks_free", "kv_blocks_total", "requests_running",
-              "queue_depth", "preemptions_total", "segment_hits_total", "segment_misses_total",
-              "prompt_tokens_reused_total", "prompt_tokens_computed_total")}
-        if (g["kv_blocks_used"] == 0 and g["requests_running"] == 0 and g["queue_depth"] == 0) or time.time() > deadline:
+             ("kv_blocks_used", "kv_blocks_cached", "kv_blocks_free", "kv_blocks_total", "num_requests_running",
+              "num_requests_waiting", "num_preemptions_total", "document_hits_total", "document_misses_total",
+              "prefix_cache_hits_total", "prefix_cache_queries_total")}
+        if (g["kv_blocks_used"] == 0 and g["num_requests_running"] == 0 and g["num_requests_waiting"] == 0) or time.time() > deadline:
             return g
         time.sleep(0.2)
 
@@ -239,7 +240,7 @@ def summarize(args, model, pool_size, results, wall, gauges):
         "cached_fraction": round(cached / prompt, 3) if prompt else 0.0,
         "final_metrics": gauges,
     }
-    report["pool_clean"] = gauges["kv_blocks_used"] == 0 and gauges["requests_running"] == 0 and gauges["queue_depth"] == 0
+    report["pool_clean"] = gauges["kv_blocks_used"] == 0 and gauges["num_requests_running"] == 0 and gauges["num_requests_waiting"] == 0
     return report
 
 

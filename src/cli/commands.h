@@ -92,6 +92,9 @@ struct ServeOptions {
     std::string cache_mode = "lazy";
     int32_t kv_cache_mb = 512;
     int32_t kv_blocks = 0;                // exact pool size in blocks (0: from kv_cache_mb)
+    int32_t block_size = 16;
+    int32_t max_model_len = 0;            // 0: the model's context length
+    std::string served_model_name;        // "" = the model file's name
     int32_t max_batch_tokens = 512;
     int32_t max_num_seqs = 64;
     int32_t max_queue = 1024;

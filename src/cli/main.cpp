@@ -2,26 +2,13 @@
 // place configuration is read) and runs it. Bad arguments print usage and exit with code 2.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 
-namespace {
-
-void add_common(CLI::App* cmd, lazyattn::cli::CommonOptions& o, bool with_kv = true) {
-    cmd->add_option("--model", o.model_path, "GGUF model file (default: the embedded SmolLM2-135M)");
-    cmd->add_option("--threads", o.num_threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
-    if (with_kv) {
-        const std::map<std::string, lazyattn::kernels::KvDtype> names{
-            {"f32", lazyattn::kernels::KvDtype::kF32}, {"f16", lazyattn::kernels::KvDtype::kF16},
-            {"bf16", lazyattn::kernels::KvDtype::kBF16}};
-        cmd->add_option("--kv-dtype", o.kv_dtype, "KV cache element type: f16 (default), bf16 or f32")
-            ->transform(CLI::CheckedTransformer(names));
-    }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     using namespace lazyattn::cli;
@@ -30,7 +17,7 @@ int main(int argc, char** argv) {
 
     GenerateOptions gen;
     CLI::App* g = app.add_subcommand("generate", "generate text for one prompt");
-    add_common(g, gen.common);
+    add_common_options(g, gen.common);
     g->add_option("--prompt", gen.prompt, "the prompt text")->required();
     g->add_flag("--chat", gen.chat, "wrap the prompt in the model's chat template");
     g->add_option("--system", gen.system, "system message (with --chat)");
@@ -56,11 +43,11 @@ int main(int argc, char** argv) {
 
     CommonOptions info;
     CLI::App* i = app.add_subcommand("info", "print the model description");
-    add_common(i, info, false);
+    add_common_options(i, info, false);
 
     RagDemoOptions demo;
     CLI::App* d = app.add_subcommand("demo", "RAG demo: 2WikiMultihopQA questions, documents shuffled between runs");
-    add_common(d, demo.common);
+    add_common_options(d, demo.common);
     d->add_option("--data", demo.data_path, "JSONL file of questions with documents");
     d->add_option("--questions", demo.num_questions, "questions to ask")->check(CLI::Range(1, 1000));
     d->add_option("--runs", demo.runs, "runs per question (documents shuffled after the first)")->check(CLI::Range(1, 100));
@@ -71,7 +58,7 @@ int main(int argc, char** argv) {
     CLI::App* bench = app.add_subcommand("bench", "benchmarks");
     bench->require_subcommand(1);
     CLI::App* bs = bench->add_subcommand("speed", "prefill and decode tokens per second");
-    add_common(bs, speed.common);
+    add_common_options(bs, speed.common);
     bs->add_option("--prompt-tokens", speed.prompt_tokens, "prompt length")->check(CLI::Range(1, 1 << 20));
     bs->add_option("--gen-tokens", speed.gen_tokens, "decode steps")->check(CLI::Range(1, 1 << 20));
     bs->add_option("--reps", speed.reps, "repetitions")->check(CLI::Range(1, 1000));
@@ -79,7 +66,7 @@ int main(int argc, char** argv) {
 
     BenchRagOptions rag;
     CLI::App* br = bench->add_subcommand("rag", "the RAG serving benchmark: every cache mode on one request stream");
-    add_common(br, rag.common);
+    add_common_options(br, rag.common);
     br->add_option("--docs", rag.workload.num_docs, "documents in the pool")->check(CLI::Range(1, 1000000));
     br->add_option("--doc-tokens", rag.workload.doc_tokens, "tokens per document")->check(CLI::Range(1, 1000000));
     br->add_option("--k", rag.workload.docs_per_request, "documents per request")->check(CLI::Range(1, 1000));
@@ -103,56 +90,20 @@ int main(int argc, char** argv) {
 
     BenchQualityOptions quality;
     CLI::App* bq = bench->add_subcommand("quality", "answer quality (EM, F1) on the 2WikiMultihopQA sample per mode");
-    add_common(bq, quality.common);
+    add_common_options(bq, quality.common);
     bq->add_option("--data", quality.data_path, "QA JSONL file");
     bq->add_option("--modes", quality.modes, "cache modes")->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
     bq->add_flag("--fp32", quality.fp32, "dequantize all weights to fp32");
     bq->add_option("--json", quality.json_path, "write results to this JSON file");
 
     ServeOptions serve;
-    CLI::App* sv = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, documents, metrics)");
-    add_common(sv, serve.common);
-    sv->add_option("--host", serve.host, "address to listen on");
-    sv->add_option("--port", serve.port, "port to listen on (0 = any free port)")->check(CLI::Range(0, 65535));
-    sv->add_option("--cache-mode", serve.cache_mode, "lazy | lazy-k | block-attn | prefix | none")
-        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
-    sv->add_option("--kv-cache-mb", serve.kv_cache_mb, "KV cache pool size in MiB")->check(CLI::PositiveNumber);
-    sv->add_option("--kv-blocks", serve.kv_blocks, "exact KV pool size in blocks (overrides --kv-cache-mb)")
-        ->check(CLI::NonNegativeNumber);
-    sv->add_option("--max-batch-tokens", serve.max_batch_tokens, "rows per forward step")->check(CLI::PositiveNumber);
-    sv->add_option("--max-num-seqs", serve.max_num_seqs, "requests running at once")->check(CLI::PositiveNumber);
-    sv->add_option("--max-queue", serve.max_queue, "waiting requests before 429")->check(CLI::PositiveNumber);
-    sv->add_option("--max-body-bytes", serve.max_body_bytes, "largest request body (413 above)")->check(CLI::PositiveNumber);
-    sv->add_option("--http-threads", serve.http_threads, "HTTP worker threads (one per open stream)")
-        ->check(CLI::Range(1, 4096));
-    sv->add_option("--shutdown-timeout", serve.shutdown_timeout_s, "seconds in-flight requests get on SIGTERM")
-        ->check(CLI::NonNegativeNumber);
-    sv->add_option("--chat-template", serve.chat_template, "chat template to use: chatml | llama3")
-        ->check(CLI::IsMember({"chatml", "llama3"}));
-    sv->add_option("--api-key", serve.api_keys, "require this API key (Bearer); repeat or comma-separate for several")
-        ->delimiter(',');
-    sv->add_option("--api-key-file", serve.api_key_file, "file with one API key per line")->check(CLI::ExistingFile);
-    sv->add_option("--open-endpoints", serve.open_endpoints,
-                   "with API keys: GET endpoints reachable without one (health, metrics; 'none' for neither)")
-        ->delimiter(',')
-        ->check(CLI::IsMember({"health", "metrics", "none"}));
-    sv->add_option("--max-tokens-cap", serve.max_tokens_cap, "most tokens one request may generate (clamped)")
-        ->check(CLI::PositiveNumber);
-    sv->add_option("--header-timeout", serve.header_timeout_s, "seconds a client has to send a request's headers")
-        ->check(CLI::PositiveNumber);
-    sv->add_option("--request-timeout", serve.request_timeout_s, "seconds a client has to send a whole request")
-        ->check(CLI::PositiveNumber);
-    sv->add_option("--max-connections", serve.max_connections, "open connections in all (503 beyond)")
-        ->check(CLI::PositiveNumber);
-    sv->add_option("--max-connections-per-client", serve.max_connections_per_client,
-                   "open connections from one address (429 beyond)")
-        ->check(CLI::PositiveNumber);
-    sv->add_option("--health-stall", serve.health_stall_s,
-                   "seconds of queued work without progress before /health answers 503")
-        ->check(CLI::PositiveNumber);
+    CLI::App* sv = add_serve_command(app, serve);
 
     try {
-        app.parse(argc, argv);
+        std::vector<std::string> args = normalize_arguments(argc, argv);
+        args.erase(args.begin());                 // CLI11 takes the arguments without the program name,
+        std::reverse(args.begin(), args.end());  // in reverse order
+        app.parse(args);
     } catch (const CLI::ParseError& e) {
         const int code = app.exit(e);
         return code == 0 ? 0 : 2;

@@ -34,6 +34,8 @@ Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     ec.max_batch_tokens = o.max_batch_tokens;
     ec.max_num_seqs = o.max_num_seqs;
     ec.max_queue = o.max_queue;
+    ec.block_size = o.block_size;
+    ec.max_model_len = o.max_model_len;
     LA_RETURN_IF_ERROR(ec.validate());
     return ec;
 }
@@ -62,7 +64,8 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.limits.max_connections_per_client = o.max_connections_per_client;
     sc.num_http_threads = o.http_threads;
     sc.shutdown_timeout_s = o.shutdown_timeout_s;
-    sc.model_id = std::filesystem::path(model_path).filename().string();
+    sc.model_id = o.served_model_name.empty() ? std::filesystem::path(model_path).filename().string()
+                                              : o.served_model_name;
     sc.api_keys = o.api_keys;
     if (!o.api_key_file.empty()) {
         LA_ASSIGN_OR_RETURN(auto keys, server::ApiKeys::read_file(o.api_key_file));
@@ -109,7 +112,7 @@ int run_serve(const ServeOptions& o) {
     auto created = engine::ServingEngine::create(*lm->model, *lm->tokenizer, *ec);
     if (!created.ok()) return fail(created.status(), 2);  // e.g. a KV pool larger than memory
     engine::ServingEngine& eng = **created;
-    server::HttpServer http(*sc, eng, *lm->tokenizer, *chat, lm->model->config().context_length);
+    server::HttpServer http(*sc, eng, *lm->tokenizer, *chat, eng.context_length());
     if (Status st = http.start(); !st.ok()) return fail(st);
     std::printf("lazyattn serve: listening on http://%s:%d (model %s, cache mode %s, KV %s, %d blocks of %d tokens%s)\n",
                 sc->host.c_str(), http.port(), sc->model_id.c_str(), o.cache_mode.c_str(),

@@ -21,6 +21,7 @@ struct EngineConfig {
     int32_t max_batch_tokens = 512;  // rows per forward step (prefill is chunked to this)
     int32_t max_num_seqs = 64;       // requests admitted (holding KV) at once
     int32_t max_queue = 1024;        // requests waiting for admission before submit() refuses
+    int32_t max_model_len = 0;       // 0: the model's context length; else a cap below it (-c, --max-model-len)
     // Pinned documents may hold at most this share of the pool, so requests always keep room
     // to run; a pin beyond it is refused (kResourceExhausted), never queued.
     double max_pinned_fraction = 0.5;

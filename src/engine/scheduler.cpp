@@ -31,6 +31,7 @@ Status EngineConfig::validate() const {
     if (max_batch_tokens <= 0) return invalid_argument("max batch tokens must be positive");
     if (max_num_seqs <= 0) return invalid_argument("max sequences must be positive");
     if (max_queue <= 0) return invalid_argument("queue size must be positive");
+    if (max_model_len < 0) return invalid_argument("the context length cap must not be negative");
     if (!(max_pinned_fraction >= 0 && max_pinned_fraction <= 1)) {
         return invalid_argument("the pinned share of the KV pool must be in [0, 1]");
     }
@@ -80,7 +81,7 @@ ChainSeeds Scheduler::seeds_for(const std::string& tenant) const {
 }
 
 Status Scheduler::validate(const RagRequest& r) const {
-    const int32_t vocab = model_.config().vocab_size, ctx = model_.config().context_length;
+    const int32_t vocab = model_.config().vocab_size, ctx = context_length();
     if (r.tail.empty()) return invalid_argument("the request has no tail (question) tokens");
     int64_t total = int64_t(r.tail.size());
     for (const auto& s : r.segments) total += int64_t(s.size());
@@ -108,7 +109,7 @@ int64_t Scheduler::blocks_needed(const RagRequest& r) const {
     // Worst case for one request alone: every segment computed (twice for block-attn's copies),
     // plus the tail grown to its last generated token.
     const int32_t bs = kv_.block_size();
-    const int64_t ctx = model_.config().context_length;
+    const int64_t ctx = context_length();
     int64_t blocks = 0, total = int64_t(r.tail.size());
     for (const auto& s : r.segments) {
         const int64_t n = (int64_t(s.size()) + bs - 1) / bs;

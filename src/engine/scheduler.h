@@ -12,6 +12,7 @@
 // Single-threaded: one thread calls add() and step() (ServingEngine runs it on its own thread).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -39,6 +40,7 @@ struct SchedulerStats {
     int64_t segment_hits = 0;
     int64_t segment_misses = 0;
     int64_t prompt_tokens_computed = 0;
+    int64_t segment_job_tokens = 0;  // of those, computed by segment jobs (documents)
     int64_t prompt_tokens_reused = 0;
     int64_t requests_finished = 0;
     int64_t requests_cancelled = 0;
@@ -103,6 +105,11 @@ public:
     const SequenceState* find(uint64_t id) const;
     const kv::KvCache& kv_cache() const { return kv_; }
     const EngineConfig& config() const { return config_; }
+    // The context length requests may use: the model's, or EngineConfig::max_model_len below it.
+    int32_t context_length() const {
+        const int32_t model_ctx = model_.config().context_length;
+        return config_.max_model_len > 0 ? std::min(config_.max_model_len, model_ctx) : model_ctx;
+    }
     int64_t num_steps() const { return step_count_; }
     // Documents the registry remembers, over every tenant (bounded: see prune_documents()).
     int64_t num_registered_documents() const { return num_document_entries_; }

@@ -121,6 +121,7 @@ void Scheduler::on_job_progress(int64_t job_id, int32_t n) {
     SegmentJob& job = it->second;
     job.num_computed += n;
     stats_.prompt_tokens_computed += n;
+    stats_.segment_job_tokens += n;
     if (!job.done()) return;
     kv_.publish(job.seed, job.tokens, job.blocks, true);
     for (auto& s : running_) {
@@ -171,7 +172,7 @@ void Scheduler::on_tail_logits(SequenceState& s, const float* logits) {
     s.handle->push_token(token, s.stops->push(s.decoder->push(token)), want_lp);
     if (s.stops->stopped()) {
         finish(s, "stop");
-    } else if (s.num_generated >= r.max_tokens || s.kv.next_position() >= model_.config().context_length) {
+    } else if (s.num_generated >= r.max_tokens || s.kv.next_position() >= context_length()) {
         finish(s, "length");
     } else {
         s.kv.tail_tokens.push_back(token);  // computed by the next step

@@ -63,6 +63,7 @@ public:
     std::vector<DocumentInfo> list_documents(const std::string& tenant);
     std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id);
     const EngineConfig& config() const { return scheduler_.config(); }
+    int32_t context_length() const { return scheduler_.context_length(); }
 
 private:
     struct Pending {

@@ -6,6 +6,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/sse.h"
+#include "server/token_clock.h"
 
 namespace lazyattn::server {
 namespace {
@@ -50,14 +51,16 @@ engine::RequestEvent next_event_or_cancel(ServerContext& ctx, engine::RequestHan
 void respond_whole(ServerContext& ctx, http::HttpResponse& res, engine::RequestHandle& handle,
                    const http::ClientLink& link, const ResponseMeta& meta, double t_start_ms) {
     double next_check_ms = now_ms() + kDisconnectPollMs;
-    while (next_event_or_cancel(ctx, handle, link, next_check_ms).kind != engine::RequestEvent::Kind::kFinished) {
+    TokenClock clock;
+    for (;;) {
+        const engine::RequestEvent e = next_event_or_cancel(ctx, handle, link, next_check_ms);
+        if (e.kind == engine::RequestEvent::Kind::kFinished) break;
+        clock.on_event(ctx.metrics, e);
     }
     const engine::RagResult result = handle.wait();
-    ctx.metrics.record_tokens(result.stats);
+    ctx.metrics.record_request(result.stats, result.finish_reason, (now_ms() - t_start_ms) / 1000.0);
     if (result.finish_reason == "error") return send_error(res, generation_error(result.status, meta.chat));
     if (result.finish_reason == "cancelled") return send_error(res, cancelled_generation_error());
-    ctx.metrics.observe_ttft(result.stats.ttft_ms / 1000.0);
-    ctx.metrics.observe_latency((now_ms() - t_start_ms) / 1000.0);
     res.status = 200;
     res.content_type = "application/json";
     res.body = completion_body(meta, result);
@@ -69,11 +72,11 @@ void respond_stream(ServerContext& ctx, http::HttpResponse& res, std::shared_ptr
     // accepting it (a full queue seen on the engine thread) still gets its proper status.
     double next_check_ms = now_ms() + kDisconnectPollMs;
     engine::RequestEvent first = next_event_or_cancel(ctx, *handle, link, next_check_ms);
-    if (first.kind == engine::RequestEvent::Kind::kFinished && first.finish_reason == "error") {
-        return send_error(res, generation_error(first.status, meta.chat));
-    }
-    if (first.kind == engine::RequestEvent::Kind::kFinished && first.finish_reason == "cancelled") {
-        return send_error(res, cancelled_generation_error());
+    if (first.kind == engine::RequestEvent::Kind::kFinished &&
+        (first.finish_reason == "error" || first.finish_reason == "cancelled")) {
+        ctx.metrics.record_request(handle->stats(), first.finish_reason, (now_ms() - t_start_ms) / 1000.0);
+        return send_error(res, first.finish_reason == "error" ? generation_error(first.status, meta.chat)
+                                                              : cancelled_generation_error());
     }
     auto stream =
         std::make_shared<CompletionStream>(ctx, std::move(handle), meta, include_usage, std::move(first), t_start_ms);

@@ -24,6 +24,7 @@ void CompletionStream::run(http::ChunkSink& sink) {
         if (!pump(sink)) {
             handle_->cancel();
             ctx_.metrics.count_disconnect();
+            if (!finished_) ctx_.metrics.record_request(handle_->stats(), "cancelled", (now_ms() - t_start_ms_) / 1000.0);
             return;
         }
     }
@@ -35,24 +36,23 @@ void CompletionStream::append_end(const engine::RequestEvent& e, std::string& ou
     if (e.finish_reason == "stop" || e.finish_reason == "length") {
         out += sse_event(chunk_body(meta_, "", false, e.finish_reason, include_usage_));
         if (include_usage_) out += sse_event(usage_chunk_body(meta_, stats));
-        ctx_.metrics.observe_ttft(stats.ttft_ms / 1000.0);
-        ctx_.metrics.observe_latency((now_ms() - t_start_ms_) / 1000.0);
     } else {
         // Errors after the 200 went out travel in the stream, as OpenAI's do.
         ApiError err = e.finish_reason == "cancelled" ? cancelled_generation_error()
                                                       : generation_error(e.status, meta_.chat);
         out += sse_event(err.to_json());
     }
-    ctx_.metrics.record_tokens(stats);
+    ctx_.metrics.record_request(stats, e.finish_reason, (now_ms() - t_start_ms_) / 1000.0);
     out += kSseDone;
 }
 
 void CompletionStream::append_event(const engine::RequestEvent& e, std::string& out) {
     if (e.kind == engine::RequestEvent::Kind::kFinished) {
         append_end(e, out);
-    } else if (!e.text.empty()) {
-        out += sse_event(chunk_body(meta_, e.text, false, "", include_usage_));
+        return;
     }
+    clock_.on_event(ctx_.metrics, e);
+    if (!e.text.empty()) out += sse_event(chunk_body(meta_, e.text, false, "", include_usage_));
 }
 
 bool CompletionStream::pump(http::ChunkSink& sink) {

@@ -16,6 +16,7 @@
 #include "http/http_message.h"
 #include "server/openai_response.h"
 #include "server/server_context.h"
+#include "server/token_clock.h"
 
 namespace lazyattn::server {
 
@@ -46,6 +47,7 @@ private:
     bool include_usage_;
     std::optional<engine::RequestEvent> first_;
     double t_start_ms_;
+    TokenClock clock_;
     bool role_sent_ = false;
     bool finished_ = false;
     ActiveRequest active_;

@@ -81,6 +81,7 @@ http::Router make_router(ServerContext& ctx) {
                             {"object", "model"},
                             {"created", ctx.started_unix_s},
                             {"owned_by", "lazyattn"},
+                            {"max_model_len", ctx.context_length},    // vLLM's name
                             {"context_length", ctx.context_length}};
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
     });
@@ -88,7 +89,7 @@ http::Router make_router(ServerContext& ctx) {
           [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) { handle_health(ctx, res); });
     r.add("GET", "/metrics", Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
         res.content_type = "text/plain; version=0.0.4";
-        res.body = ctx.metrics.render(ctx.engine.stats());
+        res.body = ctx.metrics.render(ctx.engine.stats(), ctx.engine.health());
     });
     return r;
 }

@@ -11,13 +11,24 @@ std::string number(double v, int digits = 12) {
     return buf;
 }
 
+// Prometheus label values escape backslash, double quote and newline.
+std::string escape_label(const std::string& v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\' || c == '"') out += '\\';
+        out += c == '\n' ? 'n' : c;
+        if (c == '\n') out.insert(out.size() - 1, "\\");
+    }
+    return out;
+}
+
 void header(std::string& out, const std::string& name, const char* type, const std::string& help) {
     out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
-void scalar(std::string& out, const std::string& name, const char* type, const std::string& help, double v) {
-    header(out, name, type, help);
-    out += name + " " + number(v) + "\n";
+// One series of a family: name{labels} value.
+void sample(std::string& out, const std::string& name, const std::string& labels, double v) {
+    out += name + "{" + labels + "} " + number(v) + "\n";
 }
 
 }  // namespace
@@ -32,25 +43,31 @@ void Histogram::observe(double value) {
     ++count_;
 }
 
-void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+void Histogram::render(std::string& out, const std::string& name, const std::string& help,
+                       const std::string& labels) const {
     header(out, name, "histogram", help);
     int64_t cumulative = 0;
     for (size_t i = 0; i < bounds_.size(); ++i) {
         cumulative += counts_[i];
-        out += name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
+        out += name + "_bucket{" + labels + ",le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
     }
-    out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
-    out += name + "_sum " + number(sum_) + "\n";
-    out += name + "_count " + std::to_string(count_) + "\n";
+    out += name + "_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(count_) + "\n";
+    out += name + "_sum{" + labels + "} " + number(sum_) + "\n";
+    out += name + "_count{" + labels + "} " + std::to_string(count_) + "\n";
 }
 
-Metrics::Metrics()
-    : ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
-      latency_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}) {}
+// Bucket bounds as vLLM's (seconds).
+Metrics::Metrics(std::string model_name)
+    : model_label_("model_name=\"" + escape_label(model_name) + "\""),
+      ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160,
+             640, 2560}),
+      inter_token_({0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
+      queue_time_({0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}),
+      e2e_({0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}) {}
 
 std::string Metrics::route_label(const std::string& path) {
-    static const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/documents", "/v1/models", "/health",
-                                    "/metrics"};
+    static const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/documents", "/v1/models",
+                                    "/health",         "/metrics",             "/tokenize",     "/detokenize"};
     for (const char* r : kRoutes) {
         if (path == r) return r;
     }
@@ -64,21 +81,22 @@ void Metrics::count_request(const std::string& path, int status) {
     ++requests_[{route, status}];
 }
 
-void Metrics::observe_ttft(double seconds) {
+void Metrics::record_request(const engine::RequestStats& stats, const std::string& finish_reason,
+                             double e2e_seconds) {
     std::lock_guard<std::mutex> lock(mu_);
-    ttft_.observe(seconds);
-}
-
-void Metrics::observe_latency(double seconds) {
-    std::lock_guard<std::mutex> lock(mu_);
-    latency_.observe(seconds);
-}
-
-void Metrics::record_tokens(const engine::RequestStats& stats) {
-    std::lock_guard<std::mutex> lock(mu_);
-    generated_tokens_ += stats.num_generated;
+    generation_tokens_ += stats.num_generated;
     prompt_tokens_ += stats.num_prompt_tokens;
-    reused_tokens_ += stats.reused_tokens;
+    cached_prompt_tokens_ += stats.reused_tokens;
+    ++finished_[finish_reason == "cancelled" ? "abort" : finish_reason];
+    if (finish_reason != "stop" && finish_reason != "length") return;
+    ttft_.observe(stats.ttft_ms / 1000.0);
+    queue_time_.observe(stats.queue_ms / 1000.0);
+    e2e_.observe(e2e_seconds);
+}
+
+void Metrics::observe_inter_token(double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    inter_token_.observe(seconds);
 }
 
 void Metrics::count_disconnect() {
@@ -86,46 +104,64 @@ void Metrics::count_disconnect() {
     ++disconnects_;
 }
 
-std::string Metrics::render(const engine::SchedulerStats& s) const {
+std::string Metrics::render(const engine::SchedulerStats& s, const engine::EngineHealth& h) const {
+    const std::string& m = model_label_;
     std::string out;
+    auto scalar = [&](const std::string& name, const char* type, const std::string& help, double v) {
+        header(out, name, type, help);
+        sample(out, name, m, v);
+    };
     std::lock_guard<std::mutex> lock(mu_);
-    header(out, "lazyattn_http_requests_total", "counter", "HTTP requests answered, by route and status code");
-    for (const auto& [key, n] : requests_) {
-        out += "lazyattn_http_requests_total{route=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
-               "\"} " + std::to_string(n) + "\n";
-    }
-    ttft_.render(out, "lazyattn_time_to_first_token_seconds", "submission to first generated token");
-    latency_.render(out, "lazyattn_request_duration_seconds", "end-to-end latency of generation requests");
-    scalar(out, "lazyattn_generated_tokens_total", "counter", "tokens generated", double(generated_tokens_));
-    scalar(out, "lazyattn_client_disconnects_total", "counter", "streams cancelled because the client went away",
-           double(disconnects_));
-    // Per request, as usage reports them: computed + reused = prompt tokens.
-    scalar(out, "lazyattn_prompt_tokens_total", "counter", "prompt tokens of requests that reached the engine",
+    // vLLM's series.
+    scalar("lazyattn_num_requests_running", "gauge", "requests admitted and holding KV", h.num_running);
+    scalar("lazyattn_num_requests_waiting", "gauge", "requests waiting for admission", h.num_waiting);
+    scalar("lazyattn_kv_cache_usage_perc", "gauge", "share of KV blocks referenced by requests, jobs or pins (0-1)",
+           s.blocks_total > 0 ? double(s.blocks_used) / s.blocks_total : 0.0);
+    scalar("lazyattn_prompt_tokens_total", "counter", "prompt tokens of generation requests the engine ended",
            double(prompt_tokens_));
-    scalar(out, "lazyattn_prompt_tokens_computed_total", "counter",
-           "prompt tokens computed (not found in the KV cache)", double(prompt_tokens_ - reused_tokens_));
-    scalar(out, "lazyattn_prompt_tokens_reused_total", "counter",
-           "prompt tokens served from the KV cache (cached_tokens)", double(reused_tokens_));
-    scalar(out, "lazyattn_engine_prefill_tokens_total", "counter",
+    scalar("lazyattn_generation_tokens_total", "counter", "tokens generated", double(generation_tokens_));
+    scalar("lazyattn_prefix_cache_queries_total", "counter", "prompt tokens looked up in the KV cache",
+           double(prompt_tokens_));
+    scalar("lazyattn_prefix_cache_hits_total", "counter",
+           "prompt tokens served from the KV cache (documents and prefixes; the usage's cached_tokens)",
+           double(cached_prompt_tokens_));
+    scalar("lazyattn_num_preemptions_total", "counter", "requests preempted for KV blocks", double(s.preemptions));
+    header(out, "lazyattn_request_success_total", "counter", "generation requests ended, by finish reason");
+    for (const char* reason : {"stop", "length", "abort", "error"}) {
+        auto it = finished_.find(reason);
+        sample(out, "lazyattn_request_success_total", m + ",finished_reason=\"" + reason + "\"",
+               double(it == finished_.end() ? 0 : it->second));
+    }
+    ttft_.render(out, "lazyattn_time_to_first_token_seconds", "submission to first generated token", m);
+    inter_token_.render(out, "lazyattn_inter_token_latency_seconds", "time between two tokens of a request", m);
+    queue_time_.render(out, "lazyattn_request_queue_time_seconds", "submission to admission", m);
+    e2e_.render(out, "lazyattn_e2e_request_latency_seconds", "end-to-end latency of generation requests", m);
+    // lazyattn's own: documents as cached segments.
+    scalar("lazyattn_document_lookups_total", "counter", "document segments looked up in the cache",
+           double(s.segment_hits + s.segment_misses));
+    scalar("lazyattn_document_hits_total", "counter", "document segments found cached", double(s.segment_hits));
+    scalar("lazyattn_document_misses_total", "counter", "document segments not cached", double(s.segment_misses));
+    scalar("lazyattn_segment_jobs_total", "counter", "missing documents computed (a job shared by requests counts once)",
+           double(s.segment_jobs));
+    scalar("lazyattn_segment_job_tokens_total", "counter", "document tokens computed by segment jobs",
+           double(s.segment_job_tokens));
+    scalar("lazyattn_engine_prefill_tokens_total", "counter",
            "prompt tokens the engine ran through the model (shared segment jobs once, recomputes included)",
            double(s.prompt_tokens_computed));
-    scalar(out, "lazyattn_segment_hits_total", "counter", "document segments found cached", double(s.segment_hits));
-    scalar(out, "lazyattn_segment_misses_total", "counter", "document segments not cached", double(s.segment_misses));
-    scalar(out, "lazyattn_segment_jobs_total", "counter", "missing segments computed (shared jobs count once)",
-           double(s.segment_jobs));
-    scalar(out, "lazyattn_preemptions_total", "counter", "requests preempted for KV blocks", double(s.preemptions));
-    scalar(out, "lazyattn_engine_steps_total", "counter", "forward steps run", double(s.steps));
-    header(out, "lazyattn_engine_requests_total", "counter", "requests the engine ended, by outcome");
-    out += "lazyattn_engine_requests_total{outcome=\"finished\"} " + std::to_string(s.requests_finished) + "\n";
-    out += "lazyattn_engine_requests_total{outcome=\"cancelled\"} " + std::to_string(s.requests_cancelled) + "\n";
-    out += "lazyattn_engine_requests_total{outcome=\"failed\"} " + std::to_string(s.requests_failed) + "\n";
-    scalar(out, "lazyattn_requests_running", "gauge", "requests admitted and holding KV", s.num_running);
-    scalar(out, "lazyattn_queue_depth", "gauge", "requests waiting for admission", s.num_waiting);
-    scalar(out, "lazyattn_kv_blocks_total", "gauge", "KV blocks in the pool", s.blocks_total);
-    scalar(out, "lazyattn_kv_blocks_used", "gauge", "KV blocks referenced by requests, jobs or pins", s.blocks_used);
-    scalar(out, "lazyattn_kv_blocks_cached", "gauge", "unreferenced KV blocks still holding reusable content",
+    scalar("lazyattn_engine_steps_total", "counter", "forward steps run", double(s.steps));
+    scalar("lazyattn_kv_blocks_total", "gauge", "KV blocks in the pool", s.blocks_total);
+    scalar("lazyattn_kv_blocks_used", "gauge", "KV blocks referenced by requests, jobs or pins", s.blocks_used);
+    scalar("lazyattn_kv_blocks_pinned", "gauge", "KV blocks held by pinned documents", s.blocks_pinned);
+    scalar("lazyattn_kv_blocks_cached", "gauge", "unreferenced KV blocks still holding reusable content",
            s.blocks_cached_free);
-    scalar(out, "lazyattn_kv_blocks_free", "gauge", "unreferenced KV blocks (cached ones included)", s.blocks_free);
+    scalar("lazyattn_kv_blocks_free", "gauge", "unreferenced KV blocks (cached ones included)", s.blocks_free);
+    scalar("lazyattn_client_disconnects_total", "counter", "requests cancelled because the client went away",
+           double(disconnects_));
+    header(out, "lazyattn_http_requests_total", "counter", "HTTP requests answered, by route and status code");
+    for (const auto& [key, n] : requests_) {
+        sample(out, "lazyattn_http_requests_total",
+               m + ",route=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"", double(n));
+    }
     return out;
 }
 

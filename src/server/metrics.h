@@ -1,6 +1,10 @@
-// Metrics: the server's counters and histograms, rendered with the engine's SchedulerStats
-// snapshot as Prometheus text exposition (version 0.0.4) for GET /metrics. Every name starts with
-// lazyattn_; docs/api.md lists them. Thread-safe: HTTP workers record, any thread renders.
+// Metrics: the server's counters and histograms, rendered with the engine's current state as
+// Prometheus text exposition (version 0.0.4) for GET /metrics. Names keep the lazyattn_ prefix
+// but use vLLM's stems and meanings (prompt_tokens_total, num_requests_running,
+// kv_cache_usage_perc, time_to_first_token_seconds, request_success_total{finished_reason}, ...)
+// so vLLM dashboards and alerts carry over; every series has a model_name label, as vLLM's do.
+// lazyattn's own series (documents, segment jobs, HTTP, pool blocks) follow. docs/api.md lists
+// them all. Thread-safe: HTTP workers record, any thread renders.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +16,7 @@
 
 #include "engine/rag_request.h"
 #include "engine/scheduler.h"
+#include "engine/serving_engine.h"
 
 namespace lazyattn::server {
 
@@ -20,7 +25,8 @@ class Histogram {
 public:
     explicit Histogram(std::vector<double> bounds);
     void observe(double value);
-    void render(std::string& out, const std::string& name, const std::string& help) const;
+    // `labels`: the series' label set without braces (e.g. model_name="m").
+    void render(std::string& out, const std::string& name, const std::string& help, const std::string& labels) const;
 
 private:
     std::vector<double> bounds_;
@@ -31,29 +37,35 @@ private:
 
 class Metrics {
 public:
-    Metrics();
+    explicit Metrics(std::string model_name);
 
     // One finished HTTP exchange; the path is folded onto its route (ids dropped, unknown paths
     // become "other") so label values stay few.
     void count_request(const std::string& path, int status);
-    void observe_ttft(double seconds);
-    void observe_latency(double seconds);
-    // Token accounting of one request that reached the engine (finished or not).
-    void record_tokens(const engine::RequestStats& stats);
+    // A generation request the engine ended: its tokens, cache use, queue time and TTFT, and its
+    // outcome ("stop", "length", "cancelled" counts as vLLM's "abort", "error").
+    void record_request(const engine::RequestStats& stats, const std::string& finish_reason, double e2e_seconds);
+    // The gap between two tokens of one request, as its client received them.
+    void observe_inter_token(double seconds);
     void count_disconnect();
 
-    std::string render(const engine::SchedulerStats& stats) const;
+    // `stats` and `health` are the engine's state now (read at scrape time, not one step late).
+    std::string render(const engine::SchedulerStats& stats, const engine::EngineHealth& health) const;
 
     static std::string route_label(const std::string& path);
 
 private:
+    const std::string model_label_;  // model_name="<escaped>"
     mutable std::mutex mu_;
     std::map<std::pair<std::string, int>, int64_t> requests_;  // (route, status) -> count
+    std::map<std::string, int64_t> finished_;                   // finished_reason -> count
     Histogram ttft_;
-    Histogram latency_;
-    int64_t generated_tokens_ = 0;
+    Histogram inter_token_;
+    Histogram queue_time_;
+    Histogram e2e_;
+    int64_t generation_tokens_ = 0;
     int64_t prompt_tokens_ = 0;
-    int64_t reused_tokens_ = 0;
+    int64_t cached_prompt_tokens_ = 0;
     int64_t disconnects_ = 0;
 };
 

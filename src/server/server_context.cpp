@@ -15,7 +15,8 @@ ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng
       context_length(ctx_len),
       started_unix_s(
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count()) {}
+              .count()),
+      metrics(cfg.model_id) {}
 
 bool ServerContext::is_model(const std::string& name) const {
     const std::string& id = config.model_id;

@@ -221,11 +221,24 @@ void RawHttpStream::close() {
 }
 
 double metric_value(const std::string& text, const std::string& name) {
+    // Every series carries model_name="..."; it is dropped from the line's labels before comparing,
+    // so `name` is written without it ("lazyattn_x" or "lazyattn_x{outcome=\"c\"}").
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) {
-        if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 && line[name.size()] == ' ') {
-            return std::atof(line.c_str() + name.size() + 1);
+        if (line.empty() || line[0] == '#') continue;
+        const size_t space = line.rfind(' ');
+        std::string series = line.substr(0, space);
+        const size_t at = series.find("model_name=\"");
+        if (at != std::string::npos) {
+            size_t end = series.find('"', at + 12);
+            while (end != std::string::npos && series[end - 1] == '\\') end = series.find('"', end + 1);
+            size_t cut_end = end + 1;
+            if (cut_end < series.size() && series[cut_end] == ',') ++cut_end;
+            series.erase(at, cut_end - at);
+            if (series.size() >= 2 && series.compare(series.size() - 2, 2, "{}") == 0) series.resize(series.size() - 2);
+            if (!series.empty() && series.back() == '}' && series[series.size() - 2] == ',') series.erase(series.size() - 2, 1);
         }
+        if (series == name) return std::atof(line.c_str() + space + 1);
     }
     return -1;
 }

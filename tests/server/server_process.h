@@ -68,7 +68,8 @@ private:
     std::string received_;
 };
 
-// The value of an unlabelled (or exactly labelled) sample in Prometheus text, -1 if absent.
+// The value of a sample in Prometheus text, named with its labels other than model_name
+// ("lazyattn_x", "lazyattn_x{outcome=\"cancelled\"}"); -1 if absent.
 double metric_value(const std::string& metrics_text, const std::string& name);
 
 }  // namespace lazyattn::testing

@@ -63,8 +63,8 @@ inline std::string metrics_text(const ServerProcess& s) { return curl("GET", s.u
 inline bool wait_blocks_released(const ServerProcess& s, double timeout_s = 10) {
     for (int i = 0; i < int(timeout_s * 20); ++i) {
         const std::string m = metrics_text(s);
-        if (metric_value(m, "lazyattn_kv_blocks_used") == 0 && metric_value(m, "lazyattn_requests_running") == 0 &&
-            metric_value(m, "lazyattn_queue_depth") == 0) {
+        if (metric_value(m, "lazyattn_kv_blocks_used") == 0 && metric_value(m, "lazyattn_num_requests_running") == 0 &&
+            metric_value(m, "lazyattn_num_requests_waiting") == 0) {
             return true;
         }
         usleep(50 * 1000);

@@ -17,8 +17,9 @@ import urllib.request
 
 try:
     import openai
-except ImportError:
-    print("SKIP: the `openai` Python package is not installed (scripts/install_deps.sh installs it)")
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError as e:
+    print("SKIP: %s (scripts/install_deps.sh installs `openai` and `prometheus_client`)" % e)
     sys.exit(77)
 
 ARGS = None
@@ -124,6 +125,37 @@ class OpenAiClientTest(unittest.TestCase):
         doc = pinned["data"][0]
         r = self.chat([{"id": doc["id"]}])
         self.assertGreaterEqual(r.usage.prompt_tokens_details.cached_tokens, doc["tokens"])
+
+    def test_metrics_parse_with_prometheus_client(self):
+        """vLLM's metric stems under the lazyattn_ prefix, their types, and model_name on every sample."""
+        self.chat(DOCS)
+        with urllib.request.urlopen(self.server.base + "/metrics", timeout=30) as r:
+            text = r.read().decode()
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        # prometheus_client reports counters without their _total suffix.
+        want = {
+            "lazyattn_prompt_tokens": "counter", "lazyattn_generation_tokens": "counter",
+            "lazyattn_num_requests_running": "gauge", "lazyattn_num_requests_waiting": "gauge",
+            "lazyattn_kv_cache_usage_perc": "gauge", "lazyattn_time_to_first_token_seconds": "histogram",
+            "lazyattn_inter_token_latency_seconds": "histogram", "lazyattn_request_queue_time_seconds": "histogram",
+            "lazyattn_e2e_request_latency_seconds": "histogram", "lazyattn_num_preemptions": "counter",
+            "lazyattn_request_success": "counter", "lazyattn_prefix_cache_queries": "counter",
+            "lazyattn_prefix_cache_hits": "counter", "lazyattn_document_lookups": "counter",
+            "lazyattn_document_hits": "counter", "lazyattn_document_misses": "counter",
+            "lazyattn_segment_job_tokens": "counter", "lazyattn_http_requests": "counter",
+        }
+        for name, kind in want.items():
+            self.assertIn(name, families, name)
+            self.assertEqual(families[name].type, kind, name)
+        for family in families.values():
+            for s in family.samples:
+                self.assertEqual(s.labels.get("model_name"), self.server.model_id, s)
+        reasons = {s.labels["finished_reason"] for s in families["lazyattn_request_success"].samples}
+        self.assertEqual(reasons, {"stop", "length", "abort", "error"})
+        usage = [s.value for s in families["lazyattn_kv_cache_usage_perc"].samples]
+        self.assertTrue(all(0 <= u <= 1 for u in usage), usage)
+        ttft = [s for s in families["lazyattn_time_to_first_token_seconds"].samples if s.name.endswith("_count")]
+        self.assertGreaterEqual(ttft[0].value, 1)
 
     def test_errors_raise_the_matching_exceptions(self):
         with self.assertRaises(openai.BadRequestError) as bad:

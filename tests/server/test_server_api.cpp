@@ -30,13 +30,13 @@ TEST(ServerApi, HealthModelsAndMetrics) {
     const std::string text = metrics_text(s);
     for (const char* name :
          {"lazyattn_http_requests_total", "lazyattn_time_to_first_token_seconds_bucket",
-          "lazyattn_request_duration_seconds_count", "lazyattn_prompt_tokens_computed_total",
-          "lazyattn_prompt_tokens_reused_total", "lazyattn_segment_hits_total", "lazyattn_segment_misses_total",
-          "lazyattn_kv_blocks_used", "lazyattn_kv_blocks_cached", "lazyattn_kv_blocks_free", "lazyattn_queue_depth",
-          "lazyattn_preemptions_total", "lazyattn_requests_running"}) {
+          "lazyattn_e2e_request_latency_seconds_count", "lazyattn_prompt_tokens_total", "lazyattn_kv_cache_usage_perc",
+          "lazyattn_prefix_cache_hits_total", "lazyattn_document_hits_total", "lazyattn_document_misses_total",
+          "lazyattn_kv_blocks_used", "lazyattn_kv_blocks_cached", "lazyattn_kv_blocks_free", "lazyattn_num_requests_waiting",
+          "lazyattn_num_preemptions_total", "lazyattn_num_requests_running"}) {
         EXPECT_NE(text.find(name), std::string::npos) << name;
     }
-    EXPECT_NE(text.find("lazyattn_http_requests_total{route=\"/health\",status=\"200\"} 1"), std::string::npos) << text;
+    EXPECT_EQ(metric_value(text, "lazyattn_http_requests_total{route=\"/health\",status=\"200\"}"), 1) << text;
     EXPECT_GT(metric_value(text, "lazyattn_kv_blocks_total"), 0);
 }
 
@@ -82,8 +82,8 @@ TEST(ServerApi, ChatWithDocumentsReusesThemInAnyOrder) {
     // The preamble and all three documents are hits; only the question tail is computed.
     EXPECT_GT(cached, prompt / 2) << second;
     const std::string m = metrics_text(s);
-    EXPECT_EQ(metric_value(m, "lazyattn_segment_hits_total"), 4) << m;
-    EXPECT_EQ(metric_value(m, "lazyattn_prompt_tokens_reused_total"), cached);
+    EXPECT_EQ(metric_value(m, "lazyattn_document_hits_total"), 4) << m;
+    EXPECT_EQ(metric_value(m, "lazyattn_prefix_cache_hits_total"), cached);
 }
 
 TEST(ServerApi, CompletionStreamEndsWithFinishReasonAndDone) {

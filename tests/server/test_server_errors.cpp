@@ -128,7 +128,7 @@ TEST(ServerErrors, FullQueueIs429WithRetryAfter) {
     RawHttpStream queued(s.port(), "POST", "/v1/completions", completion_body(false, json::object(), 2));
     bool waiting = false;
     for (int i = 0; i < 200 && !waiting; ++i) {
-        waiting = metric_value(metrics_text(s), "lazyattn_queue_depth") == 1;
+        waiting = metric_value(metrics_text(s), "lazyattn_num_requests_waiting") == 1;
         if (!waiting) usleep(10 * 1000);
     }
     ASSERT_TRUE(waiting) << metrics_text(s);

@@ -28,9 +28,9 @@ TEST(ServerLifecycle, ClientDisconnectCancelsTheRequestAndFreesItsBlocks) {
     stream.close();
     EXPECT_TRUE(wait_blocks_released(s, 5)) << metrics_text(s);
     const std::string m = metrics_text(s);
-    EXPECT_EQ(metric_value(m, "lazyattn_engine_requests_total{outcome=\"cancelled\"}"), 1) << m;
+    EXPECT_EQ(metric_value(m, "lazyattn_request_success_total{finished_reason=\"abort\"}"), 1) << m;
     EXPECT_EQ(metric_value(m, "lazyattn_client_disconnects_total"), 1) << m;
-    EXPECT_LT(metric_value(m, "lazyattn_generated_tokens_total"), 4000) << m;
+    EXPECT_LT(metric_value(m, "lazyattn_generation_tokens_total"), 4000) << m;
     expect_still_serving(s);
 }
 

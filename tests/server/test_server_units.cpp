@@ -137,31 +137,52 @@ TEST(Sse, FramesEventsAndSplitsLines) {
 }
 
 TEST(Metrics, RendersPrometheusText) {
-    Metrics m;
+    Metrics m("my \"model\"");
     m.count_request("/v1/completions", 200);
     m.count_request("/v1/completions", 200);
     m.count_request("/v1/documents/abc", 404);
     m.count_request("/no/such/thing", 404);
-    m.observe_ttft(0.02);
-    m.observe_ttft(3);
     engine::RequestStats rs;
     rs.num_prompt_tokens = 10;
     rs.reused_tokens = 6;
     rs.num_generated = 4;
-    m.record_tokens(rs);
+    rs.ttft_ms = 20;
+    rs.queue_ms = 400;
+    m.record_request(rs, "stop", 1.2);
+    rs.ttft_ms = 3000;
+    m.record_request(rs, "length", 4);
+    m.record_request(rs, "cancelled", 4);  // counted, but no latency observed for it
+    m.observe_inter_token(0.03);
     engine::SchedulerStats s;
     s.blocks_used = 3;
-    const std::string text = m.render(s);
-    for (const char* line :
-         {"lazyattn_http_requests_total{route=\"/v1/completions\",status=\"200\"} 2",
-          "lazyattn_http_requests_total{route=\"/v1/documents/{id}\",status=\"404\"} 1",
-          "lazyattn_http_requests_total{route=\"other\",status=\"404\"} 1",
-          "lazyattn_time_to_first_token_seconds_bucket{le=\"0.025\"} 1",
-          "lazyattn_time_to_first_token_seconds_bucket{le=\"5\"} 2",
-          "lazyattn_time_to_first_token_seconds_bucket{le=\"+Inf\"} 2", "lazyattn_time_to_first_token_seconds_count 2",
-          "lazyattn_prompt_tokens_reused_total 6", "lazyattn_prompt_tokens_computed_total 4",
-          "lazyattn_generated_tokens_total 4", "lazyattn_kv_blocks_used 3", "# TYPE lazyattn_kv_blocks_used gauge"}) {
-        EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
+    s.blocks_total = 12;
+    s.segment_hits = 5;
+    s.segment_misses = 2;
+    engine::EngineHealth h;
+    h.num_waiting = 7;
+    h.num_running = 2;
+    const std::string text = m.render(s, h);
+    const std::string ml = "model_name=\"my \\\"model\\\"\"";  // label values escape quotes
+    for (const std::string& line : std::vector<std::string>{
+             "lazyattn_http_requests_total{" + ml + ",route=\"/v1/completions\",status=\"200\"} 2",
+          "lazyattn_http_requests_total{" + ml + ",route=\"/v1/documents/{id}\",status=\"404\"} 1",
+          "lazyattn_http_requests_total{" + ml + ",route=\"other\",status=\"404\"} 1",
+          "lazyattn_time_to_first_token_seconds_bucket{" + ml + ",le=\"0.02\"} 1",
+          "lazyattn_time_to_first_token_seconds_bucket{" + ml + ",le=\"5\"} 2",
+          "lazyattn_time_to_first_token_seconds_bucket{" + ml + ",le=\"+Inf\"} 2",
+          "lazyattn_time_to_first_token_seconds_count{" + ml + "} 2",
+          "lazyattn_request_queue_time_seconds_count{" + ml + "} 2",
+          "lazyattn_e2e_request_latency_seconds_sum{" + ml + "} 5.2",
+          "lazyattn_inter_token_latency_seconds_count{" + ml + "} 1",
+          "lazyattn_request_success_total{" + ml + ",finished_reason=\"stop\"} 1",
+          "lazyattn_request_success_total{" + ml + ",finished_reason=\"length\"} 1",
+          "lazyattn_request_success_total{" + ml + ",finished_reason=\"abort\"} 1",
+          "lazyattn_prompt_tokens_total{" + ml + "} 30", "lazyattn_prefix_cache_queries_total{" + ml + "} 30",
+          "lazyattn_prefix_cache_hits_total{" + ml + "} 18", "lazyattn_generation_tokens_total{" + ml + "} 12",
+          "lazyattn_num_requests_waiting{" + ml + "} 7", "lazyattn_num_requests_running{" + ml + "} 2",
+          "lazyattn_kv_cache_usage_perc{" + ml + "} 0.25", "lazyattn_document_lookups_total{" + ml + "} 7",
+          "lazyattn_kv_blocks_used{" + ml + "} 3", "# TYPE lazyattn_kv_blocks_used gauge"}) {
+        EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n" << text;
     }
 }
 

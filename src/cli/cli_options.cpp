@@ -1,0 +1,102 @@
+#include "cli/cli_options.h"
+
+#include <cctype>
+#include <climits>
+#include <map>
+
+namespace lazyattn::cli {
+
+void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
+    cmd->add_option("-m,--model", o.model_path, "GGUF model file (default: the embedded SmolLM2-135M)");
+    cmd->add_option("-t,--threads", o.num_threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+    if (!with_kv) return;
+    // Parsed as a string so help and errors name the values ("auto" is vLLM's default spelling).
+    static const std::map<std::string, kernels::KvDtype> names{{"f16", kernels::KvDtype::kF16},
+                                                               {"auto", kernels::KvDtype::kF16},
+                                                               {"bf16", kernels::KvDtype::kBF16},
+                                                               {"f32", kernels::KvDtype::kF32}};
+    cmd->add_option_function<std::string>(
+           "--kv-dtype,--kv-cache-dtype", [&o](const std::string& v) { o.kv_dtype = names.at(v); },
+           "KV cache element type: f16 (default; also 'auto'), bf16 or f32")
+        ->check(CLI::IsMember({"f16", "auto", "bf16", "f32"}))
+        ->type_name("f16|bf16|f32");
+}
+
+std::string env_name_for(const std::string& long_name) {
+    std::string out = "LAZYATTN_ARG_";
+    for (char c : long_name.substr(long_name.find_first_not_of('-'))) {
+        out += c == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return out;
+}
+
+CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
+    // Integer ranges rather than CLI::PositiveNumber, whose error prints the range up to DBL_MAX.
+    const auto positive = CLI::Range(1, INT32_MAX), non_negative = CLI::Range(0, INT32_MAX);
+    const auto seconds = CLI::Range(0.001, 1e9);
+    CLI::App* sv = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, documents, metrics)");
+    add_common_options(sv, o.common);
+    const auto modes = CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"});
+    sv->add_option("--host", o.host, "address to listen on");
+    sv->add_option("--port", o.port, "port to listen on (0 = any free port)")->check(CLI::Range(0, 65535));
+    sv->add_option("--served-model-name,--alias", o.served_model_name,
+                   "the model id clients see and name (default: the file name)");
+    sv->add_option("-c,--ctx-size,--max-model-len", o.max_model_len,
+                   "cap the context length below the model's (0 = the model's)")
+        ->check(non_negative);
+    sv->add_option("--cache-mode", o.cache_mode, "lazy | lazy-k | block-attn | prefix | none")->check(modes);
+    sv->add_option("--kv-cache-mb", o.kv_cache_mb, "KV cache pool size in MiB")->check(positive);
+    sv->add_option("--kv-blocks", o.kv_blocks, "exact KV pool size in blocks (overrides --kv-cache-mb)")
+        ->check(non_negative);
+    sv->add_option("--block-size", o.block_size, "tokens per KV block")->check(CLI::Range(1, 1024));
+    sv->add_option("--max-batch-tokens,--max-num-batched-tokens", o.max_batch_tokens, "rows per forward step")
+        ->check(positive);
+    sv->add_option("--max-num-seqs,--parallel", o.max_num_seqs, "requests running at once (llama.cpp: -np)")
+        ->check(positive);
+    sv->add_option("--max-queue", o.max_queue, "waiting requests before 429")->check(positive);
+    sv->add_option("--max-body-bytes", o.max_body_bytes, "largest request body (413 above)")->check(positive);
+    sv->add_option("--http-threads", o.http_threads, "HTTP worker threads for generations (one per open stream)")
+        ->check(CLI::Range(1, 4096));
+    sv->add_option("--shutdown-timeout", o.shutdown_timeout_s, "seconds in-flight requests get on SIGTERM")
+        ->check(CLI::Range(0.0, 1e9));
+    sv->add_option("--chat-template", o.chat_template, "chat template to use: chatml | llama3")
+        ->check(CLI::IsMember({"chatml", "llama3"}));
+    sv->add_option("--api-key", o.api_keys, "require this API key (Bearer); repeat or comma-separate for several")
+        ->delimiter(',');
+    sv->add_option("--api-key-file", o.api_key_file, "file with one API key per line")->check(CLI::ExistingFile);
+    sv->add_option("--open-endpoints", o.open_endpoints,
+                   "with API keys: GET endpoints reachable without one (health, metrics; 'none' for neither)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"health", "metrics", "none"}));
+    sv->add_option("--max-tokens-cap", o.max_tokens_cap, "most tokens one request may generate (clamped)")
+        ->check(positive);
+    sv->add_option("--header-timeout", o.header_timeout_s, "seconds a client has to send a request's headers")
+        ->check(seconds);
+    sv->add_option("--request-timeout", o.request_timeout_s, "seconds a client has to send a whole request")
+        ->check(seconds);
+    sv->add_option("--max-connections", o.max_connections, "open connections in all (503 beyond)")
+        ->check(positive);
+    sv->add_option("--max-connections-per-client", o.max_connections_per_client,
+                   "open connections from one address (429 beyond)")
+        ->check(positive);
+    sv->add_option("--health-stall", o.health_stall_s,
+                   "seconds of queued work without progress before /health answers 503")
+        ->check(seconds);
+    for (CLI::Option* opt : sv->get_options()) {
+        if (opt == sv->get_help_ptr() || opt->get_lnames().empty()) continue;
+        opt->envname(env_name_for(opt->get_lnames().front()));
+    }
+    return sv;
+}
+
+std::vector<std::string> normalize_arguments(int argc, char** argv) {
+    static const std::map<std::string, std::string> spellings{{"-np", "--parallel"}};
+    std::vector<std::string> out;
+    for (int i = 0; i < argc; ++i) {
+        auto it = spellings.find(argv[i]);
+        out.push_back(i > 0 && it != spellings.end() ? it->second : argv[i]);
+    }
+    return out;
+}
+
+}  // namespace lazyattn::cli

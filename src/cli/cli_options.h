@@ -1,0 +1,30 @@
+// Command-line registration shared by the subcommands: the options every model command takes,
+// the serve command's options, the compatibility spellings users bring from llama.cpp and vLLM,
+// and the environment-variable fallback of every server flag.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace lazyattn::cli {
+
+// --model/-m, --threads/-t and (with_kv) --kv-dtype/--kv-cache-dtype.
+void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv = true);
+
+// `lazyattn serve` and its options; each is also read from LAZYATTN_ARG_<LONG_NAME> (dashes as
+// underscores, upper case: --max-num-seqs -> LAZYATTN_ARG_MAX_NUM_SEQS), as llama.cpp's server
+// reads LLAMA_ARG_*. A flag on the command line wins over the environment.
+CLI::App* add_serve_command(CLI::App& app, ServeOptions& o);
+
+// llama.cpp's multi-letter single-dash options ("-np") rewritten to their long names, which
+// CLI11 cannot declare as short options.
+std::vector<std::string> normalize_arguments(int argc, char** argv);
+
+// The environment variable that backs a long option name: "--max-num-seqs" -> "LAZYATTN_ARG_MAX_NUM_SEQS".
+std::string env_name_for(const std::string& long_name);
+
+}  // namespace lazyattn::cli
