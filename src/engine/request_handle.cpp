@@ -70,6 +70,12 @@ void RequestHandle::set_prompt_logprobs(std::vector<float> logprobs, std::vector
     result_.prompt_top_logprobs = std::move(top);
 }
 
+void RequestHandle::prompt_logprobs(std::vector<float>* logprobs, std::vector<TopLogprobs>* top) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    *logprobs = result_.prompt_token_logprobs;
+    *top = result_.prompt_top_logprobs;
+}
+
 std::vector<float> RequestHandle::tail_logits() const {
     std::lock_guard<std::mutex> lock(mu_);
     return tail_logits_;

@@ -57,6 +57,8 @@ public:
     void set_tail_logits(std::vector<float> logits);
     // Prompt logprobs (RagRequest::prompt_logprobs), set before finish().
     void set_prompt_logprobs(std::vector<float> logprobs, std::vector<TopLogprobs> top);
+    // The prompt logprobs published so far (once the prompt has run; see RagRequest::prompt_logprobs).
+    void prompt_logprobs(std::vector<float>* logprobs, std::vector<TopLogprobs>* top) const;
     void finish(const std::string& reason, const RequestStats& stats, Status status = {});
 
 private:

@@ -101,6 +101,10 @@ bool Scheduler::step() {
         const bool was_prompt = !s.prompt_done();
         s.kv.num_tail_computed = t.end;
         stats_.prompt_tokens_computed += was_prompt ? t.end - t.begin : 0;
+        if (was_prompt && s.prompt_done() && s.request.prompt_logprobs >= 0) {
+            // Published before the first token, so a stream can echo the prompt with them.
+            s.handle->set_prompt_logprobs(s.prompt_logprobs, s.prompt_top_logprobs);
+        }
         if (was_prompt && s.prompt_done() && config_.cache_mode != CacheMode::kNone) {
             const kv::BlockHash seed = segments_are_blocks(config_.cache_mode)
                                            ? kv::hash_segment_list(s.seeds.tail, s.request.segments)

@@ -3,8 +3,10 @@
 #include "core/timer.h"
 #include "server/completion_stream.h"
 #include "server/http_util.h"
+#include "server/logprobs_json.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/output_options.h"
 #include "server/sse.h"
 #include "server/token_clock.h"
 
@@ -30,17 +32,50 @@ std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req
     return std::nullopt;
 }
 
-// The request's next event. Every kDisconnectPollMs, whether events flow or not, checks that the
-// client is still there and cancels the request when it left (its blocks return at the next
-// step; the engine then finishes it as cancelled).
+OutputOptions output_options(ServerContext& ctx, const GenerationRequest& gen, const engine::RagRequest& rag) {
+    OutputOptions o;
+    o.logprobs = gen.logprobs >= 0;
+    o.echo = gen.echo;
+    if (gen.echo) {
+        o.echo_text = gen.prompt_tokens.empty() ? gen.prompt : ctx.tokenizer.decode(gen.prompt_tokens, true);
+        o.echo_tokens = rag.tail;
+    }
+    o.include_usage = gen.include_usage;
+    return o;
+}
+
+// Submits the n choices of one request. They share the prompt: their documents are one cached
+// copy (a missing one is computed by one job all of them join), only their tails are their own.
+// Each choice gets its own seed (the request's seed + i, so a seeded request is reproducible).
+Expected<std::vector<std::shared_ptr<engine::RequestHandle>>> submit_choices(ServerContext& ctx,
+                                                                              const engine::RagRequest& rag, int32_t n,
+                                                                              const std::shared_ptr<Doorbell>& bell) {
+    std::vector<std::shared_ptr<engine::RequestHandle>> handles;
+    for (int32_t i = 0; i < n; ++i) {
+        engine::RagRequest choice = rag;
+        choice.sampling.seed = rag.sampling.seed + uint64_t(i) * 0x9e3779b97f4a7c15ull;
+        auto h = ctx.engine.submit(std::move(choice), [bell](const engine::RequestEvent&) { bell->ring(); });
+        if (!h.ok()) {
+            for (auto& earlier : handles) earlier->cancel();
+            return h.status();
+        }
+        handles.push_back(std::move(h).value());
+    }
+    return handles;
+}
+
+// The next event of `handle`. Every kDisconnectPollMs, whether events flow or not, checks that
+// the client is still there and cancels every choice when it left (their blocks return at the
+// next step; the engine then finishes them as cancelled).
 engine::RequestEvent next_event_or_cancel(ServerContext& ctx, engine::RequestHandle& handle,
+                                          const std::vector<std::shared_ptr<engine::RequestHandle>>& all,
                                           const http::ClientLink& link, double& next_check_ms) {
     for (;;) {
         auto e = handle.next_event(kDisconnectPollMs);
         if (now_ms() >= next_check_ms && !handle.cancel_requested()) {
             next_check_ms = now_ms() + kDisconnectPollMs;
             if (link.gone()) {
-                handle.cancel();
+                for (auto& h : all) h->cancel();
                 ctx.metrics.count_disconnect();
             }
         }
@@ -48,38 +83,71 @@ engine::RequestEvent next_event_or_cancel(ServerContext& ctx, engine::RequestHan
     }
 }
 
-void respond_whole(ServerContext& ctx, http::HttpResponse& res, engine::RequestHandle& handle,
-                   const http::ClientLink& link, const ResponseMeta& meta, double t_start_ms) {
-    double next_check_ms = now_ms() + kDisconnectPollMs;
-    TokenClock clock;
-    for (;;) {
-        const engine::RequestEvent e = next_event_or_cancel(ctx, handle, link, next_check_ms);
-        if (e.kind == engine::RequestEvent::Kind::kFinished) break;
-        clock.on_event(ctx.metrics, e);
+ChoiceBody choice_body(ServerContext& ctx, const engine::RequestHandle& handle, const engine::RagResult& r,
+                       const OutputOptions& o, bool chat) {
+    ChoiceBody c;
+    c.finish_reason = r.finish_reason;
+    c.text = o.echo ? o.echo_text + r.text : r.text;
+    if (!o.logprobs) return c;
+    TokenLogprobList tokens;
+    if (o.echo) append_prompt_logprobs(handle, o.echo_tokens, tokens);
+    for (size_t i = 0; i < r.token_ids.size() && i < r.token_logprobs.size(); ++i) {
+        tokens.append(r.token_ids[i], r.token_logprobs[i], r.top_logprobs[i]);
     }
-    const engine::RagResult result = handle.wait();
-    ctx.metrics.record_request(result.stats, result.finish_reason, (now_ms() - t_start_ms) / 1000.0);
-    if (result.finish_reason == "error") return send_error(res, generation_error(result.status, meta.chat));
-    if (result.finish_reason == "cancelled") return send_error(res, cancelled_generation_error());
-    res.status = 200;
-    res.content_type = "application/json";
-    res.body = completion_body(meta, result);
+    c.logprobs = chat ? chat_logprobs_json(ctx.tokenizer, tokens) : completion_logprobs_json(ctx.tokenizer, tokens, 0);
+    return c;
 }
 
-void respond_stream(ServerContext& ctx, http::HttpResponse& res, std::shared_ptr<engine::RequestHandle> handle,
-                    const http::ClientLink& link, const ResponseMeta& meta, bool include_usage, double t_start_ms) {
-    // The status line waits for the first event, so a request the engine turns away after
-    // accepting it (a full queue seen on the engine thread) still gets its proper status.
+void respond_whole(ServerContext& ctx, http::HttpResponse& res,
+                   const std::vector<std::shared_ptr<engine::RequestHandle>>& handles, const http::ClientLink& link,
+                   const ResponseMeta& meta, const OutputOptions& output, double t_start_ms) {
     double next_check_ms = now_ms() + kDisconnectPollMs;
-    engine::RequestEvent first = next_event_or_cancel(ctx, *handle, link, next_check_ms);
-    if (first.kind == engine::RequestEvent::Kind::kFinished &&
-        (first.finish_reason == "error" || first.finish_reason == "cancelled")) {
-        ctx.metrics.record_request(handle->stats(), first.finish_reason, (now_ms() - t_start_ms) / 1000.0);
+    std::vector<engine::RagResult> results;
+    for (const auto& h : handles) {
+        TokenClock clock;
+        for (;;) {
+            const engine::RequestEvent e = next_event_or_cancel(ctx, *h, handles, link, next_check_ms);
+            if (e.kind == engine::RequestEvent::Kind::kFinished) break;
+            clock.on_event(ctx.metrics, e);
+        }
+        results.push_back(h->wait());
+        ctx.metrics.record_request(results.back().stats, results.back().finish_reason, (now_ms() - t_start_ms) / 1000.0);
+    }
+    std::vector<ChoiceBody> choices;
+    std::vector<engine::RequestStats> stats;
+    for (size_t i = 0; i < results.size(); ++i) {
+        const engine::RagResult& r = results[i];
+        if (r.finish_reason == "error") return send_error(res, generation_error(r.status, meta.chat));
+        if (r.finish_reason == "cancelled") return send_error(res, cancelled_generation_error());
+        choices.push_back(choice_body(ctx, *handles[i], r, output, meta.chat));
+        stats.push_back(r.stats);
+    }
+    res.status = 200;
+    res.content_type = "application/json";
+    res.body = completion_body(meta, choices, combined_usage(stats));
+}
+
+void respond_stream(ServerContext& ctx, http::HttpResponse& res,
+                    std::vector<std::shared_ptr<engine::RequestHandle>> handles, std::shared_ptr<Doorbell> bell,
+                    const http::ClientLink& link, const ResponseMeta& meta, OutputOptions output, double t_start_ms) {
+    // The status line waits for every choice's first event, so a request the engine turns away
+    // after accepting it (a full queue seen on the engine thread) still gets its proper status.
+    double next_check_ms = now_ms() + kDisconnectPollMs;
+    std::vector<engine::RequestEvent> firsts;
+    for (const auto& h : handles) firsts.push_back(next_event_or_cancel(ctx, *h, handles, link, next_check_ms));
+    for (size_t i = 0; i < firsts.size(); ++i) {
+        const engine::RequestEvent& first = firsts[i];
+        if (first.kind != engine::RequestEvent::Kind::kFinished ||
+            (first.finish_reason != "error" && first.finish_reason != "cancelled")) {
+            continue;
+        }
+        for (auto& h : handles) h->cancel();
+        ctx.metrics.record_request(handles[i]->stats(), first.finish_reason, (now_ms() - t_start_ms) / 1000.0);
         return send_error(res, first.finish_reason == "error" ? generation_error(first.status, meta.chat)
                                                               : cancelled_generation_error());
     }
-    auto stream =
-        std::make_shared<CompletionStream>(ctx, std::move(handle), meta, include_usage, std::move(first), t_start_ms);
+    auto stream = std::make_shared<CompletionStream>(ctx, std::move(handles), std::move(firsts), std::move(bell), meta,
+                                                     std::move(output), t_start_ms);
     res.status = 200;
     res.content_type = kSseContentType;
     res.set_header("Cache-Control", "no-cache");
@@ -96,13 +164,15 @@ void handle_completion(ServerContext& ctx, const http::HttpRequest& req, http::H
     GenerationRequest gen;
     engine::RagRequest rag;
     if (auto e = prepare(ctx, req, chat, gen, rag)) return send_error(res, *e);
-    auto handle = ctx.engine.submit(std::move(rag));
-    if (!handle.ok()) return send_error(res, generation_error(handle.status(), chat));
+    OutputOptions output = output_options(ctx, gen, rag);
+    auto bell = std::make_shared<Doorbell>();
+    auto handles = submit_choices(ctx, rag, gen.n, bell);
+    if (!handles.ok()) return send_error(res, generation_error(handles.status(), chat));
     const ResponseMeta meta = make_response_meta(chat, ctx.config.model_id);
     if (gen.stream) {
-        respond_stream(ctx, res, std::move(handle).value(), link, meta, gen.include_usage, t_start_ms);
+        respond_stream(ctx, res, std::move(handles).value(), std::move(bell), link, meta, std::move(output), t_start_ms);
     } else {
-        respond_whole(ctx, res, **handle, link, meta, t_start_ms);
+        respond_whole(ctx, res, *handles, link, meta, output, t_start_ms);
     }
 }
 

@@ -180,11 +180,13 @@ Err parse_sampling(const json& body, GenerationRequest& out) {
     s.repetition_penalty = float(rep);
     s.top_k = top_k < 0 ? 0 : int32_t(top_k);
     s.seed = uint64_t(seed);
-    for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-        double v = 0;
-        if (auto e = read_number(body, key, v)) return e;
-        if (v != 0) return invalid_request(std::string("'") + key + "' is not supported (only 0)", key, "unsupported");
-    }
+    double presence = 0, frequency = 0;
+    if (auto e = read_number(body, "presence_penalty", presence)) return e;
+    if (presence < -2 || presence > 2) return value_error("presence_penalty", "must be in [-2, 2]");
+    if (auto e = read_number(body, "frequency_penalty", frequency)) return e;
+    if (frequency < -2 || frequency > 2) return value_error("frequency_penalty", "must be in [-2, 2]");
+    s.presence_penalty = float(presence);
+    s.frequency_penalty = float(frequency);
     return std::nullopt;
 }
 
@@ -193,28 +195,54 @@ Err parse_max_tokens(const json& body, GenerationRequest& out) {
         int64_t v = -1;
         if (auto e = read_integer(body, key, v)) return e;
         if (absent(body, key)) continue;
-        if (v < 1) return value_error(key, "must be >= 1");
+        // 0 scores the prompt without generating (echo + logprobs, as lm-evaluation-harness asks).
+        if (v < 1 && !(v == 0 && out.echo)) return value_error(key, out.echo ? "must be >= 0" : "must be >= 1");
         out.max_tokens = int32_t(std::min<int64_t>(v, INT32_MAX));
     }
     return std::nullopt;
 }
 
+// Completions: `logprobs` is the number of alternatives (null: none) and `echo` returns the
+// prompt. Chat: `logprobs` is a boolean and `top_logprobs` the number of alternatives.
+Err parse_logprobs(const json& body, bool chat, GenerationRequest& out) {
+    constexpr int64_t kMax = engine::SamplingParams::kMaxLogprobs;
+    if (chat) {
+        bool wanted = false;
+        if (auto e = read_bool(body, "logprobs", wanted)) return e;
+        int64_t top = 0;
+        if (auto e = read_integer(body, "top_logprobs", top)) return e;
+        if (top < 0 || top > kMax) return value_error("top_logprobs", "must be in [0, " + std::to_string(kMax) + "]");
+        if (!wanted && !absent(body, "top_logprobs") && top > 0) {
+            return value_error("top_logprobs", "needs 'logprobs': true");
+        }
+        out.logprobs = wanted ? int32_t(top) : -1;
+        if (!absent(body, "echo") && body.at("echo") != false) {
+            return invalid_request("'echo' is for /v1/completions", "echo", "unsupported");
+        }
+        return std::nullopt;
+    }
+    if (auto e = read_bool(body, "echo", out.echo)) return e;
+    if (absent(body, "logprobs")) return std::nullopt;
+    int64_t k = -1;
+    if (auto e = read_integer(body, "logprobs", k)) return e;
+    if (k < 0 || k > kMax) return value_error("logprobs", "must be in [0, " + std::to_string(kMax) + "]");
+    out.logprobs = int32_t(k);
+    return std::nullopt;
+}
+
 // Fields lazyattn cannot honour: refused unless they hold their no-op value.
-Err refuse_unsupported(const json& body, bool chat) {
-    int64_t n = 1, best_of = 1;
+Err parse_choices(const json& body, GenerationRequest& out) {
+    int64_t n = 1;
     if (auto e = read_integer(body, "n", n)) return e;
-    if (n != 1) return invalid_request("'n' must be 1 (one choice per request)", "n", "unsupported");
+    if (n < 1 || n > kMaxChoices) return value_error("n", "must be in [1, " + std::to_string(kMaxChoices) + "]");
+    out.n = int32_t(n);
+    return std::nullopt;
+}
+
+Err refuse_unsupported(const json& body, bool chat) {
+    int64_t best_of = 1;
     if (auto e = read_integer(body, "best_of", best_of)) return e;
     if (best_of != 1) return invalid_request("'best_of' must be 1", "best_of", "unsupported");
-    if (!absent(body, "logprobs") && body.at("logprobs") != false && body.at("logprobs") != 0) {
-        return invalid_request("'logprobs' is not supported", "logprobs", "unsupported");
-    }
-    if (!absent(body, "top_logprobs") && body.at("top_logprobs") != 0) {
-        return invalid_request("'top_logprobs' is not supported", "top_logprobs", "unsupported");
-    }
-    if (!absent(body, "echo") && body.at("echo") != false) {
-        return invalid_request("'echo' is not supported", "echo", "unsupported");
-    }
     if (!absent(body, "suffix") && body.at("suffix") != "") {
         return invalid_request("'suffix' is not supported", "suffix", "unsupported");
     }
@@ -296,7 +324,9 @@ std::optional<ApiError> parse_generation_request(const json& body, bool chat, Ge
         if (auto e = parse_documents(body.at("documents"), true, out.documents)) return e;
     }
     if (auto e = parse_sampling(body, out)) return e;
+    if (auto e = parse_logprobs(body, chat, out)) return e;  // before max_tokens: echo allows 0
     if (auto e = parse_max_tokens(body, out)) return e;
+    if (auto e = parse_choices(body, out)) return e;
     if (auto e = parse_stop(body, out.stop)) return e;
     if (auto e = read_bool(body, "ignore_eos", out.ignore_eos)) return e;
     if (auto e = parse_stream(body, out)) return e;

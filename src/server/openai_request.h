@@ -2,7 +2,7 @@
 // /v1/chat/completions body, checks every field's type and range, and answers either a
 // GenerationRequest (no JSON left in it) or the ApiError naming the offending field. Unknown
 // fields are ignored, as OpenAI-compatible servers do; fields lazyattn cannot honour (n > 1,
-// non-zero presence/frequency penalties, logprobs) are refused rather than silently dropped.
+// best_of, tools, suffix) are refused rather than silently dropped.
 //
 // Extensions: `cache_salt` (vLLM's: requests share cached KV only with the same salt),
 // `documents` (strings, or {"text", "title"?} objects, or {"id"} naming a cached
@@ -38,7 +38,13 @@ struct GenerationRequest {
     std::vector<DocumentRef> documents;
     engine::SamplingParams sampling;
     bool seed_given = false;
-    int32_t max_tokens = -1;  // -1: not given (the route picks the default)
+    int32_t max_tokens = -1;  // -1: not given (the route picks the default); 0 only with echo
+    int32_t n = 1;            // choices: n requests sharing the prompt's cached blocks
+    // Logprobs of generated tokens with this many alternatives (-1: none). Completions: `logprobs`
+    // (an integer); chat: `logprobs: true` with `top_logprobs`.
+    int32_t logprobs = -1;
+    bool echo = false;        // completions: the prompt is returned before the completion (with
+                              // its tokens' logprobs when logprobs >= 0)
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool stream = false;
@@ -48,6 +54,8 @@ struct GenerationRequest {
 
 // Longest cache_salt accepted (it only names a namespace).
 inline constexpr size_t kMaxCacheSaltBytes = 256;
+// The most choices one request may ask for (each is a generation of its own).
+inline constexpr int32_t kMaxChoices = 16;
 
 // `body` is the parsed JSON of the request. Text fields must be valid UTF-8.
 std::optional<ApiError> parse_generation_request(const nlohmann::json& body, bool chat, GenerationRequest& out);

@@ -45,23 +45,35 @@ ResponseMeta make_response_meta(bool chat, const std::string& model) {
     return m;
 }
 
-std::string completion_body(const ResponseMeta& meta, const engine::RagResult& r) {
+engine::RequestStats combined_usage(const std::vector<engine::RequestStats>& per_choice) {
+    engine::RequestStats u = per_choice.empty() ? engine::RequestStats{} : per_choice.front();
+    for (size_t i = 1; i < per_choice.size(); ++i) u.num_generated += per_choice[i].num_generated;
+    return u;
+}
+
+std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBody>& choices,
+                            const engine::RequestStats& usage) {
     json body = envelope(meta, meta.chat ? "chat.completion" : "text_completion");
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason_json(r.finish_reason)}};
-    if (meta.chat) {
-        choice["message"] = {{"role", "assistant"}, {"content", r.text}};
-    } else {
-        choice["text"] = r.text;
+    json list = json::array();
+    for (size_t i = 0; i < choices.size(); ++i) {
+        const ChoiceBody& c = choices[i];
+        json choice = {{"index", int(i)}, {"logprobs", c.logprobs}, {"finish_reason", reason_json(c.finish_reason)}};
+        if (meta.chat) {
+            choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+        } else {
+            choice["text"] = c.text;
+        }
+        list.push_back(std::move(choice));
     }
-    body["choices"] = json::array({choice});
-    body["usage"] = usage_json(r.stats);
+    body["choices"] = std::move(list);
+    body["usage"] = usage_json(usage);
     return dump(body);
 }
 
-std::string chunk_body(const ResponseMeta& meta, const std::string& text, bool role, const std::string& finish_reason,
-                       bool with_usage_null) {
+std::string chunk_body(const ResponseMeta& meta, int index, const std::string& text, bool role,
+                       const std::string& finish_reason, bool with_usage_null, const json& logprobs) {
     json body = envelope(meta, meta.chat ? "chat.completion.chunk" : "text_completion");
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason_json(finish_reason)}};
+    json choice = {{"index", index}, {"logprobs", logprobs}, {"finish_reason", reason_json(finish_reason)}};
     if (meta.chat) {
         json delta = json::object();
         if (role) delta["role"] = "assistant";

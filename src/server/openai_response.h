@@ -1,10 +1,13 @@
-// Native results -> OpenAI response bodies: whole completions (text_completion, chat.completion),
-// stream chunks (text_completion / chat.completion.chunk) and the usage object, whose
-// prompt_tokens_details.cached_tokens reports the prompt tokens served from the KV cache.
+// Native results -> OpenAI response bodies: whole completions (text_completion, chat.completion)
+// with one or more choices, stream chunks (text_completion / chat.completion.chunk) and the
+// usage object, whose prompt_tokens_details.cached_tokens reports the prompt tokens served from
+// the KV cache. Logprobs objects come ready-made (logprobs_json.h).
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/rag_request.h"
 
@@ -20,15 +23,27 @@ struct ResponseMeta {
 // A fresh response id for a completion (chat: "chatcmpl-", else "cmpl-") and the current time.
 ResponseMeta make_response_meta(bool chat, const std::string& model);
 
-// "stop" and "length" pass through; the engine's "cancelled" and "error" never reach a client as
-// a finish_reason (the routes turn them into errors).
-std::string completion_body(const ResponseMeta& meta, const engine::RagResult& result);
+// One choice of a whole response. "stop" and "length" pass through as finish_reason; the
+// engine's "cancelled" and "error" never reach a client as one (the routes turn them into errors).
+struct ChoiceBody {
+    std::string text;  // completions with echo: the prompt, then the completion
+    std::string finish_reason;
+    nlohmann::json logprobs;  // null when not asked for
+};
 
-// One stream chunk. Chat: with `role`, the delta opens with {"role": "assistant"}; with a
-// finish_reason, the delta is empty and the reason is set. with_usage_null adds "usage": null
-// (OpenAI does so on every chunk when stream_options.include_usage is set).
-std::string chunk_body(const ResponseMeta& meta, const std::string& text, bool role, const std::string& finish_reason,
-                       bool with_usage_null);
+// Usage of a response whose choices share one prompt: the prompt (and its cached tokens) counted
+// once, the completions summed.
+engine::RequestStats combined_usage(const std::vector<engine::RequestStats>& per_choice);
+
+std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBody>& choices,
+                            const engine::RequestStats& usage);
+
+// One stream chunk for choice `index`. Chat: with `role`, the delta opens with {"role":
+// "assistant"}; with a finish_reason, the delta is empty and the reason is set. with_usage_null
+// adds "usage": null (OpenAI does so on every chunk when stream_options.include_usage is set).
+std::string chunk_body(const ResponseMeta& meta, int index, const std::string& text, bool role,
+                       const std::string& finish_reason, bool with_usage_null,
+                       const nlohmann::json& logprobs = nullptr);
 // The last chunk of an include_usage stream: empty choices, the usage object.
 std::string usage_chunk_body(const ResponseMeta& meta, const engine::RequestStats& stats);
 

@@ -88,6 +88,9 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     if (!r.seed_given) req.sampling.seed = random_seed();
     req.max_tokens = std::min(r.max_tokens >= 0 ? r.max_tokens : (r.chat ? context_length_ : 16), max_tokens_cap_);
     req.tenant = tenant;
+    req.sampling.logprobs = r.logprobs;
+    // Echo with logprobs scores the prompt: the logprob of every prompt token.
+    req.prompt_logprobs = r.echo && r.logprobs >= 0 ? r.logprobs : -1;
     req.stop = r.stop;
     req.ignore_eos = r.ignore_eos;
     return req;

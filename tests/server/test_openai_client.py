@@ -169,7 +169,62 @@ class OpenAiClientTest(unittest.TestCase):
         with self.assertRaises(openai.BadRequestError):
             self.chat([{"id": "no-such-document"}])
         with self.assertRaises(openai.BadRequestError):
-            self.client.completions.create(model=self.server.model_id, prompt="x", n=2)
+            self.client.completions.create(model=self.server.model_id, prompt="x", n=17)
+        with self.assertRaises(openai.BadRequestError):
+            self.client.chat.completions.create(model=self.server.model_id, top_logprobs=3,
+                                                messages=[{"role": "user", "content": "x"}])
+
+    def test_chat_logprobs_whole_and_streamed(self):
+        whole = self.chat(DOCS, logprobs=True, top_logprobs=3)
+        content = whole.choices[0].logprobs.content
+        self.assertEqual(len(content), 4)
+        for t in content:
+            self.assertLessEqual(t.logprob, 0)
+            self.assertEqual(len(t.top_logprobs), 3)
+            # Greedy: the chosen token is the most likely one.
+            self.assertEqual(t.token, t.top_logprobs[0].token)
+            self.assertAlmostEqual(t.logprob, t.top_logprobs[0].logprob, places=5)
+            self.assertEqual(bytes(t.bytes).decode("utf-8", "replace"), t.token)
+        chunks = list(self.chat(DOCS, logprobs=True, top_logprobs=3, stream=True))
+        streamed = [t for c in chunks if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.content]
+        self.assertEqual([t.token for t in streamed], [t.token for t in content])
+        for a, b in zip(streamed, content):
+            self.assertAlmostEqual(a.logprob, b.logprob, places=5)
+
+    def test_completion_logprobs_and_echo(self):
+        r = self.client.completions.create(model=self.server.model_id, prompt="the cat sat on", max_tokens=3,
+                                           temperature=0, logprobs=2, echo=True, extra_body={"ignore_eos": True})
+        lp = r.choices[0].logprobs
+        self.assertTrue(r.choices[0].text.startswith("the cat sat on"))
+        self.assertEqual(len(lp.tokens), len(lp.token_logprobs))
+        self.assertEqual(len(lp.tokens), r.usage.prompt_tokens + 3)
+        self.assertIsNone(lp.token_logprobs[0])  # nothing precedes the first prompt token
+        self.assertTrue(all(v <= 0 for v in lp.token_logprobs[1:]))
+        self.assertEqual(lp.text_offset[0], 0)
+        self.assertEqual("".join(lp.tokens), r.choices[0].text)
+        # Scoring only (lm-evaluation-harness's loglikelihood request): max_tokens 0.
+        score = self.client.completions.create(model=self.server.model_id, prompt="the cat sat on", max_tokens=0,
+                                               temperature=0, logprobs=1, echo=True)
+        self.assertEqual(score.choices[0].text, "the cat sat on")
+        self.assertEqual(score.usage.completion_tokens, 0)
+        for a, b in zip(score.choices[0].logprobs.token_logprobs[1:], lp.token_logprobs[1:r.usage.prompt_tokens]):
+            self.assertAlmostEqual(a, b, places=4)
+
+    def test_several_choices_and_penalties(self):
+        r = self.client.completions.create(model=self.server.model_id, prompt="the cat sat on", max_tokens=4,
+                                           temperature=1.0, seed=7, n=3, presence_penalty=0.5, frequency_penalty=0.5,
+                                           extra_body={"ignore_eos": True})
+        self.assertEqual([c.index for c in r.choices], [0, 1, 2])
+        self.assertEqual(r.usage.completion_tokens, 12)
+        again = self.client.completions.create(model=self.server.model_id, prompt="the cat sat on", max_tokens=4,
+                                               temperature=1.0, seed=7, n=3, presence_penalty=0.5,
+                                               frequency_penalty=0.5, extra_body={"ignore_eos": True})
+        self.assertEqual([c.text for c in r.choices], [c.text for c in again.choices])  # seeded: reproducible
+        chunks = list(self.client.chat.completions.create(
+            model=self.server.model_id, messages=[{"role": "user", "content": "hi"}], max_tokens=3, n=2,
+            stream=True, extra_body={"ignore_eos": True}))
+        finished = sorted(c.choices[0].index for c in chunks if c.choices and c.choices[0].finish_reason)
+        self.assertEqual(finished, [0, 1])
 
 
 def main():
