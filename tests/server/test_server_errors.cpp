@@ -53,12 +53,12 @@ TEST(ServerErrors, TopPAboveOneIs400) {
     expect_refused("/v1/completions", completion_body(false, {{"top_p", 2}}), 400, "invalid_value", "top_p");
 }
 
-TEST(ServerErrors, MoreThanOneChoiceIs400) {
-    expect_refused("/v1/completions", completion_body(false, {{"n", 2}}), 400, "unsupported", "n");
+TEST(ServerErrors, TooManyChoicesIs400) {
+    expect_refused("/v1/completions", completion_body(false, {{"n", 17}}), 400, "invalid_value", "n");
 }
 
-TEST(ServerErrors, NonZeroPenaltyIs400) {
-    expect_refused("/v1/chat/completions", completion_body(true, {{"presence_penalty", 0.5}}), 400, "unsupported",
+TEST(ServerErrors, PenaltyOutOfRangeIs400) {
+    expect_refused("/v1/chat/completions", completion_body(true, {{"presence_penalty", 2.5}}), 400, "invalid_value",
                    "presence_penalty");
 }
 
