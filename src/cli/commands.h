@@ -84,6 +84,16 @@ struct BenchQualityOptions {
     std::string json_path;
 };
 
+// `lazyattn tokenize`: token ids of a text (no weights loaded).
+struct TokenizeOptions {
+    CommonOptions common;
+    std::string text;
+    bool add_special = false;    // BOS/EOS as the model's metadata asks
+    bool parse_special = false;  // special-token text becomes the special token
+    bool pieces = false;         // print each token's text beside its id
+    bool json = false;
+};
+
 // `lazyattn serve`: the OpenAI-compatible HTTP server (src/server).
 struct ServeOptions {
     CommonOptions common;
@@ -121,6 +131,7 @@ Status run_bench_rag_sweeps(const BenchRagOptions& options, engine::LoadedModel&
 int run_rag_demo(const RagDemoOptions& options);
 int run_bench_speed(const BenchSpeedOptions& options);
 int run_info(const CommonOptions& options);
+int run_tokenize(const TokenizeOptions& options);
 int run_serve(const ServeOptions& options);
 
 }  // namespace lazyattn::cli

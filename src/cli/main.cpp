@@ -45,6 +45,15 @@ int main(int argc, char** argv) {
     CLI::App* i = app.add_subcommand("info", "print the model description");
     add_common_options(i, info, false);
 
+    TokenizeOptions tokenize;
+    CLI::App* tk = app.add_subcommand("tokenize", "print the token ids of a text (as the server's /tokenize)");
+    add_common_options(tk, tokenize.common, false);
+    tk->add_option("text,--prompt", tokenize.text, "the text to tokenize")->required();
+    tk->add_flag("--add-special", tokenize.add_special, "add BOS/EOS as the model's metadata asks");
+    tk->add_flag("--parse-special", tokenize.parse_special, "special-token text becomes the special token");
+    tk->add_flag("--pieces", tokenize.pieces, "print each token's text beside its id");
+    tk->add_flag("--json", tokenize.json, "one JSON object: tokens, count, pieces");
+
     RagDemoOptions demo;
     CLI::App* d = app.add_subcommand("demo", "RAG demo: 2WikiMultihopQA questions, documents shuffled between runs");
     add_common_options(d, demo.common);
@@ -110,6 +119,7 @@ int main(int argc, char** argv) {
     }
     if (g->parsed()) return run_generate(gen);
     if (i->parsed()) return run_info(info);
+    if (tk->parsed()) return run_tokenize(tokenize);
     if (sv->parsed()) return run_serve(serve);
     if (bs->parsed()) return run_bench_speed(speed);
     if (br->parsed()) return run_bench_rag(rag);

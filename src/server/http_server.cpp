@@ -5,6 +5,7 @@
 #include "server/document_routes.h"
 #include "server/http_util.h"
 #include "server/server_context.h"
+#include "server/tokenize_routes.h"
 
 namespace lazyattn::server {
 namespace {
@@ -76,6 +77,10 @@ http::Router make_router(ServerContext& ctx) {
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_unpin_document(ctx, q, s); });
     r.add("GET", "/v1/documents", Lane::kLight,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_list_documents(ctx, q, s); });
+    r.add("POST", "/tokenize", Lane::kHeavy,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_tokenize(ctx, q, s); });
+    r.add("POST", "/detokenize", Lane::kHeavy,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_detokenize(ctx, q, s); });
     r.add("GET", "/v1/models", Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
         const json model = {{"id", ctx.config.model_id},
                             {"object", "model"},

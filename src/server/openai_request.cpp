@@ -273,6 +273,18 @@ Err parse_stream(const json& body, GenerationRequest& out) {
 
 }  // namespace
 
+std::optional<ApiError> parse_token_ids(const json& value, const std::string& param, int32_t vocab_size,
+                                        std::vector<int32_t>& out) {
+    if (!value.is_array()) return type_error(param, "a list of token ids");
+    for (const json& t : value) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab_size) {
+            return value_error(param, "must hold token ids in [0, " + std::to_string(vocab_size) + ")");
+        }
+        out.push_back(int32_t(t.get<int64_t>()));
+    }
+    return std::nullopt;
+}
+
 std::optional<ApiError> parse_cache_salt(const json& body, std::string& out) {
     if (absent(body, "cache_salt")) return std::nullopt;
     if (auto e = read_string(body.at("cache_salt"), "cache_salt", out)) return e;
@@ -301,13 +313,19 @@ std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::
             if (d.contains("id") && !d["id"].is_null()) {
                 if (auto e = read_string(d["id"], p + ".id", ref.id)) return e;
             }
-            if (ref.text.empty() && ref.id.empty())
-                return value_error(p, "needs a non-empty 'text' (or the 'id' of a cached document)");
-            if (ref.by_id() && !allow_ids) return value_error(p, "needs 'text' here");
+            if (d.contains("tokens") && !d["tokens"].is_null()) {
+                // Range-checked against the vocabulary by the engine, which refuses the request.
+                if (auto e = parse_token_ids(d["tokens"], p + ".tokens", INT32_MAX, ref.tokens)) return e;
+                if (ref.tokens.empty()) return value_error(p + ".tokens", "must not be empty");
+                if (!ref.text.empty() || !ref.title.empty()) return value_error(p, "takes 'tokens' or 'text', not both");
+            }
+            if (ref.text.empty() && ref.tokens.empty() && ref.id.empty())
+                return value_error(p, "needs a non-empty 'text' or 'tokens' (or the 'id' of a cached document)");
+            if (ref.by_id() && !allow_ids) return value_error(p, "needs 'text' or 'tokens' here");
         } else {
             return type_error(p, "a string or an object");
         }
-        if (!ref.by_id() && ref.text.empty()) return value_error(p, "must not be empty");
+        if (!ref.by_id() && ref.text.empty() && ref.tokens.empty()) return value_error(p, "must not be empty");
         out.push_back(std::move(ref));
     }
     return std::nullopt;

@@ -21,12 +21,14 @@
 
 namespace lazyattn::server {
 
-// One entry of `documents`: text (with an optional title), or the id of a cached document.
+// One entry of `documents`: text (with an optional title), the document's token ids as the
+// segment itself (no formatting applied), or the id of a cached document.
 struct DocumentRef {
     std::string text;
     std::string title;
-    std::string id;  // set (and text empty) for a reference to a cached document
-    bool by_id() const { return text.empty() && !id.empty(); }
+    std::vector<int32_t> tokens;  // set (and text empty) for a document given as token ids
+    std::string id;               // set (and text, tokens empty) for a reference to a cached document
+    bool by_id() const { return text.empty() && tokens.empty() && !id.empty(); }
 };
 
 struct GenerationRequest {
@@ -62,6 +64,10 @@ std::optional<ApiError> parse_generation_request(const nlohmann::json& body, boo
 
 // The optional `cache_salt` string of a body (at most kMaxCacheSaltBytes).
 std::optional<ApiError> parse_cache_salt(const nlohmann::json& body, std::string& out);
+
+// A list of token ids (each in [0, vocab_size)); `param` names the field in errors.
+std::optional<ApiError> parse_token_ids(const nlohmann::json& value, const std::string& param, int32_t vocab_size,
+                                        std::vector<int32_t>& out);
 
 // `documents` as POST /v1/documents and the generation requests take it (entries by id refused
 // when allow_ids is false).

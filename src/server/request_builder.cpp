@@ -46,6 +46,7 @@ bool RequestBuilder::may_fit_context(size_t bytes) const {
 }
 
 std::vector<int32_t> RequestBuilder::document_tokens(const DocumentRef& d) const {
+    if (!d.tokens.empty()) return d.tokens;
     return tokenizer_.encode(engine::format_document(d.title, d.text), false, false);
 }
 

@@ -45,6 +45,7 @@ public:
     // spending memory and time on tokenizing it.
     bool may_fit_context(size_t text_bytes) const;
     int32_t max_token_bytes() const { return max_token_bytes_; }
+    const std::optional<tokenizer::ChatTemplate>& chat_template() const { return chat_; }
 
     // A document's tokens as a segment: identical here and in POST /v1/documents, so a document
     // pinned there is hit by requests that carry its text.

@@ -2,6 +2,7 @@
 // reused across repeated runs in one process.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <sstream>
@@ -53,6 +54,40 @@ TEST(Cli, BadArgumentsExitWithCodeTwo) {
     EXPECT_EQ(run_cli("generate --prompt hi --cache-mode sideways").exit_code, 2);
     EXPECT_EQ(run_cli("generate --prompt hi --top-p 7").exit_code, 2);
     EXPECT_EQ(run_cli("--help").exit_code, 0);
+}
+
+TEST(Cli, TokenizePrintsTheIdsTheServerWouldUse) {
+    auto r = run_cli("tokenize " + model_arg() + " --json 'the cat sat on'");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_GT(j["count"].get<int>(), 0);
+    std::string joined;
+    for (const auto& p : j["pieces"]) joined += p["piece"].get<std::string>();
+    EXPECT_EQ(joined, "the cat sat on");
+    auto plain = run_cli("tokenize " + model_arg() + " 'the cat sat on'");
+    EXPECT_EQ(std::count(plain.out.begin(), plain.out.end(), '\n'), j["count"].get<int>());
+}
+
+TEST(Cli, ServeFlagsTakeLlamaCppAndVllmSpellingsAndTheEnvironment) {
+    // Bad values under every spelling are refused with exit 2 before anything loads.
+    EXPECT_EQ(run_cli("serve -np 0").exit_code, 2);
+    EXPECT_EQ(run_cli("serve --parallel 0").exit_code, 2);
+    EXPECT_EQ(run_cli("serve --max-num-batched-tokens 0").exit_code, 2);
+    EXPECT_EQ(run_cli("serve -c -1").exit_code, 2);
+    EXPECT_EQ(run_cli("serve --kv-cache-dtype fp99").exit_code, 2);
+    const std::string env_cmd = "LAZYATTN_ARG_MAX_NUM_SEQS=abc " + std::string(LAZYATTN_CLI_PATH) + " serve 2>&1";
+    FILE* p = popen(env_cmd.c_str(), "r");
+    std::string out;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    const int status = pclose(p);
+    EXPECT_EQ(WEXITSTATUS(status), 2) << out;
+    EXPECT_NE(out.find("max-num-seqs"), std::string::npos) << out;
+    // Help names the values of --kv-dtype, not enum integers.
+    auto help = run_cli("serve --help");
+    EXPECT_NE(help.out.find("f16|bf16|f32"), std::string::npos) << help.out;
+    EXPECT_NE(help.out.find("LAZYATTN_ARG_MAX_NUM_SEQS"), std::string::npos) << help.out;
 }
 
 TEST(Cli, BadModelFileIsARuntimeErrorNotACrash) {

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 try:
@@ -156,6 +157,34 @@ class OpenAiClientTest(unittest.TestCase):
         self.assertTrue(all(0 <= u <= 1 for u in usage), usage)
         ttft = [s for s in families["lazyattn_time_to_first_token_seconds"].samples if s.name.endswith("_count")]
         self.assertGreaterEqual(ttft[0].value, 1)
+
+    def test_tokenize_and_detokenize_in_both_shapes(self):
+        llama = self.server.post("/tokenize", {"content": "the cat sat on", "with_pieces": True})
+        vllm = self.server.post("/tokenize", {"model": self.server.model_id, "prompt": "the cat sat on"})
+        ids = [t["id"] for t in llama["tokens"]]
+        self.assertEqual(ids, vllm["tokens"])
+        self.assertEqual(vllm["count"], len(ids))
+        self.assertEqual(vllm["max_model_len"], 2048)
+        self.assertEqual("".join(t["piece"] for t in llama["tokens"]), "the cat sat on")
+        back = self.server.post("/detokenize", {"tokens": ids})
+        self.assertEqual(back["content"], "the cat sat on")
+        self.assertEqual(back["prompt"], "the cat sat on")
+        # The prompt's usage counts exactly these tokens.
+        r = self.client.completions.create(model=self.server.model_id, prompt="the cat sat on", max_tokens=1)
+        self.assertEqual(r.usage.prompt_tokens, len(ids))
+        chat = self.server.post("/tokenize", {"messages": [{"role": "user", "content": "hi"}]})
+        self.assertGreater(chat["count"], 2)
+        with self.assertRaises(urllib.error.HTTPError) as bad:
+            self.server.post("/detokenize", {"tokens": [10 ** 9]})
+        self.assertEqual(bad.exception.code, 400)
+
+    def test_documents_given_as_tokens(self):
+        ids = self.server.post("/tokenize", {"content": "a passage given as token ids\n\n"})["tokens"]
+        pinned = self.server.post("/v1/documents", {"documents": [{"tokens": ids}]})["data"][0]
+        self.assertEqual(pinned["tokens"], len(ids))
+        # The same tokens in a request are a hit on the pinned document.
+        r = self.chat([{"tokens": ids}])
+        self.assertGreaterEqual(r.usage.prompt_tokens_details.cached_tokens, len(ids))
 
     def test_errors_raise_the_matching_exceptions(self):
         with self.assertRaises(openai.BadRequestError) as bad:

@@ -3,6 +3,8 @@
 // models, health and metrics.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "server_test_util.h"
 
 namespace lazyattn::testing {
@@ -13,6 +15,26 @@ using json = nlohmann::json;
 const std::vector<std::string> kDocs = {"the quick brown fox jumps over the lazy dog",
                                         "a stitch in time saves nine and then some more",
                                         "all that glitters is not gold, said the old man"};
+
+TEST(ServerApi, ServedNameAndContextCapFromFlagsOrEnvironment) {
+    {
+        ServerProcess s(server_args({"--served-model-name", "rag-model", "-c", "256"}));
+        ASSERT_TRUE(s.started()) << s.log();
+        auto m = parse_or_null(curl("GET", s.url("/v1/models")).body);
+        EXPECT_EQ(m["data"][0]["id"], "rag-model") << m;
+        EXPECT_EQ(m["data"][0]["max_model_len"], 256) << m;
+        // Requests name the served model, and the cap applies.
+        EXPECT_EQ(curl("POST", s.url("/v1/completions"), completion_body(false, {{"model", "rag-model"}})).status, 200);
+        auto long_prompt = curl("POST", s.url("/v1/completions"),
+                                completion_body(false, {{"prompt", std::vector<int>(300, 7)}}));
+        expect_api_error(long_prompt, 400, "context_length_exceeded");
+    }
+    setenv("LAZYATTN_ARG_SERVED_MODEL_NAME", "from-env", 1);
+    ServerProcess s(server_args());
+    unsetenv("LAZYATTN_ARG_SERVED_MODEL_NAME");
+    ASSERT_TRUE(s.started()) << s.log();
+    EXPECT_EQ(parse_or_null(curl("GET", s.url("/v1/models")).body)["data"][0]["id"], "from-env");
+}
 
 TEST(ServerApi, HealthModelsAndMetrics) {
     ServerProcess s(server_args());

@@ -1,0 +1,47 @@
+// `lazyattn tokenize`: the token ids (and pieces) of a text under a model's tokenizer, read from
+// the GGUF without loading weights, exactly as the server's /tokenize and completions tokenize.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_path.h"
+#include "loader/gguf_file.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lazyattn::cli {
+
+int run_tokenize(const TokenizeOptions& o) {
+    const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
+    if (path.empty()) {
+        std::cerr << "error: no model found; run `make run` once or pass --model FILE\n";
+        return 1;
+    }
+    auto file = loader::GgufFile::open(path);
+    if (!file.ok()) {
+        std::cerr << "error: " << file.status().to_string() << "\n";
+        return 1;
+    }
+    auto tok = tokenizer::Tokenizer::from_gguf(**file);
+    if (!tok.ok()) {
+        std::cerr << "error: " << tok.status().to_string() << "\n";
+        return 1;
+    }
+    const std::vector<int32_t> ids = (*tok)->encode(o.text, o.add_special, o.parse_special);
+    if (o.json) {
+        nlohmann::json pieces = nlohmann::json::array();
+        for (int32_t id : ids) pieces.push_back({{"id", id}, {"piece", (*tok)->token_to_piece(id, true)}});
+        std::cout << nlohmann::json{{"tokens", ids}, {"count", ids.size()}, {"pieces", pieces}}.dump(
+                         -1, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << "\n";
+        return 0;
+    }
+    for (int32_t id : ids) {
+        std::cout << id;
+        if (o.pieces) std::cout << "\t" << nlohmann::json((*tok)->token_to_piece(id, true)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        std::cout << "\n";
+    }
+    return 0;
+}
+
+}  // namespace lazyattn::cli
