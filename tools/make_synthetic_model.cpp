@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     app.add_option("--ctx", o.context_length, "context length")->capture_default_str();
     app.add_option("--seed", o.seed, "weight seed")->capture_default_str();
     app.add_option("--rope-base", o.rope_freq_base, "RoPE frequency base")->capture_default_str();
-    app.add_option("--type", type, "matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1")
+    app.add_option("--type", type, "matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k")
         ->capture_default_str();
     app.add_flag("--untied", untied, "write a separate output.weight");
     CLI11_PARSE(app, argc, argv);
@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
         {"bf16", la::loader::GgmlType::kBF16}, {"q8_0", la::loader::GgmlType::kQ8_0},
         {"q4_0", la::loader::GgmlType::kQ4_0}, {"q4_1", la::loader::GgmlType::kQ4_1},
         {"q5_0", la::loader::GgmlType::kQ5_0}, {"q5_1", la::loader::GgmlType::kQ5_1},
+        {"q2_k", la::loader::GgmlType::kQ2_K}, {"q3_k", la::loader::GgmlType::kQ3_K},
+        {"q4_k", la::loader::GgmlType::kQ4_K}, {"q5_k", la::loader::GgmlType::kQ5_K},
+        {"q6_k", la::loader::GgmlType::kQ6_K},
     };
     const auto it = types.find(type);
     if (it == types.end()) {

@@ -120,6 +120,31 @@ TEST(TypedKernels, Q8KQuantizationBoundsAndBlockSums) {
     }
 }
 
+// Every set's Q8_K quantizer (where it has one) writes the reference's bytes: the first element
+// of largest magnitude picks the sign, ties round to even, all-zero blocks.
+TEST(TypedKernels, Q8KQuantizerOfEverySetIsTheReference) {
+    std::mt19937_64 rng(testing::test_seed() + 15);
+    const int64_t n = 1280;
+    auto x = testing::random_floats(rng, n, -4, 4);
+    // Block 1: exact half-integers after scaling (max -127 -> iscale 1), ties to even.
+    for (int j = 0; j < 256; ++j) x[256 + j] = float(int(rng() % 253) - 126) + 0.5f;
+    x[256 + 7] = -127.0f;
+    // Block 2: +a before -a of the same magnitude (the first one sets the sign).
+    x[512 + 3] = 9.0f, x[512 + 200] = -9.0f;
+    std::fill(x.begin() + 768, x.begin() + 1024, 0.0f);  // block 3 all zero
+    std::vector<kernels::BlockQ8_K> want(n / 256), got(n / 256);
+    kernels::ref::quantize_row_q8_K(x.data(), want.data(), n);
+    for (int set = 0; set < num_quant_kernel_sets(); ++set) {
+        const auto& k = quant_kernel_set(set);
+        if (k.typed->quantize_q8_k == nullptr) continue;
+        std::memset(got.data(), 0xab, got.size() * sizeof(got[0]));
+        k.typed->quantize_q8_k(x.data(), got.data(), n);
+        for (size_t b = 0; b < want.size(); ++b) {
+            EXPECT_EQ(std::memcmp(&want[b], &got[b], sizeof(want[b])), 0) << k.isa << " block " << b;
+        }
+    }
+}
+
 // The common K-quant form reproduces every dequantized element: the layouts are right.
 TEST(TypedKernels, KQuantUnpackMatchesDequantize) {
     std::mt19937_64 rng(testing::test_seed() + 11);
@@ -185,6 +210,52 @@ TEST(TypedKernels, EverySetMatchesReference) {
                         // Same integer sums; float order (and FMA contraction) may differ.
                         EXPECT_NEAR(got[r], want, 2e-5 * std::max(1.0f, std::fabs(want)) + 1e-3)
                             << k.isa << " " << name(t) << " n=" << n << " rows=" << rows;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Every set's prefill tiles (where it has them): a full and a partial tile of weight rows, every
+// activation row count up to 9 (the kernels take rows in groups), bias, against the reference dot.
+TEST(TypedKernels, PrefillTilesOfEverySetMatchReference) {
+    std::mt19937_64 rng(testing::test_seed() + 16);
+    for (int set = 0; set < num_quant_kernel_sets(); ++set) {
+        const auto& k = quant_kernel_set(set);
+        if (k.typed->tile == nullptr) continue;
+        for (W t : kTypes) {
+            const auto* tile = k.typed->tile(t);
+            if (tile == nullptr) continue;
+            const int64_t n = row_len(t, 768 + 99);
+            const size_t stride = kernels::ref::activation_row_bytes(t, n);
+            const size_t w_row = traits(t).type_size * size_t(n / traits(t).block_size);
+            for (int nw : {16, 7}) {
+                const auto w = random_weights(t, nw, n, rng);
+                std::vector<uint8_t> packed_buf(tile->packed_bytes(n) + 64);
+                auto* packed = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(packed_buf.data()) + 63) & ~uintptr_t(63));
+                tile->pack(w.data(), w_row, nw, n, packed);
+                const auto bias = testing::random_floats(rng, size_t(nw));
+                for (int64_t rows = 1; rows <= 9; ++rows) {
+                    std::vector<uint8_t> acts(rows * stride);
+                    for (int64_t r = 0; r < rows; ++r) {
+                        const auto x = testing::random_floats(rng, size_t(n), -2, 2);
+                        kernels::ref::prepare_activation_row(t, x.data(), acts.data() + r * stride, n);
+                    }
+                    const int64_t y_stride = nw + 3;
+                    std::vector<float> y(rows * y_stride, -7.0f);
+                    tile->gemm(packed, n, acts.data(), stride, rows, y.data(), y_stride, nw, bias.data());
+                    for (int64_t r = 0; r < rows; ++r) {
+                        for (int o = 0; o < y_stride; ++o) {
+                            if (o >= nw) {
+                                ASSERT_EQ(y[r * y_stride + o], -7.0f) << "wrote past the tile";
+                                continue;
+                            }
+                            const float want =
+                                kernels::ref::vec_dot_typed(t, w.data() + o * w_row, acts.data() + r * stride, n) + bias[o];
+                            EXPECT_NEAR(y[r * y_stride + o], want, 2e-5 * std::max(1.0f, std::fabs(want)) + 1e-3)
+                                << k.isa << " " << name(t) << " nw=" << nw << " rows=" << rows << " row " << r << " col " << o;
+                        }
                     }
                 }
             }

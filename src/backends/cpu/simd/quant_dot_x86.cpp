@@ -154,6 +154,6 @@ const QuantKernels kAvx2Kernels = {"avx2", dot_q4_0_avx2, dot_q4_1_avx2, dot_q8_
                                    quantize_q8_1_avx2, nullptr, &kAvx2TypedDots};
 const QuantKernels kAvx512VnniKernels = {"avx512vnni", dot_q4_0_vnni, dot_q4_1_vnni, dot_q8_0_vnni,
                                          quantize_q8_0_vnni, quantize_q8_1_vnni, &kAvx512GemmKernels,
-                                         &kAvx2TypedDots};
+                                         &kAvx512TypedDots};
 
 }  // namespace lazyattn::backends::cpu::simd

@@ -16,8 +16,27 @@ namespace lazyattn::backends::cpu::simd {
 // out[r] = dot(w_row, activation row at x + r * x_stride) for r < rows (<= 4), n elements.
 using TypedDotFn = void (*)(const void* w_row, const uint8_t* x, size_t x_stride, int rows, int64_t n, float* out);
 
+// Prefill tiles (lanes = weight rows): a tile of kTypedTileRows weight rows is brought once into
+// a kernel-specific form in thread-local memory (pack), then every activation row of the task
+// streams past it (gemm). y[r * y_stride + o] = dot(weight row o, activation row r) (+ bias[o])
+// for r < rows and o < num_w_rows; y and bias point at the tile's first output column.
+constexpr int kTypedTileRows = 16;
+using TypedPackFn = void (*)(const uint8_t* w, size_t w_row_bytes, int num_w_rows, int64_t n, uint8_t* packed);
+using TypedTileFn = void (*)(const uint8_t* packed, int64_t n, const uint8_t* x, size_t x_stride, int64_t rows,
+                             float* y, int64_t y_stride, int num_w_rows, const float* bias);
+struct TypedTile {
+    TypedPackFn pack;
+    TypedTileFn gemm;
+    size_t (*packed_bytes)(int64_t n);  // bytes `pack` writes for rows of n elements
+};
+
 struct TypedDotKernels {
     TypedDotFn q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, f16, bf16;
+    // The prefill tile kernels of a type, or nullptr (then prefill runs the row dots).
+    const TypedTile* (*tile)(kernels::WeightType t) = nullptr;
+    // Quantizes one fp32 row to Q8_K blocks exactly as kernels::ref::quantize_row_q8_K does, or
+    // nullptr (then the reference runs).
+    void (*quantize_q8_k)(const float* x, void* y, int64_t n) = nullptr;
 
     TypedDotFn get(kernels::WeightType t) const {
         using W = kernels::WeightType;
@@ -38,5 +57,6 @@ struct TypedDotKernels {
 
 extern const TypedDotKernels kScalarTypedDots;
 extern const TypedDotKernels kAvx2TypedDots;
+extern const TypedDotKernels kAvx512TypedDots;
 
 }  // namespace lazyattn::backends::cpu::simd
