@@ -12,8 +12,9 @@
 # Groups:
 #   smollm2   the embedded SmolLM2-135M-Instruct (Q4_1) re-quantized by llama-quantize
 #             --allow-requantize to every preset (lossy, fine for speed tests). Its hidden size
-#             576 is not a multiple of 256: in the K presets, llama-quantize falls back to
-#             Q5_0/Q5_1/Q8_0 for the 576-wide matrices, so only ffn_down is truly K-quantized.
+#             576 is not a multiple of 256: in the K presets llama-quantize falls back to
+#             Q4_0/Q5_0/Q5_1/Q8_0 for the 576-wide matrices, so only ffn_down (and in Q4_K_M and
+#             Q5_K_M some attn_v) is K-quantized; the synthetic Llama shapes are K-quantized fully.
 #   llama-1b  a random-weight Llama-3.2-1B (16 layers, hidden 2048, 32/8 heads x 64, ffn 8192,
 #             vocab 128256, Llama-3 tokenizer and rope scaling, tied embeddings), written in F16
 #             by scripts/write_synthetic_gguf.py, then quantized: F16, Q8_0, Q4_K_M.
