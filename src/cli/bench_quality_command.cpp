@@ -16,6 +16,7 @@
 #include "bench/qa_dataset.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "core/progress.h"
 #include "engine/engine.h"
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
@@ -89,6 +90,7 @@ int run_bench_quality(const BenchQualityOptions& o) {
         ec.check_integrity = false;
         engine::Engine eng(*lm->model, *lm->tokenizer, ec);
         double em = 0, f1 = 0;
+        ProgressBar bar(mode, int64_t(items.size()));
         for (size_t i = 0; i < items.size(); ++i) {
             const auto& item = items[i];
             engine::RagPromptText text{"Answer the question using the documents. Reply with a short answer only.",
@@ -109,9 +111,9 @@ int run_bench_quality(const BenchQualityOptions& o) {
             em += hit;
             f1 += best_f1;
             answers[mode].push_back(r->text);
-            std::fprintf(stderr, "\r  %-11s %zu/%zu", mode.c_str(), i + 1, items.size());
+            bar.update(int64_t(i + 1));
         }
-        std::fprintf(stderr, "\n");
+        bar.finish();
         const double n = double(items.size());
         std::printf("%-11s %7.1f%% %7.1f%% %10zu\n", mode.c_str(), 100 * em / n, 100 * f1 / n, items.size());
         out["modes"].push_back({{"mode", mode}, {"exact_match", em / n}, {"f1", f1 / n}, {"answers", answers[mode]}});

@@ -12,19 +12,15 @@
 #include "bench/rag_runner.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "core/progress.h"
 #include "engine/loaded_model.h"
+
+#include <memory>
 
 namespace lazyattn::cli {
 namespace {
 
 using bench::RunResult;
-
-void progress_bar(const std::string& label, int32_t done, int32_t total) {
-    const int width = 30, filled = total > 0 ? width * done / total : width;
-    std::fprintf(stderr, "\r  %-22s [%s%s] %d/%d", label.c_str(), std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), done, total);
-    if (done == total) std::fprintf(stderr, "\n");
-}
 
 nlohmann::json to_json(const RunResult& r) {
     using bench::percentile;
@@ -44,8 +40,11 @@ Expected<RunResult> run_one(const bench::Workload& w, engine::LoadedModel& lm, c
     rc.engine = ec;
     rc.clients = o.clients;
     rc.prewarm = prewarm;
-    return bench::run_workload(w, *lm.model, *lm.tokenizer, rc,
-                               [&](int32_t d, int32_t t) { progress_bar(label, d, t); });
+    std::unique_ptr<ProgressBar> bar;
+    return bench::run_workload(w, *lm.model, *lm.tokenizer, rc, [&](int32_t d, int32_t t) {
+        if (!bar) bar = std::make_unique<ProgressBar>(label, t);
+        bar->update(d);
+    });
 }
 
 void print_main_table(const std::vector<RunResult>& runs) {

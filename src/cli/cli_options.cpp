@@ -4,11 +4,17 @@
 #include <climits>
 #include <map>
 
+#include "core/log.h"
+
 namespace lazyattn::cli {
 
 void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
     cmd->add_option("-m,--model", o.model_path, "GGUF model file (default: the embedded SmolLM2-135M)");
     cmd->add_option("-t,--threads", o.num_threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--log-level", o.log_level, "log lines on stderr at or above: trace|debug|info|warn|error|off")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+    cmd->add_option("--log-format", o.log_format, "log line format: text | json (one object per line)")
+        ->check(CLI::IsMember({"text", "json"}));
     if (!with_kv) return;
     // Parsed as a string so help and errors name the values ("auto" is vLLM's default spelling).
     static const std::map<std::string, kernels::KvDtype> names{{"f16", kernels::KvDtype::kF16},
@@ -20,6 +26,10 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
            "KV cache element type: f16 (default; also 'auto'), bf16 or f32")
         ->check(CLI::IsMember({"f16", "auto", "bf16", "f32"}))
         ->type_name("f16|bf16|f32");
+}
+
+void configure_logging(const CommonOptions& o) {
+    log::configure(log::parse_level(o.log_level).value(), o.log_format == "json" ? log::Format::kJson : log::Format::kText);
 }
 
 std::string env_name_for(const std::string& long_name) {
@@ -81,6 +91,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(positive);
     sv->add_option("--health-stall", o.health_stall_s,
                    "seconds of queued work without progress before /health answers 503")
+        ->check(seconds);
+    sv->add_option("--stats-interval", o.stats_interval_s, "seconds between stats log lines while busy")
         ->check(seconds);
     for (CLI::Option* opt : sv->get_options()) {
         if (opt == sv->get_help_ptr() || opt->get_lnames().empty()) continue;

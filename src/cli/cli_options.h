@@ -12,8 +12,10 @@
 
 namespace lazyattn::cli {
 
-// --model/-m, --threads/-t and (with_kv) --kv-dtype/--kv-cache-dtype.
+// --model/-m, --threads/-t, --log-level, --log-format and (with_kv) --kv-dtype/--kv-cache-dtype.
 void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv = true);
+// Applies --log-level and --log-format (checked by the parser) to the process's logger.
+void configure_logging(const CommonOptions& o);
 
 // `lazyattn serve` and its options; each is also read from LAZYATTN_ARG_<LONG_NAME> (dashes as
 // underscores, upper case: --max-num-seqs -> LAZYATTN_ARG_MAX_NUM_SEQS), as llama.cpp's server

@@ -22,6 +22,8 @@ struct CommonOptions {
     std::string model_path;
     int32_t num_threads = 0;  // 0: all hardware threads
     kernels::KvDtype kv_dtype = kernels::KvDtype::kF16;  // --kv-dtype f32|f16|bf16
+    std::string log_level = "info";   // trace | debug | info | warn | error | off
+    std::string log_format = "text";  // text | json
 };
 
 struct GenerateOptions {
@@ -121,6 +123,7 @@ struct ServeOptions {
     int32_t max_connections = 512;
     int32_t max_connections_per_client = 32;
     double health_stall_s = 60;
+    double stats_interval_s = 10;
 };
 
 int run_generate(const GenerateOptions& options);

@@ -117,13 +117,13 @@ int main(int argc, char** argv) {
         const int code = app.exit(e);
         return code == 0 ? 0 : 2;
     }
-    if (g->parsed()) return run_generate(gen);
-    if (i->parsed()) return run_info(info);
-    if (tk->parsed()) return run_tokenize(tokenize);
-    if (sv->parsed()) return run_serve(serve);
-    if (bs->parsed()) return run_bench_speed(speed);
-    if (br->parsed()) return run_bench_rag(rag);
-    if (bq->parsed()) return run_bench_quality(quality);
-    if (d->parsed()) return run_rag_demo(demo);
+    if (g->parsed()) return configure_logging(gen.common), run_generate(gen);
+    if (i->parsed()) return configure_logging(info), run_info(info);
+    if (tk->parsed()) return configure_logging(tokenize.common), run_tokenize(tokenize);
+    if (sv->parsed()) return configure_logging(serve.common), run_serve(serve);
+    if (bs->parsed()) return configure_logging(speed.common), run_bench_speed(speed);
+    if (br->parsed()) return configure_logging(rag.common), run_bench_rag(rag);
+    if (bq->parsed()) return configure_logging(quality.common), run_bench_quality(quality);
+    if (d->parsed()) return configure_logging(demo.common), run_rag_demo(demo);
     return 2;
 }

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "core/log.h"
 #include "engine/loaded_model.h"
 #include "engine/serving_engine.h"
 #include "server/api_keys.h"
@@ -78,6 +79,7 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.metrics_needs_key = !open("metrics");
     sc.max_tokens_cap = o.max_tokens_cap;
     sc.health_stall_s = o.health_stall_s;
+    sc.stats_interval_s = o.stats_interval_s;
     LA_RETURN_IF_ERROR(sc.validate());
     return sc;
 }
@@ -122,11 +124,10 @@ int run_serve(const ServeOptions& o) {
 
     int sig = 0;
     sigwait(&signals, &sig);
-    std::fprintf(stderr, "lazyattn serve: %s, draining (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-                 sc->shutdown_timeout_s);
+    log::info("draining", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}, {"timeout_s", sc->shutdown_timeout_s}});
     http.drain();
     eng.shutdown(false);
-    std::fprintf(stderr, "lazyattn serve: stopped\n");
+    log::info("stopped");
     return 0;
 }
 

@@ -23,6 +23,7 @@ struct HttpRequest {
     std::string body;               // decoded: chunked framing and Content-Encoding removed
     std::string remote_addr;        // the peer's IP address
     std::vector<std::string> path_params;  // what a route's "{...}" segments matched
+    double arrival_ms = 0;          // steady-clock ms when the request's first byte arrived
 
     // The first value of a header ("" when absent); `name` in lower case.
     const std::string& header(std::string_view name) const;
@@ -54,6 +55,9 @@ struct HttpResponse {
     // Set for a streamed body: called once after the head went out; writes the body through the
     // sink (chunked transfer coding) and returns when done or when a write failed.
     std::function<void(ChunkSink&)> stream;
+    // Extra numbers for the request's access-log line (token counts, TTFT); a stream may set them
+    // when it ends, before the line is written.
+    std::vector<std::pair<std::string, double>> log_fields;
 
     void set_header(std::string name, std::string value) { headers.emplace_back(std::move(name), std::move(value)); }
 };

@@ -58,6 +58,7 @@ struct Server::Connection {
     double head_deadline = 0;     // the current request's headers
     double request_deadline = 0;  // the current request's body
     double linger_deadline = 0;
+    double request_start_ms = 0;  // when the current request's first byte arrived
     bool continue_sent = false;
     int32_t served = 0;
 };
@@ -218,7 +219,7 @@ void Server::accept_new() {
             HttpResponse res = hooks_.error_response(*refusal);
             write_some(fd, response_head(res, ("Content-Length: " + std::to_string(res.body.size()) + "\r\n").c_str(),
                                          false) + res.body);
-            if (hooks_.on_response) hooks_.on_response(nullptr, res.status);
+            if (hooks_.on_response) hooks_.on_response(nullptr, res);
             ::close(fd);
             continue;
         }
@@ -249,6 +250,7 @@ void Server::advance(const ConnPtr& c) {
     const RequestParser::State st = c->parser.feed(c->in);
     if (!was_started && c->parser.started()) {
         const double now = now_s();
+        c->request_start_ms = now * 1000.0;
         c->head_deadline = now + options_.limits.header_timeout_s;
         c->request_deadline = now + options_.limits.request_timeout_s;
     }
@@ -256,6 +258,7 @@ void Server::advance(const ConnPtr& c) {
         reading_.erase(c->fd);
         HttpRequest request = c->parser.take();
         request.remote_addr = c->addr;
+        request.arrival_ms = c->request_start_ms;
         c->continue_sent = false;
         dispatch(c, std::move(request));
     } else if (st == RequestParser::State::kError) {
@@ -294,7 +297,7 @@ void Server::refuse(const ConnPtr& c, const HttpError& error, const HttpRequest*
     write_some(c->fd,
                response_head(res, ("Content-Length: " + std::to_string(res.body.size()) + "\r\n").c_str(), false) +
                    res.body);
-    if (hooks_.on_response) hooks_.on_response(request, res.status);
+    if (hooks_.on_response) hooks_.on_response(request, res);
     linger(c);
 }
 
@@ -340,7 +343,7 @@ void Server::serve(const ConnPtr& c, HttpRequest& request, const RouteMatch& mat
     const bool keep_alive = client_keeps_alive(request) && c->served < options_.limits.max_requests_per_connection &&
                             !stopping_.load();
     const bool reusable = write_response(*c, request, res, keep_alive);
-    if (hooks_.on_response) hooks_.on_response(&request, res.status);
+    if (hooks_.on_response) hooks_.on_response(&request, res);
     if (reusable) give_back(c);
 }
 

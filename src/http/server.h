@@ -42,8 +42,8 @@ struct ServerHooks {
     // Runs before the route's handler (on its worker); a returned error answers the request.
     std::function<std::optional<HttpError>(const HttpRequest&, const RouteMatch&)> admit;
     // Every response, after it was written; request null for refusals made before a request
-    // was whole. Used for metrics.
-    std::function<void(const HttpRequest* request, int status)> on_response;
+    // was whole. Used for metrics and the access log.
+    std::function<void(const HttpRequest* request, const HttpResponse& response)> on_response;
 };
 
 class Server {

@@ -83,6 +83,13 @@ engine::RequestEvent next_event_or_cancel(ServerContext& ctx, engine::RequestHan
     }
 }
 
+std::vector<std::pair<std::string, double>> access_log_fields(const engine::RequestStats& u) {
+    return {{"prompt_tokens", u.num_prompt_tokens},
+            {"cached_tokens", u.reused_tokens},
+            {"generated_tokens", u.num_generated},
+            {"ttft_ms", u.ttft_ms}};
+}
+
 ChoiceBody choice_body(ServerContext& ctx, const engine::RequestHandle& handle, const engine::RagResult& r,
                        const OutputOptions& o, bool chat) {
     ChoiceBody c;
@@ -124,7 +131,9 @@ void respond_whole(ServerContext& ctx, http::HttpResponse& res,
     }
     res.status = 200;
     res.content_type = "application/json";
-    res.body = completion_body(meta, choices, combined_usage(stats));
+    const engine::RequestStats usage = combined_usage(stats);
+    res.body = completion_body(meta, choices, usage);
+    res.log_fields = access_log_fields(usage);
 }
 
 void respond_stream(ServerContext& ctx, http::HttpResponse& res,
@@ -152,7 +161,11 @@ void respond_stream(ServerContext& ctx, http::HttpResponse& res,
     res.content_type = kSseContentType;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    res.stream = [stream](http::ChunkSink& sink) { stream->run(sink); };
+    // `res` outlives the stream's writing: the transport writes this very response, then logs it.
+    res.stream = [stream, &res](http::ChunkSink& sink) {
+        stream->run(sink);
+        res.log_fields = access_log_fields(stream->usage());
+    };
 }
 
 }  // namespace

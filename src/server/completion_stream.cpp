@@ -35,6 +35,12 @@ CompletionStream::~CompletionStream() {
     }
 }
 
+engine::RequestStats CompletionStream::usage() const {
+    std::vector<engine::RequestStats> per_choice;
+    for (const Choice& c : choices_) per_choice.push_back(c.handle->stats());
+    return combined_usage(per_choice);
+}
+
 bool CompletionStream::all_finished() const {
     for (const Choice& c : choices_) {
         if (!c.finished) return false;
@@ -145,11 +151,7 @@ bool CompletionStream::pump(http::ChunkSink& sink) {
             seen_rings_ = rings_before;
         }
         if (failed_ || all_finished()) {
-            if (!failed_ && output_.include_usage) {
-                std::vector<engine::RequestStats> per_choice;
-                for (const Choice& c : choices_) per_choice.push_back(c.handle->stats());
-                out += sse_event(usage_chunk_body(meta_, combined_usage(per_choice)));
-            }
+            if (!failed_ && output_.include_usage) out += sse_event(usage_chunk_body(meta_, usage()));
             out += kSseDone;
             done_ = true;
         }

@@ -39,6 +39,8 @@ public:
 
     // Writes the whole stream; returns when it ended or the client is gone.
     void run(http::ChunkSink& sink);
+    // The usage of all choices so far (prompt once, completions summed).
+    engine::RequestStats usage() const;
 
 private:
     struct Choice {

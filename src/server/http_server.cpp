@@ -1,10 +1,13 @@
 #include "server/http_server.h"
 
+#include "core/log.h"
+#include "core/timer.h"
 #include "http/server.h"
 #include "server/completion_routes.h"
 #include "server/document_routes.h"
 #include "server/http_util.h"
 #include "server/server_context.h"
+#include "server/stats_reporter.h"
 #include "server/tokenize_routes.h"
 
 namespace lazyattn::server {
@@ -65,6 +68,34 @@ void handle_health(ServerContext& ctx, HttpResponse& res) {
     send_json(res, stalled ? 503 : 200, body);
 }
 
+// One access-log line per response: what was asked, the answer, and (for generations) the
+// token counts and TTFT the handler attached. Health checks and scrapes log at debug only.
+void log_access(const HttpRequest* req, const HttpResponse& res) {
+    const bool routine = req != nullptr && (req->path == "/health" || req->path == "/metrics") && res.status == 200;
+    const log::Level level = routine ? log::Level::kDebug : log::Level::kInfo;
+    if (!log::enabled(level)) return;
+    if (req == nullptr) {
+        log::write(level, "http refused", {{"status", res.status}});
+        return;
+    }
+    const double seconds = (now_ms() - req->arrival_ms) / 1000.0;
+    auto field = [&](const char* key) {
+        for (const auto& [k, v] : res.log_fields) {
+            if (k == key) return v;
+        }
+        return -1.0;
+    };
+    if (res.log_fields.empty()) {
+        log::write(level, "http request", {{"method", req->method}, {"path", req->path}, {"status", res.status},
+                                           {"client", req->remote_addr}, {"seconds", seconds}});
+        return;
+    }
+    log::write(level, "http request",
+               {{"method", req->method}, {"path", req->path}, {"status", res.status}, {"client", req->remote_addr},
+                {"prompt_tokens", field("prompt_tokens")}, {"cached_tokens", field("cached_tokens")},
+                {"generated_tokens", field("generated_tokens")}, {"ttft_ms", field("ttft_ms")}, {"seconds", seconds}});
+}
+
 http::Router make_router(ServerContext& ctx) {
     http::Router r;
     r.add("POST", "/v1/completions", Lane::kHeavy,
@@ -113,15 +144,23 @@ HttpServer::HttpServer(const ServerConfig& config, engine::ServingEngine& engine
     http::ServerHooks hooks;
     hooks.error_response = error_response;
     hooks.admit = [&ctx](const HttpRequest& req, const http::RouteMatch&) { return admit(ctx, req); };
-    hooks.on_response = [&ctx](const HttpRequest* req, int status) {
-        ctx.metrics.count_request(req != nullptr ? req->path : "", status);
+    hooks.on_response = [&ctx](const HttpRequest* req, const HttpResponse& res) {
+        ctx.metrics.count_request(req != nullptr ? req->path : "", res.status);
+        log_access(req, res);
     };
     http_ = std::make_unique<http::Server>(std::move(o), make_router(ctx), std::move(hooks));
 }
 
-HttpServer::~HttpServer() { http_->stop(); }
+HttpServer::~HttpServer() {
+    http_->stop();
+    stats_.reset();
+}
 
-Status HttpServer::start() { return http_->start(); }
+Status HttpServer::start() {
+    LA_RETURN_IF_ERROR(http_->start());
+    stats_ = std::make_unique<StatsReporter>(ctx_->engine, ctx_->metrics, ctx_->config.stats_interval_s);
+    return {};
+}
 
 int HttpServer::port() const { return http_->port(); }
 
@@ -132,6 +171,7 @@ void HttpServer::drain() {
         ctx_->wait_idle(5.0);
     }
     http_->stop();
+    stats_.reset();
 }
 
 }  // namespace lazyattn::server

@@ -27,6 +27,7 @@ class Server;
 namespace lazyattn::server {
 
 struct ServerContext;
+class StatsReporter;
 
 class HttpServer {
 public:
@@ -48,6 +49,7 @@ public:
 private:
     std::unique_ptr<ServerContext> ctx_;
     std::unique_ptr<http::Server> http_;
+    std::unique_ptr<StatsReporter> stats_;
 };
 
 }  // namespace lazyattn::server

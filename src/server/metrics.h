@@ -53,6 +53,10 @@ public:
     std::string render(const engine::SchedulerStats& stats, const engine::EngineHealth& health) const;
 
     static std::string route_label(const std::string& path);
+    int64_t generation_tokens() const {
+        std::lock_guard<std::mutex> lock(mu_);
+        return generation_tokens_;
+    }
 
 private:
     const std::string model_label_;  // model_name="<escaped>"

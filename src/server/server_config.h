@@ -24,7 +24,7 @@ struct ServerConfig {
     int32_t max_tokens_cap = 4096;     // no request generates more (larger max_tokens are clamped)
     // /health answers 503 when work has been queued this long without the engine advancing.
     double health_stall_s = 60;
-
+    double stats_interval_s = 10;      // a stats log line this often while busy
     Status validate() const;
 };
 

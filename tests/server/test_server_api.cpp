@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <sstream>
 
 #include "server_test_util.h"
 
@@ -34,6 +35,33 @@ TEST(ServerApi, ServedNameAndContextCapFromFlagsOrEnvironment) {
     unsetenv("LAZYATTN_ARG_SERVED_MODEL_NAME");
     ASSERT_TRUE(s.started()) << s.log();
     EXPECT_EQ(parse_or_null(curl("GET", s.url("/v1/models")).body)["data"][0]["id"], "from-env");
+}
+
+TEST(ServerApi, AccessLogAndStatsLinesAsJson) {
+    ServerProcess s(server_args({"--log-format", "json", "--stats-interval", "0.2"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    ASSERT_EQ(curl("POST", s.url("/v1/completions"), completion_body(false, {{"ignore_eos", true}}, 400)).status, 200);
+    usleep(600 * 1000);  // a stats line is written while busy, at most 0.2 s apart
+    bool access = false, stats = false, loaded = false;
+    std::istringstream lines(s.log());
+    for (std::string line; std::getline(lines, line);) {
+        const json j = parse_or_null(line);
+        if (!j.is_object()) continue;  // every log line is one JSON object; others are not ours
+        EXPECT_TRUE(j.contains("time") && j.contains("level")) << line;
+        if (j["msg"] == "model loaded") loaded = true;
+        if (j["msg"] == "engine stats") stats = j.contains("generation_tok_s") && j.contains("kv_usage_pct");
+        if (j["msg"] == "http request" && j["path"] == "/v1/completions") {
+            access = true;
+            EXPECT_EQ(j["status"], 200) << line;
+            EXPECT_EQ(j["method"], "POST") << line;
+            EXPECT_EQ(j["generated_tokens"], 400) << line;
+            EXPECT_GT(j["prompt_tokens"].get<double>(), 0) << line;
+            EXPECT_GE(j["ttft_ms"].get<double>(), 0) << line;
+        }
+    }
+    EXPECT_TRUE(access) << s.log();
+    EXPECT_TRUE(loaded) << s.log();
+    EXPECT_TRUE(stats) << s.log();
 }
 
 TEST(ServerApi, HealthModelsAndMetrics) {

@@ -217,7 +217,7 @@ TEST_F(RequestBuilderTest, ChatLayoutEqualsBuildRagRequest) {
     GenerationRequest g;
     g.chat = true;
     g.messages = {{"system", "You answer from the documents."}, {"user", "Who won?"}};
-    g.documents = {{"first passage", "Doc A", ""}, {"second passage", "", ""}};
+    g.documents = {{"first passage", "Doc A", {}, ""}, {"second passage", "", {}, ""}};
     auto got = builder().build(g, "");
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     engine::RagPromptText text{
@@ -235,7 +235,7 @@ TEST_F(RequestBuilderTest, ConversationHistoryGoesToSegmentZeroAndTheLastQuestio
     GenerationRequest g;
     g.chat = true;
     g.messages = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Who won?"}};
-    g.documents = {{"a passage", "", ""}};
+    g.documents = {{"a passage", "", {}, ""}};
     auto got = builder().build(g, "");
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     ASSERT_EQ(got->segments.size(), 2u);
@@ -255,7 +255,7 @@ TEST_F(RequestBuilderTest, CompletionPutsDocumentsBeforeThePromptAndResolvesIds)
     });
     GenerationRequest g;
     g.prompt = "the question";
-    g.documents = {{"a passage", "", ""}, {"", "", "known"}};
+    g.documents = {{"a passage", "", {}, ""}, {"", "", {}, "known"}};
     auto got = b.build(g, "t1");
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     EXPECT_EQ(got->tenant, "t1");
