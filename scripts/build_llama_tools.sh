@@ -26,9 +26,15 @@ ROOT=$(pwd)
 
 PY=${PYTHON:-python3}
 PIN=$(sed -n 's/^VERSION=\([0-9.]*\).*/\1/p' scripts/install_llama_cpp.sh | head -n1)
-VERSION=${LLAMA_TOOLS_VERSION:-${PIN:-0.3.36}}
+PIN=${PIN:-0.3.36}
 CACHE=${LLAMA_TOOLS_DIR:-$ROOT/.llama-tools}
 case "$CACHE" in /*) ;; *) CACHE="$ROOT/$CACHE" ;; esac
+# When the pin was missing from pip's index, the newest version was used instead and recorded.
+VERSION=${LLAMA_TOOLS_VERSION:-$PIN}
+if [ -z "${LLAMA_TOOLS_VERSION:-}" ] && [ ! -f "$CACHE/built-$PIN.stamp" ] \
+   && [ -f "$CACHE/fallback-version" ]; then
+  VERSION=$(cat "$CACHE/fallback-version")
+fi
 JOBS=${LLAMA_TOOLS_JOBS:-1}
 TARGETS=(llama-quantize llama-bench llama-server llama-tokenize)
 
@@ -59,7 +65,7 @@ case "${1:-}" in
   --env)   print_env; exit 0 ;;
   --check) built; exit $? ;;
   "") ;;
-  -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^set -e/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) die "unknown argument '$1' (use --env, --check or nothing)" ;;
 esac
 
@@ -79,6 +85,16 @@ if [ -z "$SDIST" ]; then
   log "pip download --no-binary :all: --no-deps llama-cpp-python==$VERSION"
   if ! $PY -m pip download -q --disable-pip-version-check --no-binary :all: --no-deps \
         -d "$CACHE/dl" "llama-cpp-python==$VERSION"; then
+    if [ -z "${LLAMA_TOOLS_VERSION:-}" ]; then
+      # The pin is not in pip's index: fall back to the newest version there.
+      newest=$($PY -m pip index versions llama-cpp-python 2>/dev/null \
+               | sed -n 's/^llama-cpp-python (\([^)]*\)).*/\1/p' | head -n1)
+      if [ -n "$newest" ] && [ "$newest" != "$VERSION" ]; then
+        log "llama-cpp-python $VERSION is not in pip's index; using the newest, $newest"
+        echo "$newest" > "$CACHE/fallback-version"
+        LLAMA_TOOLS_VERSION=$newest exec "$0" "$@"
+      fi
+    fi
     die "could not download the llama-cpp-python $VERSION sdist from PyPI" \
         "(check the network/pip index; set LLAMA_TOOLS_VERSION to another version)"
   fi

@@ -77,7 +77,7 @@ case "${1:-}" in
     [ $# -gt 0 ] || set -- "${GROUPS_ALL[@]}"
     for g in "$@"; do files_of "$g"; done | while read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done
     exit 0 ;;
-  -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^set -e/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 for a in "$@"; do
   case "$a" in
