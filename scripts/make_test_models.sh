@@ -92,10 +92,14 @@ for g in ${want_groups[@]+"${want_groups[@]}"}; do
   while read -r f; do want_files+=("$f"); done < <(files_of "$g")
 done
 
+all_files=()
+for g in "${GROUPS_ALL[@]}"; do
+  while read -r f; do all_files+=("$f"); done < <(files_of "$g")
+done
 missing=()
 for f in "${want_files[@]}"; do
   known=0
-  for g in "${GROUPS_ALL[@]}"; do files_of "$g" | grep -qxF "$f" && known=1; done
+  for k in "${all_files[@]}"; do if [ "$k" = "$f" ]; then known=1; fi; done
   [ $known -eq 1 ] || die "$(basename "$f") is not a file this script makes (see --list)"
   [ -f "$f" ] || missing+=("$f")
 done
