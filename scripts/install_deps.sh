@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config python3 python3-pip
   libopenblas-dev libpcre2-dev libxxhash-dev nlohmann-json3-dev zlib1g-dev
-  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libspdlog-dev libcli11-dev libgtest-dev
   curl
 )
 missing=()
