@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test cuda-test bench fuzz golden clean
+.PHONY: all deps build run test cuda-test bench fuzz golden format clean
 
 all: build
 
@@ -39,6 +39,10 @@ fuzz:
 
 golden:
 	python3 scripts/make_golden.py
+
+# The style of .clang-format over every C++ and CUDA source (the tree is kept formatted).
+format:
+	git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD_DIR)
