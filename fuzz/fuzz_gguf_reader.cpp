@@ -39,8 +39,7 @@ void check_and_dequantize_tensors(const loader::GgufFile& f, const uint8_t* data
         LA_CHECK(t.num_bytes <= static_cast<size_t>(data + size - begin));
         const loader::GgmlTypeTraits traits = loader::ggml_type_traits(t.type);
         LA_CHECK(traits.block_size > 0 && t.dims[0] % traits.block_size == 0);
-        LA_CHECK(t.num_bytes ==
-                 static_cast<uint64_t>(t.num_elements / traits.block_size) * traits.type_size);
+        LA_CHECK(t.num_bytes == static_cast<uint64_t>(t.num_elements / traits.block_size) * traits.type_size);
         const int64_t n = t.dims[0];
         if (!traits.can_dequantize || n > kMaxRowElements) continue;
         row.resize(static_cast<size_t>(n));

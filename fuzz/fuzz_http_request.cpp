@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         server::GenerationRequest gen;
         (void)server::parse_generation_request(body, request.path.find("chat") != std::string::npos, gen);
         std::vector<server::DocumentRef> docs;
-        if (body.is_object() && body.contains("documents")) (void)server::parse_documents(body["documents"], false, docs);
+        if (body.is_object() && body.contains("documents"))
+            (void)server::parse_documents(body["documents"], false, docs);
     }
     return 0;
 }

@@ -44,15 +44,12 @@ GgufWriter every_tensor_type() {
         GgmlType type;
         int64_t n;
     } kTensors[] = {
-        {"t.f32", GgmlType::kF32, 4},     {"t.f16", GgmlType::kF16, 4},
-        {"t.bf16", GgmlType::kBF16, 4},   {"t.q4_0", GgmlType::kQ4_0, 32},
-        {"t.q4_1", GgmlType::kQ4_1, 32},  {"t.q5_0", GgmlType::kQ5_0, 32},
-        {"t.q5_1", GgmlType::kQ5_1, 32},  {"t.q8_0", GgmlType::kQ8_0, 32},
-        {"t.q8_1", GgmlType::kQ8_1, 32},  {"t.q2_k", GgmlType::kQ2_K, 256},
-        {"t.q3_k", GgmlType::kQ3_K, 256}, {"t.q4_k", GgmlType::kQ4_K, 256},
-        {"t.q5_k", GgmlType::kQ5_K, 256}, {"t.q6_k", GgmlType::kQ6_K, 256},
-        {"t.q8_k", GgmlType::kQ8_K, 256}, {"t.i8", GgmlType::kI8, 4},
-        {"t.i16", GgmlType::kI16, 4},     {"t.i32", GgmlType::kI32, 4},
+        {"t.f32", GgmlType::kF32, 4},     {"t.f16", GgmlType::kF16, 4},     {"t.bf16", GgmlType::kBF16, 4},
+        {"t.q4_0", GgmlType::kQ4_0, 32},  {"t.q4_1", GgmlType::kQ4_1, 32},  {"t.q5_0", GgmlType::kQ5_0, 32},
+        {"t.q5_1", GgmlType::kQ5_1, 32},  {"t.q8_0", GgmlType::kQ8_0, 32},  {"t.q8_1", GgmlType::kQ8_1, 32},
+        {"t.q2_k", GgmlType::kQ2_K, 256}, {"t.q3_k", GgmlType::kQ3_K, 256}, {"t.q4_k", GgmlType::kQ4_K, 256},
+        {"t.q5_k", GgmlType::kQ5_K, 256}, {"t.q6_k", GgmlType::kQ6_K, 256}, {"t.q8_k", GgmlType::kQ8_K, 256},
+        {"t.i8", GgmlType::kI8, 4},       {"t.i16", GgmlType::kI16, 4},     {"t.i32", GgmlType::kI32, 4},
         {"t.i64", GgmlType::kI64, 2},     {"t.f64", GgmlType::kF64, 2},
     };
     for (const auto& t : kTensors) {

@@ -35,7 +35,8 @@ inline std::vector<float> random_floats(std::mt19937_64& rng, size_t n, float lo
 inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
     double worst = 0.0, scale = 1e-6;
     for (float x : b) scale = std::max(scale, double(std::fabs(x)));
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]) / scale);
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+        worst = std::max(worst, std::fabs(double(a[i]) - b[i]) / scale);
     return worst;
 }
 
@@ -52,8 +53,8 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
             worst_i = i;
         }
     }
-    EXPECT_LE(worst, rel_tol) << what << ": worst element " << worst_i << " got " << got[worst_i]
-                              << " want " << want[worst_i];
+    EXPECT_LE(worst, rel_tol) << what << ": worst element " << worst_i << " got " << got[worst_i] << " want "
+                              << want[worst_i];
 }
 
 }  // namespace lazyattn::testing

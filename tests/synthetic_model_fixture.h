@@ -18,8 +18,7 @@ inline std::string synthetic_model_path(const loader::SyntheticModelOptions& opt
     static std::map<std::string, std::string> written;
     auto it = written.find(tag);
     if (it != written.end()) return it->second;
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("lazyattn-test-" + std::to_string(::getpid()));
+    const auto dir = std::filesystem::temp_directory_path() / ("lazyattn-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const std::string path = (dir / (tag + ".gguf")).string();
     const Status st = loader::write_synthetic_model(path, options);

@@ -63,15 +63,26 @@ std::vector<uint8_t> random_weights(W t, int64_t rows, int64_t n, std::mt19937_6
         switch (t) {
             case W::kQ4_0:
             case W::kQ5_0:
-            case W::kQ8_0: put_half(b, d(rng)); break;
+            case W::kQ8_0:
+                put_half(b, d(rng));
+                break;
             case W::kQ4_1:
             case W::kQ5_1:
             case W::kQ4_K:
-            case W::kQ5_K: put_half(b, d(rng)), put_half(b + 2, d(rng)); break;
-            case W::kQ2_K: put_half(b + 80, d(rng)), put_half(b + 82, d(rng)); break;
-            case W::kQ3_K: put_half(b + 108, d(rng)); break;
-            case W::kQ6_K: put_half(b + 208, d(rng)); break;
-            default: break;
+            case W::kQ5_K:
+                put_half(b, d(rng)), put_half(b + 2, d(rng));
+                break;
+            case W::kQ2_K:
+                put_half(b + 80, d(rng)), put_half(b + 82, d(rng));
+                break;
+            case W::kQ3_K:
+                put_half(b + 108, d(rng));
+                break;
+            case W::kQ6_K:
+                put_half(b + 208, d(rng));
+                break;
+            default:
+                break;
         }
     }
     return w;
@@ -92,12 +103,18 @@ int main(int argc, char** argv) {
     std::string rows_arg = "1,64", types_arg = "Q4_0,Q8_0,Q4_K,Q5_K,Q6_K,F16,BF16,Q5_0,Q5_1,Q2_K,Q3_K";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
-        if (a == "--threads") threads = std::atoi(v.c_str());
-        else if (a == "--dim") dim = std::atoll(v.c_str());
-        else if (a == "--out") out_dim = std::atoll(v.c_str());
-        else if (a == "--rows") rows_arg = v;
-        else if (a == "--reps") reps = std::atoi(v.c_str());
-        else if (a == "--types") types_arg = v;
+        if (a == "--threads")
+            threads = std::atoi(v.c_str());
+        else if (a == "--dim")
+            dim = std::atoll(v.c_str());
+        else if (a == "--out")
+            out_dim = std::atoll(v.c_str());
+        else if (a == "--rows")
+            rows_arg = v;
+        else if (a == "--reps")
+            reps = std::atoi(v.c_str());
+        else if (a == "--types")
+            types_arg = v;
         else {
             std::fprintf(stderr, "unknown option %s\n", a.c_str());
             return 2;
@@ -149,8 +166,8 @@ int main(int argc, char** argv) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
     };
-    std::printf("isa %s, %d threads, %lld x %lld weights, median of %d\n\n",
-                backends::cpu::simd::quant_kernels().isa, threads, (long long)out_dim, (long long)dim, reps);
+    std::printf("isa %s, %d threads, %lld x %lld weights, median of %d\n\n", backends::cpu::simd::quant_kernels().isa,
+                threads, (long long)out_dim, (long long)dim, reps);
     std::printf("| type | rows | ms | weight GB/s | ms per weight byte vs Q4_0 |\n|---|---:|---:|---:|---:|\n");
     std::map<int64_t, double> q4_per_byte;
     for (auto& c : cases) {
@@ -163,8 +180,10 @@ int main(int argc, char** argv) {
             const double ms = median(c.ms[r]);
             const double gbs = double(c.w.size()) / (ms * 1e6);
             std::printf("| %s | %lld | %.3f | %.1f |", c.name.c_str(), (long long)r, ms, gbs);
-            if (q4_per_byte.count(r) != 0) std::printf(" %.2fx |\n", ms / double(c.w.size()) / q4_per_byte[r]);
-            else std::printf(" |\n");
+            if (q4_per_byte.count(r) != 0)
+                std::printf(" %.2fx |\n", ms / double(c.w.size()) / q4_per_byte[r]);
+            else
+                std::printf(" |\n");
         }
     }
     return 0;

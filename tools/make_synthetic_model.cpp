@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "error: config: %s\n", config.status().to_string().c_str());
         return 1;
     }
-    std::printf("wrote %s: %zu tensors, %zu metadata keys\n%s", path.c_str(),
-                (*file)->tensors().size(), (*file)->metadata().size(), config->describe().c_str());
+    std::printf("wrote %s: %zu tensors, %zu metadata keys\n%s", path.c_str(), (*file)->tensors().size(),
+                (*file)->metadata().size(), config->describe().c_str());
     return 0;
 }

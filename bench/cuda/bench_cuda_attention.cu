@@ -39,13 +39,13 @@ using lazyattn::kernels::AttentionSpan;
 
 namespace {
 
-#define BENCH_CHECK(call)                                                                        \
-    do {                                                                                         \
-        const cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) {                                                                 \
+#define BENCH_CHECK(call)                                                                               \
+    do {                                                                                                \
+        const cudaError_t e_ = (call);                                                                  \
+        if (e_ != cudaSuccess) {                                                                        \
             std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                        \
-        }                                                                                        \
+            std::exit(1);                                                                               \
+        }                                                                                               \
     } while (0)
 
 #define BENCH_OK(expr)                                                                       \
@@ -284,9 +284,11 @@ void bench_decode(CudaBackend& be, const Model& m, const Cache& cache, const Rop
                     const double gbps = bytes / t * 1e-9;
                     if (mode == Mode::kLazy) lazy_t = t;
                     const int splits = lazyattn::backends::cuda::decode_num_splits(p, be.num_sms());
-                    std::printf("decode %-4s b=%-3d ctx=%-5d doc=%-4d %-6s splits=%-3d %9.1f us %7.0f GB/s %5.1f%% of copy  x%.2f vs lazy%s\n",
-                                m.name, batch, ctx, doc, mode_name(mode), splits, t * 1e6, gbps, 100.0 * bytes / t / copy_bw,
-                                t / lazy_t, finite ? "" : "  NON-FINITE OUTPUT");
+                    std::printf(
+                        "decode %-4s b=%-3d ctx=%-5d doc=%-4d %-6s splits=%-3d %9.1f us %7.0f GB/s %5.1f%% of copy  "
+                        "x%.2f vs lazy%s\n",
+                        m.name, batch, ctx, doc, mode_name(mode), splits, t * 1e6, gbps, 100.0 * bytes / t / copy_bw,
+                        t / lazy_t, finite ? "" : "  NON-FINITE OUTPUT");
                     char line[512];
                     std::snprintf(line, sizeof line,
                                   "{\"bench\":\"decode\",\"model\":\"%s\",\"batch\":%d,\"context\":%d,\"doc_len\":%d,"
@@ -346,8 +348,8 @@ void bench_prefill(CudaBackend& be, const Model& m, const Cache& cache, const Ro
             const bool finite = output_finite(out, size_t(len) * m.heads * m.head_dim);
             const double flops = 4.0 * m.head_dim * m.heads * (double(len) * (len + 1) / 2.0);
             if (mode == Mode::kLazy) lazy_t = t;
-            std::printf("prefill %-4s L=%-5d %-6s %9.1f us %7.1f TFLOP/s  x%.2f vs lazy%s\n", m.name, len, mode_name(mode),
-                        t * 1e6, flops / t * 1e-12, t / lazy_t, finite ? "" : "  NON-FINITE OUTPUT");
+            std::printf("prefill %-4s L=%-5d %-6s %9.1f us %7.1f TFLOP/s  x%.2f vs lazy%s\n", m.name, len,
+                        mode_name(mode), t * 1e6, flops / t * 1e-12, t / lazy_t, finite ? "" : "  NON-FINITE OUTPUT");
             char line[512];
             std::snprintf(line, sizeof line,
                           "{\"bench\":\"prefill\",\"model\":\"%s\",\"length\":%d,\"doc_len\":%d,\"mode\":\"%s\","

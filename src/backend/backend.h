@@ -19,8 +19,7 @@ public:
     virtual std::string name() const = 0;
     virtual int num_threads() const = 0;
 
-    virtual void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows,
-                         int64_t dim, float eps) = 0;
+    virtual void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps) = 0;
     virtual void matmul(const kernels::MatmulParams& p) = 0;
     // Several products of the same input x (Q, K and V; gate and up). A backend may run them as
     // one op (the CPU: one activation quantization, one parallel region in decode).

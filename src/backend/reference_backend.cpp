@@ -26,9 +26,7 @@ public:
                 for (int64_t o = 0; o < p.out_dim; ++o) p.y[r * p.out_dim + o] += p.bias[o];
         }
     }
-    void swiglu(const float* g, const float* u, float* out, int64_t n) override {
-        kernels::ref::swiglu(g, u, out, n);
-    }
+    void swiglu(const float* g, const float* u, float* out, int64_t n) override { kernels::ref::swiglu(g, u, out, n); }
     void add_inplace(float* x, const float* y, int64_t n) override {
         for (int64_t i = 0; i < n; ++i) x[i] += y[i];
     }

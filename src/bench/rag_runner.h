@@ -17,10 +17,10 @@
 namespace lazyattn::bench {
 
 struct RunConfig {
-    std::string label;                 // how the run is reported ("lazy", "lazy (floor)", ...)
+    std::string label;  // how the run is reported ("lazy", "lazy (floor)", ...)
     engine::EngineConfig engine;
-    int32_t clients = 4;               // closed loop, when the workload has no arrival times
-    bool prewarm = false;              // compute every pool document first (the TTFT floor)
+    int32_t clients = 4;   // closed loop, when the workload has no arrival times
+    bool prewarm = false;  // compute every pool document first (the TTFT floor)
 };
 
 struct RunResult {

@@ -18,12 +18,12 @@ namespace lazyattn::bench {
 struct WorkloadConfig {
     int32_t num_docs = 100;
     int32_t doc_tokens = 512;
-    int32_t docs_per_request = 5;     // k
-    double zipf_s = 2.1;              // 0 = uniform
+    int32_t docs_per_request = 5;  // k
+    double zipf_s = 2.1;           // 0 = uniform
     int32_t tail_tokens = 32;
     int32_t output_tokens = 16;
     int32_t num_requests = 40;
-    double arrival_rate = 0;          // requests/s (Poisson); 0 = closed loop
+    double arrival_rate = 0;  // requests/s (Poisson); 0 = closed loop
     uint64_t seed = 1;
     std::string passages_path = "data/2wiki_sample.jsonl";  // text the documents are cut from
 
@@ -31,12 +31,12 @@ struct WorkloadConfig {
 };
 
 struct Workload {
-    std::vector<std::vector<int32_t>> docs;   // the pool
-    std::vector<double> popularity;           // per pool document, sums to 1
+    std::vector<std::vector<int32_t>> docs;  // the pool
+    std::vector<double> popularity;          // per pool document, sums to 1
     std::vector<engine::RagRequest> requests;
     std::vector<std::vector<int32_t>> request_docs;  // pool indices per request, in prompt order
-    std::vector<double> arrival_s;            // seconds from the start (Poisson), or all 0
-    uint64_t digest() const;                  // XXH3-64 over every token of every request
+    std::vector<double> arrival_s;                   // seconds from the start (Poisson), or all 0
+    uint64_t digest() const;                         // XXH3-64 over every token of every request
 };
 
 Expected<Workload> make_workload(const WorkloadConfig& config, const tokenizer::Tokenizer& tokenizer);

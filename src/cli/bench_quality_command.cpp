@@ -56,7 +56,8 @@ double token_f1(const std::string& prediction, const std::string& answer) {
 }
 
 bool substring_match(const std::string& prediction, const std::string& answer) {
-    const std::string p = " " + join(normalized_words(prediction)) + " ", a = " " + join(normalized_words(answer)) + " ";
+    const std::string p = " " + join(normalized_words(prediction)) + " ",
+                      a = " " + join(normalized_words(answer)) + " ";
     return a.size() > 2 && p.find(a) != std::string::npos;
 }
 

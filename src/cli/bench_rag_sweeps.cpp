@@ -26,7 +26,8 @@ Expected<bench::RunResult> run_quiet(const bench::Workload& w, engine::LoadedMod
     });
 }
 
-Status skew_sweep(const BenchRagOptions& o, engine::LoadedModel& lm, const engine::EngineConfig& base, nlohmann::json& out) {
+Status skew_sweep(const BenchRagOptions& o, engine::LoadedModel& lm, const engine::EngineConfig& base,
+                  nlohmann::json& out) {
     if (o.skew_sweep.empty()) return {};
     std::printf("\nthroughput vs skew (%d requests, %d clients)\n%8s %-11s %8s %10s %6s\n", o.sweep_requests, o.clients,
                 "zipf s", "mode", "req/s", "TTFT p50", "hit%");
@@ -38,18 +39,23 @@ Status skew_sweep(const BenchRagOptions& o, engine::LoadedModel& lm, const engin
         for (const auto& mode : kSweepModes) {
             engine::EngineConfig ec = base;
             ec.cache_mode = *engine::parse_cache_mode(mode);
-            LA_ASSIGN_OR_RETURN(auto r, run_quiet(w, lm, "s=" + std::to_string(s).substr(0, 4) + " " + mode, ec, o.clients));
+            LA_ASSIGN_OR_RETURN(auto r,
+                                run_quiet(w, lm, "s=" + std::to_string(s).substr(0, 4) + " " + mode, ec, o.clients));
             std::printf("%8.2f %-11s %8.3f %10.1f %5.0f%%\n", s, mode.c_str(), r.requests_per_s(),
                         bench::percentile(r.ttft_ms, 50), 100 * r.hit_ratio());
-            out["skew_sweep"].push_back(nlohmann::json{{"zipf_s", s}, {"mode", mode}, {"requests_per_s", r.requests_per_s()},
-                                         {"output_tok_per_s", r.output_tok_per_s()},
-                                         {"ttft_p50_ms", bench::percentile(r.ttft_ms, 50)}, {"hit_ratio", r.hit_ratio()}});
+            out["skew_sweep"].push_back(nlohmann::json{{"zipf_s", s},
+                                                       {"mode", mode},
+                                                       {"requests_per_s", r.requests_per_s()},
+                                                       {"output_tok_per_s", r.output_tok_per_s()},
+                                                       {"ttft_p50_ms", bench::percentile(r.ttft_ms, 50)},
+                                                       {"hit_ratio", r.hit_ratio()}});
         }
     }
     return {};
 }
 
-Status rate_sweep(const BenchRagOptions& o, engine::LoadedModel& lm, const engine::EngineConfig& base, nlohmann::json& out) {
+Status rate_sweep(const BenchRagOptions& o, engine::LoadedModel& lm, const engine::EngineConfig& base,
+                  nlohmann::json& out) {
     if (o.rates.empty()) return {};
     std::printf("\nTTFT vs Poisson arrival rate (%d requests)\n%8s %-11s %10s %10s %8s\n", o.sweep_requests, "req/s",
                 "mode", "TTFT p50", "TTFT p99", "served");
@@ -62,12 +68,15 @@ Status rate_sweep(const BenchRagOptions& o, engine::LoadedModel& lm, const engin
         for (const auto& mode : kSweepModes) {
             engine::EngineConfig ec = base;
             ec.cache_mode = *engine::parse_cache_mode(mode);
-            LA_ASSIGN_OR_RETURN(auto r, run_quiet(w, lm, "rate " + std::to_string(rate).substr(0, 5) + " " + mode, ec, 0));
+            LA_ASSIGN_OR_RETURN(auto r,
+                                run_quiet(w, lm, "rate " + std::to_string(rate).substr(0, 5) + " " + mode, ec, 0));
             std::printf("%8.2f %-11s %10.1f %10.1f %8.3f\n", rate, mode.c_str(), bench::percentile(r.ttft_ms, 50),
                         bench::percentile(r.ttft_ms, 99), r.requests_per_s());
-            out["rate_sweep"].push_back(nlohmann::json{{"rate", rate}, {"mode", mode}, {"ttft_p50_ms", bench::percentile(r.ttft_ms, 50)},
-                                         {"ttft_p99_ms", bench::percentile(r.ttft_ms, 99)},
-                                         {"requests_per_s", r.requests_per_s()}});
+            out["rate_sweep"].push_back(nlohmann::json{{"rate", rate},
+                                                       {"mode", mode},
+                                                       {"ttft_p50_ms", bench::percentile(r.ttft_ms, 50)},
+                                                       {"ttft_p99_ms", bench::percentile(r.ttft_ms, 99)},
+                                                       {"requests_per_s", r.requests_per_s()}});
         }
     }
     return {};
@@ -83,22 +92,28 @@ Status capacity_sweep(const BenchRagOptions& o, engine::LoadedModel& lm, const e
     const int32_t bs = base.block_size;
     const int32_t per_doc = (wc.doc_tokens + bs - 1) / bs;
     const int32_t per_tail = (wc.tail_tokens + wc.output_tokens + bs - 1) / bs + 1;
-    std::printf("\ncapacity: hit ratio and TTFT as the pool shrinks (one client; pool = C documents + one request's "
-                "working set)\n%6s %-16s %8s %10s %10s\n", "C", "caching", "hit%", "analytic%", "TTFT p50");
+    std::printf(
+        "\ncapacity: hit ratio and TTFT as the pool shrinks (one client; pool = C documents + one request's "
+        "working set)\n%6s %-16s %8s %10s %10s\n",
+        "C", "caching", "hit%", "analytic%", "TTFT p50");
     for (int32_t c : o.capacity_docs) {
         for (bool aware : {false, true}) {
             engine::EngineConfig ec = base;
             ec.cache_mode = engine::CacheMode::kLazy;
             ec.position_aware_segments = aware;
             ec.kv_num_blocks = (c + wc.docs_per_request) * per_doc + per_tail;
-            const std::string label = std::string(aware ? "position-aware" : "position-agnostic") + " C=" + std::to_string(c);
+            const std::string label =
+                std::string(aware ? "position-aware" : "position-agnostic") + " C=" + std::to_string(c);
             LA_ASSIGN_OR_RETURN(auto r, run_quiet(w, lm, label, ec, 1));
             const double analytic = bench::analytic_hit_ratio(w.popularity, aware ? c / wc.docs_per_request : c);
             std::printf("%6d %-16s %7.0f%% %9.0f%% %10.1f\n", c, aware ? "position-aware" : "position-agnostic",
                         100 * r.hit_ratio(), 100 * analytic, bench::percentile(r.ttft_ms, 50));
-            out["capacity_sweep"].push_back(nlohmann::json{{"capacity_docs", c}, {"position_aware", aware}, {"hit_ratio", r.hit_ratio()},
-                                             {"analytic_hit_ratio", analytic}, {"pool_blocks", ec.kv_num_blocks},
-                                             {"ttft_p50_ms", bench::percentile(r.ttft_ms, 50)}});
+            out["capacity_sweep"].push_back(nlohmann::json{{"capacity_docs", c},
+                                                           {"position_aware", aware},
+                                                           {"hit_ratio", r.hit_ratio()},
+                                                           {"analytic_hit_ratio", analytic},
+                                                           {"pool_blocks", ec.kv_num_blocks},
+                                                           {"ttft_p50_ms", bench::percentile(r.ttft_ms, 50)}});
         }
     }
     return {};

@@ -57,8 +57,10 @@ int run_bench_speed(const BenchSpeedOptions& o) {
         const double prefill_tok_s = 1000.0 * o.prompt_tokens / r->stats.ttft_ms;
         const double decode_tok_s = 1000.0 * (r->token_ids.size() - 1) / r->stats.decode_ms;
         if (o.json) {
-            nlohmann::json j = {{"engine", "lazyattn"}, {"prefill_tok_s", prefill_tok_s},
-                                {"decode_tok_s", decode_tok_s}, {"prompt_tokens", o.prompt_tokens},
+            nlohmann::json j = {{"engine", "lazyattn"},
+                                {"prefill_tok_s", prefill_tok_s},
+                                {"decode_tok_s", decode_tok_s},
+                                {"prompt_tokens", o.prompt_tokens},
                                 {"gen_tokens", int(r->token_ids.size()) - 1},
                                 {"threads", lm->backend->num_threads()}};
             std::cout << j.dump() << std::endl;

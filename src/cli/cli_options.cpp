@@ -29,7 +29,8 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
 }
 
 void configure_logging(const CommonOptions& o) {
-    log::configure(log::parse_level(o.log_level).value(), o.log_format == "json" ? log::Format::kJson : log::Format::kText);
+    log::configure(log::parse_level(o.log_level).value(),
+                   o.log_format == "json" ? log::Format::kJson : log::Format::kText);
 }
 
 std::string env_name_for(const std::string& long_name) {
@@ -84,8 +85,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(seconds);
     sv->add_option("--request-timeout", o.request_timeout_s, "seconds a client has to send a whole request")
         ->check(seconds);
-    sv->add_option("--max-connections", o.max_connections, "open connections in all (503 beyond)")
-        ->check(positive);
+    sv->add_option("--max-connections", o.max_connections, "open connections in all (503 beyond)")->check(positive);
     sv->add_option("--max-connections-per-client", o.max_connections_per_client,
                    "open connections from one address (429 beyond)")
         ->check(positive);

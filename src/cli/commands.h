@@ -20,10 +20,10 @@ namespace lazyattn::cli {
 
 struct CommonOptions {
     std::string model_path;
-    int32_t num_threads = 0;  // 0: all hardware threads
+    int32_t num_threads = 0;                             // 0: all hardware threads
     kernels::KvDtype kv_dtype = kernels::KvDtype::kF16;  // --kv-dtype f32|f16|bf16
-    std::string log_level = "info";   // trace | debug | info | warn | error | off
-    std::string log_format = "text";  // text | json
+    std::string log_level = "info";                      // trace | debug | info | warn | error | off
+    std::string log_format = "text";                     // text | json
 };
 
 struct GenerateOptions {
@@ -41,8 +41,8 @@ struct GenerateOptions {
     std::vector<std::string> doc_files;  // documents read from files
     std::vector<std::string> doc_texts;  // documents given inline
     std::string cache_mode = "lazy";
-    int32_t repeat = 1;                  // runs of the same request in one process
-    bool shuffle_docs = false;           // re-order the documents before every run after the first
+    int32_t repeat = 1;         // runs of the same request in one process
+    bool shuffle_docs = false;  // re-order the documents before every run after the first
 };
 
 struct BenchSpeedOptions {
@@ -64,18 +64,18 @@ struct RagDemoOptions {
 struct BenchRagOptions {
     CommonOptions common;
     bench::WorkloadConfig workload;
-    std::vector<double> zipf{2.1};              // the main run uses the first
+    std::vector<double> zipf{2.1};  // the main run uses the first
     std::vector<std::string> modes{"lazy", "lazy-k", "block-attn", "prefix", "none"};
     int32_t clients = 4;
     int32_t kv_cache_mb = 1024;
     int32_t max_batch_tokens = 512;
     bool floor = true;
-    std::vector<double> skew_sweep;             // empty: skipped
-    std::vector<double> rates;                  // empty: skipped
-    std::vector<int32_t> capacity_docs;         // empty: skipped
+    std::vector<double> skew_sweep;      // empty: skipped
+    std::vector<double> rates;           // empty: skipped
+    std::vector<int32_t> capacity_docs;  // empty: skipped
     int32_t sweep_requests = 20;
     std::string json_path;
-    std::string export_workload_path;           // the request stream as JSON (for the llama.cpp peer)
+    std::string export_workload_path;  // the request stream as JSON (for the llama.cpp peer)
 };
 
 struct BenchQualityOptions {
@@ -100,21 +100,21 @@ struct TokenizeOptions {
 struct ServeOptions {
     CommonOptions common;
     std::string host = "127.0.0.1";
-    int32_t port = 8080;                  // 0: any free port (printed on startup)
+    int32_t port = 8080;  // 0: any free port (printed on startup)
     std::string cache_mode = "lazy";
     int32_t kv_cache_mb = 512;
-    int32_t kv_blocks = 0;                // exact pool size in blocks (0: from kv_cache_mb)
+    int32_t kv_blocks = 0;  // exact pool size in blocks (0: from kv_cache_mb)
     int32_t block_size = 16;
-    int32_t max_model_len = 0;            // 0: the model's context length
-    std::string served_model_name;        // "" = the model file's name
+    int32_t max_model_len = 0;      // 0: the model's context length
+    std::string served_model_name;  // "" = the model file's name
     int32_t max_batch_tokens = 512;
     int32_t max_num_seqs = 64;
     int32_t max_queue = 1024;
     int64_t max_body_bytes = 8 << 20;
     int32_t http_threads = 128;
     double shutdown_timeout_s = 10;
-    std::string chat_template;            // "" = from the model file
-    std::vector<std::string> api_keys;    // --api-key (repeatable, or comma-separated)
+    std::string chat_template;          // "" = from the model file
+    std::vector<std::string> api_keys;  // --api-key (repeatable, or comma-separated)
     std::string api_key_file;
     std::vector<std::string> open_endpoints = {"health"};  // reachable without a key
     int32_t max_tokens_cap = 4096;

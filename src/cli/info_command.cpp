@@ -59,7 +59,8 @@ int run_info(const CommonOptions& o) {
         return 1;
     }
     std::cout << "file: " << path << "\nGGUF version: " << (*file)->version()
-              << "\ntensors: " << (*file)->tensors().size() << "\n" << config->describe();
+              << "\ntensors: " << (*file)->tensors().size() << "\n"
+              << config->describe();
     auto pre = (*file)->get_string("tokenizer.ggml.pre");
     auto tok_model = (*file)->get_string("tokenizer.ggml.model");
     std::cout << "tokenizer: " << (tok_model.ok() ? *tok_model : "?") << " (pre-tokenizer "

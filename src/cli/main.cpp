@@ -9,7 +9,6 @@
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 
-
 int main(int argc, char** argv) {
     using namespace lazyattn::cli;
     CLI::App app{"lazyattn: a RAG inference engine with position-agnostic document KV caching"};
@@ -59,7 +58,8 @@ int main(int argc, char** argv) {
     add_common_options(d, demo.common);
     d->add_option("--data", demo.data_path, "JSONL file of questions with documents");
     d->add_option("--questions", demo.num_questions, "questions to ask")->check(CLI::Range(1, 1000));
-    d->add_option("--runs", demo.runs, "runs per question (documents shuffled after the first)")->check(CLI::Range(1, 100));
+    d->add_option("--runs", demo.runs, "runs per question (documents shuffled after the first)")
+        ->check(CLI::Range(1, 100));
     d->add_option("--modes", demo.modes, "cache modes to compare")
         ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
 
@@ -79,13 +79,16 @@ int main(int argc, char** argv) {
     br->add_option("--docs", rag.workload.num_docs, "documents in the pool")->check(CLI::Range(1, 1000000));
     br->add_option("--doc-tokens", rag.workload.doc_tokens, "tokens per document")->check(CLI::Range(1, 1000000));
     br->add_option("--k", rag.workload.docs_per_request, "documents per request")->check(CLI::Range(1, 1000));
-    br->add_option("--zipf", rag.zipf, "Zipf exponent of document popularity (0 = uniform)")->check(CLI::NonNegativeNumber);
+    br->add_option("--zipf", rag.zipf, "Zipf exponent of document popularity (0 = uniform)")
+        ->check(CLI::NonNegativeNumber);
     br->add_option("--tail-tokens", rag.workload.tail_tokens, "question tokens")->check(CLI::Range(1, 100000));
-    br->add_option("--output-tokens", rag.workload.output_tokens, "tokens generated per request")->check(CLI::Range(0, 100000));
+    br->add_option("--output-tokens", rag.workload.output_tokens, "tokens generated per request")
+        ->check(CLI::Range(0, 100000));
     br->add_option("--requests", rag.workload.num_requests, "requests in the stream")->check(CLI::Range(1, 1000000));
     br->add_option("--clients", rag.clients, "concurrent clients (closed loop)")->check(CLI::Range(1, 4096));
     br->add_option("--seed", rag.workload.seed, "workload seed");
-    br->add_option("--modes", rag.modes, "cache modes")->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+    br->add_option("--modes", rag.modes, "cache modes")
+        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
     br->add_option("--kv-cache-mb", rag.kv_cache_mb, "KV pool per mode")->check(CLI::PositiveNumber);
     br->add_option("--max-batch-tokens", rag.max_batch_tokens, "rows per step")->check(CLI::PositiveNumber);
     br->add_option("--data", rag.workload.passages_path, "QA file whose passages make up the documents");
@@ -101,7 +104,8 @@ int main(int argc, char** argv) {
     CLI::App* bq = bench->add_subcommand("quality", "answer quality (EM, F1) on the 2WikiMultihopQA sample per mode");
     add_common_options(bq, quality.common);
     bq->add_option("--data", quality.data_path, "QA JSONL file");
-    bq->add_option("--modes", quality.modes, "cache modes")->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+    bq->add_option("--modes", quality.modes, "cache modes")
+        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
     bq->add_flag("--fp32", quality.fp32, "dequantize all weights to fp32");
     bq->add_option("--json", quality.json_path, "write results to this JSON file");
 
@@ -110,7 +114,7 @@ int main(int argc, char** argv) {
 
     try {
         std::vector<std::string> args = normalize_arguments(argc, argv);
-        args.erase(args.begin());                 // CLI11 takes the arguments without the program name,
+        args.erase(args.begin());                // CLI11 takes the arguments without the program name,
         std::reverse(args.begin(), args.end());  // in reverse order
         app.parse(args);
     } catch (const CLI::ParseError& e) {

@@ -64,7 +64,8 @@ int run_rag_demo(const RagDemoOptions& o) {
         std::printf("\n=== cache mode: %s\n", mode_name.c_str());
         for (const auto& q : *questions) {
             engine::RagPromptText text{system, q.documents, q.question};
-            std::printf("\nQ: %s   (expected: %s)\n", q.question.c_str(), q.answers.empty() ? "?" : q.answers[0].c_str());
+            std::printf("\nQ: %s   (expected: %s)\n", q.question.c_str(),
+                        q.answers.empty() ? "?" : q.answers[0].c_str());
             for (int run = 0; run < o.runs; ++run) {
                 if (run > 0) std::shuffle(text.documents.begin(), text.documents.end(), rng);
                 auto req = engine::build_rag_request(*lm->tokenizer, tmpl, text);
@@ -78,7 +79,8 @@ int run_rag_demo(const RagDemoOptions& o) {
                 const auto& s = r->stats;
                 std::printf("  run %d%s  TTFT %7.1f ms  prefilled %4d  reused %4d  docs hit %2d/%-2d  A: %s\n", run + 1,
                             run == 0 ? " (docs as retrieved)" : " (docs shuffled)   ", s.ttft_ms, s.prefill_tokens,
-                            s.reused_tokens, s.segments_hit, s.segments_hit + s.segments_missed, one_line(r->text).c_str());
+                            s.reused_tokens, s.segments_hit, s.segments_hit + s.segments_missed,
+                            one_line(r->text).c_str());
                 (run == 0 ? t.ttft_first_ms : t.ttft_repeat_ms) += s.ttft_ms;
                 (run == 0 ? t.first_runs : t.repeat_runs) += 1;
                 t.prefilled += s.prefill_tokens;
@@ -89,11 +91,12 @@ int run_rag_demo(const RagDemoOptions& o) {
         }
         totals.emplace_back(mode_name, t);
     }
-    std::printf("\n%-11s %18s %20s %12s %12s %10s\n", "mode", "TTFT first run", "TTFT shuffled runs", "prefilled", "reused",
-                "doc hits");
+    std::printf("\n%-11s %18s %20s %12s %12s %10s\n", "mode", "TTFT first run", "TTFT shuffled runs", "prefilled",
+                "reused", "doc hits");
     for (const auto& [name, t] : totals) {
-        std::printf("%-11s %15.1f ms %17.1f ms %12lld %12lld %9.0f%%\n", name.c_str(), t.ttft_first_ms / std::max(1, t.first_runs),
-                    t.ttft_repeat_ms / std::max(1, t.repeat_runs), (long long)t.prefilled, (long long)t.reused,
+        std::printf("%-11s %15.1f ms %17.1f ms %12lld %12lld %9.0f%%\n", name.c_str(),
+                    t.ttft_first_ms / std::max(1, t.first_runs), t.ttft_repeat_ms / std::max(1, t.repeat_runs),
+                    (long long)t.prefilled, (long long)t.reused,
                     t.hits + t.misses > 0 ? 100.0 * t.hits / double(t.hits + t.misses) : 0.0);
     }
     return 0;

@@ -65,8 +65,8 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.limits.max_connections_per_client = o.max_connections_per_client;
     sc.num_http_threads = o.http_threads;
     sc.shutdown_timeout_s = o.shutdown_timeout_s;
-    sc.model_id = o.served_model_name.empty() ? std::filesystem::path(model_path).filename().string()
-                                              : o.served_model_name;
+    sc.model_id =
+        o.served_model_name.empty() ? std::filesystem::path(model_path).filename().string() : o.served_model_name;
     sc.api_keys = o.api_keys;
     if (!o.api_key_file.empty()) {
         LA_ASSIGN_OR_RETURN(auto keys, server::ApiKeys::read_file(o.api_key_file));
@@ -116,10 +116,11 @@ int run_serve(const ServeOptions& o) {
     engine::ServingEngine& eng = **created;
     server::HttpServer http(*sc, eng, *lm->tokenizer, *chat, eng.context_length());
     if (Status st = http.start(); !st.ok()) return fail(st);
-    std::printf("lazyattn serve: listening on http://%s:%d (model %s, cache mode %s, KV %s, %d blocks of %d tokens%s)\n",
-                sc->host.c_str(), http.port(), sc->model_id.c_str(), o.cache_mode.c_str(),
-                engine::kv_dtype_name(o.common.kv_dtype), int(eng.stats().blocks_total), ec->block_size,
-                sc->api_keys.empty() ? "" : ", API keys required");
+    std::printf(
+        "lazyattn serve: listening on http://%s:%d (model %s, cache mode %s, KV %s, %d blocks of %d tokens%s)\n",
+        sc->host.c_str(), http.port(), sc->model_id.c_str(), o.cache_mode.c_str(),
+        engine::kv_dtype_name(o.common.kv_dtype), int(eng.stats().blocks_total), ec->block_size,
+        sc->api_keys.empty() ? "" : ", API keys required");
     std::fflush(stdout);
 
     int sig = 0;

@@ -38,7 +38,10 @@ int run_tokenize(const TokenizeOptions& o) {
     }
     for (int32_t id : ids) {
         std::cout << id;
-        if (o.pieces) std::cout << "\t" << nlohmann::json((*tok)->token_to_piece(id, true)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        if (o.pieces)
+            std::cout << "\t"
+                      << nlohmann::json((*tok)->token_to_piece(id, true))
+                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         std::cout << "\n";
     }
     return 0;

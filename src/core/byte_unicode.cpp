@@ -8,8 +8,7 @@ namespace lazyattn::text {
 namespace {
 
 bool maps_to_itself(int byte) {
-    return (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) ||
-           (byte >= 0xAE && byte <= 0xFF);
+    return (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || (byte >= 0xAE && byte <= 0xFF);
 }
 
 struct ByteTables {

@@ -5,22 +5,22 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define LA_CHECK(cond)                                                                  \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
+#define LA_CHECK(cond)                                                                    \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
             std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            std::abort();                                                               \
-        }                                                                               \
+            std::abort();                                                                 \
+        }                                                                                 \
     } while (0)
 
-#define LA_CHECK_MSG(cond, ...)                                                       \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
+#define LA_CHECK_MSG(cond, ...)                                                           \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
             std::fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                        \
-            std::fprintf(stderr, "\n");                                               \
-            std::abort();                                                             \
-        }                                                                             \
+            std::fprintf(stderr, __VA_ARGS__);                                            \
+            std::fprintf(stderr, "\n");                                                   \
+            std::abort();                                                                 \
+        }                                                                                 \
     } while (0)
 
 #ifdef NDEBUG

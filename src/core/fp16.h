@@ -40,7 +40,7 @@ inline uint16_t fp32_to_fp16(float f) {
     const uint32_t abs = x & 0x7fffffffu;
     if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0));
     if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-    if (abs < 0x38800000u) {  // subnormal or zero in half
+    if (abs < 0x38800000u) {                                               // subnormal or zero in half
         if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
         const uint32_t e = abs >> 23;
         const uint32_t m = (abs & 0x7fffffu) | 0x800000u;
@@ -69,7 +69,7 @@ inline uint16_t fp32_to_bf16(float f) {
     uint32_t x;
     std::memcpy(&x, &f, sizeof x);
     if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
-    x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+    x += 0x7fffu + ((x >> 16) & 1u);                                                       // round to nearest even
     return static_cast<uint16_t>(x >> 16);
 }
 

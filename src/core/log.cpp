@@ -27,12 +27,18 @@ spdlog::logger& logger() {
 
 spdlog::level::level_enum to_spdlog(Level l) {
     switch (l) {
-        case Level::kTrace: return spdlog::level::trace;
-        case Level::kDebug: return spdlog::level::debug;
-        case Level::kInfo: return spdlog::level::info;
-        case Level::kWarn: return spdlog::level::warn;
-        case Level::kError: return spdlog::level::err;
-        case Level::kOff: return spdlog::level::off;
+        case Level::kTrace:
+            return spdlog::level::trace;
+        case Level::kDebug:
+            return spdlog::level::debug;
+        case Level::kInfo:
+            return spdlog::level::info;
+        case Level::kWarn:
+            return spdlog::level::warn;
+        case Level::kError:
+            return spdlog::level::err;
+        case Level::kOff:
+            return spdlog::level::off;
     }
     return spdlog::level::info;
 }
@@ -41,11 +47,21 @@ void append_json_string(std::string& out, std::string_view s) {
     out += '"';
     for (unsigned char c : s) {
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
             default:
                 if (c < 0x20) {
                     char buf[8];

@@ -4,17 +4,28 @@ namespace lazyattn {
 
 const char* status_code_name(StatusCode code) {
     switch (code) {
-        case StatusCode::kOk: return "ok";
-        case StatusCode::kInvalidArgument: return "invalid argument";
-        case StatusCode::kNotFound: return "not found";
-        case StatusCode::kOutOfRange: return "out of range";
-        case StatusCode::kCorrupt: return "corrupt";
-        case StatusCode::kUnsupported: return "unsupported";
-        case StatusCode::kResourceExhausted: return "resource exhausted";
-        case StatusCode::kUnavailable: return "unavailable";
-        case StatusCode::kIoError: return "I/O error";
-        case StatusCode::kCancelled: return "cancelled";
-        case StatusCode::kInternal: return "internal error";
+        case StatusCode::kOk:
+            return "ok";
+        case StatusCode::kInvalidArgument:
+            return "invalid argument";
+        case StatusCode::kNotFound:
+            return "not found";
+        case StatusCode::kOutOfRange:
+            return "out of range";
+        case StatusCode::kCorrupt:
+            return "corrupt";
+        case StatusCode::kUnsupported:
+            return "unsupported";
+        case StatusCode::kResourceExhausted:
+            return "resource exhausted";
+        case StatusCode::kUnavailable:
+            return "unavailable";
+        case StatusCode::kIoError:
+            return "I/O error";
+        case StatusCode::kCancelled:
+            return "cancelled";
+        case StatusCode::kInternal:
+            return "internal error";
     }
     return "unknown";
 }

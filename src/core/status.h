@@ -11,14 +11,14 @@ namespace lazyattn {
 
 enum class StatusCode {
     kOk = 0,
-    kInvalidArgument,   // the caller passed something malformed
-    kNotFound,          // a file, key, tensor or id does not exist
-    kOutOfRange,        // a size or position beyond a limit (context length, pool size)
-    kCorrupt,           // a file whose bytes contradict its own format
-    kUnsupported,       // well-formed but not something lazyattn implements
-    kResourceExhausted, // out of KV blocks: the request can never fit
-    kUnavailable,       // busy right now (queue full): the same request may succeed later
-    kIoError,           // the operating system refused (open, mmap, read)
+    kInvalidArgument,    // the caller passed something malformed
+    kNotFound,           // a file, key, tensor or id does not exist
+    kOutOfRange,         // a size or position beyond a limit (context length, pool size)
+    kCorrupt,            // a file whose bytes contradict its own format
+    kUnsupported,        // well-formed but not something lazyattn implements
+    kResourceExhausted,  // out of KV blocks: the request can never fit
+    kUnavailable,        // busy right now (queue full): the same request may succeed later
+    kIoError,            // the operating system refused (open, mmap, read)
     kCancelled,
     kInternal,
 };
@@ -56,7 +56,7 @@ inline Status internal_error(std::string m) { return {StatusCode::kInternal, std
 template <typename T>
 class [[nodiscard]] Expected {
 public:
-    Expected(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+    Expected(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
     Expected(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
     bool ok() const { return std::holds_alternative<T>(v_); }
@@ -83,10 +83,10 @@ private:
 #define LA_CONCAT(a, b) LA_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not ok.
-#define LA_RETURN_IF_ERROR(expr)                                  \
-    do {                                                          \
-        ::lazyattn::Status la_status_ = (expr);                   \
-        if (!la_status_.ok()) return la_status_;                  \
+#define LA_RETURN_IF_ERROR(expr)                 \
+    do {                                         \
+        ::lazyattn::Status la_status_ = (expr);  \
+        if (!la_status_.ok()) return la_status_; \
     } while (0)
 
 // `LA_ASSIGN_OR_RETURN(auto x, f());` binds the value or returns the error.

@@ -49,7 +49,9 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     for (;;) {
-        const auto has_work = [&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; };
+        const auto has_work = [&] {
+            return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen;
+        };
         if (!spin_until(has_work, kSpinMicros)) {
             // Sleep. num_sleeping_ is raised under the mutex before the last check, and the caller
             // bumps generation_ before reading num_sleeping_ (both seq_cst), so a wake-up is never

@@ -15,7 +15,7 @@ struct SegmentPlacement {
     std::vector<kv::BlockId> blocks;
     int32_t num_tokens = 0;
     int32_t logical_start = 0;
-    int32_t stored_base = 0;  // 0 for a shared cached segment; logical_start for a private copy
+    int32_t stored_base = 0;    // 0 for a shared cached segment; logical_start for a private copy
     bool private_copy = false;  // block-attn: blocks are this request's re-rotated copy
 };
 
@@ -26,7 +26,7 @@ struct ActiveRequest {
     int32_t tail_start = 0;            // logical position of tail token 0
     int32_t num_tail_computed = 0;     // tail tokens whose K/V are in tail_blocks
     int32_t num_prompt_tail = 0;
-    std::vector<kv::BlockId> held;     // one entry per reference this request holds
+    std::vector<kv::BlockId> held;  // one entry per reference this request holds
 
     int32_t next_position() const { return tail_start + int32_t(tail_tokens.size()); }
 };

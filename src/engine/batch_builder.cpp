@@ -2,9 +2,8 @@
 
 namespace lazyattn::engine {
 
-void add_plain_sequence(model::ForwardBatch& batch, const std::vector<int32_t>& new_tokens,
-                        int32_t start, const std::vector<int32_t>& block_table, int32_t block_size,
-                        int logits) {
+void add_plain_sequence(model::ForwardBatch& batch, const std::vector<int32_t>& new_tokens, int32_t start,
+                        const std::vector<int32_t>& block_table, int32_t block_size, int logits) {
     const int32_t n = int32_t(new_tokens.size());
     const int32_t first_row = batch.num_rows();
     for (int32_t i = 0; i < n; ++i) {

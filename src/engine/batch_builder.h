@@ -12,8 +12,7 @@ namespace lazyattn::engine {
 // own positions): `new_tokens` are computed this step at positions [start, start + n), its
 // K/V go to `block_table`, which must cover start + n tokens.
 // logits: 0 = none, 1 = last row only, 2 = every new row.
-void add_plain_sequence(model::ForwardBatch& batch, const std::vector<int32_t>& new_tokens,
-                        int32_t start, const std::vector<int32_t>& block_table, int32_t block_size,
-                        int logits);
+void add_plain_sequence(model::ForwardBatch& batch, const std::vector<int32_t>& new_tokens, int32_t start,
+                        const std::vector<int32_t>& block_table, int32_t block_size, int logits);
 
 }  // namespace lazyattn::engine

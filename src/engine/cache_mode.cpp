@@ -16,20 +16,28 @@ Expected<CacheMode> parse_cache_mode(std::string_view name) {
 
 const char* cache_mode_name(CacheMode mode) {
     switch (mode) {
-        case CacheMode::kLazy: return "lazy";
-        case CacheMode::kLazyK: return "lazy-k";
-        case CacheMode::kBlockAttn: return "block-attn";
-        case CacheMode::kPrefix: return "prefix";
-        case CacheMode::kNone: return "none";
+        case CacheMode::kLazy:
+            return "lazy";
+        case CacheMode::kLazyK:
+            return "lazy-k";
+        case CacheMode::kBlockAttn:
+            return "block-attn";
+        case CacheMode::kPrefix:
+            return "prefix";
+        case CacheMode::kNone:
+            return "none";
     }
     return "?";
 }
 
 const char* kv_dtype_name(kernels::KvDtype dtype) {
     switch (dtype) {
-        case kernels::KvDtype::kF32: return "f32";
-        case kernels::KvDtype::kF16: return "f16";
-        case kernels::KvDtype::kBF16: return "bf16";
+        case kernels::KvDtype::kF32:
+            return "f32";
+        case kernels::KvDtype::kF16:
+            return "f16";
+        case kernels::KvDtype::kBF16:
+            return "bf16";
     }
     return "?";
 }

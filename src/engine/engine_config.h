@@ -13,7 +13,7 @@ namespace lazyattn::engine {
 struct EngineConfig {
     CacheMode cache_mode = CacheMode::kLazy;
     int32_t block_size = 16;
-    int32_t kv_cache_mb = 512;       // the KV pool: K and V of every layer
+    int32_t kv_cache_mb = 512;  // the KV pool: K and V of every layer
     // Element type of the KV pool. 16-bit types halve the memory per cached token (twice the
     // documents in the same pool) and the bytes attention reads per decode step.
     kernels::KvDtype kv_dtype = kernels::KvDtype::kF16;
@@ -33,7 +33,7 @@ struct EngineConfig {
     // per document and slot, as a cache of position-rotated keys must.
     bool position_aware_segments = false;
 #ifdef NDEBUG
-    bool check_integrity = false;    // verify the pool and cache index after every step
+    bool check_integrity = false;  // verify the pool and cache index after every step
 #else
     bool check_integrity = true;
 #endif

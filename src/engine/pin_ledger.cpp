@@ -29,8 +29,7 @@ void PinLedger::add(const std::string& tenant, const kv::BlockHash& document, st
     ++version_;
 }
 
-void PinLedger::remove(const std::string& tenant, const kv::BlockHash& document,
-                       std::span<const kv::BlockId> blocks) {
+void PinLedger::remove(const std::string& tenant, const kv::BlockHash& document, std::span<const kv::BlockId> blocks) {
     std::lock_guard<std::mutex> lock(mu_);
     auto& mine = tenant_blocks_[tenant];
     for (kv::BlockId b : blocks) {

@@ -9,7 +9,8 @@ std::string format_document(const std::string& title, const std::string& text) {
     return title.empty() ? text + "\n\n" : "Title: " + title + "\n" + text + "\n\n";
 }
 
-Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat, const std::vector<tokenizer::ChatMessage>& messages) {
+Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat,
+                               const std::vector<tokenizer::ChatMessage>& messages) {
     if (messages.empty()) return invalid_argument("the conversation is empty");
     auto pieces = chat.render(messages, true);
     const int32_t last = int32_t(messages.size()) - 1;
@@ -22,7 +23,8 @@ Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat, const std::v
     return split;
 }
 
-Expected<RagRequest> assemble_rag_request(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::ChatPiece>& preamble,
+Expected<RagRequest> assemble_rag_request(const tokenizer::Tokenizer& tok,
+                                          const std::vector<tokenizer::ChatPiece>& preamble,
                                           std::vector<std::vector<int32_t>> documents,
                                           const std::vector<int32_t>& question,
                                           const std::vector<tokenizer::ChatPiece>& suffix) {
@@ -53,8 +55,8 @@ Expected<RagRequest> assemble_rag_request(const tokenizer::Tokenizer& tok, const
     return req;
 }
 
-Expected<RagRequest> build_rag_request(const tokenizer::Tokenizer& tok, const std::optional<tokenizer::ChatTemplate>& chat,
-                                       const RagPromptText& text) {
+Expected<RagRequest> build_rag_request(const tokenizer::Tokenizer& tok,
+                                       const std::optional<tokenizer::ChatTemplate>& chat, const RagPromptText& text) {
     ChatSplit split;
     split.question = text.question;
     if (chat) {

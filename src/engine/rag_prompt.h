@@ -36,7 +36,8 @@ struct ChatSplit {
     std::vector<tokenizer::ChatPiece> suffix;    // end of the last turn, assistant header
 };
 // kInvalidArgument for no messages.
-Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat, const std::vector<tokenizer::ChatMessage>& messages);
+Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat,
+                               const std::vector<tokenizer::ChatMessage>& messages);
 // Lays a prompt out as segments and tail: segment 0 = BOS (when the model wants one and the
 // preamble does not start with it already) + preamble, present when the preamble is non-empty or
 // BOS must precede documents, and marked first_segment_is_preamble; each document a segment;

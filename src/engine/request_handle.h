@@ -21,12 +21,12 @@ namespace lazyattn::engine {
 struct RequestEvent {
     enum class Kind { kToken, kFinished };
     Kind kind = Kind::kToken;
-    int32_t token_id = -1;        // kToken: the sampled token
-    std::string text;             // kToken: text this token completed (may be empty)
-    float logprob = 0;            // kToken with a token, when the request asked for logprobs: log P(token)
-    TopLogprobs top_logprobs;     // kToken: (token id, logprob), best first; empty unless asked
-    std::string finish_reason;    // kFinished: "stop", "length", "cancelled" or "error"
-    Status status;                // kFinished with "error": why
+    int32_t token_id = -1;      // kToken: the sampled token
+    std::string text;           // kToken: text this token completed (may be empty)
+    float logprob = 0;          // kToken with a token, when the request asked for logprobs: log P(token)
+    TopLogprobs top_logprobs;   // kToken: (token id, logprob), best first; empty unless asked
+    std::string finish_reason;  // kFinished: "stop", "length", "cancelled" or "error"
+    Status status;              // kFinished with "error": why
 };
 
 class RequestHandle {

@@ -83,7 +83,9 @@ int32_t Sampler::draw() {
     const size_t n = penalized_.size();
     candidates_.resize(n);
     for (size_t i = 0; i < n; ++i) candidates_[i] = {penalized_[i], int32_t(i)};
-    auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+    auto by_logit = [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
     size_t keep = n;
     if (params_.top_k > 0 && size_t(params_.top_k) < keep) keep = params_.top_k;
     std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), by_logit);

@@ -29,8 +29,8 @@ public:
     // `num_prompt_tokens` are the prompt. The repetition penalty reads the last repeat_last_n
     // tokens of all of it; the presence and frequency penalties only the generated ones.
     // `logprobs`: filled when not null and the params ask for logprobs (left alone otherwise).
-    int32_t sample(const float* logits, int32_t vocab_size, std::span<const int32_t> history,
-                   size_t num_prompt_tokens, TokenLogprobs* logprobs = nullptr);
+    int32_t sample(const float* logits, int32_t vocab_size, std::span<const int32_t> history, size_t num_prompt_tokens,
+                   TokenLogprobs* logprobs = nullptr);
 
     // The logits after the penalties of the latest sample() (what logprobs are computed from).
     const std::vector<float>& penalized_logits() const { return penalized_; }

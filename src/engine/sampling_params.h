@@ -9,10 +9,10 @@ namespace lazyattn::engine {
 
 struct SamplingParams {
     float temperature = 0.0f;
-    int32_t top_k = 0;               // 0: off
-    float top_p = 1.0f;              // 1: off
-    float min_p = 0.0f;              // 0: off
-    float repetition_penalty = 1.0f; // 1: off; applied to the last repeat_last_n tokens (prompt included)
+    int32_t top_k = 0;                // 0: off
+    float top_p = 1.0f;               // 1: off
+    float min_p = 0.0f;               // 0: off
+    float repetition_penalty = 1.0f;  // 1: off; applied to the last repeat_last_n tokens (prompt included)
     int32_t repeat_last_n = 64;
     // OpenAI semantics, over the GENERATED tokens only (never the prompt), with c(t) the number
     // of times token t was generated so far: logit[t] -= frequency_penalty * c(t)

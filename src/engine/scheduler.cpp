@@ -49,8 +49,7 @@ uint64_t random_key() {
 // The pool's memory; when it cannot be had, *status says why and the pool is empty (every
 // request is then refused with that status instead of the process dying of bad_alloc).
 kv::KvStorage allocate_pool(const model::ModelConfig& model, const EngineConfig& config, Status* status) {
-    kv::KvShape shape =
-        kv_shape_for(model, config.block_size, int64_t(config.kv_cache_mb) << 20, config.kv_dtype);
+    kv::KvShape shape = kv_shape_for(model, config.block_size, int64_t(config.kv_cache_mb) << 20, config.kv_dtype);
     if (config.kv_num_blocks > 0) shape.num_blocks = config.kv_num_blocks;
     auto storage = kv::KvStorage::allocate(shape);
     if (storage.ok()) return std::move(storage).value();
@@ -113,7 +112,8 @@ int64_t Scheduler::blocks_needed(const RagRequest& r) const {
     int64_t blocks = 0, total = int64_t(r.tail.size());
     for (const auto& s : r.segments) {
         const int64_t n = (int64_t(s.size()) + bs - 1) / bs;
-        blocks += segments_are_blocks(config_.cache_mode) ? n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1) : 0;
+        blocks +=
+            segments_are_blocks(config_.cache_mode) ? n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1) : 0;
         total += int64_t(s.size());
     }
     const int64_t tail = segments_are_blocks(config_.cache_mode) ? int64_t(r.tail.size()) : total;
@@ -148,7 +148,7 @@ Status Scheduler::check_request(const RagRequest& request) const {
 }
 
 Expected<std::shared_ptr<RequestHandle>> Scheduler::add(RagRequest request, RequestHandle::Callback callback,
-                                                       bool want_all_tail_logits) {
+                                                        bool want_all_tail_logits) {
     LA_RETURN_IF_ERROR(check_request(request));
     auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));
     LA_RETURN_IF_ERROR(enqueue(std::move(request), handle, want_all_tail_logits));
@@ -197,8 +197,9 @@ void Scheduler::finish(SequenceState& s, const std::string& reason, Status statu
     if (s.request.prompt_logprobs >= 0) {
         s.handle->set_prompt_logprobs(std::move(s.prompt_logprobs), std::move(s.prompt_top_logprobs));
     }
-    ++(reason == "cancelled" ? stats_.requests_cancelled : reason == "error" ? stats_.requests_failed
-                                                                             : stats_.requests_finished);
+    ++(reason == "cancelled" ? stats_.requests_cancelled
+       : reason == "error"   ? stats_.requests_failed
+                             : stats_.requests_finished);
     s.handle->finish(reason, st, std::move(status));
 }
 

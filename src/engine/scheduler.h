@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
-#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -36,7 +36,7 @@ namespace lazyattn::engine {
 struct SchedulerStats {
     int64_t steps = 0;
     int64_t preemptions = 0;
-    int64_t segment_jobs = 0;        // missing segments computed (shared jobs count once)
+    int64_t segment_jobs = 0;  // missing segments computed (shared jobs count once)
     int64_t segment_hits = 0;
     int64_t segment_misses = 0;
     int64_t prompt_tokens_computed = 0;
@@ -48,20 +48,20 @@ struct SchedulerStats {
     int32_t num_waiting = 0;
     int32_t num_running = 0;
     int32_t blocks_total = 0;
-    int32_t blocks_used = 0;         // referenced by requests or jobs
-    int32_t blocks_cached_free = 0;  // unreferenced, still holding reusable content
-    int32_t blocks_free = 0;         // all unreferenced blocks (cached ones included)
-    int32_t blocks_pinned = 0;       // held by pinned documents
+    int32_t blocks_used = 0;                // referenced by requests or jobs
+    int32_t blocks_cached_free = 0;         // unreferenced, still holding reusable content
+    int32_t blocks_free = 0;                // all unreferenced blocks (cached ones included)
+    int32_t blocks_pinned = 0;              // held by pinned documents
     std::map<int32_t, int64_t> batch_rows;  // histogram: rows per step (bucketed to powers of 2)
 };
 
 // A document (segment) the cache knows, as GET /v1/documents lists it.
 struct DocumentInfo {
-    std::string id;          // hex of a keyed hash of the segment's chain (model, KV variant, tenant)
+    std::string id;  // hex of a keyed hash of the segment's chain (model, KV variant, tenant)
     int32_t num_tokens = 0;
     bool pinned = false;
-    int32_t pin_count = 0;   // pins held by its tenant; each needs an unpin
-    double last_used_ms = 0; // steady-clock milliseconds of the last request that read it
+    int32_t pin_count = 0;    // pins held by its tenant; each needs an unpin
+    double last_used_ms = 0;  // steady-clock milliseconds of the last request that read it
 };
 
 class Scheduler {
@@ -177,7 +177,7 @@ private:
     model::Model& model_;
     const tokenizer::Tokenizer& tokenizer_;
     EngineConfig config_;
-    Status status_;                // construction: set before kv_ is built
+    Status status_;  // construction: set before kv_ is built
     kv::KvCache kv_;
     PinLedger pins_;
     kv::BlockHash segment_seed_, tail_seed_, prefix_seed_;  // keyed; salted per tenant
@@ -185,16 +185,16 @@ private:
     uint64_t next_id_ = 1;
     uint64_t next_admit_order_ = 1;
     int64_t step_count_ = 0;
-    uint64_t prefill_rotation_ = 0;   // which prefill item goes first this step (round robin)
+    uint64_t prefill_rotation_ = 0;  // which prefill item goes first this step (round robin)
     uint64_t checked_pin_version_ = 0;
     std::deque<std::unique_ptr<SequenceState>> waiting_;
     std::vector<std::unique_ptr<SequenceState>> running_;  // admitted, in admission order
-    std::map<int64_t, SegmentJob> jobs_;                    // ordered: oldest job first
+    std::map<int64_t, SegmentJob> jobs_;                   // ordered: oldest job first
     int64_t next_job_id_ = 0;
     SchedulerStats stats_;
     std::map<std::string, std::map<std::string, DocumentEntry>> documents_;  // tenant -> id -> entry
     int64_t num_document_entries_ = 0;  // over every tenant; bounded by prune_documents()
-    std::vector<float> step_logits_;  // reused across steps
+    std::vector<float> step_logits_;    // reused across steps
 };
 
 }  // namespace lazyattn::engine

@@ -49,7 +49,8 @@ void Scheduler::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
     // Join running jobs, match cached blocks (references taken); repeats are filled in later.
     for (size_t d = 0; d < segments.size(); ++d) {
         SegmentPlacement& place = ar.segments[d];
-        if (segments[d].empty() || std::find(segments.begin(), segments.begin() + d, segments[d]) != segments.begin() + d) {
+        if (segments[d].empty() ||
+            std::find(segments.begin(), segments.begin() + d, segments[d]) != segments.begin() + d) {
             continue;
         }
         const kv::BlockHash seed = segment_seed_at(s.seeds, place.logical_start);
@@ -141,7 +142,8 @@ int64_t Scheduler::fresh_blocks_needed(const SequenceState& s, const std::vector
     const int32_t bs = kv_.block_size();
     const ActiveRequest& ar = s.kv;
     int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
-    for (size_t d : needs_job) fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
+    for (size_t d : needs_job)
+        fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
     if (config_.cache_mode == CacheMode::kBlockAttn && !running_.empty()) {
         // Room for the private copies too, or requests would preempt each other in turn as
         // their copies are made.

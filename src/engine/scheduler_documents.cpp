@@ -90,7 +90,8 @@ Status Scheduler::check_pin_room(const std::string& tenant, int32_t num_new) con
 Expected<DocumentInfo> Scheduler::pin_document(const std::string& tenant, const std::vector<int32_t>& tokens) {
     if (!segments_are_blocks(config_.cache_mode)) {
         return unsupported(std::string("documents are cached as segments only in the lazy, lazy-k and block-attn "
-                                       "cache modes (this engine runs '") + cache_mode_name(config_.cache_mode) + "')");
+                                       "cache modes (this engine runs '") +
+                           cache_mode_name(config_.cache_mode) + "')");
     }
     if (tokens.empty()) return invalid_argument("empty document");
     const kv::BlockHash seed = seeds_for(tenant).segment;

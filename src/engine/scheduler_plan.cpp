@@ -78,7 +78,8 @@ Scheduler::StepPlan Scheduler::plan_step() {
 void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
     std::vector<PrefillItem> items;
     for (auto& [id, job] : jobs_) {
-        if (!job.done()) items.push_back({id, nullptr, job.num_computed, int32_t(job.tokens.size()) - job.num_computed});
+        if (!job.done())
+            items.push_back({id, nullptr, job.num_computed, int32_t(job.tokens.size()) - job.num_computed});
     }
     for (auto& s : running_) {
         if (s->prompt_done() || !s->segments_ready()) continue;

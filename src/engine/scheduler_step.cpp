@@ -60,8 +60,10 @@ void Scheduler::make_block_attn_copies() {
         while (!materialize_copies(s).ok()) {
             if (!preempt_for(&s)) break;
         }
-        if (i < running_.size() && running_[i].get() == &s && s.admitted) s.materialized = true;
-        else i = size_t(-1);
+        if (i < running_.size() && running_[i].get() == &s && s.admitted)
+            s.materialized = true;
+        else
+            i = size_t(-1);
     }
 }
 
@@ -92,7 +94,8 @@ bool Scheduler::step() {
         const int32_t rows_with_logits = t.all_logits ? t.end - t.begin : 1;
         const float* last = logits.data() + (logit_row + rows_with_logits - 1) * vocab;
         if (t.all_logits && s.want_all_tail_logits) {
-            s.tail_logits.insert(s.tail_logits.end(), logits.begin() + logit_row * vocab, logits.begin() + (last - logits.data()) + vocab);
+            s.tail_logits.insert(s.tail_logits.end(), logits.begin() + logit_row * vocab,
+                                 logits.begin() + (last - logits.data()) + vocab);
         }
         if (t.all_logits && s.request.prompt_logprobs >= 0) {
             record_prompt_logprobs(s, logits.data() + logit_row * vocab, t.begin, t.end);

@@ -29,7 +29,7 @@ struct ChainSeeds {
 
 // A missing segment being computed once for every request that needs it.
 struct SegmentJob {
-    kv::BlockHash seed;               // the chain seed it is published under
+    kv::BlockHash seed;  // the chain seed it is published under
     std::vector<int32_t> tokens;
     std::vector<kv::BlockId> blocks;  // the job holds one reference on each until it ends
     int32_t num_computed = 0;         // leading tokens whose K/V are written (or were cached)
@@ -40,32 +40,32 @@ struct SegmentJob {
 struct SequenceState {
     uint64_t id = 0;
     RagRequest request;
-    ChainSeeds seeds;                  // the request's tenant's
+    ChainSeeds seeds;  // the request's tenant's
     std::shared_ptr<RequestHandle> handle;
     bool want_all_tail_logits = false;
-    std::vector<float> tail_logits;    // [tail prompt rows, vocab] when wanted
+    std::vector<float> tail_logits;  // [tail prompt rows, vocab] when wanted
     // RagRequest::prompt_logprobs >= 0: per request.tail token (NaN / empty until computed).
     std::vector<float> prompt_logprobs;
     std::vector<TopLogprobs> prompt_top_logprobs;
 
     // KV state (valid while admitted).
     bool admitted = false;
-    uint64_t admit_order = 0;          // larger = admitted later (the preemption victim)
-    ActiveRequest kv;                  // placements, tail blocks and counters, references held
-    std::vector<int64_t> segment_jobs; // per segment: job id, or -1 when its KV is ready
-    bool materialized = false;         // block-attn: private re-rotated copies made
+    uint64_t admit_order = 0;           // larger = admitted later (the preemption victim)
+    ActiveRequest kv;                   // placements, tail blocks and counters, references held
+    std::vector<int64_t> segment_jobs;  // per segment: job id, or -1 when its KV is ready
+    bool materialized = false;          // block-attn: private re-rotated copies made
     struct AdmissionCounts {
         int32_t hits = 0, misses = 0, reused = 0, computed = 0;
-    } admission;                       // segment accounting of the current admission
+    } admission;  // segment accounting of the current admission
 
     // Generation.
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<tokenizer::StreamDecoder> decoder;
     std::unique_ptr<StopMatcher> stops;
-    std::vector<int32_t> history;      // prompt then generated tokens, for the penalties
+    std::vector<int32_t> history;  // prompt then generated tokens, for the penalties
     int32_t num_generated = 0;
     double t_submit = 0, t_admit = 0, t_first_token = 0;
-    int64_t submit_step = 0;           // scheduler step at submission (fairness checks)
+    int64_t submit_step = 0;  // scheduler step at submission (fairness checks)
     int64_t admit_step = -1;
     RequestStats stats;
 

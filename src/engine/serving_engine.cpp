@@ -20,8 +20,9 @@ ServingEngine::ServingEngine(model::Model& model, const tokenizer::Tokenizer& to
     thread_ = std::thread([this] { loop(); });
 }
 
-Expected<std::unique_ptr<ServingEngine>> ServingEngine::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
-                                                                const EngineConfig& config) {
+Expected<std::unique_ptr<ServingEngine>> ServingEngine::create(model::Model& model,
+                                                               const tokenizer::Tokenizer& tokenizer,
+                                                               const EngineConfig& config) {
     LA_RETURN_IF_ERROR(config.validate());
     auto engine = std::make_unique<ServingEngine>(model, tokenizer, config);
     LA_RETURN_IF_ERROR(engine->status());
@@ -36,7 +37,7 @@ Expected<std::shared_ptr<RequestHandle>> ServingEngine::submit(RagRequest reques
     if (stopping_) return Status(StatusCode::kCancelled, "the engine is shutting down");
     if (int64_t(incoming_.size()) + snapshot_.num_waiting >= scheduler_.config().max_queue) {
         return unavailable("the queue is full (" + std::to_string(scheduler_.config().max_queue) +
-                                  " waiting requests)");
+                           " waiting requests)");
     }
     auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));
     if (!has_work_) {  // the progress clock starts when work arrives
@@ -148,9 +149,9 @@ void ServingEngine::loop() {
             }
             fresh.swap(incoming_);
             ops.swap(ops_);
-            in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
-                                            [](const auto& h) { return h->finished(); }),
-                             in_flight_.end());
+            in_flight_.erase(
+                std::remove_if(in_flight_.begin(), in_flight_.end(), [](const auto& h) { return h->finished(); }),
+                in_flight_.end());
             if (stopping_ && fresh.empty() && ops.empty() && scheduler_.idle()) return;
             if (stopping_ && stuck) {  // work that cannot move would keep shutdown waiting forever
                 for (auto& h : in_flight_) h->cancel();

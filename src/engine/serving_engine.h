@@ -84,8 +84,8 @@ private:
     bool cancel_all_ = false;
     std::atomic<uint64_t> next_id_{1};
     SchedulerStats snapshot_;
-    bool has_work_ = false;         // under mu_: submitted work not yet all finished
-    double last_progress_ms_ = 0;   // under mu_
+    bool has_work_ = false;        // under mu_: submitted work not yet all finished
+    double last_progress_ms_ = 0;  // under mu_
     std::thread thread_;
 };
 

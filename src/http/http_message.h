@@ -14,16 +14,16 @@ namespace lazyattn::http {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-    std::string method;             // "GET", "POST", ...
-    std::string target;             // as sent: path plus query
-    std::string path;               // target up to '?', percent-decoding not applied
-    std::string query;              // after '?', "" when none
-    int version_minor = 1;          // HTTP/1.<minor>
-    HeaderList headers;             // lower-case names, in order
-    std::string body;               // decoded: chunked framing and Content-Encoding removed
-    std::string remote_addr;        // the peer's IP address
+    std::string method;                    // "GET", "POST", ...
+    std::string target;                    // as sent: path plus query
+    std::string path;                      // target up to '?', percent-decoding not applied
+    std::string query;                     // after '?', "" when none
+    int version_minor = 1;                 // HTTP/1.<minor>
+    HeaderList headers;                    // lower-case names, in order
+    std::string body;                      // decoded: chunked framing and Content-Encoding removed
+    std::string remote_addr;               // the peer's IP address
     std::vector<std::string> path_params;  // what a route's "{...}" segments matched
-    double arrival_ms = 0;          // steady-clock ms when the request's first byte arrived
+    double arrival_ms = 0;                 // steady-clock ms when the request's first byte arrived
 
     // The first value of a header ("" when absent); `name` in lower case.
     const std::string& header(std::string_view name) const;

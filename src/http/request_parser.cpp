@@ -12,9 +12,7 @@ namespace {
 constexpr int32_t kMaxRequestLine = 8 << 10;  // a longer request line is a 414
 constexpr int32_t kMaxChunkLine = 1024;       // "size;extensions"
 
-bool is_token_char(unsigned char c) {
-    return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-}
+bool is_token_char(unsigned char c) { return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr; }
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -121,7 +119,8 @@ bool RequestParser::head_fields(std::string_view head) {
     }
     const std::string_view method = line.substr(0, sp1), target = line.substr(sp1 + 1, sp2 - sp1 - 1),
                            version = line.substr(sp2 + 1);
-    if (method.empty() || !std::all_of(method.begin(), method.end(), [](unsigned char c) { return is_token_char(c); })) {
+    if (method.empty() ||
+        !std::all_of(method.begin(), method.end(), [](unsigned char c) { return is_token_char(c); })) {
         fail(400, "malformed request method", "bad_request_line");
         return false;
     }
@@ -157,7 +156,8 @@ bool RequestParser::head_fields(std::string_view head) {
             return false;
         }
         const std::string_view value = trim(field.substr(colon + 1));
-        if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; })) {
+        if (std::any_of(value.begin(), value.end(),
+                        [](unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; })) {
             fail(400, "control characters in a header value", "bad_header");
             return false;
         }
@@ -215,7 +215,10 @@ RequestParser::State RequestParser::parse_body(std::string& buffer) {
 
 RequestParser::State RequestParser::parse_chunked(std::string& buffer) {
     size_t pos = 0;
-    auto consume = [&] { buffer.erase(0, pos); pos = 0; };
+    auto consume = [&] {
+        buffer.erase(0, pos);
+        pos = 0;
+    };
     for (;;) {
         if (chunk_phase_ == ChunkPhase::kData) {
             const size_t take = size_t(std::min<int64_t>(chunk_left_, int64_t(buffer.size() - pos)));
@@ -280,12 +283,14 @@ RequestParser::State RequestParser::parse_chunked(std::string& buffer) {
 
 RequestParser::State RequestParser::finish_body() {
     switch (decode_content(request_.header("content-encoding"), raw_body_, limits_.max_body_bytes)) {
-        case DecodeResult::kOk: break;
+        case DecodeResult::kOk:
+            break;
         case DecodeResult::kTooLarge:
-            return fail(413,
-                        "the request body is larger than " + std::to_string(limits_.max_body_bytes) + " bytes (decoded)",
-                        "request_too_large");
-        case DecodeResult::kCorrupt: return fail(400, "the compressed request body is corrupt", "bad_content_encoding");
+            return fail(
+                413, "the request body is larger than " + std::to_string(limits_.max_body_bytes) + " bytes (decoded)",
+                "request_too_large");
+        case DecodeResult::kCorrupt:
+            return fail(400, "the compressed request body is corrupt", "bad_content_encoding");
         case DecodeResult::kUnsupported:
             return fail(415, "Content-Encoding must be identity, gzip or deflate", "unsupported_content_encoding");
     }

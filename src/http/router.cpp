@@ -15,7 +15,9 @@ std::vector<std::string> split_path(const std::string& path) {
     return out;
 }
 
-bool is_param(const std::string& segment) { return segment.size() >= 2 && segment.front() == '{' && segment.back() == '}'; }
+bool is_param(const std::string& segment) {
+    return segment.size() >= 2 && segment.front() == '{' && segment.back() == '}';
+}
 
 }  // namespace
 

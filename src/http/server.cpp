@@ -217,8 +217,9 @@ void Server::accept_new() {
         }
         if (refusal) {
             HttpResponse res = hooks_.error_response(*refusal);
-            write_some(fd, response_head(res, ("Content-Length: " + std::to_string(res.body.size()) + "\r\n").c_str(),
-                                         false) + res.body);
+            write_some(
+                fd, response_head(res, ("Content-Length: " + std::to_string(res.body.size()) + "\r\n").c_str(), false) +
+                        res.body);
             if (hooks_.on_response) hooks_.on_response(nullptr, res);
             ::close(fd);
             continue;
@@ -294,9 +295,9 @@ void Server::check_deadlines(double now) {
 
 void Server::refuse(const ConnPtr& c, const HttpError& error, const HttpRequest* request) {
     HttpResponse res = hooks_.error_response(error);
-    write_some(c->fd,
-               response_head(res, ("Content-Length: " + std::to_string(res.body.size()) + "\r\n").c_str(), false) +
-                   res.body);
+    write_some(
+        c->fd,
+        response_head(res, ("Content-Length: " + std::to_string(res.body.size()) + "\r\n").c_str(), false) + res.body);
     if (hooks_.on_response) hooks_.on_response(request, res);
     linger(c);
 }
@@ -340,8 +341,8 @@ void Server::serve(const ConnPtr& c, HttpRequest& request, const RouteMatch& mat
         res = hooks_.error_response({500, "internal server error", "internal_error"});
     }
     ++c->served;
-    const bool keep_alive = client_keeps_alive(request) && c->served < options_.limits.max_requests_per_connection &&
-                            !stopping_.load();
+    const bool keep_alive =
+        client_keeps_alive(request) && c->served < options_.limits.max_requests_per_connection && !stopping_.load();
     const bool reusable = write_response(*c, request, res, keep_alive);
     if (hooks_.on_response) hooks_.on_response(&request, res);
     if (reusable) give_back(c);
@@ -350,8 +351,8 @@ void Server::serve(const ConnPtr& c, HttpRequest& request, const RouteMatch& mat
 bool Server::write_response(Connection& c, const HttpRequest& request, HttpResponse& res, bool keep_alive) {
     const double stall = options_.limits.write_timeout_s;
     if (!res.stream) {
-        std::string out = response_head(res, ("Content-Length: " + std::to_string(res.body.size()) + "\r\n").c_str(),
-                                        keep_alive);
+        std::string out =
+            response_head(res, ("Content-Length: " + std::to_string(res.body.size()) + "\r\n").c_str(), keep_alive);
         out += res.body;
         return write_all(c.fd, out, stall) && keep_alive;
     }

@@ -96,7 +96,7 @@ private:
 
     // Shared with the workers.
     mutable std::mutex mu_;
-    std::vector<ConnPtr> returned_;             // keep-alive connections back from workers
+    std::vector<ConnPtr> returned_;              // keep-alive connections back from workers
     std::map<std::string, int32_t> per_client_;  // open connections per address
     int32_t num_open_ = 0;
 };

@@ -44,8 +44,8 @@ void BlockCache::check_integrity() const {
         auto it = by_hash_.find(by_block_[b]->hash);
         LA_CHECK_MSG(it != by_hash_.end() && it->second == b, "block %d's cache entry is not indexed", b);
     }
-    LA_CHECK_MSG(with_entry == int32_t(by_hash_.size()), "cache index holds %zu hashes for %d blocks",
-                 by_hash_.size(), with_entry);
+    LA_CHECK_MSG(with_entry == int32_t(by_hash_.size()), "cache index holds %zu hashes for %d blocks", by_hash_.size(),
+                 with_entry);
 }
 
 }  // namespace lazyattn::kv

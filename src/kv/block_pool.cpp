@@ -11,9 +11,8 @@ BlockPool::BlockPool(int32_t num_blocks) : ref_counts_(num_blocks, 0), free_pos_
 Expected<std::vector<BlockId>> BlockPool::allocate(int32_t n) {
     if (n < 0) return invalid_argument("negative block count");
     if (n > num_free()) {
-        return resource_exhausted("KV cache: need " + std::to_string(n) + " blocks, " +
-                                  std::to_string(num_free()) + " of " + std::to_string(num_blocks()) +
-                                  " free");
+        return resource_exhausted("KV cache: need " + std::to_string(n) + " blocks, " + std::to_string(num_free()) +
+                                  " of " + std::to_string(num_blocks()) + " free");
     }
     std::vector<BlockId> ids;
     ids.reserve(n);

@@ -45,8 +45,8 @@ public:
 
 private:
     std::vector<int32_t> ref_counts_;
-    std::list<BlockId> free_list_;                       // front = least recently freed
-    std::vector<std::list<BlockId>::iterator> free_pos_; // valid when ref_counts_[id] == 0
+    std::list<BlockId> free_list_;                        // front = least recently freed
+    std::vector<std::list<BlockId>::iterator> free_pos_;  // valid when ref_counts_[id] == 0
     std::function<void(BlockId)> on_reuse_;
 };
 

@@ -40,8 +40,7 @@ KvStorage::KvStorage(const KvShape& shape) : shape_(shape) {
     }
 }
 
-void KvStorage::store(int32_t layer, const float* k_rows, const float* v_rows, const int32_t* slots,
-                      int32_t num_rows) {
+void KvStorage::store(int32_t layer, const float* k_rows, const float* v_rows, const int32_t* slots, int32_t num_rows) {
     const int32_t d = shape_.head_dim, bs = shape_.block_size, nkv = shape_.num_kv_heads;
     const int64_t eb = element_bytes();
     uint8_t* kc = k_[layer].data();

@@ -49,8 +49,7 @@ public:
 
     // Writes rows of new keys/values ([num_rows, num_kv_heads, head_dim], fp32) to their slots
     // (slot = block * block_size + offset).
-    void store(int32_t layer, const float* k_rows, const float* v_rows, const int32_t* slots,
-               int32_t num_rows);
+    void store(int32_t layer, const float* k_rows, const float* v_rows, const int32_t* slots, int32_t num_rows);
     // Copies `num_tokens` tokens of every layer from one block list to another (block-attn).
     void copy_tokens(const int32_t* src_blocks, const int32_t* dst_blocks, int32_t num_tokens);
     // The keys of one block of one layer as fp32 ([num_kv_heads, block_size, head_dim]), and back

@@ -41,9 +41,9 @@ public:
         LA_RETURN_IF_ERROR(read(&len, what));
         if (len > remaining()) {
             pos_ = start;
-            return corrupt(std::string(what) + ": string length " + std::to_string(len) +
-                           " at offset " + std::to_string(start) + " exceeds the " +
-                           std::to_string(remaining() - 8) + " bytes left after it");
+            return corrupt(std::string(what) + ": string length " + std::to_string(len) + " at offset " +
+                           std::to_string(start) + " exceeds the " + std::to_string(remaining() - 8) +
+                           " bytes left after it");
         }
         out->assign(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(len));
         pos_ += static_cast<size_t>(len);
@@ -59,9 +59,8 @@ public:
 private:
     Status require(size_t n, std::string_view what) const {
         if (n <= remaining()) return {};
-        return corrupt("truncated file: " + std::string(what) + " at offset " +
-                       std::to_string(pos_) + " needs " + std::to_string(n) + " bytes, only " +
-                       std::to_string(remaining()) + " left");
+        return corrupt("truncated file: " + std::string(what) + " at offset " + std::to_string(pos_) + " needs " +
+                       std::to_string(n) + " bytes, only " + std::to_string(remaining()) + " left");
     }
 
     const uint8_t* data_;

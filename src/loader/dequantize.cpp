@@ -122,8 +122,7 @@ void block_q2_K(const uint8_t* b, float* y) {
         const int h = e / 128, r = e % 128, shift = 2 * (r / 32), s = r % 32;
         const int q = (qs[32 * h + s] >> shift) & 3;
         const uint8_t sc = scales[8 * h + 2 * (r / 32) + (s >= 16 ? 1 : 0)];
-        y[e] = d * static_cast<float>(sc & 0x0f) * static_cast<float>(q) -
-               dmin * static_cast<float>(sc >> 4);
+        y[e] = d * static_cast<float>(sc & 0x0f) * static_cast<float>(q) - dmin * static_cast<float>(sc >> 4);
     }
 }
 
@@ -178,8 +177,7 @@ void block_q4_K(const uint8_t* b, float* y) {
         const int q = hi ? (qs[32 * c + l] >> 4) : (qs[32 * c + l] & 0x0f);
         int scale, min;
         k4_scale_min(scales, 2 * c + hi, &scale, &min);
-        y[e] =
-            d * static_cast<float>(scale) * static_cast<float>(q) - dmin * static_cast<float>(min);
+        y[e] = d * static_cast<float>(scale) * static_cast<float>(q) - dmin * static_cast<float>(min);
     }
 }
 
@@ -197,8 +195,7 @@ void block_q5_K(const uint8_t* b, float* y) {
         const int q = low | (((qh[l] >> (2 * c + hi)) & 1) << 4);
         int scale, min;
         k4_scale_min(scales, 2 * c + hi, &scale, &min);
-        y[e] =
-            d * static_cast<float>(scale) * static_cast<float>(q) - dmin * static_cast<float>(min);
+        y[e] = d * static_cast<float>(scale) * static_cast<float>(q) - dmin * static_cast<float>(min);
     }
 }
 
@@ -231,19 +228,32 @@ using BlockFn = void (*)(const uint8_t*, float*);
 
 BlockFn block_function(GgmlType type) {
     switch (type) {
-        case GgmlType::kQ4_0: return block_q4_0;
-        case GgmlType::kQ4_1: return block_q4_1;
-        case GgmlType::kQ5_0: return block_q5_0;
-        case GgmlType::kQ5_1: return block_q5_1;
-        case GgmlType::kQ8_0: return block_q8_0;
-        case GgmlType::kQ8_1: return block_q8_1;
-        case GgmlType::kQ2_K: return block_q2_K;
-        case GgmlType::kQ3_K: return block_q3_K;
-        case GgmlType::kQ4_K: return block_q4_K;
-        case GgmlType::kQ5_K: return block_q5_K;
-        case GgmlType::kQ6_K: return block_q6_K;
-        case GgmlType::kQ8_K: return block_q8_K;
-        default: return nullptr;
+        case GgmlType::kQ4_0:
+            return block_q4_0;
+        case GgmlType::kQ4_1:
+            return block_q4_1;
+        case GgmlType::kQ5_0:
+            return block_q5_0;
+        case GgmlType::kQ5_1:
+            return block_q5_1;
+        case GgmlType::kQ8_0:
+            return block_q8_0;
+        case GgmlType::kQ8_1:
+            return block_q8_1;
+        case GgmlType::kQ2_K:
+            return block_q2_K;
+        case GgmlType::kQ3_K:
+            return block_q3_K;
+        case GgmlType::kQ4_K:
+            return block_q4_K;
+        case GgmlType::kQ5_K:
+            return block_q5_K;
+        case GgmlType::kQ6_K:
+            return block_q6_K;
+        case GgmlType::kQ8_K:
+            return block_q8_K;
+        default:
+            return nullptr;
     }
 }
 
@@ -260,21 +270,37 @@ Status dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
                            std::to_string(type_number) + ")");
     }
     if (n < 0 || n % traits.block_size != 0) {
-        return invalid_argument(
-            "dequantize " + std::string(traits.name) + ": " + std::to_string(n) +
-            " elements is not a multiple of the block size " + std::to_string(traits.block_size));
+        return invalid_argument("dequantize " + std::string(traits.name) + ": " + std::to_string(n) +
+                                " elements is not a multiple of the block size " + std::to_string(traits.block_size));
     }
     const auto* s = static_cast<const uint8_t*>(src);
     switch (type) {
-        case GgmlType::kF32: std::memcpy(dst, s, static_cast<size_t>(n) * sizeof(float)); return {};
-        case GgmlType::kF16: convert_f16(s, dst, n); return {};
-        case GgmlType::kBF16: convert_bf16(s, dst, n); return {};
-        case GgmlType::kF64: convert_plain<double>(s, dst, n); return {};
-        case GgmlType::kI8: convert_plain<int8_t>(s, dst, n); return {};
-        case GgmlType::kI16: convert_plain<int16_t>(s, dst, n); return {};
-        case GgmlType::kI32: convert_plain<int32_t>(s, dst, n); return {};
-        case GgmlType::kI64: convert_plain<int64_t>(s, dst, n); return {};
-        default: break;
+        case GgmlType::kF32:
+            std::memcpy(dst, s, static_cast<size_t>(n) * sizeof(float));
+            return {};
+        case GgmlType::kF16:
+            convert_f16(s, dst, n);
+            return {};
+        case GgmlType::kBF16:
+            convert_bf16(s, dst, n);
+            return {};
+        case GgmlType::kF64:
+            convert_plain<double>(s, dst, n);
+            return {};
+        case GgmlType::kI8:
+            convert_plain<int8_t>(s, dst, n);
+            return {};
+        case GgmlType::kI16:
+            convert_plain<int16_t>(s, dst, n);
+            return {};
+        case GgmlType::kI32:
+            convert_plain<int32_t>(s, dst, n);
+            return {};
+        case GgmlType::kI64:
+            convert_plain<int64_t>(s, dst, n);
+            return {};
+        default:
+            break;
     }
     const BlockFn fn = block_function(type);
     if (fn == nullptr) return internal_error(std::string("no dequantizer for ") + traits.name);

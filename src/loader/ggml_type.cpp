@@ -69,8 +69,8 @@ const char* ggml_type_name(GgmlType type) { return ggml_type_traits(type).name; 
 size_t ggml_row_size(GgmlType type, int64_t n) {
     const GgmlTypeTraits t = ggml_type_traits(type);
     LA_CHECK_MSG(t.block_size > 0, "ggml_row_size of unknown type %u", static_cast<unsigned>(type));
-    LA_CHECK_MSG(n >= 0 && n % t.block_size == 0, "ggml_row_size: %lld elements of %s",
-                 static_cast<long long>(n), t.name);
+    LA_CHECK_MSG(n >= 0 && n % t.block_size == 0, "ggml_row_size: %lld elements of %s", static_cast<long long>(n),
+                 t.name);
     return static_cast<size_t>(n / t.block_size) * t.type_size;
 }
 

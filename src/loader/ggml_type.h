@@ -31,17 +31,15 @@ enum class GgmlType : uint32_t {
 };
 
 struct GgmlTypeTraits {
-    const char* name;      // "Q4_1"
-    int64_t block_size;    // elements per block (1 for plain types), 0 if unknown
-    size_t type_size;      // bytes per block
-    bool can_dequantize;   // lazyattn can turn it into fp32
+    const char* name;     // "Q4_1"
+    int64_t block_size;   // elements per block (1 for plain types), 0 if unknown
+    size_t type_size;     // bytes per block
+    bool can_dequantize;  // lazyattn can turn it into fp32
 };
 
 // Traits of a type; block_size == 0 for a number lazyattn does not know.
 GgmlTypeTraits ggml_type_traits(uint32_t type);
-inline GgmlTypeTraits ggml_type_traits(GgmlType type) {
-    return ggml_type_traits(static_cast<uint32_t>(type));
-}
+inline GgmlTypeTraits ggml_type_traits(GgmlType type) { return ggml_type_traits(static_cast<uint32_t>(type)); }
 const char* ggml_type_name(GgmlType type);
 
 // Bytes taken by a row of `n` elements; n must be a multiple of the block size.

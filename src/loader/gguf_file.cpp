@@ -37,17 +37,22 @@ uint64_t min_encoded_size(GgufValueType type) {
     switch (type) {
         case GgufValueType::kUint8:
         case GgufValueType::kInt8:
-        case GgufValueType::kBool: return 1;
+        case GgufValueType::kBool:
+            return 1;
         case GgufValueType::kUint16:
-        case GgufValueType::kInt16: return 2;
+        case GgufValueType::kInt16:
+            return 2;
         case GgufValueType::kUint32:
         case GgufValueType::kInt32:
-        case GgufValueType::kFloat32: return 4;
+        case GgufValueType::kFloat32:
+            return 4;
         case GgufValueType::kUint64:
         case GgufValueType::kInt64:
         case GgufValueType::kFloat64:
-        case GgufValueType::kString: return 8;
-        case GgufValueType::kArray: return 0;
+        case GgufValueType::kString:
+            return 8;
+        case GgufValueType::kArray:
+            return 0;
     }
     return 0;
 }
@@ -63,14 +68,14 @@ bool is_integer(GgufValueType t) {
         case GgufValueType::kUint32:
         case GgufValueType::kInt32:
         case GgufValueType::kUint64:
-        case GgufValueType::kInt64: return true;
-        default: return false;
+        case GgufValueType::kInt64:
+            return true;
+        default:
+            return false;
     }
 }
 
-bool is_float(GgufValueType t) {
-    return t == GgufValueType::kFloat32 || t == GgufValueType::kFloat64;
-}
+bool is_float(GgufValueType t) { return t == GgufValueType::kFloat32 || t == GgufValueType::kFloat64; }
 
 struct Scalar {
     std::variant<uint64_t, int64_t, double, bool, std::string> v;
@@ -96,8 +101,8 @@ Status read_bool(ByteReader& r, const std::string& what, Scalar* out) {
     uint8_t b = 0;
     LA_RETURN_IF_ERROR(r.read(&b, what));
     if (b > 1) {
-        return corrupt(what + ": bool byte at offset " + std::to_string(at) + " is " +
-                       std::to_string(b) + ", expected 0 or 1");
+        return corrupt(what + ": bool byte at offset " + std::to_string(at) + " is " + std::to_string(b) +
+                       ", expected 0 or 1");
     }
     out->v = b == 1;
     return {};
@@ -105,31 +110,43 @@ Status read_bool(ByteReader& r, const std::string& what, Scalar* out) {
 
 Status read_scalar(ByteReader& r, GgufValueType type, const std::string& what, Scalar* out) {
     switch (type) {
-        case GgufValueType::kUint8: return read_widened<uint8_t>(r, what, out);
-        case GgufValueType::kInt8: return read_widened<int8_t>(r, what, out);
-        case GgufValueType::kUint16: return read_widened<uint16_t>(r, what, out);
-        case GgufValueType::kInt16: return read_widened<int16_t>(r, what, out);
-        case GgufValueType::kUint32: return read_widened<uint32_t>(r, what, out);
-        case GgufValueType::kInt32: return read_widened<int32_t>(r, what, out);
-        case GgufValueType::kUint64: return read_widened<uint64_t>(r, what, out);
-        case GgufValueType::kInt64: return read_widened<int64_t>(r, what, out);
-        case GgufValueType::kFloat32: return read_widened<float>(r, what, out);
-        case GgufValueType::kFloat64: return read_widened<double>(r, what, out);
-        case GgufValueType::kBool: return read_bool(r, what, out);
+        case GgufValueType::kUint8:
+            return read_widened<uint8_t>(r, what, out);
+        case GgufValueType::kInt8:
+            return read_widened<int8_t>(r, what, out);
+        case GgufValueType::kUint16:
+            return read_widened<uint16_t>(r, what, out);
+        case GgufValueType::kInt16:
+            return read_widened<int16_t>(r, what, out);
+        case GgufValueType::kUint32:
+            return read_widened<uint32_t>(r, what, out);
+        case GgufValueType::kInt32:
+            return read_widened<int32_t>(r, what, out);
+        case GgufValueType::kUint64:
+            return read_widened<uint64_t>(r, what, out);
+        case GgufValueType::kInt64:
+            return read_widened<int64_t>(r, what, out);
+        case GgufValueType::kFloat32:
+            return read_widened<float>(r, what, out);
+        case GgufValueType::kFloat64:
+            return read_widened<double>(r, what, out);
+        case GgufValueType::kBool:
+            return read_bool(r, what, out);
         case GgufValueType::kString: {
             std::string s;
             LA_RETURN_IF_ERROR(r.read_string(&s, what));
             out->v = std::move(s);
             return {};
         }
-        case GgufValueType::kArray: break;
+        case GgufValueType::kArray:
+            break;
     }
     return internal_error(what + ": read_scalar of a non-scalar type");
 }
 
 // Fills the vector alternative of `value` matching `elem`, with `count` elements.
-Status read_array_elements(ByteReader& r, GgufValueType elem, uint64_t count,
-                           const std::string& what, GgufValue* value) {
+Status read_array_elements(ByteReader& r, GgufValueType elem, uint64_t count, const std::string& what,
+                           GgufValue* value) {
     const auto n = static_cast<size_t>(count);
     Scalar s;
     if (elem == GgufValueType::kString) {
@@ -160,8 +177,8 @@ Status read_array_elements(ByteReader& r, GgufValueType elem, uint64_t count,
             LA_RETURN_IF_ERROR(read_scalar(r, elem, what, &s));
             if (const auto* u = std::get_if<uint64_t>(&s.v)) {
                 if (*u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-                    return unsupported(what + ": uint64 element " + std::to_string(k) + " (" +
-                                       std::to_string(*u) + ") does not fit in int64");
+                    return unsupported(what + ": uint64 element " + std::to_string(k) + " (" + std::to_string(*u) +
+                                       ") does not fit in int64");
                 }
                 out[k] = static_cast<int64_t>(*u);
             } else {
@@ -181,14 +198,13 @@ Status read_array(ByteReader& r, const std::string& what, GgufValue* value) {
         return corrupt(what + ": unknown array element type " + std::to_string(elem_raw));
     }
     const auto elem = static_cast<GgufValueType>(elem_raw);
-    if (elem == GgufValueType::kArray)
-        return unsupported(what + ": nested arrays are not supported");
+    if (elem == GgufValueType::kArray) return unsupported(what + ": nested arrays are not supported");
     const size_t count_at = r.pos();
     LA_RETURN_IF_ERROR(r.read(&count, what + " array length"));
     if (count > r.remaining() / min_encoded_size(elem)) {
-        return corrupt(what + ": array of " + std::to_string(count) + " " +
-                       gguf_value_type_name(elem) + " at offset " + std::to_string(count_at) +
-                       " cannot fit in the " + std::to_string(r.remaining()) + " bytes left");
+        return corrupt(what + ": array of " + std::to_string(count) + " " + gguf_value_type_name(elem) + " at offset " +
+                       std::to_string(count_at) + " cannot fit in the " + std::to_string(r.remaining()) +
+                       " bytes left");
     }
     value->type = GgufValueType::kArray;
     value->array_type = elem;
@@ -214,8 +230,7 @@ Status read_metadata(ByteReader& r, uint64_t num_kv, Metadata* metadata) {
         LA_RETURN_IF_ERROR(r.read_string(&key, where + " key"));
         if (key.empty()) return corrupt(where + ": empty key at offset " + std::to_string(key_at));
         if (metadata->count(key) != 0) {
-            return corrupt("duplicate metadata key " + quoted(key) + " at offset " +
-                           std::to_string(key_at));
+            return corrupt("duplicate metadata key " + quoted(key) + " at offset " + std::to_string(key_at));
         }
         const std::string what = "metadata key " + quoted(key);
         uint32_t type_raw = 0;
@@ -235,8 +250,7 @@ Expected<uint64_t> read_alignment(const Metadata& metadata) {
     if (it == metadata.end()) return kDefaultAlignment;
     const GgufValue& v = it->second;
     if (!is_integer(v.type)) {
-        return corrupt(std::string("general.alignment has type ") + gguf_value_type_name(v.type) +
-                       ", expected uint32");
+        return corrupt(std::string("general.alignment has type ") + gguf_value_type_name(v.type) + ", expected uint32");
     }
     const auto* u = std::get_if<uint64_t>(&v.value);
     const auto* i = std::get_if<int64_t>(&v.value);
@@ -255,18 +269,16 @@ Status compute_tensor_size(GgufTensorInfo* t) {
     int64_t n = 1;
     for (size_t d = 0; d < t->dims.size(); ++d) {
         if (__builtin_mul_overflow(n, t->dims[d], &n)) {
-            return corrupt(what + ": element count overflows int64 at dimension " +
-                           std::to_string(d));
+            return corrupt(what + ": element count overflows int64 at dimension " + std::to_string(d));
         }
     }
     if (t->dims[0] % traits.block_size != 0) {
-        return corrupt(what + ": row length " + std::to_string(t->dims[0]) +
-                       " is not a multiple of the " + traits.name + " block size " +
-                       std::to_string(traits.block_size));
+        return corrupt(what + ": row length " + std::to_string(t->dims[0]) + " is not a multiple of the " +
+                       traits.name + " block size " + std::to_string(traits.block_size));
     }
     uint64_t bytes = 0;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(n / traits.block_size),
-                               static_cast<uint64_t>(traits.type_size), &bytes)) {
+    if (__builtin_mul_overflow(static_cast<uint64_t>(n / traits.block_size), static_cast<uint64_t>(traits.type_size),
+                               &bytes)) {
         return corrupt(what + ": byte size overflows");
     }
     t->num_elements = n;
@@ -288,8 +300,7 @@ Status read_tensor_info(ByteReader& r, uint64_t index, uint64_t alignment, GgufT
         uint64_t dim = 0;
         LA_RETURN_IF_ERROR(r.read(&dim, what + " dims"));
         if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-            return corrupt(what + ": dimension " + std::to_string(d) + " is " +
-                           std::to_string(dim));
+            return corrupt(what + ": dimension " + std::to_string(d) + " is " + std::to_string(dim));
         }
         t->dims[d] = static_cast<int64_t>(dim);
     }
@@ -301,41 +312,35 @@ Status read_tensor_info(ByteReader& r, uint64_t index, uint64_t alignment, GgufT
     t->type = static_cast<GgmlType>(type_raw);
     LA_RETURN_IF_ERROR(r.read(&t->offset, what + " offset"));
     if (t->offset % alignment != 0) {
-        return corrupt(what + ": data offset " + std::to_string(t->offset) +
-                       " is not a multiple of the alignment " + std::to_string(alignment));
+        return corrupt(what + ": data offset " + std::to_string(t->offset) + " is not a multiple of the alignment " +
+                       std::to_string(alignment));
     }
     return compute_tensor_size(t);
 }
 
 // Every tensor's bytes lie inside the file and no two tensors share a byte.
-Status check_tensor_layout(const std::vector<GgufTensorInfo>& tensors, uint64_t data_start,
-                           uint64_t file_size) {
+Status check_tensor_layout(const std::vector<GgufTensorInfo>& tensors, uint64_t data_start, uint64_t file_size) {
     for (const GgufTensorInfo& t : tensors) {
         uint64_t begin = 0, end = 0;
-        if (__builtin_add_overflow(data_start, t.offset, &begin) ||
-            __builtin_add_overflow(begin, t.num_bytes, &end)) {
-            return corrupt("tensor " + quoted(t.name) + ": data offset " +
-                           std::to_string(t.offset) + " + " + std::to_string(t.num_bytes) +
-                           " bytes overflows");
+        if (__builtin_add_overflow(data_start, t.offset, &begin) || __builtin_add_overflow(begin, t.num_bytes, &end)) {
+            return corrupt("tensor " + quoted(t.name) + ": data offset " + std::to_string(t.offset) + " + " +
+                           std::to_string(t.num_bytes) + " bytes overflows");
         }
         if (end > file_size) {
             return corrupt("tensor " + quoted(t.name) + ": data [" + std::to_string(begin) + ", " +
-                           std::to_string(end) + ") extends past end of file (size " +
-                           std::to_string(file_size) + ")");
+                           std::to_string(end) + ") extends past end of file (size " + std::to_string(file_size) + ")");
         }
     }
     std::vector<size_t> order(tensors.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return tensors[a].offset < tensors[b].offset; });
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tensors[a].offset < tensors[b].offset; });
     for (size_t k = 1; k < order.size(); ++k) {
         const GgufTensorInfo& prev = tensors[order[k - 1]];
         const GgufTensorInfo& cur = tensors[order[k]];
         if (cur.offset < prev.offset + prev.num_bytes) {
-            return corrupt("tensor " + quoted(cur.name) + ": data [" + std::to_string(cur.offset) +
-                           ", " + std::to_string(cur.offset + cur.num_bytes) +
-                           ") overlaps tensor " + quoted(prev.name) + " data [" +
-                           std::to_string(prev.offset) + ", " +
+            return corrupt("tensor " + quoted(cur.name) + ": data [" + std::to_string(cur.offset) + ", " +
+                           std::to_string(cur.offset + cur.num_bytes) + ") overlaps tensor " + quoted(prev.name) +
+                           " data [" + std::to_string(prev.offset) + ", " +
                            std::to_string(prev.offset + prev.num_bytes) + ")");
         }
     }
@@ -354,21 +359,17 @@ Status read_header(ByteReader& r, uint32_t* version, uint64_t* num_tensors, uint
     LA_RETURN_IF_ERROR(r.read(version, "version"));
     // A big-endian file spells version n as bytes 00 00 00 n.
     if ((*version & 0x00ffffffu) == 0 && (*version >> 24) >= 1 && (*version >> 24) <= 3) {
-        return unsupported("big-endian GGUF (version " + std::to_string(*version >> 24) +
-                           ") is not supported");
+        return unsupported("big-endian GGUF (version " + std::to_string(*version >> 24) + ") is not supported");
     }
     if (*version != 2 && *version != 3) {
-        return unsupported("GGUF version " + std::to_string(*version) +
-                           " is not supported (only versions 2 and 3)");
+        return unsupported("GGUF version " + std::to_string(*version) + " is not supported (only versions 2 and 3)");
     }
     LA_RETURN_IF_ERROR(r.read(num_tensors, "tensor count"));
     LA_RETURN_IF_ERROR(r.read(num_kv, "metadata count"));
-    if (*num_kv > r.remaining() / kMinKvBytes ||
-        *num_tensors > r.remaining() / kMinTensorInfoBytes ||
+    if (*num_kv > r.remaining() / kMinKvBytes || *num_tensors > r.remaining() / kMinTensorInfoBytes ||
         *num_kv * kMinKvBytes + *num_tensors * kMinTensorInfoBytes > r.remaining()) {
-        return corrupt("header claims " + std::to_string(*num_tensors) + " tensors and " +
-                       std::to_string(*num_kv) + " metadata entries, more than the " +
-                       std::to_string(r.remaining()) + " bytes left can hold");
+        return corrupt("header claims " + std::to_string(*num_tensors) + " tensors and " + std::to_string(*num_kv) +
+                       " metadata entries, more than the " + std::to_string(r.remaining()) + " bytes left can hold");
     }
     return {};
 }
@@ -377,19 +378,32 @@ Status read_header(ByteReader& r, uint32_t* version, uint64_t* num_tensors, uint
 
 const char* gguf_value_type_name(GgufValueType type) {
     switch (type) {
-        case GgufValueType::kUint8: return "uint8";
-        case GgufValueType::kInt8: return "int8";
-        case GgufValueType::kUint16: return "uint16";
-        case GgufValueType::kInt16: return "int16";
-        case GgufValueType::kUint32: return "uint32";
-        case GgufValueType::kInt32: return "int32";
-        case GgufValueType::kFloat32: return "float32";
-        case GgufValueType::kBool: return "bool";
-        case GgufValueType::kString: return "string";
-        case GgufValueType::kArray: return "array";
-        case GgufValueType::kUint64: return "uint64";
-        case GgufValueType::kInt64: return "int64";
-        case GgufValueType::kFloat64: return "float64";
+        case GgufValueType::kUint8:
+            return "uint8";
+        case GgufValueType::kInt8:
+            return "int8";
+        case GgufValueType::kUint16:
+            return "uint16";
+        case GgufValueType::kInt16:
+            return "int16";
+        case GgufValueType::kUint32:
+            return "uint32";
+        case GgufValueType::kInt32:
+            return "int32";
+        case GgufValueType::kFloat32:
+            return "float32";
+        case GgufValueType::kBool:
+            return "bool";
+        case GgufValueType::kString:
+            return "string";
+        case GgufValueType::kArray:
+            return "array";
+        case GgufValueType::kUint64:
+            return "uint64";
+        case GgufValueType::kInt64:
+            return "int64";
+        case GgufValueType::kFloat64:
+            return "float64";
     }
     return "unknown";
 }
@@ -446,16 +460,12 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 namespace {
 
-Status missing_key(std::string_view key) {
-    return not_found("metadata key " + quoted(key) + " not found");
-}
+Status missing_key(std::string_view key) { return not_found("metadata key " + quoted(key) + " not found"); }
 
 Status wrong_type(std::string_view key, const GgufValue& v, const char* expected) {
     std::string actual = gguf_value_type_name(v.type);
-    if (v.type == GgufValueType::kArray)
-        actual += std::string(" of ") + gguf_value_type_name(v.array_type);
-    return corrupt("metadata key " + quoted(key) + " has type " + actual + ", expected " +
-                   expected);
+    if (v.type == GgufValueType::kArray) actual += std::string(" of ") + gguf_value_type_name(v.array_type);
+    return corrupt("metadata key " + quoted(key) + " has type " + actual + ", expected " + expected);
 }
 
 }  // namespace

@@ -20,8 +20,19 @@ namespace lazyattn::loader {
 
 // GGUF metadata value types, numbered as in the specification.
 enum class GgufValueType : uint32_t {
-    kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5, kFloat32 = 6,
-    kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
+    kUint8 = 0,
+    kInt8 = 1,
+    kUint16 = 2,
+    kInt16 = 3,
+    kUint32 = 4,
+    kInt32 = 5,
+    kFloat32 = 6,
+    kBool = 7,
+    kString = 8,
+    kArray = 9,
+    kUint64 = 10,
+    kInt64 = 11,
+    kFloat64 = 12,
 };
 
 // "uint32", "string", ...; "unknown" for a number outside the specification.
@@ -32,8 +43,8 @@ const char* gguf_value_type_name(GgufValueType type);
 struct GgufValue {
     GgufValueType type = GgufValueType::kUint8;
     GgufValueType array_type = GgufValueType::kUint8;  // element type when type == kArray
-    std::variant<uint64_t, int64_t, double, bool, std::string,
-                 std::vector<int64_t>, std::vector<double>, std::vector<std::string>, std::vector<bool>>
+    std::variant<uint64_t, int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>,
+                 std::vector<std::string>, std::vector<bool>>
         value;
 };
 
@@ -41,7 +52,7 @@ struct GgufTensorInfo {
     std::string name;
     std::vector<int64_t> dims;  // ggml order: dims[0] is the contiguous (fastest) dimension
     GgmlType type = GgmlType::kF32;
-    uint64_t offset = 0;        // from the start of the data section
+    uint64_t offset = 0;  // from the start of the data section
     uint64_t num_bytes = 0;
     int64_t num_elements = 0;
 };
@@ -62,8 +73,8 @@ public:
 
     // Typed getters: kNotFound if absent, kCorrupt if present with the wrong type.
     Expected<std::string> get_string(std::string_view key) const;
-    Expected<int64_t> get_int(std::string_view key) const;      // any integer type
-    Expected<double> get_float(std::string_view key) const;     // float or integer types
+    Expected<int64_t> get_int(std::string_view key) const;   // any integer type
+    Expected<double> get_float(std::string_view key) const;  // float or integer types
     Expected<bool> get_bool(std::string_view key) const;
     Expected<std::vector<std::string>> get_string_array(std::string_view key) const;
     Expected<std::vector<int64_t>> get_int_array(std::string_view key) const;

@@ -121,25 +121,22 @@ void GgufWriter::add_i32_array(const std::string& key, const std::vector<int32_t
     for (int32_t v : values) put(v);
 }
 
-void GgufWriter::add_raw(const std::string& key, uint32_t raw_type,
-                         const std::vector<uint8_t>& payload) {
+void GgufWriter::add_raw(const std::string& key, uint32_t raw_type, const std::vector<uint8_t>& payload) {
     begin_kv(key, raw_type);
     kv_bytes_.insert(kv_bytes_.end(), payload.begin(), payload.end());
 }
 
-void GgufWriter::add_tensor(const std::string& name, const std::vector<int64_t>& dims,
-                            GgmlType type, std::vector<uint8_t> bytes) {
-    LA_CHECK_MSG(!dims.empty() && dims.size() <= 4, "tensor '%s': %zu dims", name.c_str(),
-                 dims.size());
+void GgufWriter::add_tensor(const std::string& name, const std::vector<int64_t>& dims, GgmlType type,
+                            std::vector<uint8_t> bytes) {
+    LA_CHECK_MSG(!dims.empty() && dims.size() <= 4, "tensor '%s': %zu dims", name.c_str(), dims.size());
     int64_t n = 1;
     for (int64_t d : dims) {
         LA_CHECK_MSG(d > 0, "tensor '%s': dimension %lld", name.c_str(), static_cast<long long>(d));
         n *= d;
     }
-    LA_CHECK_MSG(dims[0] % ggml_type_traits(type).block_size == 0,
-                 "tensor '%s': row not whole blocks", name.c_str());
-    LA_CHECK_MSG(bytes.size() == ggml_row_size(type, n), "tensor '%s': %zu bytes, expected %zu",
-                 name.c_str(), bytes.size(), ggml_row_size(type, n));
+    LA_CHECK_MSG(dims[0] % ggml_type_traits(type).block_size == 0, "tensor '%s': row not whole blocks", name.c_str());
+    LA_CHECK_MSG(bytes.size() == ggml_row_size(type, n), "tensor '%s': %zu bytes, expected %zu", name.c_str(),
+                 bytes.size(), ggml_row_size(type, n));
     tensors_.push_back({name, dims, type, std::move(bytes)});
 }
 

@@ -38,8 +38,7 @@ public:
     // ggml_row_size(type, product of dims) long (checked).
     void add_tensor(const std::string& name, const std::vector<int64_t>& dims, GgmlType type,
                     std::vector<uint8_t> bytes);
-    void add_tensor_f32(const std::string& name, const std::vector<int64_t>& dims,
-                        const std::vector<float>& values);
+    void add_tensor_f32(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values);
 
     uint64_t alignment() const { return alignment_; }
     std::vector<uint8_t> to_bytes() const;

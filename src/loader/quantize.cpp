@@ -72,8 +72,7 @@ void quantize_symmetric_block(const float* x, int bits, float* d_out, int* q) {
     const int offset = 1 << (bits - 1);
     const float d = rounded_half(signed_absmax(x) / static_cast<float>(-offset));
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (int j = 0; j < kQK; ++j)
-        q[j] = clamp_round(x[j] * id + static_cast<float>(offset), 0, 2 * offset - 1);
+    for (int j = 0; j < kQK; ++j) q[j] = clamp_round(x[j] * id + static_cast<float>(offset), 0, 2 * offset - 1);
     *d_out = d;
 }
 
@@ -101,8 +100,7 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         store_half(out, d);
         for (int j = 0; j < kQK; ++j) {
-            out[2 + j] =
-                static_cast<uint8_t>(static_cast<int8_t>(clamp_round(x[j] * id, -127, 127)));
+            out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(clamp_round(x[j] * id, -127, 127)));
         }
     }
 }
@@ -166,18 +164,40 @@ Expected<std::vector<uint8_t>> quantize(GgmlType type, const float* src, int64_t
     switch (type) {
         case GgmlType::kF32:
         case GgmlType::kF16:
-        case GgmlType::kBF16: break;
-        case GgmlType::kQ8_0: fn = quantize_row_q8_0; break;
-        case GgmlType::kQ4_0: fn = quantize_row_q4_0; break;
-        case GgmlType::kQ4_1: fn = quantize_row_q4_1; break;
-        case GgmlType::kQ5_0: fn = quantize_row_q5_0; break;
-        case GgmlType::kQ5_1: fn = quantize_row_q5_1; break;
-        case GgmlType::kQ2_K: fn = quantize_row_q2_K; break;
-        case GgmlType::kQ3_K: fn = quantize_row_q3_K; break;
-        case GgmlType::kQ4_K: fn = quantize_row_q4_K; break;
-        case GgmlType::kQ5_K: fn = quantize_row_q5_K; break;
-        case GgmlType::kQ6_K: fn = quantize_row_q6_K; break;
-        default: return unsupported(std::string("no quantizer for ggml type ") + traits.name);
+        case GgmlType::kBF16:
+            break;
+        case GgmlType::kQ8_0:
+            fn = quantize_row_q8_0;
+            break;
+        case GgmlType::kQ4_0:
+            fn = quantize_row_q4_0;
+            break;
+        case GgmlType::kQ4_1:
+            fn = quantize_row_q4_1;
+            break;
+        case GgmlType::kQ5_0:
+            fn = quantize_row_q5_0;
+            break;
+        case GgmlType::kQ5_1:
+            fn = quantize_row_q5_1;
+            break;
+        case GgmlType::kQ2_K:
+            fn = quantize_row_q2_K;
+            break;
+        case GgmlType::kQ3_K:
+            fn = quantize_row_q3_K;
+            break;
+        case GgmlType::kQ4_K:
+            fn = quantize_row_q4_K;
+            break;
+        case GgmlType::kQ5_K:
+            fn = quantize_row_q5_K;
+            break;
+        case GgmlType::kQ6_K:
+            fn = quantize_row_q6_K;
+            break;
+        default:
+            return unsupported(std::string("no quantizer for ggml type ") + traits.name);
     }
     if (n < 0 || n % traits.block_size != 0) {
         return invalid_argument("quantize " + std::string(traits.name) + ": " + std::to_string(n) +

@@ -49,8 +49,7 @@ uint64_t stream_seed(uint64_t seed, const std::string& name) {
     return h;
 }
 
-std::vector<float> normal_values(uint64_t seed, const std::string& name, int64_t n, float mean,
-                                 float sigma) {
+std::vector<float> normal_values(uint64_t seed, const std::string& name, int64_t n, float mean, float sigma) {
     Rng rng(stream_seed(seed, name));
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = mean + sigma * static_cast<float>(rng.normal());
@@ -60,19 +59,32 @@ std::vector<float> normal_values(uint64_t seed, const std::string& name, int64_t
 // ggml's llama_ftype number for a file whose matrices are all `t`.
 uint32_t file_type(GgmlType t) {
     switch (t) {
-        case GgmlType::kF16: return 1;
-        case GgmlType::kQ4_0: return 2;
-        case GgmlType::kQ4_1: return 3;
-        case GgmlType::kQ8_0: return 7;
-        case GgmlType::kQ5_0: return 8;
-        case GgmlType::kQ5_1: return 9;
-        case GgmlType::kQ2_K: return 10;
-        case GgmlType::kQ3_K: return 12;  // Q3_K_M
-        case GgmlType::kQ4_K: return 15;  // Q4_K_M
-        case GgmlType::kQ5_K: return 17;  // Q5_K_M
-        case GgmlType::kQ6_K: return 18;
-        case GgmlType::kBF16: return 32;
-        default: return 0;
+        case GgmlType::kF16:
+            return 1;
+        case GgmlType::kQ4_0:
+            return 2;
+        case GgmlType::kQ4_1:
+            return 3;
+        case GgmlType::kQ8_0:
+            return 7;
+        case GgmlType::kQ5_0:
+            return 8;
+        case GgmlType::kQ5_1:
+            return 9;
+        case GgmlType::kQ2_K:
+            return 10;
+        case GgmlType::kQ3_K:
+            return 12;  // Q3_K_M
+        case GgmlType::kQ4_K:
+            return 15;  // Q4_K_M
+        case GgmlType::kQ5_K:
+            return 17;  // Q5_K_M
+        case GgmlType::kQ6_K:
+            return 18;
+        case GgmlType::kBF16:
+            return 32;
+        default:
+            return 0;
     }
 }
 
@@ -82,11 +94,9 @@ public:
 
     // sigma <= 0: the fan-in rule of the file comment.
     Status matrix(const std::string& name, int64_t in, int64_t out, float sigma = 0.0f) {
-        if (sigma <= 0.0f)
-            sigma = std::clamp(0.5f / std::sqrt(static_cast<float>(in)), 0.02f, 0.1f);
+        if (sigma <= 0.0f) sigma = std::clamp(0.5f / std::sqrt(static_cast<float>(in)), 0.02f, 0.1f);
         const std::vector<float> v = normal_values(o_.seed, name, in * out, 0.0f, sigma);
-        LA_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
-                            quantize(o_.weight_type, v.data(), in * out));
+        LA_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, quantize(o_.weight_type, v.data(), in * out));
         w_.add_tensor(name, {in, out}, o_.weight_type, std::move(bytes));
         return {};
     }
@@ -157,17 +167,16 @@ Status SyntheticModelOptions::validate() const {
     if (arch != "llama" && arch != "qwen2") {
         return invalid_argument("synthetic model arch '" + arch + "' (expected llama or qwen2)");
     }
-    if (num_layers <= 0 || hidden <= 0 || num_heads <= 0 || num_kv_heads <= 0 || ffn <= 0 ||
-        context_length <= 0) {
+    if (num_layers <= 0 || hidden <= 0 || num_heads <= 0 || num_kv_heads <= 0 || ffn <= 0 || context_length <= 0) {
         return invalid_argument("synthetic model sizes must be positive");
     }
     if (hidden % num_heads != 0 || (hidden / num_heads) % 2 != 0) {
-        return invalid_argument("hidden " + std::to_string(hidden) + " / heads " +
-                                std::to_string(num_heads) + " must give an even head_dim");
+        return invalid_argument("hidden " + std::to_string(hidden) + " / heads " + std::to_string(num_heads) +
+                                " must give an even head_dim");
     }
     if (num_heads % num_kv_heads != 0) {
-        return invalid_argument("heads " + std::to_string(num_heads) +
-                                " is not a multiple of kv heads " + std::to_string(num_kv_heads));
+        return invalid_argument("heads " + std::to_string(num_heads) + " is not a multiple of kv heads " +
+                                std::to_string(num_kv_heads));
     }
     switch (weight_type) {
         case GgmlType::kF32:
@@ -182,7 +191,8 @@ Status SyntheticModelOptions::validate() const {
         case GgmlType::kQ3_K:
         case GgmlType::kQ4_K:
         case GgmlType::kQ5_K:
-        case GgmlType::kQ6_K: break;
+        case GgmlType::kQ6_K:
+            break;
         default:
             return invalid_argument(std::string("synthetic weights cannot be written as ") +
                                     ggml_type_name(weight_type));

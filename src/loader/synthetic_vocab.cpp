@@ -35,16 +35,14 @@ std::vector<std::string> split_words(const std::string& text) {
     while (i < text.size()) {
         size_t j = i;
         CharClass c = classify(static_cast<unsigned char>(text[j]));
-        const bool lead_space =
-            c == CharClass::kSpace && j + 1 < text.size() &&
-            classify(static_cast<unsigned char>(text[j + 1])) != CharClass::kSpace &&
-            classify(static_cast<unsigned char>(text[j + 1])) != CharClass::kOtherSpace;
+        const bool lead_space = c == CharClass::kSpace && j + 1 < text.size() &&
+                                classify(static_cast<unsigned char>(text[j + 1])) != CharClass::kSpace &&
+                                classify(static_cast<unsigned char>(text[j + 1])) != CharClass::kOtherSpace;
         if (lead_space) c = classify(static_cast<unsigned char>(text[++j]));
         const bool spacey = c == CharClass::kSpace || c == CharClass::kOtherSpace;
         while (j < text.size()) {
             const CharClass d = classify(static_cast<unsigned char>(text[j]));
-            const bool same =
-                spacey ? (d == CharClass::kSpace || d == CharClass::kOtherSpace) : d == c;
+            const bool same = spacey ? (d == CharClass::kSpace || d == CharClass::kOtherSpace) : d == c;
             if (!same) break;
             ++j;
         }
@@ -79,8 +77,7 @@ std::pair<std::pair<std::string, std::string>, int> best_pair(const std::map<Wor
     return best;
 }
 
-std::map<Word, int> apply_merge(const std::map<Word, int>& words, const std::string& a,
-                                const std::string& b) {
+std::map<Word, int> apply_merge(const std::map<Word, int>& words, const std::string& a, const std::string& b) {
     std::map<Word, int> out;
     for (const auto& [word, n] : words) {
         Word merged;
@@ -125,8 +122,7 @@ SyntheticVocab build_synthetic_vocab(int max_merges) {
         if (n < 2) break;
         v.merges.push_back(pair.first + " " + pair.second);
         // Two different merges can spell the same token ("a"+"bc", "ab"+"c"): one id serves both.
-        if (known.insert(pair.first + pair.second).second)
-            v.tokens.push_back(pair.first + pair.second);
+        if (known.insert(pair.first + pair.second).second) v.tokens.push_back(pair.first + pair.second);
         words = apply_merge(words, pair.first, pair.second);
     }
     v.token_types.assign(v.tokens.size(), 1);

@@ -23,8 +23,8 @@ Status ForwardBatch::validate(int32_t num_blocks, int32_t block_size, int32_t vo
     }
     int32_t covered = 0;
     for (const auto& seq : seqs) {
-        if (seq.query_start != covered || seq.num_queries < 0 || seq.span_begin < 0 ||
-            seq.span_end < seq.span_begin || seq.span_end > int32_t(spans.size())) {
+        if (seq.query_start != covered || seq.num_queries < 0 || seq.span_begin < 0 || seq.span_end < seq.span_begin ||
+            seq.span_end > int32_t(spans.size())) {
             return internal_error("forward batch: sequence ranges inconsistent");
         }
         covered += seq.num_queries;

@@ -19,8 +19,8 @@ struct ForwardBatch {
     std::vector<int32_t> block_ids;        // referenced by spans
     std::vector<kernels::AttentionSpan> spans;
     std::vector<kernels::AttentionSeq> seqs;
-    std::vector<int32_t> logit_rows;       // rows whose logits the step returns, in that order
-    bool keys_rotated = true;              // false for lazy-k: keys are stored raw
+    std::vector<int32_t> logit_rows;  // rows whose logits the step returns, in that order
+    bool keys_rotated = true;         // false for lazy-k: keys are stored raw
 
     int32_t num_rows() const { return int32_t(token_ids.size()); }
     // Checks every index against the pool and the model (a bad plan must never reach a kernel).

@@ -90,8 +90,7 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
         std::memcpy(gathered_.data() + i * hidden, x_.data() + int64_t(batch.logit_rows[i]) * hidden,
                     sizeof(float) * hidden);
     }
-    backend_->rmsnorm(gathered_.data(), weights_.output_norm.data(), normed_.data(), num_out, hidden,
-                      config_.norm_eps);
+    backend_->rmsnorm(gathered_.data(), weights_.output_norm.data(), normed_.data(), num_out, hidden, config_.norm_eps);
     logits->resize(num_out * config_.vocab_size);
     if (num_out > 0) {
         backend_->matmul(weights_.output().params(normed_.data(), logits->data(), num_out));
@@ -109,8 +108,7 @@ void Model::run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& k
                                          w.wv.params(h_.data(), v_.data(), n)};
     be.matmuls(qkv, 3);
     if (batch.keys_rotated) {
-        be.rope_apply({k_.data(), batch.store_positions.data(), n, config_.num_kv_heads,
-                       config_.head_dim, rope_});
+        be.rope_apply({k_.data(), batch.store_positions.data(), n, config_.num_kv_heads, config_.head_dim, rope_});
     }
     kv.store(layer, k_.data(), v_.data(), batch.slot_mapping.data(), n);
 

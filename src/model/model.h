@@ -42,8 +42,8 @@ private:
     ModelConfig config_;
     ModelWeights weights_;
     backend::Backend* backend_ = nullptr;
-    std::vector<float> inv_freq_;      // [rotary_dims / 2]
-    std::vector<float> cos_sin_table_; // [context_length, rotary_dims / 2, 2]
+    std::vector<float> inv_freq_;       // [rotary_dims / 2]
+    std::vector<float> cos_sin_table_;  // [context_length, rotary_dims / 2, 2]
     kernels::RopeParams rope_{};
     // Activations, resized per step: x/residual [n, hidden], q/attn [n, q_dim], k/v [n, kv_dim],
     // gate/up [n, ffn]; gathered/normed [logit rows, hidden].

@@ -40,8 +40,7 @@ const ArchInfo* find_arch(const std::string& name) {
 
 Expected<int32_t> to_int32(const std::string& key, int64_t v) {
     if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-        return out_of_range("metadata key '" + key + "' value " + std::to_string(v) +
-                            " does not fit in int32");
+        return out_of_range("metadata key '" + key + "' value " + std::to_string(v) + " does not fit in int32");
     }
     return static_cast<int32_t>(v);
 }
@@ -68,8 +67,7 @@ Expected<int32_t> read_vocab_size(const GgufFile& f, const std::string& arch) {
     if (f.find(key) != nullptr) return required_int(f, key);
     const loader::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
     if (tokens == nullptr) {
-        return not_found("vocabulary size unknown: neither '" + key +
-                         "' nor 'tokenizer.ggml.tokens' is present");
+        return not_found("vocabulary size unknown: neither '" + key + "' nor 'tokenizer.ggml.tokens' is present");
     }
     LA_ASSIGN_OR_RETURN(std::vector<std::string> list, f.get_string_array("tokenizer.ggml.tokens"));
     return to_int32("tokenizer.ggml.tokens", static_cast<int64_t>(list.size()));
@@ -103,12 +101,11 @@ Status read_freq_factors(const GgufFile& f, RopeConfig* rope) {
     if (t == nullptr) return {};
     const int64_t expected = rope->num_rotary_dims / 2;
     if (t->num_elements != expected) {
-        return corrupt("rope_freqs.weight has " + std::to_string(t->num_elements) +
-                       " elements, expected " + std::to_string(expected) + " (rotary dims / 2)");
+        return corrupt("rope_freqs.weight has " + std::to_string(t->num_elements) + " elements, expected " +
+                       std::to_string(expected) + " (rotary dims / 2)");
     }
     rope->freq_factors.resize(static_cast<size_t>(expected));
-    const Status st = loader::dequantize_row(t->type, f.tensor_data(*t), rope->freq_factors.data(),
-                                             t->num_elements);
+    const Status st = loader::dequantize_row(t->type, f.tensor_data(*t), rope->freq_factors.data(), t->num_elements);
     if (!st.ok()) return Status(st.code(), "rope_freqs.weight: " + st.message());
     return {};
 }
@@ -120,9 +117,8 @@ Status check_token_embedding(const GgufFile& f, const ModelConfig& c) {
     if (t->dims.size() != 2 || t->dims[0] != c.hidden_dim || t->dims[1] != c.vocab_size) {
         std::string shape;
         for (int64_t d : t->dims) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-        return corrupt("token_embd.weight has shape [" + shape + "], expected [" +
-                       std::to_string(c.hidden_dim) + ", " + std::to_string(c.vocab_size) +
-                       "] (hidden, vocab)");
+        return corrupt("token_embd.weight has shape [" + shape + "], expected [" + std::to_string(c.hidden_dim) + ", " +
+                       std::to_string(c.vocab_size) + "] (hidden, vocab)");
     }
     return {};
 }
@@ -132,8 +128,7 @@ Status read_dimensions(const GgufFile& f, const std::string& a, ModelConfig* c) 
     LA_ASSIGN_OR_RETURN(c->hidden_dim, required_int(f, a + ".embedding_length"));
     LA_ASSIGN_OR_RETURN(c->ffn_dim, required_int(f, a + ".feed_forward_length"));
     LA_ASSIGN_OR_RETURN(c->num_heads, required_int(f, a + ".attention.head_count"));
-    LA_ASSIGN_OR_RETURN(c->num_kv_heads,
-                        optional_int(f, a + ".attention.head_count_kv", c->num_heads));
+    LA_ASSIGN_OR_RETURN(c->num_kv_heads, optional_int(f, a + ".attention.head_count_kv", c->num_heads));
     LA_ASSIGN_OR_RETURN(c->context_length, required_int(f, a + ".context_length"));
     LA_ASSIGN_OR_RETURN(c->vocab_size, read_vocab_size(f, a));
     LA_ASSIGN_OR_RETURN(double eps, f.get_float(a + ".attention.layer_norm_rms_epsilon"));
@@ -156,12 +151,10 @@ Status read_dimensions(const GgufFile& f, const std::string& a, ModelConfig* c) 
 Status read_rope(const GgufFile& f, const std::string& a, const ArchInfo& info, ModelConfig* c) {
     c->rope.pairing = info.pairing;
     LA_ASSIGN_OR_RETURN(c->rope.freq_base, optional_float(f, a + ".rope.freq_base", 10000.0f));
-    LA_ASSIGN_OR_RETURN(c->rope.num_rotary_dims,
-                        optional_int(f, a + ".rope.dimension_count", c->head_dim));
+    LA_ASSIGN_OR_RETURN(c->rope.num_rotary_dims, optional_int(f, a + ".rope.dimension_count", c->head_dim));
     LA_RETURN_IF_ERROR(read_rope_scaling(f, a, &c->rope));
     // Freq factors are sized by the rotary dims, so check those first.
-    if (c->rope.num_rotary_dims <= 0 || c->rope.num_rotary_dims % 2 != 0 ||
-        c->rope.num_rotary_dims > c->head_dim) {
+    if (c->rope.num_rotary_dims <= 0 || c->rope.num_rotary_dims % 2 != 0 || c->rope.num_rotary_dims > c->head_dim) {
         return corrupt("rope.dimension_count " + std::to_string(c->rope.num_rotary_dims) +
                        " is not even and in (0, head_dim = " + std::to_string(c->head_dim) + "]");
     }
@@ -175,8 +168,7 @@ Expected<ModelConfig> ModelConfig::from_gguf(const loader::GgufFile& file) {
     LA_ASSIGN_OR_RETURN(c.arch_name, file.get_string("general.architecture"));
     const ArchInfo* info = find_arch(c.arch_name);
     if (info == nullptr) {
-        return unsupported("architecture '" + c.arch_name +
-                           "' is not supported (supported: llama, qwen2)");
+        return unsupported("architecture '" + c.arch_name + "' is not supported (supported: llama, qwen2)");
     }
     c.arch = info->arch;
     if (file.find("general.name") != nullptr) {
@@ -199,38 +191,29 @@ Status ModelConfig::validate() const {
         {"vocab_size", vocab_size}, {"context_length", context_length},
     };
     for (const auto& [name, value] : positive) {
-        if (value <= 0)
-            return invalid_argument(std::string(name) + " = " + std::to_string(value) +
-                                    " is not positive");
+        if (value <= 0) return invalid_argument(std::string(name) + " = " + std::to_string(value) + " is not positive");
     }
     if (static_cast<int64_t>(num_heads) * head_dim != hidden_dim) {
         return invalid_argument("hidden_dim " + std::to_string(hidden_dim) + " != num_heads " +
-                                std::to_string(num_heads) + " * head_dim " +
-                                std::to_string(head_dim));
+                                std::to_string(num_heads) + " * head_dim " + std::to_string(head_dim));
     }
     if (num_heads % num_kv_heads != 0) {
-        return invalid_argument("num_heads " + std::to_string(num_heads) +
-                                " is not a multiple of num_kv_heads " +
+        return invalid_argument("num_heads " + std::to_string(num_heads) + " is not a multiple of num_kv_heads " +
                                 std::to_string(num_kv_heads));
     }
-    if (rope.num_rotary_dims <= 0 || rope.num_rotary_dims % 2 != 0 ||
-        rope.num_rotary_dims > head_dim) {
+    if (rope.num_rotary_dims <= 0 || rope.num_rotary_dims % 2 != 0 || rope.num_rotary_dims > head_dim) {
         return invalid_argument("rotary dims " + std::to_string(rope.num_rotary_dims) +
-                                " must be even and in (0, head_dim = " + std::to_string(head_dim) +
-                                "]");
+                                " must be even and in (0, head_dim = " + std::to_string(head_dim) + "]");
     }
     if (!(rope.freq_base > 0.0f) || !std::isfinite(rope.freq_base)) {
-        return invalid_argument("rope freq_base " + std::to_string(rope.freq_base) +
-                                " is not positive");
+        return invalid_argument("rope freq_base " + std::to_string(rope.freq_base) + " is not positive");
     }
     if (!(rope.linear_scale > 0.0f) || !std::isfinite(rope.linear_scale)) {
-        return invalid_argument("rope linear_scale " + std::to_string(rope.linear_scale) +
-                                " is not positive");
+        return invalid_argument("rope linear_scale " + std::to_string(rope.linear_scale) + " is not positive");
     }
     if (!rope.freq_factors.empty()) {
         if (rope.freq_factors.size() != static_cast<size_t>(rope.num_rotary_dims / 2)) {
-            return invalid_argument("rope freq_factors has " +
-                                    std::to_string(rope.freq_factors.size()) +
+            return invalid_argument("rope freq_factors has " + std::to_string(rope.freq_factors.size()) +
                                     " values, expected rotary dims / 2");
         }
         for (float v : rope.freq_factors) {
@@ -263,8 +246,7 @@ std::string ModelConfig::describe() const {
     if (!rope.freq_factors.empty()) s << ", " << rope.freq_factors.size() << " freq factors";
     s << "\n"
       << "qkv bias:       " << (qkv_bias ? "yes" : "no") << "\n"
-      << "embeddings:     "
-      << (tied_embeddings ? "tied (LM head = token_embd)" : "separate output.weight") << "\n";
+      << "embeddings:     " << (tied_embeddings ? "tied (LM head = token_embd)" : "separate output.weight") << "\n";
     return s.str();
 }
 

@@ -22,7 +22,7 @@ enum class RopePairing { kInterleaved, kNeox };
 
 struct RopeConfig {
     float freq_base = 10000.0f;
-    int32_t num_rotary_dims = 0;   // usually head_dim
+    int32_t num_rotary_dims = 0;  // usually head_dim
     RopePairing pairing = RopePairing::kInterleaved;
     // Llama-3 style per-frequency factors (GGUF tensor rope_freqs.weight): inv_freq[i] /= factors[i].
     // Empty when the model has none.
@@ -33,19 +33,19 @@ struct RopeConfig {
 
 struct ModelConfig {
     Architecture arch = Architecture::kLlama;
-    std::string arch_name;          // "llama", "qwen2"
-    std::string name;               // general.name
+    std::string arch_name;  // "llama", "qwen2"
+    std::string name;       // general.name
     int32_t num_layers = 0;
-    int32_t hidden_dim = 0;         // embedding_length
-    int32_t ffn_dim = 0;            // feed_forward_length
+    int32_t hidden_dim = 0;  // embedding_length
+    int32_t ffn_dim = 0;     // feed_forward_length
     int32_t num_heads = 0;
     int32_t num_kv_heads = 0;
     int32_t head_dim = 0;
     int32_t vocab_size = 0;
     int32_t context_length = 0;
     float norm_eps = 1e-5f;
-    bool qkv_bias = false;          // qwen2
-    bool tied_embeddings = false;   // no output.weight: the LM head reuses token_embd
+    bool qkv_bias = false;         // qwen2
+    bool tied_embeddings = false;  // no output.weight: the LM head reuses token_embd
     RopeConfig rope;
 
     // Reads and validates every field from GGUF metadata (and rope_freqs.weight when present).

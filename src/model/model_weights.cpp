@@ -48,8 +48,8 @@ Status refuse_type(const loader::GgufTensorInfo& info) {
                        ", which lazyattn cannot compute on; supported weight types: " + list);
 }
 
-Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& prefix, int64_t in_dim,
-                             int64_t out_dim, bool with_bias, const WeightOptions& options) {
+Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& prefix, int64_t in_dim, int64_t out_dim,
+                             bool with_bias, const WeightOptions& options) {
     Linear lin;
     lin.in_dim = in_dim;
     lin.out_dim = out_dim;

@@ -15,16 +15,16 @@
 namespace lazyattn::loader {
 class GgufFile;
 enum class GgmlType : uint32_t;
-}
+}  // namespace lazyattn::loader
 
 namespace lazyattn::model {
 
 struct Linear {
-    std::vector<float> w_f32;           // [out_dim, in_dim] fp32 copy (only with dequantize_all)
-    const void* w_quant = nullptr;      // the rows inside the mapped file (any type), else null
+    std::vector<float> w_f32;       // [out_dim, in_dim] fp32 copy (only with dequantize_all)
+    const void* w_quant = nullptr;  // the rows inside the mapped file (any type), else null
     kernels::WeightType type = kernels::WeightType::kF32;
     std::shared_ptr<const void> prepared;  // the backend's layout of w_quant (Backend::prepare_weight)
-    std::vector<float> bias;            // [out_dim] or empty
+    std::vector<float> bias;               // [out_dim] or empty
     int64_t in_dim = 0;
     int64_t out_dim = 0;
 
@@ -48,10 +48,10 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-    Linear token_embd;              // [vocab, hidden]; the LM head too when embeddings are tied
+    Linear token_embd;  // [vocab, hidden]; the LM head too when embeddings are tied
     std::vector<LayerWeights> layers;
-    std::vector<float> output_norm; // [hidden]
-    Linear lm_head;                 // unused (out_dim 0) when tied
+    std::vector<float> output_norm;  // [hidden]
+    Linear lm_head;                  // unused (out_dim 0) when tied
 
     const Linear& output() const { return lm_head.out_dim > 0 ? lm_head : token_embd; }
 };

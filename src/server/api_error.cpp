@@ -18,16 +18,24 @@ ApiError invalid_request(std::string message, std::string param, std::string cod
 ApiError api_error_from_status(const Status& status) {
     const std::string& m = status.message();
     switch (status.code()) {
-        case StatusCode::kOk: return {500, "internal error: no error to report", "server_error", "", "internal_error"};
-        case StatusCode::kInvalidArgument: return invalid_request(m);
-        case StatusCode::kUnsupported: return invalid_request(m, "", "unsupported");
-        case StatusCode::kOutOfRange: return invalid_request(m, "", "context_length_exceeded");
-        case StatusCode::kUnavailable: return {429, m, "rate_limit_error", "", "queue_full"};
+        case StatusCode::kOk:
+            return {500, "internal error: no error to report", "server_error", "", "internal_error"};
+        case StatusCode::kInvalidArgument:
+            return invalid_request(m);
+        case StatusCode::kUnsupported:
+            return invalid_request(m, "", "unsupported");
+        case StatusCode::kOutOfRange:
+            return invalid_request(m, "", "context_length_exceeded");
+        case StatusCode::kUnavailable:
+            return {429, m, "rate_limit_error", "", "queue_full"};
         case StatusCode::kResourceExhausted:
             return invalid_request(m, "max_tokens", "kv_pool_exceeded");
-        case StatusCode::kNotFound: return {404, m, "not_found_error", "", "not_found"};
-        case StatusCode::kCancelled: return {503, m, "server_error", "", "shutting_down"};
-        default: return {500, status.to_string(), "server_error", "", "internal_error"};
+        case StatusCode::kNotFound:
+            return {404, m, "not_found_error", "", "not_found"};
+        case StatusCode::kCancelled:
+            return {503, m, "server_error", "", "shutting_down"};
+        default:
+            return {500, status.to_string(), "server_error", "", "internal_error"};
     }
 }
 

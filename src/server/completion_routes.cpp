@@ -48,8 +48,8 @@ OutputOptions output_options(ServerContext& ctx, const GenerationRequest& gen, c
 // copy (a missing one is computed by one job all of them join), only their tails are their own.
 // Each choice gets its own seed (the request's seed + i, so a seeded request is reproducible).
 Expected<std::vector<std::shared_ptr<engine::RequestHandle>>> submit_choices(ServerContext& ctx,
-                                                                              const engine::RagRequest& rag, int32_t n,
-                                                                              const std::shared_ptr<Doorbell>& bell) {
+                                                                             const engine::RagRequest& rag, int32_t n,
+                                                                             const std::shared_ptr<Doorbell>& bell) {
     std::vector<std::shared_ptr<engine::RequestHandle>> handles;
     for (int32_t i = 0; i < n; ++i) {
         engine::RagRequest choice = rag;
@@ -118,7 +118,8 @@ void respond_whole(ServerContext& ctx, http::HttpResponse& res,
             clock.on_event(ctx.metrics, e);
         }
         results.push_back(h->wait());
-        ctx.metrics.record_request(results.back().stats, results.back().finish_reason, (now_ms() - t_start_ms) / 1000.0);
+        ctx.metrics.record_request(results.back().stats, results.back().finish_reason,
+                                   (now_ms() - t_start_ms) / 1000.0);
     }
     std::vector<ChoiceBody> choices;
     std::vector<engine::RequestStats> stats;
@@ -183,7 +184,8 @@ void handle_completion(ServerContext& ctx, const http::HttpRequest& req, http::H
     if (!handles.ok()) return send_error(res, generation_error(handles.status(), chat));
     const ResponseMeta meta = make_response_meta(chat, ctx.config.model_id);
     if (gen.stream) {
-        respond_stream(ctx, res, std::move(handles).value(), std::move(bell), link, meta, std::move(output), t_start_ms);
+        respond_stream(ctx, res, std::move(handles).value(), std::move(bell), link, meta, std::move(output),
+                       t_start_ms);
     } else {
         respond_whole(ctx, res, *handles, link, meta, output, t_start_ms);
     }

@@ -98,7 +98,8 @@ void CompletionStream::append_end(size_t i, const engine::RequestEvent& e, std::
         return;
     }
     // Errors after the 200 went out travel in the stream, as OpenAI's do; the stream then ends.
-    ApiError err = e.finish_reason == "cancelled" ? cancelled_generation_error() : generation_error(e.status, meta_.chat);
+    ApiError err =
+        e.finish_reason == "cancelled" ? cancelled_generation_error() : generation_error(e.status, meta_.chat);
     out += sse_event(err.to_json());
     failed_ = true;
 }

@@ -46,7 +46,7 @@ private:
     struct Choice {
         std::shared_ptr<engine::RequestHandle> handle;
         std::optional<engine::RequestEvent> first;
-        bool opened = false;    // role chunk (chat) or echo (completions) written
+        bool opened = false;  // role chunk (chat) or echo (completions) written
         bool finished = false;
         TokenClock clock;
         TokenLogprobList pending;  // logprobs of tokens whose text has not gone out yet

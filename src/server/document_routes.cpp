@@ -16,7 +16,8 @@ constexpr size_t kMaxPinBatch = 256;  // documents one POST may pin (each may be
 // A pin the engine refuses for room (the pinned share of the pool, or the tenant's quota, is
 // used up) is a 429 the client may retry after unpinning; other failures map as usual.
 ApiError pin_error(const Status& st) {
-    if (st.code() == StatusCode::kResourceExhausted) return {429, st.message(), "rate_limit_error", "", "pin_quota_exceeded"};
+    if (st.code() == StatusCode::kResourceExhausted)
+        return {429, st.message(), "rate_limit_error", "", "pin_quota_exceeded"};
     return api_error_from_status(st);
 }
 

@@ -21,7 +21,9 @@ using http::Lane;
 // A transport refusal in the API's error shape.
 HttpResponse error_response(const http::HttpError& e) {
     HttpResponse res;
-    const char* type = e.status == 401 ? "authentication_error" : e.status < 500 ? "invalid_request_error" : "server_error";
+    const char* type = e.status == 401  ? "authentication_error"
+                       : e.status < 500 ? "invalid_request_error"
+                                        : "server_error";
     send_error(res, ApiError{e.status, e.message, type, "", e.code});
     return res;
 }
@@ -86,22 +88,36 @@ void log_access(const HttpRequest* req, const HttpResponse& res) {
         return -1.0;
     };
     if (res.log_fields.empty()) {
-        log::write(level, "http request", {{"method", req->method}, {"path", req->path}, {"status", res.status},
-                                           {"client", req->remote_addr}, {"seconds", seconds}});
+        log::write(level, "http request",
+                   {{"method", req->method},
+                    {"path", req->path},
+                    {"status", res.status},
+                    {"client", req->remote_addr},
+                    {"seconds", seconds}});
         return;
     }
     log::write(level, "http request",
-               {{"method", req->method}, {"path", req->path}, {"status", res.status}, {"client", req->remote_addr},
-                {"prompt_tokens", field("prompt_tokens")}, {"cached_tokens", field("cached_tokens")},
-                {"generated_tokens", field("generated_tokens")}, {"ttft_ms", field("ttft_ms")}, {"seconds", seconds}});
+               {{"method", req->method},
+                {"path", req->path},
+                {"status", res.status},
+                {"client", req->remote_addr},
+                {"prompt_tokens", field("prompt_tokens")},
+                {"cached_tokens", field("cached_tokens")},
+                {"generated_tokens", field("generated_tokens")},
+                {"ttft_ms", field("ttft_ms")},
+                {"seconds", seconds}});
 }
 
 http::Router make_router(ServerContext& ctx) {
     http::Router r;
     r.add("POST", "/v1/completions", Lane::kHeavy,
-          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) { handle_completion(ctx, q, s, l, false); });
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
+              handle_completion(ctx, q, s, l, false);
+          });
     r.add("POST", "/v1/chat/completions", Lane::kHeavy,
-          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) { handle_completion(ctx, q, s, l, true); });
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
+              handle_completion(ctx, q, s, l, true);
+          });
     r.add("POST", "/v1/documents", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_pin_documents(ctx, q, s); });
     r.add("DELETE", "/v1/documents/{id}", Lane::kHeavy,
@@ -113,11 +129,9 @@ http::Router make_router(ServerContext& ctx) {
     r.add("POST", "/detokenize", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_detokenize(ctx, q, s); });
     r.add("GET", "/v1/models", Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
-        const json model = {{"id", ctx.config.model_id},
-                            {"object", "model"},
-                            {"created", ctx.started_unix_s},
-                            {"owned_by", "lazyattn"},
-                            {"max_model_len", ctx.context_length},    // vLLM's name
+        const json model = {{"id", ctx.config.model_id},           {"object", "model"},
+                            {"created", ctx.started_unix_s},       {"owned_by", "lazyattn"},
+                            {"max_model_len", ctx.context_length},  // vLLM's name
                             {"context_length", ctx.context_length}};
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
     });

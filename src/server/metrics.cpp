@@ -59,15 +59,16 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 // Bucket bounds as vLLM's (seconds).
 Metrics::Metrics(std::string model_name)
     : model_label_("model_name=\"" + escape_label(model_name) + "\""),
-      ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160,
-             640, 2560}),
+      ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+             1,     2.5,   5,    7.5,  10,   20,   40,   80,  160,  640, 2560}),
       inter_token_({0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
       queue_time_({0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}),
       e2e_({0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}) {}
 
 std::string Metrics::route_label(const std::string& path) {
-    static const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/documents", "/v1/models",
-                                    "/health",         "/metrics",             "/tokenize",     "/detokenize"};
+    static const char* kRoutes[] = {
+        "/v1/completions", "/v1/chat/completions", "/v1/documents", "/v1/models", "/health", "/metrics",
+        "/tokenize",       "/detokenize"};
     for (const char* r : kRoutes) {
         if (path == r) return r;
     }
@@ -81,8 +82,7 @@ void Metrics::count_request(const std::string& path, int status) {
     ++requests_[{route, status}];
 }
 
-void Metrics::record_request(const engine::RequestStats& stats, const std::string& finish_reason,
-                             double e2e_seconds) {
+void Metrics::record_request(const engine::RequestStats& stats, const std::string& finish_reason, double e2e_seconds) {
     std::lock_guard<std::mutex> lock(mu_);
     generation_tokens_ += stats.num_generated;
     prompt_tokens_ += stats.num_prompt_tokens;
@@ -141,8 +141,8 @@ std::string Metrics::render(const engine::SchedulerStats& s, const engine::Engin
            double(s.segment_hits + s.segment_misses));
     scalar("lazyattn_document_hits_total", "counter", "document segments found cached", double(s.segment_hits));
     scalar("lazyattn_document_misses_total", "counter", "document segments not cached", double(s.segment_misses));
-    scalar("lazyattn_segment_jobs_total", "counter", "missing documents computed (a job shared by requests counts once)",
-           double(s.segment_jobs));
+    scalar("lazyattn_segment_jobs_total", "counter",
+           "missing documents computed (a job shared by requests counts once)", double(s.segment_jobs));
     scalar("lazyattn_segment_job_tokens_total", "counter", "document tokens computed by segment jobs",
            double(s.segment_job_tokens));
     scalar("lazyattn_engine_prefill_tokens_total", "counter",

@@ -62,7 +62,7 @@ private:
     const std::string model_label_;  // model_name="<escaped>"
     mutable std::mutex mu_;
     std::map<std::pair<std::string, int>, int64_t> requests_;  // (route, status) -> count
-    std::map<std::string, int64_t> finished_;                   // finished_reason -> count
+    std::map<std::string, int64_t> finished_;                  // finished_reason -> count
     Histogram ttft_;
     Histogram inter_token_;
     Histogram queue_time_;

@@ -25,8 +25,7 @@ Err value_error(const std::string& param, const std::string& what) {
 Err read_string(const json& v, const std::string& param, std::string& out) {
     if (!v.is_string()) return type_error(param, "a string");
     out = v.get<std::string>();
-    if (!text::is_valid_utf8(out))
-        return invalid_request("'" + param + "' is not valid UTF-8", param, "invalid_utf8");
+    if (!text::is_valid_utf8(out)) return invalid_request("'" + param + "' is not valid UTF-8", param, "invalid_utf8");
     return std::nullopt;
 }
 
@@ -317,7 +316,8 @@ std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::
                 // Range-checked against the vocabulary by the engine, which refuses the request.
                 if (auto e = parse_token_ids(d["tokens"], p + ".tokens", INT32_MAX, ref.tokens)) return e;
                 if (ref.tokens.empty()) return value_error(p + ".tokens", "must not be empty");
-                if (!ref.text.empty() || !ref.title.empty()) return value_error(p, "takes 'tokens' or 'text', not both");
+                if (!ref.text.empty() || !ref.title.empty())
+                    return value_error(p, "takes 'tokens' or 'text', not both");
             }
             if (ref.text.empty() && ref.tokens.empty() && ref.id.empty())
                 return value_error(p, "needs a non-empty 'text' or 'tokens' (or the 'id' of a cached document)");

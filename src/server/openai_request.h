@@ -45,8 +45,8 @@ struct GenerationRequest {
     // Logprobs of generated tokens with this many alternatives (-1: none). Completions: `logprobs`
     // (an integer); chat: `logprobs: true` with `top_logprobs`.
     int32_t logprobs = -1;
-    bool echo = false;        // completions: the prompt is returned before the completion (with
-                              // its tokens' logprobs when logprobs >= 0)
+    bool echo = false;  // completions: the prompt is returned before the completion (with
+                        // its tokens' logprobs when logprobs >= 0)
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool stream = false;

@@ -50,8 +50,8 @@ std::vector<int32_t> RequestBuilder::document_tokens(const DocumentRef& d) const
     return tokenizer_.encode(engine::format_document(d.title, d.text), false, false);
 }
 
-Expected<std::vector<std::vector<int32_t>>> RequestBuilder::document_segments(
-    const std::vector<DocumentRef>& documents, const std::string& tenant) const {
+Expected<std::vector<std::vector<int32_t>>> RequestBuilder::document_segments(const std::vector<DocumentRef>& documents,
+                                                                              const std::string& tenant) const {
     std::vector<std::vector<int32_t>> segments;
     for (size_t i = 0; i < documents.size(); ++i) {
         const DocumentRef& d = documents[i];
@@ -83,8 +83,9 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     LA_ASSIGN_OR_RETURN(auto documents, document_segments(r.documents, tenant));
     const auto question_tokens =
         r.prompt_tokens.empty() ? tokenizer_.encode(split.question, false, false) : r.prompt_tokens;
-    LA_ASSIGN_OR_RETURN(engine::RagRequest req, engine::assemble_rag_request(tokenizer_, split.preamble, std::move(documents),
-                                                                          question_tokens, split.suffix));
+    LA_ASSIGN_OR_RETURN(
+        engine::RagRequest req,
+        engine::assemble_rag_request(tokenizer_, split.preamble, std::move(documents), question_tokens, split.suffix));
     req.sampling = r.sampling;
     if (!r.seed_given) req.sampling.seed = random_seed();
     req.max_tokens = std::min(r.max_tokens >= 0 ? r.max_tokens : (r.chat ? context_length_ : 16), max_tokens_cap_);

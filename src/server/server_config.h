@@ -13,18 +13,18 @@ namespace lazyattn::server {
 
 struct ServerConfig {
     std::string host = "127.0.0.1";
-    int32_t port = 8080;               // 0: any free port (HttpServer::port() tells which)
-    http::HttpLimits limits;           // body, header, deadline and connection caps
-    int32_t num_http_threads = 128;    // generations answered at once (each stream holds one)
-    double shutdown_timeout_s = 10;    // SIGTERM: in-flight requests get this long, then cancel
-    std::string model_id;              // what /v1/models lists and requests must name
-    std::vector<std::string> api_keys; // empty: no authentication
-    bool health_needs_key = false;     // with api_keys: does GET /health need one too?
-    bool metrics_needs_key = true;     // with api_keys: does GET /metrics?
-    int32_t max_tokens_cap = 4096;     // no request generates more (larger max_tokens are clamped)
+    int32_t port = 8080;                // 0: any free port (HttpServer::port() tells which)
+    http::HttpLimits limits;            // body, header, deadline and connection caps
+    int32_t num_http_threads = 128;     // generations answered at once (each stream holds one)
+    double shutdown_timeout_s = 10;     // SIGTERM: in-flight requests get this long, then cancel
+    std::string model_id;               // what /v1/models lists and requests must name
+    std::vector<std::string> api_keys;  // empty: no authentication
+    bool health_needs_key = false;      // with api_keys: does GET /health need one too?
+    bool metrics_needs_key = true;      // with api_keys: does GET /metrics?
+    int32_t max_tokens_cap = 4096;      // no request generates more (larger max_tokens are clamped)
     // /health answers 503 when work has been queued this long without the engine advancing.
     double health_stall_s = 60;
-    double stats_interval_s = 10;      // a stats log line this often while busy
+    double stats_interval_s = 10;  // a stats log line this often while busy
     Status validate() const;
 };
 

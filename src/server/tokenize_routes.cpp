@@ -11,7 +11,8 @@ using json = nlohmann::json;
 
 std::optional<ApiError> read_flag(const json& body, const char* key, bool& out) {
     if (!body.contains(key) || body.at(key).is_null()) return std::nullopt;
-    if (!body.at(key).is_boolean()) return invalid_request(std::string("'") + key + "' must be a boolean", key, "invalid_type");
+    if (!body.at(key).is_boolean())
+        return invalid_request(std::string("'") + key + "' must be a boolean", key, "invalid_type");
     out = body.at(key).get<bool>();
     return std::nullopt;
 }
@@ -23,21 +24,24 @@ std::optional<ApiError> tokens_of(ServerContext& ctx, const json& body, bool add
     const char* key = body.contains("content") ? "content" : body.contains("prompt") ? "prompt" : nullptr;
     if (key != nullptr) {
         std::string text;
-        if (!body.at(key).is_string()) return invalid_request(std::string("'") + key + "' must be a string", key, "invalid_type");
+        if (!body.at(key).is_string())
+            return invalid_request(std::string("'") + key + "' must be a string", key, "invalid_type");
         text = body.at(key).get<std::string>();
         if (!text::is_valid_utf8(text)) return invalid_request("the text is not valid UTF-8", key, "invalid_utf8");
         if (!ctx.builder.may_fit_context(text.size())) {  // bounds the tokenizer's work, as for prompts
-            return invalid_request("the text cannot fit the context length of " + std::to_string(ctx.context_length) +
-                                       " tokens",
-                                   key, "context_length_exceeded");
+            return invalid_request(
+                "the text cannot fit the context length of " + std::to_string(ctx.context_length) + " tokens", key,
+                "context_length_exceeded");
         }
         out = ctx.tokenizer.encode(text, add_special, false);
         return std::nullopt;
     }
     if (!body.contains("messages")) {
-        return invalid_request("'content', 'prompt' or 'messages' is required", "content", "missing_required_parameter");
+        return invalid_request("'content', 'prompt' or 'messages' is required", "content",
+                               "missing_required_parameter");
     }
-    if (!ctx.builder.chat_template()) return invalid_request("the model has no chat template", "messages", "unsupported");
+    if (!ctx.builder.chat_template())
+        return invalid_request("the model has no chat template", "messages", "unsupported");
     GenerationRequest gen;
     if (auto e = parse_generation_request(json{{"messages", body.at("messages")}}, true, gen)) return e;
     bool generation_prompt = true;
@@ -51,7 +55,8 @@ std::optional<ApiError> tokens_of(ServerContext& ctx, const json& body, bool add
 void handle_tokenize(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
     json body;
     if (auto e = parse_json_body(req, body)) return send_error(res, *e);
-    if (!body.is_object()) return send_error(res, invalid_request("the request body must be a JSON object", "", "invalid_type"));
+    if (!body.is_object())
+        return send_error(res, invalid_request("the request body must be a JSON object", "", "invalid_type"));
     bool add_special = false, with_pieces = false;
     if (auto e = read_flag(body, "add_special", add_special)) return send_error(res, *e);
     if (auto e = read_flag(body, "add_special_tokens", add_special)) return send_error(res, *e);
@@ -76,7 +81,8 @@ void handle_detokenize(ServerContext& ctx, const http::HttpRequest& req, http::H
         return send_error(res, invalid_request("'tokens' is required", "tokens", "missing_required_parameter"));
     }
     std::vector<int32_t> ids;
-    if (auto e = parse_token_ids(body.at("tokens"), "tokens", ctx.tokenizer.vocab_size(), ids)) return send_error(res, *e);
+    if (auto e = parse_token_ids(body.at("tokens"), "tokens", ctx.tokenizer.vocab_size(), ids))
+        return send_error(res, *e);
     const std::string text = ctx.tokenizer.decode(ids, true);
     send_json(res, 200, {{"content", text}, {"prompt", text}});
 }

@@ -40,8 +40,7 @@ struct BigramAfter {
 std::vector<Symbol> split_characters(std::string_view word) {
     std::vector<Symbol> symbols;
     for (size_t offset = 0; offset < word.size();) {
-        const size_t length =
-            std::min(word.size() - offset, utf8_lead_length(static_cast<uint8_t>(word[offset])));
+        const size_t length = std::min(word.size() - offset, utf8_lead_length(static_cast<uint8_t>(word[offset])));
         const int index = static_cast<int>(symbols.size());
         symbols.push_back({offset, length, index - 1, -1});
         offset += length;
@@ -97,8 +96,7 @@ std::vector<std::string_view> BpeMerges::merge(std::string_view word) const {
         queue.pop();
         Symbol& left = symbols[b.left];
         Symbol& right = symbols[b.right];
-        if (left.length == 0 || right.length == 0 || left.length != b.left_length ||
-            right.length != b.right_length) {
+        if (left.length == 0 || right.length == 0 || left.length != b.left_length || right.length != b.right_length) {
             continue;
         }
         left.length += right.length;

@@ -4,8 +4,8 @@
 #include <cstdlib>
 
 #include "core/byte_unicode.h"
-#include "tokenizer/special_partition.h"
 #include "core/utf8.h"
+#include "tokenizer/special_partition.h"
 
 namespace lazyattn::tokenizer {
 
@@ -50,17 +50,14 @@ std::string byte_token_piece(const std::string& text) {
 Expected<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const VocabData& data) {
     LA_ASSIGN_OR_RETURN(const PreTokenizerInfo info, lookup_pre_tokenizer(data.pre));
     LA_ASSIGN_OR_RETURN(PreTokenizer pre, PreTokenizer::create(info.kind));
-    if (data.merges.empty())
-        return corrupt("byte-level BPE vocabulary has no tokenizer.ggml.merges");
+    if (data.merges.empty()) return corrupt("byte-level BPE vocabulary has no tokenizer.ggml.merges");
     LA_ASSIGN_OR_RETURN(Vocab vocab, Vocab::build(data, info.add_bos));
-    std::unique_ptr<BpeTokenizer> tok(
-        new BpeTokenizer(std::move(vocab), std::move(pre), BpeMerges::build(data.merges),
-                         info.ignore_merges, data.pre.empty() ? "default" : data.pre));
+    std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer(std::move(vocab), std::move(pre), BpeMerges::build(data.merges),
+                                                       info.ignore_merges, data.pre.empty() ? "default" : data.pre));
     return tok;
 }
 
-BpeTokenizer::BpeTokenizer(Vocab vocab, PreTokenizer pre, BpeMerges merges, bool ignore_merges,
-                           std::string pre_type)
+BpeTokenizer::BpeTokenizer(Vocab vocab, PreTokenizer pre, BpeMerges merges, bool ignore_merges, std::string pre_type)
     : vocab_(std::move(vocab)),
       pre_(std::move(pre)),
       merges_(std::move(merges)),
@@ -79,8 +76,7 @@ std::string BpeTokenizer::compute_piece(TokenId id) const {
     return {};  // unused and undefined tokens render as nothing, as in llama.cpp
 }
 
-std::vector<TokenId> BpeTokenizer::encode(std::string_view text, bool add_special,
-                                          bool parse_special) const {
+std::vector<TokenId> BpeTokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
     std::vector<TokenId> out;
     const TokenId bos = vocab_.special().bos;
     const TokenId eos = vocab_.special().eos;
@@ -147,8 +143,6 @@ std::string BpeTokenizer::token_to_piece(TokenId id, bool render_special) const 
     return pieces_[id];
 }
 
-std::optional<TokenId> BpeTokenizer::find_token(std::string_view text) const {
-    return vocab_.find(text);
-}
+std::optional<TokenId> BpeTokenizer::find_token(std::string_view text) const { return vocab_.find(text); }
 
 }  // namespace lazyattn::tokenizer

@@ -22,8 +22,7 @@ public:
     // kUnsupported for an unknown pre-tokenizer type; kCorrupt for inconsistent tables.
     static Expected<std::unique_ptr<BpeTokenizer>> create(const VocabData& data);
 
-    std::vector<TokenId> encode(std::string_view text, bool add_special,
-                                bool parse_special) const override;
+    std::vector<TokenId> encode(std::string_view text, bool add_special, bool parse_special) const override;
     std::string token_to_piece(TokenId id, bool render_special) const override;
 
     int32_t vocab_size() const override { return vocab_.size(); }
@@ -37,8 +36,7 @@ public:
     const Vocab& vocab() const { return vocab_; }
 
 private:
-    BpeTokenizer(Vocab vocab, PreTokenizer pre, BpeMerges merges, bool ignore_merges,
-                 std::string pre_type);
+    BpeTokenizer(Vocab vocab, PreTokenizer pre, BpeMerges merges, bool ignore_merges, std::string pre_type);
 
     void encode_text(std::string_view text, std::vector<TokenId>& out) const;
     // `word` is one pre-tokenizer piece already spelled in the byte alphabet.

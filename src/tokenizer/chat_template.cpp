@@ -4,8 +4,8 @@
 // model that ships its own (SmolLM2, Qwen2.5) gets it without a table of model names.
 #include "tokenizer/chat_template.h"
 
-#include "loader/gguf_file.h"
 #include "core/utf8.h"
+#include "loader/gguf_file.h"
 
 namespace lazyattn::tokenizer {
 
@@ -89,9 +89,9 @@ std::string find_default_system(std::string_view jinja) {
 
 // Python's str.isspace, which Jinja's trim filter (str.strip) uses.
 bool is_python_space(char32_t cp) {
-    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
-           cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
-           cp == 0x202F || cp == 0x205F || cp == 0x3000;
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+           cp == 0x3000;
 }
 
 std::string jinja_trim(std::string_view s) {
@@ -167,17 +167,16 @@ std::vector<ChatPiece> render_llama3(const std::vector<ChatMessage>& messages, b
         add_content(out, jinja_trim(messages[i].content), i);
         markup(kLlama3Eot);
     }
-    if (add_generation_prompt) markup(std::string(kLlama3Marker) + "assistant" + std::string(kLlama3EndHeader) + "\n\n");
+    if (add_generation_prompt)
+        markup(std::string(kLlama3Marker) + "assistant" + std::string(kLlama3EndHeader) + "\n\n");
     return out;
 }
 
 }  // namespace
 
 Expected<ChatTemplateKind> detect_chat_template(std::string_view jinja_template) {
-    if (jinja_template.find(kChatMLMarker) != std::string_view::npos)
-        return ChatTemplateKind::kChatML;
-    if (jinja_template.find(kLlama3Marker) != std::string_view::npos)
-        return ChatTemplateKind::kLlama3;
+    if (jinja_template.find(kChatMLMarker) != std::string_view::npos) return ChatTemplateKind::kChatML;
+    if (jinja_template.find(kLlama3Marker) != std::string_view::npos) return ChatTemplateKind::kLlama3;
     return unsupported(
         "chat template not recognised: it has neither ChatML's '<|im_start|>' nor Llama-3's "
         "'<|start_header_id|>' markers; name one explicitly (chatml or llama3)");
@@ -186,8 +185,7 @@ Expected<ChatTemplateKind> detect_chat_template(std::string_view jinja_template)
 Expected<ChatTemplateKind> chat_template_from_name(std::string_view name) {
     if (name == "chatml") return ChatTemplateKind::kChatML;
     if (name == "llama3") return ChatTemplateKind::kLlama3;
-    return invalid_argument("unknown chat template '" + std::string(name) +
-                            "'; expected 'chatml' or 'llama3'");
+    return invalid_argument("unknown chat template '" + std::string(name) + "'; expected 'chatml' or 'llama3'");
 }
 
 const char* chat_template_name(ChatTemplateKind kind) {
@@ -211,8 +209,7 @@ std::vector<ChatPiece> ChatTemplate::render(const std::vector<ChatMessage>& mess
     return {};
 }
 
-std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages,
-                                bool add_generation_prompt) const {
+std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
     std::string out;
     for (const ChatPiece& p : render(messages, add_generation_prompt)) out += p.text;
     return out;

@@ -19,7 +19,7 @@ namespace lazyattn::tokenizer {
 enum class ChatTemplateKind { kChatML, kLlama3 };
 
 struct ChatMessage {
-    std::string role;     // "system", "user", "assistant"
+    std::string role;  // "system", "user", "assistant"
     std::string content;
 };
 

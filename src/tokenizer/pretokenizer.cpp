@@ -27,8 +27,7 @@ constexpr std::string_view kLettersSince14 =
     "\\x{1123F}-\\x{11240}\\x{11F02}\\x{11F04}-\\x{11F10}\\x{11F12}-\\x{11F33}\\x{1342F}"
     "\\x{13441}-\\x{13446}\\x{1B132}\\x{1B155}\\x{1DF25}-\\x{1DF2A}\\x{1E030}-\\x{1E06D}"
     "\\x{1E4D0}-\\x{1E4EB}\\x{2B739}\\x{2EBF0}-\\x{2EE5D}\\x{31350}-\\x{323AF}";
-constexpr std::string_view kNumbersSince14 =
-    "\\x{11F50}-\\x{11F59}\\x{1D2C0}-\\x{1D2D3}\\x{1E4F0}-\\x{1E4F9}";
+constexpr std::string_view kNumbersSince14 = "\\x{11F50}-\\x{11F59}\\x{1D2C0}-\\x{1D2D3}\\x{1E4F0}-\\x{1E4F9}";
 constexpr std::string_view kPunctuationSince14 = "\\x{11B00}-\\x{11B09}\\x{11F43}-\\x{11F4F}";
 
 // The class body for "\p{X}" with llama.cpp's Unicode 15.1 additions; empty for other properties.
@@ -39,8 +38,7 @@ std::string category_class_body(std::string_view property) {
     return {};
 }
 
-constexpr std::string_view kGpt2Rule =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
+constexpr std::string_view kGpt2Rule = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
 constexpr std::string_view kLlama3Rule =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -48,8 +46,7 @@ constexpr std::string_view kQwen2Rule =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 // CJK ideographs, the blocks below them and Hangul, as "[一-龥ࠀ-一가-퟿]+" in llama.cpp.
-constexpr std::string_view kDeepseekCjkRule =
-    "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+";
+constexpr std::string_view kDeepseekCjkRule = "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+";
 
 std::vector<std::string_view> rules_for(PreTokenizerKind kind) {
     switch (kind) {
@@ -172,14 +169,12 @@ public:
 
 private:
     explicit Regex(pcre2_code* code) : code_(code) {}
-    int match(const Subject& s, size_t begin, size_t length, size_t from,
-              pcre2_match_data* md) const;
+    int match(const Subject& s, size_t begin, size_t length, size_t from, pcre2_match_data* md) const;
 
     pcre2_code* code_;
 };
 
-Expected<std::shared_ptr<const PreTokenizer::Regex>> PreTokenizer::Regex::compile(
-    std::string_view llama_pattern) {
+Expected<std::shared_ptr<const PreTokenizer::Regex>> PreTokenizer::Regex::compile(std::string_view llama_pattern) {
     const std::string pattern = pcre2_pattern_from_llama(llama_pattern);
     int error = 0;
     PCRE2_SIZE error_offset = 0;
@@ -189,27 +184,22 @@ Expected<std::shared_ptr<const PreTokenizer::Regex>> PreTokenizer::Regex::compil
         PCRE2_UCHAR message[256];
         pcre2_get_error_message(error, message, sizeof(message));
         return internal_error("pre-tokenizer regex '" + pattern + "' does not compile at offset " +
-                              std::to_string(error_offset) + ": " +
-                              reinterpret_cast<const char*>(message));
+                              std::to_string(error_offset) + ": " + reinterpret_cast<const char*>(message));
     }
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter if unavailable
     return std::shared_ptr<const Regex>(new Regex(code));
 }
 
-int PreTokenizer::Regex::match(const Subject& s, size_t begin, size_t length, size_t from,
-                               pcre2_match_data* md) const {
+int PreTokenizer::Regex::match(const Subject& s, size_t begin, size_t length, size_t from, pcre2_match_data* md) const {
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(s.text.data() + begin);
-    int rc =
-        pcre2_match(code_, subject, length, from, PCRE2_NO_UTF_CHECK, md, thread_match_context());
+    int rc = pcre2_match(code_, subject, length, from, PCRE2_NO_UTF_CHECK, md, thread_match_context());
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
-        rc = pcre2_match(code_, subject, length, from, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md,
-                         nullptr);
+        rc = pcre2_match(code_, subject, length, from, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
     }
     return rc;
 }
 
-void PreTokenizer::Regex::split(const Subject& s, Range range, pcre2_match_data* md,
-                                std::vector<Range>& out) const {
+void PreTokenizer::Regex::split(const Subject& s, Range range, pcre2_match_data* md, std::vector<Range>& out) const {
     const size_t begin = s.byte_of_cp[range.begin];
     const size_t length = s.byte_of_cp[range.end] - begin;
     auto cp_at = [&](size_t byte) { return s.cp_of_byte[begin + byte]; };
@@ -241,8 +231,7 @@ Expected<PreTokenizerInfo> lookup_pre_tokenizer(std::string_view pre_type) {
     for (const auto& entry : kPreTokenizers) {
         if (entry.name == pre_type) return entry.info;
     }
-    return unsupported("pre-tokenizer type '" + std::string(pre_type) +
-                       "' (tokenizer.ggml.pre) is not supported");
+    return unsupported("pre-tokenizer type '" + std::string(pre_type) + "' (tokenizer.ggml.pre) is not supported");
 }
 
 Expected<PreTokenizer> PreTokenizer::create(std::string_view pre_type) {
@@ -294,8 +283,7 @@ std::string pcre2_pattern_from_llama(std::string_view pattern) {
         if (c == '\\' && i + 1 < pattern.size()) {
             const char e = pattern[++i];
             const size_t close = pattern.find('}', i);
-            if (e == 'p' && i + 1 < pattern.size() && pattern[i + 1] == '{' &&
-                close != pattern.npos) {
+            if (e == 'p' && i + 1 < pattern.size() && pattern[i + 1] == '{' && close != pattern.npos) {
                 const std::string body = category_class_body(pattern.substr(i + 2, close - i - 2));
                 if (!body.empty()) {
                     out += in_class ? body : "[" + body + "]";
@@ -306,8 +294,8 @@ std::string pcre2_pattern_from_llama(std::string_view pattern) {
             if (e == 's') {
                 out += in_class ? ws : "[" + ws + "]";
             } else if (e == 'S') {
-                LA_CHECK_MSG(!in_class, "\\S inside a class in '%.*s'",
-                             static_cast<int>(pattern.size()), pattern.data());
+                LA_CHECK_MSG(!in_class, "\\S inside a class in '%.*s'", static_cast<int>(pattern.size()),
+                             pattern.data());
                 out += "[^" + ws + "]";
             } else {
                 out += c;

@@ -20,12 +20,12 @@
 namespace lazyattn::tokenizer {
 
 enum class PreTokenizerKind {
-    kDefault,    // "default" or absent: punctuation runs, GPT-2 rules, digit runs, 3-digit groups
-    kGpt2,       // "gpt-2", "gpt2", "phi-2", "mpt", "olmo", ...
-    kLlama3,     // "llama3", "llama-bpe", "dbrx", "smaug-bpe", ...: numbers in groups of 1-3
-    kQwen2,      // "qwen2", "stablelm2", "deepseek-r1-qwen", "megrez": single digits
-    kStarcoder,  // "starcoder", "smollm", "refact", "command-r", ...: single digits, then GPT-2
-    kFalcon,     // "falcon"
+    kDefault,        // "default" or absent: punctuation runs, GPT-2 rules, digit runs, 3-digit groups
+    kGpt2,           // "gpt-2", "gpt2", "phi-2", "mpt", "olmo", ...
+    kLlama3,         // "llama3", "llama-bpe", "dbrx", "smaug-bpe", ...: numbers in groups of 1-3
+    kQwen2,          // "qwen2", "stablelm2", "deepseek-r1-qwen", "megrez": single digits
+    kStarcoder,      // "starcoder", "smollm", "refact", "command-r", ...: single digits, then GPT-2
+    kFalcon,         // "falcon"
     kDeepseekCoder,  // "deepseek-coder"
 };
 

@@ -10,8 +10,8 @@ namespace {
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
 // Splits one text fragment at every occurrence of `token`, appending the pieces to `out`.
-void split_fragment(std::string_view text, const TextFragment& fragment, TokenId token,
-                    std::string_view token_text, uint32_t attr, std::vector<TextFragment>& out) {
+void split_fragment(std::string_view text, const TextFragment& fragment, TokenId token, std::string_view token_text,
+                    uint32_t attr, std::vector<TextFragment>& out) {
     size_t base = fragment.offset;
     size_t length = fragment.length;
     while (length > 0) {
@@ -42,8 +42,7 @@ void split_fragment(std::string_view text, const TextFragment& fragment, TokenId
 
 }  // namespace
 
-std::vector<TextFragment> partition_special_tokens(std::string_view text, const Vocab& vocab,
-                                                   bool parse_special) {
+std::vector<TextFragment> partition_special_tokens(std::string_view text, const Vocab& vocab, bool parse_special) {
     std::vector<TextFragment> fragments;
     if (text.empty()) return fragments;
     fragments.push_back({-1, 0, text.size()});

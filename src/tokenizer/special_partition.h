@@ -24,7 +24,6 @@ struct TextFragment {
 };
 
 // Fragments in text order; text fragments are never empty. Empty text gives no fragments.
-std::vector<TextFragment> partition_special_tokens(std::string_view text, const Vocab& vocab,
-                                                   bool parse_special);
+std::vector<TextFragment> partition_special_tokens(std::string_view text, const Vocab& vocab, bool parse_special);
 
 }  // namespace lazyattn::tokenizer

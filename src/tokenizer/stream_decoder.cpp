@@ -1,8 +1,8 @@
 // StreamDecoder: emits every complete UTF-8 character as soon as its last byte arrives. Bytes
 // that can never become valid (a stray continuation byte, an overlong lead) are emitted at once as
 // U+FFFD rather than held, so one bad token cannot stall the stream.
-#include "tokenizer/tokenizer.h"
 #include "core/utf8.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lazyattn::tokenizer {
 

@@ -25,7 +25,13 @@ struct VocabData;
 
 // GGUF tokenizer.ggml.token_type values.
 enum class TokenType : int32_t {
-    kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
+    kUndefined = 0,
+    kNormal = 1,
+    kUnknown = 2,
+    kControl = 3,
+    kUserDefined = 4,
+    kUnused = 5,
+    kByte = 6,
 };
 
 class Tokenizer {
@@ -40,16 +46,15 @@ public:
     // add_special: add BOS (and EOS) as the metadata says (tokenizer.ggml.add_bos_token, ...).
     // parse_special: text spelling a special/control token ("<|im_start|>") becomes that token;
     // otherwise it is tokenized as plain text.
-    virtual std::vector<TokenId> encode(std::string_view text, bool add_special,
-                                        bool parse_special) const = 0;
+    virtual std::vector<TokenId> encode(std::string_view text, bool add_special, bool parse_special) const = 0;
     // The bytes of one token (may be an incomplete UTF-8 sequence). Control tokens give "" unless
     // render_special.
     virtual std::string token_to_piece(TokenId id, bool render_special) const = 0;
     std::string decode(const std::vector<TokenId>& ids, bool render_special = false) const;
 
     virtual int32_t vocab_size() const = 0;
-    virtual TokenId bos_id() const = 0;   // -1 if none
-    virtual TokenId eos_id() const = 0;   // -1 if none
+    virtual TokenId bos_id() const = 0;  // -1 if none
+    virtual TokenId eos_id() const = 0;  // -1 if none
     virtual bool add_bos() const = 0;
     // End of generation: EOS, EOT, <|im_end|>, <|eot_id|> and the like.
     virtual bool is_end_of_generation(TokenId id) const = 0;
@@ -63,8 +68,8 @@ class StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tok, bool render_special = false)
         : tok_(tok), render_special_(render_special) {}
-    std::string push(TokenId id);   // the complete text this token finished, possibly ""
-    std::string flush();            // whatever is held back (invalid bytes as U+FFFD)
+    std::string push(TokenId id);  // the complete text this token finished, possibly ""
+    std::string flush();           // whatever is held back (invalid bytes as U+FFFD)
 
 private:
     const Tokenizer& tok_;

@@ -34,8 +34,8 @@ bool text_in(std::string_view text, std::initializer_list<std::string_view> list
 
 // Texts llama.cpp recognises for each special role when the metadata does not name the token.
 bool is_eot_text(std::string_view t) {
-    return text_in(t, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                       "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
+    return text_in(t, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+                       "<EOT>", "_<EOT>", "[EOT]",
                        "<\xEF\xBD\x9C"
                        "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
                        "<end_of_utterance>"});
@@ -111,12 +111,12 @@ Status Vocab::load_tokens(const VocabData& data) {
     if (n == 0) return corrupt("tokenizer.ggml.tokens is empty");
     if (n > static_cast<size_t>(INT32_MAX)) return corrupt("tokenizer.ggml.tokens is too large");
     if (!data.token_types.empty() && data.token_types.size() < n) {
-        return corrupt("tokenizer.ggml.token_type has " + std::to_string(data.token_types.size()) +
-                       " entries for " + std::to_string(n) + " tokens");
+        return corrupt("tokenizer.ggml.token_type has " + std::to_string(data.token_types.size()) + " entries for " +
+                       std::to_string(n) + " tokens");
     }
     if (!data.scores.empty() && data.scores.size() < n) {
-        return corrupt("tokenizer.ggml.scores has " + std::to_string(data.scores.size()) +
-                       " entries for " + std::to_string(n) + " tokens");
+        return corrupt("tokenizer.ggml.scores has " + std::to_string(data.scores.size()) + " entries for " +
+                       std::to_string(n) + " tokens");
     }
     texts_.resize(n);
     attrs_.resize(n);
@@ -128,8 +128,7 @@ Status Vocab::load_tokens(const VocabData& data) {
         texts_[i] = data.tokens[i].empty() ? "[EMPTY_" + std::to_string(i) + "]" : data.tokens[i];
         if (!ids_.emplace(texts_[i], id).second) {
             return corrupt("duplicate token in vocabulary: '" + texts_[i] + "' has ids " +
-                           std::to_string(ids_.find(texts_[i])->second) + " and " +
-                           std::to_string(i));
+                           std::to_string(ids_.find(texts_[i])->second) + " and " + std::to_string(i));
         }
         attrs_[i] = data.token_types.empty() ? kAttrNormal : attr_from_type(data.token_types[i]);
         scores_[i] = data.scores.empty() ? 0.0f : static_cast<float>(data.scores[i]);
@@ -220,8 +219,6 @@ std::optional<TokenId> Vocab::find(std::string_view text) const {
     return it->second;
 }
 
-bool Vocab::is_eog(TokenId id) const {
-    return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id);
-}
+bool Vocab::is_eog(TokenId id) const { return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id); }
 
 }  // namespace lazyattn::tokenizer

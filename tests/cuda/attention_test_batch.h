@@ -44,8 +44,8 @@ struct HostBatch {
     int32_t num_blocks = 0;
     int32_t max_queries = 0;
     int32_t max_kv_tokens = 0;
-    std::vector<float> q;        // [rows, num_heads, head_dim]
-    std::vector<bf16> k, v;      // [num_blocks, num_kv_heads, block_size, head_dim]
+    std::vector<float> q;    // [rows, num_heads, head_dim]
+    std::vector<bf16> k, v;  // [num_blocks, num_kv_heads, block_size, head_dim]
     std::vector<float> inv_freq, table;
     RopeSpec rope;
     int32_t rows() const { return int32_t(q_pos.size()); }
@@ -132,8 +132,12 @@ struct DeviceBatch {
 };
 
 inline kernels::RopeParams rope_params(const HostBatch& b, const float* inv_freq, const float* table) {
-    return {inv_freq, b.rope.rotary_dims, b.rope.neox, b.rope.position_scale,
-            b.rope.table_positions > 0 ? table : nullptr, b.rope.table_positions};
+    return {inv_freq,
+            b.rope.rotary_dims,
+            b.rope.neox,
+            b.rope.position_scale,
+            b.rope.table_positions > 0 ? table : nullptr,
+            b.rope.table_positions};
 }
 
 inline backends::cuda::CudaAttentionParams device_params(const HostBatch& b, const DeviceBatch& d, bool keys_rotated) {

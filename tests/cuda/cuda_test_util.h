@@ -60,10 +60,10 @@ private:
     CudaBackend* backend_ = nullptr;
 };
 
-#define LA_ASSERT_OK(expr)                                    \
-    do {                                                      \
-        const ::lazyattn::Status la_st_ = (expr);             \
-        ASSERT_TRUE(la_st_.ok()) << la_st_.to_string();       \
+#define LA_ASSERT_OK(expr)                              \
+    do {                                                \
+        const ::lazyattn::Status la_st_ = (expr);       \
+        ASSERT_TRUE(la_st_.ok()) << la_st_.to_string(); \
     } while (0)
 
 // Owned device memory of n elements of T.
@@ -148,9 +148,9 @@ inline void expect_all_close(const std::vector<float>& got, const std::vector<fl
     if (worst_ratio > 0.5 && bad == 0) {  // passing, but with a thin margin: worth knowing
         std::printf("[tolerance] %s: worst error at %.0f%% of the allowance\n", what.c_str(), 100.0 * worst_ratio);
     }
-    EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements outside |err| <= " << atol
-                       << " + " << rtol << "*|want|; worst element " << worst_i << " got " << got[worst_i]
-                       << " want " << want[worst_i];
+    EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements outside |err| <= " << atol << " + "
+                       << rtol << "*|want|; worst element " << worst_i << " got " << got[worst_i] << " want "
+                       << want[worst_i];
 }
 
 // inv_freq of standard RoPE (base 10000) for `rotary_dims`.

@@ -32,9 +32,8 @@ struct Batch {
 std::vector<Batch> decode_batches(int32_t head_dim, bool keys_rotated, std::mt19937_64& rng) {
     std::vector<Batch> out;
     out.push_back({{!keys_rotated, head_dim == 128 ? 64 : 0, 1.0f, 0}, {{{300, 17, 1, 16}, 15, 1}}, {0}});
-    out.push_back({{keys_rotated, 0, 0.5f, 200},
-                   {{{15}, 1, 1}, {{16, 17}, 16, 1}, {{300, 300, 0, 1}, 17, 1}},
-                   {0, 1, 5}});
+    out.push_back(
+        {{keys_rotated, 0, 0.5f, 200}, {{{15}, 1, 1}, {{16, 17}, 16, 1}, {{300, 300, 0, 1}, 17, 1}}, {0, 1, 5}});
     Batch many{{false, head_dim / 2, 1.0f, 64}, {}, {0}};
     for (int i = 0; i < 17; ++i) {
         SeqSpec s;
@@ -54,9 +53,8 @@ std::vector<Batch> prefill_batches(int32_t head_dim, bool keys_rotated, std::mt1
     std::vector<Batch> out;
     // (The CPU emulator takes the last 100 of the 300 tail rows: same spans, a third of the work.)
     out.push_back({{keys_rotated, 0, 1.0f, 0}, {{{1, 15, 16, 17, 300}, 300, is_emulated() ? 100 : 300}}, {}});
-    out.push_back({{!keys_rotated, head_dim / 2, 0.5f, 150},
-                   {{{17}, 16, 16}, {{300}, 130, 65}, {{}, 1, 1}, {{1}, 17, 17}},
-                   {}});
+    out.push_back(
+        {{!keys_rotated, head_dim / 2, 0.5f, 150}, {{{17}, 16, 16}, {{300}, 130, 65}, {{}, 1, 1}, {{1}, 17, 17}}, {}});
     Batch many{{false, 0, 1.0f, 0}, {}, {}};
     const int num_seqs = is_emulated() ? 5 : 17;
     for (int i = 0; i < num_seqs; ++i) {
@@ -96,7 +94,8 @@ TEST_P(CudaAttentionTest, DecodeMatchesReference) {
             p.num_splits = splits;
             LA_ASSERT_OK(backend().attention_decode(p));
             LA_ASSERT_OK(backend().synchronize());
-            expect_all_close(d.out.download(), want, kDecodeAtol, kDecodeRtol, describe(b, keys_rotated, "decode", splits));
+            expect_all_close(d.out.download(), want, kDecodeAtol, kDecodeRtol,
+                             describe(b, keys_rotated, "decode", splits));
         }
     }
 }
@@ -121,9 +120,9 @@ std::vector<AttnParam> attention_params() {
     std::vector<AttnParam> v;
     for (int d : {64, 128}) {
         for (bool rotated : {true, false}) {
-            v.emplace_back(d, 4, 4, rotated);    // MHA
-            v.emplace_back(d, 32, 8, rotated);   // GQA 4 (Llama 3 8B)
-            v.emplace_back(d, 16, 2, rotated);   // GQA 8
+            v.emplace_back(d, 4, 4, rotated);   // MHA
+            v.emplace_back(d, 32, 8, rotated);  // GQA 4 (Llama 3 8B)
+            v.emplace_back(d, 16, 2, rotated);  // GQA 8
         }
     }
     v.emplace_back(128, 12, 4, true);  // GQA 3: heads padded to a CTA of 4

@@ -55,7 +55,8 @@ protected:
         EXPECT_TRUE(backend().synchronize().ok());
         const std::vector<float> all = d.out.download();
         const int64_t row_elems = int64_t(b.shape.num_heads) * b.shape.head_dim;
-        for (int32_t r : rows) o.decode.insert(o.decode.end(), all.begin() + r * row_elems, all.begin() + (r + 1) * row_elems);
+        for (int32_t r : rows)
+            o.decode.insert(o.decode.end(), all.begin() + r * row_elems, all.begin() + (r + 1) * row_elems);
         return o;
     }
 };
@@ -87,8 +88,8 @@ TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
     const kernels::RopeParams rp = rope_params(b, d.inv_freq.get(), d.table.get());
 
     // lazy: keys rotated at their stored positions (d.k / d.v); lazy-k: raw keys.
-    backends::cuda::KvStoreParams sp{k_rows.get(), v_rows.get(), dslots.get(), dpos.get(), d.k.get(), d.v.get(),
-                                     n, kvh, dim, bs, rp};
+    backends::cuda::KvStoreParams sp{k_rows.get(), v_rows.get(), dslots.get(), dpos.get(), d.k.get(), d.v.get(), n,
+                                     kvh,          dim,          bs,           rp};
     LA_ASSERT_OK(backend().kv_store(sp));
     DeviceBuffer<bf16> k_raw(b.k), v_raw(b.v);
     sp.rope_positions = nullptr;
@@ -100,7 +101,8 @@ TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
     const int64_t block_elems = int64_t(kvh) * bs * dim;
     int32_t extra = 0;
     for (size_t s = 0; s < b.seqs.size(); ++s) {
-        for (int32_t si = b.seqs[s].span_begin; si + 1 < b.seqs[s].span_end; ++si) extra += (b.spans[si].num_tokens + bs - 1) / bs;
+        for (int32_t si = b.seqs[s].span_begin; si + 1 < b.seqs[s].span_end; ++si)
+            extra += (b.spans[si].num_tokens + bs - 1) / bs;
     }
     const int32_t total_blocks = b.num_blocks + extra;
     DeviceBuffer<bf16> k_blk(size_t(total_blocks * block_elems)), v_blk(size_t(total_blocks * block_elems));
@@ -116,12 +118,23 @@ TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
             kernels::AttentionSpan& span = blk_spans[si];
             const int32_t nb = (span.num_tokens + bs - 1) / bs;
             if (nb == 0) continue;
-            std::vector<int32_t> src(b.block_ids.begin() + span.block_offset, b.block_ids.begin() + span.block_offset + nb);
+            std::vector<int32_t> src(b.block_ids.begin() + span.block_offset,
+                                     b.block_ids.begin() + span.block_offset + nb);
             std::vector<int32_t> dst(nb);
             for (auto& x : dst) x = next_block++;
             DeviceBuffer<int32_t> dsrc(src), ddst(dst);
-            const backends::cuda::KvCopyRotateParams cp{k_blk.get(), v_blk.get(), 0, 1, dsrc.get(), ddst.get(),
-                                                        span.num_tokens, kvh, dim, bs, span.logical_start - span.stored_base, rp};
+            const backends::cuda::KvCopyRotateParams cp{k_blk.get(),
+                                                        v_blk.get(),
+                                                        0,
+                                                        1,
+                                                        dsrc.get(),
+                                                        ddst.get(),
+                                                        span.num_tokens,
+                                                        kvh,
+                                                        dim,
+                                                        bs,
+                                                        span.logical_start - span.stored_base,
+                                                        rp};
             LA_ASSERT_OK(backend().kv_copy_rotate(cp));
             LA_ASSERT_OK(backend().synchronize());
             span.block_offset = int32_t(blk_ids.size());

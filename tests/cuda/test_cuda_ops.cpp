@@ -41,8 +41,8 @@ TEST_P(CudaRopeTest, RopeApplyMatchesReference) {
         std::vector<float> x = testing::random_floats(rng, size_t(rows) * num_heads * head_dim);
         DeviceBuffer<float> dx(x);
         DeviceBuffer<int32_t> dpos(pos);
-        kernels::RopeParams rope{dfreq.get(), rotary, neox, position_scale, with_table ? dtable.get() : nullptr,
-                                 with_table ? 1000 : 0};
+        kernels::RopeParams rope{
+            dfreq.get(), rotary, neox, position_scale, with_table ? dtable.get() : nullptr, with_table ? 1000 : 0};
         LA_ASSERT_OK(backend().rope_apply({dx.get(), dpos.get(), rows, num_heads, head_dim, rope}));
         LA_ASSERT_OK(backend().synchronize());
         rope.inv_freq = inv_freq.data();
@@ -99,7 +99,8 @@ TEST_P(CudaKvStoreTest, StoresRowsIntoTheirSlotsOnly) {
             if (slots[r] < 0) continue;
             for (int h = 0; h < num_kv_heads; ++h) {
                 for (int d = 0; d < head_dim; ++d) {
-                    const int64_t dst = ((int64_t(slots[r] / bs) * num_kv_heads + h) * bs + slots[r] % bs) * head_dim + d;
+                    const int64_t dst =
+                        ((int64_t(slots[r] / bs) * num_kv_heads + h) * bs + slots[r] % bs) * head_dim + d;
                     const int64_t src = (int64_t(r) * num_kv_heads + h) * head_dim + d;
                     want_k[dst] = from_bf16(to_bf16(k_ref[src]));
                     want_v[dst] = from_bf16(to_bf16(v_rows[src]));

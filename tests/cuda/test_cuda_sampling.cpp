@@ -35,7 +35,8 @@ struct RefSample {
 RefSample reference_sample(const float* logits, int32_t n, float temperature, int32_t top_k, float top_p, float u) {
     RefSample r{std::vector<int32_t>(n), 0, 0, 0.0};
     std::iota(r.order.begin(), r.order.end(), 0);
-    std::stable_sort(r.order.begin(), r.order.end(), [&](int32_t a, int32_t b) { return clean(logits[a]) > clean(logits[b]); });
+    std::stable_sort(r.order.begin(), r.order.end(),
+                     [&](int32_t a, int32_t b) { return clean(logits[a]) > clean(logits[b]); });
     const double mx = clean(logits[r.order[0]]);
     if (!(temperature > 0.0f) || std::isinf(mx)) return r;
     const size_t keep_k = (top_k > 0 && top_k < n) ? size_t(top_k) : size_t(n);
@@ -134,7 +135,8 @@ TEST_F(CudaTest, SampleMatchesReference) {
         LA_ASSERT_OK(backend().synchronize());
         const std::vector<int32_t> got = tokens.download();
         for (int32_t r = 0; r < rows; ++r) {
-            const RefSample want = reference_sample(x.data() + size_t(r) * n, n, temp[r], top_k[r], top_p[r], uniform[r]);
+            const RefSample want =
+                reference_sample(x.data() + size_t(r) * n, n, temp[r], top_k[r], top_p[r], uniform[r]);
             ++total;
             if (want.lo != want.hi) ++ambiguous;
             const auto pos = size_t(std::find(want.order.begin(), want.order.end(), got[r]) - want.order.begin());

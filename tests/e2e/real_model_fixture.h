@@ -13,7 +13,7 @@
 namespace lazyattn::testing {
 
 inline engine::LoadedModel* real_model() {
-    static engine::LoadedModel* model = [] () -> engine::LoadedModel* {
+    static engine::LoadedModel* model = []() -> engine::LoadedModel* {
         if (!std::filesystem::exists(LAZYATTN_MODEL_PATH)) return nullptr;
         auto lm = engine::load_model(LAZYATTN_MODEL_PATH, 2);
         EXPECT_TRUE(lm.ok()) << lm.status().to_string();
@@ -22,8 +22,8 @@ inline engine::LoadedModel* real_model() {
     return model;
 }
 
-#define LA_REQUIRE_REAL_MODEL()                                                            \
-    if (::lazyattn::testing::real_model() == nullptr)                                      \
+#define LA_REQUIRE_REAL_MODEL()                       \
+    if (::lazyattn::testing::real_model() == nullptr) \
     GTEST_SKIP() << "real model not found at " LAZYATTN_MODEL_PATH " (run make test to install)"
 
 inline nlohmann::json load_golden(const std::string& name) {

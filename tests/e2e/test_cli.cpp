@@ -114,9 +114,10 @@ TEST(Cli, AKvPoolLargerThanMemoryIsAnErrorNotACrash) {
 }
 
 TEST(Cli, RepeatedRunsWithShuffledDocumentsReuseEveryDocument) {
-    const std::string docs = "--doc-text 'the quick brown fox jumps over the lazy dog' "
-                             "--doc-text 'a stitch in time saves nine and then some more' "
-                             "--doc-text 'all that glitters is not gold, said the old man' ";
+    const std::string docs =
+        "--doc-text 'the quick brown fox jumps over the lazy dog' "
+        "--doc-text 'a stitch in time saves nine and then some more' "
+        "--doc-text 'all that glitters is not gold, said the old man' ";
     auto r = run_cli("generate " + model_arg() + " --chat " + docs +
                      "--prompt 'what is gold?' --max-tokens 4 --ignore-eos --repeat 3 --shuffle-docs --json");
     ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -70,8 +70,8 @@ TEST_P(GoldenLlamaCpp, LogitsAtEveryPosition) {
                 const int32_t mine = int32_t(std::max_element(ours, ours + vocab) - ours);
                 top1_agree += mine == top[i][0][0].get<int32_t>();
                 if (margin > 0.75) {
-                    EXPECT_EQ(mine, top[i][0][0].get<int32_t>()) << prompt["name"] << " position " << i
-                                                                 << " (llama.cpp margin " << margin << ")";
+                    EXPECT_EQ(mine, top[i][0][0].get<int32_t>())
+                        << prompt["name"] << " position " << i << " (llama.cpp margin " << margin << ")";
                 }
             }
         }
@@ -82,8 +82,9 @@ TEST_P(GoldenLlamaCpp, LogitsAtEveryPosition) {
     EXPECT_GE(double(top1_agree), 0.97 * clear_positions);
     std::printf("[golden logits, kv %s] top-20 cosine percentiles: p1 %.6f  p10 %.6f  p50 %.6f\n", dtype(),
                 cosines[cosines.size() / 100], cosines[cosines.size() / 10], cosines[cosines.size() / 2]);
-    std::printf("[golden logits, kv %s] %d positions, worst top-20 cosine %.6f, top-1 agrees at %d of %d clear positions\n",
-                dtype(), positions, worst_cosine, top1_agree, clear_positions);
+    std::printf(
+        "[golden logits, kv %s] %d positions, worst top-20 cosine %.6f, top-1 agrees at %d of %d clear positions\n",
+        dtype(), positions, worst_cosine, top1_agree, clear_positions);
 }
 
 TEST_P(GoldenLlamaCpp, GreedyContinuations) {
@@ -101,7 +102,8 @@ TEST_P(GoldenLlamaCpp, GreedyContinuations) {
         auto ours = r->token_ids;
         if (!ours.empty() && lm->tokenizer->is_end_of_generation(ours.back())) ours.pop_back();
         const auto theirs = c["output_ids"].get<std::vector<int32_t>>();
-        const size_t first_diff = std::mismatch(ours.begin(), ours.end(), theirs.begin(), theirs.end()).first - ours.begin();
+        const size_t first_diff =
+            std::mismatch(ours.begin(), ours.end(), theirs.begin(), theirs.end()).first - ours.begin();
         ++total;
         identical += ours == theirs;
         const auto margins_at = c["top1_margin"].get<std::vector<double>>();
@@ -117,15 +119,15 @@ TEST_P(GoldenLlamaCpp, GreedyContinuations) {
         label = label.substr(label.size() > 40 ? label.size() - 40 : 0);
         std::replace(label.begin(), label.end(), '\n', ' ');
         const auto margins = c["top1_margin"].get<std::vector<double>>();
-        std::printf("[golden greedy, kv %s] %-4s ...%-40.40s %s", dtype(), c["kind"].get<std::string>().c_str(), label.c_str(),
-                    ours == theirs ? "identical\n" : "differs");
+        std::printf("[golden greedy, kv %s] %-4s ...%-40.40s %s", dtype(), c["kind"].get<std::string>().c_str(),
+                    label.c_str(), ours == theirs ? "identical\n" : "differs");
         if (ours != theirs) {
             std::printf(" at step %zu of %zu (llama.cpp's top-1 margin there %.3f)\n", first_diff, theirs.size(),
                         first_diff < margins.size() ? margins[first_diff] : -1.0);
         }
     }
-    std::printf("[golden greedy, kv %s] %d of %d continuations identical for all %d tokens\n", dtype(), identical, total,
-                golden["max_new_tokens"].get<int>());
+    std::printf("[golden greedy, kv %s] %d of %d continuations identical for all %d tokens\n", dtype(), identical,
+                total, golden["max_new_tokens"].get<int>());
     EXPECT_EQ(lm->model->config().vocab_size, lm->tokenizer->vocab_size());
     EXPECT_EQ(gen.kv_cache().num_free(), gen.kv_cache().pool().num_blocks());
 }

@@ -13,8 +13,8 @@
 #include <random>
 
 #include "engine/engine.h"
-#include "random_inputs.h"
 #include "engine/rag_prompt.h"
+#include "random_inputs.h"
 #include "real_model_fixture.h"
 
 namespace lazyattn {
@@ -72,8 +72,10 @@ TEST(LazyEquivalenceSmolLM2, ThreeVariantsAgreeOnRealPassages) {
             auto a = lazy.tail_logits(*req), b = lazy_k.tail_logits(*req), c = block.tail_logits(*req);
             ASSERT_TRUE(a.ok() && b.ok() && c.ok());
             const double dk = max_relative_difference(*b, *a), db = max_relative_difference(*c, *a);
-            std::printf("[smollm2 equivalence] question %d order %d: %zu tail positions, max rel diff lazy-k %.2e, "
-                        "block-attn %.2e\n", q, order, req->tail.size(), dk, db);
+            std::printf(
+                "[smollm2 equivalence] question %d order %d: %zu tail positions, max rel diff lazy-k %.2e, "
+                "block-attn %.2e\n",
+                q, order, req->tail.size(), dk, db);
             EXPECT_LE(dk, 1e-3);
             EXPECT_LE(db, 1e-3);
             auto ra = lazy.run(*req), rb = lazy_k.run(*req), rc = block.run(*req);

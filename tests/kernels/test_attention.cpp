@@ -121,8 +121,8 @@ TEST_P(AttentionTest, MatchesReference) {
     std::vector<int32_t> many(40);
     for (auto& l : many) l = 1 + int32_t(rng() % 40);
     many.push_back(5);
-    run_case({num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {3, 99, 20}, many}, {1, 1, 1, 1},
-              keys_rotated, true}, rng);
+    run_case({num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {3, 99, 20}, many}, {1, 1, 1, 1}, keys_rotated, true},
+             rng);
     // Long decode sequences: spans longer than one decode chunk (512 keys) are split into chunks
     // attended separately and merged; the last chunk ends inside a block.
     run_case({num_heads, num_kv_heads, head_dim, {{300, 333}, {1100, 7}, {513}}, {1, 1, 1}, keys_rotated, false}, rng);
@@ -131,9 +131,17 @@ TEST_P(AttentionTest, MatchesReference) {
     // 16-bit caches, through every path: prefill tiles, decode chunks, partial blocks.
     for (const auto dtype : {kernels::KvDtype::kF16, kernels::KvDtype::kBF16}) {
         run_case({num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated, false, dtype}, rng);
-        run_case({num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 7}}, {1, 1, 1}, keys_rotated, true, dtype}, rng);
+        run_case({num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 7}}, {1, 1, 1}, keys_rotated, true, dtype},
+                 rng);
         // Prefill and decode sequences in one batch: prefill widens its blocks into scratch once.
-        run_case({num_heads, num_kv_heads, head_dim, {{200, 33}, {40, 5}, {17, 64}}, {33, 1, 20}, keys_rotated, false, dtype},
+        run_case({num_heads,
+                  num_kv_heads,
+                  head_dim,
+                  {{200, 33}, {40, 5}, {17, 64}},
+                  {33, 1, 20},
+                  keys_rotated,
+                  false,
+                  dtype},
                  rng);
     }
 }
@@ -151,8 +159,22 @@ TEST(AttentionTest, QueryBeforeEverySpanGivesZeros) {
     std::vector<int32_t> block_ids{0}, q_pos{0};
     std::vector<AttentionSpan> spans{{0, 4, 10, 0}};
     std::vector<AttentionSeq> seqs{{0, 1, 0, 1}};
-    AttentionParams p{q.data(), q_pos.data(), out.data(), k.data(), v.data(), block_ids.data(), spans.data(),
-                      seqs.data(), 1, 1, 1, 64, 16, 0.125f, {inv_freq.data(), 64, false, 1.0f, nullptr, 0}, true};
+    AttentionParams p{q.data(),
+                      q_pos.data(),
+                      out.data(),
+                      k.data(),
+                      v.data(),
+                      block_ids.data(),
+                      spans.data(),
+                      seqs.data(),
+                      1,
+                      1,
+                      1,
+                      64,
+                      16,
+                      0.125f,
+                      {inv_freq.data(), 64, false, 1.0f, nullptr, 0},
+                      true};
     backend::make_cpu_backend(1)->attention(p);
     for (float x : out) EXPECT_EQ(x, 0.0f);
 }

@@ -25,7 +25,8 @@ TEST_P(ElementwiseTest, RmsNorm) {
 TEST_P(ElementwiseTest, SwiGlu) {
     const int64_t n = int64_t(GetParam()) * 1536 + 7;
     auto g = testing::random_floats(rng, n, -8, 8), u = testing::random_floats(rng, n, -2, 2);
-    for (const float extreme : {-1e4f, -100.0f, 100.0f, 0.0f}) g[(size_t(extreme) * 31 + 5) % n] = extreme;  // exp limits
+    for (const float extreme : {-1e4f, -100.0f, 100.0f, 0.0f})
+        g[(size_t(extreme) * 31 + 5) % n] = extreme;  // exp limits
     std::vector<float> want(n), got(n);
     kernels::ref::swiglu(g.data(), u.data(), want.data(), n);
     be->swiglu(g.data(), u.data(), got.data(), n);

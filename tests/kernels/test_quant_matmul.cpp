@@ -64,7 +64,8 @@ TEST(QuantKernels, DotProductsMatchReference) {
                 if (quantize != nullptr) {
                     quantize(x.data(), reinterpret_cast<kernels::BlockQ8_1*>(xq.data() + r * stride), n);
                 } else {
-                    kernels::ref::quantize_row_q8_0(x.data(), reinterpret_cast<kernels::BlockQ8_0*>(xq.data() + r * stride), n);
+                    kernels::ref::quantize_row_q8_0(x.data(),
+                                                    reinterpret_cast<kernels::BlockQ8_0*>(xq.data() + r * stride), n);
                 }
             }
             for (int rows = 1; rows <= 4; ++rows) {
@@ -73,7 +74,8 @@ TEST(QuantKernels, DotProductsMatchReference) {
                 for (int r = 0; r < rows; ++r) {
                     const float want = kernels::ref::vec_dot(t, w.data(), xq.data() + r * stride, n);
                     // Same integer sums; only the float accumulation order differs.
-                    EXPECT_NEAR(got[r], want, 1e-5 * std::max(1.0f, std::fabs(want)) + 1e-3) << k.isa << " type " << int(t);
+                    EXPECT_NEAR(got[r], want, 1e-5 * std::max(1.0f, std::fabs(want)) + 1e-3)
+                        << k.isa << " type " << int(t);
                 }
             }
         }
@@ -95,7 +97,8 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                 const size_t rb = nb * kernels::weight_block_bytes(t);
                 const auto x = testing::random_floats(rng, rows * n, -3, 3);
                 std::vector<kernels::BlockQ8_1> xq(rows * nb);
-                for (int64_t r = 0; r < rows; ++r) kernels::ref::quantize_row_q8_1(x.data() + r * n, xq.data() + r * nb, n);
+                for (int64_t r = 0; r < rows; ++r)
+                    kernels::ref::quantize_row_q8_1(x.data() + r * n, xq.data() + r * nb, n);
                 std::vector<uint8_t> ref_x(nb * kernels::activation_block_bytes(t));
                 auto want = [&](int64_t r, int64_t o) {
                     for (int64_t b = 0; b < nb; ++b) {  // the reference's activation blocks for type t
@@ -112,7 +115,8 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                 };
                 for (bool pairs : {true, false}) {
                     std::vector<uint8_t> scratch(backends::cpu::simd::QuantActs::bytes(rows, nb));
-                    const auto a = backends::cpu::simd::QuantActs::in(scratch.data(), rows, nb, pairs && t != QuantWeight::kQ8_0);
+                    const auto a =
+                        backends::cpu::simd::QuantActs::in(scratch.data(), rows, nb, pairs && t != QuantWeight::kQ8_0);
                     for (int64_t r = 0; r < rows; ++r) g->prepare_row(x.data() + r * n, a, r, t);
                     for (int64_t r = 0; r < rows; ++r) {
                         for (int64_t b = 0; b < nb; ++b) {
@@ -140,8 +144,10 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                         continue;
                     }
                     // gemm on tiles repacked per call (natural order)
-                    std::vector<uint8_t> buf(backends::cpu::simd::kGemmTileRows * nb * backends::cpu::simd::kPackedBytesPerRowBlock + 64);
-                    auto* packed = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+                    std::vector<uint8_t> buf(
+                        backends::cpu::simd::kGemmTileRows * nb * backends::cpu::simd::kPackedBytesPerRowBlock + 64);
+                    auto* packed =
+                        reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
                     for (int64_t o0 = 0; o0 < out; o0 += backends::cpu::simd::kGemmTileRows) {
                         const int nw = int(std::min<int64_t>(backends::cpu::simd::kGemmTileRows, out - o0));
                         g->pack[kind](w.data() + o0 * rb, rb, nw, nb, packed);
@@ -157,8 +163,8 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                     std::fill(y.begin(), y.end(), -9.0f);
                     for (int64_t r = 0; r < rows; r += 4) {
                         for (const auto [g0, g1] : {std::pair<int64_t, int64_t>{0, 1}, {1, groups}}) {
-                            g->gemv_r16[kind](r16.data(), nb, g0, g1, out, a.from_row(r), int(std::min<int64_t>(4, rows - r)),
-                                              y.data() + r * out, out, nullptr);
+                            g->gemv_r16[kind](r16.data(), nb, g0, g1, out, a.from_row(r),
+                                              int(std::min<int64_t>(4, rows - r)), y.data() + r * out, out, nullptr);
                         }
                     }
                     check(y, "gemv on repacked weights");
@@ -195,36 +201,37 @@ TEST_P(QuantMatmulTest, BackendMatchesReferenceAndDequantizedFp32) {
         std::vector<const void*> layouts{nullptr};
         if (prepared != nullptr) layouts.push_back(prepared.get());
         for (const void* w_prepared : layouts) {
-        SCOPED_TRACE(w_prepared != nullptr ? "repacked weights" : "GGUF layout");
-        std::vector<float> got(int64_t(rows) * out, -9.0f);
-        be->matmul({x.data(), w.data(), wt, bias.data(), got.data(), rows, in, out, w_prepared});
-        // Dequantized weights in fp32: the only difference is the 8-bit activations.
-        std::vector<float> wd(wf.size());
-        ASSERT_TRUE(loader::dequantize_row(static_cast<loader::GgmlType>(t), w.data(), wd.data(), int64_t(wd.size())).ok());
-        for (int r = 0; r < rows; ++r) {
-            for (int o = 0; o < out; ++o) {
-                double exact = 0.0, bound = 0.0;
-                for (int b = 0; b < in / 32; ++b) {
-                    float amax = 0.0f;
-                    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[r * in + b * 32 + j]));
-                    double wsum = 0.0;
-                    for (int j = 0; j < 32; ++j) {
-                        const int i = b * 32 + j;
-                        exact += double(wd[int64_t(o) * in + i]) * x[r * in + i];
-                        wsum += std::fabs(wd[int64_t(o) * in + i]);
+            SCOPED_TRACE(w_prepared != nullptr ? "repacked weights" : "GGUF layout");
+            std::vector<float> got(int64_t(rows) * out, -9.0f);
+            be->matmul({x.data(), w.data(), wt, bias.data(), got.data(), rows, in, out, w_prepared});
+            // Dequantized weights in fp32: the only difference is the 8-bit activations.
+            std::vector<float> wd(wf.size());
+            ASSERT_TRUE(
+                loader::dequantize_row(static_cast<loader::GgmlType>(t), w.data(), wd.data(), int64_t(wd.size())).ok());
+            for (int r = 0; r < rows; ++r) {
+                for (int o = 0; o < out; ++o) {
+                    double exact = 0.0, bound = 0.0;
+                    for (int b = 0; b < in / 32; ++b) {
+                        float amax = 0.0f;
+                        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[r * in + b * 32 + j]));
+                        double wsum = 0.0;
+                        for (int j = 0; j < 32; ++j) {
+                            const int i = b * 32 + j;
+                            exact += double(wd[int64_t(o) * in + i]) * x[r * in + i];
+                            wsum += std::fabs(wd[int64_t(o) * in + i]);
+                        }
+                        // Each activation is off by at most half a step (d = amax/127) plus the fp16
+                        // rounding of d (<= 127 d 2^-11); Q8_1's stored sum adds fp16 rounding too.
+                        bound += wsum * (amax / 127.0) * (0.5 + 127.0 / 2048.0) + 32.0 * amax * 1.0 / 2048.0;
                     }
-                    // Each activation is off by at most half a step (d = amax/127) plus the fp16
-                    // rounding of d (<= 127 d 2^-11); Q8_1's stored sum adds fp16 rounding too.
-                    bound += wsum * (amax / 127.0) * (0.5 + 127.0 / 2048.0) + 32.0 * amax * 1.0 / 2048.0;
+                    const float y = got[int64_t(r) * out + o] - bias[o];
+                    ASSERT_FALSE(std::isnan(y));
+                    EXPECT_NEAR(got[int64_t(r) * out + o], want[int64_t(r) * out + o] + bias[o],
+                                1e-4 * (1.0 + std::fabs(want[int64_t(r) * out + o])))
+                        << "type " << int(t) << " row " << r << " out " << o;
+                    EXPECT_NEAR(y, exact, bound + 1e-4) << "type " << int(t) << " row " << r << " out " << o;
                 }
-                const float y = got[int64_t(r) * out + o] - bias[o];
-                ASSERT_FALSE(std::isnan(y));
-                EXPECT_NEAR(got[int64_t(r) * out + o], want[int64_t(r) * out + o] + bias[o],
-                            1e-4 * (1.0 + std::fabs(want[int64_t(r) * out + o])))
-                    << "type " << int(t) << " row " << r << " out " << o;
-                EXPECT_NEAR(y, exact, bound + 1e-4) << "type " << int(t) << " row " << r << " out " << o;
             }
-        }
         }
     }
 }
@@ -262,13 +269,14 @@ TEST(QuantMatmulShared, SharedInputEqualsOneByOne) {
                 fused[i].assign(rows * outs[i], -2.0f);
             }
             for (int i = 0; i < 3; ++i) {
-                be->matmul({x.data(), w[i].data(), static_cast<kernels::WeightType>(t), nullptr, one[i].data(), rows, in,
-                            outs[i], prepared[i].get()});
-                ps.push_back({x.data(), w[i].data(), static_cast<kernels::WeightType>(t), nullptr, fused[i].data(), rows,
-                              in, outs[i], prepared[i].get()});
+                be->matmul({x.data(), w[i].data(), static_cast<kernels::WeightType>(t), nullptr, one[i].data(), rows,
+                            in, outs[i], prepared[i].get()});
+                ps.push_back({x.data(), w[i].data(), static_cast<kernels::WeightType>(t), nullptr, fused[i].data(),
+                              rows, in, outs[i], prepared[i].get()});
             }
             be->matmuls(ps.data(), 3);
-            for (int i = 0; i < 3; ++i) EXPECT_EQ(fused[i], one[i]) << "type " << int(t) << " rows " << rows << " matrix " << i;
+            for (int i = 0; i < 3; ++i)
+                EXPECT_EQ(fused[i], one[i]) << "type " << int(t) << " rows " << rows << " matrix " << i;
         }
     }
 }

@@ -55,14 +55,27 @@ std::vector<uint8_t> random_weights(W t, int64_t rows, int64_t n, std::mt19937_6
     for (int64_t i = 0; i < blocks; ++i) {
         uint8_t* b = w.data() + i * tr.type_size;
         switch (t) {
-            case W::kQ5_0: put_half(b, d(rng)); break;
-            case W::kQ5_1: put_half(b, d(rng)), put_half(b + 2, m(rng)); break;
-            case W::kQ2_K: put_half(b + 80, d(rng)), put_half(b + 82, d(rng)); break;
-            case W::kQ3_K: put_half(b + 108, d(rng)); break;
+            case W::kQ5_0:
+                put_half(b, d(rng));
+                break;
+            case W::kQ5_1:
+                put_half(b, d(rng)), put_half(b + 2, m(rng));
+                break;
+            case W::kQ2_K:
+                put_half(b + 80, d(rng)), put_half(b + 82, d(rng));
+                break;
+            case W::kQ3_K:
+                put_half(b + 108, d(rng));
+                break;
             case W::kQ4_K:
-            case W::kQ5_K: put_half(b, d(rng)), put_half(b + 2, d(rng)); break;
-            case W::kQ6_K: put_half(b + 208, d(rng)); break;
-            default: break;
+            case W::kQ5_K:
+                put_half(b, d(rng)), put_half(b + 2, d(rng));
+                break;
+            case W::kQ6_K:
+                put_half(b + 208, d(rng));
+                break;
+            default:
+                break;
         }
     }
     return w;
@@ -77,8 +90,10 @@ std::vector<float> dequantize(W t, const void* src, int64_t n) {
 // The activation row as the kernels see it, back in fp32.
 std::vector<float> dequantize_activation(W t, const std::vector<uint8_t>& a, const std::vector<float>& x) {
     switch (kernels::ref::activation_format(t)) {
-        case kernels::ref::ActFormat::kF32: return x;
-        case kernels::ref::ActFormat::kQ8_0: return dequantize(W(8), a.data(), int64_t(x.size()));
+        case kernels::ref::ActFormat::kF32:
+            return x;
+        case kernels::ref::ActFormat::kQ8_0:
+            return dequantize(W(8), a.data(), int64_t(x.size()));
         case kernels::ref::ActFormat::kQ8_1: {
             std::vector<float> out(x.size());
             EXPECT_TRUE(loader::dequantize_row(loader::GgmlType::kQ8_1, a.data(), out.data(), int64_t(x.size())).ok());
@@ -237,7 +252,8 @@ TEST(TypedKernels, PrefillTilesOfEverySetMatchReference) {
             for (int nw : {16, 7}) {
                 const auto w = random_weights(t, nw, n, rng);
                 std::vector<uint8_t> packed_buf(tile->packed_bytes(n) + 64);
-                auto* packed = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(packed_buf.data()) + 63) & ~uintptr_t(63));
+                auto* packed =
+                    reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(packed_buf.data()) + 63) & ~uintptr_t(63));
                 tile->pack(w.data(), w_row, nw, n, packed);
                 const auto bias = testing::random_floats(rng, size_t(nw));
                 for (int64_t rows = 1; rows <= 9; ++rows) {
@@ -256,9 +272,11 @@ TEST(TypedKernels, PrefillTilesOfEverySetMatchReference) {
                                 continue;
                             }
                             const float want =
-                                kernels::ref::vec_dot_typed(t, w.data() + o * w_row, acts.data() + r * stride, n) + bias[o];
+                                kernels::ref::vec_dot_typed(t, w.data() + o * w_row, acts.data() + r * stride, n) +
+                                bias[o];
                             EXPECT_NEAR(y[r * y_stride + o], want, 2e-5 * std::max(1.0f, std::fabs(want)) + 1e-3)
-                                << k.isa << " " << name(t) << " nw=" << nw << " rows=" << rows << " row " << r << " col " << o;
+                                << k.isa << " " << name(t) << " nw=" << nw << " rows=" << rows << " row " << r
+                                << " col " << o;
                         }
                     }
                 }

@@ -162,7 +162,8 @@ std::vector<std::string> sse_payloads(const std::string& body) {
 
 RawHttpStream::RawHttpStream(int port, const std::string& method, const std::string& path, const std::string& body)
     : RawHttpStream(port, method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
-                              "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body) {}
+                              "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+                              body) {}
 
 RawHttpStream::RawHttpStream(int port, const std::string& raw) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -236,7 +237,8 @@ double metric_value(const std::string& text, const std::string& name) {
             if (cut_end < series.size() && series[cut_end] == ',') ++cut_end;
             series.erase(at, cut_end - at);
             if (series.size() >= 2 && series.compare(series.size() - 2, 2, "{}") == 0) series.resize(series.size() - 2);
-            if (!series.empty() && series.back() == '}' && series[series.size() - 2] == ',') series.erase(series.size() - 2, 1);
+            if (!series.empty() && series.back() == '}' && series[series.size() - 2] == ',')
+                series.erase(series.size() - 2, 1);
         }
         if (series == name) return std::atof(line.c_str() + space + 1);
     }

@@ -26,8 +26,8 @@ TEST(ServerApi, ServedNameAndContextCapFromFlagsOrEnvironment) {
         EXPECT_EQ(m["data"][0]["max_model_len"], 256) << m;
         // Requests name the served model, and the cap applies.
         EXPECT_EQ(curl("POST", s.url("/v1/completions"), completion_body(false, {{"model", "rag-model"}})).status, 200);
-        auto long_prompt = curl("POST", s.url("/v1/completions"),
-                                completion_body(false, {{"prompt", std::vector<int>(300, 7)}}));
+        auto long_prompt =
+            curl("POST", s.url("/v1/completions"), completion_body(false, {{"prompt", std::vector<int>(300, 7)}}));
         expect_api_error(long_prompt, 400, "context_length_exceeded");
     }
     setenv("LAZYATTN_ARG_SERVED_MODEL_NAME", "from-env", 1);
@@ -82,8 +82,8 @@ TEST(ServerApi, HealthModelsAndMetrics) {
          {"lazyattn_http_requests_total", "lazyattn_time_to_first_token_seconds_bucket",
           "lazyattn_e2e_request_latency_seconds_count", "lazyattn_prompt_tokens_total", "lazyattn_kv_cache_usage_perc",
           "lazyattn_prefix_cache_hits_total", "lazyattn_document_hits_total", "lazyattn_document_misses_total",
-          "lazyattn_kv_blocks_used", "lazyattn_kv_blocks_cached", "lazyattn_kv_blocks_free", "lazyattn_num_requests_waiting",
-          "lazyattn_num_preemptions_total", "lazyattn_num_requests_running"}) {
+          "lazyattn_kv_blocks_used", "lazyattn_kv_blocks_cached", "lazyattn_kv_blocks_free",
+          "lazyattn_num_requests_waiting", "lazyattn_num_preemptions_total", "lazyattn_num_requests_running"}) {
         EXPECT_NE(text.find(name), std::string::npos) << name;
     }
     EXPECT_EQ(metric_value(text, "lazyattn_http_requests_total{route=\"/health\",status=\"200\"}"), 1) << text;

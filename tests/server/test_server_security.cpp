@@ -55,7 +55,8 @@ TEST(ServerSecurity, DeeplyNestedJsonIs400NotACrash) {
         auto r = curl("POST", s.url(chat ? "/v1/chat/completions" : "/v1/completions"), body);
         expect_api_error(r, 400, "json_too_deep");
     }
-    auto r = curl("POST", s.url("/v1/completions"), "{\"prompt\": \"a\", \"x\": " + nested("{\"a\":", "}", 50000, "1") + "}");
+    auto r = curl("POST", s.url("/v1/completions"),
+                  "{\"prompt\": \"a\", \"x\": " + nested("{\"a\":", "}", 50000, "1") + "}");
     expect_api_error(r, 400, "json_too_deep");
     expect_still_serving(s);
 }
@@ -74,8 +75,9 @@ TEST(ServerSecurity, ChunkedAndCompressedBodiesAreCappedAfterDecoding) {
     ServerProcess s(server_args({"--max-body-bytes", "65536"}));
     ASSERT_TRUE(s.started()) << s.log();
     {  // chunked, no Content-Length: refused once the running size passes the cap
-        RawHttpStream c(s.port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                  "Transfer-Encoding: chunked\r\n\r\n");
+        RawHttpStream c(s.port(),
+                        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        "Transfer-Encoding: chunked\r\n\r\n");
         const std::string chunk = std::string("4000\r\n") + std::string(0x4000, ' ') + "\r\n";
         for (int i = 0; i < 8 && c.send(chunk); ++i) {
         }
@@ -86,17 +88,19 @@ TEST(ServerSecurity, ChunkedAndCompressedBodiesAreCappedAfterDecoding) {
     {  // a gzip body of a few KB that inflates to 50 MB
         const std::string bomb = gzip("{\"prompt\": \"" + std::string(50 << 20, 'a') + "\"}");
         ASSERT_LT(bomb.size(), 65536u);
-        RawHttpStream c(s.port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                  "Content-Encoding: gzip\r\nContent-Length: " +
-                                      std::to_string(bomb.size()) + "\r\n\r\n" + bomb);
+        RawHttpStream c(s.port(),
+                        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        "Content-Encoding: gzip\r\nContent-Length: " +
+                            std::to_string(bomb.size()) + "\r\n\r\n" + bomb);
         c.read_until("\r\n\r\n", 10);
         EXPECT_EQ(first_status(c.received()), 413) << c.received();
     }
     {  // a compressed body within the cap is decoded and served
         const std::string body = gzip(completion_body(false));
-        RawHttpStream c(s.port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                  "Content-Encoding: gzip\r\nConnection: close\r\nContent-Length: " +
-                                      std::to_string(body.size()) + "\r\n\r\n" + body);
+        RawHttpStream c(s.port(),
+                        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        "Content-Encoding: gzip\r\nConnection: close\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body);
         c.read_to_end(30);
         EXPECT_EQ(first_status(c.received()), 200) << c.received();
     }
@@ -130,7 +134,8 @@ TEST(ServerSecurity, NonJsonContentTypesAre415) {
     ServerProcess s(server_args());
     ASSERT_TRUE(s.started()) << s.log();
     for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"}) {
-        auto r = curl("POST", s.url("/v1/completions"), completion_body(false), {"-H", std::string("'Content-Type: ") + type + "'"});
+        auto r = curl("POST", s.url("/v1/completions"), completion_body(false),
+                      {"-H", std::string("'Content-Type: ") + type + "'"});
         expect_api_error(r, 415, "unsupported_media_type");
     }
     auto r = curl("POST", s.url("/v1/completions"), completion_body(false),
@@ -142,13 +147,15 @@ TEST(ServerSecurity, PipelinedRequestsAreAllAnswered) {
     ServerProcess s(server_args());
     ASSERT_TRUE(s.started()) << s.log();
     const std::string body = completion_body(false);
-    const std::string one = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string one =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
     RawHttpStream c(s.port(), one + "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + one +
                                   "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     c.read_to_end(30);
     size_t count = 0;
-    for (size_t at = c.received().find("HTTP/1.1 200"); at != std::string::npos; at = c.received().find("HTTP/1.1 200", at + 1))
+    for (size_t at = c.received().find("HTTP/1.1 200"); at != std::string::npos;
+         at = c.received().find("HTTP/1.1 200", at + 1))
         ++count;
     EXPECT_EQ(count, 4u) << c.received();
 }
@@ -159,10 +166,12 @@ TEST(ServerSecurity, SlowClientsHoldNoWorkerAndTimeOut) {
     ASSERT_TRUE(s.started()) << s.log();
     // 128 connections that never finish their headers, and 16 that never finish their bodies.
     std::vector<std::unique_ptr<RawHttpStream>> slow;
-    for (int i = 0; i < 128; ++i) slow.push_back(std::make_unique<RawHttpStream>(s.port(), "GET /health HTTP/1.1\r\nX-A: "));
+    for (int i = 0; i < 128; ++i)
+        slow.push_back(std::make_unique<RawHttpStream>(s.port(), "GET /health HTTP/1.1\r\nX-A: "));
     for (int i = 0; i < 16; ++i) {
         slow.push_back(std::make_unique<RawHttpStream>(
-            s.port(), "POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"));
+            s.port(),
+            "POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"));
     }
     // Everyone else is still served at once, light and heavy routes alike.
     EXPECT_EQ(curl("GET", s.url("/health")).status, 200);
@@ -227,7 +236,8 @@ TEST(ServerSecurity, ApiKeysGuardEveryRouteButHealth) {
     expect_api_error(curl("GET", s.url("/v1/models"), "", {"-H", "'Authorization: Bearer alpha-keyy'"}), 401);
     EXPECT_EQ(curl("GET", s.url("/health")).status, 200);
     EXPECT_EQ(curl("GET", s.url("/v1/models"), "", {"-H", "'Authorization: Bearer alpha-key'"}).status, 200);
-    EXPECT_EQ(curl("POST", s.url("/v1/completions"), completion_body(false), {"-H", "'Authorization: Bearer beta-key'"}).status,
+    EXPECT_EQ(curl("POST", s.url("/v1/completions"), completion_body(false), {"-H", "'Authorization: Bearer beta-key'"})
+                  .status,
               200);
 }
 
@@ -284,8 +294,7 @@ TEST(ServerSecurity, AClientThatLeavesCancelsItsNonStreamedRequest) {
     ASSERT_TRUE(s.started()) << s.log();
     const double before = metric_value(metrics_text(s), "lazyattn_client_disconnects_total");
     {
-        RawHttpStream c(s.port(), "POST", "/v1/completions",
-                        completion_body(false, {{"ignore_eos", true}}, 4000));
+        RawHttpStream c(s.port(), "POST", "/v1/completions", completion_body(false, {{"ignore_eos", true}}, 4000));
         usleep(100 * 1000);
     }  // closed without reading
     EXPECT_TRUE(wait_blocks_released(s, 10));
@@ -298,7 +307,8 @@ TEST(ServerSecurity, MaxTokensIsCappedByTheServer) {
     for (bool chat : {false, true}) {
         json body = json::parse(completion_body(chat, {{"ignore_eos", true}}, 100));
         if (chat) body.erase("max_tokens");  // chat's default is the rest of the context
-        auto r = parse_or_null(curl("POST", s.url(chat ? "/v1/chat/completions" : "/v1/completions"), body.dump()).body);
+        auto r =
+            parse_or_null(curl("POST", s.url(chat ? "/v1/chat/completions" : "/v1/completions"), body.dump()).body);
         EXPECT_EQ(r["usage"]["completion_tokens"], 5) << r.dump();
         EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
     }

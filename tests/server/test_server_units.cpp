@@ -8,9 +8,9 @@
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
 #include "server/api_error.h"
+#include "server/http_util.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
-#include "server/http_util.h"
 #include "server/request_builder.h"
 #include "server/sse.h"
 #include "synthetic_model_fixture.h"
@@ -174,23 +174,28 @@ TEST(Metrics, RendersPrometheusText) {
     const std::string ml = "model_name=\"my \\\"model\\\"\"";  // label values escape quotes
     for (const std::string& line : std::vector<std::string>{
              "lazyattn_http_requests_total{" + ml + ",route=\"/v1/completions\",status=\"200\"} 2",
-          "lazyattn_http_requests_total{" + ml + ",route=\"/v1/documents/{id}\",status=\"404\"} 1",
-          "lazyattn_http_requests_total{" + ml + ",route=\"other\",status=\"404\"} 1",
-          "lazyattn_time_to_first_token_seconds_bucket{" + ml + ",le=\"0.02\"} 1",
-          "lazyattn_time_to_first_token_seconds_bucket{" + ml + ",le=\"5\"} 2",
-          "lazyattn_time_to_first_token_seconds_bucket{" + ml + ",le=\"+Inf\"} 2",
-          "lazyattn_time_to_first_token_seconds_count{" + ml + "} 2",
-          "lazyattn_request_queue_time_seconds_count{" + ml + "} 2",
-          "lazyattn_e2e_request_latency_seconds_sum{" + ml + "} 5.2",
-          "lazyattn_inter_token_latency_seconds_count{" + ml + "} 1",
-          "lazyattn_request_success_total{" + ml + ",finished_reason=\"stop\"} 1",
-          "lazyattn_request_success_total{" + ml + ",finished_reason=\"length\"} 1",
-          "lazyattn_request_success_total{" + ml + ",finished_reason=\"abort\"} 1",
-          "lazyattn_prompt_tokens_total{" + ml + "} 30", "lazyattn_prefix_cache_queries_total{" + ml + "} 30",
-          "lazyattn_prefix_cache_hits_total{" + ml + "} 18", "lazyattn_generation_tokens_total{" + ml + "} 12",
-          "lazyattn_num_requests_waiting{" + ml + "} 7", "lazyattn_num_requests_running{" + ml + "} 2",
-          "lazyattn_kv_cache_usage_perc{" + ml + "} 0.25", "lazyattn_document_lookups_total{" + ml + "} 7",
-          "lazyattn_kv_blocks_used{" + ml + "} 3", "# TYPE lazyattn_kv_blocks_used gauge"}) {
+             "lazyattn_http_requests_total{" + ml + ",route=\"/v1/documents/{id}\",status=\"404\"} 1",
+             "lazyattn_http_requests_total{" + ml + ",route=\"other\",status=\"404\"} 1",
+             "lazyattn_time_to_first_token_seconds_bucket{" + ml + ",le=\"0.02\"} 1",
+             "lazyattn_time_to_first_token_seconds_bucket{" + ml + ",le=\"5\"} 2",
+             "lazyattn_time_to_first_token_seconds_bucket{" + ml + ",le=\"+Inf\"} 2",
+             "lazyattn_time_to_first_token_seconds_count{" + ml + "} 2",
+             "lazyattn_request_queue_time_seconds_count{" + ml + "} 2",
+             "lazyattn_e2e_request_latency_seconds_sum{" + ml + "} 5.2",
+             "lazyattn_inter_token_latency_seconds_count{" + ml + "} 1",
+             "lazyattn_request_success_total{" + ml + ",finished_reason=\"stop\"} 1",
+             "lazyattn_request_success_total{" + ml + ",finished_reason=\"length\"} 1",
+             "lazyattn_request_success_total{" + ml + ",finished_reason=\"abort\"} 1",
+             "lazyattn_prompt_tokens_total{" + ml + "} 30",
+             "lazyattn_prefix_cache_queries_total{" + ml + "} 30",
+             "lazyattn_prefix_cache_hits_total{" + ml + "} 18",
+             "lazyattn_generation_tokens_total{" + ml + "} 12",
+             "lazyattn_num_requests_waiting{" + ml + "} 7",
+             "lazyattn_num_requests_running{" + ml + "} 2",
+             "lazyattn_kv_cache_usage_perc{" + ml + "} 0.25",
+             "lazyattn_document_lookups_total{" + ml + "} 7",
+             "lazyattn_kv_blocks_used{" + ml + "} 3",
+             "# TYPE lazyattn_kv_blocks_used gauge"}) {
         EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n" << text;
     }
 }

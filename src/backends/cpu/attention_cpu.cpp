@@ -88,10 +88,9 @@ struct HeadState {
 // Attends `num_rows` query rows of one sequence for the query heads of KV head `kvh`.
 // Scratch sizes: qrot [group * d], krot, kbuf, vbuf [block_size * d], scores [group * block_size],
 // acc [group * d], cs [rotary_dims].
-__attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
-void attend_rows(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh, int32_t row_begin,
-                 int32_t row_end, int32_t g_begin, int32_t g_end, float* qrot, float* krot, float* kbuf, float* vbuf,
-                 float* scores, float* acc, float* cs) {
+__attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_rows(
+    const AttentionParams& p, const AttentionSeq& seq, int32_t kvh, int32_t row_begin, int32_t row_end, int32_t g_begin,
+    int32_t g_end, float* qrot, float* krot, float* kbuf, float* vbuf, float* scores, float* acc, float* cs) {
     const int32_t d = p.head_dim;
     const int32_t bs = p.block_size;
     const int32_t group = p.num_heads / p.num_kv_heads;
@@ -153,7 +152,6 @@ void attend_rows(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
     }
 }
 
-
 // Scratch of one thread for attend_tile (64-byte aligned where the kernel needs it).
 struct TileScratch {
     std::vector<float> buf;
@@ -172,8 +170,8 @@ struct TileScratch {
 
 // The fast path: rows [row_begin, row_end) x the group's heads as one tile of at most 16 query
 // lanes (lane = row * group + g), one key block at a time through simd::attend_block_q16.
-void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh, int32_t row_begin,
-                 int32_t row_end, simd::AttendBlockFn attend_block, TileScratch& t) {
+void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh, int32_t row_begin, int32_t row_end,
+                 simd::AttendBlockFn attend_block, TileScratch& t) {
     constexpr int L = simd::kAttnTileLanes, B = simd::kAttnBlockKeys;
     const int32_t d = p.head_dim;
     const int32_t group = p.num_heads / p.num_kv_heads;
@@ -396,11 +394,14 @@ bool widen_for_prefill(const AttentionParams& p, const std::vector<int32_t>& seq
     if (int64_t(blocks.size()) * per_block * 8 > kMaxWideBytes) return false;
     w.k.resize(blocks.size() * per_block);
     w.v.resize(blocks.size() * per_block);
-    pool.parallel_for(int64_t(blocks.size()), [&](int64_t i) {
-        // A block's heads are contiguous: one conversion per block and tensor.
-        kernels::kv_to_f32(p.k_at(blocks[i], 0), p.kv_dtype, w.k.data() + i * per_block, per_block);
-        kernels::kv_to_f32(p.v_at(blocks[i], 0), p.kv_dtype, w.v.data() + i * per_block, per_block);
-    }, 4);
+    pool.parallel_for(
+        int64_t(blocks.size()),
+        [&](int64_t i) {
+            // A block's heads are contiguous: one conversion per block and tensor.
+            kernels::kv_to_f32(p.k_at(blocks[i], 0), p.kv_dtype, w.k.data() + i * per_block, per_block);
+            kernels::kv_to_f32(p.v_at(blocks[i], 0), p.kv_dtype, w.v.data() + i * per_block, per_block);
+        },
+        4);
     *wide = p;
     wide->k_cache = w.k.data();
     wide->v_cache = w.v.data();
@@ -419,7 +420,7 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
     struct Task {
         int32_t seq, kvh, begin, end;  // query rows
         int kind;
-        int32_t g_begin, g_end;        // query heads of the group (kRows)
+        int32_t g_begin, g_end;  // query heads of the group (kRows)
     };
     // The tile kernel serves sequences with several query rows (prefill); decode rows, and
     // shapes it does not cover, take attend_rows.
@@ -469,8 +470,9 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
     const int32_t d = p.head_dim;
     std::atomic<size_t> next{0};
     pool.run_on_all([&](int, int) {
-        std::vector<float> qrot(int64_t(group) * d), krot(int64_t(p.block_size) * d), kbuf(krot.size()), vbuf(krot.size()),
-            scores(int64_t(group) * p.block_size), acc(int64_t(group) * d), cs(p.rope.rotary_dims + 2);
+        std::vector<float> qrot(int64_t(group) * d), krot(int64_t(p.block_size) * d), kbuf(krot.size()),
+            vbuf(krot.size()), scores(int64_t(group) * p.block_size), acc(int64_t(group) * d),
+            cs(p.rope.rotary_dims + 2);
         std::unique_ptr<TileScratch> tile;
         for (size_t i = next++; i < tasks.size(); i = next++) {
             const Task& t = tasks[i];

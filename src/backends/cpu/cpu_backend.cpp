@@ -16,14 +16,11 @@ namespace {
 
 class CpuBackend final : public backend::Backend {
 public:
-    explicit CpuBackend(int num_threads) : pool_(num_threads) {
-        openblas_set_num_threads(pool_.num_threads());
-    }
+    explicit CpuBackend(int num_threads) : pool_(num_threads) { openblas_set_num_threads(pool_.num_threads()); }
     std::string name() const override { return "cpu"; }
     int num_threads() const override { return pool_.num_threads(); }
 
-    void rmsnorm(const float* x, const float* w, float* out, int64_t rows, int64_t dim,
-                 float eps) override {
+    void rmsnorm(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps) override {
         cpu::rmsnorm(x, w, out, rows, dim, eps, pool_);
     }
     void matmul(const kernels::MatmulParams& p) override {
@@ -37,12 +34,11 @@ public:
         }
         const float* w = static_cast<const float*>(p.w);
         if (p.num_rows == 1) {
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, int(p.out_dim), int(p.in_dim), 1.0f, w,
-                        int(p.in_dim), p.x, 1, 0.0f, p.y, 1);
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, int(p.out_dim), int(p.in_dim), 1.0f, w, int(p.in_dim), p.x, 1,
+                        0.0f, p.y, 1);
         } else {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(p.num_rows), int(p.out_dim),
-                        int(p.in_dim), 1.0f, p.x, int(p.in_dim), w, int(p.in_dim), 0.0f, p.y,
-                        int(p.out_dim));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(p.num_rows), int(p.out_dim), int(p.in_dim), 1.0f,
+                        p.x, int(p.in_dim), w, int(p.in_dim), 0.0f, p.y, int(p.out_dim));
         }
         if (p.bias != nullptr) {
             for (int64_t r = 0; r < p.num_rows; ++r) add_inplace(p.y + r * p.out_dim, p.bias, p.out_dim);

@@ -9,18 +9,21 @@
 
 namespace lazyattn::backends::cpu {
 
-void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim,
-             float eps, ThreadPool& pool) {
-    pool.parallel_for(num_rows, [&](int64_t r) {
-        const float* xr = x + r * dim;
-        float* o = out + r * dim;
-        float sum = 0.0f;
+void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps,
+             ThreadPool& pool) {
+    pool.parallel_for(
+        num_rows,
+        [&](int64_t r) {
+            const float* xr = x + r * dim;
+            float* o = out + r * dim;
+            float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
-        const float inv = 1.0f / std::sqrt(sum / float(dim) + eps);
+            for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
+            const float inv = 1.0f / std::sqrt(sum / float(dim) + eps);
 #pragma omp simd
-        for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * inv * weight[i];
-    }, 16);
+            for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * inv * weight[i];
+        },
+        16);
 }
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool) {
@@ -45,15 +48,18 @@ void add_inplace(float* x, const float* y, int64_t n) {
 }
 
 void rope_apply(const kernels::RopeApplyParams& p, ThreadPool& pool) {
-    pool.parallel_for(p.num_rows, [&](int64_t r) {
-        std::vector<float> cs(p.rope.rotary_dims + 2), tmp(p.head_dim);
-        rope_cos_sin(p.rope, p.positions[r], cs.data());
-        for (int32_t h = 0; h < p.num_heads; ++h) {
-            float* x = p.x + (r * p.num_heads + h) * p.head_dim;
-            rope_rotate_with(p.rope, cs.data(), x, tmp.data(), p.head_dim);
-            for (int32_t i = 0; i < p.head_dim; ++i) x[i] = tmp[i];
-        }
-    }, 16);
+    pool.parallel_for(
+        p.num_rows,
+        [&](int64_t r) {
+            std::vector<float> cs(p.rope.rotary_dims + 2), tmp(p.head_dim);
+            rope_cos_sin(p.rope, p.positions[r], cs.data());
+            for (int32_t h = 0; h < p.num_heads; ++h) {
+                float* x = p.x + (r * p.num_heads + h) * p.head_dim;
+                rope_rotate_with(p.rope, cs.data(), x, tmp.data(), p.head_dim);
+                for (int32_t i = 0; i < p.head_dim; ++i) x[i] = tmp[i];
+            }
+        },
+        16);
 }
 
 }  // namespace lazyattn::backends::cpu

@@ -29,10 +29,12 @@ void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKer
     const size_t rb = nb * kernels::weight_block_bytes(type);
     const auto* w = static_cast<const uint8_t*>(p.w);
     const bool gemm = p.num_rows >= kGemmMinRows;
-    const bool r16 = p.w_prepared != nullptr && g.pack_from_r16[kind] != nullptr;  // prefill tiles from the repacked form
+    const bool r16 =
+        p.w_prepared != nullptr && g.pack_from_r16[kind] != nullptr;  // prefill tiles from the repacked form
     scratch.resize(QuantActs::bytes(p.num_rows, nb));
     const QuantActs a = QuantActs::in(scratch.data(), p.num_rows, nb, !gemm && type != QuantWeight::kQ8_0);
-    pool.parallel_for(p.num_rows, [&](int64_t r) { g.prepare_row(p.x + r * p.in_dim, a, r, type); }, 8);
+    pool.parallel_for(
+        p.num_rows, [&](int64_t r) { g.prepare_row(p.x + r * p.in_dim, a, r, type); }, 8);
     const int threads = pool.num_threads();
 
     if (!gemm) {
@@ -59,7 +61,8 @@ void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKer
     pool.parallel_for(tiles * chunks, [&](int64_t task) {
         thread_local std::vector<uint8_t> packed_buf;
         if (packed_buf.size() < packed_bytes) packed_buf.resize(packed_bytes);
-        auto* packed = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(packed_buf.data()) + 63) & ~uintptr_t(63));
+        auto* packed =
+            reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(packed_buf.data()) + 63) & ~uintptr_t(63));
         const int64_t tile = task % tiles, chunk = task / tiles;
         const int64_t o0 = tile * simd::kGemmTileRows;
         const int nw = int(std::min<int64_t>(simd::kGemmTileRows, p.out_dim - o0));
@@ -91,7 +94,8 @@ void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
     const size_t w_row_bytes = nb * kernels::weight_block_bytes(type);
     scratch.resize(p.num_rows * x_row_bytes);
     const auto quantize = kernels::uses_q8_1(type) ? k.quantize_q8_1 : k.quantize_q8_0;
-    pool.parallel_for(p.num_rows, [&](int64_t r) { quantize(p.x + r * p.in_dim, scratch.data() + r * x_row_bytes, p.in_dim); }, 8);
+    pool.parallel_for(
+        p.num_rows, [&](int64_t r) { quantize(p.x + r * p.in_dim, scratch.data() + r * x_row_bytes, p.in_dim); }, 8);
 
     const simd::DotRowsFn dot = k.dot(type);
     const auto* w = static_cast<const uint8_t*>(p.w);
@@ -174,8 +178,8 @@ uint8_t* WeightArena::allocate(size_t bytes) {
     return p;
 }
 
-std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightType wt, int64_t in_dim,
-                                                 int64_t out_dim, WeightArena& arena) {
+std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightType wt, int64_t in_dim, int64_t out_dim,
+                                                 WeightArena& arena) {
     const auto* g = simd::quant_kernels().gemm;
     if (!is_tiled_quant(wt) || g == nullptr || in_dim % kernels::kQuantBlock != 0) return nullptr;
     const QuantWeight type = static_cast<QuantWeight>(wt);

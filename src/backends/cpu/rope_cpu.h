@@ -25,8 +25,8 @@ inline void rope_cos_sin(const kernels::RopeParams& rope, int32_t position, floa
 }
 
 // out = R(angles in cs) in; in and out may not alias. head_dim >= rotary_dims.
-inline void rope_rotate_with(const kernels::RopeParams& rope, const float* cs, const float* in,
-                             float* out, int32_t head_dim) {
+inline void rope_rotate_with(const kernels::RopeParams& rope, const float* cs, const float* in, float* out,
+                             int32_t head_dim) {
     const int32_t half = rope.rotary_dims / 2;
     if (rope.neox) {
         for (int32_t i = 0; i < half; ++i) {

@@ -15,15 +15,24 @@ using kernels::ref::ActFormat;
 size_t weight_row_bytes(WeightType t, int64_t n) {
     switch (t) {
         case WeightType::kF16:
-        case WeightType::kBF16: return size_t(n) * 2;
-        case WeightType::kQ5_0: return size_t(n / 32) * 22;
-        case WeightType::kQ5_1: return size_t(n / 32) * 24;
-        case WeightType::kQ2_K: return size_t(n / 256) * 84;
-        case WeightType::kQ3_K: return size_t(n / 256) * 110;
-        case WeightType::kQ4_K: return size_t(n / 256) * 144;
-        case WeightType::kQ5_K: return size_t(n / 256) * 176;
-        case WeightType::kQ6_K: return size_t(n / 256) * 210;
-        default: return 0;
+        case WeightType::kBF16:
+            return size_t(n) * 2;
+        case WeightType::kQ5_0:
+            return size_t(n / 32) * 22;
+        case WeightType::kQ5_1:
+            return size_t(n / 32) * 24;
+        case WeightType::kQ2_K:
+            return size_t(n / 256) * 84;
+        case WeightType::kQ3_K:
+            return size_t(n / 256) * 110;
+        case WeightType::kQ4_K:
+            return size_t(n / 256) * 144;
+        case WeightType::kQ5_K:
+            return size_t(n / 256) * 176;
+        case WeightType::kQ6_K:
+            return size_t(n / 256) * 210;
+        default:
+            return 0;
     }
 }
 
@@ -41,19 +50,22 @@ void typed_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
     if (fmt != ActFormat::kF32) {  // fp32 activations are read where they are
         x_row = kernels::ref::activation_row_bytes(p.w_type, p.in_dim);
         scratch.resize(p.num_rows * x_row);
-        pool.parallel_for(p.num_rows, [&](int64_t r) {
-            void* dst = scratch.data() + r * x_row;
-            const float* src = p.x + r * p.in_dim;
-            if (fmt == ActFormat::kQ8_0) {
-                k.quantize_q8_0(src, dst, p.in_dim);
-            } else if (fmt == ActFormat::kQ8_1) {
-                k.quantize_q8_1(src, dst, p.in_dim);
-            } else if (k.typed->quantize_q8_k != nullptr) {
-                k.typed->quantize_q8_k(src, dst, p.in_dim);
-            } else {
-                kernels::ref::quantize_row_q8_K(src, static_cast<kernels::BlockQ8_K*>(dst), p.in_dim);
-            }
-        }, 8);
+        pool.parallel_for(
+            p.num_rows,
+            [&](int64_t r) {
+                void* dst = scratch.data() + r * x_row;
+                const float* src = p.x + r * p.in_dim;
+                if (fmt == ActFormat::kQ8_0) {
+                    k.quantize_q8_0(src, dst, p.in_dim);
+                } else if (fmt == ActFormat::kQ8_1) {
+                    k.quantize_q8_1(src, dst, p.in_dim);
+                } else if (k.typed->quantize_q8_k != nullptr) {
+                    k.typed->quantize_q8_k(src, dst, p.in_dim);
+                } else {
+                    kernels::ref::quantize_row_q8_K(src, static_cast<kernels::BlockQ8_K*>(dst), p.in_dim);
+                }
+            },
+            8);
         x = scratch.data();
     }
     const auto* w = static_cast<const uint8_t*>(p.w);
@@ -108,16 +120,22 @@ std::string describe_weight_compute(WeightType t) {
     const auto& k = simd::quant_kernels();
     const std::string isa = k.isa;
     switch (t) {
-        case WeightType::kF32: return "in place, fp32 GEMM (OpenBLAS)";
+        case WeightType::kF32:
+            return "in place, fp32 GEMM (OpenBLAS)";
         case WeightType::kQ4_0:
         case WeightType::kQ4_1:
-            return std::string("in place, Q8_") + (t == WeightType::kQ4_0 ? "0" : "1") + " activations, integer dots (" +
-                   isa + (k.gemm != nullptr ? ", repacked 16 rows per vector at load)" : ")");
-        case WeightType::kQ8_0: return "in place, Q8_0 activations, integer dots (" + isa + ")";
-        case WeightType::kQ5_0: return "in place, Q8_0 activations, integer dots (" + isa + ")";
-        case WeightType::kQ5_1: return "in place, Q8_1 activations, integer dots (" + isa + ")";
+            return std::string("in place, Q8_") + (t == WeightType::kQ4_0 ? "0" : "1") +
+                   " activations, integer dots (" + isa +
+                   (k.gemm != nullptr ? ", repacked 16 rows per vector at load)" : ")");
+        case WeightType::kQ8_0:
+            return "in place, Q8_0 activations, integer dots (" + isa + ")";
+        case WeightType::kQ5_0:
+            return "in place, Q8_0 activations, integer dots (" + isa + ")";
+        case WeightType::kQ5_1:
+            return "in place, Q8_1 activations, integer dots (" + isa + ")";
         case WeightType::kF16:
-        case WeightType::kBF16: return "in place, widened in registers, fp32 FMA (" + isa + ")";
+        case WeightType::kBF16:
+            return "in place, widened in registers, fp32 FMA (" + isa + ")";
         default:
             if (is_typed_weight(t)) return "in place, Q8_K activations, integer dots per super-block (" + isa + ")";
             return "not supported";

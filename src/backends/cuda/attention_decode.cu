@@ -25,8 +25,8 @@ size_t decode_workspace_floats(const CudaAttentionParams& p, int num_splits) {
     return size_t(num_splits) * size_t(p.num_seqs) * size_t(p.num_heads) * size_t(p.head_dim + 1);
 }
 
-Status launch_attention_decode(const CudaAttentionParams& p, int num_splits, float* workspace,
-                               size_t workspace_floats, cudaStream_t stream) {
+Status launch_attention_decode(const CudaAttentionParams& p, int num_splits, float* workspace, size_t workspace_floats,
+                               cudaStream_t stream) {
     if (p.num_seqs == 0) return {};
     if (num_splits < 1 || num_splits > 65535) return invalid_argument("decode attention: bad number of splits");
     const size_t need = decode_workspace_floats(p, num_splits);
@@ -36,9 +36,12 @@ Status launch_attention_decode(const CudaAttentionParams& p, int num_splits, flo
     float* o_part = workspace;
     float* lse_part = need > 0 ? workspace + size_t(num_splits) * p.num_seqs * p.num_heads * p.head_dim : nullptr;
     switch (p.head_dim) {
-        case 64: return launch_attention_decode_dim<64>(p, num_splits, o_part, lse_part, stream);
-        case 128: return launch_attention_decode_dim<128>(p, num_splits, o_part, lse_part, stream);
-        default: return unsupported("decode attention: head_dim must be 64 or 128");
+        case 64:
+            return launch_attention_decode_dim<64>(p, num_splits, o_part, lse_part, stream);
+        case 128:
+            return launch_attention_decode_dim<128>(p, num_splits, o_part, lse_part, stream);
+        default:
+            return unsupported("decode attention: head_dim must be 64 or 128");
     }
 }
 

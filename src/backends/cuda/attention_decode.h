@@ -22,8 +22,8 @@ int decode_num_splits(const CudaAttentionParams& p, int num_sms);
 size_t decode_workspace_floats(const CudaAttentionParams& p, int num_splits);
 
 // Launches decode attention for p (p.max_queries_per_seq <= 1, shapes validated by the caller).
-Status launch_attention_decode(const CudaAttentionParams& p, int num_splits, float* workspace,
-                               size_t workspace_floats, cudaStream_t stream);
+Status launch_attention_decode(const CudaAttentionParams& p, int num_splits, float* workspace, size_t workspace_floats,
+                               cudaStream_t stream);
 
 // One instantiation per head_dim (attention_decode_d64.cu, attention_decode_d128.cu).
 template <int D>

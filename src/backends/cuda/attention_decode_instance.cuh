@@ -17,7 +17,8 @@ Status launch_decode_variant(const CudaAttentionParams& p, const DecodeSplitArgs
         reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem));
     LA_RETURN_IF_ERROR(cuda_status(attribute_status, "cudaFuncSetAttribute(attention_decode_kernel)"));
     const int group = p.num_heads / p.num_kv_heads;
-    const dim3 grid(unsigned(p.num_kv_heads * ((group + GP - 1) / GP)), unsigned(p.num_seqs), unsigned(split.num_splits));
+    const dim3 grid(unsigned(p.num_kv_heads * ((group + GP - 1) / GP)), unsigned(p.num_seqs),
+                    unsigned(split.num_splits));
     LA_LAUNCH_KERNEL(kernel, grid, dim3(DecodeShape<D>::kThreads), kSmem, stream, p, split);
     LA_CUDA_RETURN_IF_LAUNCH_FAILED("attention_decode_kernel");
     if (split.num_splits > 1) {

@@ -28,9 +28,9 @@ template <int D>
 struct DecodeShape {
     static_assert(D == 64 || D == 128, "decode supports head_dim 64 and 128");
     static constexpr int kThreads = 128;
-    static constexpr int kLanesPerKey = D / 8;                      // one 16-byte vector per lane
+    static constexpr int kLanesPerKey = D / 8;  // one 16-byte vector per lane
     static constexpr int kSubWarps = kThreads / kLanesPerKey;
-    static constexpr int kTileTokens = 4096 / D;                    // 16 KiB of K+V per stage
+    static constexpr int kTileTokens = 4096 / D;                     // 16 KiB of K+V per stage
     static constexpr int kKeysPerSubWarp = kTileTokens / kSubWarps;  // 4
     static constexpr int kStages = 4;
     static constexpr int kTileElems = kTileTokens * D;
@@ -186,7 +186,8 @@ __device__ __forceinline__ void decode_read_key(const kernels::RopeParams& rope,
 }
 
 template <int D, int GP, bool KEYS_ROTATED>
-__global__ void __launch_bounds__(128) attention_decode_kernel(const CudaAttentionParams p, const DecodeSplitArgs split) {
+__global__ void __launch_bounds__(128)
+    attention_decode_kernel(const CudaAttentionParams p, const DecodeSplitArgs split) {
     using S = DecodeShape<D>;
     constexpr int T = S::kTileTokens;
     constexpr int L = S::kLanesPerKey;
@@ -219,8 +220,8 @@ __global__ void __launch_bounds__(128) attention_decode_kernel(const CudaAttenti
 #pragma unroll
     for (int s = 0; s < S::kStages - 1; ++s) {
         if (s < num_tiles) {
-            decode_load_tile<D>(p, p.spans[load_c.span], load_c.t0, min(T, load_c.visible - load_c.t0), kvh,
-                                stage_k(s), stage_v(s));
+            decode_load_tile<D>(p, p.spans[load_c.span], load_c.t0, min(T, load_c.visible - load_c.t0), kvh, stage_k(s),
+                                stage_v(s));
             cursor_advance<T>(p, seq.span_end, pos, load_c);
         }
         cp_async_commit();
@@ -260,8 +261,8 @@ __global__ void __launch_bounds__(128) attention_decode_kernel(const CudaAttenti
         __syncthreads();  // tile i landed for everyone; stage (i-1) % kStages is free
         if (i + S::kStages - 1 < num_tiles) {
             const int s = (i + S::kStages - 1) % S::kStages;
-            decode_load_tile<D>(p, p.spans[load_c.span], load_c.t0, min(T, load_c.visible - load_c.t0), kvh,
-                                stage_k(s), stage_v(s));
+            decode_load_tile<D>(p, p.spans[load_c.span], load_c.t0, min(T, load_c.visible - load_c.t0), kvh, stage_k(s),
+                                stage_v(s));
             cursor_advance<T>(p, seq.span_end, pos, load_c);
         }
         cp_async_commit();
@@ -328,9 +329,9 @@ __global__ void __launch_bounds__(128) attention_decode_kernel(const CudaAttenti
     // Merge the sub-warps' states (the pipeline's shared memory is free once every copy landed).
     cp_async_wait<0>();
     __syncthreads();
-    float* mrg_m = reinterpret_cast<float*>(smem);        // [kSubWarps][GP]
-    float* mrg_l = mrg_m + S::kSubWarps * GP;             // [kSubWarps][GP]
-    float* mrg_acc = mrg_l + S::kSubWarps * GP;           // [kSubWarps][GP][D]
+    float* mrg_m = reinterpret_cast<float*>(smem);  // [kSubWarps][GP]
+    float* mrg_l = mrg_m + S::kSubWarps * GP;       // [kSubWarps][GP]
+    float* mrg_acc = mrg_l + S::kSubWarps * GP;     // [kSubWarps][GP][D]
 #pragma unroll
     for (int g = 0; g < GP; ++g) {
         if (j == 0) {
@@ -367,8 +368,8 @@ __global__ void __launch_bounds__(128) attention_decode_kernel(const CudaAttenti
 
 // out[row, head] = sum_s 2^(lse_s - max) o_s / sum_s 2^(lse_s - max) over the splits.
 template <int D>
-__global__ void __launch_bounds__(128) attention_decode_combine_kernel(const CudaAttentionParams p,
-                                                                       const DecodeSplitArgs split) {
+__global__ void __launch_bounds__(128)
+    attention_decode_combine_kernel(const CudaAttentionParams p, const DecodeSplitArgs split) {
     const int seq_index = blockIdx.x, head = blockIdx.y;
     const kernels::AttentionSeq seq = p.seqs[seq_index];
     if (seq.num_queries <= 0) return;

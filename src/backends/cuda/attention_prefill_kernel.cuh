@@ -123,9 +123,9 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
     bf16* const kv_base = reinterpret_cast<bf16*>(smem);  // K stage 0, K stage 1, V stage 0, V stage 1
     auto k_stage = [&](int s) { return kv_base + s * S::kTileElems; };
     auto v_stage = [&](int s) { return kv_base + (2 + s) * S::kTileElems; };
-    float* qs = reinterpret_cast<float*>(smem + S::kKvBytes);                 // [BM][kQStride]
+    float* qs = reinterpret_cast<float*>(smem + S::kKvBytes);                // [BM][kQStride]
     int* row_pos = reinterpret_cast<int*>(smem + S::kKvBytes + S::kQBytes);  // [BM]
-    float2* delta_cs = reinterpret_cast<float2*>(row_pos + BM);               // [D/2] at -delta
+    float2* delta_cs = reinterpret_cast<float2*>(row_pos + BM);              // [D/2] at -delta
 
     const kernels::AttentionSeq seq = p.seqs[blockIdx.z];
     const int q_begin = int(gridDim.x - 1 - blockIdx.x) * BM;  // heaviest (latest) tiles first
@@ -149,8 +149,8 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
     TileCursor load_c = cursor_at<BN>(p, seq, max_pos, 0);
     TileCursor comp_c = load_c;
     if (load_c.span < seq.span_end) {
-        prefill_load_tile<D>(p, p.spans[load_c.span], load_c.t0, min(BN, load_c.visible - load_c.t0), kvh,
-                             k_stage(0), v_stage(0));
+        prefill_load_tile<D>(p, p.spans[load_c.span], load_c.t0, min(BN, load_c.visible - load_c.t0), kvh, k_stage(0),
+                             v_stage(0));
         cursor_advance<BN>(p, seq.span_end, max_pos, load_c);
     }
     cp_async_commit();

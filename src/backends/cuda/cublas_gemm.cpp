@@ -18,11 +18,12 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-#define LA_LT_FUNCTIONS(X)                                                                           \
-    X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)    \
-    X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)   \
-    X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                             \
-    X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+#define LA_LT_FUNCTIONS(X)                                                                                        \
+    X(cublasLtCreate)                                                                                             \
+    X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
+        X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate)            \
+            X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                            \
+                X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
 
 // The cuBLASLt entry points, resolved from the shared library.
 struct LtApi {
@@ -42,8 +43,8 @@ Expected<LtApi> load_lt_api() {
         return not_found("cannot load " + soname + " (add its folder to LD_LIBRARY_PATH): " + (err ? err : ""));
     }
     LtApi api;
-#define LA_LT_RESOLVE(name)                                                                  \
-    api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));                      \
+#define LA_LT_RESOLVE(name)                                             \
+    api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name)); \
     if (api.name == nullptr) return not_found(soname + " lacks " #name);
     LA_LT_FUNCTIONS(LA_LT_RESOLVE)
 #undef LA_LT_RESOLVE
@@ -111,19 +112,21 @@ Expected<const CublasGemm::Plan*> CublasGemm::plan_for(const GemmParams& p) {
         lt().cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
     LA_CUBLAS_RETURN_IF_ERROR(
         lt().cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
-    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.n), p.k));
-    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.m), p.k));
+    LA_CUBLAS_RETURN_IF_ERROR(
+        lt().cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.n), p.k));
+    LA_CUBLAS_RETURN_IF_ERROR(
+        lt().cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.m), p.k));
     LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatrixLayoutCreate(&plan->c, y_type, uint64_t(p.n), uint64_t(p.m), p.n));
     cublasLtMatmulPreference_t pref = nullptr;
     LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = workspace_bytes_;
-    cublasStatus_t s = lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                                            sizeof(ws));
+    cublasStatus_t s =
+        lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     if (s == CUBLAS_STATUS_SUCCESS) {
-        s = lt().cublasLtMatmulAlgoGetHeuristic(handle_of(handle_), plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1, &result,
-                                           &found);
+        s = lt().cublasLtMatmulAlgoGetHeuristic(handle_of(handle_), plan->op, plan->a, plan->b, plan->c, plan->c, pref,
+                                                1, &result, &found);
     }
     lt().cublasLtMatmulPreferenceDestroy(pref);
     LA_RETURN_IF_ERROR(cublas_status(s, "cublasLtMatmulAlgoGetHeuristic"));
@@ -139,8 +142,9 @@ Status CublasGemm::run(const GemmParams& p, cudaStream_t stream) {
     if (p.m < 0 || p.n < 0 || p.k <= 0) return invalid_argument("gemm: bad shape");
     LA_ASSIGN_OR_RETURN(const Plan* plan, plan_for(p));
     const float alpha = 1.0f, beta = 0.0f;
-    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatmul(handle_of(handle_), plan->op, &alpha, p.w, plan->a, p.x, plan->b, &beta, p.y,
-                                             plan->c, p.y, plan->c, &plan->algo, workspace_, workspace_bytes_, stream));
+    LA_CUBLAS_RETURN_IF_ERROR(lt().cublasLtMatmul(handle_of(handle_), plan->op, &alpha, p.w, plan->a, p.x, plan->b,
+                                                  &beta, p.y, plan->c, p.y, plan->c, &plan->algo, workspace_,
+                                                  workspace_bytes_, stream));
     return {};
 }
 

@@ -13,22 +13,22 @@
 namespace lazyattn::backends::cuda {
 
 struct CudaAttentionParams {
-    const float* q;                      // [num_rows, num_heads, head_dim], unrotated
-    const int32_t* q_pos;                // [num_rows] logical position of each query row
-    float* out;                          // [num_rows, num_heads, head_dim]
-    const __nv_bfloat16* k_cache;        // [num_blocks, num_kv_heads, block_size, head_dim]
-    const __nv_bfloat16* v_cache;        // [num_blocks, num_kv_heads, block_size, head_dim]
-    const int32_t* block_ids;            // referenced by spans
+    const float* q;                // [num_rows, num_heads, head_dim], unrotated
+    const int32_t* q_pos;          // [num_rows] logical position of each query row
+    float* out;                    // [num_rows, num_heads, head_dim]
+    const __nv_bfloat16* k_cache;  // [num_blocks, num_kv_heads, block_size, head_dim]
+    const __nv_bfloat16* v_cache;  // [num_blocks, num_kv_heads, block_size, head_dim]
+    const int32_t* block_ids;      // referenced by spans
     const kernels::AttentionSpan* spans;
-    const kernels::AttentionSeq* seqs;   // [num_seqs]
+    const kernels::AttentionSeq* seqs;  // [num_seqs]
     int32_t num_seqs;
     int32_t num_heads;
     int32_t num_kv_heads;
-    int32_t head_dim;                    // 64 or 128
+    int32_t head_dim;  // 64 or 128
     int32_t block_size;
-    float scale;                         // usually 1/sqrt(head_dim)
-    kernels::RopeParams rope;            // inv_freq and cos_sin_table on the device
-    bool keys_rotated;                   // false: lazy-k (the kernel rotates each key)
+    float scale;               // usually 1/sqrt(head_dim)
+    kernels::RopeParams rope;  // inv_freq and cos_sin_table on the device
+    bool keys_rotated;         // false: lazy-k (the kernel rotates each key)
 
     // Host-side facts of the plan (the device arrays above are never read on the host).
     int32_t max_queries_per_seq;  // max num_queries over seqs: 1 selects the decode kernel

@@ -35,8 +35,8 @@ Status check_attention(const CudaAttentionParams& p) {
     if (p.max_queries_per_seq < 0 || p.max_kv_tokens < 0 || p.num_splits < 0) {
         return invalid_argument("attention: negative plan bounds");
     }
-    if (p.num_seqs > 0 && (!p.q || !p.q_pos || !p.out || !p.k_cache || !p.v_cache || !p.block_ids || !p.spans ||
-                           !p.seqs)) {
+    if (p.num_seqs > 0 &&
+        (!p.q || !p.q_pos || !p.out || !p.k_cache || !p.v_cache || !p.block_ids || !p.spans || !p.seqs)) {
         return invalid_argument("attention: null pointer");
     }
     return check_rope(p.rope, p.head_dim, "attention");
@@ -140,8 +140,7 @@ Status CudaBackend::kv_copy_rotate(const KvCopyRotateParams& p) {
     return launch_kv_copy_rotate(p, stream_);
 }
 
-Status CudaBackend::rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim,
-                            float eps) {
+Status CudaBackend::rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps) {
     if (num_rows < 0 || dim <= 0) return invalid_argument("rmsnorm: bad shape");
     return launch_rmsnorm(x, weight, out, num_rows, dim, eps, stream_);
 }
@@ -168,14 +167,15 @@ Status CudaBackend::embedding(const float* table, const int32_t* ids, float* out
     return launch_embedding(table, ids, out, num_rows, dim, vocab_size, stream_);
 }
 
-Status CudaBackend::embedding(const __nv_bfloat16* table, const int32_t* ids, float* out, int64_t num_rows,
-                              int64_t dim, int64_t vocab_size) {
+Status CudaBackend::embedding(const __nv_bfloat16* table, const int32_t* ids, float* out, int64_t num_rows, int64_t dim,
+                              int64_t vocab_size) {
     if (num_rows < 0 || dim <= 0 || vocab_size <= 0) return invalid_argument("embedding: bad shape");
     return launch_embedding(table, ids, out, num_rows, dim, vocab_size, stream_);
 }
 
 Status CudaBackend::sample(const SampleParams& p) {
-    if (p.num_rows < 0 || p.vocab_size <= 0 || p.row_stride < p.vocab_size) return invalid_argument("sample: bad shape");
+    if (p.num_rows < 0 || p.vocab_size <= 0 || p.row_stride < p.vocab_size)
+        return invalid_argument("sample: bad shape");
     if (p.num_rows > 0 && p.temperature != nullptr && p.uniform == nullptr) {
         return invalid_argument("sample: temperature given without uniform draws");
     }

@@ -13,15 +13,13 @@
 #define LA_SHARED static
 #define LA_DYNAMIC_SMEM(name) unsigned char* name = ::lazyattn::emu::dynamic_smem()
 // Launches `kernel` (a function pointer, not a template-id with commas) on the emulator.
-#define LA_LAUNCH_KERNEL(kernel, grid, block, smem, stream, ...)                                \
-    ::lazyattn::emu::launch(grid, block, smem, reinterpret_cast<const void*>(kernel), \
-                            [=] { kernel(__VA_ARGS__); })
+#define LA_LAUNCH_KERNEL(kernel, grid, block, smem, stream, ...) \
+    ::lazyattn::emu::launch(grid, block, smem, reinterpret_cast<const void*>(kernel), [=] { kernel(__VA_ARGS__); })
 #else
 #include <cuda_runtime.h>
 #define LA_SHARED __shared__
 #define LA_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
-#define LA_LAUNCH_KERNEL(kernel, grid, block, smem, stream, ...) \
-    kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
+#define LA_LAUNCH_KERNEL(kernel, grid, block, smem, stream, ...) kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
 #endif
 
 namespace lazyattn::backends::cuda {

@@ -11,8 +11,8 @@
 namespace lazyattn::backends::cuda {
 
 template <typename OutT>
-__global__ void __launch_bounds__(256) rmsnorm_kernel(const float* x, const float* weight, OutT* out, int64_t dim,
-                                                      float eps) {
+__global__ void __launch_bounds__(256)
+    rmsnorm_kernel(const float* x, const float* weight, OutT* out, int64_t dim, float eps) {
     LA_SHARED float partial[32];
     const float* xr = x + int64_t(blockIdx.x) * dim;
     float sum = 0.0f;
@@ -38,8 +38,8 @@ __global__ void __launch_bounds__(256) swiglu_kernel(const float* gate, const fl
 }
 
 template <typename InT>
-__global__ void __launch_bounds__(256) embedding_kernel(const InT* table, const int32_t* ids, float* out, int64_t dim,
-                                                        int64_t vocab_size) {
+__global__ void __launch_bounds__(256)
+    embedding_kernel(const InT* table, const int32_t* ids, float* out, int64_t dim, int64_t vocab_size) {
     const int32_t id = ids[blockIdx.x];
     float* o = out + int64_t(blockIdx.x) * dim;
     const bool valid = id >= 0 && id < vocab_size;

@@ -15,8 +15,8 @@ namespace lazyattn::backends::cuda {
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight; x [num_rows, dim], weight [dim].
 Status launch_rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps,
                       cudaStream_t stream);
-Status launch_rmsnorm(const float* x, const float* weight, __nv_bfloat16* out, int64_t num_rows, int64_t dim,
-                      float eps, cudaStream_t stream);
+Status launch_rmsnorm(const float* x, const float* weight, __nv_bfloat16* out, int64_t num_rows, int64_t dim, float eps,
+                      cudaStream_t stream);
 
 // out = silu(gate) * up over n elements (out may alias gate or up when of the same type).
 Status launch_swiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);

@@ -16,8 +16,10 @@ __global__ void __launch_bounds__(128) kv_copy_rotate_kernel(const KvCopyRotateP
     const int d_total = p.head_dim;
     for (int idx = threadIdx.x; idx < p.num_kv_heads * d_total; idx += blockDim.x) {
         const int h = idx / d_total, d = idx % d_total;
-        const int64_t src = layer_off + ((int64_t(p.src_blocks[b]) * p.num_kv_heads + h) * p.block_size + offset) * d_total;
-        const int64_t dst = layer_off + ((int64_t(p.dst_blocks[b]) * p.num_kv_heads + h) * p.block_size + offset) * d_total;
+        const int64_t src =
+            layer_off + ((int64_t(p.src_blocks[b]) * p.num_kv_heads + h) * p.block_size + offset) * d_total;
+        const int64_t dst =
+            layer_off + ((int64_t(p.dst_blocks[b]) * p.num_kv_heads + h) * p.block_size + offset) * d_total;
         float k = bf16_to_float(p.k_cache[src + d]);
         RopeSlot rs{0, 0, true};
         if (p.delta != 0 && rope_slot(p.rope, d, &rs)) {

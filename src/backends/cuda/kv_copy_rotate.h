@@ -15,17 +15,17 @@
 namespace lazyattn::backends::cuda {
 
 struct KvCopyRotateParams {
-    __nv_bfloat16* k_cache;      // layer 0 of [num_layers][num_blocks, num_kv_heads, block_size, head_dim]
-    __nv_bfloat16* v_cache;      // same layout
-    int64_t layer_stride;        // elements from one layer's cache to the next
+    __nv_bfloat16* k_cache;  // layer 0 of [num_layers][num_blocks, num_kv_heads, block_size, head_dim]
+    __nv_bfloat16* v_cache;  // same layout
+    int64_t layer_stride;    // elements from one layer's cache to the next
     int32_t num_layers;
-    const int32_t* src_blocks;   // [ceil(num_tokens / block_size)]
-    const int32_t* dst_blocks;   // [ceil(num_tokens / block_size)], disjoint from src_blocks
+    const int32_t* src_blocks;  // [ceil(num_tokens / block_size)]
+    const int32_t* dst_blocks;  // [ceil(num_tokens / block_size)], disjoint from src_blocks
     int32_t num_tokens;
     int32_t num_kv_heads;
     int32_t head_dim;
     int32_t block_size;
-    int32_t delta;               // rotate keys by this many positions
+    int32_t delta;  // rotate keys by this many positions
     kernels::RopeParams rope;
 };
 

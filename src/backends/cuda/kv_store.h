@@ -24,7 +24,7 @@ struct KvStoreParams {
     int32_t num_kv_heads;
     int32_t head_dim;
     int32_t block_size;
-    kernels::RopeParams rope;       // used when rope_positions is set
+    kernels::RopeParams rope;  // used when rope_positions is set
 };
 
 Status launch_kv_store(const KvStoreParams& p, cudaStream_t stream);

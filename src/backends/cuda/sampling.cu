@@ -267,7 +267,9 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(const SamplePara
     }
     Cut keep = kEverything;
     const int top_k = p.top_k != nullptr ? p.top_k[row] : 0;
-    if (top_k > 0 && top_k < n) keep = block_select(x, n, keep, float(top_k), [](float) { return 1.0f; }, sm);
+    if (top_k > 0 && top_k < n)
+        keep = block_select(
+            x, n, keep, float(top_k), [](float) { return 1.0f; }, sm);
     const float top_p = p.top_p != nullptr ? p.top_p[row] : 1.0f;
     if (top_p < 1.0f) {
         auto prob = [mx](float v) { return expf(sanitize(v) - mx); };

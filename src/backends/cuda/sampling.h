@@ -18,15 +18,15 @@
 namespace lazyattn::backends::cuda {
 
 struct SampleParams {
-    const float* logits;        // [num_rows, row_stride], the first vocab_size of each row used
+    const float* logits;  // [num_rows, row_stride], the first vocab_size of each row used
     int64_t row_stride;
     int32_t num_rows;
     int32_t vocab_size;
-    const float* temperature;   // [num_rows]; <= 0: greedy
-    const int32_t* top_k;       // [num_rows]; <= 0 or >= vocab_size: off
-    const float* top_p;         // [num_rows]; >= 1: off
-    const float* uniform;       // [num_rows] the draw u in [0, 1)
-    int32_t* tokens;            // [num_rows] the chosen token ids
+    const float* temperature;  // [num_rows]; <= 0: greedy
+    const int32_t* top_k;      // [num_rows]; <= 0 or >= vocab_size: off
+    const float* top_p;        // [num_rows]; >= 1: off
+    const float* uniform;      // [num_rows] the draw u in [0, 1)
+    int32_t* tokens;           // [num_rows] the chosen token ids
 };
 
 Status launch_sample(const SampleParams& p, cudaStream_t stream);

@@ -22,7 +22,7 @@ struct AttentionSpan {
 struct AttentionSeq {
     int32_t query_start;  // first row of q/out belonging to this sequence
     int32_t num_queries;
-    int32_t span_begin;   // spans[span_begin, span_end)
+    int32_t span_begin;  // spans[span_begin, span_end)
     int32_t span_end;
 };
 
@@ -41,22 +41,22 @@ struct RopeParams {
 };
 
 struct AttentionParams {
-    const float* q;           // [num_rows, num_heads, head_dim], unrotated
-    const int32_t* q_pos;     // [num_rows] logical position of each query row
-    float* out;               // [num_rows, num_heads, head_dim]
-    const void* k_cache;      // [num_blocks, num_kv_heads, block_size, head_dim] of kv_dtype
-    const void* v_cache;      // [num_blocks, num_kv_heads, block_size, head_dim] of kv_dtype
-    const int32_t* block_ids; // referenced by spans
+    const float* q;            // [num_rows, num_heads, head_dim], unrotated
+    const int32_t* q_pos;      // [num_rows] logical position of each query row
+    float* out;                // [num_rows, num_heads, head_dim]
+    const void* k_cache;       // [num_blocks, num_kv_heads, block_size, head_dim] of kv_dtype
+    const void* v_cache;       // [num_blocks, num_kv_heads, block_size, head_dim] of kv_dtype
+    const int32_t* block_ids;  // referenced by spans
     const AttentionSpan* spans;
-    const AttentionSeq* seqs; // [num_seqs]
+    const AttentionSeq* seqs;  // [num_seqs]
     int32_t num_seqs;
     int32_t num_heads;
     int32_t num_kv_heads;
     int32_t head_dim;
     int32_t block_size;
-    float scale;              // usually 1/sqrt(head_dim)
+    float scale;  // usually 1/sqrt(head_dim)
     RopeParams rope;
-    bool keys_rotated;        // false: lazy-k (kernel rotates each key to its logical position)
+    bool keys_rotated;  // false: lazy-k (kernel rotates each key to its logical position)
     KvDtype kv_dtype = KvDtype::kF32;
 
     // Offset in elements of (block, kv head)'s first key, and its address.

@@ -25,16 +25,14 @@ enum class WeightType : uint32_t {
 };
 
 // The types with a direct kernel (all of the above).
-inline bool is_weight_type(uint32_t t) {
-    return t <= 3 || (t >= 6 && t <= 8) || (t >= 10 && t <= 14) || t == 30;
-}
+inline bool is_weight_type(uint32_t t) { return t <= 3 || (t >= 6 && t <= 8) || (t >= 10 && t <= 14) || t == 30; }
 
 struct MatmulParams {
-    const float* x;       // [num_rows, in_dim]
-    const void* w;        // [out_dim, in_dim] row-major (GGUF's layout: dims[0] = in_dim), w_type
+    const float* x;  // [num_rows, in_dim]
+    const void* w;   // [out_dim, in_dim] row-major (GGUF's layout: dims[0] = in_dim), w_type
     WeightType w_type;
-    const float* bias;    // [out_dim] or nullptr
-    float* y;             // [num_rows, out_dim]
+    const float* bias;  // [out_dim] or nullptr
+    float* y;           // [num_rows, out_dim]
     int64_t num_rows;
     int64_t in_dim;
     int64_t out_dim;

@@ -9,8 +9,8 @@
 namespace lazyattn::kernels {
 
 struct RopeApplyParams {
-    float* x;                 // [num_rows, num_heads, head_dim], rotated in place
-    const int32_t* positions; // [num_rows]
+    float* x;                  // [num_rows, num_heads, head_dim], rotated in place
+    const int32_t* positions;  // [num_rows]
     int32_t num_rows;
     int32_t num_heads;
     int32_t head_dim;

@@ -40,19 +40,43 @@ void k4_scales(const uint8_t* s, KUnpacked* u) {
 // Bytes per block and elements per block of each type (GGUF).
 void block_geometry(WeightType t, size_t* bytes, int64_t* elems) {
     switch (t) {
-        case WeightType::kQ5_0: *bytes = 22, *elems = 32; return;
-        case WeightType::kQ5_1: *bytes = 24, *elems = 32; return;
-        case WeightType::kQ2_K: *bytes = 84, *elems = 256; return;
-        case WeightType::kQ3_K: *bytes = 110, *elems = 256; return;
-        case WeightType::kQ4_K: *bytes = 144, *elems = 256; return;
-        case WeightType::kQ5_K: *bytes = 176, *elems = 256; return;
-        case WeightType::kQ6_K: *bytes = 210, *elems = 256; return;
+        case WeightType::kQ5_0:
+            *bytes = 22, *elems = 32;
+            return;
+        case WeightType::kQ5_1:
+            *bytes = 24, *elems = 32;
+            return;
+        case WeightType::kQ2_K:
+            *bytes = 84, *elems = 256;
+            return;
+        case WeightType::kQ3_K:
+            *bytes = 110, *elems = 256;
+            return;
+        case WeightType::kQ4_K:
+            *bytes = 144, *elems = 256;
+            return;
+        case WeightType::kQ5_K:
+            *bytes = 176, *elems = 256;
+            return;
+        case WeightType::kQ6_K:
+            *bytes = 210, *elems = 256;
+            return;
         case WeightType::kF16:
-        case WeightType::kBF16: *bytes = 2, *elems = 1; return;
-        case WeightType::kQ4_0: *bytes = 18, *elems = 32; return;
-        case WeightType::kQ4_1: *bytes = 20, *elems = 32; return;
-        case WeightType::kQ8_0: *bytes = 34, *elems = 32; return;
-        case WeightType::kF32: *bytes = 4, *elems = 1; return;
+        case WeightType::kBF16:
+            *bytes = 2, *elems = 1;
+            return;
+        case WeightType::kQ4_0:
+            *bytes = 18, *elems = 32;
+            return;
+        case WeightType::kQ4_1:
+            *bytes = 20, *elems = 32;
+            return;
+        case WeightType::kQ8_0:
+            *bytes = 34, *elems = 32;
+            return;
+        case WeightType::kF32:
+            *bytes = 4, *elems = 1;
+            return;
     }
     *bytes = 0, *elems = 1;
 }
@@ -189,12 +213,18 @@ void unpack_q6_K(const uint8_t* b, KUnpacked* u) {
 
 UnpackFn unpack_function(WeightType type) {
     switch (type) {
-        case WeightType::kQ2_K: return unpack_q2_K;
-        case WeightType::kQ3_K: return unpack_q3_K;
-        case WeightType::kQ4_K: return unpack_q4_K;
-        case WeightType::kQ5_K: return unpack_q5_K;
-        case WeightType::kQ6_K: return unpack_q6_K;
-        default: return nullptr;
+        case WeightType::kQ2_K:
+            return unpack_q2_K;
+        case WeightType::kQ3_K:
+            return unpack_q3_K;
+        case WeightType::kQ4_K:
+            return unpack_q4_K;
+        case WeightType::kQ5_K:
+            return unpack_q5_K;
+        case WeightType::kQ6_K:
+            return unpack_q6_K;
+        default:
+            return nullptr;
     }
 }
 
@@ -242,32 +272,48 @@ ActFormat activation_format(WeightType type) {
     switch (type) {
         case WeightType::kF32:
         case WeightType::kF16:
-        case WeightType::kBF16: return ActFormat::kF32;
+        case WeightType::kBF16:
+            return ActFormat::kF32;
         case WeightType::kQ4_1:
-        case WeightType::kQ5_1: return ActFormat::kQ8_1;
+        case WeightType::kQ5_1:
+            return ActFormat::kQ8_1;
         case WeightType::kQ4_0:
         case WeightType::kQ5_0:
-        case WeightType::kQ8_0: return ActFormat::kQ8_0;
-        default: return ActFormat::kQ8_K;
+        case WeightType::kQ8_0:
+            return ActFormat::kQ8_0;
+        default:
+            return ActFormat::kQ8_K;
     }
 }
 
 size_t activation_row_bytes(WeightType type, int64_t n) {
     switch (activation_format(type)) {
-        case ActFormat::kF32: return size_t(n) * 4;
-        case ActFormat::kQ8_0: return size_t(n / 32) * sizeof(BlockQ8_0);
-        case ActFormat::kQ8_1: return size_t(n / 32) * sizeof(BlockQ8_1);
-        case ActFormat::kQ8_K: return size_t(n / kSuperBlock) * sizeof(BlockQ8_K);
+        case ActFormat::kF32:
+            return size_t(n) * 4;
+        case ActFormat::kQ8_0:
+            return size_t(n / 32) * sizeof(BlockQ8_0);
+        case ActFormat::kQ8_1:
+            return size_t(n / 32) * sizeof(BlockQ8_1);
+        case ActFormat::kQ8_K:
+            return size_t(n / kSuperBlock) * sizeof(BlockQ8_K);
     }
     return 0;
 }
 
 void prepare_activation_row(WeightType type, const float* x, void* y, int64_t n) {
     switch (activation_format(type)) {
-        case ActFormat::kF32: std::memcpy(y, x, size_t(n) * 4); return;
-        case ActFormat::kQ8_0: quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n); return;
-        case ActFormat::kQ8_1: quantize_row_q8_1(x, static_cast<BlockQ8_1*>(y), n); return;
-        case ActFormat::kQ8_K: quantize_row_q8_K(x, static_cast<BlockQ8_K*>(y), n); return;
+        case ActFormat::kF32:
+            std::memcpy(y, x, size_t(n) * 4);
+            return;
+        case ActFormat::kQ8_0:
+            quantize_row_q8_0(x, static_cast<BlockQ8_0*>(y), n);
+            return;
+        case ActFormat::kQ8_1:
+            quantize_row_q8_1(x, static_cast<BlockQ8_1*>(y), n);
+            return;
+        case ActFormat::kQ8_K:
+            quantize_row_q8_K(x, static_cast<BlockQ8_K*>(y), n);
+            return;
     }
 }
 
@@ -276,12 +322,18 @@ float vec_dot_typed(WeightType type, const void* wv, const void* x, int64_t n) {
     switch (type) {
         case WeightType::kQ4_0:
         case WeightType::kQ4_1:
-        case WeightType::kQ8_0: return vec_dot(static_cast<QuantWeight>(type), w, x, n);
-        case WeightType::kQ5_0: return dot_q5_0(w, static_cast<const BlockQ8_0*>(x), n / 32);
-        case WeightType::kQ5_1: return dot_q5_1(w, static_cast<const BlockQ8_1*>(x), n / 32);
-        case WeightType::kF16: return dot_16bit(false, w, static_cast<const float*>(x), n);
-        case WeightType::kBF16: return dot_16bit(true, w, static_cast<const float*>(x), n);
-        case WeightType::kF32: break;
+        case WeightType::kQ8_0:
+            return vec_dot(static_cast<QuantWeight>(type), w, x, n);
+        case WeightType::kQ5_0:
+            return dot_q5_0(w, static_cast<const BlockQ8_0*>(x), n / 32);
+        case WeightType::kQ5_1:
+            return dot_q5_1(w, static_cast<const BlockQ8_1*>(x), n / 32);
+        case WeightType::kF16:
+            return dot_16bit(false, w, static_cast<const float*>(x), n);
+        case WeightType::kBF16:
+            return dot_16bit(true, w, static_cast<const float*>(x), n);
+        case WeightType::kF32:
+            break;
         default: {
             size_t bytes;
             int64_t elems;
@@ -302,8 +354,8 @@ void typed_matmul(WeightType type, const void* w, const float* x, float* y, int6
     for (int64_t r = 0; r < num_rows; ++r) prepare_activation_row(type, x + r * in_dim, xq.data() + r * x_row, in_dim);
     for (int64_t r = 0; r < num_rows; ++r)
         for (int64_t o = 0; o < out_dim; ++o)
-            y[r * out_dim + o] = vec_dot_typed(type, static_cast<const uint8_t*>(w) + o * w_row,
-                                               xq.data() + r * x_row, in_dim);
+            y[r * out_dim + o] =
+                vec_dot_typed(type, static_cast<const uint8_t*>(w) + o * w_row, xq.data() + r * x_row, in_dim);
 }
 
 }  // namespace lazyattn::kernels::ref

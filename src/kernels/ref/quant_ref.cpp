@@ -72,9 +72,12 @@ void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
 float vec_dot(QuantWeight type, const void* w, const void* x, int64_t n) {
     const int64_t nb = n / kQuantBlock;
     switch (type) {
-        case QuantWeight::kQ4_0: return dot_q4_0(static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(x), nb);
-        case QuantWeight::kQ4_1: return dot_q4_1(static_cast<const BlockQ4_1*>(w), static_cast<const BlockQ8_1*>(x), nb);
-        case QuantWeight::kQ8_0: return dot_q8_0(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(x), nb);
+        case QuantWeight::kQ4_0:
+            return dot_q4_0(static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(x), nb);
+        case QuantWeight::kQ4_1:
+            return dot_q4_1(static_cast<const BlockQ4_1*>(w), static_cast<const BlockQ8_1*>(x), nb);
+        case QuantWeight::kQ8_0:
+            return dot_q8_0(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(x), nb);
     }
     return 0.0f;
 }
@@ -94,8 +97,8 @@ void quant_matmul(QuantWeight type, const void* w, const float* x, float* y, int
     }
     for (int64_t r = 0; r < num_rows; ++r) {
         for (int64_t o = 0; o < out_dim; ++o) {
-            y[r * out_dim + o] = vec_dot(type, static_cast<const uint8_t*>(w) + o * w_row_bytes,
-                                         xq.data() + r * x_row_bytes, in_dim);
+            y[r * out_dim + o] =
+                vec_dot(type, static_cast<const uint8_t*>(w) + o * w_row_bytes, xq.data() + r * x_row_bytes, in_dim);
         }
     }
 }

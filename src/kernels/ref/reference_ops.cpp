@@ -18,8 +18,8 @@ void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, 
     }
 }
 
-void matmul(const float* x, const float* w, const float* bias, float* y, int64_t num_rows,
-            int64_t in_dim, int64_t out_dim) {
+void matmul(const float* x, const float* w, const float* bias, float* y, int64_t num_rows, int64_t in_dim,
+            int64_t out_dim) {
     for (int64_t r = 0; r < num_rows; ++r) {
         for (int64_t o = 0; o < out_dim; ++o) {
             double acc = bias ? bias[o] : 0.0;
@@ -65,17 +65,23 @@ namespace {
 
 // Pointer to the key (or value) vector of token `t` of a span for kv head `kvh`.
 // Key or value t of a span for KV head kvh, widened to fp32 in `row` ([head_dim]).
-const float* cache_row(const void* cache, const AttentionParams& p, const AttentionSpan& span, int32_t t,
-                       int32_t kvh, std::vector<float>& row) {
+const float* cache_row(const void* cache, const AttentionParams& p, const AttentionSpan& span, int32_t t, int32_t kvh,
+                       std::vector<float>& row) {
     const int32_t block = p.block_ids[span.block_offset + t / p.block_size];
     const int32_t slot = t % p.block_size;
     const int64_t index = p.cache_offset(block, kvh) + int64_t(slot) * p.head_dim;
     row.resize(p.head_dim);
     for (int32_t i = 0; i < p.head_dim; ++i) {
         switch (p.kv_dtype) {
-            case KvDtype::kF32: row[i] = static_cast<const float*>(cache)[index + i]; break;
-            case KvDtype::kF16: row[i] = fp16_to_fp32(static_cast<const uint16_t*>(cache)[index + i]); break;
-            case KvDtype::kBF16: row[i] = bf16_to_fp32(static_cast<const uint16_t*>(cache)[index + i]); break;
+            case KvDtype::kF32:
+                row[i] = static_cast<const float*>(cache)[index + i];
+                break;
+            case KvDtype::kF16:
+                row[i] = fp16_to_fp32(static_cast<const uint16_t*>(cache)[index + i]);
+                break;
+            case KvDtype::kBF16:
+                row[i] = bf16_to_fp32(static_cast<const uint16_t*>(cache)[index + i]);
+                break;
         }
     }
     return row.data();

@@ -13,8 +13,8 @@ namespace lazyattn::kernels::ref {
 void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps);
 
 // y[r, o] = sum_i x[r, i] * w[o, i] (+ bias[o]); w is [out_dim, in_dim] row-major.
-void matmul(const float* x, const float* w, const float* bias, float* y, int64_t num_rows,
-            int64_t in_dim, int64_t out_dim);
+void matmul(const float* x, const float* w, const float* bias, float* y, int64_t num_rows, int64_t in_dim,
+            int64_t out_dim);
 
 // out = silu(gate) * up, elementwise over n.
 void swiglu(const float* gate, const float* up, float* out, int64_t n);

@@ -116,10 +116,12 @@ TEST(LazyEquivalence, LazyLazyKAndBlockAttnGiveTheSameLogitsAndTokens) {
 // twice). Both variants stay within a few roundings of the format of the fp32-KV result (element-wise
 // differences seen: f16 ~1e-3, bf16 ~1e-2, i.e. 2^-11 and 2^-8 amplified by the layers).
 TEST(LazyEquivalence, SixteenBitKvStaysWithinItsRounding) {
-    for (const auto [dtype, bound] : {std::pair{kernels::KvDtype::kF16, 4e-3}, std::pair{kernels::KvDtype::kBF16, 3e-2}}) {
+    for (const auto [dtype, bound] :
+         {std::pair{kernels::KvDtype::kF16, 4e-3}, std::pair{kernels::KvDtype::kBF16, 3e-2}}) {
         Documents docs(11);
         auto exact = make_engine(CacheMode::kLazy);
-        auto lazy = make_engine(CacheMode::kLazy, 16, 4096, dtype), block = make_engine(CacheMode::kBlockAttn, 16, 4096, dtype);
+        auto lazy = make_engine(CacheMode::kLazy, 16, 4096, dtype),
+             block = make_engine(CacheMode::kBlockAttn, 16, 4096, dtype);
         double worst_lazy = 0, worst_block = 0;
         for (const auto& segments : layouts(docs)) {
             auto req = request_of(segments, docs.make(19));
@@ -150,7 +152,8 @@ TEST(LazyEquivalence, OneSegmentBlockAttnEqualsFullAttention) {
         std::vector<float> none_tail(b->end() - a->size(), b->end());
         testing::expect_close(*a, none_tail, 1e-4, 1.0, "block-attn vs none");
         auto p = prefix->tail_logits(req);
-        testing::expect_close(std::vector<float>(p->end() - a->size(), p->end()), none_tail, 1e-4, 1.0, "prefix vs none");
+        testing::expect_close(std::vector<float>(p->end() - a->size(), p->end()), none_tail, 1e-4, 1.0,
+                              "prefix vs none");
         EXPECT_EQ(a->size(), 7 * vocab);
     }
 }
@@ -267,8 +270,9 @@ TEST(LazyEquivalence, HashesFollowContentNotPlacement) {
     auto t = docs.make(40);
     auto one = lazy->tail_logits(request_of({eight}, t));
     auto two = lazy->tail_logits(request_of({{eight.begin(), eight.begin() + 4}, {eight.begin() + 4, eight.end()}}, t));
-    auto two_ref = make_engine(CacheMode::kBlockAttn)->tail_logits(
-        request_of({{eight.begin(), eight.begin() + 4}, {eight.begin() + 4, eight.end()}}, t));
+    auto two_ref =
+        make_engine(CacheMode::kBlockAttn)
+            ->tail_logits(request_of({{eight.begin(), eight.begin() + 4}, {eight.begin() + 4, eight.end()}}, t));
     testing::expect_close(*two, *two_ref, 1e-4, 1.0, "[4,4] after [8]");
     EXPECT_NE(*one, *two);
     expect_pool_whole(*lazy);

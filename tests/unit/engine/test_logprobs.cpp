@@ -43,11 +43,11 @@ TEST(Penalties, PresenceAndFrequencyFollowTheFormulaOverGeneratedTokensOnly) {
     const std::vector<int32_t> history{0, 1, 2, 2, 2, 3};
     s.sample(logits.data(), 5, history, 3);
     const std::vector<float>& l = s.penalized_logits();
-    EXPECT_FLOAT_EQ(l[0], 1.0f);                       // in the prompt only: untouched
+    EXPECT_FLOAT_EQ(l[0], 1.0f);  // in the prompt only: untouched
     EXPECT_FLOAT_EQ(l[1], 2.0f);
-    EXPECT_FLOAT_EQ(l[2], 3.0f - 0.25f * 2 - 0.5f);    // generated twice (the prompt's one not counted)
+    EXPECT_FLOAT_EQ(l[2], 3.0f - 0.25f * 2 - 0.5f);  // generated twice (the prompt's one not counted)
     EXPECT_FLOAT_EQ(l[3], 4.0f - 0.25f * 1 - 0.5f);
-    EXPECT_FLOAT_EQ(l[4], 5.0f);                       // never seen
+    EXPECT_FLOAT_EQ(l[4], 5.0f);  // never seen
 }
 
 TEST(Penalties, ChangeTheGreedyChoice) {
@@ -261,8 +261,8 @@ void expect_prompt_logprobs_match(const RagRequest& r, const RagResult& res, con
 
 TEST(PromptLogprobs, MatchTheTailLogitsInEveryMode) {
     const int32_t vocab = model().model->config().vocab_size;
-    for (CacheMode mode : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn, CacheMode::kPrefix,
-                           CacheMode::kNone}) {
+    for (CacheMode mode :
+         {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn, CacheMode::kPrefix, CacheMode::kNone}) {
         for (int32_t num_segments : {0, 2}) {
             SCOPED_TRACE(std::string(cache_mode_name(mode)) + " segments " + std::to_string(num_segments));
             // A small batch budget: the prompt's rows arrive over several steps.

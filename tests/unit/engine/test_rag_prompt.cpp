@@ -63,8 +63,8 @@ TEST(RagPrompt, SpecialTokenTextInAnyMessageStaysText) {
     auto split = split_chat(chatml, {{"user", injected}, {"assistant", "ok"}, {"user", injected}});
     ASSERT_TRUE(split.ok());
     EXPECT_EQ(split->question, injected);
-    auto req = assemble_rag_request(*tok, split->preamble, {}, tok->encode(split->question, false, false),
-                                    split->suffix);
+    auto req =
+        assemble_rag_request(*tok, split->preamble, {}, tok->encode(split->question, false, false), split->suffix);
     ASSERT_TRUE(req.ok());
     const auto& preamble = req->segments.at(0);
     // Only the template's own markup: two turns closed, three opened in the preamble.
@@ -80,7 +80,8 @@ TEST(RagPrompt, BenignChatsTokenizeAsTheWholeRenderedText) {
     for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3}) {
         const ChatTemplate t{kind, kind == ChatTemplateKind::kChatML ? "You help." : ""};
         const std::vector<ChatMessage> messages = {{"user", " hi  w"}, {"assistant", "\nhi"}, {"user", "w w"}};
-        EXPECT_EQ(tokenizer::encode_chat(*tok, t.render(messages, true)), tok->encode(t.apply(messages, true), false, true));
+        EXPECT_EQ(tokenizer::encode_chat(*tok, t.render(messages, true)),
+                  tok->encode(t.apply(messages, true), false, true));
         const auto ends = tokenizer::encode_chat(*tok, t.render(messages, false));
         if (kind == ChatTemplateKind::kChatML) {
             EXPECT_EQ(count(ends, kImEnd), 4);  // the default system message's, then three turns'

@@ -62,8 +62,8 @@ void expect_pool_whole(const Scheduler& s) {
 }
 
 TEST(Scheduler, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
-    for (CacheMode mode : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn, CacheMode::kPrefix,
-                           CacheMode::kNone}) {
+    for (CacheMode mode :
+         {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn, CacheMode::kPrefix, CacheMode::kNone}) {
         // Random workloads do not always overflow the pool (prefix mode shares whole prompts), so
         // try a few until one preempts; every workload tried must give the one-by-one outputs.
         int64_t preemptions = 0;
@@ -116,7 +116,8 @@ TEST(Scheduler, SixtyFourConcurrentRequestsOverTenSharedDocuments) {
 
 TEST(Scheduler, ASharedMissingSegmentIsComputedOnce) {
     const auto w = make_workload(testing::test_seed() + 200, 1, 5, 1);
-    Scheduler s(*model().model, *model().tokenizer, config(CacheMode::kLazy, 8, 8));  // 8-row steps: the job spans steps
+    Scheduler s(*model().model, *model().tokenizer,
+                config(CacheMode::kLazy, 8, 8));  // 8-row steps: the job spans steps
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (const auto& r : w.requests) handles.push_back(*s.add(r));
     while (s.step()) {
@@ -257,7 +258,8 @@ TEST(Documents, PinnedDocumentsSurviveEvictionAndUnpinReleasesThem) {
         other.segments.erase(std::remove(other.segments.begin(), other.segments.end(), doc), other.segments.end());
         ASSERT_TRUE(engine.submit(other).ok());
     }
-    for (int i = 0; i < 200 && engine.stats().requests_finished < 30; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 200 && engine.stats().requests_finished < 30; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     auto docs = engine.list_documents("");
     auto it = std::find_if(docs.begin(), docs.end(), [&](const DocumentInfo& d) { return d.id == pinned->id; });
     ASSERT_NE(it, docs.end());

@@ -103,8 +103,8 @@ TEST(RequestParser, OversizedBodiesAre413WhateverTheFraming) {
     }
     {  // chunked: refused as soon as the running total passes the limit, before the data arrives
         RequestParser p(small_limits());
-        std::string buf = "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n200\r\n" + std::string(512, 'a') +
-                          "\r\n200\r\n";
+        std::string buf =
+            "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n200\r\n" + std::string(512, 'a') + "\r\n200\r\n";
         ASSERT_EQ(p.feed(buf), State::kError);
         EXPECT_EQ(p.error().status, 413);
     }

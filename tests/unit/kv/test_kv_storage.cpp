@@ -19,8 +19,16 @@ std::vector<float> awkward_floats(std::mt19937_64& rng, int64_t n) {
     std::vector<float> x = testing::random_floats(rng, n, -4, 4);
     std::uniform_real_distribution<float> expo(-30.0f, 20.0f);
     for (int64_t i = 0; i < n; i += 3) x[i] *= std::exp2(expo(rng));
-    const float specials[] = {0.0f, -0.0f, 65504.0f, 65520.0f, -1e6f, 6e-8f, 3e-8f, 1e-45f,
-                              std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+    const float specials[] = {0.0f,
+                              -0.0f,
+                              65504.0f,
+                              65520.0f,
+                              -1e6f,
+                              6e-8f,
+                              3e-8f,
+                              1e-45f,
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity()};
     for (size_t i = 0; i < std::size(specials) && i < size_t(n); ++i) x[i * 7 % n] = specials[i];
     return x;
 }
@@ -79,9 +87,12 @@ TEST_P(KvStorageTest, StoreCopyAndBlockKeysRoundOnce) {
     for (int32_t layer = 0; layer < 2; ++layer) kv.store(layer, k.data(), v.data(), slots.data(), rows);
     auto rounded = [&](float x) {
         switch (dtype) {
-            case KvDtype::kF16: return fp16_to_fp32(fp32_to_fp16(x));
-            case KvDtype::kBF16: return bf16_to_fp32(fp32_to_bf16(x));
-            default: return x;
+            case KvDtype::kF16:
+                return fp16_to_fp32(fp32_to_fp16(x));
+            case KvDtype::kBF16:
+                return bf16_to_fp32(fp32_to_bf16(x));
+            default:
+                return x;
         }
     };
     // Block 2 -> block 0, block 4 (4 tokens) -> block 1.

@@ -18,8 +18,7 @@ namespace {
 
 // fp16 bit patterns of exactly representable values.
 constexpr uint16_t kHalfOne = 0x3c00, kHalfTwo = 0x4000, kHalfHalf = 0x3800, kHalfQuarter = 0x3400,
-                   kHalfEighth = 0x3000, kHalfMinusOne = 0xbc00, kHalfMinusQuarter = 0xb400,
-                   kHalfSixteenth = 0x2c00;
+                   kHalfEighth = 0x3000, kHalfMinusOne = 0xbc00, kHalfMinusQuarter = 0xb400, kHalfSixteenth = 0x2c00;
 
 void put_u16(std::vector<uint8_t>& b, size_t at, uint16_t v) { std::memcpy(b.data() + at, &v, 2); }
 
@@ -46,8 +45,7 @@ TEST(Dequantize, F32F16BF16) {
     std::vector<uint8_t> h(10);
     const uint16_t halves[5] = {0x3c00, 0xc000, 0x7bff, 0x0001, 0x3555};
     std::memcpy(h.data(), halves, sizeof halves);
-    expect_exact(run(GgmlType::kF16, h, 5),
-                 {1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24), 0.333251953125f});
+    expect_exact(run(GgmlType::kF16, h, 5), {1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24), 0.333251953125f});
 
     // BF16 is the top half of an fp32: 1.5 = 0x3fc0, -2 = 0xc000, 2^-100 = 0x0d80.
     std::vector<uint8_t> bf(6);
@@ -170,8 +168,7 @@ TEST(Dequantize, Q8_1IgnoresSum) {
 
 // 2-bit quants of 256 elements: byte 32*(e/128) + e%32, bits 2*((e%128)/32).
 void pack_2bit(const int* q, uint8_t* qs) {
-    for (int e = 0; e < 256; ++e)
-        qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q[e] << (2 * ((e % 128) / 32)));
+    for (int e = 0; e < 256; ++e) qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(q[e] << (2 * ((e % 128) / 32)));
 }
 
 TEST(Dequantize, Q2_K) {
@@ -221,8 +218,7 @@ TEST(Dequantize, Q3_K) {
     put_u16(b, 108, kHalfSixteenth);
     std::vector<float> want;
     for (int e = 0; e < 256; ++e) {
-        want.push_back(0.0625f * static_cast<float>(ls[e / 16] - 32) *
-                       static_cast<float>(l[e] - 4));
+        want.push_back(0.0625f * static_cast<float>(ls[e / 16] - 32) * static_cast<float>(l[e] - 4));
     }
     expect_exact(run(GgmlType::kQ3_K, b, 256), want);
 }
@@ -314,14 +310,13 @@ TEST(Dequantize, Q6_K) {
             for (int i = 0; i < 32; ++i) {
                 ql[i] = static_cast<uint8_t>((L[i] & 15) | ((L[i + 64] & 15) << 4));
                 ql[i + 32] = static_cast<uint8_t>((L[i + 32] & 15) | ((L[i + 96] & 15) << 4));
-                qh[i] = static_cast<uint8_t>((L[i] >> 4) | ((L[i + 32] >> 4) << 2) |
-                                             ((L[i + 64] >> 4) << 4) | ((L[i + 96] >> 4) << 6));
+                qh[i] = static_cast<uint8_t>((L[i] >> 4) | ((L[i + 32] >> 4) << 2) | ((L[i + 64] >> 4) << 4) |
+                                             ((L[i + 96] >> 4) << 6));
             }
         }
         put_u16(b, 210 * blk + 208, d[blk]);
         for (int e = 0; e < 256; ++e) {
-            want.push_back(df[blk] * static_cast<float>(sc[e / 16]) *
-                           static_cast<float>(l[e] - 32));
+            want.push_back(df[blk] * static_cast<float>(sc[e / 16]) * static_cast<float>(l[e] - 32));
         }
     }
     expect_exact(run(GgmlType::kQ6_K, b, 512), want);
@@ -343,12 +338,9 @@ TEST(Dequantize, Q8_K) {
 TEST(Dequantize, RejectsBadRequests) {
     std::vector<uint8_t> b(1024, 0);
     std::vector<float> out(1024);
-    EXPECT_EQ(dequantize_row(GgmlType::kQ4_0, b.data(), out.data(), 31).code(),
-              StatusCode::kInvalidArgument);
-    EXPECT_EQ(dequantize_row(GgmlType::kQ4_K, b.data(), out.data(), 32).code(),
-              StatusCode::kInvalidArgument);
-    EXPECT_EQ(dequantize_row(GgmlType::kF32, b.data(), out.data(), -1).code(),
-              StatusCode::kInvalidArgument);
+    EXPECT_EQ(dequantize_row(GgmlType::kQ4_0, b.data(), out.data(), 31).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(dequantize_row(GgmlType::kQ4_K, b.data(), out.data(), 32).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(dequantize_row(GgmlType::kF32, b.data(), out.data(), -1).code(), StatusCode::kInvalidArgument);
     const Status iq = dequantize_row(static_cast<GgmlType>(16), b.data(), out.data(), 256);
     EXPECT_EQ(iq.code(), StatusCode::kUnsupported);
     EXPECT_NE(iq.message().find("IQ2_XXS"), std::string::npos) << iq.message();

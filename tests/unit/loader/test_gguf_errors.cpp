@@ -118,9 +118,8 @@ TEST(GgufErrors, TensorOutOfBounds) {
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.code(), StatusCode::kCorrupt);
     const uint64_t end = bytes.size() + 4;
-    EXPECT_NE(st.message().find("tensor 't.last': data [" + std::to_string(end - 68) + ", " +
-                                std::to_string(end) + ") extends past end of file (size " +
-                                std::to_string(bytes.size()) + ")"),
+    EXPECT_NE(st.message().find("tensor 't.last': data [" + std::to_string(end - 68) + ", " + std::to_string(end) +
+                                ") extends past end of file (size " + std::to_string(bytes.size()) + ")"),
               std::string::npos)
         << st.message();
 
@@ -135,8 +134,7 @@ TEST(GgufErrors, TensorOutOfBounds) {
 TEST(GgufErrors, UnalignedAndOverlappingOffsets) {
     std::vector<uint8_t> bytes = small_file();
     put_le<uint64_t>(bytes, find_tensor_info(bytes, "t.q8").offset, 36);
-    expect_error(bytes, StatusCode::kCorrupt,
-                 "tensor 't.q8': data offset 36 is not a multiple of the alignment 32");
+    expect_error(bytes, StatusCode::kCorrupt, "tensor 't.q8': data offset 36 is not a multiple of the alignment 32");
 
     std::vector<uint8_t> overlap = small_file();
     put_le<uint64_t>(overlap, find_tensor_info(overlap, "t.last").offset,
@@ -229,13 +227,11 @@ TEST(GgufErrors, BadValues) {
     append_le<uint64_t>(payload, 1);
     append_le<uint32_t>(payload, 7);
     nested.add_raw("nested", 9, payload);
-    expect_error(nested.to_bytes(), StatusCode::kUnsupported,
-                 "metadata key 'nested': nested arrays");
+    expect_error(nested.to_bytes(), StatusCode::kUnsupported, "metadata key 'nested': nested arrays");
 
     GgufWriter type;
     type.add_raw("weird", 13, {0, 0, 0, 0});
-    expect_error(type.to_bytes(), StatusCode::kCorrupt,
-                 "metadata key 'weird': unknown value type 13");
+    expect_error(type.to_bytes(), StatusCode::kCorrupt, "metadata key 'weird': unknown value type 13");
 
     GgufWriter elem;
     std::vector<uint8_t> elem_payload;
@@ -291,8 +287,7 @@ TEST(GgufErrors, BadTensorShapes) {
 
     std::vector<uint8_t> partial = small_file();
     put_le<uint64_t>(partial, find_tensor_info(partial, "t.q8").dims, 33);
-    expect_error(partial, StatusCode::kCorrupt,
-                 "row length 33 is not a multiple of the Q8_0 block size 32");
+    expect_error(partial, StatusCode::kCorrupt, "row length 33 is not a multiple of the Q8_0 block size 32");
 }
 
 TEST(GgufErrors, OpenPrefixesPath) {

@@ -114,8 +114,7 @@ TEST(GgufRoundTrip, EveryArrayType) {
     EXPECT_EQ(f->get_int_array("i64s").value(), (std::vector<int64_t>{-(1LL << 62)}));
     EXPECT_EQ(f->get_float_array("f64s").value(), (std::vector<double>{0.25, -3.0}));
     EXPECT_EQ(f->get_float_array("u8s").value(), (std::vector<double>{0.0, 255.0}));
-    EXPECT_EQ(std::get<std::vector<bool>>(f->find("bools")->value),
-              (std::vector<bool>{true, false, true}));
+    EXPECT_EQ(std::get<std::vector<bool>>(f->find("bools")->value), (std::vector<bool>{true, false, true}));
     EXPECT_TRUE(f->get_int_array("none").value().empty());
 }
 
@@ -157,12 +156,9 @@ TEST(GgufRoundTrip, TensorsOfSeveralTypesAndRanks) {
     for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(static_cast<float>(i));
     w.add_string("general.architecture", "test");
     w.add_tensor_f32("a.f32", {3}, {1.0f, 2.0f, 3.0f});
-    w.add_tensor("b.q8", {64, 4}, GgmlType::kQ8_0,
-                 quantize(GgmlType::kQ8_0, values.data(), 256).value());
-    w.add_tensor("c.q41", {32, 2, 2, 2}, GgmlType::kQ4_1,
-                 quantize(GgmlType::kQ4_1, values.data(), 256).value());
-    w.add_tensor("d.f16", {5, 1, 3}, GgmlType::kF16,
-                 quantize(GgmlType::kF16, values.data(), 15).value());
+    w.add_tensor("b.q8", {64, 4}, GgmlType::kQ8_0, quantize(GgmlType::kQ8_0, values.data(), 256).value());
+    w.add_tensor("c.q41", {32, 2, 2, 2}, GgmlType::kQ4_1, quantize(GgmlType::kQ4_1, values.data(), 256).value());
+    w.add_tensor("d.f16", {5, 1, 3}, GgmlType::kF16, quantize(GgmlType::kF16, values.data(), 15).value());
     const std::vector<uint8_t> bytes = w.to_bytes();
     EXPECT_EQ(bytes.size() % 32, 0u);
     auto f = parse_ok(bytes);

@@ -22,8 +22,7 @@ struct Built {
 };
 
 // A minimal model description: arch keys plus whatever `extra` adds (keys and tensors).
-Built build(const std::string& arch, const std::function<void(GgufWriter&)>& extra,
-            bool with_defaults = true) {
+Built build(const std::string& arch, const std::function<void(GgufWriter&)>& extra, bool with_defaults = true) {
     GgufWriter w;
     w.add_string("general.architecture", arch);
     w.add_string("general.name", "unit");
@@ -45,8 +44,7 @@ Built build(const std::string& arch, const std::function<void(GgufWriter&)>& ext
     return b;
 }
 
-Expected<ModelConfig> config_of(const std::string& arch,
-                                const std::function<void(GgufWriter&)>& extra,
+Expected<ModelConfig> config_of(const std::string& arch, const std::function<void(GgufWriter&)>& extra,
                                 bool with_defaults = true) {
     Built b = build(arch, extra, with_defaults);
     if (!b.file) return internal_error("parse failed");
@@ -128,18 +126,15 @@ TEST(ModelConfig, LinearRopeScaling) {
     ASSERT_TRUE(c.ok()) << c.status().to_string();
     EXPECT_EQ(c->rope.linear_scale, 0.25f);
 
-    auto none =
-        config_of("llama", [](GgufWriter& w) { w.add_string("llama.rope.scaling.type", "none"); });
+    auto none = config_of("llama", [](GgufWriter& w) { w.add_string("llama.rope.scaling.type", "none"); });
     ASSERT_TRUE(none.ok());
     EXPECT_EQ(none->rope.linear_scale, 1.0f);
 
-    auto legacy =
-        config_of("llama", [](GgufWriter& w) { w.add_f32("llama.rope.scale_linear", 2.0f); });
+    auto legacy = config_of("llama", [](GgufWriter& w) { w.add_f32("llama.rope.scale_linear", 2.0f); });
     ASSERT_TRUE(legacy.ok());
     EXPECT_EQ(legacy->rope.linear_scale, 0.5f);
 
-    auto yarn =
-        config_of("llama", [](GgufWriter& w) { w.add_string("llama.rope.scaling.type", "yarn"); });
+    auto yarn = config_of("llama", [](GgufWriter& w) { w.add_string("llama.rope.scaling.type", "yarn"); });
     ASSERT_FALSE(yarn.ok());
     EXPECT_EQ(yarn.status().code(), StatusCode::kUnsupported);
     EXPECT_NE(yarn.status().message().find("yarn"), std::string::npos);
@@ -177,26 +172,20 @@ TEST(ModelConfig, Errors) {
     EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
     EXPECT_NE(missing.status().message().find("llama.block_count"), std::string::npos);
 
-    auto groups =
-        config_of("llama", [](GgufWriter& w) { w.add_u32("llama.attention.head_count_kv", 3); });
+    auto groups = config_of("llama", [](GgufWriter& w) { w.add_u32("llama.attention.head_count_kv", 3); });
     ASSERT_FALSE(groups.ok());
-    EXPECT_NE(groups.status().message().find("num_kv_heads 3"), std::string::npos)
-        << groups.status().message();
+    EXPECT_NE(groups.status().message().find("num_kv_heads 3"), std::string::npos) << groups.status().message();
 
-    auto odd_rot =
-        config_of("llama", [](GgufWriter& w) { w.add_u32("llama.rope.dimension_count", 7); });
+    auto odd_rot = config_of("llama", [](GgufWriter& w) { w.add_u32("llama.rope.dimension_count", 7); });
     EXPECT_FALSE(odd_rot.ok());
-    auto wide_rot =
-        config_of("llama", [](GgufWriter& w) { w.add_u32("llama.rope.dimension_count", 32); });
+    auto wide_rot = config_of("llama", [](GgufWriter& w) { w.add_u32("llama.rope.dimension_count", 32); });
     EXPECT_FALSE(wide_rot.ok());
 
-    auto key_len =
-        config_of("llama", [](GgufWriter& w) { w.add_u32("llama.attention.key_length", 32); });
+    auto key_len = config_of("llama", [](GgufWriter& w) { w.add_u32("llama.attention.key_length", 32); });
     ASSERT_FALSE(key_len.ok());
     EXPECT_EQ(key_len.status().code(), StatusCode::kUnsupported);
 
-    auto type = config_of(
-        "llama", [](GgufWriter& w) { w.add_string("llama.attention.head_count_kv", "2"); });
+    auto type = config_of("llama", [](GgufWriter& w) { w.add_string("llama.attention.head_count_kv", "2"); });
     ASSERT_FALSE(type.ok());
     EXPECT_EQ(type.status().code(), StatusCode::kCorrupt);
 
@@ -204,8 +193,7 @@ TEST(ModelConfig, Errors) {
         w.add_tensor_f32("token_embd.weight", {128, 999}, std::vector<float>(128 * 999, 0.0f));
     });
     ASSERT_FALSE(embd.ok());
-    EXPECT_NE(embd.status().message().find("token_embd.weight has shape [128, 999]"),
-              std::string::npos)
+    EXPECT_NE(embd.status().message().find("token_embd.weight has shape [128, 999]"), std::string::npos)
         << embd.status().message();
 }
 
@@ -278,10 +266,9 @@ TEST(ModelConfig, DescribeMentionsEveryField) {
     c.rope.freq_base = 500000.0f;
     c.rope.linear_scale = 0.5f;
     const std::string d = c.describe();
-    for (const char* part :
-         {"tiny", "llama", "layers:         2", "hidden:         64", "ffn:            128",
-          "4 query, 2 kv (group 2), head_dim 16", "vocab:          100", "context:        256",
-          "base 500000", "16 dims", "neox", "linear scale 0.5", "tied"}) {
+    for (const char* part : {"tiny", "llama", "layers:         2", "hidden:         64", "ffn:            128",
+                             "4 query, 2 kv (group 2), head_dim 16", "vocab:          100", "context:        256",
+                             "base 500000", "16 dims", "neox", "linear scale 0.5", "tied"}) {
         EXPECT_NE(d.find(part), std::string::npos) << "missing '" << part << "' in\n" << d;
     }
     EXPECT_GE(std::count(d.begin(), d.end(), '\n'), 10);

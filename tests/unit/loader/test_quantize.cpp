@@ -39,16 +39,18 @@ float block_bound(GgmlType type, const float* x) {
     }
     const float fp16_rel = 1.0f / 1024.0f;  // the stored scale is fp16: 2^-11 relative, doubled
     switch (type) {
-        case GgmlType::kQ8_0: return 0.5f * amax / 127.0f * (1 + fp16_rel) + 1e-7f;
-        case GgmlType::kQ4_0: return amax / 8.0f * (1 + 8 * fp16_rel) + 1e-7f;
-        case GgmlType::kQ5_0: return amax / 16.0f * (1 + 16 * fp16_rel) + 1e-7f;
+        case GgmlType::kQ8_0:
+            return 0.5f * amax / 127.0f * (1 + fp16_rel) + 1e-7f;
+        case GgmlType::kQ4_0:
+            return amax / 8.0f * (1 + 8 * fp16_rel) + 1e-7f;
+        case GgmlType::kQ5_0:
+            return amax / 16.0f * (1 + 16 * fp16_rel) + 1e-7f;
         case GgmlType::kQ4_1:
-            return 0.5f * (mx - mn) / 15.0f * (1 + 16 * fp16_rel) + std::fabs(mn) * fp16_rel +
-                   1e-7f;
+            return 0.5f * (mx - mn) / 15.0f * (1 + 16 * fp16_rel) + std::fabs(mn) * fp16_rel + 1e-7f;
         case GgmlType::kQ5_1:
-            return 0.5f * (mx - mn) / 31.0f * (1 + 32 * fp16_rel) + std::fabs(mn) * fp16_rel +
-                   1e-7f;
-        default: return 0.0f;
+            return 0.5f * (mx - mn) / 31.0f * (1 + 32 * fp16_rel) + std::fabs(mn) * fp16_rel + 1e-7f;
+        default:
+            return 0.0f;
     }
 }
 
@@ -69,9 +71,8 @@ TEST_P(QuantizeRoundTrip, WithinBlockBound) {
                 const float bound = block_bound(type, x.data() + 32 * b);
                 for (size_t j = 32 * b; j < 32 * (b + 1); ++j) {
                     ASSERT_FALSE(std::isnan(y[j])) << ggml_type_name(type) << " element " << j;
-                    ASSERT_LE(std::fabs(y[j] - x[j]), bound)
-                        << ggml_type_name(type) << " n=" << n << " scale=" << scale << " element "
-                        << j << ": " << x[j] << " -> " << y[j];
+                    ASSERT_LE(std::fabs(y[j] - x[j]), bound) << ggml_type_name(type) << " n=" << n << " scale=" << scale
+                                                             << " element " << j << ": " << x[j] << " -> " << y[j];
                 }
             }
         }
@@ -95,8 +96,8 @@ TEST_P(QuantizeRoundTrip, ExtremeOfBlockIsNearlyExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantizeRoundTrip,
-                         ::testing::Values(GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
-                                           GgmlType::kQ5_0, GgmlType::kQ5_1),
+                         ::testing::Values(GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
+                                           GgmlType::kQ5_1),
                          [](const auto& info) { return std::string(ggml_type_name(info.param)); });
 
 TEST(Quantize, Q8_0StoresExpectedBytes) {
@@ -137,8 +138,7 @@ TEST(Quantize, HalfTypesRoundTrip) {
 TEST(Quantize, RejectsUnsupportedAndPartialBlocks) {
     std::vector<float> x(256, 1.0f);
     EXPECT_EQ(quantize(static_cast<GgmlType>(20), x.data(), 256).status().code(), StatusCode::kUnsupported);  // IQ4_NL
-    EXPECT_EQ(quantize(GgmlType::kQ8_0, x.data(), 33).status().code(),
-              StatusCode::kInvalidArgument);
+    EXPECT_EQ(quantize(GgmlType::kQ8_0, x.data(), 33).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

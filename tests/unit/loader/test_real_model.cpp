@@ -36,8 +36,8 @@ protected:
         const int64_t n = t->dims[0];
         const size_t row_bytes = ggml_row_size(t->type, n);
         std::vector<float> out(static_cast<size_t>(n));
-        const Status st = dequantize_row(
-            t->type, file_->tensor_data(*t) + row_bytes * static_cast<size_t>(r), out.data(), n);
+        const Status st =
+            dequantize_row(t->type, file_->tensor_data(*t) + row_bytes * static_cast<size_t>(r), out.data(), n);
         EXPECT_TRUE(st.ok()) << st.to_string();
         return out;
     }
@@ -59,8 +59,7 @@ TEST_F(RealModel, Structure) {
     EXPECT_EQ(embd->type, GgmlType::kQ8_0);
     EXPECT_EQ(embd->dims, (std::vector<int64_t>{576, 49152}));
     EXPECT_EQ(file_->find_tensor("blk.0.attn_q.weight")->type, GgmlType::kQ4_1);
-    EXPECT_EQ(file_->find_tensor("blk.29.ffn_down.weight")->dims,
-              (std::vector<int64_t>{1536, 576}));
+    EXPECT_EQ(file_->find_tensor("blk.29.ffn_down.weight")->dims, (std::vector<int64_t>{1536, 576}));
     EXPECT_EQ(file_->find_tensor("output.weight"), nullptr);
 }
 

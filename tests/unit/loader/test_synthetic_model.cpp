@@ -128,8 +128,7 @@ TEST(SyntheticModel, DeterministicPerSeed) {
     ASSERT_TRUE(write_synthetic_model(dir.file("b.gguf"), o).ok());
     o.seed = 99;
     ASSERT_TRUE(write_synthetic_model(dir.file("c.gguf"), o).ok());
-    const auto a = read_all(dir.file("a.gguf")), b = read_all(dir.file("b.gguf")),
-               c = read_all(dir.file("c.gguf"));
+    const auto a = read_all(dir.file("a.gguf")), b = read_all(dir.file("b.gguf")), c = read_all(dir.file("c.gguf"));
     EXPECT_GT(a.size(), 10000u);
     EXPECT_EQ(a, b);
     EXPECT_EQ(a.size(), c.size());
@@ -217,8 +216,7 @@ TEST(SyntheticVocab, TokenizerMetadataInModel) {
     EXPECT_FALSE(g.get_bool("tokenizer.ggml.add_bos_token").value());
     const std::string tmpl = g.get_string("tokenizer.chat_template").value();
     EXPECT_EQ(tmpl.rfind("{% for message in messages %}", 0), 0u);
-    EXPECT_NE(tmpl.find("You are a helpful AI assistant named SmolLM, trained by Hugging Face"),
-              std::string::npos);
+    EXPECT_NE(tmpl.find("You are a helpful AI assistant named SmolLM, trained by Hugging Face"), std::string::npos);
     EXPECT_NE(tmpl.find("{{ '<|im_start|>assistant\n' }}"), std::string::npos);
 }
 

@@ -35,9 +35,7 @@ struct Harness {
         pool = std::make_unique<kv::BlockPool>(shape.num_blocks);
         kv = std::make_unique<kv::KvStorage>(shape);
     }
-    std::vector<int32_t> blocks_for(int32_t tokens) {
-        return *pool->allocate((tokens + kBlock - 1) / kBlock);
-    }
+    std::vector<int32_t> blocks_for(int32_t tokens) { return *pool->allocate((tokens + kBlock - 1) / kBlock); }
     // Logits of every position of `tokens`, prefilled in chunks of `chunk`.
     std::vector<float> prefill_logits(const std::vector<int32_t>& tokens, int32_t chunk) {
         auto blocks = blocks_for(int32_t(tokens.size()));
@@ -173,8 +171,8 @@ TEST(ModelForward, InPlaceWeightTypesMatchReferenceBackend) {
         // can flip one rounding and move later logits by a quantization step: element-wise
         // tolerances fail on random models at some seeds. Each position's logits must still
         // agree as a distribution: cosine >= 0.999 and every logit within 5% of the row's range.
-        expect_rows_agree(cpu.prefill_logits(tokens, 9), ref.prefill_logits(tokens, 9),
-                          cpu.model->config().vocab_size, loader::ggml_type_name(t));
+        expect_rows_agree(cpu.prefill_logits(tokens, 9), ref.prefill_logits(tokens, 9), cpu.model->config().vocab_size,
+                          loader::ggml_type_name(t));
     }
 }
 

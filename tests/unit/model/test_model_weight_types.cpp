@@ -33,8 +33,10 @@ TEST(ModelWeightTypes, KQuantQuantizersRoundTrip) {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> x(n);
     for (auto& v : x) v = normal(rng);
-    const std::pair<loader::GgmlType, double> bounds[] = {{loader::GgmlType::kQ2_K, 0.45}, {loader::GgmlType::kQ3_K, 0.25},
-                                                          {loader::GgmlType::kQ4_K, 0.12}, {loader::GgmlType::kQ5_K, 0.06},
+    const std::pair<loader::GgmlType, double> bounds[] = {{loader::GgmlType::kQ2_K, 0.45},
+                                                          {loader::GgmlType::kQ3_K, 0.25},
+                                                          {loader::GgmlType::kQ4_K, 0.12},
+                                                          {loader::GgmlType::kQ5_K, 0.06},
                                                           {loader::GgmlType::kQ6_K, 0.03}};
     for (const auto& [t, bound] : bounds) {
         auto q = loader::quantize(t, x.data(), n);

@@ -49,8 +49,7 @@ TEST(ChatTemplate, Names) {
 TEST(ChatTemplate, SmolLMInsertsDefaultSystem) {
     auto t = chat_template_from_jinja(kSmolLMJinja);
     ASSERT_TRUE(t.ok());
-    EXPECT_EQ(t->default_system,
-              "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+    EXPECT_EQ(t->default_system, "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
     EXPECT_EQ(t->apply({{"user", "What is 2+2?"}}, true),
               "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
               "Face<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n");
@@ -64,8 +63,7 @@ TEST(ChatTemplate, PlainChatMLHasNoDefaultSystem) {
     auto t = chat_template_from_jinja(kChatMLJinja);
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t->default_system, "");
-    EXPECT_EQ(t->apply({{"user", "Hi"}}, true),
-              "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    EXPECT_EQ(t->apply({{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplate, Llama3) {

@@ -29,8 +29,7 @@ TEST(GoldenTokens, MatchLlamaCpp) {
     ASSERT_FALSE(golden.is_discarded()) << kGoldenPath << " is not valid JSON";
     ASSERT_TRUE(golden.contains("cases") && golden["cases"].is_array());
     if (golden.contains("model")) {
-        EXPECT_NE(golden["model"].get<std::string>().find("SmolLM2-135M-Instruct"),
-                  std::string::npos)
+        EXPECT_NE(golden["model"].get<std::string>().find("SmolLM2-135M-Instruct"), std::string::npos)
             << "golden file was made for another model";
     }
 
@@ -46,9 +45,8 @@ TEST(GoldenTokens, MatchLlamaCpp) {
         const std::vector<TokenId> actual = tok.encode(text, add_special, parse_special);
         if (actual == expected) continue;
         ++num_mismatches;
-        ADD_FAILURE() << "case " << i << " text=" << testing::PrintToString(text)
-                      << " add_special=" << add_special << " parse_special=" << parse_special
-                      << "\n  llama.cpp: " << ids_to_string(expected)
+        ADD_FAILURE() << "case " << i << " text=" << testing::PrintToString(text) << " add_special=" << add_special
+                      << " parse_special=" << parse_special << "\n  llama.cpp: " << ids_to_string(expected)
                       << "\n  lazyattn:  " << ids_to_string(actual);
     }
     EXPECT_EQ(num_mismatches, 0u) << "of " << cases.size() << " cases";

@@ -23,8 +23,7 @@ inline const LoadedModel* smollm_model() {
         if (!std::filesystem::exists(LAZYATTN_MODEL_PATH)) return nullptr;
         auto file = loader::GgufFile::open(LAZYATTN_MODEL_PATH);
         if (!file.ok()) {
-            ADD_FAILURE() << "cannot open " << LAZYATTN_MODEL_PATH << ": "
-                          << file.status().to_string();
+            ADD_FAILURE() << "cannot open " << LAZYATTN_MODEL_PATH << ": " << file.status().to_string();
             return nullptr;
         }
         auto tok = Tokenizer::from_gguf(**file);

@@ -5,9 +5,9 @@
 #include <atomic>
 #include <thread>
 
+#include "core/utf8.h"
 #include "model_fixture.h"
 #include "tokenizer/chat_template.h"
-#include "core/utf8.h"
 
 namespace lazyattn::tokenizer {
 namespace {
@@ -31,8 +31,7 @@ TEST(SmolLMTokenizer, KnownIds) {
     EXPECT_EQ(tok.encode("Hello world", false, false), (Ids{19556, 905}));
     EXPECT_EQ(tok.encode("abc 12345 x", false, false), (Ids{25276, 216, 33, 34, 35, 36, 37, 1792}));
     EXPECT_EQ(tok.encode("  \n\n a", false, false), (Ids{256, 1116, 253}));
-    EXPECT_EQ(tok.encode("😀👍🏽", false, false),
-              (Ids{10813, 242, 218, 10813, 235, 231, 10813, 233, 138}));
+    EXPECT_EQ(tok.encode("😀👍🏽", false, false), (Ids{10813, 242, 218, 10813, 235, 231, 10813, 233, 138}));
     // add_bos_token is false for this model: add_special changes nothing.
     EXPECT_EQ(tok.encode("Hello world", true, false), (Ids{19556, 905}));
 }
@@ -41,8 +40,8 @@ TEST(SmolLMTokenizer, SpecialTokensParsedOrNot) {
     LA_REQUIRE_SMOLLM(tok);
     const std::string text = "<|im_start|>user\nhi<|im_end|>";
     EXPECT_EQ(tok.encode(text, false, true), (Ids{1, 4093, 198, 6004, 2}));
-    EXPECT_EQ(tok.encode(text, false, false), (Ids{44, 108, 306, 79, 3738, 108, 46, 4093, 198, 6004,
-                                                   44, 108, 306, 79, 486, 108, 46}));
+    EXPECT_EQ(tok.encode(text, false, false),
+              (Ids{44, 108, 306, 79, 3738, 108, 46, 4093, 198, 6004, 44, 108, 306, 79, 486, 108, 46}));
     EXPECT_EQ(tok.decode(tok.encode(text, false, true)), "user\nhi");
     EXPECT_EQ(tok.decode(tok.encode(text, false, true), true), text);
     EXPECT_EQ(tok.token_to_piece(1, false), "");
@@ -118,8 +117,7 @@ TEST(SmolLMTokenizer, ChatTemplateFromModel) {
     auto t = chat_template_from_gguf(*model->file);
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     EXPECT_EQ(t->kind, ChatTemplateKind::kChatML);
-    EXPECT_EQ(t->default_system,
-              "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+    EXPECT_EQ(t->default_system, "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
     const std::string prompt = t->apply({{"user", "Hi!"}}, true);
     EXPECT_EQ(prompt,
               "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "

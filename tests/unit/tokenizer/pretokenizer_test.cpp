@@ -37,9 +37,8 @@ TEST(PreTokenizer, LooksUpTypesAndFlags) {
 
 TEST(PreTokenizer, EveryKindCompiles) {
     for (const auto kind :
-         {PreTokenizerKind::kDefault, PreTokenizerKind::kGpt2, PreTokenizerKind::kLlama3,
-          PreTokenizerKind::kQwen2, PreTokenizerKind::kStarcoder, PreTokenizerKind::kFalcon,
-          PreTokenizerKind::kDeepseekCoder}) {
+         {PreTokenizerKind::kDefault, PreTokenizerKind::kGpt2, PreTokenizerKind::kLlama3, PreTokenizerKind::kQwen2,
+          PreTokenizerKind::kStarcoder, PreTokenizerKind::kFalcon, PreTokenizerKind::kDeepseekCoder}) {
         auto pre = PreTokenizer::create(kind);
         ASSERT_TRUE(pre.ok()) << pre.status().to_string();
         EXPECT_EQ(pre->split("Hello, world 123!\n"), pre->split("Hello, world 123!\n"));
@@ -47,25 +46,21 @@ TEST(PreTokenizer, EveryKindCompiles) {
 }
 
 TEST(PreTokenizer, RewritesWhitespaceForPcre2) {
-    EXPECT_EQ(pcre2_pattern_from_llama("\\s+(?!\\S)"),
-              "[\\t-\\r\\x{85}\\p{Z}]+(?![^\\t-\\r\\x{85}\\p{Z}])");
+    EXPECT_EQ(pcre2_pattern_from_llama("\\s+(?!\\S)"), "[\\t-\\r\\x{85}\\p{Z}]+(?![^\\t-\\r\\x{85}\\p{Z}])");
     EXPECT_EQ(pcre2_pattern_from_llama("[^\\s\\p{Lu}]"), "[^\\t-\\r\\x{85}\\p{Z}\\p{Lu}]");
     // Categories gain what Unicode 15.1 added, inside or outside a class.
     EXPECT_EQ(pcre2_pattern_from_llama("\\p{N}+").rfind("[\\p{N}\\x{11F50}-", 0), 0u);
-    EXPECT_NE(pcre2_pattern_from_llama("[^\\p{L}]").find("\\x{31350}-\\x{323AF}]"),
-              std::string::npos);
+    EXPECT_NE(pcre2_pattern_from_llama("[^\\p{L}]").find("\\x{31350}-\\x{323AF}]"), std::string::npos);
     EXPECT_EQ(pcre2_pattern_from_llama("\\s+$"), "[\\t-\\r\\x{85}\\p{Z}]+\\z");
     EXPECT_EQ(pcre2_pattern_from_llama("[$]\\$"), "[$]\\$");
 }
 
 TEST(PreTokenizer, Gpt2) {
     EXPECT_EQ(split("gpt2", "Hello world"), (Pieces{"Hello", " world"}));
-    EXPECT_EQ(split("gpt2", "I'm here, they'll go!"),
-              (Pieces{"I", "'m", " here", ",", " they", "'ll", " go", "!"}));
+    EXPECT_EQ(split("gpt2", "I'm here, they'll go!"), (Pieces{"I", "'m", " here", ",", " they", "'ll", " go", "!"}));
     EXPECT_EQ(split("gpt2", "abc 12345 x"), (Pieces{"abc", " 12345", " x"}));
     EXPECT_EQ(split("gpt2", "  \n\n a"), (Pieces{"  \n\n", " a"}));
-    EXPECT_EQ(split("gpt2", "x = 1234567;\n\treturn"),
-              (Pieces{"x", " =", " 1234567", ";", "\n", "\t", "return"}));
+    EXPECT_EQ(split("gpt2", "x = 1234567;\n\treturn"), (Pieces{"x", " =", " 1234567", ";", "\n", "\t", "return"}));
     EXPECT_EQ(split("gpt2", "Don'T WE'LL"), (Pieces{"Don", "'", "T", " WE", "'", "LL"}));
     EXPECT_EQ(split("gpt2", "foo   bar  \n"), (Pieces{"foo", "  ", " bar", "  \n"}));
     // U+00A0 and U+0085 are whitespace for llama.cpp (PCRE2's own \s lacks U+0085).
@@ -74,10 +69,8 @@ TEST(PreTokenizer, Gpt2) {
 
 TEST(PreTokenizer, SmolLMSplitsEveryDigit) {
     EXPECT_EQ(split("smollm", "abc 12345 x"), (Pieces{"abc", " ", "1", "2", "3", "4", "5", " x"}));
-    EXPECT_EQ(split("smollm", "x = 1234567;"),
-              (Pieces{"x", " =", " ", "1", "2", "3", "4", "5", "6", "7", ";"}));
-    EXPECT_EQ(split("smollm", "$1,234.56!!"),
-              (Pieces{"$", "1", ",", "2", "3", "4", ".", "5", "6", "!!"}));
+    EXPECT_EQ(split("smollm", "x = 1234567;"), (Pieces{"x", " =", " ", "1", "2", "3", "4", "5", "6", "7", ";"}));
+    EXPECT_EQ(split("smollm", "$1,234.56!!"), (Pieces{"$", "1", ",", "2", "3", "4", ".", "5", "6", "!!"}));
     // \p{N} is every number, not only ASCII digits: Arabic-Indic digits and circled numbers too.
     EXPECT_EQ(split("smollm", "a\u0661\u0662 \u2460\u2461"),
               (Pieces{"a", "\u0661", "\u0662", " ", "\u2460", "\u2461"}));
@@ -95,15 +88,13 @@ TEST(PreTokenizer, Llama3) {
 
 TEST(PreTokenizer, Qwen2) {
     EXPECT_EQ(split("qwen2", "abc 12345 x"), (Pieces{"abc", " ", "1", "2", "3", "4", "5", " x"}));
-    EXPECT_EQ(split("qwen2", "x = 12;\n\treturn"),
-              (Pieces{"x", " =", " ", "1", "2", ";\n", "\treturn"}));
+    EXPECT_EQ(split("qwen2", "x = 12;\n\treturn"), (Pieces{"x", " =", " ", "1", "2", ";\n", "\treturn"}));
 }
 
 TEST(PreTokenizer, DefaultSplitsPunctuationFirst) {
     EXPECT_EQ(split("default", "I'm here, they'll go!"),
               (Pieces{"I", "'", "m", " here", ",", " they", "'", "ll", " go", "!"}));
-    EXPECT_EQ(split("default", "x = 1234567;"),
-              (Pieces{"x", " ", "=", " ", "123", "456", "7", ";"}));
+    EXPECT_EQ(split("default", "x = 1234567;"), (Pieces{"x", " ", "=", " ", "123", "456", "7", ";"}));
 }
 
 TEST(PreTokenizer, CjkAndEmoji) {

@@ -2,9 +2,9 @@
 
 #include <map>
 
+#include "core/utf8.h"
 #include "model_fixture.h"
 #include "tokenizer/tokenizer.h"
-#include "core/utf8.h"
 
 namespace lazyattn::tokenizer {
 using namespace text;

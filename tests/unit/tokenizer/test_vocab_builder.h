@@ -18,8 +18,7 @@ struct ExtraToken {
 };
 
 // Ids 0..255 are the bytes in byte order; extra tokens follow in order.
-inline VocabData make_byte_vocab(const std::vector<ExtraToken>& extra,
-                                 const std::vector<std::string>& merges,
+inline VocabData make_byte_vocab(const std::vector<ExtraToken>& extra, const std::vector<std::string>& merges,
                                  const std::string& pre = "gpt2") {
     VocabData d;
     d.model = "gpt2";

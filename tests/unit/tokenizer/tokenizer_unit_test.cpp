@@ -15,14 +15,13 @@ using Ids = std::vector<TokenId>;
 
 // 256 hello, 257 Ġworld, 258 <|im_start|>, 259 <|im_end|>, 260 <tool>, 261 <unused>.
 VocabData small_vocab() {
-    return make_byte_vocab(
-        {{"hello"},
-         {"Ġworld"},
-         {"<|im_start|>", TokenType::kControl},
-         {"<|im_end|>", TokenType::kControl},
-         {"<tool>", TokenType::kUserDefined},
-         {"<unused>", TokenType::kUnused}},
-        {"h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", "Ġwor ld", "x y"});
+    return make_byte_vocab({{"hello"},
+                            {"Ġworld"},
+                            {"<|im_start|>", TokenType::kControl},
+                            {"<|im_end|>", TokenType::kControl},
+                            {"<tool>", TokenType::kUserDefined},
+                            {"<unused>", TokenType::kUnused}},
+                           {"h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", "Ġwor ld", "x y"});
 }
 
 std::unique_ptr<Tokenizer> make(const VocabData& d) {

@@ -32,9 +32,8 @@ TEST(Utf8, StrictDecodeAcceptsValidSequences) {
 }
 
 TEST(Utf8, StrictDecodeRejectsMalformedSequences) {
-    for (const std::string bad :
-         {"\x80", "\xC0\x80", "\xC1\xBF", "\xE0\x80\x80", "\xED\xA0\x80", "\xF0\x80\x80\x80",
-          "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF"}) {
+    for (const std::string bad : {"\x80", "\xC0\x80", "\xC1\xBF", "\xE0\x80\x80", "\xED\xA0\x80", "\xF0\x80\x80\x80",
+                                  "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF"}) {
         EXPECT_FALSE(is_valid_utf8(bad)) << testing::PrintToString(bad);
         EXPECT_EQ(decode_utf8_one(bad, 0).status, Utf8Status::kInvalid);
     }

@@ -46,7 +46,8 @@ LA_AVX512 inline __m512 transpose_sum16(__m512 a[16]) {
 template <bool F16>
 LA_AVX512 inline __m512 load16(const void* base, int64_t i) {
     if constexpr (F16) {
-        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
+        return _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
     } else {
         return _mm512_loadu_ps(static_cast<const float*>(base) + i);
     }
@@ -55,8 +56,8 @@ LA_AVX512 inline __m512 load16(const void* base, int64_t i) {
 // D > 0: the head dim as a compile-time constant (rows stay in registers); D == 0: d at run time.
 // F16: k and v are fp16 (read as they are stored, no widening pass).
 template <int D, bool F16 = false>
-LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const void* v, int d_runtime, int n,
-                            float* m, float* l, float* o) {
+LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const void* v, int d_runtime, int n, float* m,
+                            float* l, float* o) {
     const int d = D > 0 ? D : d_runtime;
     const int C = d / 16;  // vectors per row
     const __mmask16 visible = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
@@ -76,8 +77,8 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const 
         const float m_new = std::max(m_old, _mm512_reduce_max_ps(s));
         // m_old = -inf (first block) gives corr ~ 0, and l and o are 0 then.
         const __m512 p = _mm512_maskz_mov_ps(visible, exp16(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
-        const float corr = m_old == m_new ? 1.0f : _mm_cvtss_f32(_mm512_castps512_ps128(
-                                                        exp16(_mm512_set1_ps(m_old - m_new))));
+        const float corr =
+            m_old == m_new ? 1.0f : _mm_cvtss_f32(_mm512_castps512_ps128(exp16(_mm512_set1_ps(m_old - m_new))));
         l[h] = l[h] * corr + _mm512_reduce_add_ps(p);
         alignas(64) float pw[16];
         _mm512_store_ps(pw, p);
@@ -94,23 +95,31 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const 
     }
 }
 
-LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d,
-                                          int n, float* m, float* l, float* o) {
+LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d, int n,
+                                          float* m, float* l, float* o) {
     switch (d) {
-        case 64: return attend_heads<64>(q, num_heads, k, v, d, n, m, l, o);
-        case 128: return attend_heads<128>(q, num_heads, k, v, d, n, m, l, o);
-        case 256: return attend_heads<256>(q, num_heads, k, v, d, n, m, l, o);
-        default: return attend_heads<0>(q, num_heads, k, v, d, n, m, l, o);  // other multiples of 16
+        case 64:
+            return attend_heads<64>(q, num_heads, k, v, d, n, m, l, o);
+        case 128:
+            return attend_heads<128>(q, num_heads, k, v, d, n, m, l, o);
+        case 256:
+            return attend_heads<256>(q, num_heads, k, v, d, n, m, l, o);
+        default:
+            return attend_heads<0>(q, num_heads, k, v, d, n, m, l, o);  // other multiples of 16
     }
 }
 
 LA_AVX512 void attend_decode_block_f16_avx512(const float* q, int num_heads, const uint16_t* k, const uint16_t* v,
                                               int d, int n, float* m, float* l, float* o) {
     switch (d) {
-        case 64: return attend_heads<64, true>(q, num_heads, k, v, d, n, m, l, o);
-        case 128: return attend_heads<128, true>(q, num_heads, k, v, d, n, m, l, o);
-        case 256: return attend_heads<256, true>(q, num_heads, k, v, d, n, m, l, o);
-        default: return attend_heads<0, true>(q, num_heads, k, v, d, n, m, l, o);
+        case 64:
+            return attend_heads<64, true>(q, num_heads, k, v, d, n, m, l, o);
+        case 128:
+            return attend_heads<128, true>(q, num_heads, k, v, d, n, m, l, o);
+        case 256:
+            return attend_heads<256, true>(q, num_heads, k, v, d, n, m, l, o);
+        default:
+            return attend_heads<0, true>(q, num_heads, k, v, d, n, m, l, o);
     }
 }
 
@@ -123,8 +132,9 @@ AttendDecodeBlockF16Fn attend_decode_block_f16() {
 AttendDecodeBlockFn attend_decode_block() {
     static const AttendDecodeBlockFn fn = [] {
         __builtin_cpu_init();
-        return isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") ? attend_decode_block_avx512
-                                                                                   : nullptr;
+        return isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")
+                   ? attend_decode_block_avx512
+                   : nullptr;
     }();
     return fn;
 }

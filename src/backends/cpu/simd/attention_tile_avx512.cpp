@@ -38,7 +38,8 @@ LA_AVX512 void attend_block_avx512(const float* qt, const float* k, const float*
     const __m512 m_old = _mm512_load_ps(m);
     const __m512 m_new = _mm512_max_ps(m_old, mx);
     // Lanes that have seen no key yet keep -inf; use 0 there so no inf - inf appears.
-    const __m512 m_use = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(m_new, neg_inf, _CMP_EQ_OQ), m_new, _mm512_setzero_ps());
+    const __m512 m_use =
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask(m_new, neg_inf, _CMP_EQ_OQ), m_new, _mm512_setzero_ps());
     const __m512 corr = exp16(_mm512_sub_ps(m_old, m_use));
     __m512 sum = _mm512_setzero_ps();
     for (int j = 0; j < J; ++j) {
@@ -63,13 +64,14 @@ LA_AVX512 void attend_block_avx512(const float* qt, const float* k, const float*
     }
 }
 
-
 }  // namespace
 
 AttendBlockFn attend_block_q16() {
     static const AttendBlockFn fn = [] {
         __builtin_cpu_init();
-        return isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") ? attend_block_avx512 : nullptr;
+        return isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")
+                   ? attend_block_avx512
+                   : nullptr;
     }();
     return fn;
 }

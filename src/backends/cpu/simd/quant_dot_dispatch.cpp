@@ -10,8 +10,8 @@ std::vector<const QuantKernels*> supported_sets() {
     std::vector<const QuantKernels*> sets;
     __builtin_cpu_init();
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && isa_limit() >= IsaLimit::kAvx2;
-    if (avx2 && isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw")) {
+    if (avx2 && isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512vnni") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
         sets.push_back(&kAvx512VnniKernels);
     }
     if (avx2) sets.push_back(&kAvx2Kernels);

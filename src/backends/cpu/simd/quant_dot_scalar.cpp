@@ -29,7 +29,7 @@ using kernels::WeightType;
 const TypedDotKernels kScalarTypedDots = {
     typed_rows_scalar<WeightType::kQ5_0>, typed_rows_scalar<WeightType::kQ5_1>, typed_rows_scalar<WeightType::kQ2_K>,
     typed_rows_scalar<WeightType::kQ3_K>, typed_rows_scalar<WeightType::kQ4_K>, typed_rows_scalar<WeightType::kQ5_K>,
-    typed_rows_scalar<WeightType::kQ6_K>, typed_rows_scalar<WeightType::kF16>, typed_rows_scalar<WeightType::kBF16>,
+    typed_rows_scalar<WeightType::kQ6_K>, typed_rows_scalar<WeightType::kF16>,  typed_rows_scalar<WeightType::kBF16>,
 };
 
 const QuantKernels kScalarKernels = {

@@ -57,15 +57,15 @@ struct QuantActs {
 using PrepareRowFn = void (*)(const float* x, const QuantActs& a, int64_t r, kernels::QuantWeight w);
 // y[r * y_stride + o] = dot(weight row o, activation row r) (+ bias[o]) for o in [o_begin, o_end),
 // r < num_rows <= 4. w points at weight row 0; rows are w_row_bytes apart.
-using GemvFn = void (*)(const uint8_t* w, size_t w_row_bytes, int64_t o_begin, int64_t o_end,
-                        const QuantActs& a, int num_rows, float* y, int64_t y_stride, const float* bias);
+using GemvFn = void (*)(const uint8_t* w, size_t w_row_bytes, int64_t o_begin, int64_t o_end, const QuantActs& a,
+                        int num_rows, float* y, int64_t y_stride, const float* bias);
 // Repacks weight rows [0, num_w_rows) (num_w_rows <= kGemmTileRows) into `packed`
 // (kGemmTileRows * nb * kPackedBytesPerRowBlock bytes, 64-aligned).
 using PackTileFn = void (*)(const uint8_t* w, size_t w_row_bytes, int num_w_rows, int64_t nb, uint8_t* packed);
 // y[r * y_stride + o] for activation rows [r_begin, r_end) and the tile's rows o < num_w_rows
 // (y points at the tile's first output column), plus bias (indexed from the tile's first row).
-using GemmTileFn = void (*)(const uint8_t* packed, int64_t nb, const QuantActs& a, int64_t r_begin,
-                            int64_t r_end, float* y, int64_t y_stride, int num_w_rows, const float* bias);
+using GemmTileFn = void (*)(const uint8_t* packed, int64_t nb, const QuantActs& a, int64_t r_begin, int64_t r_end,
+                            float* y, int64_t y_stride, int num_w_rows, const float* bias);
 
 constexpr int kGemmTileRows = 32;
 constexpr size_t kPackedBytesPerRowBlock = 40;  // 32 u8 values + fp32 d and m

@@ -156,8 +156,8 @@ LA_AVX512 void gemv_tile(const uint8_t* w, size_t rb, const QuantActs& a, float*
 }
 
 template <int K, int R>
-LA_AVX512 void gemv_rows(const uint8_t* w, size_t rb, int64_t o0, int64_t o1, const QuantActs& a, float* y,
-                         int64_t ys, const float* bias) {
+LA_AVX512 void gemv_rows(const uint8_t* w, size_t rb, int64_t o0, int64_t o1, const QuantActs& a, float* y, int64_t ys,
+                         const float* bias) {
     // Several weight rows share each activation load. Not for Q8_0: interleaving its 34-byte-block
     // rows ran 3x slower from memory (8 vs 29 GB/s on Zen 4), while one row at a time is not
     // compute bound.
@@ -168,13 +168,21 @@ LA_AVX512 void gemv_rows(const uint8_t* w, size_t rb, int64_t o0, int64_t o1, co
 }
 
 template <int K>
-LA_AVX512 void gemv_avx512(const uint8_t* w, size_t rb, int64_t o0, int64_t o1, const QuantActs& a, int rows,
-                           float* y, int64_t ys, const float* bias) {
+LA_AVX512 void gemv_avx512(const uint8_t* w, size_t rb, int64_t o0, int64_t o1, const QuantActs& a, int rows, float* y,
+                           int64_t ys, const float* bias) {
     switch (rows) {
-        case 1: gemv_rows<K, 1>(w, rb, o0, o1, a, y, ys, bias); break;
-        case 2: gemv_rows<K, 2>(w, rb, o0, o1, a, y, ys, bias); break;
-        case 3: gemv_rows<K, 3>(w, rb, o0, o1, a, y, ys, bias); break;
-        default: gemv_rows<K, 4>(w, rb, o0, o1, a, y, ys, bias); break;
+        case 1:
+            gemv_rows<K, 1>(w, rb, o0, o1, a, y, ys, bias);
+            break;
+        case 2:
+            gemv_rows<K, 2>(w, rb, o0, o1, a, y, ys, bias);
+            break;
+        case 3:
+            gemv_rows<K, 3>(w, rb, o0, o1, a, y, ys, bias);
+            break;
+        default:
+            gemv_rows<K, 4>(w, rb, o0, o1, a, y, ys, bias);
+            break;
     }
 }
 
@@ -197,7 +205,8 @@ LA_AVX512 void pack_avx512(const uint8_t* w, size_t rb, int nw, int64_t nb, uint
                 const uint8_t* blk = w + i * rb + b * bs;
                 if constexpr (K == kQ8_0) {
                     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQsOffset[K]));
-                    _mm256_store_si256(reinterpret_cast<__m256i*>(v), _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80))));
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(v),
+                                       _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80))));
                 } else {
                     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQsOffset[K]));
                     const __m128i mask = _mm_set1_epi8(0x0f);
@@ -215,8 +224,8 @@ LA_AVX512 void pack_avx512(const uint8_t* w, size_t rb, int nw, int64_t nb, uint
 }
 
 template <int K, int MR>
-LA_AVX512 void gemm_rows(const uint8_t* packed, int64_t nb, const QuantActs& a, int64_t r, float* y, int64_t ys,
-                         int nw, const float* bias) {
+LA_AVX512 void gemm_rows(const uint8_t* packed, int64_t nb, const QuantActs& a, int64_t r, float* y, int64_t ys, int nw,
+                         const float* bias) {
     __m512 acc[2][MR];
     for (int g = 0; g < 2; ++g) {
         for (int i = 0; i < MR; ++i) acc[g][i] = _mm512_setzero_ps();
@@ -265,20 +274,28 @@ LA_AVX512 void gemm_rows(const uint8_t* packed, int64_t nb, const QuantActs& a, 
         if (n <= 0) break;
         const __mmask16 mask = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
         const __m512 bv = bias != nullptr ? _mm512_maskz_loadu_ps(mask, bias + 16 * g) : _mm512_setzero_ps();
-        for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + (r + i) * ys + 16 * g, mask, _mm512_add_ps(acc[g][i], bv));
+        for (int i = 0; i < MR; ++i)
+            _mm512_mask_storeu_ps(y + (r + i) * ys + 16 * g, mask, _mm512_add_ps(acc[g][i], bv));
     }
 }
 
 template <int K>
-LA_AVX512 void gemm_tile_avx512(const uint8_t* packed, int64_t nb, const QuantActs& a, int64_t r0, int64_t r1,
-                                float* y, int64_t ys, int nw, const float* bias) {
+LA_AVX512 void gemm_tile_avx512(const uint8_t* packed, int64_t nb, const QuantActs& a, int64_t r0, int64_t r1, float* y,
+                                int64_t ys, int nw, const float* bias) {
     int64_t r = r0;
     for (; r + 4 <= r1; r += 4) gemm_rows<K, 4>(packed, nb, a, r, y, ys, nw, bias);
     switch (r1 - r) {
-        case 3: gemm_rows<K, 3>(packed, nb, a, r, y, ys, nw, bias); break;
-        case 2: gemm_rows<K, 2>(packed, nb, a, r, y, ys, nw, bias); break;
-        case 1: gemm_rows<K, 1>(packed, nb, a, r, y, ys, nw, bias); break;
-        default: break;
+        case 3:
+            gemm_rows<K, 3>(packed, nb, a, r, y, ys, nw, bias);
+            break;
+        case 2:
+            gemm_rows<K, 2>(packed, nb, a, r, y, ys, nw, bias);
+            break;
+        case 1:
+            gemm_rows<K, 1>(packed, nb, a, r, y, ys, nw, bias);
+            break;
+        default:
+            break;
     }
 }
 
@@ -297,7 +314,7 @@ void repack_r16(const uint8_t* w, size_t rb, int64_t out_dim, int64_t nb, uint8_
             for (int i = 0; i < kR16Rows && g * kR16Rows + i < out_dim; ++i) {
                 const uint8_t* blk = w + (g * kR16Rows + i) * rb + b * bs;
                 for (int t = 0; t < 4; ++t) std::memcpy(pb + 64 * t + 4 * i, blk + kQsOffset[K] + 4 * t, 4);
-                std::memcpy(pb + 256 + 2 * i, blk, 2);                          // d
+                std::memcpy(pb + 256 + 2 * i, blk, 2);                                // d
                 if constexpr (K == kQ4_1) std::memcpy(pb + 288 + 2 * i, blk + 2, 2);  // m
             }
         }
@@ -340,12 +357,13 @@ LA_AVX512 void gemv_r16_groups(const uint8_t* pw, int64_t nb, const QuantActs& a
             const uint8_t* pb = pw + g * group_stride + b * bb;
             const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 256)));
             for (int r = 0; r < R; ++r) {
-                acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][r]), _mm512_mul_ps(d, _mm512_set1_ps(a.ds_row(r)[2 * b])),
-                                            acc[g][r]);
+                acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][r]),
+                                            _mm512_mul_ps(d, _mm512_set1_ps(a.ds_row(r)[2 * b])), acc[g][r]);
             }
             if constexpr (K == kQ4_1) {
                 const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 288)));
-                for (int r = 0; r < R; ++r) acc[g][r] = _mm512_fmadd_ps(m, _mm512_set1_ps(a.ds_row(r)[2 * b + 1]), acc[g][r]);
+                for (int r = 0; r < R; ++r)
+                    acc[g][r] = _mm512_fmadd_ps(m, _mm512_set1_ps(a.ds_row(r)[2 * b + 1]), acc[g][r]);
             }
         }
     }
@@ -385,10 +403,18 @@ template <int K>
 LA_AVX512 void gemv_r16_avx512(const uint8_t* r16, int64_t nb, int64_t g0, int64_t g1, int64_t out_dim,
                                const QuantActs& a, int rows, float* y, int64_t ys, const float* bias) {
     switch (rows) {
-        case 1: gemv_r16_rows<K, 1>(r16, nb, g0, g1, out_dim, a, y, ys, bias); break;
-        case 2: gemv_r16_rows<K, 2>(r16, nb, g0, g1, out_dim, a, y, ys, bias); break;
-        case 3: gemv_r16_rows<K, 3>(r16, nb, g0, g1, out_dim, a, y, ys, bias); break;
-        default: gemv_r16_rows<K, 4>(r16, nb, g0, g1, out_dim, a, y, ys, bias); break;
+        case 1:
+            gemv_r16_rows<K, 1>(r16, nb, g0, g1, out_dim, a, y, ys, bias);
+            break;
+        case 2:
+            gemv_r16_rows<K, 2>(r16, nb, g0, g1, out_dim, a, y, ys, bias);
+            break;
+        case 3:
+            gemv_r16_rows<K, 3>(r16, nb, g0, g1, out_dim, a, y, ys, bias);
+            break;
+        default:
+            gemv_r16_rows<K, 4>(r16, nb, g0, g1, out_dim, a, y, ys, bias);
+            break;
     }
 }
 
@@ -413,10 +439,12 @@ LA_AVX512 void pack_from_r16_avx512(const uint8_t* r16, int64_t nb, int64_t tile
                 _mm512_store_si512(pb + t * 128 + 64 * h, _mm512_and_si512(wv, low4));
                 _mm512_store_si512(pb + (t + 4) * 128 + 64 * h, _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4));
             }
-            _mm512_store_ps(d + 16 * h, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 256))));
+            _mm512_store_ps(d + 16 * h,
+                            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 256))));
             _mm512_store_ps(d + 32 + 16 * h,
-                            K == kQ4_1 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 288)))
-                                       : _mm512_setzero_ps());
+                            K == kQ4_1
+                                ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 288)))
+                                : _mm512_setzero_ps());
         }
     }
 }

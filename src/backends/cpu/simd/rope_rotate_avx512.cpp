@@ -9,7 +9,7 @@ namespace lazyattn::backends::cpu::simd {
 namespace {
 
 __attribute__((target("avx2,fma,avx512f"))) void rope_rotate_avx512(const float* cs, const float* in, float* out,
-                                                                     int32_t head_dim, int32_t rotary_dims, bool neox) {
+                                                                    int32_t head_dim, int32_t rotary_dims, bool neox) {
     if (neox) {
         // Pairs (i, i + half): cos and sin of 16 consecutive pairs, de-interleaved from cs.
         const int32_t half = rotary_dims / 2;
@@ -29,8 +29,8 @@ __attribute__((target("avx2,fma,avx512f"))) void rope_rotate_avx512(const float*
             const __m512 x = _mm512_loadu_ps(in + i);
             const __m512 swapped = _mm512_permute_ps(x, 0xB1);  // (x1, x0) per pair
             // even lanes x0 c - x1 s, odd lanes x1 c + x0 s
-            _mm512_storeu_ps(out + i, _mm512_fmaddsub_ps(x, _mm512_moveldup_ps(t),
-                                                         _mm512_mul_ps(swapped, _mm512_movehdup_ps(t))));
+            _mm512_storeu_ps(
+                out + i, _mm512_fmaddsub_ps(x, _mm512_moveldup_ps(t), _mm512_mul_ps(swapped, _mm512_movehdup_ps(t))));
         }
     }
     for (int32_t i = rotary_dims; i < head_dim; i += 16) _mm512_storeu_ps(out + i, _mm512_loadu_ps(in + i));

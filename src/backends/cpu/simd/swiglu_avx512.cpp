@@ -11,7 +11,7 @@ namespace lazyattn::backends::cpu::simd {
 namespace {
 
 __attribute__((target("avx2,fma,avx512f"))) void swiglu_avx512(const float* gate, const float* up, float* out,
-                                                                int64_t n) {
+                                                               int64_t n) {
     int64_t i = 0;
     const __m512 one = _mm512_set1_ps(1.0f);
     for (; i + 16 <= n; i += 16) {

@@ -41,16 +41,26 @@ struct TypedDotKernels {
     TypedDotFn get(kernels::WeightType t) const {
         using W = kernels::WeightType;
         switch (t) {
-            case W::kQ5_0: return q5_0;
-            case W::kQ5_1: return q5_1;
-            case W::kQ2_K: return q2_k;
-            case W::kQ3_K: return q3_k;
-            case W::kQ4_K: return q4_k;
-            case W::kQ5_K: return q5_k;
-            case W::kQ6_K: return q6_k;
-            case W::kF16: return f16;
-            case W::kBF16: return bf16;
-            default: return nullptr;
+            case W::kQ5_0:
+                return q5_0;
+            case W::kQ5_1:
+                return q5_1;
+            case W::kQ2_K:
+                return q2_k;
+            case W::kQ3_K:
+                return q3_k;
+            case W::kQ4_K:
+                return q4_k;
+            case W::kQ5_K:
+                return q5_k;
+            case W::kQ6_K:
+                return q6_k;
+            case W::kF16:
+                return f16;
+            case W::kBF16:
+                return bf16;
+            default:
+                return nullptr;
         }
     }
 };

@@ -12,11 +12,11 @@
 
 #include <cstring>
 
+#include "backends/cpu/simd/kquant_unpack_avx2.h"
 #include "backends/cpu/simd/typed_dot.h"
 #include "core/fp16.h"
 #include "kernels/params/quant_blocks.h"
 #include "kernels/ref/kquant_ref.h"
-#include "backends/cpu/simd/kquant_unpack_avx2.h"
 
 namespace lazyattn::backends::cpu::simd {
 namespace {
@@ -54,7 +54,8 @@ LA_AVX2 inline __m256i bytes_from_bits(uint32_t bits) {
 LA_AVX2 inline void dot_unpacked_rows(const KUnpacked& u, const uint8_t* x, size_t stride, int64_t i, int rows,
                                       float* acc) {
     __m256i sc[8];
-    for (int g = 0; g < 8; ++g) sc[g] = _mm256_set_m128i(_mm_set1_epi16(u.scale[2 * g + 1]), _mm_set1_epi16(u.scale[2 * g]));
+    for (int g = 0; g < 8; ++g)
+        sc[g] = _mm256_set_m128i(_mm_set1_epi16(u.scale[2 * g + 1]), _mm_set1_epi16(u.scale[2 * g]));
     const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
     for (int r = 0; r < rows; ++r) {
         const auto* xb = reinterpret_cast<const BlockQ8_K*>(x + r * stride) + i;

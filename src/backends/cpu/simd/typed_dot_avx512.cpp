@@ -112,7 +112,7 @@ LA_512 void dot_q45_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, in
             v = _mm512_and_si512(_mm512_mask_srli_epi16(v, kUpperWords, v, 4), m4);
             if (kQ5) {
                 // Bit 2c of qh (low half) or 2c + 1 (high half) moved to bit 4.
-                __m512i h = c == 0 ? _mm512_slli_epi16(qh, 4)
+                __m512i h = c == 0   ? _mm512_slli_epi16(qh, 4)
                             : c == 1 ? _mm512_slli_epi16(qh, 2)
                             : c == 2 ? qh
                                      : _mm512_srli_epi16(qh, 2);
@@ -124,7 +124,8 @@ LA_512 void dot_q45_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, in
         for (int r = 0; r < R; ++r) {
             const uint8_t* xb = x + r * stride + i * kQ8KBytes;
             const float dx = float_at(xb);
-            __m512i s = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(q[0], load64(xb + kQ8KQs)), scv[0]);
+            __m512i s =
+                _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_maddubs_epi16(q[0], load64(xb + kQ8KQs)), scv[0]);
             s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q[1], load64(xb + kQ8KQs + 64)), scv[1]);
             s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q[2], load64(xb + kQ8KQs + 128)), scv[2]);
             s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q[3], load64(xb + kQ8KQs + 192)), scv[3]);
@@ -151,7 +152,8 @@ LA_512 void dot_q6_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, int
         const __m512i sc16 = _mm512_castsi256_si512(sc);
         __m512i scv[4];
         for (int j = 0; j < 4; ++j) scv[j] = _mm512_permutexvar_epi16(idx[j], sc16);
-        const __m512i neg32 = _mm512_zextsi256_si512(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5)));
+        const __m512i neg32 =
+            _mm512_zextsi256_si512(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5)));
         __m512i q[4];
         for (int h = 0; h < 2; ++h) {
             const __m512i l = load64(b + 64 * h), hb = bcast32(b + 128 + 32 * h);
@@ -165,8 +167,10 @@ LA_512 void dot_q6_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, int
         }
         for (int r = 0; r < R; ++r) {
             const uint8_t* xb = x + r * stride + i * kQ8KBytes;
-            __m512i s = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(load32b(xb + kQ8KSums)), neg32);
-            for (int j = 0; j < 4; ++j) s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q[j], load64(xb + kQ8KQs + 64 * j)), scv[j]);
+            __m512i s =
+                _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(load32b(xb + kQ8KSums)), neg32);
+            for (int j = 0; j < 4; ++j)
+                s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q[j], load64(xb + kQ8KQs + 64 * j)), scv[j]);
             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(d * float_at(xb)), acc[r]);
         }
     }
@@ -193,7 +197,8 @@ LA_512 void dot_kunpacked_rows(const uint8_t* w, const uint8_t* x, size_t stride
             const float dx = float_at(xb);
             __m512i s = _mm512_setzero_si512();
             for (int j = 0; j < 4; ++j) {
-                s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(load64(u.q + 64 * j), load64(xb + kQ8KQs + 64 * j)), scv[j]);
+                s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(load64(u.q + 64 * j), load64(xb + kQ8KQs + 64 * j)),
+                                        scv[j]);
             }
             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(u.d * dx), acc[r]);
             const __m256i ms = _mm256_madd_epi16(load32b(xb + kQ8KSums), mins);
@@ -243,23 +248,37 @@ LA_512 void by_rows(const void* w, const uint8_t* x, size_t stride, int rows, in
     const auto* wb = static_cast<const uint8_t*>(w);
     const int64_t len = kSuperBlocks ? n / kernels::kSuperBlock : n;
     switch (rows) {
-        case 1: K<1>::run(wb, x, stride, len, out); return;
-        case 2: K<2>::run(wb, x, stride, len, out); return;
-        case 3: K<3>::run(wb, x, stride, len, out); return;
-        default: K<4>::run(wb, x, stride, len, out); return;
+        case 1:
+            K<1>::run(wb, x, stride, len, out);
+            return;
+        case 2:
+            K<2>::run(wb, x, stride, len, out);
+            return;
+        case 3:
+            K<3>::run(wb, x, stride, len, out);
+            return;
+        default:
+            K<4>::run(wb, x, stride, len, out);
+            return;
     }
 }
 template <int R>
 struct Q4K {
-    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) { dot_q45_K_rows<false, R>(w, x, s, n, o); }
+    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+        dot_q45_K_rows<false, R>(w, x, s, n, o);
+    }
 };
 template <int R>
 struct Q5K {
-    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) { dot_q45_K_rows<true, R>(w, x, s, n, o); }
+    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+        dot_q45_K_rows<true, R>(w, x, s, n, o);
+    }
 };
 template <int R>
 struct Q6K {
-    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) { dot_q6_K_rows<R>(w, x, s, n, o); }
+    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+        dot_q6_K_rows<R>(w, x, s, n, o);
+    }
 };
 template <int R>
 struct Q2K {
@@ -275,11 +294,15 @@ struct Q3K {
 };
 template <int R>
 struct F16 {
-    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) { dot_16bit_rows<false, R>(w, x, s, n, o); }
+    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+        dot_16bit_rows<false, R>(w, x, s, n, o);
+    }
 };
 template <int R>
 struct BF16 {
-    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) { dot_16bit_rows<true, R>(w, x, s, n, o); }
+    LA_512 static void run(const uint8_t* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+        dot_16bit_rows<true, R>(w, x, s, n, o);
+    }
 };
 
 void q5_0_avx2(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
@@ -371,8 +394,10 @@ LA_512 void kquant_tile(const uint8_t* packed, int64_t n, const uint8_t* x, size
     const int64_t nsb = n / kernels::kSuperBlock;
     const __mmask16 mask = __mmask16((1u << num_w_rows) - 1);
     int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) kquant_tile_rows<4>(packed, nsb, x + r * stride, stride, y + r * y_stride, y_stride, mask, bias);
-    for (; r < rows; ++r) kquant_tile_rows<1>(packed, nsb, x + r * stride, stride, y + r * y_stride, y_stride, mask, bias);
+    for (; r + 4 <= rows; r += 4)
+        kquant_tile_rows<4>(packed, nsb, x + r * stride, stride, y + r * y_stride, y_stride, mask, bias);
+    for (; r < rows; ++r)
+        kquant_tile_rows<1>(packed, nsb, x + r * stride, stride, y + r * y_stride, y_stride, mask, bias);
 }
 
 // F16/BF16 tile: [n][16 rows] fp32.
@@ -386,7 +411,8 @@ LA_512 void pack_16bit(const uint8_t* w, size_t w_row_bytes, int num_w_rows, int
     alignas(64) float block[16][16];
     int64_t k = 0;
     for (; k + 16 <= n; k += 16) {
-        for (int row = 0; row < num_w_rows; ++row) _mm512_store_ps(block[row], widen16<kBf16>(w + row * w_row_bytes + 2 * k));
+        for (int row = 0; row < num_w_rows; ++row)
+            _mm512_store_ps(block[row], widen16<kBf16>(w + row * w_row_bytes + 2 * k));
         for (int j = 0; j < 16; ++j) {
             for (int row = 0; row < num_w_rows; ++row) t[(k + j) * 16 + row] = block[row][j];
         }
@@ -475,30 +501,30 @@ const TypedTile kTileBF16 = {pack_16bit<true>, ftile, ftile_bytes};
 const TypedTile* tile_of(kernels::WeightType t) {
     using W = kernels::WeightType;
     switch (t) {
-        case W::kQ2_K: return &kTileQ2K;
-        case W::kQ3_K: return &kTileQ3K;
-        case W::kQ4_K: return &kTileQ4K;
-        case W::kQ5_K: return &kTileQ5K;
-        case W::kQ6_K: return &kTileQ6K;
-        case W::kF16: return &kTileF16;
-        case W::kBF16: return &kTileBF16;
-        default: return nullptr;
+        case W::kQ2_K:
+            return &kTileQ2K;
+        case W::kQ3_K:
+            return &kTileQ3K;
+        case W::kQ4_K:
+            return &kTileQ4K;
+        case W::kQ5_K:
+            return &kTileQ5K;
+        case W::kQ6_K:
+            return &kTileQ6K;
+        case W::kF16:
+            return &kTileF16;
+        case W::kBF16:
+            return &kTileBF16;
+        default:
+            return nullptr;
     }
 }
 
 }  // namespace
 
 const TypedDotKernels kAvx512TypedDots = {
-    q5_0_avx2,
-    q5_1_avx2,
-    by_rows<Q2K, true>,
-    by_rows<Q3K, true>,
-    by_rows<Q4K, true>,
-    by_rows<Q5K, true>,
-    by_rows<Q6K, true>,
-    by_rows<F16, false>,
-    by_rows<BF16, false>,
-    tile_of,
+    q5_0_avx2,          q5_1_avx2,          by_rows<Q2K, true>,  by_rows<Q3K, true>,   by_rows<Q4K, true>,
+    by_rows<Q5K, true>, by_rows<Q6K, true>, by_rows<F16, false>, by_rows<BF16, false>, tile_of,
     quantize_q8_K,
 };
 

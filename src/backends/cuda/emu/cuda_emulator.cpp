@@ -156,9 +156,9 @@ void init_fiber(Fiber& f, char* stack) {
     f.stack = stack;
     auto top = reinterpret_cast<uintptr_t>(stack + kStackBytes) & ~uintptr_t(15);
     auto* words = reinterpret_cast<void**>(top);
-    words[-1] = nullptr;                                  // fake return address of fiber_main
-    words[-2] = reinterpret_cast<void*>(&fiber_main);     // `ret` of emu_switch jumps here
-    for (int i = 3; i <= 8; ++i) words[-i] = nullptr;     // rbp rbx r12 r13 r14 r15
+    words[-1] = nullptr;                               // fake return address of fiber_main
+    words[-2] = reinterpret_cast<void*>(&fiber_main);  // `ret` of emu_switch jumps here
+    for (int i = 3; i <= 8; ++i) words[-i] = nullptr;  // rbp rbx r12 r13 r14 r15
     f.sp = &words[-8];
 }
 
@@ -191,7 +191,8 @@ void run_block() {
             progressed = true;
         }
         if (!alive) return;
-        if (!progressed && !skipped) fail("deadlock: threads wait at a barrier other threads never reach (divergent barrier or early exit)");
+        if (!progressed && !skipped)
+            fail("deadlock: threads wait at a barrier other threads never reach (divergent barrier or early exit)");
     }
 }
 
@@ -229,9 +230,7 @@ const dim3& block_dim() { return emulator().block; }
 const dim3& grid_dim() { return emulator().grid; }
 int lane_id() { return current().linear % 32; }
 
-void sync_threads() {
-    arrive_and_wait(emulator().block_barrier);
-}
+void sync_threads() { arrive_and_wait(emulator().block_barrier); }
 
 void sync_warp() { arrive_and_wait(warp().barrier); }
 
@@ -358,7 +357,8 @@ void launch(dim3 grid, dim3 block, size_t smem_bytes, const void* kernel, const 
     const int threads = int(block.x * block.y * block.z);
     if (threads <= 0 || threads > 1024 || threads % 32 != 0) fail("block size must be a multiple of 32 up to 1024");
     if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535) fail("bad grid");
-    if (!smem_allowed(kernel, smem_bytes)) fail("dynamic shared memory above the kernel's limit (cudaFuncSetAttribute missing?)");
+    if (!smem_allowed(kernel, smem_bytes))
+        fail("dynamic shared memory above the kernel's limit (cudaFuncSetAttribute missing?)");
     e.running = true;
     e.grid = grid;
     e.block = block;
@@ -377,7 +377,8 @@ void launch(dim3 grid, dim3 block, size_t smem_bytes, const void* kernel, const 
                 for (int i = 0; i < threads; ++i) {
                     Fiber& f = e.fibers[i];
                     f.linear = i;
-                    f.tid = {uint32_t(i % block.x), uint32_t((i / block.x) % block.y), uint32_t(i / (block.x * block.y))};
+                    f.tid = {uint32_t(i % block.x), uint32_t((i / block.x) % block.y),
+                             uint32_t(i / (block.x * block.y))};
                     init_fiber(f, e.stacks[i]);
                 }
                 run_block();
@@ -406,8 +407,8 @@ void set_smem_limit(const void* kernel, size_t bytes) { emulator().smem_limits[k
 
 }  // namespace lazyattn::emu
 
-using lazyattn::emu::allocations;
 using lazyattn::emu::Allocation;
+using lazyattn::emu::allocations;
 
 extern "C" {
 
@@ -472,11 +473,21 @@ cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 
 cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int) {
     switch (attr) {
-        case cudaDevAttrMultiProcessorCount: *value = 4; break;
-        case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = int(lazyattn::emu::kMaxSmemBytes); break;
-        case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-        case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-        default: *value = 0; break;
+        case cudaDevAttrMultiProcessorCount:
+            *value = 4;
+            break;
+        case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+            *value = int(lazyattn::emu::kMaxSmemBytes);
+            break;
+        case cudaDevAttrComputeCapabilityMajor:
+            *value = 9;
+            break;
+        case cudaDevAttrComputeCapabilityMinor:
+            *value = 0;
+            break;
+        default:
+            *value = 0;
+            break;
     }
     return cudaSuccess;
 }

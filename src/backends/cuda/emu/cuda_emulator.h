@@ -137,8 +137,8 @@ T __ldg(const T* p) {
     return *p;
 }
 // CUDA's global min/max overloads.
-#define LA_EMU_MINMAX(T)                                 \
-    inline T min(T a, T b) { return b < a ? b : a; }     \
+#define LA_EMU_MINMAX(T)                             \
+    inline T min(T a, T b) { return b < a ? b : a; } \
     inline T max(T a, T b) { return a < b ? b : a; }
 LA_EMU_MINMAX(int)
 LA_EMU_MINMAX(unsigned)
