@@ -44,11 +44,7 @@ void print_type_mix(const loader::GgufFile& file) {
 
 int run_info(const CommonOptions& o) {
     const std::string path = o.model_path.empty() ? default_model_path() : o.model_path;
-    if (path.empty()) {
-        std::cerr << "error: no model found; run `make run` once or pass --model FILE\n";
-        return 1;
-    }
-    auto file = loader::GgufFile::open(path);
+    auto file = open_model_gguf(path);
     if (!file.ok()) {
         std::cerr << "error: " << file.status().to_string() << "\n";
         return 1;

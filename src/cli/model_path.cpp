@@ -23,4 +23,10 @@ std::string default_model_path() {
     return "";
 }
 
+Expected<std::unique_ptr<loader::GgufFile>> open_model_gguf(const std::string& model_path) {
+    const std::string path = model_path.empty() ? default_model_path() : model_path;
+    if (path.empty()) return not_found("no model found; run `make run` once or pass --model FILE");
+    return loader::GgufFile::open(path);
+}
+
 }  // namespace lazyattn::cli

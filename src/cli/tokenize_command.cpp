@@ -12,12 +12,7 @@
 namespace lazyattn::cli {
 
 int run_tokenize(const TokenizeOptions& o) {
-    const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    if (path.empty()) {
-        std::cerr << "error: no model found; run `make run` once or pass --model FILE\n";
-        return 1;
-    }
-    auto file = loader::GgufFile::open(path);
+    auto file = open_model_gguf(o.common.model_path);
     if (!file.ok()) {
         std::cerr << "error: " << file.status().to_string() << "\n";
         return 1;

@@ -3,7 +3,6 @@
 // keeps serving everyone else afterwards.
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <chrono>
 #include <memory>
@@ -11,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "compress_util.h"
 #include "server_test_util.h"
 
 namespace lazyattn::testing {
@@ -18,19 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string gzip(const std::string& in) {
-    z_stream zs{};
-    deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);
-    std::string out(deflateBound(&zs, uLong(in.size())) + 64, '\0');
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    zs.avail_in = uInt(in.size());
-    zs.next_out = reinterpret_cast<Bytef*>(out.data());
-    zs.avail_out = uInt(out.size());
-    deflate(&zs, Z_FINISH);
-    out.resize(zs.total_out);
-    deflateEnd(&zs);
-    return out;
-}
 
 // The status code of the first response in raw bytes received ("HTTP/1.1 413 ..."), 0 if none.
 int first_status(const std::string& raw) {

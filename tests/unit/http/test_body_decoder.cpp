@@ -1,27 +1,16 @@
 // decode_content: gzip and deflate decoded within a bound; everything else refused.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <random>
 
+#include "compress_util.h"
 #include "http/body_decoder.h"
 
 namespace lazyattn::http {
 namespace {
 
-std::string compress_with(const std::string& in, int window_bits) {
-    z_stream zs{};
-    deflateInit2(&zs, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
-    std::string out(deflateBound(&zs, uLong(in.size())) + 64, '\0');
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    zs.avail_in = uInt(in.size());
-    zs.next_out = reinterpret_cast<Bytef*>(out.data());
-    zs.avail_out = uInt(out.size());
-    deflate(&zs, Z_FINISH);
-    out.resize(zs.total_out);
-    deflateEnd(&zs);
-    return out;
-}
+using testing::compress_with;
+
 
 TEST(BodyDecoder, RoundTripsRandomBodies) {
     std::mt19937 rng(7);

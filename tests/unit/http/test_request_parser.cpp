@@ -1,15 +1,16 @@
 // RequestParser: framing, limits and refusals, fed whole and byte by byte.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <string>
 
+#include "compress_util.h"
 #include "http/request_parser.h"
 
 namespace lazyattn::http {
 namespace {
 
 using State = RequestParser::State;
+using testing::gzip;
 
 HttpLimits small_limits() {
     HttpLimits l;
@@ -33,19 +34,6 @@ State feed_in_steps(RequestParser& p, std::string bytes, size_t step, std::strin
     return st;
 }
 
-std::string gzip(const std::string& in) {
-    z_stream zs{};
-    deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);
-    std::string out(deflateBound(&zs, uLong(in.size())) + 64, '\0');
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    zs.avail_in = uInt(in.size());
-    zs.next_out = reinterpret_cast<Bytef*>(out.data());
-    zs.avail_out = uInt(out.size());
-    deflate(&zs, Z_FINISH);
-    out.resize(zs.total_out);
-    deflateEnd(&zs);
-    return out;
-}
 
 TEST(RequestParser, ContentLengthBodyWholeAndByteByByte) {
     const std::string req =
