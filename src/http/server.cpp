@@ -122,8 +122,12 @@ void Server::stop() {
     // Running handlers finish their responses; queued ones are dropped (their sockets close).
     if (heavy_) heavy_->stop();
     if (light_) light_->stop();
-    std::lock_guard<std::mutex> lock(mu_);
-    returned_.clear();
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        returned_.clear();
+    }
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    wake_fd_ = -1;
 }
 
 int32_t Server::open_connections() const {
