@@ -120,8 +120,8 @@ struct ServeOptions {
     int32_t max_tokens_cap = 4096;
     double header_timeout_s = 10;
     double request_timeout_s = 60;
-    int32_t max_connections = 512;
-    int32_t max_connections_per_client = 32;
+    int32_t max_connections = 1024;
+    int32_t max_connections_per_client = 128;
     double health_stall_s = 60;
     double stats_interval_s = 10;
 };

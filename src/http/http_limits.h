@@ -15,8 +15,8 @@ struct HttpLimits {
     double request_timeout_s = 60;            // first byte of a request -> end of its body (408)
     double keep_alive_timeout_s = 5;          // an idle keep-alive connection is closed after this
     double write_timeout_s = 30;              // a client that reads nothing for this long is dropped
-    int32_t max_connections = 512;            // open connections in all (503 beyond)
-    int32_t max_connections_per_client = 32;  // open connections from one IP address (429 beyond)
+    int32_t max_connections = 1024;           // open connections in all (503 beyond)
+    int32_t max_connections_per_client = 128; // open connections from one IP address (429 beyond)
     int32_t max_requests_per_connection = 1000;
 };
 
