@@ -1,8 +1,9 @@
 // Scheduler: continuous batching over one paged KV cache (vLLM v1 style, with segments as
 // first-class work). Each step forms one batch under a token budget: first one decode row per
-// running request, then prefill chunks shared fairly (round robin) between segment jobs (a
-// missing document computed once for every request that needs it, as its own sequence from
-// position 0) and prompt tails whose segments are ready; all run as one forward. Requests
+// running request, then prefill chunks in first-come order with no item over half the budget,
+// from segment jobs (a missing document computed once for every request that needs it, as its
+// own sequence from position 0) and prompt tails whose segments are ready; all run as one
+// forward. Requests
 // advance by token counters. Admission allocates only once it knows everything fits. When blocks run
 // out, cached blocks nobody uses are evicted first (least recently freed); if a step still does
 // not fit, the most recently admitted request is preempted (its blocks freed, requeued for
@@ -185,7 +186,6 @@ private:
     uint64_t next_id_ = 1;
     uint64_t next_admit_order_ = 1;
     int64_t step_count_ = 0;
-    uint64_t prefill_rotation_ = 0;  // which prefill item goes first this step (round robin)
     uint64_t checked_pin_version_ = 0;
     std::deque<std::unique_ptr<SequenceState>> waiting_;
     std::vector<std::unique_ptr<SequenceState>> running_;  // admitted, in admission order

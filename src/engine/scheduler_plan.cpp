@@ -1,9 +1,11 @@
 // Scheduler: planning one step's rows under the token budget. Decode rows come first (one per
-// running request). Prefill work shares the rest fairly: each unfinished segment job and each
-// prompt tail whose segments are ready is an item; items take turns, each turn giving an item at
-// most an equal share of the budget (at least one block), and turns repeat while budget and
-// work remain. The item that goes first rotates every step. So one long document cannot hold a
-// short prompt back for more than a step, while a lone item still gets the whole budget.
+// running request). Prefill work takes the rest in first-come order, each unfinished segment job
+// (oldest first) and each prompt tail whose segments are ready (in admission order) being an
+// item, but no item takes more than half the budget in one turn; turns repeat while budget and
+// work remain. So one long document cannot hold the prompts behind it back (they get the other
+// half every step), a lone item still gets the whole budget, and otherwise work finishes in
+// arrival order: sharing the budget equally among all items (tried first) doubled the load
+// test's TTFT p50 (0.40 s -> 0.90 s), since every request's prefill then ends late.
 #include <algorithm>
 
 #include "engine/batch_builder.h"
@@ -20,13 +22,12 @@ struct PrefillItem {
     int32_t take = 0;              // tokens planned this step
 };
 
-// Hands out `budget` tokens in turns of at most `share`, starting at item `first`.
-void share_budget(std::vector<PrefillItem>& items, int32_t budget, int32_t share, size_t first) {
-    const size_t n = items.size();
+// Hands out `budget` tokens in turns of at most `share`, items in order.
+void share_budget(std::vector<PrefillItem>& items, int32_t budget, int32_t share) {
     for (bool any = true; any && budget > 0;) {
         any = false;
-        for (size_t k = 0; k < n && budget > 0; ++k) {
-            PrefillItem& it = items[(first + k) % n];
+        for (size_t k = 0; k < items.size() && budget > 0; ++k) {
+            PrefillItem& it = items[k];
             const int32_t give = std::min({share, it.left - it.take, budget});
             if (give <= 0) continue;
             it.take += give;
@@ -87,9 +88,7 @@ void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
         items.push_back({-1, s.get(), s->kv.num_tail_computed, s->kv.num_prompt_tail - s->kv.num_tail_computed});
     }
     if (items.empty() || budget <= 0) return;
-    const int32_t share = std::max(kv_.block_size(), budget / int32_t(items.size()));
-    share_budget(items, budget, share, size_t(prefill_rotation_++ % items.size()));
-    // Rows in a fixed order (jobs oldest first, then tails in admission order), whoever went first.
+    share_budget(items, budget, std::max(kv_.block_size(), budget / 2));
     for (const PrefillItem& it : items) {
         if (it.take == 0) continue;
         if (it.seq != nullptr) {
