@@ -94,6 +94,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(seconds);
     sv->add_option("--stats-interval", o.stats_interval_s, "seconds between stats log lines while busy")
         ->check(seconds);
+    sv->add_option("--max-pinned-fraction", o.max_pinned_fraction,
+                   "share of the KV pool pinned documents may hold in all (pins beyond it get 429)")
+        ->check(CLI::Range(0.0, 1.0));
+    sv->add_option("--pin-quota-blocks", o.pin_quota_blocks, "KV blocks one tenant may pin (0 = only the global share)")
+        ->check(non_negative);
     for (CLI::Option* opt : sv->get_options()) {
         if (opt == sv->get_help_ptr() || opt->get_lnames().empty()) continue;
         opt->envname(env_name_for(opt->get_lnames().front()));

@@ -124,6 +124,8 @@ struct ServeOptions {
     int32_t max_connections_per_client = 128;
     double health_stall_s = 60;
     double stats_interval_s = 10;
+    double max_pinned_fraction = 0.5;  // pinned documents' share of the KV pool at most
+    int32_t pin_quota_blocks = 0;      // per tenant; 0 = only the global share
 };
 
 int run_generate(const GenerateOptions& options);

@@ -37,6 +37,8 @@ Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     ec.max_queue = o.max_queue;
     ec.block_size = o.block_size;
     ec.max_model_len = o.max_model_len;
+    ec.max_pinned_fraction = o.max_pinned_fraction;
+    ec.max_pinned_blocks_per_tenant = o.pin_quota_blocks;
     LA_RETURN_IF_ERROR(ec.validate());
     return ec;
 }

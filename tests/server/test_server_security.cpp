@@ -213,6 +213,18 @@ TEST(ServerSecurity, PinnedDocumentsCannotWedgeTheEngine) {
     EXPECT_EQ(curl("GET", s.url("/health")).status, 200);
 }
 
+TEST(ServerSecurity, APerTenantPinQuotaRefusesOnlyThatTenant) {
+    ServerProcess s(server_args({"--api-key", "alpha-key,beta-key", "--pin-quota-blocks", "2"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const std::vector<std::string> alpha = {"-H", "'Authorization: Bearer alpha-key'"};
+    const std::vector<std::string> beta = {"-H", "'Authorization: Bearer beta-key'"};
+    EXPECT_EQ(curl("POST", s.url("/v1/documents"), json{{"documents", {"one"}}}.dump(), alpha).status, 200);
+    EXPECT_EQ(curl("POST", s.url("/v1/documents"), json{{"documents", {"two"}}}.dump(), alpha).status, 200);
+    expect_api_error(curl("POST", s.url("/v1/documents"), json{{"documents", {"three"}}}.dump(), alpha), 429,
+                     "pin_quota_exceeded");
+    EXPECT_EQ(curl("POST", s.url("/v1/documents"), json{{"documents", {"three"}}}.dump(), beta).status, 200);
+}
+
 TEST(ServerSecurity, ApiKeysGuardEveryRouteButHealth) {
     ServerProcess s(server_args({"--api-key", "alpha-key,beta-key"}));
     ASSERT_TRUE(s.started()) << s.log();
