@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cpu/simd/quant_dot.h"
+#include "backends/cpu/tile_tasks.h"
 #include "core/large_buffer.h"
 #include "kernels/params/quant_blocks.h"
 
@@ -52,30 +53,20 @@ void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKer
         return;
     }
 
-    // Prefill: tasks are (tile of 32 weight rows, chunk of activation rows); each task repacks
-    // its tile into thread-local memory, so row chunks are split only when tiles are few.
-    const int64_t tiles = (p.out_dim + simd::kGemmTileRows - 1) / simd::kGemmTileRows;
-    const int64_t chunks = std::clamp<int64_t>((4 * threads + tiles - 1) / tiles, 1, (p.num_rows + 63) / 64);
-    const int64_t rows_per_chunk = (p.num_rows + chunks - 1) / chunks;
-    const size_t packed_bytes = simd::kGemmTileRows * nb * simd::kPackedBytesPerRowBlock + 64;
-    pool.parallel_for(tiles * chunks, [&](int64_t task) {
-        thread_local std::vector<uint8_t> packed_buf;
-        if (packed_buf.size() < packed_bytes) packed_buf.resize(packed_bytes);
-        auto* packed =
-            reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(packed_buf.data()) + 63) & ~uintptr_t(63));
-        const int64_t tile = task % tiles, chunk = task / tiles;
-        const int64_t o0 = tile * simd::kGemmTileRows;
-        const int nw = int(std::min<int64_t>(simd::kGemmTileRows, p.out_dim - o0));
-        const int64_t r0 = chunk * rows_per_chunk, r1 = std::min(p.num_rows, r0 + rows_per_chunk);
-        if (r0 >= r1) return;
-        if (r16) {
-            g.pack_from_r16[kind](static_cast<const uint8_t*>(p.w_prepared), nb, tile, simd::r16_groups(p.out_dim),
-                                  packed);
-        } else {
-            g.pack[kind](w + o0 * rb, rb, nw, nb, packed);
-        }
-        g.gemm_tile[kind](packed, nb, a, r0, r1, p.y + o0, p.out_dim, nw, p.bias != nullptr ? p.bias + o0 : nullptr);
-    });
+    // Prefill on tiles of kGemmTileRows weight rows, packed per task (tile_tasks.h).
+    const size_t packed_bytes = simd::kGemmTileRows * nb * simd::kPackedBytesPerRowBlock;
+    for_each_tile_task(pool, p.out_dim, p.num_rows, simd::kGemmTileRows, 64, packed_bytes,
+                       [&](uint8_t* packed, int64_t o0, int nw, int64_t r0, int64_t r1) {
+                           const int64_t tile = o0 / simd::kGemmTileRows;
+                           if (r16) {
+                               g.pack_from_r16[kind](static_cast<const uint8_t*>(p.w_prepared), nb, tile,
+                                                     simd::r16_groups(p.out_dim), packed);
+                           } else {
+                               g.pack[kind](w + o0 * rb, rb, nw, nb, packed);
+                           }
+                           g.gemm_tile[kind](packed, nb, a, r0, r1, p.y + o0, p.out_dim, nw,
+                                             p.bias != nullptr ? p.bias + o0 : nullptr);
+                       });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cpu/simd/quant_dot.h"
+#include "backends/cpu/tile_tasks.h"
 #include "kernels/ref/kquant_ref.h"
 
 namespace lazyattn::backends::cpu {
@@ -73,26 +74,13 @@ void typed_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
     const bool decode = p.num_rows <= simd::kMaxDotRows;
     const simd::TypedTile* tile = k.typed->tile != nullptr && !decode ? k.typed->tile(p.w_type) : nullptr;
     if (tile != nullptr) {
-        // Prefill on tiles: tasks are (16 weight rows, chunk of activation rows); each task packs
-        // its tile into thread-local memory, so row chunks are split only when tiles are few.
-        const int64_t tiles = (p.out_dim + simd::kTypedTileRows - 1) / simd::kTypedTileRows;
-        const int64_t chunks = std::clamp<int64_t>((4 * threads + tiles - 1) / tiles, 1, (p.num_rows + 15) / 16);
-        const int64_t rows_per_chunk = (p.num_rows + chunks - 1) / chunks;
-        const size_t packed_bytes = tile->packed_bytes(p.in_dim) + 64;
-        pool.parallel_for(tiles * chunks, [&](int64_t task) {
-            thread_local std::vector<uint8_t> packed_buf;
-            if (packed_buf.size() < packed_bytes) packed_buf.resize(packed_bytes);
-            auto* packed =
-                reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(packed_buf.data()) + 63) & ~uintptr_t(63));
-            const int64_t t = task % tiles, chunk = task / tiles;
-            const int64_t o0 = t * simd::kTypedTileRows;
-            const int nw = int(std::min<int64_t>(simd::kTypedTileRows, p.out_dim - o0));
-            const int64_t r0 = chunk * rows_per_chunk, r1 = std::min(p.num_rows, r0 + rows_per_chunk);
-            if (r0 >= r1) return;
-            tile->pack(w + o0 * w_row, w_row, nw, p.in_dim, packed);
-            tile->gemm(packed, p.in_dim, x + r0 * x_row, x_row, r1 - r0, p.y + r0 * p.out_dim + o0, p.out_dim, nw,
-                       p.bias != nullptr ? p.bias + o0 : nullptr);
-        });
+        // Prefill on tiles of kTypedTileRows weight rows, packed per task (tile_tasks.h).
+        for_each_tile_task(pool, p.out_dim, p.num_rows, simd::kTypedTileRows, 16, tile->packed_bytes(p.in_dim),
+                           [&](uint8_t* packed, int64_t o0, int nw, int64_t r0, int64_t r1) {
+                               tile->pack(w + o0 * w_row, w_row, nw, p.in_dim, packed);
+                               tile->gemm(packed, p.in_dim, x + r0 * x_row, x_row, r1 - r0, p.y + r0 * p.out_dim + o0,
+                                          p.out_dim, nw, p.bias != nullptr ? p.bias + o0 : nullptr);
+                           });
         return;
     }
     // Decode: a few slices of weight rows per thread (even load when a core is busy elsewhere).
