@@ -5,16 +5,20 @@ For each file, runs alternately (A B A B ..., --reps rounds, each a separate pro
 
   build/lazyattn bench speed --model FILE --prompt-tokens 512 --gen-tokens 128 --threads 2 \\
       --reps 1+W --json          (the first W repetitions are warm-up and dropped)
-  llama-bench -m FILE -p 512 -n 128 -t 2 -r R -o json      (pp512 and tg128; llama-bench runs
-                                                            its own warm-up first)
+  llama-bench -m FILE -p 512 -n 0 -t 2 -r R -o json          (pp512; llama-bench warms up first)
+  llama-bench -m FILE -p 0 -n 128 -d 512 -t 2 -r R -o json   (tg128 at depth 512)
 
 and reports per file the medians over the rounds, tok/s and the ratio lazyattn / llama.cpp, as
 a Markdown table (bench/out/speed_gguf.md) and JSON (bench/out/speed_gguf.json). A file that one
 engine cannot run (e.g. a quantization type lazyattn does not support yet) gets its error in
 the table and the run goes on.
 
-llama-bench's tg128 decodes from an empty context; lazyattn's decode follows the 512-token
-prompt (its KV is 512-640 tokens long), a slightly heavier decode.
+Decode is compared at the same depth: lazyattn's decode follows its 512-token prompt (the KV
+holds 512-640 tokens while it decodes), so llama-bench's tg128 runs with `-d 512` (it fills 512
+tokens of context first, untimed, then decodes 128), i.e. llama-bench's "tg128 @ d512" row.
+--tg-depth 0 gives the old comparison (llama-bench's tg128 from an empty context). lazyattn's
+`bench speed` cannot decode from an empty context (its prompt has at least one token), which is
+why the depth is matched on llama-bench's side.
 
 llama-bench comes from scripts/build_llama_tools.sh (LLAMA_TOOLS_BIN), the files from
 scripts/make_test_models.sh; with no --models, the embedded model plus every test model that
@@ -109,21 +113,29 @@ def run_lazyattn(exe, model, a):
     return {"pp": r["prefill_tok_s"], "tg": r["decode_tok_s"], "cmd": shlex.join(cmd)}
 
 
-def run_llama_bench(exe, model, a):
-    cmd = [exe, "-m", model, "-p", str(a.prompt_tokens), "-n", str(a.gen_tokens),
-           "-t", str(a.threads), "-r", str(a.llama_bench_reps), "-o", "json"] + a.llama_bench_args
+def llama_bench_rows(cmd, a):
     out = run(cmd, a.timeout)
     start = out.find("[")
     try:
-        rows = json.loads(out[start:]) if start >= 0 else []
+        return json.loads(out[start:]) if start >= 0 else []
     except json.JSONDecodeError as e:
         raise RunError(f"unparsable llama-bench JSON: {e}")
-    res = {"cmd": shlex.join(cmd)}
-    for r in rows:
-        if r.get("n_prompt") == a.prompt_tokens and r.get("n_gen") == 0:
+
+
+def run_llama_bench(exe, model, a):
+    # Two processes: pp from an empty context, tg at depth --tg-depth (llama-bench would
+    # otherwise run the cross product of -p/-n and -d).
+    common = ["-m", model, "-t", str(a.threads), "-r", str(a.llama_bench_reps), "-o", "json"]
+    cmd_pp = [exe] + common + ["-p", str(a.prompt_tokens), "-n", "0"] + a.llama_bench_args
+    cmd_tg = [exe] + common + ["-p", "0", "-n", str(a.gen_tokens), "-d", str(a.tg_depth)] + \
+        a.llama_bench_args
+    res = {"cmd": shlex.join(cmd_pp) + " ; " + shlex.join(cmd_tg)}
+    for r in llama_bench_rows(cmd_pp, a) + llama_bench_rows(cmd_tg, a):
+        depth = r.get("n_depth", 0)
+        if r.get("n_prompt") == a.prompt_tokens and r.get("n_gen") == 0 and depth == 0:
             res["pp"] = r["avg_ts"]
             res["pp_samples"] = r.get("samples_ts")
-        elif r.get("n_prompt") == 0 and r.get("n_gen") == a.gen_tokens:
+        elif r.get("n_prompt") == 0 and r.get("n_gen") == a.gen_tokens and depth == a.tg_depth:
             res["tg"] = r["avg_ts"]
             res["tg_samples"] = r.get("samples_ts")
         res.setdefault("model_type", r.get("model_type"))
@@ -131,7 +143,8 @@ def run_llama_bench(exe, model, a):
         res.setdefault("build", f"{r.get('build_commit', '?')} ({r.get('build_number', '?')})")
         res.setdefault("cpu_info", r.get("cpu_info"))
     if "pp" not in res or "tg" not in res:
-        raise RunError(f"no pp{a.prompt_tokens}/tg{a.gen_tokens} rows in llama-bench's JSON")
+        raise RunError(f"no pp{a.prompt_tokens} / tg{a.gen_tokens} @ d{a.tg_depth} rows in "
+                       "llama-bench's JSON")
     return res
 
 
@@ -150,6 +163,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--gen-tokens", type=int, default=128)
+    ap.add_argument("--tg-depth", type=int, default=None,
+                    help="llama-bench's context depth for tg (default: --prompt-tokens, the depth "
+                         "at which lazyattn decodes; 0 = from an empty context)")
     ap.add_argument("--reps", type=int, default=5, help="alternating rounds (medians over them)")
     ap.add_argument("--llama-bench-reps", type=int, default=1,
                     help="llama-bench -r per round (its avg is the round's value)")
@@ -166,6 +182,8 @@ def main():
     a = ap.parse_args()
     a.lazyattn_args = shlex.split(a.lazyattn_args)
     a.llama_bench_args = shlex.split(a.llama_bench_args)
+    if a.tg_depth is None:
+        a.tg_depth = a.prompt_tokens
 
     llama_bench = find_llama_bench(a.llama_bench)
     if not os.access(a.lazyattn, os.X_OK):
@@ -222,7 +240,7 @@ def write_outputs(a, results, pp_l, tg_l, llama_bench, elapsed):
                   if r["runs"]["llama.cpp"]), "?")
     info = {"cpu": cpu_model(), "threads": a.threads, "reps": a.reps,
             "llama_bench_reps": a.llama_bench_reps, "lazyattn_warmup": a.lazyattn_warmup,
-            "prompt_tokens": a.prompt_tokens, "gen_tokens": a.gen_tokens,
+            "prompt_tokens": a.prompt_tokens, "gen_tokens": a.gen_tokens, "tg_depth": a.tg_depth,
             "date": time.strftime("%Y-%m-%d %H:%M"), "llama_bench": llama_bench,
             "llama_cpp_build": build, "elapsed_s": round(elapsed, 1)}
     with open(a.out + ".json", "w") as f:
@@ -251,9 +269,11 @@ def write_outputs(a, results, pp_l, tg_l, llama_bench, elapsed):
         lines.append(f"| {r['file']}{flag} | {size} | {fmt(lp)} | {fmt(cp)} | {ratio(lp, cp)} | "
                      f"{fmt(lt)} | {fmt(ct)} | {ratio(lt, ct)} |")
     lines.append("")
-    lines.append(f"ratio = lazyattn / llama.cpp (above 1: lazyattn faster). llama-bench's {tg_l} "
-                 f"decodes from an empty context, lazyattn's after the {a.prompt_tokens}-token "
-                 "prompt.")
+    depth = (f"both decode after {a.tg_depth} tokens of context (llama-bench `-d {a.tg_depth}`)"
+             if a.tg_depth == a.prompt_tokens else
+             f"llama-bench's {tg_l} decodes at depth {a.tg_depth}, lazyattn's after the "
+             f"{a.prompt_tokens}-token prompt")
+    lines.append(f"ratio = lazyattn / llama.cpp (above 1: lazyattn faster). {tg_l}: {depth}.")
     if notes:
         lines.append("")
         lines += notes
