@@ -23,7 +23,8 @@ Expected<std::vector<QaItem>> read_qa_file(const std::string& path, int limit) {
         q.question = j["question"].get<std::string>();
         for (const auto& a : j.value("answers", nlohmann::json::array())) q.answers.push_back(a.get<std::string>());
         for (const auto& d : j["documents"]) {
-            q.documents.push_back(engine::format_document(d.value("title", ""), d.value("text", "")));
+            q.passages.push_back({d.value("title", ""), d.value("text", "")});
+            q.documents.push_back(engine::format_document(q.passages.back().title, q.passages.back().text));
         }
         out.push_back(std::move(q));
     }

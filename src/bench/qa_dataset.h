@@ -9,10 +9,15 @@
 
 namespace lazyattn::bench {
 
+struct Passage {
+    std::string title, text;
+};
+
 struct QaItem {
     std::string question;
     std::vector<std::string> answers;
     std::vector<std::string> documents;  // formatted with engine::format_document
+    std::vector<Passage> passages;       // the same, unformatted
 };
 
 // Reads at most `limit` records (all when limit <= 0); a malformed line is an error naming it.

@@ -1,22 +1,26 @@
-// `lazyattn bench quality`: answer quality on the 2WikiMultihopQA sample per cache mode. Each
-// question is asked with its retrieved passages as documents (greedy decoding); scores are
-// substring exact match and token F1 after SQuAD-style normalisation. lazy, lazy-k and
-// block-attn compute the same function, so their answers should agree; `none` is full attention
-// (documents see each other), which SmolLM2 was trained for and block-diagonal encoding is not.
+// `lazyattn bench quality`: answer accuracy per variant (cache mode + document reuse settings)
+// on hundreds of questions: synthetic multi-document tasks generated from a seed
+// (bench/quality_tasks.h) and the 2WikiMultihopQA sample. Every variant answers the same
+// questions (greedy decoding), so variants are compared question by question: accuracy with a
+// Wilson 95% interval, and paired against the first variant (usually `none`, full attention)
+// and against `lazy`: difference with its 95% interval and McNemar's exact p-value. Breakdowns
+// by task family, by number of documents k and by the answer's document position go to the
+// table and the JSON (bench/plot_quality.py draws them).
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "bench/qa_dataset.h"
+#include "bench/proportions.h"
+#include "bench/quality_tasks.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "core/progress.h"
+#include "core/timer.h"
 #include "engine/engine.h"
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
@@ -24,46 +28,112 @@
 namespace lazyattn::cli {
 namespace {
 
-// Lower case, punctuation and articles removed, whitespace collapsed (SQuAD's normalisation).
-std::vector<std::string> normalized_words(const std::string& text) {
-    std::string clean;
-    for (unsigned char c : text) clean += std::ispunct(c) ? ' ' : char(std::tolower(c));
-    std::istringstream in(clean);
-    std::vector<std::string> words;
-    for (std::string w; in >> w;) {
-        if (w != "a" && w != "an" && w != "the") words.push_back(w);
+struct Variant {
+    std::string name;
+    engine::CacheMode mode;
+    engine::DocumentReuse reuse;
+};
+
+Expected<Variant> parse_variant(const std::string& spec) {
+    const size_t colon = spec.find(':');
+    Variant v{spec, {}, {}};
+    LA_ASSIGN_OR_RETURN(v.mode, engine::parse_cache_mode(spec.substr(0, colon)));
+    if (colon != std::string::npos) {
+        LA_ASSIGN_OR_RETURN(v.reuse, engine::parse_document_reuse(spec.substr(colon + 1)));
     }
-    return words;
+    return v;
 }
 
-std::string join(const std::vector<std::string>& w) {
-    std::string s;
-    for (const auto& x : w) s += (s.empty() ? "" : " ") + x;
-    return s;
+struct Answer {
+    std::string reply;
+    bool correct = false;
+    double f1 = 0;
+    int32_t prompt_tokens = 0, prefill_tokens = 0;
+};
+
+// Where the answer's document sits among k: first, middle third.., last.
+std::string position_bucket(const bench::QualityTask& t) {
+    if (t.answer_doc < 0) return "";
+    if (t.answer_doc == 0) return "first";
+    if (t.answer_doc == t.num_docs - 1) return "last";
+    const double x = double(t.answer_doc) / double(t.num_docs - 1);
+    return x < 1.0 / 3 ? "early" : x < 2.0 / 3 ? "middle" : "late";
 }
 
-double token_f1(const std::string& prediction, const std::string& answer) {
-    const auto p = normalized_words(prediction), a = normalized_words(answer);
-    std::map<std::string, int> counts;
-    for (const auto& w : a) ++counts[w];
-    int common = 0;
-    for (const auto& w : p) {
-        if (counts[w]-- > 0) ++common;
+std::string pct(double x) {
+    char b[16];
+    std::snprintf(b, sizeof b, "%.1f", 100 * x);
+    return b;
+}
+
+std::string accuracy_cell(const std::vector<bool>& c) {
+    const int64_t hits = std::count(c.begin(), c.end(), true);
+    const auto ci = bench::wilson_interval(hits, int64_t(c.size()));
+    return pct(double(hits) / std::max<size_t>(1, c.size())) + " [" + pct(ci.low) + ", " + pct(ci.high) + "]";
+}
+
+Expected<std::vector<Answer>> run_variant(engine::LoadedModel& lm, const std::optional<tokenizer::ChatTemplate>& chat,
+                                          const Variant& v, const std::vector<bench::QualityTask>& tasks,
+                                          const BenchQualityOptions& o) {
+    engine::EngineConfig ec;
+    ec.kv_dtype = o.common.kv_dtype;
+    ec.cache_mode = v.mode;
+    ec.check_integrity = false;
+    LA_ASSIGN_OR_RETURN(auto eng, engine::Engine::create(*lm.model, *lm.tokenizer, ec));
+    engine::Scheduler& sched = eng->scheduler();
+    std::vector<Answer> answers(tasks.size());
+    std::vector<std::shared_ptr<engine::RequestHandle>> handles(tasks.size());
+    ProgressBar bar(v.name, int64_t(tasks.size()));
+    size_t next = 0, done = 0;
+    std::vector<size_t> in_flight;
+    while (done < tasks.size()) {
+        while (next < tasks.size() && int32_t(in_flight.size()) < std::max(1, o.concurrency)) {
+            const auto& t = tasks[next];
+            std::vector<std::string> docs;
+            for (const auto& p : t.documents) docs.push_back(engine::format_document(p.title, p.text));
+            engine::RagPromptText text{"Answer the question using the documents. Reply with a short answer only.",
+                                       docs, t.question};
+            LA_ASSIGN_OR_RETURN(auto req, engine::build_rag_request(*lm.tokenizer, chat, text));
+            req.max_tokens = t.need_all ? 32 : 16;
+            req.reuse = v.reuse;
+            LA_ASSIGN_OR_RETURN(handles[next], sched.add(req));
+            in_flight.push_back(next++);
+        }
+        sched.step();
+        for (auto it = in_flight.begin(); it != in_flight.end();) {
+            if (!handles[*it]->finished()) {
+                ++it;
+                continue;
+            }
+            const engine::RagResult r = handles[*it]->wait();
+            if (r.finish_reason == "error") return r.status;
+            Answer& a = answers[*it];
+            a.reply = r.text;
+            a.correct = bench::reply_is_correct(tasks[*it], r.text);
+            a.f1 = bench::reply_f1(tasks[*it], r.text);
+            a.prompt_tokens = r.stats.num_prompt_tokens;
+            a.prefill_tokens = r.stats.prefill_tokens;
+            handles[*it].reset();
+            it = in_flight.erase(it);
+            bar.update(int64_t(++done));
+        }
     }
-    if (common == 0) return 0.0;
-    const double precision = double(common) / p.size(), recall = double(common) / a.size();
-    return 2 * precision * recall / (precision + recall);
-}
-
-bool substring_match(const std::string& prediction, const std::string& answer) {
-    const std::string p = " " + join(normalized_words(prediction)) + " ",
-                      a = " " + join(normalized_words(answer)) + " ";
-    return a.size() > 2 && p.find(a) != std::string::npos;
+    bar.finish();
+    return answers;
 }
 
 }  // namespace
 
 int run_bench_quality(const BenchQualityOptions& o) {
+    std::vector<Variant> variants;
+    for (const auto& spec : o.variants) {
+        auto v = parse_variant(spec);
+        if (!v.ok()) {
+            std::cerr << "error: variant '" << spec << "': " << v.status().to_string() << "\n";
+            return 2;
+        }
+        variants.push_back(*v);
+    }
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     model::WeightOptions wo;
     wo.dequantize_all = o.fp32;
@@ -75,59 +145,140 @@ int run_bench_quality(const BenchQualityOptions& o) {
     auto tmpl = tokenizer::chat_template_from_gguf(lm->model->gguf());
     std::optional<tokenizer::ChatTemplate> chat;
     if (tmpl.ok()) chat = *tmpl;
-    auto read = bench::read_qa_file(o.data_path);
-    if (!read.ok() || read->empty()) {
-        std::cerr << "error: " << (read.ok() ? "no questions in " + o.data_path : read.status().to_string()) << "\n";
+    auto qa = bench::read_qa_file(o.data_path);
+    if (!qa.ok() || qa->empty()) {
+        std::cerr << "error: " << (qa.ok() ? "no questions in " + o.data_path : qa.status().to_string()) << "\n";
         return 1;
     }
-    const std::vector<bench::QaItem>& items = *read;
-    nlohmann::json out;
-    std::map<std::string, std::vector<std::string>> answers;
-    std::printf("%-11s %8s %8s %10s\n", "mode", "EM", "F1", "questions");
-    for (const auto& mode : o.modes) {
-        engine::EngineConfig ec;
-        ec.kv_dtype = o.common.kv_dtype;
-        ec.cache_mode = *engine::parse_cache_mode(mode);
-        ec.check_integrity = false;
-        engine::Engine eng(*lm->model, *lm->tokenizer, ec);
-        double em = 0, f1 = 0;
-        ProgressBar bar(mode, int64_t(items.size()));
-        for (size_t i = 0; i < items.size(); ++i) {
-            const auto& item = items[i];
-            engine::RagPromptText text{"Answer the question using the documents. Reply with a short answer only.",
-                                       item.documents, item.question};
-            auto req = engine::build_rag_request(*lm->tokenizer, chat, text);
-            req->max_tokens = 32;
-            auto r = eng.run(*req);
-            if (!r.ok()) {
-                std::cerr << "error: " << r.status().to_string() << "\n";
-                return 1;
-            }
-            double best_f1 = 0;
-            bool hit = false;
-            for (const auto& a : item.answers) {
-                best_f1 = std::max(best_f1, token_f1(r->text, a));
-                hit = hit || substring_match(r->text, a);
-            }
-            em += hit;
-            f1 += best_f1;
-            answers[mode].push_back(r->text);
-            bar.update(int64_t(i + 1));
+    bench::QualitySuiteOptions so;
+    so.seed = o.seed;
+    so.num_questions = o.num_questions;
+    so.families = o.families;
+    so.doc_counts = o.doc_counts;
+    so.max_prompt_words = o.max_prompt_words;
+    auto suite = bench::make_quality_suite(so, *qa);
+    if (!suite.ok()) {
+        std::cerr << "error: " << suite.status().to_string() << "\n";
+        return 2;
+    }
+    std::vector<bench::QualityTask> tasks = std::move(suite).value();
+    if (o.wiki) {
+        for (auto& t : bench::qa_tasks(*qa)) tasks.push_back(std::move(t));
+    }
+    std::printf("%zu questions, %zu variants, model %s\n", tasks.size(), variants.size(), path.c_str());
+
+    std::map<std::string, std::vector<Answer>> answers;
+    std::map<std::string, double> seconds;
+    for (const Variant& v : variants) {
+        const double t0 = now_ms();
+        auto a = run_variant(*lm, chat, v, tasks, o);
+        if (!a.ok()) {
+            std::cerr << "error: variant " << v.name << ": " << a.status().to_string() << "\n";
+            return 1;
         }
-        bar.finish();
-        const double n = double(items.size());
-        std::printf("%-11s %7.1f%% %7.1f%% %10zu\n", mode.c_str(), 100 * em / n, 100 * f1 / n, items.size());
-        out["modes"].push_back({{"mode", mode}, {"exact_match", em / n}, {"f1", f1 / n}, {"answers", answers[mode]}});
+        seconds[v.name] = (now_ms() - t0) / 1000;
+        answers[v.name] = std::move(a).value();
     }
-    // How often the three equivalent variants produced the very same answer.
-    for (const char* other : {"lazy-k", "block-attn", "none"}) {
-        if (!answers.count("lazy") || !answers.count(other)) continue;
-        int same = 0;
-        for (size_t i = 0; i < items.size(); ++i) same += answers["lazy"][i] == answers[other][i];
-        std::printf("identical answers lazy vs %-10s %d of %zu\n", other, same, items.size());
-        out["agreement_with_lazy"][other] = same;
+
+    auto correct_where = [&](const std::string& v, const auto& keep) {
+        std::vector<bool> out;
+        for (size_t i = 0; i < tasks.size(); ++i) {
+            if (keep(tasks[i])) out.push_back(answers[v][i].correct);
+        }
+        return out;
+    };
+    auto all = [](const bench::QualityTask&) { return true; };
+
+    // Groups: every question, each family, each k, each answer position.
+    std::vector<std::pair<std::string, std::function<bool(const bench::QualityTask&)>>> groups;
+    groups.push_back({"all", all});
+    std::vector<std::string> families = o.families;
+    if (o.wiki) families.push_back("2wiki");
+    for (const auto& f : families) groups.push_back({f, [f](const bench::QualityTask& t) { return t.family == f; }});
+    for (int32_t k : o.doc_counts) {
+        groups.push_back({"k=" + std::to_string(k),
+                          [k](const bench::QualityTask& t) { return t.family != "2wiki" && t.num_docs == k; }});
     }
-    out["weights"] = o.fp32 ? "fp32" : "quantized (Q4_1/Q8_0 with 8-bit activations)";
+    for (const char* pos : {"first", "early", "middle", "late", "last"}) {
+        const std::string p = pos;
+        groups.push_back({"answer " + p, [p](const bench::QualityTask& t) { return position_bucket(t) == p; }});
+    }
+
+    nlohmann::json out;
+    out["model"] = path;
+    out["weights"] = o.fp32 ? "fp32" : "as stored in the file";
+    out["seed"] = o.seed;
+    out["num_questions"] = tasks.size();
+    std::printf("\naccuracy %% [95%% Wilson interval]\n%-14s", "group");
+    for (const auto& v : variants) std::printf(" %-24s", v.name.c_str());
+    std::printf(" %6s\n", "n");
+    for (const auto& [name, keep] : groups) {
+        const size_t n = correct_where(variants[0].name, keep).size();
+        if (n == 0) continue;
+        std::printf("%-14s", name.c_str());
+        for (const auto& v : variants) {
+            const auto c = correct_where(v.name, keep);
+            std::printf(" %-24s", accuracy_cell(c).c_str());
+            const int64_t hits = std::count(c.begin(), c.end(), true);
+            const auto ci = bench::wilson_interval(hits, int64_t(n));
+            out["accuracy"][name][v.name] = {
+                {"n", n}, {"correct", hits}, {"accuracy", double(hits) / double(n)}, {"ci", {ci.low, ci.high}}};
+        }
+        std::printf(" %6zu\n", n);
+    }
+    // Paired comparisons against the references present: the first variant and `lazy`.
+    std::vector<std::string> refs{variants[0].name};
+    if (answers.count("lazy") && variants[0].name != "lazy") refs.push_back("lazy");
+    std::printf("\npaired, every question: difference in points [95%% interval], McNemar p\n");
+    for (const auto& ref : refs) {
+        for (const auto& v : variants) {
+            if (v.name == ref) continue;
+            const auto c = bench::compare_paired(correct_where(v.name, all), correct_where(ref, all));
+            std::printf("%-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld only here, %lld only there)\n",
+                        v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
+                        100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
+            out["paired"].push_back({{"variant", v.name},
+                                     {"reference", ref},
+                                     {"difference", c.difference},
+                                     {"ci", {c.difference_ci.low, c.difference_ci.high}},
+                                     {"p_value", c.p_value},
+                                     {"only_variant", c.only_a},
+                                     {"only_reference", c.only_b}});
+        }
+    }
+    // Share of the lazy -> none gap each variant recovers.
+    if (answers.count("none") && answers.count("lazy")) {
+        auto acc = [&](const std::string& v) {
+            const auto c = correct_where(v, all);
+            return double(std::count(c.begin(), c.end(), true)) / double(c.size());
+        };
+        const double gap = acc("none") - acc("lazy");
+        std::printf("\ngap none - lazy: %.1f points\n", 100 * gap);
+        for (const auto& v : variants) {
+            if (v.name == "none" || v.name == "lazy" || gap <= 0) continue;
+            std::printf("%-24s recovers %.0f%% of it\n", v.name.c_str(), 100 * (acc(v.name) - acc("lazy")) / gap);
+            out["gap_recovered"][v.name] = (acc(v.name) - acc("lazy")) / gap;
+        }
+    }
+    std::printf("\n%-24s %12s %14s %10s\n", "variant", "prompt tok", "prefill tok", "seconds");
+    for (const auto& v : variants) {
+        int64_t prompt = 0, prefill = 0;
+        for (const auto& a : answers[v.name]) prompt += a.prompt_tokens, prefill += a.prefill_tokens;
+        std::printf("%-24s %12lld %14lld %10.1f\n", v.name.c_str(), (long long)prompt, (long long)prefill,
+                    seconds[v.name]);
+        out["cost"][v.name] = {{"prompt_tokens", prompt}, {"prefill_tokens", prefill}, {"seconds", seconds[v.name]}};
+    }
+    for (size_t i = 0; i < tasks.size(); ++i) {
+        const auto& t = tasks[i];
+        nlohmann::json q = {{"family", t.family},   {"k", t.num_docs},          {"answer_doc", t.answer_doc},
+                            {"depth", t.depth},     {"position", position_bucket(t)}, {"chance", t.chance},
+                            {"question", t.question}, {"answers", t.answers}};
+        for (const auto& v : variants) {
+            q["replies"][v.name] = answers[v.name][i].reply;
+            q["correct"][v.name] = answers[v.name][i].correct;
+        }
+        out["questions"].push_back(std::move(q));
+    }
     if (!o.json_path.empty()) std::ofstream(o.json_path) << out.dump(1);
     return 0;
 }

@@ -80,8 +80,16 @@ struct BenchRagOptions {
 
 struct BenchQualityOptions {
     CommonOptions common;
-    std::string data_path = "data/2wiki_sample.jsonl";
-    std::vector<std::string> modes{"lazy", "lazy-k", "block-attn", "none"};
+    std::string data_path = "data/2wiki_sample.jsonl";  // the 2Wiki questions, and the filler prose
+    // "<cache mode>[:<document reuse>]", e.g. "lazy:anchor+bias=-1" (engine::parse_document_reuse).
+    std::vector<std::string> variants{"none", "lazy", "lazy:anchor"};
+    int32_t num_questions = 486;  // synthetic ones (plus the 2Wiki sample's)
+    uint64_t seed = 1;
+    std::vector<std::string> families{"kv", "hop", "agg"};
+    std::vector<int32_t> doc_counts{2, 5, 10, 20};
+    int32_t max_prompt_words = 1500;
+    bool wiki = true;          // ask the 2Wiki sample's questions too
+    int32_t concurrency = 4;   // requests in flight per variant
     bool fp32 = false;  // dequantize every weight (the variants then agree to float rounding)
     std::string json_path;
 };

@@ -101,13 +101,25 @@ int main(int argc, char** argv) {
     br->add_option("--export-workload", rag.export_workload_path, "write the request stream (token ids) as JSON");
 
     BenchQualityOptions quality;
-    CLI::App* bq = bench->add_subcommand("quality", "answer quality (EM, F1) on the 2WikiMultihopQA sample per mode");
+    CLI::App* bq = bench->add_subcommand(
+        "quality", "answer accuracy per cache mode and document reuse setting, with confidence intervals");
     add_common_options(bq, quality.common);
-    bq->add_option("--data", quality.data_path, "QA JSONL file");
-    bq->add_option("--modes", quality.modes, "cache modes")
-        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+    bq->add_option("--data", quality.data_path, "QA JSONL file (its questions, and filler prose for the tasks)");
+    bq->add_option("--variants", quality.variants,
+                   "MODE[:REUSE], e.g. none lazy lazy:anchor lazy:anchor+bias=-1 (REUSE: anchor, scale=X, bias=X "
+                   "joined by +)");
+    bq->add_option("--questions", quality.num_questions, "synthetic questions (split over families x doc counts)")
+        ->check(CLI::Range(1, 100000));
+    bq->add_option("--seed", quality.seed, "seed of the synthetic questions");
+    bq->add_option("--families", quality.families, "synthetic task families")
+        ->check(CLI::IsMember({"kv", "hop", "agg"}));
+    bq->add_option("--doc-counts", quality.doc_counts, "documents per synthetic question")->check(CLI::Range(2, 64));
+    bq->add_option("--max-prompt-words", quality.max_prompt_words, "cap on a synthetic prompt's documents, in words")
+        ->check(CLI::Range(100, 100000));
+    bq->add_flag("!--no-wiki", quality.wiki, "leave out the 2Wiki sample's questions");
+    bq->add_option("--concurrency", quality.concurrency, "requests in flight")->check(CLI::Range(1, 256));
     bq->add_flag("--fp32", quality.fp32, "dequantize all weights to fp32");
-    bq->add_option("--json", quality.json_path, "write results to this JSON file");
+    bq->add_option("--json", quality.json_path, "write results (and every reply) to this JSON file");
 
     ServeOptions serve;
     CLI::App* sv = add_serve_command(app, serve);

@@ -15,7 +15,9 @@ struct SegmentPlacement {
     std::vector<kv::BlockId> blocks;
     int32_t num_tokens = 0;
     int32_t logical_start = 0;
-    int32_t stored_base = 0;    // 0 for a shared cached segment; logical_start for a private copy
+    // Where the keys were rotated when stored: 0 for a shared segment encoded alone, the
+    // preamble's length for an anchored one, logical_start for a private copy.
+    int32_t stored_base = 0;
     bool private_copy = false;  // block-attn: blocks are this request's re-rotated copy
 };
 

@@ -15,4 +15,18 @@ namespace lazyattn::engine {
 void add_plain_sequence(model::ForwardBatch& batch, const std::vector<int32_t>& new_tokens, int32_t start,
                         const std::vector<int32_t>& block_table, int32_t block_size, int logits);
 
+// A cached prefix a sequence reads before its own tokens: `num_tokens` tokens in `blocks`, at
+// positions [0, num_tokens), keys stored there.
+struct PrefixSpan {
+    const std::vector<int32_t>& blocks;
+    int32_t num_tokens;
+};
+
+// An anchored document's chunk (DocumentReuse::anchored): like add_plain_sequence, with the
+// sequence's tokens at positions P + [start, start + n) (P = anchor.num_tokens, keys stored
+// there) attending to the anchor, then causally to themselves. block_table holds the sequence's
+// own tokens from its index 0. No logits.
+void add_anchored_sequence(model::ForwardBatch& batch, const std::vector<int32_t>& new_tokens, int32_t start,
+                           const std::vector<int32_t>& block_table, const PrefixSpan& anchor, int32_t block_size);
+
 }  // namespace lazyattn::engine

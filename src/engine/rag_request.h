@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/document_reuse.h"
 #include "engine/sampling_params.h"
 #include "engine/token_logprobs.h"
 
@@ -36,6 +37,16 @@ struct RagRequest {
     // in the segment modes (lazy, lazy-k, block-attn), and when the request has no segments, the
     // first tail token has nothing computed before it: NaN.
     int32_t prompt_logprobs = -1;
+    // How the tail reads the documents (anchored encoding, rescaling); segment modes only.
+    DocumentReuse reuse;
+
+    // Segment d is a document encoded after the preamble (reuse.anchored): the preamble's length,
+    // which is where the document's keys start; 0 for a document encoded alone, and for the
+    // preamble itself.
+    int32_t anchor_tokens(size_t d) const {
+        if (!reuse.anchored || !first_segment_is_preamble || d == 0 || segments.empty()) return 0;
+        return int32_t(segments[0].size());
+    }
 
     int32_t num_prompt_tokens() const {
         int64_t n = int64_t(tail.size());

@@ -97,6 +97,13 @@ Status Scheduler::validate(const RagRequest& r) const {
         if (bad(s)) return invalid_argument("token id outside the vocabulary in a segment");
     }
     if (r.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
+    LA_RETURN_IF_ERROR(r.reuse.validate());
+    if (r.reuse.anchored && segments_are_blocks(config_.cache_mode) &&
+        (!r.first_segment_is_preamble || r.segments.empty() || r.segments[0].empty())) {
+        return invalid_argument(
+            "anchored document encoding needs a preamble to encode the documents after (a chat template or system "
+            "prompt); this request has none");
+    }
     if (r.prompt_logprobs < -1 || r.prompt_logprobs > SamplingParams::kMaxLogprobs) {
         return invalid_argument("prompt_logprobs must be in [0, " + std::to_string(SamplingParams::kMaxLogprobs) +
                                 "] (or -1: none)");
@@ -296,6 +303,7 @@ void Scheduler::check_integrity() const {
     for (const auto& [id, job] : jobs_) {
         LA_CHECK_MSG(job.num_users > 0, "segment job %lld has no users", (long long)id);
         for (kv::BlockId b : job.blocks) ++refs[b];
+        for (kv::BlockId b : job.anchor_blocks) ++refs[b];
     }
     for (const auto& [tenant, docs] : documents_) {
         for (const auto& [id, doc] : docs) {

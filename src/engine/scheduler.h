@@ -138,7 +138,12 @@ private:
     Status materialize_copies(SequenceState& s);
     void release_kv(SequenceState& s);
     int64_t find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const;
-    kv::BlockHash segment_seed_at(const ChainSeeds& seeds, int32_t logical_start) const;
+    // The chain seed segment d of s is cached under (its placement's logical_start set).
+    kv::BlockHash segment_seed(const SequenceState& s, size_t d) const;
+    // The seed of s's tail chain: the segment list and how the tail reads it.
+    kv::BlockHash tail_seed(const SequenceState& s) const;
+    // Ends a job nobody needs any more (its blocks released; its anchor job loses a user).
+    void drop_job(int64_t job_id);
     bool ensure_tail_capacity(SequenceState& s, int32_t num_tokens);
 
     // Steps (scheduler_step.cpp, scheduler_plan.cpp).

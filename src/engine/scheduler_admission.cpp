@@ -24,10 +24,23 @@ int64_t Scheduler::find_job(const kv::BlockHash& seed, const std::vector<int32_t
     return -1;
 }
 
-kv::BlockHash Scheduler::segment_seed_at(const ChainSeeds& seeds, int32_t logical_start) const {
-    if (!config_.position_aware_segments) return seeds.segment;
-    const int32_t where[1] = {logical_start};
-    return kv::hash_block(seeds.segment, where);
+kv::BlockHash Scheduler::segment_seed(const SequenceState& s, size_t d) const {
+    kv::BlockHash seed = s.seeds.segment;
+    if (s.request.anchor_tokens(d) > 0) {
+        // An anchored document's KV depends on the preamble it was encoded after.
+        const auto chain = kv::hash_chain(seed, s.request.segments[0], kv_.block_size());
+        seed = kv::hash_salt(chain.back(), "anchored");
+    }
+    if (!config_.position_aware_segments) return seed;
+    const int32_t where[1] = {s.kv.segments[d].logical_start};
+    return kv::hash_block(seed, where);
+}
+
+kv::BlockHash Scheduler::tail_seed(const SequenceState& s) const {
+    if (!segments_are_blocks(config_.cache_mode)) return s.seeds.prefix;
+    const kv::BlockHash seed = kv::hash_segment_list(s.seeds.tail, s.request.segments);
+    // The tail's KV depends on how it read the documents.
+    return s.request.reuse.is_plain() ? seed : kv::hash_salt(seed, s.request.reuse.name());
 }
 
 void Scheduler::match_segments(SequenceState& s, std::vector<size_t>* needs_job) {
@@ -44,6 +57,7 @@ void Scheduler::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
     for (size_t d = 0; d < segments.size(); ++d) {
         ar.segments[d].num_tokens = int32_t(segments[d].size());
         ar.segments[d].logical_start = logical;
+        ar.segments[d].stored_base = s.request.anchor_tokens(d);
         logical += int32_t(segments[d].size());
     }
     // Join running jobs, match cached blocks (references taken); repeats are filled in later.
@@ -53,7 +67,7 @@ void Scheduler::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
             std::find(segments.begin(), segments.begin() + d, segments[d]) != segments.begin() + d) {
             continue;
         }
-        const kv::BlockHash seed = segment_seed_at(s.seeds, place.logical_start);
+        const kv::BlockHash seed = segment_seed(s, d);
         if (const int64_t job = find_job(seed, segments[d]); job >= 0) {
             s.segment_jobs[d] = job;
             ++jobs_[job].num_users;
@@ -86,12 +100,20 @@ void Scheduler::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
         ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
         SegmentJob job;
-        job.seed = segment_seed_at(s.seeds, place.logical_start);
+        job.seed = segment_seed(s, d);
         job.tokens = segments[d];
         job.blocks = place.blocks;
         job.num_computed = cached;
         job.num_users = 1;
         for (kv::BlockId b : job.blocks) kv_.ref(b);
+        if (const int32_t anchor = s.request.anchor_tokens(d); anchor > 0) {
+            // Segment 0 (the preamble) was matched or made a job before any document.
+            job.anchor_tokens = anchor;
+            job.anchor_blocks = ar.segments[0].blocks;
+            for (kv::BlockId b : job.anchor_blocks) kv_.ref(b);
+            job.anchor_job = s.segment_jobs[0];
+            if (job.anchor_job >= 0) ++jobs_.at(job.anchor_job).num_users;
+        }
         s.segment_jobs[d] = next_job_id_;
         jobs_.emplace(next_job_id_++, std::move(job));
         ++stats_.segment_jobs;
@@ -120,11 +142,10 @@ void Scheduler::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
 
 void Scheduler::match_tail(SequenceState& s) {
     ActiveRequest& ar = s.kv;
-    kv::BlockHash seed = s.seeds.prefix;
+    const kv::BlockHash seed = tail_seed(s);
     if (segments_are_blocks(config_.cache_mode)) {
         ar.tail_start = 0;
         for (const auto& seg : s.request.segments) ar.tail_start += int32_t(seg.size());
-        seed = kv::hash_segment_list(s.seeds.tail, s.request.segments);
     }
     ar.num_tail_computed = 0;
     ar.num_prompt_tail = int32_t(ar.tail_tokens.size());
@@ -207,7 +228,8 @@ bool Scheduler::try_admit(SequenceState& s) {
 
 Status Scheduler::materialize_copies(SequenceState& s) {
     // Block-Attention: a private copy of every segment's KV, keys re-rotated by delta =
-    // logical_start (R(delta) R(i) k = R(i + delta) k); attention is then plain (delta 0). The
+    // logical_start - stored_base (R(delta) R(b + i) k = R(logical_start + i) k); attention is
+    // then plain (delta 0). The
     // request reads only its copy; the cached original returns to the cache.
     const kv::KvShape& shape = kv_.shape();
     std::vector<int32_t> positions;
@@ -219,7 +241,7 @@ Status Scheduler::materialize_copies(SequenceState& s) {
         s.kv.held.insert(s.kv.held.end(), copy->begin(), copy->end());
         kv_.storage().copy_tokens(place.blocks.data(), copy->data(), place.num_tokens);
         const int32_t rows = shape.num_kv_heads * shape.block_size;
-        positions.assign(rows, place.logical_start);
+        positions.assign(rows, place.logical_start - place.stored_base);
         keys.resize(size_t(shape.elements_per_block()));
         for (int32_t layer = 0; layer < shape.num_layers; ++layer) {
             for (kv::BlockId b : *copy) {
@@ -237,6 +259,17 @@ Status Scheduler::materialize_copies(SequenceState& s) {
     return {};
 }
 
+void Scheduler::drop_job(int64_t job_id) {
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end() || --it->second.num_users > 0) return;
+    // Nobody needs the unfinished segment any more: drop the job and its blocks.
+    const int64_t anchor_job = it->second.anchor_job;
+    kv_.release(it->second.blocks);
+    kv_.release(it->second.anchor_blocks);
+    jobs_.erase(it);
+    if (anchor_job >= 0) drop_job(anchor_job);
+}
+
 void Scheduler::release_kv(SequenceState& s) {
     // Tail first, then segments from last to first, each chain from its end (KvCache::release):
     // eviction then takes a request's least reusable blocks first, never a document's head
@@ -249,14 +282,11 @@ void Scheduler::release_kv(SequenceState& s) {
     }
     LA_CHECK_MSG(released == s.kv.held.size(), "released %zu blocks of %zu held", released, s.kv.held.size());
     s.kv.held.clear();
-    for (int64_t& job_id : s.segment_jobs) {
-        if (job_id < 0) continue;
-        auto it = jobs_.find(job_id);
-        job_id = -1;
-        if (it == jobs_.end() || --it->second.num_users > 0) continue;
-        // Nobody needs the unfinished segment any more: drop the job and its blocks.
-        kv_.release(it->second.blocks);
-        jobs_.erase(it);
+    // Later segments first: an anchored document's job lets go of its preamble's job.
+    for (auto j = s.segment_jobs.rbegin(); j != s.segment_jobs.rend(); ++j) {
+        const int64_t job_id = *j;
+        *j = -1;
+        if (job_id >= 0) drop_job(job_id);
     }
     s.kv.segments.clear();
     s.kv.tail_blocks.clear();

@@ -38,7 +38,8 @@ DocumentInfo Scheduler::info(const std::string& id, const DocumentEntry& e) cons
 }
 
 void Scheduler::note_documents(const SequenceState& s) {
-    if (!segments_are_blocks(config_.cache_mode)) return;
+    // Anchored documents are cached per preamble, not under the registry's seed: not listed.
+    if (!segments_are_blocks(config_.cache_mode) || s.request.reuse.anchored) return;
     const auto& segments = s.request.segments;
     for (size_t d = s.request.first_segment_is_preamble ? 1 : 0; d < segments.size(); ++d) {
         if (segments[d].empty()) continue;

@@ -43,8 +43,14 @@ void Scheduler::add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t 
     const int32_t bs = kv_.block_size();
     const ActiveRequest& ar = s.kv;
     const int32_t span_begin = int32_t(b.spans.size());
-    for (const SegmentPlacement& place : ar.segments) {
+    const DocumentReuse& reuse = s.request.reuse;
+    for (size_t d = 0; d < ar.segments.size(); ++d) {
+        const SegmentPlacement& place = ar.segments[d];
         b.spans.push_back({int32_t(b.block_ids.size()), place.num_tokens, place.logical_start, place.stored_base});
+        if (!(d == 0 && s.request.first_segment_is_preamble)) {  // documents only
+            b.spans.back().logit_scale = reuse.logit_scale;
+            b.spans.back().logit_bias = reuse.logit_bias;
+        }
         b.block_ids.insert(b.block_ids.end(), place.blocks.begin(), place.blocks.end());
     }
     b.spans.push_back({int32_t(b.block_ids.size()), end, ar.tail_start, ar.tail_start});
@@ -79,8 +85,9 @@ Scheduler::StepPlan Scheduler::plan_step() {
 void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
     std::vector<PrefillItem> items;
     for (auto& [id, job] : jobs_) {
-        if (!job.done())
-            items.push_back({id, nullptr, job.num_computed, int32_t(job.tokens.size()) - job.num_computed});
+        // An anchored document waits for its preamble's job (which, older, comes first).
+        if (job.done() || (job.anchor_job >= 0 && jobs_.count(job.anchor_job) > 0)) continue;
+        items.push_back({id, nullptr, job.num_computed, int32_t(job.tokens.size()) - job.num_computed});
     }
     for (auto& s : running_) {
         if (s->prompt_done() || !s->segments_ready()) continue;
@@ -96,8 +103,13 @@ void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
             continue;
         }
         const SegmentJob& job = jobs_.at(it.job_id);
-        add_plain_sequence(plan.batch, {job.tokens.begin() + it.done, job.tokens.begin() + it.done + it.take}, it.done,
-                           job.blocks, kv_.block_size(), 0);
+        const std::vector<int32_t> chunk(job.tokens.begin() + it.done, job.tokens.begin() + it.done + it.take);
+        if (job.anchor_tokens > 0) {
+            add_anchored_sequence(plan.batch, chunk, it.done, job.blocks, {job.anchor_blocks, job.anchor_tokens},
+                                  kv_.block_size());
+        } else {
+            add_plain_sequence(plan.batch, chunk, it.done, job.blocks, kv_.block_size(), 0);
+        }
         plan.job_runs.push_back({it.job_id, it.take});
     }
 }

@@ -109,10 +109,7 @@ bool Scheduler::step() {
             s.handle->set_prompt_logprobs(s.prompt_logprobs, s.prompt_top_logprobs);
         }
         if (was_prompt && s.prompt_done() && config_.cache_mode != CacheMode::kNone) {
-            const kv::BlockHash seed = segments_are_blocks(config_.cache_mode)
-                                           ? kv::hash_segment_list(s.seeds.tail, s.request.segments)
-                                           : s.seeds.prefix;
-            kv_.publish(seed, std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail), s.kv.tail_blocks,
+            kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail), s.kv.tail_blocks,
                         false);
         }
         if (s.prompt_done()) on_tail_logits(s, last);
@@ -137,7 +134,10 @@ void Scheduler::on_job_progress(int64_t job_id, int32_t n) {
         }
     }
     kv_.release(job.blocks);  // the users keep their own references
+    kv_.release(job.anchor_blocks);
+    const int64_t anchor_job = job.anchor_job;
     jobs_.erase(it);
+    if (anchor_job >= 0) drop_job(anchor_job);  // finished first, so normally gone already
 }
 
 void Scheduler::record_prompt_logprobs(SequenceState& s, const float* rows, int32_t begin, int32_t end) {

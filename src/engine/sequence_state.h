@@ -33,7 +33,14 @@ struct SegmentJob {
     std::vector<int32_t> tokens;
     std::vector<kv::BlockId> blocks;  // the job holds one reference on each until it ends
     int32_t num_computed = 0;         // leading tokens whose K/V are written (or were cached)
-    int32_t num_users = 0;            // admitted requests reading this segment
+    int32_t num_users = 0;            // admitted requests reading this segment, and anchored jobs
+                                      // waiting for it (the preamble's job)
+    // An anchored document (RagRequest::reuse): encoded after the preamble, whose blocks the job
+    // reads (one reference each, held until the job ends) and whose job, while it runs, must
+    // finish first (anchor_job holds one user of it).
+    std::vector<kv::BlockId> anchor_blocks;
+    int32_t anchor_tokens = 0;
+    int64_t anchor_job = -1;
     bool done() const { return num_computed == int32_t(tokens.size()); }
 };
 

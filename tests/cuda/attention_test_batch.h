@@ -18,6 +18,7 @@ struct SeqSpec {
     std::vector<int32_t> segments;  // lengths (0 allowed: an empty span)
     int32_t tail;                   // tail length (>= 1)
     int32_t num_queries;            // query rows at the tail's end (1..tail)
+    bool rescaled = false;          // segments get a random logit_scale and logit_bias
 };
 
 struct RopeSpec {
@@ -71,6 +72,10 @@ inline HostBatch make_batch(const AttentionShape& shape, const RopeSpec& rope, c
         for (size_t i = 0; i < lens.size(); ++i) {
             const bool tail = i + 1 == lens.size();
             b.spans.push_back({int32_t(b.block_ids.size()), lens[i], logical, tail ? logical : 0});
+            if (spec.rescaled && !tail) {
+                b.spans.back().logit_scale = 0.5f + float(rng() % 1000) / 1000.0f;
+                b.spans.back().logit_bias = -2.0f + 4.0f * float(rng() % 1000) / 1000.0f;
+            }
             for (int32_t t = 0; t < lens[i]; t += bs) {
                 live.push_back({next_block, std::min(bs, lens[i] - t)});
                 b.block_ids.push_back(next_block++);

@@ -41,6 +41,7 @@ std::vector<Batch> decode_batches(int32_t head_dim, bool keys_rotated, std::mt19
         for (int j = 0; j < n; ++j) s.segments.push_back(kSpanLengths[rng() % 5]);
         s.tail = kSpanLengths[rng() % 4];
         s.num_queries = 1;
+        s.rescaled = i % 2 == 1;
         many.seqs.push_back(s);
     }
     out.push_back(many);
@@ -63,6 +64,7 @@ std::vector<Batch> prefill_batches(int32_t head_dim, bool keys_rotated, std::mt1
         for (int j = 0; j < n; ++j) s.segments.push_back(kSpanLengths[rng() % 4]);
         s.tail = 1 + int32_t(rng() % 80);
         s.num_queries = 1 + int32_t(rng() % s.tail);
+        s.rescaled = i % 2 == 1;
         many.seqs.push_back(s);
     }
     out.push_back(many);

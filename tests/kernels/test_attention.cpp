@@ -23,6 +23,9 @@ struct Case {
     bool keys_rotated;
     bool neox;
     kernels::KvDtype kv_dtype = kernels::KvDtype::kF32;
+    // Segments get a random temperature and log-weight (AttentionSpan::logit_scale, logit_bias),
+    // as document rescaling sets them; the tail stays plain.
+    bool rescaled = false;
 };
 
 // Builds a random batch in the layout LazyAttention uses: each sequence has segments stored from
@@ -41,6 +44,10 @@ void run_case(const Case& c, std::mt19937_64& rng) {
         for (size_t i = 0; i < lens.size(); ++i) {
             const bool tail = i + 1 == lens.size();
             spans.push_back({int32_t(block_ids.size()), lens[i], logical, tail ? logical : 0});
+            if (c.rescaled && !tail) {
+                spans.back().logit_scale = 0.5f + float(rng() % 1000) / 1000.0f;
+                spans.back().logit_bias = -2.0f + 4.0f * float(rng() % 1000) / 1000.0f;
+            }
             for (int32_t b = 0; b < (lens[i] + bs - 1) / bs; ++b) block_ids.push_back(next_block++);
             logical += lens[i];
         }
@@ -126,6 +133,15 @@ TEST_P(AttentionTest, MatchesReference) {
     // Long decode sequences: spans longer than one decode chunk (512 keys) are split into chunks
     // attended separately and merged; the last chunk ends inside a block.
     run_case({num_heads, num_kv_heads, head_dim, {{300, 333}, {1100, 7}, {513}}, {1, 1, 1}, keys_rotated, false}, rng);
+    // Rescaled segments: prefill tiles, decode (one chunk and several), rows, 16-bit decode.
+    for (const auto dtype : {kernels::KvDtype::kF32, kernels::KvDtype::kF16}) {
+        Case prefill{num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated, false, dtype};
+        prefill.rescaled = true;
+        run_case(prefill, rng);
+        Case decode{num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 40, 7}}, {1, 1, 1}, keys_rotated, true, dtype};
+        decode.rescaled = true;
+        run_case(decode, rng);
+    }
     // Mixed prefill rows and a tail longer than one task chunk.
     run_case({num_heads, num_kv_heads, head_dim, {{989}, {33, 7, 100}}, {99, 100}, keys_rotated, false}, rng);
     // 16-bit caches, through every path: prefill tiles, decode chunks, partial blocks.

@@ -79,6 +79,15 @@ inline void rotate_keys(const kernels::RopeParams& rope, const float* k, float* 
     }
 }
 
+// A span's logit_bias b needs no kernel support: the online-softmax state (m, l, o) holds
+// sum exp(s - m) over the keys so far, so lowering m by b first makes those keys' scores read
+// b lower than the span's raw ones, and raising m by b after the span restores the reference:
+// the span's keys then count as s + b. shift_for_bias(m, -b) before, (m, +b) after.
+inline void shift_for_bias(float* m, int32_t n, float b) {
+    if (b == 0.0f) return;
+    for (int32_t i = 0; i < n; ++i) m[i] += b;  // -inf stays -inf
+}
+
 // Online-softmax state of one query head.
 struct HeadState {
     float max_score;
@@ -111,7 +120,8 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
             for (int32_t g = g_begin; g < g_end; ++g) {
                 const float* q = p.q + (int64_t(row) * p.num_heads + kvh * group + g) * d;
                 rope_rotate_with(p.rope, cs, q, qrot + g * d, d);
-                scale(qrot + g * d, p.scale, d);
+                scale(qrot + g * d, p.scale * span.logit_scale, d);
+                state[g].max_score -= span.logit_bias;  // see shift_for_bias
             }
             for (int32_t t0 = 0; t0 < num_visible; t0 += bs) {
                 const int32_t n = std::min(bs, num_visible - t0);
@@ -143,6 +153,7 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
                     st.max_score = new_max;
                 }
             }
+            for (int32_t g = g_begin; g < g_end; ++g) state[g].max_score += span.logit_bias;
         }
         for (int32_t g = g_begin; g < g_end; ++g) {
             float* out = p.out + (int64_t(row) * p.num_heads + kvh * group + g) * d;
@@ -198,9 +209,10 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
                 vis[lane] = n;
                 const float* q = p.q + (int64_t(row_begin + r) * p.num_heads + kvh * group + g) * d;
                 rope_rotate_with(p.rope, t.cs, q, qrot, d);
-                for (int32_t i = 0; i < d; ++i) t.qt[i * L + lane] = qrot[i] * p.scale;
+                for (int32_t i = 0; i < d; ++i) t.qt[i * L + lane] = qrot[i] * p.scale * span.logit_scale;
             }
         }
+        shift_for_bias(t.m, L, -span.logit_bias);
         for (int32_t t0 = 0; t0 < max_vis; t0 += B) {
             const int32_t n = std::min(B, max_vis - t0);
             const int32_t block = p.block_ids[span.block_offset + t0 / B];
@@ -221,6 +233,7 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
             for (int lane = 0; lane < L; ++lane) t.nvis[lane] = std::clamp(vis[lane] - t0, 0, n);
             attend_block(t.qt, k, v, d, t.nvis, t.m, t.l, t.ot);
         }
+        shift_for_bias(t.m, L, span.logit_bias);
     }
     for (int32_t r = 0; r < rows; ++r) {
         for (int32_t g = 0; g < group; ++g) {
@@ -259,7 +272,7 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
     for (int32_t g = 0; g < group; ++g) {
         const float* q = p.q + (int64_t(row) * p.num_heads + it.kvh * group + g) * d;
         rope_rotate_with(p.rope, cs, q, qrot + g * d, d);
-        scale(qrot + g * d, p.scale, d);
+        scale(qrot + g * d, p.scale * span.logit_scale, d);
         m[g] = -std::numeric_limits<float>::infinity();
         l[g] = 0.0f;
     }
@@ -283,6 +296,7 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
         }
         attend_block(qrot, group, k, v, d, n, m, l, o);
     }
+    shift_for_bias(m, group, span.logit_bias);  // the partial's scores count as s + b
 }
 
 void attention_decode(const AttentionParams& p, const std::vector<int32_t>& decode_seqs,

@@ -309,10 +309,12 @@ __global__ void __launch_bounds__(128)
             unpack_bf16x8(*reinterpret_cast<const uint4*>(vs + ra * D + 8 * j), va);
             unpack_bf16x8(*reinterpret_cast<const uint4*>(vs + rb * D + 8 * j), vb);
             const bool valid_a = ra < n, valid_b = rb < n;
+            // The span's temperature and log-weight (the query carries scale * log2(e)).
+            const float span_bias = span.logit_bias * kLog2e;
 #pragma unroll
             for (int g = 0; g < GP; ++g) {
-                const float xa = valid_a ? sa[g] : -INFINITY;
-                const float xb = valid_b ? sb[g] : -INFINITY;
+                const float xa = valid_a ? sa[g] * span.logit_scale + span_bias : -INFINITY;
+                const float xb = valid_b ? sb[g] * span.logit_scale + span_bias : -INFINITY;
                 const float mn = fmaxf(m[g], fmaxf(xa, xb));
                 const float base = mn == -INFINITY ? 0.0f : mn;
                 const float corr = exp2f(m[g] - base);

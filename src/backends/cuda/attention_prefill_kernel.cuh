@@ -228,12 +228,14 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
         }
 
         const bool full = n == BN && key_pos0 + BN - 1 <= min_pos;
+        // The span's temperature and log-weight (AttentionSpan::logit_scale, logit_bias).
+        const float span_scale = qscale * span.logit_scale, span_bias = span.logit_bias * kLog2e;
         float mx_a = -INFINITY, mx_b = -INFINITY;
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                float x = s[nt][e] * qscale;
+                float x = s[nt][e] * span_scale + span_bias;
                 if (!full) {
                     const int col = 8 * nt + 2 * t + (e & 1);
                     const int row_p = e < 2 ? pos_a : pos_b;

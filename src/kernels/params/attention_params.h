@@ -16,6 +16,10 @@ struct AttentionSpan {
     int32_t num_tokens;     // true tokens; padding slots in the last block are never read
     int32_t logical_start;  // logical position of the span's token 0 in this request
     int32_t stored_base;    // position its keys were rotated at when written (lazy-k: unused)
+    // The span's attention logits are q.k * scale * logit_scale + logit_bias: a temperature and a
+    // log-weight per span (document rescaling, engine::DocumentReuse). 1 and 0 leave it plain.
+    float logit_scale = 1.0f;
+    float logit_bias = 0.0f;
 };
 
 // One sequence of the batch: its query rows and the spans it attends to.

@@ -17,7 +17,8 @@ float load_half(const uint8_t* p) {
     return fp16_to_fp32(h);
 }
 
-// Q4_K/Q5_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes.
+}  // namespace
+
 void k4_scale_min(const uint8_t* s, int j, int* scale, int* min) {
     if (j < 4) {
         *scale = s[j] & 63;
@@ -27,6 +28,8 @@ void k4_scale_min(const uint8_t* s, int j, int* scale, int* min) {
         *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
     }
 }
+
+namespace {
 
 void k4_scales(const uint8_t* s, KUnpacked* u) {
     for (int j = 0; j < 8; ++j) {

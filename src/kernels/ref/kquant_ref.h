@@ -34,6 +34,8 @@ void unpack_q4_K(const uint8_t* b, KUnpacked* u);
 void unpack_q5_K(const uint8_t* b, KUnpacked* u);
 void unpack_q6_K(const uint8_t* b, KUnpacked* u);
 using UnpackFn = void (*)(const uint8_t* b, KUnpacked* u);
+// Q4_K/Q5_K: the 6-bit scale and min of sub-block j (0..7) from the 12 packed scale bytes.
+void k4_scale_min(const uint8_t* s, int j, int* scale, int* min);
 UnpackFn unpack_function(WeightType type);  // nullptr for a non-K type
 
 // The super-block's term of the dot product (the formula above), in a fixed float order.

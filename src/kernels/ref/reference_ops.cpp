@@ -117,7 +117,7 @@ void attention(const AttentionParams& p) {
                         }
                         double dot = 0.0;
                         for (int32_t i = 0; i < d; ++i) dot += double(qrot[i]) * k[i];
-                        scores.push_back(dot * p.scale);
+                        scores.push_back(dot * p.scale * span.logit_scale + span.logit_bias);
                         if (scores.back() > max_score) max_score = scores.back();
                     }
                 }

@@ -1,0 +1,60 @@
+// The questions `lazyattn bench quality` asks: synthetic multi-document tasks generated from a
+// seed (in the spirit of RULER), plus the 2WikiMultihopQA sample. Every synthetic question has a
+// short, checkable answer that sits in known documents at a known depth, so accuracy can be
+// broken down by task, by number of documents k and by the answer's document index:
+//
+//   kv   key-value retrieval: every document states one "access code"; the question asks for one
+//        of them (answer in document `answer_doc`, at `depth`).
+//   hop  two hops: one document says who owns an account, another gives that account's code;
+//        the rest state other owners and other codes (answer_doc = the code's document).
+//   agg  aggregation: two or three documents each report a delivery of the asked item to a
+//        city, the others deliveries of other items; every city must be named.
+//
+// Filler text is real prose (sentences of the 2Wiki passages, shuffled), so documents read like
+// retrieved passages and are 100-1000 tokens long (word counts, about 1.3 tokens a word).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/qa_dataset.h"
+
+namespace lazyattn::bench {
+
+struct QualityTask {
+    std::string family;           // "kv", "hop", "agg" or "2wiki"
+    int32_t num_docs = 0;         // k
+    int32_t answer_doc = -1;      // index of the document holding the answer; -1: several or unknown
+    double depth = -1;            // where the answer sits in it: 0 = first sentence, 1 = last; -1 unknown
+    std::vector<Passage> documents;
+    std::string question;
+    std::vector<std::string> answers;
+    bool need_all = false;  // every answer must appear in the reply (agg); otherwise any one
+    double chance = 0;      // accuracy of naming a candidate from the documents at random (0: unknown)
+};
+
+struct QualitySuiteOptions {
+    uint64_t seed = 1;
+    int32_t num_questions = 480;  // synthetic questions, split evenly over families x doc_counts
+    std::vector<std::string> families{"kv", "hop", "agg"};
+    std::vector<int32_t> doc_counts{2, 5, 10, 20};
+    int32_t min_doc_words = 75;      // about 100 tokens
+    int32_t max_doc_words = 750;     // about 1000 tokens
+    int32_t max_prompt_words = 1500; // k x document length stays under this (model context, run time)
+};
+
+// kInvalidArgument for an unknown family, k outside [2, 64], or a corpus without sentences.
+Expected<std::vector<QualityTask>> make_quality_suite(const QualitySuiteOptions& options,
+                                                      const std::vector<QaItem>& corpus);
+
+// The QA items themselves (the 2Wiki sample) as tasks.
+std::vector<QualityTask> qa_tasks(const std::vector<QaItem>& items);
+
+// Whether a reply answers the task: after SQuAD normalisation (lower case, no punctuation or
+// articles), the answer occurs as a whole-word substring (any answer, or all with need_all).
+bool reply_is_correct(const QualityTask& task, const std::string& reply);
+// SQuAD token F1 of a reply against the best answer.
+double reply_f1(const QualityTask& task, const std::string& reply);
+
+}  // namespace lazyattn::bench
