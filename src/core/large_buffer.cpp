@@ -17,7 +17,7 @@ constexpr size_t kHugePage = size_t(2) << 20;
 // the over-allocated ends) and are touched once here, after the huge-page advice: the first
 // request would otherwise pay for faulting in (and zeroing) every page it writes; a 512-token
 // prefill measured 2x slower that way. Small blocks use the heap.
-LargeBuffer::LargeBuffer(size_t bytes) : size_(bytes) {
+LargeBuffer::LargeBuffer(size_t bytes, bool prefault) : size_(bytes) {
     if (bytes == 0) return;
     if (bytes < kHugePage) {
         const size_t rounded = (bytes + 63) / 64 * 64;
@@ -37,7 +37,9 @@ LargeBuffer::LargeBuffer(size_t bytes) : size_(bytes) {
     data_ = reinterpret_cast<uint8_t*>(aligned);
     // Advice only: without transparent huge pages this changes nothing.
     (void)madvise(data_, mapped_, MADV_HUGEPAGE);
-    for (size_t off = 0; off < mapped_; off += 4096) data_[off] = 0;
+    if (prefault) {
+        for (size_t off = 0; off < mapped_; off += 4096) data_[off] = 0;
+    }
 }
 
 LargeBuffer::~LargeBuffer() { release(); }

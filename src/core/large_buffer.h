@@ -13,8 +13,10 @@ namespace lazyattn {
 class LargeBuffer {
 public:
     LargeBuffer() = default;
-    // Throws std::bad_alloc when the memory cannot be had.
-    explicit LargeBuffer(size_t bytes);
+    // Throws std::bad_alloc when the memory cannot be had. prefault = false leaves the pages of a
+    // mapped block to be faulted in when first written (for memory filled once, at load, and
+    // possibly not to its end: untouched pages stay out of resident memory).
+    explicit LargeBuffer(size_t bytes, bool prefault = true);
     ~LargeBuffer();
     LargeBuffer(LargeBuffer&& other) noexcept : data_(other.data_), size_(other.size_), mapped_(other.mapped_) {
         other.data_ = nullptr;

@@ -36,6 +36,16 @@ void MappedFile::release() {
     size_ = 0;
 }
 
+void MappedFile::drop_resident(const void* p, size_t bytes) const {
+    const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + bytes;
+    const auto lo = reinterpret_cast<uintptr_t>(data_), hi = lo + size_;
+    if (data_ == nullptr || begin < lo || end > hi) return;
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t a = (begin + page - 1) / page * page, b = end / page * page;
+    // A private read-only file mapping: dropped pages read the same bytes from the file again.
+    if (a < b) (void)madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+}
+
 Expected<MappedFile> MappedFile::open(const std::string& path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return io_error("cannot open '" + path + "': " + std::strerror(errno));

@@ -23,6 +23,10 @@ public:
     const uint8_t* data() const { return data_; }
     size_t size() const { return size_; }
     const std::string& path() const { return path_; }
+    // Drops the whole pages inside [p, p + bytes) from this process's resident memory (they are
+    // read from the file again if touched later): for bytes a backend has copied into its own
+    // layout. A no-op for ranges outside the mapping.
+    void drop_resident(const void* p, size_t bytes) const;
 
 private:
     void release();

@@ -84,6 +84,8 @@ public:
     const GgufTensorInfo* find_tensor(std::string_view name) const;
     // Pointer to a tensor's bytes inside the file (bounds were checked at parse time).
     const uint8_t* tensor_data(const GgufTensorInfo& info) const { return data_section_ + info.offset; }
+    // See MappedFile::drop_resident (a no-op for parsed caller bytes).
+    void drop_resident(const void* p, size_t bytes) const { mapped_.drop_resident(p, bytes); }
 
 private:
     Status parse_all(const uint8_t* data, size_t size);

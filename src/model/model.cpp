@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "loader/ggml_type.h"
+
 namespace lazyattn::model {
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path, backend::Backend* backend,
@@ -19,12 +21,21 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, backend::B
 }
 
 void Model::prepare_weights() {
+    // A weight the backend copied into its own layout is no longer read from the file in a
+    // matmul, so its pages leave resident memory (else a repacked model would count twice).
     auto prepare = [&](Linear& lin) {
-        if (lin.type != kernels::WeightType::kF32 && lin.out_dim > 0) {
+        if (lin.type != kernels::WeightType::kF32 && lin.out_dim > 0 && lin.w_quant != nullptr) {
             lin.prepared = backend_->prepare_weight(lin.w_quant, lin.type, lin.in_dim, lin.out_dim);
+            if (lin.prepared != nullptr) {
+                file_->drop_resident(
+                    lin.w_quant,
+                    loader::ggml_row_size(static_cast<loader::GgmlType>(lin.type), lin.in_dim) * size_t(lin.out_dim));
+            }
         }
     };
-    prepare(weights_.token_embd);
+    // The token embedding is a matmul weight only when it is also the LM head (tied); otherwise
+    // only looked up by rows.
+    if (weights_.lm_head.out_dim == 0) prepare(weights_.token_embd);
     prepare(weights_.lm_head);
     for (LayerWeights& lw : weights_.layers) {
         for (Linear* lin : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) prepare(*lin);

@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "backends/cpu/simd/quant_dot.h"
 #include "core/fp16.h"
+#include "kernels/ref/kquant_r16_ref.h"
 #include "kernels/ref/kquant_ref.h"
 #include "loader/dequantize.h"
 #include "random_inputs.h"
@@ -285,29 +286,151 @@ TEST(TypedKernels, PrefillTilesOfEverySetMatchReference) {
     }
 }
 
+constexpr W kR16Types[] = {W::kQ4_K, W::kQ5_K, W::kQ6_K};
+
+// The repacked layout (kquant_r16_ref.h) holds every row's super-blocks exactly: its scalar
+// reading equals the GGUF block's common form, and rows past out_dim are zero.
+TEST(TypedKernels, KQuantR16LayoutHoldsTheFileBlocks) {
+    std::mt19937_64 rng(testing::test_seed() + 17);
+    for (W t : kR16Types) {
+        ASSERT_TRUE(kernels::ref::has_kquant_r16(t));
+        const int64_t n = 1024, out = 37;
+        const size_t row_bytes = traits(t).type_size * size_t(n / 256);
+        const auto w = random_weights(t, out, n, rng);
+        std::vector<uint8_t> r16(kernels::ref::kquant_r16_bytes(t, out, n), 0xcd);
+        // Two calls (group ranges) fill the whole matrix.
+        kernels::ref::repack_kquant_r16(t, w.data(), row_bytes, out, n, 0, 1, r16.data());
+        kernels::ref::repack_kquant_r16(t, w.data(), row_bytes, out, n, 1, 3, r16.data());
+        kernels::ref::KUnpacked got, want;
+        for (int64_t o = 0; o < 48; ++o) {
+            for (int64_t sb = 0; sb < n / 256; ++sb) {
+                kernels::ref::unpack_kquant_r16(t, r16.data(), n, o, sb, &got);
+                if (o >= out) {
+                    ASSERT_EQ(got.d, 0.0f) << name(t) << " padding row " << o;
+                    continue;
+                }
+                kernels::ref::unpack_function(t)(w.data() + o * row_bytes + sb * traits(t).type_size, &want);
+                ASSERT_EQ(std::memcmp(got.q, want.q, sizeof got.q), 0) << name(t) << " row " << o << " sb " << sb;
+                ASSERT_EQ(std::memcmp(got.scale, want.scale, sizeof got.scale), 0) << name(t) << " row " << o;
+                ASSERT_EQ(std::memcmp(got.min, want.min, sizeof got.min), 0) << name(t) << " row " << o;
+                ASSERT_EQ(got.d, want.d) << name(t) << " row " << o;
+                ASSERT_EQ(got.dmin, want.dmin) << name(t) << " row " << o;
+            }
+        }
+    }
+}
+
+// Every set's kernels on repacked K-quants (where it has them): decode (1-4 activation rows, a
+// sub-range of groups, a partial last group, bias) against the reference dot on the file's rows,
+// and the prefill tile unpacked from the repacked form equal to the one packed from the file.
+TEST(TypedKernels, R16KernelsOfEverySetMatchReference) {
+    std::mt19937_64 rng(testing::test_seed() + 18);
+    for (int set = 0; set < num_quant_kernel_sets(); ++set) {
+        const auto& k = quant_kernel_set(set);
+        if (k.typed->r16 == nullptr) continue;
+        for (W t : kR16Types) {
+            const auto* r16k = k.typed->r16(t);
+            ASSERT_NE(r16k, nullptr) << k.isa << " " << name(t);
+            const int64_t n = 1280, out = 37, groups = kernels::ref::kquant_r16_groups(out);
+            const size_t row_bytes = traits(t).type_size * size_t(n / 256);
+            const auto w = random_weights(t, out, n, rng);
+            std::vector<uint8_t> r16(kernels::ref::kquant_r16_bytes(t, out, n) + 64);
+            auto* rp = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(r16.data()) + 63) & ~uintptr_t(63));
+            kernels::ref::repack_kquant_r16(t, w.data(), row_bytes, out, n, 0, groups, rp);
+            const size_t stride = kernels::ref::activation_row_bytes(t, n);
+            std::vector<uint8_t> acts(4 * stride);
+            for (int r = 0; r < 4; ++r) {
+                const auto x = testing::random_floats(rng, size_t(n), -2, 2);
+                kernels::ref::prepare_activation_row(t, x.data(), acts.data() + r * stride, n);
+            }
+            const auto bias = testing::random_floats(rng, size_t(out));
+            std::vector<float> ref_r16(out);
+            for (int rows = 1; rows <= 4; ++rows) {
+                for (auto [g0, g1] : {std::pair<int64_t, int64_t>{0, groups}, {1, 2}}) {
+                    const int64_t ys = out + 5;
+                    std::vector<float> y(rows * ys, -7.0f);
+                    r16k->gemv(rp, n, g0, g1, out, acts.data(), stride, rows, y.data(), ys, bias.data());
+                    for (int r = 0; r < rows; ++r) {
+                        kernels::ref::gemv_kquant_r16(
+                            t, rp, n, out, reinterpret_cast<const kernels::BlockQ8_K*>(acts.data() + r * stride),
+                            ref_r16.data());
+                        for (int64_t o = 0; o < ys; ++o) {
+                            const float v = y[r * ys + o];
+                            if (o < 16 * g0 || o >= std::min(out, 16 * g1)) {
+                                ASSERT_EQ(v, -7.0f) << k.isa << " " << name(t) << " wrote outside its groups, o=" << o;
+                                continue;
+                            }
+                            const float want =
+                                kernels::ref::vec_dot_typed(t, w.data() + o * row_bytes, acts.data() + r * stride, n);
+                            ASSERT_EQ(ref_r16[o], want) << name(t) << " scalar r16 reference, row " << o;
+                            ASSERT_FALSE(std::isnan(v));
+                            // Same integer sums; float order (and FMA contraction) may differ.
+                            EXPECT_NEAR(v, want + bias[o], 2e-5 * std::max(1.0f, std::fabs(want)) + 1e-3)
+                                << k.isa << " " << name(t) << " rows=" << rows << " row " << r << " col " << o;
+                        }
+                    }
+                }
+            }
+            // Prefill: the tile from the repacked group equals the tile packed from the file.
+            const auto* tile = k.typed->tile(t);
+            ASSERT_NE(tile, nullptr);
+            const size_t tb = tile->packed_bytes(n);
+            std::vector<uint8_t> a_buf(tb + 64), b_buf(tb + 64);
+            auto align = [](std::vector<uint8_t>& v) {
+                return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t(63));
+            };
+            uint8_t *from_r16 = align(a_buf), *from_file = align(b_buf);
+            for (int64_t g = 0; g < groups; ++g) {
+                const int nw = int(std::min<int64_t>(16, out - 16 * g));
+                r16k->pack_tile(rp, n, g, from_r16);
+                tile->pack(w.data() + 16 * g * row_bytes, row_bytes, nw, n, from_file);
+                // u8 quads and int16 mins bit for bit; fp32 scales by value (0 * negative scale is -0).
+                constexpr size_t kSb = 5696, kFs = 4096, kMn = 5120, kDm = 5632;
+                for (int64_t sb = 0; sb < n / 256; ++sb) {
+                    const uint8_t *pa = from_r16 + sb * kSb, *pb = from_file + sb * kSb;
+                    ASSERT_EQ(std::memcmp(pa, pb, kFs), 0) << k.isa << " " << name(t) << " quads, group " << g;
+                    ASSERT_EQ(std::memcmp(pa + kMn, pb + kMn, kDm - kMn), 0) << k.isa << " " << name(t) << " mins";
+                    for (size_t f = 0; f < (kMn - kFs) / 4 + 16; ++f) {
+                        const size_t at = f < (kMn - kFs) / 4 ? kFs + 4 * f : kDm + 4 * (f - (kMn - kFs) / 4);
+                        float fa, fb;
+                        std::memcpy(&fa, pa + at, 4), std::memcpy(&fb, pb + at, 4);
+                        ASSERT_EQ(fa, fb) << k.isa << " " << name(t) << " scale float " << f << ", group " << g;
+                    }
+                }
+            }
+        }
+    }
+}
+
 // The CPU backend end to end: decode (1, 3 rows) and prefill (17, 70 rows) shapes, threads,
-// bias; never a repacked copy for these types.
+// bias; on the file's bytes, and on the repacked copy where this CPU's kernels make one.
 TEST(TypedKernels, CpuBackendMatmulMatchesReference) {
     std::mt19937_64 rng(testing::test_seed() + 14);
     auto cpu = backend::make_cpu_backend(3);
+    const auto& best = backends::cpu::simd::quant_kernels();
     for (W t : kTypes) {
         const int64_t in = row_len(t, 512 + 99), out = 37;
         const auto w = random_weights(t, out, in, rng);
-        EXPECT_EQ(cpu->prepare_weight(w.data(), t, in, out), nullptr) << name(t);
+        const auto prepared = cpu->prepare_weight(w.data(), t, in, out);
+        const bool repacks = best.typed->r16 != nullptr && best.typed->r16(t) != nullptr;
+        EXPECT_EQ(prepared != nullptr, repacks) << name(t);
         const auto bias = testing::random_floats(rng, out);
-        for (int64_t rows : {1, 3, 17, 70}) {
-            const auto x = testing::random_floats(rng, size_t(rows * in), -2, 2);
-            std::vector<float> got(rows * out), want(rows * out);
-            kernels::MatmulParams p{x.data(), w.data(), t, bias.data(), got.data(), rows, in, out};
-            cpu->matmul(p);
-            kernels::ref::typed_matmul(t, w.data(), x.data(), want.data(), rows, in, out);
-            for (int64_t i = 0; i < rows * out; ++i) {
-                want[i] += bias[i % out];
-                ASSERT_FALSE(std::isnan(got[i]));
-                ASSERT_NEAR(got[i], want[i], 2e-5 * std::max(1.0f, std::fabs(want[i])) + 1e-3)
-                    << name(t) << " rows=" << rows << " element " << i;
+        for (int64_t rows : {1, 3, 17, 70})
+            for (const void* prep : {static_cast<const void*>(nullptr), prepared.get()}) {
+                if (prep == nullptr && prepared != nullptr && rows == 70) continue;
+                const auto x = testing::random_floats(rng, size_t(rows * in), -2, 2);
+                std::vector<float> got(rows * out), want(rows * out);
+                kernels::MatmulParams p{x.data(), w.data(), t, bias.data(), got.data(), rows, in, out};
+                p.w_prepared = prep;
+                cpu->matmul(p);
+                kernels::ref::typed_matmul(t, w.data(), x.data(), want.data(), rows, in, out);
+                for (int64_t i = 0; i < rows * out; ++i) {
+                    want[i] += bias[i % out];
+                    ASSERT_FALSE(std::isnan(got[i]));
+                    ASSERT_NEAR(got[i], want[i], 2e-5 * std::max(1.0f, std::fabs(want[i])) + 1e-3)
+                        << name(t) << " rows=" << rows << (prep ? " repacked" : "") << " element " << i;
+                }
             }
-        }
     }
 }
 

@@ -46,6 +46,7 @@ public:
     }
     std::shared_ptr<const void> prepare_weight(const void* w, kernels::WeightType type, int64_t in_dim,
                                                int64_t out_dim) override {
+        if (is_typed_weight(type)) return prepare_typed_weight(w, type, in_dim, out_dim, weight_arena_, pool_);
         return prepare_quant_weight(w, type, in_dim, out_dim, weight_arena_);
     }
     void matmuls(const kernels::MatmulParams* ps, int count) override {

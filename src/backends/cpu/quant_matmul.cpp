@@ -161,7 +161,7 @@ bool quant_matmul_shared_input(const kernels::MatmulParams* ps, int count, Threa
 uint8_t* WeightArena::allocate(size_t bytes) {
     bytes = (bytes + 63) / 64 * 64;
     if (chunk_ == nullptr || used_ + bytes > chunk_->size()) {
-        chunk_ = std::make_shared<LargeBuffer>(std::max(bytes, kChunkBytes));
+        chunk_ = std::make_shared<LargeBuffer>(std::max(bytes, kChunkBytes), /*prefault=*/false);
         used_ = 0;
     }
     uint8_t* p = chunk_->data() + used_;
@@ -180,7 +180,7 @@ std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightT
     const size_t bytes = simd::r16_bytes(type, out_dim, nb);
     uint8_t* dst = arena.allocate(bytes);
     g->repack_r16[kind](static_cast<const uint8_t*>(w), nb * kernels::weight_block_bytes(type), out_dim, nb, dst);
-    return std::shared_ptr<const void>(arena.current_chunk(), dst);
+    return std::shared_ptr<const void>(arena.last_buffer(), dst);
 }
 
 }  // namespace lazyattn::backends::cpu

@@ -23,14 +23,18 @@ bool quant_matmul_shared_input(const kernels::MatmulParams* ps, int count, Threa
                                std::vector<uint8_t>& scratch);
 
 // Memory for repacked weights: matrices are packed back to back into large chunks (huge-page
-// candidates, see core/large_buffer.h); each matrix keeps its chunk alive.
+// candidates, see core/large_buffer.h); each matrix keeps its chunk alive. Chunks are not
+// prefaulted: the repack writes every byte it uses, and the unused end of a chunk (the last
+// one's, or where the next matrix did not fit) never becomes resident, so the resident memory
+// is the repacked bytes (to a page).
 class WeightArena {
 public:
     uint8_t* allocate(size_t bytes);  // 64-byte aligned, zeroed
-    const std::shared_ptr<LargeBuffer>& current_chunk() const { return chunk_; }
+    // The buffer that holds the last allocation (to keep it alive).
+    const std::shared_ptr<LargeBuffer>& last_buffer() const { return chunk_; }
 
 private:
-    static constexpr size_t kChunkBytes = size_t(32) << 20;
+    static constexpr size_t kChunkBytes = size_t(256) << 20;
     std::shared_ptr<LargeBuffer> chunk_;
     size_t used_ = 0;
 };

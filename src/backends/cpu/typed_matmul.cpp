@@ -4,6 +4,7 @@
 
 #include "backends/cpu/simd/quant_dot.h"
 #include "backends/cpu/tile_tasks.h"
+#include "kernels/ref/kquant_r16_ref.h"
 #include "kernels/ref/kquant_ref.h"
 
 namespace lazyattn::backends::cpu {
@@ -73,6 +74,28 @@ void typed_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
     const int threads = pool.num_threads();
     const bool decode = p.num_rows <= simd::kMaxDotRows;
     const simd::TypedTile* tile = k.typed->tile != nullptr && !decode ? k.typed->tile(p.w_type) : nullptr;
+    const simd::TypedR16* r16 = p.w_prepared != nullptr && k.typed->r16 != nullptr ? k.typed->r16(p.w_type) : nullptr;
+    if (r16 != nullptr) {
+        // Repacked at load (prepare_typed_weight): nothing reads the file's bytes any more.
+        const auto* rw = static_cast<const uint8_t*>(p.w_prepared);
+        const int64_t groups = kernels::ref::kquant_r16_groups(p.out_dim);
+        if (decode) {
+            // A few chunks of 16-row groups per thread (even load when a core is busy elsewhere).
+            const int64_t per_chunk = std::max<int64_t>(1, (groups + 4 * threads - 1) / (4 * threads));
+            pool.parallel_for((groups + per_chunk - 1) / per_chunk, [&](int64_t c) {
+                const int64_t g0 = c * per_chunk, g1 = std::min(groups, g0 + per_chunk);
+                r16->gemv(rw, p.in_dim, g0, g1, p.out_dim, x, x_row, int(p.num_rows), p.y, p.out_dim, p.bias);
+            });
+            return;
+        }
+        for_each_tile_task(pool, p.out_dim, p.num_rows, simd::kTypedTileRows, 16, tile->packed_bytes(p.in_dim),
+                           [&](uint8_t* packed, int64_t o0, int nw, int64_t r0, int64_t r1) {
+                               r16->pack_tile(rw, p.in_dim, o0 / simd::kTypedTileRows, packed);
+                               tile->gemm(packed, p.in_dim, x + r0 * x_row, x_row, r1 - r0, p.y + r0 * p.out_dim + o0,
+                                          p.out_dim, nw, p.bias != nullptr ? p.bias + o0 : nullptr);
+                           });
+        return;
+    }
     if (tile != nullptr) {
         // Prefill on tiles of kTypedTileRows weight rows, packed per task (tile_tasks.h).
         for_each_tile_task(pool, p.out_dim, p.num_rows, simd::kTypedTileRows, 16, tile->packed_bytes(p.in_dim),
@@ -104,6 +127,24 @@ void typed_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
     });
 }
 
+std::shared_ptr<const void> prepare_typed_weight(const void* w, WeightType t, int64_t in_dim, int64_t out_dim,
+                                                 WeightArena& arena, ThreadPool& pool) {
+    const auto& k = simd::quant_kernels();
+    if (k.typed->r16 == nullptr || k.typed->r16(t) == nullptr || !kernels::ref::has_kquant_r16(t) ||
+        in_dim % kernels::kSuperBlock != 0 || k.typed->tile == nullptr || k.typed->tile(t) == nullptr) {
+        return nullptr;
+    }
+    static_assert(kernels::ref::kR16KRows == simd::kTypedTileRows, "a repacked group is one prefill tile");
+    uint8_t* dst = arena.allocate(kernels::ref::kquant_r16_bytes(t, out_dim, in_dim));
+    std::shared_ptr<const void> owner(arena.last_buffer(), dst);
+    const auto* src = static_cast<const uint8_t*>(w);
+    const size_t row_bytes = weight_row_bytes(t, in_dim);
+    pool.parallel_for(
+        kernels::ref::kquant_r16_groups(out_dim),
+        [&](int64_t g) { kernels::ref::repack_kquant_r16(t, src, row_bytes, out_dim, in_dim, g, g + 1, dst); }, 16);
+    return owner;
+}
+
 std::string describe_weight_compute(WeightType t) {
     const auto& k = simd::quant_kernels();
     const std::string isa = k.isa;
@@ -125,6 +166,8 @@ std::string describe_weight_compute(WeightType t) {
         case WeightType::kBF16:
             return "in place, widened in registers, fp32 FMA (" + isa + ")";
         default:
+            if (k.typed->r16 != nullptr && k.typed->r16(t) != nullptr)
+                return "Q8_K activations, integer dots (" + isa + ", repacked 16 rows per vector at load)";
             if (is_typed_weight(t)) return "in place, Q8_K activations, integer dots per super-block (" + isa + ")";
             return "not supported";
     }

@@ -36,9 +36,7 @@ float load_half(const uint8_t* p) {
 
 }  // namespace
 
-bool has_kquant_r16(WeightType t) {
-    return t == WeightType::kQ4_K || t == WeightType::kQ5_K || t == WeightType::kQ6_K;
-}
+bool has_kquant_r16(WeightType t) { return t == WeightType::kQ4_K || t == WeightType::kQ5_K || t == WeightType::kQ6_K; }
 
 size_t kquant_r16_main_bytes(WeightType t) {
     switch (t) {
@@ -55,8 +53,8 @@ size_t kquant_r16_main_bytes(WeightType t) {
 
 size_t kquant_r16_tail_bytes(WeightType t) { return t == WeightType::kQ6_K ? 32 : 64; }
 
-void repack_kquant_r16(WeightType t, const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t n,
-                       int64_t g_begin, int64_t g_end, uint8_t* dst) {
+void repack_kquant_r16(WeightType t, const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t n, int64_t g_begin,
+                       int64_t g_end, uint8_t* dst) {
     const Geometry geo = geometry(t);
     const int64_t nsb = n / kSuperBlock;
     const size_t main = kquant_r16_main_bytes(t), tail = kquant_r16_tail_bytes(t);

@@ -53,8 +53,8 @@ inline size_t kquant_r16_bytes(WeightType t, int64_t out_dim, int64_t n) {
 
 // Repacks groups [g_begin, g_end) of a matrix of out_dim GGUF rows (w_row_bytes apart, n
 // elements each) into dst (the whole matrix's buffer, kquant_r16_bytes).
-void repack_kquant_r16(WeightType t, const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t n,
-                       int64_t g_begin, int64_t g_end, uint8_t* dst);
+void repack_kquant_r16(WeightType t, const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t n, int64_t g_begin,
+                       int64_t g_end, uint8_t* dst);
 
 // Row `row`, super-block `sb` of a repacked matrix, in the common form.
 void unpack_kquant_r16(WeightType t, const uint8_t* r16, int64_t n, int64_t row, int64_t sb, KUnpacked* u);

@@ -30,6 +30,16 @@ struct TypedTile {
     size_t (*packed_bytes)(int64_t n);  // bytes `pack` writes for rows of n elements
 };
 
+// K-quants repacked at load (kernels/ref/kquant_r16_ref.h: groups of 16 rows, lanes = rows).
+struct TypedR16 {
+    // y[r * y_stride + o] = dot(row o, Q8_K activation row r at x + r * x_stride) (+ bias[o]) for
+    // the rows o of groups [g_begin, g_end) below out_dim, r < rows <= 4; rows of n elements.
+    void (*gemv)(const uint8_t* r16, int64_t n, int64_t g_begin, int64_t g_end, int64_t out_dim, const uint8_t* x,
+                 size_t x_stride, int rows, float* y, int64_t y_stride, const float* bias);
+    // Group g (rows [16g, 16g + 16)) in the layout the type's TypedTile::pack writes, for its gemm.
+    void (*pack_tile)(const uint8_t* r16, int64_t n, int64_t g, uint8_t* packed);
+};
+
 struct TypedDotKernels {
     TypedDotFn q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, f16, bf16;
     // The prefill tile kernels of a type, or nullptr (then prefill runs the row dots).
@@ -37,6 +47,8 @@ struct TypedDotKernels {
     // Quantizes one fp32 row to Q8_K blocks exactly as kernels::ref::quantize_row_q8_K does, or
     // nullptr (then the reference runs).
     void (*quantize_q8_k)(const float* x, void* y, int64_t n) = nullptr;
+    // The kernels on weights repacked at load, or nullptr (then the weight stays as in the file).
+    const TypedR16* (*r16)(kernels::WeightType t) = nullptr;
 
     TypedDotFn get(kernels::WeightType t) const {
         using W = kernels::WeightType;
