@@ -509,6 +509,14 @@ constexpr size_t kR16Q45Main = kQ5 ? 2816 : 2304;
 template <bool kQ5>
 constexpr size_t kR16Q45Sc = kQ5 ? 2560 : 2048;
 
+// Software prefetch this far ahead of the super-block being read: the hardware prefetcher alone
+// left the 215 MB Q6_K LM head of the 1B model at 1.44x Q4_0's time per byte (0.93x with it; any
+// distance from 4 to 16 KiB measured alike). The tails (d, dmin) of a group, read once per
+// super-block from the group's end, are prefetched when the group starts.
+constexpr size_t kR16PrefetchBytes = 8192;
+LA_512 inline void prefetch_lines(const uint8_t* p, size_t bytes) {
+    for (size_t j = 0; j < bytes; j += 64) _mm_prefetch(reinterpret_cast<const char*>(p + j), _MM_HINT_T0);
+}
 LA_512 inline __m512i bcast_word(const uint8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -527,10 +535,12 @@ template <bool kQ5, int R>
 LA_512 void r16_q45_group(const uint8_t* gd, int64_t nsb, const uint8_t* x, size_t stride, __m512 acc[R]) {
     constexpr size_t kMain = kR16Q45Main<kQ5>, kSc = kR16Q45Sc<kQ5>;
     const uint8_t* tails = gd + nsb * kMain;
+    prefetch_lines(tails, nsb * kR16Q45Tail);
     const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; ++sb) {
         const uint8_t* m = gd + sb * kMain;
+        prefetch_lines(m + kR16PrefetchBytes, kMain);
         const uint8_t* xb[R];
         for (int r = 0; r < R; ++r) xb[r] = x + r * stride + sb * kQ8KBytes;
         __m512 fs[R];
@@ -588,10 +598,12 @@ LA_512 void r16_q45_group(const uint8_t* gd, int64_t nsb, const uint8_t* x, size
 template <int R>
 LA_512 void r16_q6_group(const uint8_t* gd, int64_t nsb, const uint8_t* x, size_t stride, __m512 acc[R]) {
     const uint8_t* tails = gd + nsb * kR16Q6Main;
+    prefetch_lines(tails, nsb * kR16Q6Tail);
     const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; ++sb) {
         const uint8_t* m = gd + sb * kR16Q6Main;
+        prefetch_lines(m + kR16PrefetchBytes, kR16Q6Main);
         const uint8_t* xb[R];
         for (int r = 0; r < R; ++r) xb[r] = x + r * stride + sb * kQ8KBytes;
         // -32 * (activation sum over group g), the start of group g's integer sum.
