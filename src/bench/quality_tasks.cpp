@@ -199,7 +199,7 @@ QualityTask make_agg(Draw& draw, const Corpus& corpus, const TaskShape& s, int32
     QualityTask t;
     t.family = "agg";
     t.num_docs = s.k;
-    const int32_t m = s.k >= 5 ? 3 : 2;  // documents reporting the asked item
+    const int32_t m = 2;  // documents reporting the asked item
     std::vector<int32_t> order(size_t(s.k));
     for (int32_t i = 0; i < s.k; ++i) order[size_t(i)] = i;
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[draw.below(i)]);
@@ -213,7 +213,7 @@ QualityTask make_agg(Draw& draw, const Corpus& corpus, const TaskShape& s, int32
         t.documents.push_back(make_document(draw, corpus, words, {{draw.unit(), fact}}));
         if (holders.count(d)) t.answers.push_back(cities[d]);
     }
-    t.question = "To which cities were shipments of " + items[0] + " delivered? Name every city.";
+    t.question = "Shipments of " + items[0] + " were delivered to two cities. Which two cities?";
     t.need_all = true;
     t.chance = 1.0 / binomial(s.k, m);
     return t;

@@ -7,8 +7,8 @@
 //        of them (answer in document `answer_doc`, at `depth`).
 //   hop  two hops: one document says who owns an account, another gives that account's code;
 //        the rest state other owners and other codes (answer_doc = the code's document).
-//   agg  aggregation: two or three documents each report a delivery of the asked item to a
-//        city, the others deliveries of other items; every city must be named.
+//   agg  aggregation: two documents each report a delivery of the asked item to a city, the
+//        others deliveries of another item; both cities must be named.
 //
 // Filler text is real prose (sentences of the 2Wiki passages, shuffled), so documents read like
 // retrieved passages and are 100-1000 tokens long (word counts, about 1.3 tokens a word).
@@ -41,7 +41,7 @@ struct QualitySuiteOptions {
     std::vector<int32_t> doc_counts{2, 5, 10, 20};
     int32_t min_doc_words = 75;      // about 100 tokens
     int32_t max_doc_words = 750;     // about 1000 tokens
-    int32_t max_prompt_words = 1500; // k x document length stays under this (model context, run time)
+    int32_t max_prompt_words = 1000; // k x document length stays under this unless k x min_doc_words is more
 };
 
 // kInvalidArgument for an unknown family, k outside [2, 64], or a corpus without sentences.

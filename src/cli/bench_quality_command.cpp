@@ -94,7 +94,8 @@ Expected<std::vector<Answer>> run_variant(engine::LoadedModel& lm, const std::op
             engine::RagPromptText text{"Answer the question using the documents. Reply with a short answer only.",
                                        docs, t.question};
             LA_ASSIGN_OR_RETURN(auto req, engine::build_rag_request(*lm.tokenizer, chat, text));
-            req.max_tokens = t.need_all ? 32 : 16;
+            // The small model restates the question first ("The access code of ... is").
+            req.max_tokens = t.need_all ? 48 : 32;
             req.reuse = v.reuse;
             LA_ASSIGN_OR_RETURN(handles[next], sched.add(req));
             in_flight.push_back(next++);

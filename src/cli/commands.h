@@ -87,7 +87,7 @@ struct BenchQualityOptions {
     uint64_t seed = 1;
     std::vector<std::string> families{"kv", "hop", "agg"};
     std::vector<int32_t> doc_counts{2, 5, 10, 20};
-    int32_t max_prompt_words = 1500;
+    int32_t max_prompt_words = 1000;
     bool wiki = true;          // ask the 2Wiki sample's questions too
     int32_t concurrency = 4;   // requests in flight per variant
     bool fp32 = false;  // dequantize every weight (the variants then agree to float rounding)
@@ -134,6 +134,7 @@ struct ServeOptions {
     double stats_interval_s = 10;
     double max_pinned_fraction = 0.5;  // pinned documents' share of the KV pool at most
     int32_t pin_quota_blocks = 0;      // per tenant; 0 = only the global share
+    std::string document_reuse = "plain";  // requests' default (engine::parse_document_reuse)
 };
 
 int run_generate(const GenerateOptions& options);

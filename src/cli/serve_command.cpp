@@ -80,6 +80,9 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.health_needs_key = !open("health");
     sc.metrics_needs_key = !open("metrics");
     sc.max_tokens_cap = o.max_tokens_cap;
+    auto reuse = engine::parse_document_reuse(o.document_reuse);
+    if (!reuse.ok()) return invalid_argument("--document-reuse: " + reuse.status().message());
+    sc.document_reuse = *reuse;
     sc.health_stall_s = o.health_stall_s;
     sc.stats_interval_s = o.stats_interval_s;
     LA_RETURN_IF_ERROR(sc.validate());

@@ -331,6 +331,38 @@ std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::
     return std::nullopt;
 }
 
+// `document_reuse`: "plain" / "anchor+scale=X+bias=Y", or {"anchored": bool, "logit_scale": x,
+// "logit_bias": y}.
+Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentReuse>& out) {
+    static const char* kKey = "document_reuse";
+    if (absent(body, kKey)) return std::nullopt;
+    const json& v = body.at(kKey);
+    engine::DocumentReuse reuse;
+    if (v.is_string()) {
+        std::string spec;
+        if (auto e = read_string(v, kKey, spec)) return e;
+        auto parsed = engine::parse_document_reuse(spec);
+        if (!parsed.ok()) return value_error(kKey, parsed.status().message());
+        out = *parsed;
+        return std::nullopt;
+    }
+    if (!v.is_object()) return type_error(kKey, "a string or an object");
+    for (const auto& [key, value] : v.items()) {
+        if (key != "anchored" && key != "logit_scale" && key != "logit_bias") {
+            return value_error(kKey, "has an unknown field '" + key + "' (anchored, logit_scale, logit_bias)");
+        }
+    }
+    if (auto e = read_bool(v, "anchored", reuse.anchored)) return e;
+    double scale = reuse.logit_scale, bias = reuse.logit_bias;
+    if (auto e = read_number(v, "logit_scale", scale)) return e;
+    if (auto e = read_number(v, "logit_bias", bias)) return e;
+    reuse.logit_scale = float(scale);
+    reuse.logit_bias = float(bias);
+    if (Status st = reuse.validate(); !st.ok()) return value_error(kKey, st.message());
+    out = reuse;
+    return std::nullopt;
+}
+
 std::optional<ApiError> parse_generation_request(const json& body, bool chat, GenerationRequest& out) {
     if (!body.is_object()) return invalid_request("the request body must be a JSON object", "", "invalid_type");
     out.chat = chat;
@@ -349,6 +381,7 @@ std::optional<ApiError> parse_generation_request(const json& body, bool chat, Ge
     if (auto e = read_bool(body, "ignore_eos", out.ignore_eos)) return e;
     if (auto e = parse_stream(body, out)) return e;
     if (auto e = parse_cache_salt(body, out.cache_salt)) return e;
+    if (auto e = parse_document_reuse_field(body, out.document_reuse)) return e;
     return refuse_unsupported(body, chat);
 }
 

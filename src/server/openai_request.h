@@ -6,7 +6,9 @@
 //
 // Extensions: `cache_salt` (vLLM's: requests share cached KV only with the same salt),
 // `documents` (strings, or {"text", "title"?} objects, or {"id"} naming a cached
-// document), `top_k`, `min_p`, `repetition_penalty`, `ignore_eos`.
+// document), `document_reuse` (how the question reads cached documents: "anchor+bias=-1" or
+// {"anchored", "logit_scale", "logit_bias"}; engine::DocumentReuse), `top_k`, `min_p`,
+// `repetition_penalty`, `ignore_eos`.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/document_reuse.h"
 #include "engine/sampling_params.h"
 #include "server/api_error.h"
 #include "tokenizer/chat_template.h"
@@ -52,6 +55,7 @@ struct GenerationRequest {
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
     std::string cache_salt;      // isolates the request's cache entries (as vLLM's cache_salt)
+    std::optional<engine::DocumentReuse> document_reuse;  // not given: the server's default
 };
 
 // Longest cache_salt accepted (it only names a namespace).

@@ -33,9 +33,11 @@ size_t text_bytes(const GenerationRequest& r) {
 }  // namespace
 
 RequestBuilder::RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
-                               int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup)
+                               int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup,
+                               engine::DocumentReuse default_reuse)
     : tokenizer_(tokenizer),
       chat_(std::move(chat)),
+      default_reuse_(default_reuse),
       context_length_(context_length),
       max_tokens_cap_(max_tokens_cap),
       max_token_bytes_(longest_token_bytes(tokenizer)),
@@ -95,6 +97,8 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     req.prompt_logprobs = r.echo && r.logprobs >= 0 ? r.logprobs : -1;
     req.stop = r.stop;
     req.ignore_eos = r.ignore_eos;
+    req.reuse = r.document_reuse.value_or(default_reuse_);
+    if (!r.document_reuse && !req.first_segment_is_preamble) req.reuse.anchored = false;
     return req;
 }
 

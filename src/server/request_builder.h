@@ -30,8 +30,12 @@ using DocumentLookup =
 class RequestBuilder {
 public:
     // max_tokens_cap: the most tokens any request may generate (larger asks are clamped).
+    // default_reuse: for requests that do not say (`document_reuse`); its anchoring applies
+    // only where the prompt has a preamble, while a request that asks for it without one is
+    // refused by the engine.
     RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
-                   int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup);
+                   int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup,
+                   engine::DocumentReuse default_reuse = {});
 
     // kNotFound for an unknown document id (looked up in `tenant`); kInvalidArgument for an empty
     // tail; kOutOfRange when the texts are too long for the context, found BEFORE tokenizing
@@ -58,6 +62,7 @@ private:
 
     const tokenizer::Tokenizer& tokenizer_;
     std::optional<tokenizer::ChatTemplate> chat_;
+    engine::DocumentReuse default_reuse_;
     int32_t context_length_;
     int32_t max_tokens_cap_;
     int32_t max_token_bytes_;

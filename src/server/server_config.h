@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/document_reuse.h"
 #include "http/http_limits.h"
 
 namespace lazyattn::server {
@@ -25,6 +26,8 @@ struct ServerConfig {
     // /health answers 503 when work has been queued this long without the engine advancing.
     double health_stall_s = 60;
     double stats_interval_s = 10;  // a stats log line this often while busy
+    // How requests that do not say read their documents (`--document-reuse`).
+    engine::DocumentReuse document_reuse;
     Status validate() const;
 };
 

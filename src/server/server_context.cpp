@@ -11,7 +11,8 @@ ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng
       engine(eng),
       tokenizer(tok),
       builder(tok, std::move(chat), ctx_len, cfg.max_tokens_cap,
-              [&eng](const std::string& tenant, const std::string& id) { return eng.document_tokens(tenant, id); }),
+              [&eng](const std::string& tenant, const std::string& id) { return eng.document_tokens(tenant, id); },
+              cfg.document_reuse),
       context_length(ctx_len),
       started_unix_s(
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

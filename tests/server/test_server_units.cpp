@@ -106,6 +106,10 @@ TEST(OpenAiRequest, RefusesBadFieldsNamingThem) {
         {{{"messages", {{{"role", "assistant"}, {"content", "x"}}}}}, true, "messages", "invalid_value"},
         {{{"messages", user}, {"documents", {json::object()}}}, true, "documents[0]", "invalid_value"},
         {{{"messages", user}, {"stream", "yes"}}, true, "stream", "invalid_type"},
+        {{{"prompt", "p"}, {"document_reuse", "anchor+warp"}}, false, "document_reuse", "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"logit_scale", 100}}}}, false, "document_reuse", "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", 16}}}}, false, "document_reuse", "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", 5}}, false, "document_reuse", "invalid_type"},
         {{{"messages", user}, {"stream_options", {{"include_usage", 1}}}},
          true,
          "stream_options.include_usage",
@@ -211,8 +215,9 @@ protected:
         ASSERT_TRUE(chat.ok());
         chat_ = *chat;
     }
-    RequestBuilder builder(DocumentLookup lookup = {}, int32_t max_tokens_cap = 4096) const {
-        return RequestBuilder(*model_->tokenizer, chat_, 512, max_tokens_cap, std::move(lookup));
+    RequestBuilder builder(DocumentLookup lookup = {}, int32_t max_tokens_cap = 4096,
+                           engine::DocumentReuse reuse = {}) const {
+        return RequestBuilder(*model_->tokenizer, chat_, 512, max_tokens_cap, std::move(lookup), reuse);
     }
     static inline engine::LoadedModel* model_ = nullptr;
     static inline tokenizer::ChatTemplate chat_;
@@ -272,6 +277,34 @@ TEST_F(RequestBuilderTest, CompletionPutsDocumentsBeforeThePromptAndResolvesIds)
     EXPECT_EQ(got->max_tokens, 16);  // OpenAI's completions default
     g.documents[1].id = "unknown";
     EXPECT_EQ(b.build(g, "t1").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(RequestBuilderTest, DocumentReuseComesFromTheRequestOrTheServerDefault) {
+    GenerationRequest chat;
+    ASSERT_FALSE(parse({{"messages", {{{"role", "user"}, {"content", "q"}}}},
+                        {"documents", {"a passage"}},
+                        {"document_reuse", {{"anchored", true}, {"logit_bias", -1.5}}}},
+                       true, &chat));
+    auto a = builder().build(chat, "");
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    EXPECT_TRUE(a->reuse.anchored);
+    EXPECT_FLOAT_EQ(a->reuse.logit_bias, -1.5f);
+    engine::DocumentReuse server_default;
+    server_default.anchored = true;
+    server_default.logit_scale = 1.25f;
+    chat.document_reuse.reset();
+    auto b = builder({}, 4096, server_default).build(chat, "");
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->reuse, server_default);
+    // A completion without a preamble keeps the default's rescaling but cannot be anchored; had
+    // it asked for anchoring itself, the engine refuses it (tested with the engine).
+    GenerationRequest completion;
+    ASSERT_FALSE(parse({{"prompt", "q"}, {"documents", {"a passage"}}}, false, &completion));
+    auto c = builder({}, 4096, server_default).build(completion, "");
+    ASSERT_TRUE(c.ok());
+    EXPECT_FALSE(c->first_segment_is_preamble);
+    EXPECT_FALSE(c->reuse.anchored);
+    EXPECT_FLOAT_EQ(c->reuse.logit_scale, 1.25f);
 }
 
 TEST_F(RequestBuilderTest, MaxTokensNeverExceedsTheCap) {
