@@ -128,6 +128,10 @@ LA_AVX512 void gemv_tile(const uint8_t* w, size_t rb, const QuantActs& a, float*
         }
         for (int i = 0; i < NW; ++i) {
             const uint8_t* wr = w + i * rb;
+            if constexpr (K == kQ8_0) {  // one row at a time: the next rows, 8 KiB ahead (68 bytes per pair)
+                _mm_prefetch(reinterpret_cast<const char*>(wr + b0 * bs + 8192), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(wr + b0 * bs + 8192 + 64), _MM_HINT_T0);
+            }
             const __m512i wq = load_weight_pair<K>(wr + b0 * bs, wr + b1 * bs);
             // (d0, m0, d1, m1) of the weights; for Q4_0/Q8_0 the m slots hold qs bytes, unused.
             const __m128 wdm = _mm_cvtph_ps(_mm_unpacklo_epi32(_mm_cvtsi32_si128(int(load_u32(wr + b0 * bs))),
