@@ -19,6 +19,10 @@ struct SegmentPlacement {
     // preamble's length for an anchored one, logical_start for a private copy.
     int32_t stored_base = 0;
     bool private_copy = false;  // block-attn: blocks are this request's re-rotated copy
+    // DocumentReuse::recompute_tokens: the first patch_tokens tokens recomputed in patch_blocks
+    // (this request's, keys at their logical positions); the span reads those instead.
+    std::vector<kv::BlockId> patch_blocks;
+    int32_t patch_tokens = 0;
 };
 
 struct ActiveRequest {
@@ -28,9 +32,12 @@ struct ActiveRequest {
     int32_t tail_start = 0;            // logical position of tail token 0
     int32_t num_tail_computed = 0;     // tail tokens whose K/V are in tail_blocks
     int32_t num_prompt_tail = 0;
+    int32_t num_patch_tokens = 0;    // over every segment, computed in segment order before the tail
+    int32_t num_patch_computed = 0;
     std::vector<kv::BlockId> held;  // one entry per reference this request holds
 
     int32_t next_position() const { return tail_start + int32_t(tail_tokens.size()); }
+    bool patches_done() const { return num_patch_computed >= num_patch_tokens; }
 };
 
 }  // namespace lazyattn::engine

@@ -31,6 +31,10 @@ Status DocumentReuse::validate() const {
     if (!(logit_bias >= -8.0f && logit_bias <= 8.0f)) {
         return invalid_argument("document logit bias must be in [-8, 8], got " + number(logit_bias));
     }
+    if (recompute_tokens < 0 || recompute_tokens > kMaxRecomputeTokens) {
+        return invalid_argument("document recompute tokens must be in [0, " + std::to_string(kMaxRecomputeTokens) +
+                                "], got " + std::to_string(recompute_tokens));
+    }
     return {};
 }
 
@@ -40,6 +44,7 @@ std::string DocumentReuse::name() const {
     if (anchored) add("anchor");
     if (logit_scale != 1.0f) add("scale=" + number(logit_scale));
     if (logit_bias != 0.0f) add("bias=" + number(logit_bias));
+    if (recompute_tokens != 0) add("recompute=" + std::to_string(recompute_tokens));
     return s.empty() ? "plain" : s;
 }
 
@@ -56,9 +61,15 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
             LA_ASSIGN_OR_RETURN(r.logit_scale, parse_float(part, part.substr(6)));
         } else if (part.starts_with("bias=")) {
             LA_ASSIGN_OR_RETURN(r.logit_bias, parse_float(part, part.substr(5)));
+        } else if (part.starts_with("recompute=")) {
+            const std::string_view n = part.substr(10);
+            const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), r.recompute_tokens);
+            if (ec != std::errc() || end != n.data() + n.size()) {
+                return invalid_argument("'" + std::string(part) + "': not a token count");
+            }
         } else {
             return invalid_argument("unknown document reuse setting '" + std::string(part) +
-                                    "' (plain, or anchor, scale=X, bias=X joined by '+')");
+                                    "' (plain, or anchor, scale=X, bias=X, recompute=N joined by '+')");
         }
     }
     LA_RETURN_IF_ERROR(r.validate());

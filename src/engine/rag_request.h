@@ -48,6 +48,14 @@ struct RagRequest {
         return int32_t(segments[0].size());
     }
 
+    // Tokens of segment d recomputed privately (reuse.recompute_tokens rounded up to whole
+    // blocks, at most the segment); 0 for the preamble.
+    int32_t recompute_tokens(size_t d, int32_t block_size) const {
+        if (reuse.recompute_tokens <= 0 || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
+        const int64_t rounded = (int64_t(reuse.recompute_tokens) + block_size - 1) / block_size * block_size;
+        return int32_t(std::min<int64_t>(rounded, int64_t(segments[d].size())));
+    }
+
     int32_t num_prompt_tokens() const {
         int64_t n = int64_t(tail.size());
         for (const auto& s : segments) n += int64_t(s.size());
@@ -58,6 +66,7 @@ struct RagRequest {
 struct RequestStats {
     int32_t num_prompt_tokens = 0;
     int32_t prefill_tokens = 0;  // prompt tokens computed for this request (segment jobs included)
+    int32_t recomputed_tokens = 0;  // of those, document tokens recomputed privately (DocumentReuse)
     int32_t reused_tokens = 0;   // prompt tokens served from cache
     int32_t segments_hit = 0;
     int32_t segments_missed = 0;

@@ -117,11 +117,13 @@ int64_t Scheduler::blocks_needed(const RagRequest& r) const {
     const int32_t bs = kv_.block_size();
     const int64_t ctx = context_length();
     int64_t blocks = 0, total = int64_t(r.tail.size());
-    for (const auto& s : r.segments) {
-        const int64_t n = (int64_t(s.size()) + bs - 1) / bs;
-        blocks +=
-            segments_are_blocks(config_.cache_mode) ? n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1) : 0;
-        total += int64_t(s.size());
+    for (size_t d = 0; d < r.segments.size(); ++d) {
+        const int64_t n = (int64_t(r.segments[d].size()) + bs - 1) / bs;
+        if (segments_are_blocks(config_.cache_mode)) {
+            blocks += n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1);
+            blocks += (r.recompute_tokens(d, bs) + bs - 1) / bs;
+        }
+        total += int64_t(r.segments[d].size());
     }
     const int64_t tail = segments_are_blocks(config_.cache_mode) ? int64_t(r.tail.size()) : total;
     const int64_t grown = std::min(tail + r.max_tokens, ctx);

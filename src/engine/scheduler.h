@@ -120,6 +120,7 @@ public:
 private:
     struct TailRun;   // a chunk of a request's tail planned into this step
     struct JobRun;    // a chunk of a segment job
+    struct PatchRun;  // a chunk of a request's recomputed document tokens
     struct StepPlan;  // what one step computes
 
     Status validate(const RagRequest& r) const;
@@ -134,6 +135,8 @@ private:
     void match_segments(SequenceState& s, std::vector<size_t>* needs_job);
     void start_jobs(SequenceState& s, const std::vector<size_t>& needs_job);
     void match_tail(SequenceState& s);
+    // Private blocks for the document tokens the request recomputes (DocumentReuse).
+    void start_patches(SequenceState& s);
     int64_t fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job) const;
     Status materialize_copies(SequenceState& s);
     void release_kv(SequenceState& s);
@@ -163,6 +166,10 @@ private:
     void finish(SequenceState& s, const std::string& reason, Status status = {});
     void drop_finished();
     void add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits);
+    // Rows [begin, end) of s's recomputed document tokens (all documents' in order), no logits.
+    void add_patch_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
+    // The spans of s's segments as its tail and patch rows read them.
+    void add_segment_spans(model::ForwardBatch& b, const SequenceState& s);
 
     // Documents (scheduler_documents.cpp).
     struct DocumentEntry {

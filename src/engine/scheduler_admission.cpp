@@ -165,12 +165,30 @@ int64_t Scheduler::fresh_blocks_needed(const SequenceState& s, const std::vector
     int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
     for (size_t d : needs_job)
         fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
+    for (size_t d = 0; d < ar.segments.size(); ++d) fresh += blocks_for(s.request.recompute_tokens(d, bs), bs);
     if (config_.cache_mode == CacheMode::kBlockAttn && !running_.empty()) {
         // Room for the private copies too, or requests would preempt each other in turn as
         // their copies are made.
         for (const auto& place : ar.segments) fresh += blocks_for(place.num_tokens, bs);
     }
     return fresh;
+}
+
+void Scheduler::start_patches(SequenceState& s) {
+    ActiveRequest& ar = s.kv;
+    ar.num_patch_tokens = ar.num_patch_computed = 0;
+    if (!segments_are_blocks(config_.cache_mode)) return;
+    for (size_t d = 0; d < ar.segments.size(); ++d) {
+        SegmentPlacement& place = ar.segments[d];
+        place.patch_tokens = s.request.recompute_tokens(d, kv_.block_size());
+        if (place.patch_tokens == 0) continue;
+        auto fresh = kv_.allocate(blocks_for(place.patch_tokens, kv_.block_size()));
+        LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
+                     fresh.status().to_string().c_str());
+        place.patch_blocks = std::move(fresh).value();
+        ar.held.insert(ar.held.end(), place.patch_blocks.begin(), place.patch_blocks.end());
+        ar.num_patch_tokens += place.patch_tokens;
+    }
 }
 
 bool Scheduler::ensure_tail_capacity(SequenceState& s, int32_t num_tokens) {
@@ -206,6 +224,7 @@ bool Scheduler::try_admit(SequenceState& s) {
         return false;
     }
     start_jobs(s, needs_job);
+    start_patches(s);
     LA_CHECK(ensure_tail_capacity(s, ar.num_prompt_tail));
     s.admitted = true;
     s.admit_order = next_admit_order_++;
@@ -218,7 +237,8 @@ bool Scheduler::try_admit(SequenceState& s) {
     st.segments_hit += s.admission.hits;
     st.segments_missed += s.admission.misses;
     st.reused_tokens += s.admission.reused + ar.num_tail_computed;
-    st.prefill_tokens += s.admission.computed + ar.num_prompt_tail - ar.num_tail_computed;
+    st.prefill_tokens += s.admission.computed + ar.num_prompt_tail - ar.num_tail_computed + ar.num_patch_tokens;
+    st.recomputed_tokens += ar.num_patch_tokens;
     st.peak_blocks = std::max(st.peak_blocks, kv_.num_used());
     stats_.prompt_tokens_reused += s.admission.reused + ar.num_tail_computed;
     stats_.segment_hits += s.admission.hits;
@@ -277,8 +297,9 @@ void Scheduler::release_kv(SequenceState& s) {
     size_t released = s.kv.tail_blocks.size();
     kv_.release(s.kv.tail_blocks);
     for (auto it = s.kv.segments.rbegin(); it != s.kv.segments.rend(); ++it) {
+        kv_.release(it->patch_blocks);
         kv_.release(it->blocks);
-        released += it->blocks.size();
+        released += it->blocks.size() + it->patch_blocks.size();
     }
     LA_CHECK_MSG(released == s.kv.held.size(), "released %zu blocks of %zu held", released, s.kv.held.size());
     s.kv.held.clear();

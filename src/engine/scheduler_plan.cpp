@@ -16,10 +16,11 @@ namespace {
 
 struct PrefillItem {
     int64_t job_id = -1;           // a segment job, or
-    SequenceState* seq = nullptr;  // a prompt tail
+    SequenceState* seq = nullptr;  // a prompt tail (or its recomputed document tokens: patch)
     int32_t done = 0;              // tokens computed before this step
     int32_t left = 0;              // tokens still to compute
     int32_t take = 0;              // tokens planned this step
+    bool patch = false;
 };
 
 // Hands out `budget` tokens in turns of at most `share`, items in order.
@@ -39,20 +40,57 @@ void share_budget(std::vector<PrefillItem>& items, int32_t budget, int32_t share
 
 }  // namespace
 
+void Scheduler::add_segment_spans(model::ForwardBatch& b, const SequenceState& s) {
+    const int32_t bs = kv_.block_size();
+    const DocumentReuse& reuse = s.request.reuse;
+    for (size_t d = 0; d < s.kv.segments.size(); ++d) {
+        const SegmentPlacement& place = s.kv.segments[d];
+        const bool document = !(d == 0 && s.request.first_segment_is_preamble);
+        auto add = [&](const std::vector<kv::BlockId>& blocks, int32_t first_block, int32_t n, int32_t logical,
+                       int32_t stored) {
+            if (n <= 0) return;
+            b.spans.push_back({int32_t(b.block_ids.size()), n, logical, stored});
+            if (document) {
+                b.spans.back().logit_scale = reuse.logit_scale;
+                b.spans.back().logit_bias = reuse.logit_bias;
+            }
+            b.block_ids.insert(b.block_ids.end(), blocks.begin() + first_block,
+                               blocks.begin() + first_block + (n + bs - 1) / bs);
+        };
+        // Recomputed tokens (whole blocks, or the whole segment) from the request's own blocks,
+        // the rest of the segment from where it is cached.
+        const int32_t r = place.patch_tokens;
+        add(place.patch_blocks, 0, r, place.logical_start, place.logical_start);
+        add(place.blocks, r / bs, place.num_tokens - r, place.logical_start + r, place.stored_base + r);
+    }
+}
+
+void Scheduler::add_patch_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end) {
+    // One sequence over the whole layout: each row sees what precedes its position (the
+    // preamble, earlier documents with their recomputed rows, its own document's earlier rows);
+    // later spans start past it and are masked by position.
+    const int32_t bs = kv_.block_size();
+    const int32_t span_begin = int32_t(b.spans.size());
+    add_segment_spans(b, s);
+    b.seqs.push_back({b.num_rows(), end - begin, span_begin, int32_t(b.spans.size())});
+    int32_t j = 0;  // index over every segment's recomputed tokens
+    for (size_t d = 0; d < s.kv.segments.size() && j < end; ++d) {
+        const SegmentPlacement& place = s.kv.segments[d];
+        for (int32_t i = 0; i < place.patch_tokens; ++i, ++j) {
+            if (j < begin || j >= end) continue;
+            b.token_ids.push_back(s.request.segments[d][i]);
+            b.positions.push_back(place.logical_start + i);
+            b.store_positions.push_back(place.logical_start + i);
+            b.slot_mapping.push_back(place.patch_blocks[i / bs] * bs + i % bs);
+        }
+    }
+}
+
 void Scheduler::add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits) {
     const int32_t bs = kv_.block_size();
     const ActiveRequest& ar = s.kv;
     const int32_t span_begin = int32_t(b.spans.size());
-    const DocumentReuse& reuse = s.request.reuse;
-    for (size_t d = 0; d < ar.segments.size(); ++d) {
-        const SegmentPlacement& place = ar.segments[d];
-        b.spans.push_back({int32_t(b.block_ids.size()), place.num_tokens, place.logical_start, place.stored_base});
-        if (!(d == 0 && s.request.first_segment_is_preamble)) {  // documents only
-            b.spans.back().logit_scale = reuse.logit_scale;
-            b.spans.back().logit_bias = reuse.logit_bias;
-        }
-        b.block_ids.insert(b.block_ids.end(), place.blocks.begin(), place.blocks.end());
-    }
+    add_segment_spans(b, s);
     b.spans.push_back({int32_t(b.block_ids.size()), end, ar.tail_start, ar.tail_start});
     b.block_ids.insert(b.block_ids.end(), ar.tail_blocks.begin(), ar.tail_blocks.begin() + (end + bs - 1) / bs);
     b.seqs.push_back({b.num_rows(), end - begin, span_begin, int32_t(b.spans.size())});
@@ -92,12 +130,22 @@ void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
     for (auto& s : running_) {
         if (s->prompt_done() || !s->segments_ready()) continue;
         if (config_.cache_mode == CacheMode::kBlockAttn && !s->materialized) continue;
-        items.push_back({-1, s.get(), s->kv.num_tail_computed, s->kv.num_prompt_tail - s->kv.num_tail_computed});
+        const ActiveRequest& ar = s->kv;
+        if (!ar.patches_done()) {  // recomputed document tokens come before the tail
+            items.push_back({-1, s.get(), ar.num_patch_computed, ar.num_patch_tokens - ar.num_patch_computed, 0, true});
+            continue;
+        }
+        items.push_back({-1, s.get(), ar.num_tail_computed, ar.num_prompt_tail - ar.num_tail_computed});
     }
     if (items.empty() || budget <= 0) return;
     share_budget(items, budget, std::max(kv_.block_size(), budget / 2));
     for (const PrefillItem& it : items) {
         if (it.take == 0) continue;
+        if (it.seq != nullptr && it.patch) {
+            add_patch_rows(plan.batch, *it.seq, it.done, it.done + it.take);
+            plan.patch_runs.push_back({it.seq, it.take});
+            continue;
+        }
         if (it.seq != nullptr) {
             plan.tails.push_back({it.seq, it.done, it.done + it.take, it.seq->all_tail_rows()});
             continue;

@@ -21,9 +21,15 @@ struct Scheduler::JobRun {
     int32_t n;  // tokens computed this step
 };
 
+struct Scheduler::PatchRun {
+    SequenceState* seq;
+    int32_t n;  // recomputed document tokens computed this step
+};
+
 struct Scheduler::StepPlan {
     model::ForwardBatch batch;
     std::vector<JobRun> job_runs;  // rows first in the batch, no logits
+    std::vector<PatchRun> patch_runs;  // then these, no logits
     std::vector<TailRun> tails;    // then these, in order; logits in the same order
 };
 

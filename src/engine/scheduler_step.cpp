@@ -87,6 +87,10 @@ bool Scheduler::step() {
     for (auto& s : running_) s->stats.peak_blocks = std::max(s->stats.peak_blocks, kv_.num_used());
 
     for (const JobRun& r : plan.job_runs) on_job_progress(r.job_id, r.n);
+    for (const PatchRun& r : plan.patch_runs) {
+        r.seq->kv.num_patch_computed += r.n;
+        stats_.prompt_tokens_computed += r.n;
+    }
     const int32_t vocab = model_.config().vocab_size;
     size_t logit_row = 0;
     for (const TailRun& t : plan.tails) {

@@ -331,8 +331,8 @@ std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::
     return std::nullopt;
 }
 
-// `document_reuse`: "plain" / "anchor+scale=X+bias=Y", or {"anchored": bool, "logit_scale": x,
-// "logit_bias": y}.
+// `document_reuse`: "plain" / "anchor+scale=X+bias=Y+recompute=N", or {"anchored": bool,
+// "logit_scale": x, "logit_bias": y, "recompute_tokens": n}.
 Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentReuse>& out) {
     static const char* kKey = "document_reuse";
     if (absent(body, kKey)) return std::nullopt;
@@ -348,14 +348,22 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
     }
     if (!v.is_object()) return type_error(kKey, "a string or an object");
     for (const auto& [key, value] : v.items()) {
-        if (key != "anchored" && key != "logit_scale" && key != "logit_bias") {
-            return value_error(kKey, "has an unknown field '" + key + "' (anchored, logit_scale, logit_bias)");
+        if (key != "anchored" && key != "logit_scale" && key != "logit_bias" && key != "recompute_tokens") {
+            return value_error(kKey, "has an unknown field '" + key +
+                                         "' (anchored, logit_scale, logit_bias, recompute_tokens)");
         }
     }
     if (auto e = read_bool(v, "anchored", reuse.anchored)) return e;
     double scale = reuse.logit_scale, bias = reuse.logit_bias;
     if (auto e = read_number(v, "logit_scale", scale)) return e;
     if (auto e = read_number(v, "logit_bias", bias)) return e;
+    int64_t recompute = 0;
+    if (auto e = read_integer(v, "recompute_tokens", recompute)) return e;
+    if (recompute < 0 || recompute > engine::DocumentReuse::kMaxRecomputeTokens) {
+        return value_error(kKey, "recompute_tokens must be in [0, " +
+                                     std::to_string(engine::DocumentReuse::kMaxRecomputeTokens) + "]");
+    }
+    reuse.recompute_tokens = int32_t(recompute);
     reuse.logit_scale = float(scale);
     reuse.logit_bias = float(bias);
     if (Status st = reuse.validate(); !st.ok()) return value_error(kKey, st.message());

@@ -1,6 +1,8 @@
 // Document reuse settings (engine::DocumentReuse) on a tiny random model, fresh random tokens each
 // run: anchored encoding is exact causal attention for one document and keeps lazy == lazy-k ==
-// block-attn for many; an anchored document is one copy per preamble, reused at any slot;
+// block-attn for many; recomputing every document token is exact causal attention for any
+// number of documents, and partial recomputation agrees across the segment modes without
+// touching the cached copy; an anchored document is one copy per preamble, reused at any slot;
 // rescaling is applied, agrees across the segment modes and never mixes with plain cached tails;
 // requests that cannot take a setting are refused; nothing leaks, also under preemption.
 #include <algorithm>
@@ -100,6 +102,69 @@ TEST(DocumentReuse, OneAnchoredDocumentIsFullAttention) {
     }
 }
 
+DocumentReuse recompute(int32_t n, bool anchor = false) {
+    DocumentReuse r;
+    r.recompute_tokens = n;
+    r.anchored = anchor;
+    return r;
+}
+
+// A budget longer than every document recomputes them all with the whole prompt before them in
+// view: the tail then reads exactly the KV of causal attention over the flattened prompt.
+TEST(DocumentReuse, RecomputingEveryTokenIsFullAttention) {
+    Tokens tok(7);
+    auto none = make_engine(CacheMode::kNone);
+    for (CacheMode mode : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn}) {
+        auto seg = make_engine(mode);
+        std::vector<std::vector<int32_t>> docs{tok.make(17), tok.make(1), tok.make(40), tok.make(16)};
+        auto req = request_of(tok.make(9), docs, tok.make(11), recompute(4096));
+        for (int pass = 0; pass < 2; ++pass) {
+            auto a = seg->run(req);
+            ASSERT_TRUE(a.ok()) << a.status().to_string();
+            EXPECT_EQ(a->stats.recomputed_tokens, 17 + 1 + 40 + 16);
+            auto la = seg->tail_logits(req), lb = none->tail_logits(req);
+            ASSERT_TRUE(la.ok() && lb.ok());
+            testing::expect_close(*la, std::vector<float>(lb->end() - la->size(), lb->end()), 1e-4, 1.0,
+                                  (std::string(cache_mode_name(mode)) + " recompute-all vs none").c_str());
+            std::shuffle(req.segments.begin() + 1, req.segments.end(), tok.rng());
+        }
+        expect_pool_whole(*seg);
+    }
+}
+
+TEST(DocumentReuse, PartialRecomputeAgreesAcrossModesAndLeavesTheCacheAlone) {
+    Tokens tok(8);
+    auto lazy = make_engine(CacheMode::kLazy), lazy_k = make_engine(CacheMode::kLazyK),
+         block = make_engine(CacheMode::kBlockAttn);
+    const auto preamble = tok.make(13);
+    std::vector<std::vector<int32_t>> docs{tok.make(35), tok.make(9), tok.make(16), tok.make(50)};
+    for (const DocumentReuse& reuse : {recompute(1), recompute(16, true), recompute(20)}) {
+        auto req = request_of(preamble, docs, tok.make(10), reuse);
+        for (int pass = 0; pass < 2; ++pass) {
+            auto a = lazy->tail_logits(req), b = lazy_k->tail_logits(req), c = block->tail_logits(req);
+            ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.status().to_string();
+            testing::expect_close(*b, *a, 1e-4, 1.0, (reuse.name() + ": lazy-k vs lazy").c_str());
+            testing::expect_close(*c, *a, 1e-4, 1.0, (reuse.name() + ": block-attn vs lazy").c_str());
+            auto ra = lazy->run(req), rc = block->run(req);
+            ASSERT_TRUE(ra.ok() && rc.ok());
+            EXPECT_EQ(ra->token_ids, rc->token_ids);
+            // Blocks of 16: budgets 1 and 16 recompute 16 tokens of each long document, 20
+            // rounds to 32; a 9-token document is recomputed whole.
+            const int32_t per = reuse.recompute_tokens > 16 ? 32 : 16;
+            EXPECT_EQ(ra->stats.recomputed_tokens, per + 9 + 16 + per);
+            std::shuffle(req.segments.begin() + 1, req.segments.end(), tok.rng());
+        }
+    }
+    // The cached documents were never overwritten: a plain request reads what a fresh engine
+    // computes.
+    auto plain = request_of(preamble, docs, tok.make(6), {});
+    auto cached = lazy->tail_logits(plain), fresh = make_engine(CacheMode::kLazy)->tail_logits(plain);
+    testing::expect_close(*cached, *fresh, 1e-5, 1.0, "plain after recompute vs fresh");
+    expect_pool_whole(*lazy);
+    expect_pool_whole(*lazy_k);
+    expect_pool_whole(*block);
+}
+
 TEST(DocumentReuse, AnchoredAndRescaledAgreeAcrossSegmentModes) {
     Tokens tok(2);
     DocumentReuse both = anchored();
@@ -188,11 +253,14 @@ TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     EXPECT_EQ(e->run(hot).status().code(), StatusCode::kInvalidArgument);
     EXPECT_FALSE(parse_document_reuse("anchor+bias=x").ok());
     EXPECT_FALSE(parse_document_reuse("anchor+recompute").ok());
-    auto parsed = parse_document_reuse("anchor+scale=0.9+bias=-1");
+    EXPECT_FALSE(parse_document_reuse("recompute=-3").ok());
+    EXPECT_FALSE(parse_document_reuse("recompute=99999").ok());
+    auto parsed = parse_document_reuse("anchor+scale=0.9+bias=-1+recompute=32");
     ASSERT_TRUE(parsed.ok());
     EXPECT_TRUE(parsed->anchored);
     EXPECT_FLOAT_EQ(parsed->logit_scale, 0.9f);
     EXPECT_FLOAT_EQ(parsed->logit_bias, -1.0f);
+    EXPECT_EQ(parsed->recompute_tokens, 32);
     EXPECT_EQ(parse_document_reuse(parsed->name())->name(), parsed->name());
     expect_pool_whole(*e);
 }
@@ -209,7 +277,9 @@ TEST(DocumentReuse, AnchoredRequestsUnderMemoryPressure) {
     for (int i = 0; i < 10; ++i) {
         std::vector<std::vector<int32_t>> pick;
         for (int j = 0; j < 3; ++j) pick.push_back(docs[tok.rng()() % docs.size()]);
-        reqs.push_back(request_of(preamble, pick, tok.make(3 + int32_t(tok.rng()() % 10)), anchored()));
+        // Anchored alone, and anchored with recomputed first blocks.
+        reqs.push_back(request_of(preamble, pick, tok.make(3 + int32_t(tok.rng()() % 10)),
+                                  i % 2 ? anchored() : recompute(16, true)));
         reqs.back().max_tokens = 20;
     }
     std::vector<std::vector<int32_t>> want;
