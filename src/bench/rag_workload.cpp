@@ -53,6 +53,7 @@ Status WorkloadConfig::validate() const {
         return invalid_argument("k must be in [1, number of documents]");
     }
     if (zipf_s < 0 || arrival_rate < 0) return invalid_argument("skew and arrival rate must be >= 0");
+    if (preamble_tokens < 0) return invalid_argument("the preamble length must not be negative");
     return {};
 }
 
@@ -66,6 +67,9 @@ Expected<Workload> make_workload(const WorkloadConfig& c, const tokenizer::Token
     std::mt19937_64 rng(c.seed);
     Workload w;
     for (int32_t d = 0; d < c.num_docs; ++d) w.docs.push_back(text_tokens(passages, c.doc_tokens, rng));
+    // Drawn after the documents, so a workload without one keeps its documents and digest.
+    const std::vector<int32_t> preamble =
+        c.preamble_tokens > 0 ? text_tokens(questions, c.preamble_tokens, rng) : std::vector<int32_t>{};
     // Zipf over a random permutation of the pool: rank r (1-based) has weight r^-s.
     std::vector<int32_t> order(c.num_docs);
     std::iota(order.begin(), order.end(), 0);
@@ -86,6 +90,10 @@ Expected<Workload> make_workload(const WorkloadConfig& c, const tokenizer::Token
         }
         std::shuffle(chosen.begin(), chosen.end(), rng);
         engine::RagRequest r;
+        if (!preamble.empty()) {
+            r.segments.push_back(preamble);
+            r.first_segment_is_preamble = true;
+        }
         for (int32_t d : chosen) r.segments.push_back(w.docs[d]);
         r.tail = text_tokens(questions, c.tail_tokens, rng);
         r.max_tokens = c.output_tokens;

@@ -21,6 +21,10 @@ struct WorkloadConfig {
     int32_t docs_per_request = 5;  // k
     double zipf_s = 2.1;           // 0 = uniform
     int32_t tail_tokens = 32;
+    // > 0: every request starts with the same preamble of this many tokens (a system prompt:
+    // segment 0, marked first_segment_is_preamble), as chat requests do; anchored document
+    // reuse needs one.
+    int32_t preamble_tokens = 0;
     int32_t output_tokens = 16;
     int32_t num_requests = 40;
     double arrival_rate = 0;  // requests/s (Poisson); 0 = closed loop

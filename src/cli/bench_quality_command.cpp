@@ -28,21 +28,7 @@
 namespace lazyattn::cli {
 namespace {
 
-struct Variant {
-    std::string name;
-    engine::CacheMode mode;
-    engine::DocumentReuse reuse;
-};
-
-Expected<Variant> parse_variant(const std::string& spec) {
-    const size_t colon = spec.find(':');
-    Variant v{spec, {}, {}};
-    LA_ASSIGN_OR_RETURN(v.mode, engine::parse_cache_mode(spec.substr(0, colon)));
-    if (colon != std::string::npos) {
-        LA_ASSIGN_OR_RETURN(v.reuse, engine::parse_document_reuse(spec.substr(colon + 1)));
-    }
-    return v;
-}
+using Variant = engine::ReuseVariant;
 
 struct Answer {
     std::string reply;
@@ -128,7 +114,7 @@ Expected<std::vector<Answer>> run_variant(engine::LoadedModel& lm, const std::op
 int run_bench_quality(const BenchQualityOptions& o) {
     std::vector<Variant> variants;
     for (const auto& spec : o.variants) {
-        auto v = parse_variant(spec);
+        auto v = engine::parse_reuse_variant(spec);
         if (!v.ok()) {
             std::cerr << "error: variant '" << spec << "': " << v.status().to_string() << "\n";
             return 2;

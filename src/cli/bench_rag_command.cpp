@@ -127,16 +127,24 @@ int run_bench_rag(const BenchRagOptions& o) {
                             {"k", wc.docs_per_request},
                             {"zipf_s", wc.zipf_s},
                             {"tail_tokens", wc.tail_tokens},
+                            {"preamble_tokens", wc.preamble_tokens},
                             {"output_tokens", wc.output_tokens},
                             {"num_requests", wc.num_requests},
                             {"clients", o.clients},
                             {"seed", wc.seed},
                             {"digest", w->digest()}}}};
     std::vector<RunResult> runs;
-    for (const auto& mode_name : o.modes) {
+    for (const auto& spec : o.modes) {
+        auto variant = engine::parse_reuse_variant(spec);
+        if (!variant.ok()) {
+            std::cerr << "error: --modes " << spec << ": " << variant.status().to_string() << "\n";
+            return 2;
+        }
         engine::EngineConfig ec = base;
-        ec.cache_mode = *engine::parse_cache_mode(mode_name);
-        auto r = run_one(*w, *lm, o, mode_name, ec);
+        ec.cache_mode = variant->mode;
+        bench::Workload wv = *w;  // the same stream, read with this variant's settings
+        for (auto& req : wv.requests) req.reuse = variant->reuse;
+        auto r = run_one(wv, *lm, o, spec, ec);
         if (!r.ok()) {
             std::cerr << "\nerror: " << r.status().to_string() << "\n";
             return 1;

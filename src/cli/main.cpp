@@ -87,8 +87,12 @@ int main(int argc, char** argv) {
     br->add_option("--requests", rag.workload.num_requests, "requests in the stream")->check(CLI::Range(1, 1000000));
     br->add_option("--clients", rag.clients, "concurrent clients (closed loop)")->check(CLI::Range(1, 4096));
     br->add_option("--seed", rag.workload.seed, "workload seed");
-    br->add_option("--modes", rag.modes, "cache modes")
-        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+    br->add_option("--modes", rag.modes,
+                   "cache modes, each optionally with document reuse settings: MODE[:REUSE], e.g. lazy:anchor "
+                   "(see bench quality)");
+    br->add_option("--preamble-tokens", rag.workload.preamble_tokens,
+                   "a shared preamble (system prompt) of this many tokens before the documents")
+        ->check(CLI::Range(0, 4096));
     br->add_option("--kv-cache-mb", rag.kv_cache_mb, "KV pool per mode")->check(CLI::PositiveNumber);
     br->add_option("--max-batch-tokens", rag.max_batch_tokens, "rows per step")->check(CLI::PositiveNumber);
     br->add_option("--data", rag.workload.passages_path, "QA file whose passages make up the documents");

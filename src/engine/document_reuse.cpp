@@ -76,4 +76,14 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
     return r;
 }
 
+Expected<ReuseVariant> parse_reuse_variant(std::string_view spec) {
+    const size_t colon = spec.find(':');
+    ReuseVariant v{std::string(spec), CacheMode::kLazy, {}};
+    LA_ASSIGN_OR_RETURN(v.mode, parse_cache_mode(spec.substr(0, colon)));
+    if (colon != std::string_view::npos) {
+        LA_ASSIGN_OR_RETURN(v.reuse, parse_document_reuse(spec.substr(colon + 1)));
+    }
+    return v;
+}
+
 }  // namespace lazyattn::engine

@@ -26,6 +26,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "engine/cache_mode.h"
 
 namespace lazyattn::engine {
 
@@ -52,5 +53,14 @@ struct DocumentReuse {
 // "plain", or '+'-joined parts: "anchor", "scale=X", "bias=X", "recompute=N". kInvalidArgument
 // naming the part.
 Expected<DocumentReuse> parse_document_reuse(std::string_view spec);
+
+// A cache mode with its reuse settings, as the benchmarks name them: "MODE[:REUSE]", e.g.
+// "lazy:anchor+recompute=16".
+struct ReuseVariant {
+    std::string name;  // the spec as given
+    CacheMode mode;
+    DocumentReuse reuse;
+};
+Expected<ReuseVariant> parse_reuse_variant(std::string_view spec);
 
 }  // namespace lazyattn::engine
