@@ -70,19 +70,23 @@ using GemmTileFn = void (*)(const uint8_t* packed, int64_t nb, const QuantActs& 
 constexpr int kGemmTileRows = 32;
 constexpr size_t kPackedBytesPerRowBlock = 40;  // 32 u8 values + fp32 d and m
 
-// Q4_0/Q4_1 weights repacked once at load (Backend::prepare_weight) with lanes = rows, still 4-bit:
-// groups of 16 weight rows; per group and block, four 64-byte vectors where vector t holds, for
-// each of the 16 rows, the block's qs bytes [4t, 4t + 4) (low nibbles: values 4t..4t+3, high
-// nibbles: values 16+4t..16+4t+3), then the 16 fp16 d, then (Q4_1) the 16 fp16 m. Groups are
-// contiguous ([group][block]); rows past out_dim are zero (d = 0). The same bytes per weight as
-// GGUF, but a decode step unpacks 16 rows per instruction instead of unpacking scales per block.
+// Q4_0/Q4_1/Q8_0 weights repacked once at load (Backend::prepare_weight) with lanes = rows, in
+// groups of 16 weight rows; per group and block, 64-byte vectors where vector t holds, for each
+// of the 16 rows, the block's qs bytes [4t, 4t + 4): Q4 four vectors (low nibbles: values
+// 4t..4t+3, high nibbles: values 16+4t..16+4t+3), Q8_0 eight vectors of q + 128 (u8, as
+// vpdpbusd takes them; the -128 goes into the activation's per-block correction); then the 16
+// fp16 d, then (Q4_1) the 16 fp16 m. Groups are contiguous ([group][block]); rows past out_dim
+// are zero (d = 0). The same bytes per weight as GGUF, but a decode step takes 16 rows per
+// instruction instead of unpacking scales per block and row.
 constexpr int kR16Rows = 16;
-inline size_t r16_block_bytes(kernels::QuantWeight w) { return w == kernels::QuantWeight::kQ4_1 ? 320 : 288; }
+inline size_t r16_block_bytes(kernels::QuantWeight w) {
+    return w == kernels::QuantWeight::kQ4_1 ? 320 : w == kernels::QuantWeight::kQ8_0 ? 544 : 288;
+}
 inline int64_t r16_groups(int64_t out_dim) { return (out_dim + kR16Rows - 1) / kR16Rows; }
 inline size_t r16_bytes(kernels::QuantWeight w, int64_t out_dim, int64_t nb) {
     return size_t(r16_groups(out_dim)) * size_t(nb) * r16_block_bytes(w);
 }
-inline bool has_r16(kernels::QuantWeight w) { return w != kernels::QuantWeight::kQ8_0; }
+inline bool has_r16(kernels::QuantWeight) { return true; }
 
 // Repacks GGUF rows (out_dim rows of w_row_bytes) into `dst` (r16_bytes, any alignment).
 using RepackR16Fn = void (*)(const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t nb, uint8_t* dst);
@@ -100,7 +104,7 @@ struct QuantGemmKernels {
     GemvFn gemv[3];
     PackTileFn pack[3];
     GemmTileFn gemm_tile[3];
-    // Repacked weights (Q4_0, Q4_1; nullptr for Q8_0).
+    // Repacked weights (nullptr where the set has none).
     RepackR16Fn repack_r16[3];
     GemvR16Fn gemv_r16[3];
     PackTileR16Fn pack_from_r16[3];
