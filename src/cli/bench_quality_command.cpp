@@ -81,7 +81,7 @@ Expected<std::vector<Answer>> run_variant(engine::LoadedModel& lm, const std::op
                                        docs, t.question};
             LA_ASSIGN_OR_RETURN(auto req, engine::build_rag_request(*lm.tokenizer, chat, text));
             // The small model restates the question first ("The access code of ... is").
-            req.max_tokens = t.need_all ? 48 : 32;
+            req.max_tokens = t.family == "agg" ? 48 : 32;
             req.reuse = v.reuse;
             LA_ASSIGN_OR_RETURN(handles[next], sched.add(req));
             in_flight.push_back(next++);
@@ -263,6 +263,7 @@ int run_bench_quality(const BenchQualityOptions& o) {
         for (const auto& v : variants) {
             q["replies"][v.name] = answers[v.name][i].reply;
             q["correct"][v.name] = answers[v.name][i].correct;
+            q["names_all"][v.name] = bench::reply_names_all(t, answers[v.name][i].reply);
         }
         out["questions"].push_back(std::move(q));
     }

@@ -65,7 +65,7 @@ TEST(QualityTasks, AnswersSitWhereTheTaskSays) {
             EXPECT_LE(w, o.max_doc_words + 120);  // the last filler sentence may overshoot
         }
         if (t.family == "agg") {
-            EXPECT_TRUE(t.need_all);
+            EXPECT_EQ(t.min_answers, 1);
             EXPECT_EQ(t.answers.size(), 2u);
             continue;
         }
@@ -94,7 +94,7 @@ TEST(QualityTasks, AnswersSitWhereTheTaskSays) {
     EXPECT_EQ(at_k10.size(), 10u);
 }
 
-TEST(QualityTasks, ScoringNormalisesAndNeedsEveryAnswerForAggregation) {
+TEST(QualityTasks, ScoringNormalisesAndCountsTheAnswersNamed) {
     QualityTask kv;
     kv.answers = {"48213"};
     EXPECT_TRUE(reply_is_correct(kv, "The access code is 48213."));
@@ -102,9 +102,13 @@ TEST(QualityTasks, ScoringNormalisesAndNeedsEveryAnswerForAggregation) {
     EXPECT_FALSE(reply_is_correct(kv, ""));
     QualityTask agg;
     agg.answers = {"Riga", "Porto"};
-    agg.need_all = true;
+    agg.min_answers = 2;
     EXPECT_TRUE(reply_is_correct(agg, "Porto and riga."));
     EXPECT_FALSE(reply_is_correct(agg, "Riga"));
+    agg.min_answers = 1;
+    EXPECT_TRUE(reply_is_correct(agg, "Riga"));
+    EXPECT_FALSE(reply_names_all(agg, "Riga"));
+    EXPECT_TRUE(reply_names_all(agg, "riga, Porto"));
     QualityTask wiki;
     wiki.answers = {"The Cahiers du cinéma", "Cahiers"};
     EXPECT_TRUE(reply_is_correct(wiki, "cahiers du cinéma"));
