@@ -59,5 +59,9 @@ build/lazyattn bench rag --threads "${BENCH_THREADS:-2}" \
 python3 bench/plot_rag.py "$OUT/rag.json" --out "$OUT"
 
 echo
-echo "== 3/3 answer quality on data/2wiki_sample.jsonl"
-build/lazyattn bench quality --threads "${BENCH_THREADS:-2}" --json "$OUT/quality.json"
+echo "== 3/3 answer quality: ${QUALITY_QUESTIONS:-486} synthetic questions + the 2Wiki sample, per document reuse setting"
+# ~1 s per question and variant sharing no document encoding on 2 cores; QUALITY_QUESTIONS=60 for a look.
+build/lazyattn bench quality --threads "${BENCH_THREADS:-2}" --questions "${QUALITY_QUESTIONS:-486}" \
+  --variants ${QUALITY_VARIANTS:-none lazy lazy:anchor lazy:recompute=32 lazy:anchor+recompute=16} \
+  --json "$OUT/quality.json"
+python3 bench/plot_quality.py "$OUT/quality.json" "$OUT"
