@@ -153,11 +153,12 @@ std::string describe_weight_compute(WeightType t) {
             return "in place, fp32 GEMM (OpenBLAS)";
         case WeightType::kQ4_0:
         case WeightType::kQ4_1:
-            return std::string("in place, Q8_") + (t == WeightType::kQ4_0 ? "0" : "1") +
+            return std::string(k.gemm != nullptr ? "" : "in place, ") + "Q8_" + (t == WeightType::kQ4_0 ? "0" : "1") +
                    " activations, integer dots (" + isa +
                    (k.gemm != nullptr ? ", repacked 16 rows per vector at load)" : ")");
         case WeightType::kQ8_0:
-            return "in place, Q8_0 activations, integer dots (" + isa + ")";
+            return std::string(k.gemm != nullptr ? "" : "in place, ") + "Q8_0 activations, integer dots (" + isa +
+                   (k.gemm != nullptr ? ", repacked 16 rows per vector at load)" : ")");
         case WeightType::kQ5_0:
             return "in place, Q8_0 activations, integer dots (" + isa + ")";
         case WeightType::kQ5_1:

@@ -306,7 +306,9 @@ LA_AVX512 void gemm_tile_avx512(const uint8_t* packed, int64_t nb, const QuantAc
 // ---- weights repacked at load: groups of 16 rows, lanes = rows, 4-bit (quant_gemm.h) ----------
 
 template <int K>
-constexpr size_t kR16BlockBytes = K == kQ4_1 ? 320 : K == kQ8_0 ? 544 : 288;
+constexpr size_t kR16BlockBytes = K == kQ4_1   ? 320
+                                  : K == kQ8_0 ? 544
+                                               : 288;
 // Q8_0's software prefetch distance (from memory it was 1.5x Q4_0's time per byte without).
 constexpr size_t kR16Prefetch = 8192;
 // Quant vectors per block (each 16 rows x 4 bytes); the fp16 d follow them.
@@ -327,7 +329,7 @@ void repack_r16(const uint8_t* w, size_t rb, int64_t out_dim, int64_t nb, uint8_
                     if constexpr (K == kQ8_0) v ^= 0x80808080u;  // q + 128
                     std::memcpy(pb + 64 * t + 4 * i, &v, 4);
                 }
-                std::memcpy(pb + d_at + 2 * i, blk, 2);                                    // d
+                std::memcpy(pb + d_at + 2 * i, blk, 2);                                     // d
                 if constexpr (K == kQ4_1) std::memcpy(pb + d_at + 32 + 2 * i, blk + 2, 2);  // m
             }
         }
