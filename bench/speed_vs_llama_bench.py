@@ -29,6 +29,7 @@ import glob
 import json
 import os
 import platform
+import resource
 import shlex
 import statistics
 import subprocess
@@ -89,16 +90,60 @@ class RunError(Exception):
     pass
 
 
-def run(cmd, timeout):
+def cpu_busy_seconds():
+    """CPU seconds spent busy by the whole machine so far (all cores), from /proc/stat."""
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+# CPU seconds per wall second that other processes used during the last run (see run()).
+LAST_OTHER_LOAD = [None]
+
+
+def wait_idle(max_wait, threshold=0.25):
+    """Waits (up to max_wait s) until the machine is idle: other processes using less than
+    `threshold` of a core over one second. Returns the seconds waited."""
+    t0 = time.time()
+    while time.time() - t0 < max_wait:
+        b0 = cpu_busy_seconds()
+        time.sleep(1.0)
+        b1 = cpu_busy_seconds()
+        if b0 is None or b1 is None or b1 - b0 < threshold:
+            break
+    return time.time() - t0
+
+
+def run(cmd, timeout):
+    # The CPU time other processes take while this one runs: the machine's busy time over the
+    # run minus the child's own (rusage), per wall second; above ~0.2 the timing is suspect.
+    b0, t0 = cpu_busy_seconds(), time.time()
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err_text = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
         raise RunError(f"timed out after {timeout}s")
+    b1, wall = cpu_busy_seconds(), time.time() - t0
+    LAST_OTHER_LOAD[0] = None
+    if b0 is not None and b1 is not None and wall > 0:
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        own = ru.ru_utime + ru.ru_stime - RUSAGE_SEEN[0]
+        RUSAGE_SEEN[0] = ru.ru_utime + ru.ru_stime
+        LAST_OTHER_LOAD[0] = max(0.0, (b1 - b0 - own) / wall)
     if p.returncode != 0:
-        msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
+        msg = (err_text.strip() or out.strip()).splitlines()
         err = [l for l in msg if "error" in l.lower()] or msg[-1:] or [f"exit {p.returncode}"]
         raise RunError(f"exit {p.returncode}: {err[-1][:300]}")
-    return p.stdout
+    return out
+
+
+RUSAGE_SEEN = [0.0]
 
 
 def run_lazyattn(exe, model, a):
@@ -110,7 +155,8 @@ def run_lazyattn(exe, model, a):
     if not rows:
         raise RunError("no JSON line in the output")
     r = rows[-1]
-    return {"pp": r["prefill_tok_s"], "tg": r["decode_tok_s"], "cmd": shlex.join(cmd)}
+    return {"pp": r["prefill_tok_s"], "tg": r["decode_tok_s"], "cmd": shlex.join(cmd),
+            "other_load": LAST_OTHER_LOAD[0]}
 
 
 def llama_bench_rows(cmd, a):
@@ -130,7 +176,14 @@ def run_llama_bench(exe, model, a):
     cmd_tg = [exe] + common + ["-p", "0", "-n", str(a.gen_tokens), "-d", str(a.tg_depth)] + \
         a.llama_bench_args
     res = {"cmd": shlex.join(cmd_pp) + " ; " + shlex.join(cmd_tg)}
-    for r in llama_bench_rows(cmd_pp, a) + llama_bench_rows(cmd_tg, a):
+    rows = llama_bench_rows(cmd_pp, a)
+    load_pp = LAST_OTHER_LOAD[0]
+    if a.wait_idle > 0:
+        wait_idle(a.wait_idle)
+    rows += llama_bench_rows(cmd_tg, a)
+    loads = [x for x in (load_pp, LAST_OTHER_LOAD[0]) if x is not None]
+    res["other_load"] = max(loads) if loads else None
+    for r in rows:
         depth = r.get("n_depth", 0)
         if r.get("n_prompt") == a.prompt_tokens and r.get("n_gen") == 0 and depth == 0:
             res["pp"] = r["avg_ts"]
@@ -177,6 +230,10 @@ def main():
     ap.add_argument("--lazyattn-args", default="", help="extra arguments, one shell string")
     ap.add_argument("--llama-bench-args", default="", help="extra arguments, one shell string")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per process")
+    ap.add_argument("--wait-idle", type=float, default=0.0,
+                    help="before each process, wait up to this many seconds for other processes "
+                         "to use less than a quarter core (a shared machine); every run records "
+                         "the other processes' CPU use during it ('other load', cores)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/out/speed_gguf"),
                     help="output path without extension (.json and .md are written)")
     a = ap.parse_args()
@@ -210,16 +267,19 @@ def main():
             for engine, fn in engines:
                 if engine in entry["error"]:
                     continue
+                waited = wait_idle(a.wait_idle) if a.wait_idle > 0 else 0.0
                 try:
                     r = fn(model)
+                    r["waited_s"] = round(waited, 1)
                 except RunError as e:
                     entry["error"][engine] = str(e)
                     print(f"[{i + 1}/{len(models)} {name} round {rep + 1}/{a.reps}] {engine:9s} "
                           f"FAILED: {e}", flush=True)
                     continue
                 entry["runs"][engine].append(r)
+                load = "" if r.get("other_load") is None else f"   other load {r['other_load']:.2f}"
                 print(f"[{i + 1}/{len(models)} {name} round {rep + 1}/{a.reps}] {engine:9s} "
-                      f"{pp_l} {r['pp']:9.1f} tok/s   {tg_l} {r['tg']:8.1f} tok/s", flush=True)
+                      f"{pp_l} {r['pp']:9.1f} tok/s   {tg_l} {r['tg']:8.1f} tok/s{load}", flush=True)
         entry["median"] = {
             e: ({"pp": statistics.median(r["pp"] for r in runs),
                  "tg": statistics.median(r["tg"] for r in runs)} if runs else None)
@@ -251,8 +311,8 @@ def write_outputs(a, results, pp_l, tg_l, llama_bench, elapsed):
         f"dropped; llama.cpp `llama-bench -r {a.llama_bench_reps}`, build {build}).",
         "",
         f"| file | size | {pp_l} lazyattn | {pp_l} llama.cpp | {pp_l} ratio | "
-        f"{tg_l} lazyattn | {tg_l} llama.cpp | {tg_l} ratio |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"{tg_l} lazyattn | {tg_l} llama.cpp | {tg_l} ratio | other load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     notes = []
     for r in results:
@@ -266,14 +326,19 @@ def write_outputs(a, results, pp_l, tg_l, llama_bench, elapsed):
             flag = " (*)"
             for e, msg in r["error"].items():
                 notes.append(f"(*) {r['file']}: {e} failed: {msg}")
+        loads = [x.get("other_load") for runs in r["runs"].values() for x in runs]
+        loads = [x for x in loads if x is not None]
+        load = f"{max(loads):.2f}" if loads else "-"
         lines.append(f"| {r['file']}{flag} | {size} | {fmt(lp)} | {fmt(cp)} | {ratio(lp, cp)} | "
-                     f"{fmt(lt)} | {fmt(ct)} | {ratio(lt, ct)} |")
+                     f"{fmt(lt)} | {fmt(ct)} | {ratio(lt, ct)} | {load} |")
     lines.append("")
     depth = (f"both decode after {a.tg_depth} tokens of context (llama-bench `-d {a.tg_depth}`)"
              if a.tg_depth == a.prompt_tokens else
              f"llama-bench's {tg_l} decodes at depth {a.tg_depth}, lazyattn's after the "
              f"{a.prompt_tokens}-token prompt")
-    lines.append(f"ratio = lazyattn / llama.cpp (above 1: lazyattn faster). {tg_l}: {depth}.")
+    lines.append(f"ratio = lazyattn / llama.cpp (above 1: lazyattn faster). {tg_l}: {depth}. "
+                 "other load = the most CPU (cores) other processes used during any run of the "
+                 "row; above ~0.2 the row's timing is suspect (llama.cpp's decode suffers most).")
     if notes:
         lines.append("")
         lines += notes
