@@ -27,8 +27,8 @@ def grouped_bars(acc, groups, variants, title, path, labels=None):
                 continue
             xs.append(j + (i - (len(variants) - 1) / 2) * width)
             ys.append(100 * cell["accuracy"])
-            lo.append(100 * (cell["accuracy"] - cell["ci"][0]))
-            hi.append(100 * (cell["ci"][1] - cell["accuracy"]))
+            lo.append(max(0.0, 100 * (cell["accuracy"] - cell["ci"][0])))
+            hi.append(max(0.0, 100 * (cell["ci"][1] - cell["accuracy"])))
         ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=v)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(labels or groups)
