@@ -51,7 +51,7 @@ def main():
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
     acc = data["accuracy"]
-    variants = list(acc["all"].keys())
+    variants = data.get("variants") or list(acc["all"].keys())
     n = data.get("num_questions", "?")
     families = [g for g in ["all", "kv", "hop", "agg", "2wiki"] if g in acc]
     grouped_bars(acc, families, variants, f"Answer accuracy by task ({n} questions)",

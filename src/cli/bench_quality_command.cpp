@@ -207,6 +207,7 @@ int run_bench_quality(const BenchQualityOptions& o) {
     out["weights"] = o.fp32 ? "fp32" : "as stored in the file";
     out["seed"] = o.seed;
     out["num_questions"] = tasks.size();
+    for (const auto& v : variants) out["variants"].push_back(v.name);  // in the order run (objects sort keys)
     std::printf("\naccuracy %% [95%% Wilson interval]\n%-14s", "group");
     for (const auto& v : variants) std::printf(" %-24s", v.name.c_str());
     std::printf(" %6s\n", "n");
