@@ -133,19 +133,33 @@ struct TaskShape {
     int32_t doc_words_max;
 };
 
-QualityTask make_kv(Draw& draw, const Corpus& corpus, const TaskShape& s, int32_t min_words) {
+// The fields every task of a shape shares, and the draws the families share (in this order).
+QualityTask task_of(const char* family, const TaskShape& s) {
     QualityTask t;
-    t.family = "kv";
+    t.family = family;
     t.num_docs = s.k;
     t.answer_doc = s.answer_doc;
     t.depth = s.depth;
-    const auto keys = distinct(size_t(s.k), [&] { return draw.pick(kAdjectives) + " " + draw.pick(kNouns); });
-    const auto codes = distinct(size_t(s.k), [&] { return std::to_string(10000 + draw.below(90000)); });
+    return t;
+}
+std::vector<std::string> account_names(Draw& draw, int32_t n) {
+    return distinct(size_t(n), [&] { return draw.pick(kAdjectives) + " " + draw.pick(kNouns); });
+}
+std::vector<std::string> access_codes(Draw& draw, int32_t n) {
+    return distinct(size_t(n), [&] { return std::to_string(10000 + draw.below(90000)); });
+}
+int32_t document_words(Draw& draw, const TaskShape& s, int32_t min_words) {
+    return min_words + int32_t(draw.below(size_t(s.doc_words_max - min_words + 1)));
+}
+
+QualityTask make_kv(Draw& draw, const Corpus& corpus, const TaskShape& s, int32_t min_words) {
+    QualityTask t = task_of("kv", s);
+    const auto keys = account_names(draw, s.k);
+    const auto codes = access_codes(draw, s.k);
     for (int32_t d = 0; d < s.k; ++d) {
         const double depth = d == s.answer_doc ? s.depth : draw.unit();
         const std::string fact = "The access code of the " + keys[d] + " account is " + codes[d] + ".";
-        const int32_t words = min_words + int32_t(draw.below(size_t(s.doc_words_max - min_words + 1)));
-        t.documents.push_back(make_document(draw, corpus, words, {{depth, fact}}));
+        t.documents.push_back(make_document(draw, corpus, document_words(draw, s, min_words), {{depth, fact}}));
     }
     t.question = "What is the access code of the " + keys[s.answer_doc] + " account?";
     t.answers = {codes[s.answer_doc]};
@@ -154,16 +168,12 @@ QualityTask make_kv(Draw& draw, const Corpus& corpus, const TaskShape& s, int32_
 }
 
 QualityTask make_hop(Draw& draw, const Corpus& corpus, const TaskShape& s, int32_t min_words) {
-    QualityTask t;
-    t.family = "hop";
-    t.num_docs = s.k;
-    t.answer_doc = s.answer_doc;
-    t.depth = s.depth;
+    QualityTask t = task_of("hop", s);
     // The owner's document: any other index.
     int32_t owner_doc = int32_t(draw.below(size_t(s.k - 1)));
     if (owner_doc >= s.answer_doc) ++owner_doc;
-    const auto keys = distinct(size_t(s.k), [&] { return draw.pick(kAdjectives) + " " + draw.pick(kNouns); });
-    const auto codes = distinct(size_t(s.k), [&] { return std::to_string(10000 + draw.below(90000)); });
+    const auto keys = account_names(draw, s.k);
+    const auto codes = access_codes(draw, s.k);
     const auto people = distinct(size_t(s.k), [&] { return draw.pick(kFirstNames) + " " + draw.pick(kLastNames); });
     // Document d states either an owner or a code: the asked pair (key 0) in owner_doc and
     // answer_doc, other pairs (key d) elsewhere, alternating kinds.
@@ -180,7 +190,7 @@ QualityTask make_hop(Draw& draw, const Corpus& corpus, const TaskShape& s, int32
         } else {
             fact = "The access code of the " + keys[d] + " account is " + codes[d] + ".";
         }
-        const int32_t words = min_words + int32_t(draw.below(size_t(s.doc_words_max - min_words + 1)));
+        const int32_t words = document_words(draw, s, min_words);
         t.documents.push_back(make_document(draw, corpus, words, {{depth, fact}}));
     }
     t.question = "What is the access code of the account owned by " + people[0] + "?";
@@ -203,7 +213,7 @@ QualityTask make_agg(Draw& draw, const Corpus& corpus, const TaskShape& s, int32
     for (int32_t d = 0; d < s.k; ++d) {
         const std::string& item = holders.count(d) ? items[0] : items[1];
         const std::string fact = "A shipment of " + item + " was delivered to " + cities[d] + ".";
-        const int32_t words = min_words + int32_t(draw.below(size_t(s.doc_words_max - min_words + 1)));
+        const int32_t words = document_words(draw, s, min_words);
         t.documents.push_back(make_document(draw, corpus, words, {{draw.unit(), fact}}));
         if (holders.count(d)) t.answers.push_back(cities[d]);
     }
