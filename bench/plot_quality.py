@@ -4,7 +4,8 @@ by task family, by number of documents k and by the answer document's position.
 
     python3 bench/plot_quality.py bench/out/quality.json docs/img
 
-writes quality_by_family.png, quality_by_k.png and quality_by_position.png into the directory.
+writes quality_by_family.png, quality_by_k.png and quality_by_position.png into the directory,
+and quality_table.md: accuracy [95% interval] per group and variant, and the paired comparisons.
 """
 import json
 import os
@@ -43,6 +44,33 @@ def grouped_bars(acc, groups, variants, title, path, labels=None):
     print("wrote", path)
 
 
+def markdown_table(data, variants):
+    acc = data["accuracy"]
+    lines = ["| group | n | " + " | ".join(variants) + " |", "|---|---:|" + "---:|" * len(variants)]
+    order = ["all", "kv", "hop", "agg", "2wiki"]
+    order += sorted((g for g in acc if g.startswith("k=")), key=lambda g: int(g[2:]))
+    order += ["answer " + p for p in ["first", "early", "middle", "late", "last"]]
+    for group in [g for g in order if g in acc]:
+        cells = acc[group]
+        first = cells.get(variants[0])
+        if not first:
+            continue
+        row = [f"{100 * cells[v]['accuracy']:.1f} [{100 * cells[v]['ci'][0]:.1f}, {100 * cells[v]['ci'][1]:.1f}]"
+               if v in cells else "" for v in variants]
+        lines.append(f"| {group} | {first['n']} | " + " | ".join(row) + " |")
+    lines += ["", "| variant | vs | difference, points [95%] | McNemar p | only variant / only reference |",
+              "|---|---|---:|---:|---:|"]
+    for p in data.get("paired", []):
+        lines.append(f"| {p['variant']} | {p['reference']} | {100 * p['difference']:+.1f} "
+                     f"[{100 * p['ci'][0]:+.1f}, {100 * p['ci'][1]:+.1f}] | {p['p_value']:.3g} | "
+                     f"{p['only_variant']} / {p['only_reference']} |")
+    if "gap_recovered" in data:
+        lines += ["", "| variant | share of the lazy -> none gap recovered |", "|---|---:|"]
+        for v, g in data["gap_recovered"].items():
+            lines.append(f"| {v} | {100 * g:.0f}% |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -54,6 +82,9 @@ def main():
     variants = data.get("variants") or list(acc["all"].keys())
     n = data.get("num_questions", "?")
     families = [g for g in ["all", "kv", "hop", "agg", "2wiki"] if g in acc]
+    with open(os.path.join(out, "quality_table.md"), "w") as f:
+        f.write(markdown_table(data, variants))
+    print("wrote", os.path.join(out, "quality_table.md"))
     grouped_bars(acc, families, variants, f"Answer accuracy by task ({n} questions)",
                  os.path.join(out, "quality_by_family.png"))
     ks = sorted((g for g in acc if g.startswith("k=")), key=lambda g: int(g[2:]))
