@@ -264,9 +264,12 @@ int run_bench_quality(const BenchQualityOptions& o) {
     std::printf("\n%-24s %12s %16s   (all variants: %.0f s)\n", "variant", "prompt tok", "recomputed tok", seconds);
     for (const auto& v : variants) {
         int64_t prompt = 0, recomputed = 0;
-        for (const auto& a : answers[v.name]) prompt += a.prompt_tokens, recomputed += a.recomputed_tokens;
+        double f1 = 0;
+        for (const auto& a : answers[v.name]) prompt += a.prompt_tokens, recomputed += a.recomputed_tokens, f1 += a.f1;
         std::printf("%-24s %12lld %16lld\n", v.name.c_str(), (long long)prompt, (long long)recomputed);
         out["cost"][v.name] = {{"prompt_tokens", prompt}, {"recomputed_tokens", recomputed}};
+        // SQuAD token F1, the 2Wiki convention (verbose replies keep it low).
+        out["mean_f1"][v.name] = f1 / double(std::max<size_t>(1, tasks.size()));
     }
     out["seconds"] = seconds;
     for (size_t i = 0; i < tasks.size(); ++i) {
