@@ -11,6 +11,10 @@
 #   scripts/build_llama_tools.sh --env      print shell assignments only (no build), for
 #                                           `eval "$(scripts/build_llama_tools.sh --env)"`
 #   scripts/build_llama_tools.sh --check    exit 0 if built, 1 if not (no build)
+#   scripts/build_llama_tools.sh --sources  download and extract the sources only (no build),
+#                                           then print the assignments: enough for the
+#                                           vocabulary GGUFs, tokenizer test vectors and chat
+#                                           templates in llama.cpp's models/ (tests use those)
 #
 # Variables exported by --env (and printed after a build):
 #   LLAMA_TOOLS_BIN   folder holding llama-quantize, llama-bench, llama-server, llama-tokenize
@@ -64,19 +68,18 @@ built() {
 case "${1:-}" in
   --env)   print_env; exit 0 ;;
   --check) built; exit $? ;;
+  --sources) SOURCES_ONLY=1 ;;
   "") ;;
   -h|--help) sed -n '2,/^set -e/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) die "unknown argument '$1' (use --env, --check or nothing)" ;;
 esac
 
-if built; then
+if [ -z "${SOURCES_ONLY:-}" ] && built; then
   log "llama.cpp tools (llama-cpp-python $VERSION) already built in $BIN"
   print_env
   exit 0
 fi
 
-command -v cmake >/dev/null || die "cmake not found (run scripts/install_deps.sh)"
-command -v c++ >/dev/null || command -v g++ >/dev/null || die "no C++ compiler found"
 mkdir -p "$CACHE"
 
 # 1. the source distribution
@@ -113,6 +116,13 @@ if [ ! -f "$LLAMA_SRC/CMakeLists.txt" ]; then
   tar -xzf "$SDIST" -C "$CACHE" || die "could not extract $SDIST"
   [ -f "$LLAMA_SRC/CMakeLists.txt" ] || die "$SDIST has no vendor/llama.cpp/CMakeLists.txt"
 fi
+
+if [ -n "${SOURCES_ONLY:-}" ]; then
+  print_env
+  exit 0
+fi
+command -v cmake >/dev/null || die "cmake not found (run scripts/install_deps.sh)"
+command -v c++ >/dev/null || command -v g++ >/dev/null || die "no C++ compiler found"
 
 # 3. configure (CPU only, portable AVX-512 VNNI, AMX off)
 GEN=()
