@@ -90,6 +90,19 @@ void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
 
     const simd::DotRowsFn dot = k.dot(type);
     const auto* w = static_cast<const uint8_t*>(p.w);
+    const simd::TypedTile* tile = k.typed->tile != nullptr ? k.typed->tile(p.w_type) : nullptr;
+    if (tile != nullptr && p.num_rows > simd::kMaxDotRows) {
+        // Prefill without the register-tiled GEMM (AVX2): the typed prefill tiles, which take
+        // these types' Q8_0/Q8_1 activation rows as they are.
+        for_each_tile_task(pool, p.out_dim, p.num_rows, simd::kTypedTileRows, 16, tile->packed_bytes(p.in_dim),
+                           [&](uint8_t* packed, int64_t o0, int nw, int64_t r0, int64_t r1) {
+                               tile->pack(w + o0 * w_row_bytes, w_row_bytes, nw, p.in_dim, packed);
+                               tile->gemm(packed, p.in_dim, scratch.data() + r0 * x_row_bytes, x_row_bytes, r1 - r0,
+                                          p.y + r0 * p.out_dim + o0, p.out_dim, nw,
+                                          p.bias != nullptr ? p.bias + o0 : nullptr);
+                           });
+        return;
+    }
     // Tiles: kOutTile weight rows x kRowTile activation rows; decode (few rows) splits only the
     // weight rows, so every thread streams its own part of the matrix once.
     const int64_t kOutTile = p.num_rows <= simd::kMaxDotRows ? 32 : 16;

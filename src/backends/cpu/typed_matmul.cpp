@@ -147,31 +147,19 @@ std::shared_ptr<const void> prepare_typed_weight(const void* w, WeightType t, in
 
 std::string describe_weight_compute(WeightType t) {
     const auto& k = simd::quant_kernels();
-    const std::string isa = k.isa;
-    switch (t) {
-        case WeightType::kF32:
-            return "in place, fp32 GEMM (OpenBLAS)";
-        case WeightType::kQ4_0:
-        case WeightType::kQ4_1:
-            return std::string(k.gemm != nullptr ? "" : "in place, ") + "Q8_" + (t == WeightType::kQ4_0 ? "0" : "1") +
-                   " activations, integer dots (" + isa +
-                   (k.gemm != nullptr ? ", repacked 16 rows per vector at load)" : ")");
-        case WeightType::kQ8_0:
-            return std::string(k.gemm != nullptr ? "" : "in place, ") + "Q8_0 activations, integer dots (" + isa +
-                   (k.gemm != nullptr ? ", repacked 16 rows per vector at load)" : ")");
-        case WeightType::kQ5_0:
-            return "in place, Q8_0 activations, integer dots (" + isa + ")";
-        case WeightType::kQ5_1:
-            return "in place, Q8_1 activations, integer dots (" + isa + ")";
-        case WeightType::kF16:
-        case WeightType::kBF16:
-            return "in place, widened in registers, fp32 FMA (" + isa + ")";
-        default:
-            if (k.typed->r16 != nullptr && k.typed->r16(t) != nullptr)
-                return "Q8_K activations, integer dots (" + isa + ", repacked 16 rows per vector at load)";
-            if (is_typed_weight(t)) return "in place, Q8_K activations, integer dots per super-block (" + isa + ")";
-            return "not supported";
-    }
+    if (t == WeightType::kF32) return "in place, fp32 GEMM (OpenBLAS)";
+    const bool block32 = t == WeightType::kQ4_0 || t == WeightType::kQ4_1 || t == WeightType::kQ8_0;
+    const bool repacked = (block32 && k.gemm != nullptr) || (k.typed->r16 != nullptr && k.typed->r16(t) != nullptr);
+    if (!block32 && !is_typed_weight(t)) return "not supported";
+    const ActFormat fmt = kernels::ref::activation_format(t);
+    std::string how = fmt == ActFormat::kF32    ? "widened in registers, fp32 FMA"
+                      : fmt == ActFormat::kQ8_0 ? "Q8_0 activations, integer dots"
+                      : fmt == ActFormat::kQ8_1 ? "Q8_1 activations, integer dots"
+                                                : "Q8_K activations, integer dots";
+    std::string where = std::string(repacked ? "" : "in place, ") + how + " (" + k.isa;
+    if (repacked) return where + ", repacked 16 rows per vector at load)";
+    const bool tiles = k.typed->tile != nullptr && k.typed->tile(t) != nullptr;
+    return where + (tiles ? ", prefill on 16-row tiles unpacked per task)" : ")");
 }
 
 }  // namespace lazyattn::backends::cpu

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "backends/cpu/simd/typed_dot.h"
+#include "backends/cpu/simd/typed_tile_pack.h"
 #include "kernels/params/quant_blocks.h"
 #include "kernels/ref/kquant_ref.h"
 
@@ -55,9 +56,12 @@ LA_512 inline __m512i per_half(int a, int b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-// K-quant tile, per super-block: q [64 k-quads][16 rows][4] u8, fs [16 groups][16 rows] fp32
-// (d * scale), mn [8 group pairs][16 rows][2] int16 (mins), dm [16 rows] fp32 (dmin).
-constexpr size_t kKTileQ = 0, kKTileFs = 4096, kKTileMn = 5120, kKTileDm = 5632, kKTileBytes = 5696;
+// The K-quant prefill tile layout (typed_tile_pack.h).
+using tilepack::kKTileBytes;
+using tilepack::kKTileDm;
+using tilepack::kKTileFs;
+using tilepack::kKTileMn;
+using tilepack::kKTileQ;
 
 // The repacked K-quant kernels (typed_dot_r16_avx512.cpp) for Q4_K, Q5_K, Q6_K; nullptr otherwise.
 const TypedR16* r16_of(kernels::WeightType t);

@@ -1,4 +1,5 @@
-// AVX2+FMA+F16C row dots for Q5_0/Q5_1, the K-quants and F16/BF16 (typed_dot.h). The AVX-512
+// AVX2+FMA+F16C row dots for Q5_0/Q5_1, the K-quants and F16/BF16 (typed_dot.h): decode (at most
+// four activation rows); the prefill tiles are in typed_tile_avx2.cpp. The AVX-512
 // VNNI set uses these too: the K-quant inner loop multiplies by a per-16 scale between the byte
 // products and the int32 sums, which vpdpbusd cannot fold in.
 //
@@ -14,6 +15,8 @@
 
 #include "backends/cpu/simd/kquant_unpack_avx2.h"
 #include "backends/cpu/simd/typed_dot.h"
+#include "backends/cpu/simd/typed_tile_avx2.h"
+#include "backends/cpu/simd/typed_tile_pack.h"
 #include "core/fp16.h"
 #include "kernels/params/quant_blocks.h"
 #include "kernels/ref/kquant_ref.h"
@@ -128,12 +131,7 @@ LA_AVX2 void dot_q5_1(const void* wv, const uint8_t* x, size_t stride, int rows,
 
 // --- F16 / BF16 against fp32 activations: 16 weights per step, two accumulators per row.
 
-template <bool kBf16>
-LA_AVX2 inline __m256 widen8(const uint8_t* p) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    if (kBf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    return _mm256_cvtph_ps(h);
-}
+using tilepack::widen8;
 
 template <bool kBf16>
 LA_AVX2 void dot_16bit(const void* wv, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
@@ -173,6 +171,7 @@ const TypedDotKernels kAvx2TypedDots = {
     dot_kquant<unpack_q6_K, 210>,
     dot_16bit<false>,
     dot_16bit<true>,
+    avx2_tile_of,
 };
 
 }  // namespace lazyattn::backends::cpu::simd

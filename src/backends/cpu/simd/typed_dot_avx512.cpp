@@ -8,7 +8,7 @@
 // mins (Q4_K/Q5_K) go through the Q8_K block sums with one madd per super-block; Q6_K's offset
 // of 32 shares the scale d and is folded into the integer sum. Q2_K/Q3_K are unpacked into the
 // common form (kquant_unpack_avx2.h) and then take the same vector path. F16/BF16 are widened in
-// registers (vcvtph2ps / shift) into FMAs. Q5_0/Q5_1 use the AVX2 kernels.
+// registers (vcvtph2ps / shift) into FMAs. Q5_0/Q5_1 use the AVX2 kernels (row dots and tiles).
 //
 // Prefill (typed_dot.h's TypedTile): a tile of 16 weight rows is unpacked once into lanes = rows:
 //  * K-quants: per super-block 64 vectors of u8 (4 consecutive k per row per lane, vpdpbusd
@@ -26,6 +26,7 @@
 #include "backends/cpu/simd/kquant_unpack_avx2.h"
 #include "backends/cpu/simd/typed_avx512_common.h"
 #include "backends/cpu/simd/typed_dot.h"
+#include "backends/cpu/simd/typed_tile_avx2.h"
 #include "core/fp16.h"
 #include "kernels/params/quant_blocks.h"
 #include "kernels/ref/kquant_ref.h"
@@ -278,30 +279,8 @@ void q5_1_avx2(const void* w, const uint8_t* x, size_t stride, int rows, int64_t
 // --- Prefill tiles.
 
 
-size_t ktile_bytes(int64_t n) { return size_t(n / kernels::kSuperBlock) * kKTileBytes; }
-
-template <void (*Unpack)(const uint8_t*, KUnpacked*), size_t kBytes>
-LA_512 void pack_kquant(const uint8_t* w, size_t w_row_bytes, int num_w_rows, int64_t n, uint8_t* packed) {
-    const int64_t nsb = n / kernels::kSuperBlock;
-    std::memset(packed, 0, ktile_bytes(n));
-    KUnpacked u;
-    for (int row = 0; row < num_w_rows; ++row) {
-        for (int64_t i = 0; i < nsb; ++i) {
-            Unpack(w + row * w_row_bytes + i * kBytes, &u);
-            uint8_t* t = packed + i * kKTileBytes;
-            const auto* qw = reinterpret_cast<const uint32_t*>(u.q);
-            auto* tq = reinterpret_cast<uint32_t*>(t + kKTileQ) + row;
-            for (int k = 0; k < 64; ++k) tq[16 * k] = qw[k];
-            auto* fs = reinterpret_cast<float*>(t + kKTileFs) + row;
-            auto* mn = reinterpret_cast<int16_t*>(t + kKTileMn) + 2 * row;
-            for (int g = 0; g < 16; ++g) {
-                fs[16 * g] = u.d * float(u.scale[g]);
-                mn[32 * (g / 2) + g % 2] = u.min[g];
-            }
-            reinterpret_cast<float*>(t + kKTileDm)[row] = u.dmin;
-        }
-    }
-}
+using tilepack::ktile_bytes;
+using tilepack::pack_kquant;
 
 template <int R>
 LA_512 void kquant_tile_rows(const uint8_t* packed, int64_t nsb, const uint8_t* x, size_t stride, float* y,
@@ -477,7 +456,7 @@ const TypedTile* tile_of(kernels::WeightType t) {
         case W::kBF16:
             return &kTileBF16;
         default:
-            return nullptr;
+            return avx2_q5_tile_of(t);
     }
 }
 
