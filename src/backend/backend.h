@@ -35,6 +35,8 @@ public:
     }
     // out = silu(gate) * up over n elements.
     virtual void swiglu(const float* gate, const float* up, float* out, int64_t n) = 0;
+    // out = gelu_tanh(gate) * up over n elements (Gemma's GeGLU; kernels::ref::geglu).
+    virtual void geglu(const float* gate, const float* up, float* out, int64_t n) = 0;
     // x += y over n elements.
     virtual void add_inplace(float* x, const float* y, int64_t n) = 0;
     virtual void rope_apply(const kernels::RopeApplyParams& p) = 0;

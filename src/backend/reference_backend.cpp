@@ -27,6 +27,7 @@ public:
         }
     }
     void swiglu(const float* g, const float* u, float* out, int64_t n) override { kernels::ref::swiglu(g, u, out, n); }
+    void geglu(const float* g, const float* u, float* out, int64_t n) override { kernels::ref::geglu(g, u, out, n); }
     void add_inplace(float* x, const float* y, int64_t n) override {
         for (int64_t i = 0; i < n; ++i) x[i] += y[i];
     }

@@ -26,11 +26,17 @@ struct Case {
     // Segments get a random temperature and log-weight (AttentionSpan::logit_scale, logit_bias),
     // as document rescaling sets them; the tail stays plain.
     bool rescaled = false;
+    int32_t sliding_window = 0;  // AttentionParams::sliding_window
+};
+
+// What run_case computed: the reference's and the CPU kernel's outputs.
+struct CaseResult {
+    std::vector<float> want, got;
 };
 
 // Builds a random batch in the layout LazyAttention uses: each sequence has segments stored from
 // position 0 (stored_base 0) placed back to back, then a tail stored at its logical positions.
-void run_case(const Case& c, std::mt19937_64& rng) {
+CaseResult run_case(const Case& c, std::mt19937_64& rng) {
     const int32_t bs = 16, d = c.head_dim;
     std::vector<int32_t> block_ids;
     std::vector<AttentionSpan> spans;
@@ -106,6 +112,7 @@ void run_case(const Case& c, std::mt19937_64& rng) {
     }
     p.rope = {inv_freq.data(), d, c.neox, 1.0f, table.data(), kTablePositions};
     p.keys_rotated = c.keys_rotated;
+    p.sliding_window = c.sliding_window;
 
     std::vector<float> want(int64_t(rows) * c.num_heads * d), got(want.size(), -7.0f);
     p.out = want.data();
@@ -115,6 +122,7 @@ void run_case(const Case& c, std::mt19937_64& rng) {
     backend->attention(p);
     // fp32 accumulation with online softmax against a double reference.
     testing::expect_close(got, want, 2e-4, 1e-2, "attention");
+    return {std::move(want), std::move(got)};
 }
 
 class AttentionTest : public ::testing::TestWithParam<std::tuple<int, int, int, bool>> {};
@@ -168,6 +176,102 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                                            std::make_tuple(32, 8, 128, true), std::make_tuple(4, 2, 64, true),
                                            // head dims the kernels handle without a specialization
                                            std::make_tuple(4, 2, 96, true), std::make_tuple(2, 1, 256, false)));
+
+// Sliding windows (Gemma 3's local layers) on every path: prefill tiles and rows, decode chunks,
+// 16-bit caches read in place, lazy offsets and raw keys; windows shorter than a block, equal to
+// it, across block edges and longer than every span.
+TEST(AttentionWindow, MatchesReference) {
+    std::mt19937_64 rng(testing::test_seed() + 77);
+    for (const auto [heads, kv_heads, d] : {std::tuple{8, 2, 64}, std::tuple{4, 4, 128}, std::tuple{6, 3, 96}}) {
+        for (const bool keys_rotated : {true, false}) {
+            for (const int32_t window : {1, 5, 16, 17, 40, 1000}) {
+                for (const auto dtype : {kernels::KvDtype::kF32, kernels::KvDtype::kF16}) {
+                    Case prefill{heads, kv_heads, d, {{1, 15, 16, 17, 53, 37}}, {37}, keys_rotated, false, dtype};
+                    prefill.sliding_window = window;
+                    run_case(prefill, rng);
+                    Case decode{heads, kv_heads, d, {{9}, {16, 1}, {600, 40, 7}, {3, 99, 20}}, {1, 1, 1, 1},
+                                keys_rotated, true, dtype};
+                    decode.sliding_window = window;
+                    decode.rescaled = window == 17;
+                    run_case(decode, rng);
+                }
+            }
+        }
+    }
+}
+
+// From first principles: with zero queries every visible key scores the same, so the output is
+// the mean of the visible values. Each value row holds its key's logical position, so a query at
+// p with window W must read the mean of max(0, p-W+1) .. p, wherever the keys sit in the cache
+// (two documents stored from position 0, then a tail) and on every kernel path.
+TEST(AttentionWindow, UniformScoresAverageThePositionsInsideTheWindow) {
+    const int32_t d = 64, bs = 16, num_heads = 2, num_kv_heads = 1;
+    const std::vector<int32_t> lens{23, 40, 30};  // documents, then the tail
+    std::vector<int32_t> block_ids;
+    std::vector<AttentionSpan> spans;
+    int32_t logical = 0;
+    for (size_t i = 0; i < lens.size(); ++i) {
+        const bool tail = i + 1 == lens.size();
+        spans.push_back({int32_t(block_ids.size()), lens[i], logical, tail ? logical : 0});
+        for (int32_t b = 0; b < (lens[i] + bs - 1) / bs; ++b) block_ids.push_back(int32_t(block_ids.size()));
+        logical += lens[i];
+    }
+    const int32_t num_blocks = int32_t(block_ids.size());
+    std::vector<float> k(int64_t(num_blocks) * bs * d, 0.5f), v(k.size(), 0.0f);
+    for (const AttentionSpan& span : spans) {
+        for (int32_t t = 0; t < span.num_tokens; ++t) {
+            float* row = v.data() + (int64_t(block_ids[span.block_offset + t / bs]) * bs + t % bs) * d;
+            std::fill(row, row + d, float(span.logical_start + t));
+        }
+    }
+    std::vector<float> inv_freq(d / 2);
+    for (int32_t i = 0; i < d / 2; ++i) inv_freq[i] = float(std::pow(10000.0, -2.0 * i / d));
+    for (const int32_t num_queries : {30, 1}) {  // prefill rows, then decode
+        std::vector<int32_t> q_pos;
+        for (int32_t i = 0; i < num_queries; ++i) q_pos.push_back(logical - num_queries + i);
+        std::vector<AttentionSeq> seqs{{0, num_queries, 0, int32_t(spans.size())}};
+        std::vector<float> q(size_t(num_queries) * num_heads * d, 0.0f), out(q.size());
+        for (const int32_t window : {1, 7, 16, 33, 70}) {
+            for (const bool keys_rotated : {true, false}) {
+                AttentionParams p{q.data(), q_pos.data(), out.data(), k.data(), v.data(), block_ids.data(),
+                                  spans.data(), seqs.data(), 1, num_heads, num_kv_heads, d, bs, 0.125f,
+                                  {inv_freq.data(), d, false, 1.0f, nullptr, 0}, keys_rotated};
+                p.sliding_window = window;
+                for (int impl = 0; impl < 2; ++impl) {
+                    std::fill(out.begin(), out.end(), -1.0f);
+                    if (impl == 0) {
+                        kernels::ref::attention(p);
+                    } else {
+                        backend::make_cpu_backend(2)->attention(p);
+                    }
+                    for (int32_t r = 0; r < num_queries; ++r) {
+                        const int32_t lo = std::max(0, q_pos[r] - window + 1);
+                        const double mean = 0.5 * (lo + q_pos[r]);
+                        for (int32_t i = 0; i < num_heads * d; ++i) {
+                            ASSERT_NEAR(out[size_t(r) * num_heads * d + i], mean, 1e-3)
+                                << (impl ? "cpu" : "reference") << " window " << window << " row " << r;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(AttentionWindow, WindowLongerThanTheSequenceChangesNothing) {
+    for (const int32_t window : {0, 60, 1 << 30}) {
+        std::mt19937_64 rng(testing::test_seed() + 79);  // the same inputs for every window
+        Case c{4, 2, 64, {{9, 30, 21}}, {21}, false, true};
+        c.sliding_window = window;
+        static std::vector<float> unwindowed;
+        const CaseResult r = run_case(c, rng);
+        if (window == 0) {
+            unwindowed = r.want;
+        } else {
+            EXPECT_EQ(r.want, unwindowed) << "window " << window;
+        }
+    }
+}
 
 TEST(AttentionTest, QueryBeforeEverySpanGivesZeros) {
     // A row that sees no key (cannot happen in a valid plan, but must not produce NaN).

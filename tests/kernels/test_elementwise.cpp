@@ -33,6 +33,26 @@ TEST_P(ElementwiseTest, SwiGlu) {
     testing::expect_close(got, want, 1e-5, 1e-3, "swiglu");
 }
 
+TEST_P(ElementwiseTest, GeGlu) {
+    const int64_t n = int64_t(GetParam()) * 1536 + 7;
+    auto g = testing::random_floats(rng, n, -8, 8), u = testing::random_floats(rng, n, -2, 2);
+    for (const float extreme : {-1e4f, -100.0f, 100.0f, 0.0f})
+        g[(size_t(extreme) * 31 + 5) % n] = extreme;  // tanh limits
+    std::vector<float> want(n), got(n);
+    kernels::ref::geglu(g.data(), u.data(), want.data(), n);
+    be->geglu(g.data(), u.data(), got.data(), n);
+    testing::expect_close(got, want, 1e-5, 1e-3, "geglu");
+    // The definition's landmarks: gelu(0) = 0, gelu(x) ~ x for large x, ~ 0 for very negative x,
+    // and gelu_tanh(1) = 0.841192 (PyTorch's gelu(approximate="tanh")).
+    const float x[] = {0.0f, 1.0f, 30.0f, -30.0f}, one[] = {1.0f, 1.0f, 1.0f, 1.0f};
+    float y[4];
+    be->geglu(x, one, y, 4);
+    EXPECT_EQ(y[0], 0.0f);
+    EXPECT_NEAR(y[1], 0.841192f, 1e-5f);
+    EXPECT_FLOAT_EQ(y[2], 30.0f);
+    EXPECT_NEAR(y[3], 0.0f, 1e-6f);
+}
+
 TEST_P(ElementwiseTest, MatmulWithBias) {
     const int64_t rows = GetParam(), in = 99, out = 45;
     auto x = testing::random_floats(rng, rows * in), w = testing::random_floats(rng, out * in),

@@ -111,8 +111,9 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
 
         for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
             const AttentionSpan& span = p.spans[si];
-            if (span.logical_start > pos || span.num_tokens <= 0) continue;
-            const int32_t num_visible = std::min(span.num_tokens, pos - span.logical_start + 1);
+            int32_t first, end;
+            p.visible_range(span, pos, &first, &end);
+            if (first >= end) continue;
             // Rotate the raw query once per span: to p - delta when keys are stored rotated
             // (lazy), to p when each key is rotated to its logical position below (lazy-k).
             const int32_t delta = span.logical_start - span.stored_base;
@@ -123,8 +124,9 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
                 scale(qrot + g * d, p.scale * span.logit_scale, d);
                 state[g].max_score -= span.logit_bias;  // see shift_for_bias
             }
-            for (int32_t t0 = 0; t0 < num_visible; t0 += bs) {
-                const int32_t n = std::min(bs, num_visible - t0);
+            for (int32_t t0 = first / bs * bs; t0 < end; t0 += bs) {
+                const int32_t n = std::min(bs, end - t0);
+                const int32_t j0 = std::max(0, first - t0);  // keys before it are outside the window
                 const int32_t block = p.block_ids[span.block_offset + t0 / bs];
                 const float *k, *v;
                 block_kv(p, block, kvh, n, kbuf, vbuf, &k, &v);
@@ -135,7 +137,7 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
                 for (int32_t g = g_begin; g < g_end; ++g) {
                     float* sc = scores + g * bs;
                     float block_max = -std::numeric_limits<float>::infinity();
-                    for (int32_t j = 0; j < n; ++j) {
+                    for (int32_t j = j0; j < n; ++j) {
                         sc[j] = dot(qrot + g * d, k + j * d, d);
                         block_max = std::max(block_max, sc[j]);
                     }
@@ -145,7 +147,7 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
                     float* a = acc + g * d;
                     if (correction != 1.0f) scale(a, correction, d);
                     st.denom *= correction;
-                    for (int32_t j = 0; j < n; ++j) {
+                    for (int32_t j = j0; j < n; ++j) {
                         const float w = std::exp(sc[j] - new_max);
                         st.denom += w;
                         axpy(a, w, v + j * d, d);
@@ -167,15 +169,16 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
 struct TileScratch {
     std::vector<float> buf;
     float *qt, *ot, *m, *l, *kpad, *vpad, *krot, *kbuf, *vbuf, *cs;
-    int32_t* nvis;
+    int32_t *nvis, *nfirst;
     TileScratch(int32_t d, int32_t rotary_dims) {
         constexpr int L = simd::kAttnTileLanes, B = simd::kAttnBlockKeys;
-        buf.resize(size_t(2 * d * L + 2 * L + 5 * B * d + rotary_dims + 2 + L) + 16);
+        buf.resize(size_t(2 * d * L + 2 * L + 5 * B * d + rotary_dims + 2 + 2 * L) + 16);
         float* p = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
         qt = p, ot = qt + d * L, m = ot + d * L, l = m + L, kpad = l + L, vpad = kpad + B * d, krot = vpad + B * d;
         kbuf = krot + B * d, vbuf = kbuf + B * d;
         cs = vbuf + B * d;
         nvis = reinterpret_cast<int32_t*>(cs + rotary_dims + 2);
+        nfirst = nvis + L;
     }
 };
 
@@ -195,25 +198,30 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
     for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
         const AttentionSpan& span = p.spans[si];
         if (span.num_tokens <= 0) continue;
-        int32_t vis[L] = {};
-        int32_t max_vis = 0;
+        // Lane q sees the span's tokens [first[q], vis[q]) (nothing when vis is 0).
+        int32_t vis[L] = {}, first[L] = {};
+        int32_t max_vis = 0, min_first = span.num_tokens;
         const int32_t delta = span.logical_start - span.stored_base;
         for (int32_t r = 0; r < rows; ++r) {
             const int32_t pos = p.q_pos[row_begin + r];
-            if (span.logical_start > pos) continue;
-            const int32_t n = std::min(span.num_tokens, pos - span.logical_start + 1);
+            int32_t f, n;
+            p.visible_range(span, pos, &f, &n);
+            if (f >= n) continue;
             max_vis = std::max(max_vis, n);
+            min_first = std::min(min_first, f);
             rope_cos_sin(p.rope, p.keys_rotated ? pos - delta : pos, t.cs);
             for (int32_t g = 0; g < group; ++g) {
                 const int lane = r * group + g;
                 vis[lane] = n;
+                first[lane] = f;
                 const float* q = p.q + (int64_t(row_begin + r) * p.num_heads + kvh * group + g) * d;
                 rope_rotate_with(p.rope, t.cs, q, qrot, d);
                 for (int32_t i = 0; i < d; ++i) t.qt[i * L + lane] = qrot[i] * p.scale * span.logit_scale;
             }
         }
+        if (max_vis == 0) continue;
         shift_for_bias(t.m, L, -span.logit_bias);
-        for (int32_t t0 = 0; t0 < max_vis; t0 += B) {
+        for (int32_t t0 = min_first / B * B; t0 < max_vis; t0 += B) {
             const int32_t n = std::min(B, max_vis - t0);
             const int32_t block = p.block_ids[span.block_offset + t0 / B];
             const float *k, *v;
@@ -230,8 +238,11 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
                 k = t.kpad;
                 v = t.vpad;
             }
-            for (int lane = 0; lane < L; ++lane) t.nvis[lane] = std::clamp(vis[lane] - t0, 0, n);
-            attend_block(t.qt, k, v, d, t.nvis, t.m, t.l, t.ot);
+            for (int lane = 0; lane < L; ++lane) {
+                t.nvis[lane] = std::clamp(vis[lane] - t0, 0, n);
+                t.nfirst[lane] = std::clamp(first[lane] - t0, 0, n);
+            }
+            attend_block(t.qt, k, v, d, t.nfirst, t.nvis, t.m, t.l, t.ot);
         }
         shift_for_bias(t.m, L, span.logit_bias);
     }
@@ -266,7 +277,8 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
     const int32_t row = seq.query_start;
     const int32_t pos = p.q_pos[row];
     const AttentionSpan& span = p.spans[it.span];
-    const int32_t num_visible = std::min(span.num_tokens, pos - span.logical_start + 1);
+    int32_t first, end;
+    p.visible_range(span, pos, &first, &end);
     const int32_t delta = span.logical_start - span.stored_base;
     rope_cos_sin(p.rope, p.keys_rotated ? pos - delta : pos, cs);
     for (int32_t g = 0; g < group; ++g) {
@@ -281,11 +293,12 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
         p.kv_dtype == kernels::KvDtype::kF16 && p.keys_rotated ? simd::attend_decode_block_f16() : nullptr;
     for (int32_t b = it.block_begin; b < it.block_end; ++b) {
         const int32_t t0 = b * bs;
-        const int32_t n = std::min(bs, num_visible - t0);
+        const int32_t n = std::min(bs, end - t0);
+        const int32_t j0 = std::max(0, first - t0);  // keys before it are outside the window
         const int32_t block = p.block_ids[span.block_offset + b];
         if (attend_f16 != nullptr) {  // fp16 pool, keys stored rotated: read in place
             attend_f16(qrot, group, static_cast<const uint16_t*>(p.k_at(block, it.kvh)),
-                       static_cast<const uint16_t*>(p.v_at(block, it.kvh)), d, n, m, l, o);
+                       static_cast<const uint16_t*>(p.v_at(block, it.kvh)), d, j0, n, m, l, o);
             continue;
         }
         const float *k, *v;
@@ -294,7 +307,7 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
             rotate_keys(p.rope, k, krot, n, d, span.logical_start + t0, cs);
             k = krot;
         }
-        attend_block(qrot, group, k, v, d, n, m, l, o);
+        attend_block(qrot, group, k, v, d, j0, n, m, l, o);
     }
     shift_for_bias(m, group, span.logit_bias);  // the partial's scores count as s + b
 }
@@ -312,10 +325,11 @@ void attention_decode(const AttentionParams& p, const std::vector<int32_t>& deco
             first_item.push_back(int32_t(items.size()));
             for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
                 const AttentionSpan& span = p.spans[si];
-                if (span.logical_start > pos || span.num_tokens <= 0) continue;
-                const int32_t num_visible = std::min(span.num_tokens, pos - span.logical_start + 1);
-                const int32_t blocks = (num_visible + bs - 1) / bs;
-                for (int32_t b = 0; b < blocks; b += kDecodeChunkBlocks) {
+                int32_t first, end;
+                p.visible_range(span, pos, &first, &end);
+                if (first >= end) continue;
+                const int32_t blocks = (end + bs - 1) / bs;
+                for (int32_t b = first / bs; b < blocks; b += kDecodeChunkBlocks) {
                     items.push_back({s, h, si, b, std::min(blocks, b + kDecodeChunkBlocks)});
                 }
             }

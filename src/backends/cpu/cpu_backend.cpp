@@ -56,6 +56,9 @@ public:
     void swiglu(const float* gate, const float* up, float* out, int64_t n) override {
         cpu::swiglu(gate, up, out, n, pool_);
     }
+    void geglu(const float* gate, const float* up, float* out, int64_t n) override {
+        cpu::geglu(gate, up, out, n, pool_);
+    }
     void add_inplace(float* x, const float* y, int64_t n) override { cpu::add_inplace(x, y, n); }
     void rope_apply(const kernels::RopeApplyParams& p) override { cpu::rope_apply(p, pool_); }
     void attention(const kernels::AttentionParams& p) override { cpu::attention(p, pool_); }

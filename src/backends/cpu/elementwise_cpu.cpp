@@ -42,6 +42,21 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n, ThreadPoo
     });
 }
 
+void geglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool) {
+    constexpr int64_t kChunk = 4096;
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    pool.parallel_for((n + kChunk - 1) / kChunk, [&](int64_t c) {
+        const int64_t end = std::min(n, (c + 1) * kChunk);
+        for (int64_t i = c * kChunk; i < end; ++i) {
+            const float g = gate[i];
+            // x/2 (1 + tanh z) = x sigmoid(2z): the same value without 1 + tanh z cancelling
+            // for negative x.
+            const float z = kSqrt2OverPi * (g + 0.044715f * g * g * g);
+            out[i] = g / (1.0f + std::exp(-2.0f * z)) * up[i];
+        }
+    });
+}
+
 void add_inplace(float* x, const float* y, int64_t n) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) x[i] += y[i];

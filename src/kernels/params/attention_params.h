@@ -4,6 +4,7 @@
 // See docs/design.md for the derivation.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/params/kv_dtype.h"
@@ -62,6 +63,20 @@ struct AttentionParams {
     RopeParams rope;
     bool keys_rotated;  // false: lazy-k (kernel rotates each key to its logical position)
     KvDtype kv_dtype = KvDtype::kF32;
+    // Sliding-window attention (Gemma 3's local layers): a query at logical position p sees a key
+    // at logical position k iff k <= p and p - k < sliding_window. 0: no window (every k <= p).
+    // The mask is on logical distance, which is what the kernel knows in every cache mode, so
+    // lazy, lazy-k and block-attn stay equal under it.
+    int32_t sliding_window = 0;
+
+    // Tokens [first, end) of a span (its token t sits at logical_start + t) that a query at
+    // logical position `pos` sees; empty (first >= end) when none.
+    void visible_range(const AttentionSpan& span, int32_t pos, int32_t* first, int32_t* end) const {
+        const int64_t last = int64_t(pos) - span.logical_start;  // the span's last visible token
+        *end = int32_t(std::max<int64_t>(0, std::min<int64_t>(span.num_tokens, last + 1)));
+        *first = sliding_window > 0 ? int32_t(std::max<int64_t>(0, last - sliding_window + 1)) : 0;
+        if (*first > *end) *first = *end;
+    }
 
     // Offset in elements of (block, kv head)'s first key, and its address.
     int64_t cache_offset(int32_t block, int32_t kv_head) const {

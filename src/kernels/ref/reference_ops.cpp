@@ -36,6 +36,14 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
     }
 }
 
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+    constexpr double kSqrt2OverPi = 0.7978845608028654;
+    for (int64_t i = 0; i < n; ++i) {
+        const double g = gate[i];
+        out[i] = float(0.5 * g * (1.0 + std::tanh(kSqrt2OverPi * (g + 0.044715 * g * g * g))) * up[i]);
+    }
+}
+
 void rope_rotate(const float* in, float* out, double position, int32_t head_dim, const RopeParams& rope) {
     const int32_t half = rope.rotary_dims / 2;
     for (int32_t i = 0; i < head_dim; ++i) out[i] = in[i];
@@ -87,6 +95,13 @@ const float* cache_row(const void* cache, const AttentionParams& p, const Attent
     return row.data();
 }
 
+// Sliding window, written from its definition (not through AttentionParams::visible_range, which
+// the optimized kernels use): the key at logical position k is hidden from the query at p when
+// p - k >= window.
+bool masked_by_window(const AttentionParams& p, const AttentionSpan& span, int32_t t, int32_t pos) {
+    return p.sliding_window > 0 && int64_t(pos) - (int64_t(span.logical_start) + t) >= p.sliding_window;
+}
+
 }  // namespace
 
 void attention(const AttentionParams& p) {
@@ -110,6 +125,7 @@ void attention(const AttentionParams& p) {
                     const int32_t delta = span.logical_start - span.stored_base;
                     rope_rotate(q, qrot.data(), p.keys_rotated ? pos - delta : pos, d, p.rope);
                     for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
+                        if (masked_by_window(p, span, t, pos)) continue;
                         const float* k = cache_row(p.k_cache, p, span, t, kvh, krow);
                         if (!p.keys_rotated) {
                             rope_rotate(k, krot.data(), span.logical_start + t, d, p.rope);
@@ -129,6 +145,7 @@ void attention(const AttentionParams& p) {
                 for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
                     const AttentionSpan& span = p.spans[si];
                     for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
+                        if (masked_by_window(p, span, t, pos)) continue;
                         const float* v = cache_row(p.v_cache, p, span, t, kvh, vrow);
                         const double w = scores[k_index++] / denom;
                         for (int32_t i = 0; i < d; ++i) acc[i] += w * v[i];

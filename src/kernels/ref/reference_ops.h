@@ -19,12 +19,17 @@ void matmul(const float* x, const float* w, const float* bias, float* y, int64_t
 // out = silu(gate) * up, elementwise over n.
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 
+// out = gelu(gate) * up, elementwise over n, with GELU's tanh approximation (Gemma's
+// gelu_pytorch_tanh): gelu(x) = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+void geglu(const float* gate, const float* up, float* out, int64_t n);
+
 // Rotates one head vector (head_dim floats) to `position`, reading `in`, writing `out`.
 void rope_rotate(const float* in, float* out, double position, int32_t head_dim, const RopeParams& rope);
 
 void rope_apply(const RopeApplyParams& p);
 
-// Paged attention with per-span RoPE offsets, two-pass softmax in double.
+// Paged attention with per-span RoPE offsets and an optional sliding window (on logical
+// distance), two-pass softmax in double.
 void attention(const AttentionParams& p);
 
 }  // namespace lazyattn::kernels::ref

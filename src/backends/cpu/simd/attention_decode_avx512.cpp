@@ -56,11 +56,11 @@ LA_AVX512 inline __m512 load16(const void* base, int64_t i) {
 // D > 0: the head dim as a compile-time constant (rows stay in registers); D == 0: d at run time.
 // F16: k and v are fp16 (read as they are stored, no widening pass).
 template <int D, bool F16 = false>
-LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const void* v, int d_runtime, int n, float* m,
-                            float* l, float* o) {
+LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const void* v, int d_runtime, int first,
+                            int n, float* m, float* l, float* o) {
     const int d = D > 0 ? D : d_runtime;
     const int C = d / 16;  // vectors per row
-    const __mmask16 visible = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    const __mmask16 visible = __mmask16(((n >= 16 ? 0xffffu : (1u << n) - 1) >> first) << first);
     const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     for (int h = 0; h < num_heads; ++h) {
         const float* qh = q + h * d;
@@ -86,7 +86,7 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const 
         __m512 acc[kDecodeMaxHeadDim / 16];
         const __m512 cv = _mm512_set1_ps(corr);
         for (int c = 0; c < C; ++c) acc[c] = _mm512_mul_ps(_mm512_loadu_ps(oh + 16 * c), cv);
-        for (int j = 0; j < n; ++j) {
+        for (int j = first; j < n; ++j) {
             const __m512 w = _mm512_set1_ps(pw[j]);
             for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(w, load16<F16>(v, j * d + 16 * c), acc[c]);
         }
@@ -95,31 +95,31 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const 
     }
 }
 
-LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d, int n,
-                                          float* m, float* l, float* o) {
+LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d, int first,
+                                          int n, float* m, float* l, float* o) {
     switch (d) {
         case 64:
-            return attend_heads<64>(q, num_heads, k, v, d, n, m, l, o);
+            return attend_heads<64>(q, num_heads, k, v, d, first, n, m, l, o);
         case 128:
-            return attend_heads<128>(q, num_heads, k, v, d, n, m, l, o);
+            return attend_heads<128>(q, num_heads, k, v, d, first, n, m, l, o);
         case 256:
-            return attend_heads<256>(q, num_heads, k, v, d, n, m, l, o);
+            return attend_heads<256>(q, num_heads, k, v, d, first, n, m, l, o);
         default:
-            return attend_heads<0>(q, num_heads, k, v, d, n, m, l, o);  // other multiples of 16
+            return attend_heads<0>(q, num_heads, k, v, d, first, n, m, l, o);  // other multiples of 16
     }
 }
 
 LA_AVX512 void attend_decode_block_f16_avx512(const float* q, int num_heads, const uint16_t* k, const uint16_t* v,
-                                              int d, int n, float* m, float* l, float* o) {
+                                              int d, int first, int n, float* m, float* l, float* o) {
     switch (d) {
         case 64:
-            return attend_heads<64, true>(q, num_heads, k, v, d, n, m, l, o);
+            return attend_heads<64, true>(q, num_heads, k, v, d, first, n, m, l, o);
         case 128:
-            return attend_heads<128, true>(q, num_heads, k, v, d, n, m, l, o);
+            return attend_heads<128, true>(q, num_heads, k, v, d, first, n, m, l, o);
         case 256:
-            return attend_heads<256, true>(q, num_heads, k, v, d, n, m, l, o);
+            return attend_heads<256, true>(q, num_heads, k, v, d, first, n, m, l, o);
         default:
-            return attend_heads<0, true>(q, num_heads, k, v, d, n, m, l, o);
+            return attend_heads<0, true>(q, num_heads, k, v, d, first, n, m, l, o);
     }
 }
 

@@ -17,8 +17,8 @@ namespace {
 
 #define LA_AVX512 __attribute__((target("avx2,fma,avx512f")))
 
-LA_AVX512 void attend_block_avx512(const float* qt, const float* k, const float* v, int d, const int32_t* nvis,
-                                   float* m, float* l, float* ot) {
+LA_AVX512 void attend_block_avx512(const float* qt, const float* k, const float* v, int d, const int32_t* nfirst,
+                                   const int32_t* nvis, float* m, float* l, float* ot) {
     constexpr int J = kAttnBlockKeys;
     __m512 s[J];
     for (int j = 0; j < J; ++j) s[j] = _mm512_setzero_ps();
@@ -28,11 +28,13 @@ LA_AVX512 void attend_block_avx512(const float* qt, const float* k, const float*
         for (int j = 0; j < J; ++j) s[j] = _mm512_fmadd_ps(_mm512_set1_ps(k[j * d + dd]), q, s[j]);
     }
     const __m512i vis = _mm512_loadu_si512(nvis);
+    const __m512i first = _mm512_loadu_si512(nfirst);
     const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     __mmask16 visible[J];
     __m512 mx = neg_inf;
     for (int j = 0; j < J; ++j) {
-        visible[j] = _mm512_cmpgt_epi32_mask(vis, _mm512_set1_epi32(j));
+        const __m512i jv = _mm512_set1_epi32(j);
+        visible[j] = _mm512_cmpgt_epi32_mask(vis, jv) & _mm512_cmple_epi32_mask(first, jv);
         mx = _mm512_mask_max_ps(mx, visible[j], mx, s[j]);
     }
     const __m512 m_old = _mm512_load_ps(m);
