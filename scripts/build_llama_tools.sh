@@ -81,6 +81,12 @@ if [ -z "${SOURCES_ONLY:-}" ] && built; then
 fi
 
 mkdir -p "$CACHE"
+# One run at a time per cache: test fixtures (tokenizer vectors, chat templates) may start this
+# concurrently under `ctest -j`, and two downloads or extractions into one folder would collide.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$CACHE/.lock"
+  flock 9
+fi
 
 # 1. the source distribution
 SDIST=$(ls "$CACHE"/llama_cpp_python-"$VERSION".tar.gz 2>/dev/null | head -n1 || true)
