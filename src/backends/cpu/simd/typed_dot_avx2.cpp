@@ -15,6 +15,7 @@
 
 #include "backends/cpu/simd/kquant_unpack_avx2.h"
 #include "backends/cpu/simd/typed_dot.h"
+#include "backends/cpu/simd/typed_dot_k_avx2.h"
 #include "backends/cpu/simd/typed_tile_avx2.h"
 #include "backends/cpu/simd/typed_tile_pack.h"
 #include "core/fp16.h"
@@ -95,38 +96,45 @@ LA_AVX2 inline __m256i unpack_q5(const uint8_t* qh, const uint8_t* qs) {
     return _mm256_or_si256(low, _mm256_and_si256(bytes_from_bits(bits), _mm256_set1_epi8(0x10)));
 }
 
+// Every row keeps an fp32 vector accumulator across blocks (one convert and FMA per block, the
+// horizontal sum once per row). Q5_0's q - 16 is signed: |q - 16| against x with q - 16's sign.
 LA_AVX2 void dot_q5_0(const void* wv, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
     const auto* w = static_cast<const uint8_t*>(wv);
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    __m256 acc[4];
+    for (int r = 0; r < 4; ++r) acc[r] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t i = 0; i < n / 32; ++i, w += 22) {
-        const __m256i q = unpack_q5(w + 2, w + 6);  // 0..31; the -16 is 16 * sum(x) per block
+        const __m256i q = _mm256_sub_epi8(unpack_q5(w + 2, w + 6), _mm256_set1_epi8(16));
+        const __m256i qa = _mm256_sign_epi8(q, q);
         const float dw = half(w);
         for (int r = 0; r < rows; ++r) {
             const auto* xb = reinterpret_cast<const BlockQ8_0*>(x + r * stride) + i;
-            const __m256i xv = load32(reinterpret_cast<const uint8_t*>(xb->qs));
-            const __m256i ones = _mm256_set1_epi16(1);
-            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), ones);
-            const __m256i sx = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), ones);
-            acc[r] += float(hsum_i32(p) - 16 * hsum_i32(sx)) * dw * _cvtsh_ss(xb->d);
+            const __m256i xv = _mm256_sign_epi8(load32(reinterpret_cast<const uint8_t*>(xb->qs)), q);
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(qa, xv), ones);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * _cvtsh_ss(xb->d)), acc[r]);
         }
     }
-    for (int r = 0; r < rows; ++r) out[r] = acc[r];
+    for (int r = 0; r < rows; ++r) out[r] = hsum_ps(acc[r]);
 }
 
 LA_AVX2 void dot_q5_1(const void* wv, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
     const auto* w = static_cast<const uint8_t*>(wv);
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    __m256 acc[4];
+    float mins[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int r = 0; r < 4; ++r) acc[r] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t i = 0; i < n / 32; ++i, w += 24) {
         const __m256i q = unpack_q5(w + 4, w + 8);
         const float dw = half(w), mw = half(w + 2);
         for (int r = 0; r < rows; ++r) {
             const auto* xb = reinterpret_cast<const BlockQ8_1*>(x + r * stride) + i;
             const __m256i xv = load32(reinterpret_cast<const uint8_t*>(xb->qs));
-            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), _mm256_set1_epi16(1));
-            acc[r] += float(hsum_i32(p)) * dw * _cvtsh_ss(xb->d) + mw * _cvtsh_ss(xb->s);
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), ones);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * _cvtsh_ss(xb->d)), acc[r]);
+            mins[r] += mw * _cvtsh_ss(xb->s);
         }
     }
-    for (int r = 0; r < rows; ++r) out[r] = acc[r];
+    for (int r = 0; r < rows; ++r) out[r] = hsum_ps(acc[r]) + mins[r];
 }
 
 // --- F16 / BF16 against fp32 activations: 16 weights per step, two accumulators per row.
@@ -166,8 +174,8 @@ const TypedDotKernels kAvx2TypedDots = {
     dot_q5_1,
     dot_kquant<unpack_q2_K, 84>,
     dot_kquant<unpack_q3_K, 110>,
-    dot_kquant<unpack_q4_K, 144>,
-    dot_kquant<unpack_q5_K, 176>,
+    avx2_dot_q4_K,
+    avx2_dot_q5_K,
     dot_kquant<unpack_q6_K, 210>,
     dot_16bit<false>,
     dot_16bit<true>,
