@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config python3 python3-pip
   libopenblas-dev libpcre2-dev libxxhash-dev nlohmann-json3-dev zlib1g-dev
   libspdlog-dev libcli11-dev libgtest-dev
-  curl
+  curl python3-jinja2
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -49,6 +49,9 @@ mkdir -p models
 ln -sfn "$model" models/SmolLM2-135M-Instruct.Q4_1.gguf
 
 $PY -c "import numpy" 2>/dev/null || pip_install numpy
+# The chat-template tests compare lazyattn's Jinja engine with jinja2 (a python3 other than Debian's,
+# e.g. pyenv's, does not see python3-jinja2).
+$PY -c "import jinja2" 2>/dev/null || pip_install jinja2
 # The server tests drive `lazyattn serve` with the official OpenAI client.
 $PY -c "import openai" 2>/dev/null || pip_install openai
 # ... and parse its /metrics with the Prometheus client's own parser.
