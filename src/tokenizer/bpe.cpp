@@ -13,7 +13,17 @@ namespace lazyattn::tokenizer {
 using namespace text;  // core/utf8.h, core/byte_unicode.h
 namespace {
 
-constexpr char kKeySeparator = '\n';
+// A pair's key is the left symbol's length, then both texts: unambiguous even when symbols hold
+// raw newlines (SentencePiece-style vocabularies such as Gemma 4's are not byte-mapped).
+std::string pair_key(std::string_view left, std::string_view right) {
+    std::string key;
+    key.reserve(sizeof(uint32_t) + left.size() + right.size());
+    const auto length = static_cast<uint32_t>(left.size());
+    key.append(reinterpret_cast<const char*>(&length), sizeof(length));
+    key.append(left);
+    key.append(right);
+    return key;
+}
 
 struct Symbol {
     size_t start;
@@ -57,24 +67,16 @@ BpeMerges BpeMerges::build(const std::vector<std::string>& merges) {
     for (size_t i = 0; i < merges.size(); ++i) {
         const std::string& line = merges[i];
         const size_t space = line.find(' ', 1);
-        std::string key;
-        if (space != std::string::npos) {
-            key = line.substr(0, space) + kKeySeparator + line.substr(space + 1);
-        } else {
-            key = std::string(1, kKeySeparator);
-        }
+        const std::string_view text(line);
+        std::string key =
+            space != std::string::npos ? pair_key(text.substr(0, space), text.substr(space + 1)) : pair_key({}, {});
         table.ranks_.emplace(std::move(key), static_cast<int>(i));
     }
     return table;
 }
 
 int BpeMerges::rank(std::string_view left, std::string_view right) const {
-    std::string key;
-    key.reserve(left.size() + right.size() + 1);
-    key.append(left);
-    key.push_back(kKeySeparator);
-    key.append(right);
-    const auto it = ranks_.find(std::string_view(key));
+    const auto it = ranks_.find(std::string_view(pair_key(left, right)));
     return it == ranks_.end() ? -1 : it->second;
 }
 

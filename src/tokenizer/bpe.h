@@ -33,7 +33,7 @@ private:
         size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
     };
 
-    // Keyed by left + '\n' + right: byte-mapped symbols never contain a raw newline.
+    // Keyed by pair_key(left, right) (bpe.cpp).
     std::unordered_map<std::string, int, StringHash, std::equal_to<>> ranks_;
 };
 

@@ -38,6 +38,20 @@ std::string decode_byte_text(const std::string& text) {
     return out;
 }
 
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t pos = 0;;) {
+        const size_t hit = text.find(from, pos);
+        out.append(text.substr(pos, hit - pos));
+        if (hit == std::string_view::npos) return out;
+        out.append(to);
+        pos = hit + from.size();
+    }
+}
+
 // "<0xAB>" -> "\xAB" for tokens of type byte.
 std::string byte_token_piece(const std::string& text) {
     if (text.size() < 5) return {};
@@ -47,22 +61,27 @@ std::string byte_token_piece(const std::string& text) {
 
 }  // namespace
 
-Expected<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const VocabData& data) {
-    LA_ASSIGN_OR_RETURN(const PreTokenizerInfo info, lookup_pre_tokenizer(data.pre));
+Expected<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const VocabData& data, std::string_view pre_type) {
+    const std::string_view pre_name = pre_type.empty() ? std::string_view(data.pre) : pre_type;
+    LA_ASSIGN_OR_RETURN(const PreTokenizerInfo info, lookup_pre_tokenizer(pre_name));
     LA_ASSIGN_OR_RETURN(PreTokenizer pre, PreTokenizer::create(info.kind));
-    if (data.merges.empty()) return corrupt("byte-level BPE vocabulary has no tokenizer.ggml.merges");
-    LA_ASSIGN_OR_RETURN(Vocab vocab, Vocab::build(data, info.add_bos));
+    if (data.merges.empty()) return corrupt("BPE vocabulary has no tokenizer.ggml.merges");
+    LA_ASSIGN_OR_RETURN(Vocab vocab, Vocab::build(data, info.add_bos, /*force_add_bos=*/info.spm_style));
     std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer(std::move(vocab), std::move(pre), BpeMerges::build(data.merges),
-                                                       info.ignore_merges, data.pre.empty() ? "default" : data.pre));
+                                                       info, pre_name.empty() ? "default" : std::string(pre_name),
+                                                       data.model));
     return tok;
 }
 
-BpeTokenizer::BpeTokenizer(Vocab vocab, PreTokenizer pre, BpeMerges merges, bool ignore_merges, std::string pre_type)
+BpeTokenizer::BpeTokenizer(Vocab vocab, PreTokenizer pre, BpeMerges merges, const PreTokenizerInfo& info,
+                           std::string pre_type, std::string model_type)
     : vocab_(std::move(vocab)),
       pre_(std::move(pre)),
       merges_(std::move(merges)),
-      ignore_merges_(ignore_merges),
-      pre_type_(std::move(pre_type)) {
+      ignore_merges_(info.ignore_merges),
+      spm_style_(info.spm_style),
+      pre_type_(std::move(pre_type)),
+      model_type_(std::move(model_type)) {
     pieces_.reserve(vocab_.size());
     for (TokenId id = 0; id < vocab_.size(); ++id) pieces_.push_back(compute_piece(id));
 }
@@ -71,7 +90,7 @@ std::string BpeTokenizer::compute_piece(TokenId id) const {
     const uint32_t attr = vocab_.attr(id);
     const std::string& text = vocab_.text(id);
     if (attr & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return text;
-    if (attr & kAttrNormal) return decode_byte_text(text);
+    if (attr & kAttrNormal) return spm_style_ ? replace_all(text, kSpaceMark, " ") : decode_byte_text(text);
     if (attr & kAttrByte) return byte_token_piece(text);
     return {};  // unused and undefined tokens render as nothing, as in llama.cpp
 }
@@ -93,11 +112,17 @@ std::vector<TokenId> BpeTokenizer::encode(std::string_view text, bool add_specia
 }
 
 void BpeTokenizer::encode_text(std::string_view text, std::vector<TokenId>& out) const {
+    if (spm_style_) {
+        for (const std::string& piece : pre_.split(replace_all(text, " ", kSpaceMark))) encode_word(piece, out);
+        return;
+    }
     for (const std::string& piece : pre_.split(text)) encode_word(bytes_to_unicode(piece), out);
 }
 
 void BpeTokenizer::encode_word(const std::string& word, std::vector<TokenId>& out) const {
-    if (ignore_merges_) {
+    // Gemma 4's newline runs are tokens that no merge chain builds (llama.cpp PR 21343).
+    const bool whole_newline_run = spm_style_ && word.find_first_not_of('\n') == std::string::npos;
+    if (ignore_merges_ || whole_newline_run) {
         if (const auto id = vocab_.find(word)) {
             out.push_back(*id);
             return;
@@ -128,13 +153,20 @@ std::vector<TokenId> BpeTokenizer::merge_word(const std::string& word) const {
             ids.push_back(*id);
             continue;
         }
-        // llama.cpp looks each byte of the symbol up as a one-byte token text; in a byte-level
-        // vocabulary only ASCII symbols can match, anything else is dropped.
+        // llama.cpp looks each byte of the symbol up as a byte token (in a byte-level vocabulary
+        // only ASCII symbols can match); bytes without one are dropped.
         for (const char c : symbol) {
-            if (const auto id = vocab_.find(std::string_view(&c, 1))) ids.push_back(*id);
+            if (const auto id = byte_token(static_cast<uint8_t>(c))) ids.push_back(*id);
         }
     }
     return ids;
+}
+
+std::optional<TokenId> BpeTokenizer::byte_token(uint8_t byte) const {
+    if (!spm_style_) return vocab_.find(std::string_view(reinterpret_cast<const char*>(&byte), 1));
+    char text[7];
+    std::snprintf(text, sizeof(text), "<0x%02X>", static_cast<unsigned>(byte));
+    return vocab_.find(text);
 }
 
 std::string BpeTokenizer::token_to_piece(TokenId id, bool render_special) const {

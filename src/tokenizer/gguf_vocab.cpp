@@ -52,6 +52,8 @@ Expected<VocabData> read_vocab_data(const loader::GgufFile& f) {
     LA_RETURN_IF_ERROR(read_special_ids(f, d));
     LA_RETURN_IF_ERROR(take_optional(f.get_bool("tokenizer.ggml.add_bos_token"), d.add_bos));
     LA_RETURN_IF_ERROR(take_optional(f.get_bool("tokenizer.ggml.add_eos_token"), d.add_eos));
+    LA_RETURN_IF_ERROR(take_optional(f.get_bool("tokenizer.ggml.add_space_prefix"), d.add_space_prefix));
+    LA_RETURN_IF_ERROR(take_optional(f.get_string("general.name"), d.name));
     return d;
 }
 

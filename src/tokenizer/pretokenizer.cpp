@@ -29,12 +29,16 @@ constexpr std::string_view kLettersSince14 =
     "\\x{1E4D0}-\\x{1E4EB}\\x{2B739}\\x{2EBF0}-\\x{2EE5D}\\x{31350}-\\x{323AF}";
 constexpr std::string_view kNumbersSince14 = "\\x{11F50}-\\x{11F59}\\x{1D2C0}-\\x{1D2D3}\\x{1E4F0}-\\x{1E4F9}";
 constexpr std::string_view kPunctuationSince14 = "\\x{11B00}-\\x{11B09}\\x{11F43}-\\x{11F4F}";
+constexpr std::string_view kMarksSince14 =
+    "\\x{CF3}\\x{ECE}\\x{10EFD}-\\x{10EFF}\\x{11241}\\x{11F00}-\\x{11F01}\\x{11F03}\\x{11F34}-\\x{11F3A}"
+    "\\x{11F3E}-\\x{11F42}\\x{13440}\\x{13447}-\\x{13455}\\x{1E08F}\\x{1E4EC}-\\x{1E4EF}";
 
 // The class body for "\p{X}" with llama.cpp's Unicode 15.1 additions; empty for other properties.
 std::string category_class_body(std::string_view property) {
     if (property == "L") return "\\p{L}" + std::string(kLettersSince14);
     if (property == "N") return "\\p{N}" + std::string(kNumbersSince14);
     if (property == "P") return "\\p{P}" + std::string(kPunctuationSince14);
+    if (property == "M") return "\\p{M}" + std::string(kMarksSince14);
     return {};
 }
 
@@ -45,6 +49,10 @@ constexpr std::string_view kLlama3Rule =
 constexpr std::string_view kQwen2Rule =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// Qwen2's rule with combining marks (\p{M}) kept inside letter runs.
+constexpr std::string_view kQwen35Rule =
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|"
+    "\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 // CJK ideographs, the blocks below them and Hangul, as "[一-龥ࠀ-一가-퟿]+" in llama.cpp.
 constexpr std::string_view kDeepseekCjkRule = "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+";
 
@@ -58,6 +66,10 @@ std::vector<std::string_view> rules_for(PreTokenizerKind kind) {
             return {kLlama3Rule};
         case PreTokenizerKind::kQwen2:
             return {kQwen2Rule};
+        case PreTokenizerKind::kQwen35:
+            return {kQwen35Rule};
+        case PreTokenizerKind::kGemma4:
+            return {"[^\\n]+|[\\n]+"};
         case PreTokenizerKind::kStarcoder:
             return {"\\p{N}", kGpt2Rule};
         case PreTokenizerKind::kFalcon:
@@ -84,6 +96,7 @@ constexpr NamedPreTokenizer kPreTokenizers[] = {
     {"pixtral", {PreTokenizerKind::kLlama3, true, true}},
     {"midm-2.0", {PreTokenizerKind::kLlama3, true, true}},
     {"lfm2", {PreTokenizerKind::kLlama3, true, true}},
+    {"jina-v5-nano", {PreTokenizerKind::kLlama3, true, true}},
     {"dbrx", {PreTokenizerKind::kLlama3, false, false}},
     {"smaug-bpe", {PreTokenizerKind::kLlama3, false, false}},
     {"gpt-2", {PreTokenizerKind::kGpt2, false, false}},
@@ -98,6 +111,11 @@ constexpr NamedPreTokenizer kPreTokenizers[] = {
     {"deepseek-r1-qwen", {PreTokenizerKind::kQwen2, false, false}},
     {"stablelm2", {PreTokenizerKind::kQwen2, false, false}},
     {"megrez", {PreTokenizerKind::kQwen2, false, false}},
+    {"kormo", {PreTokenizerKind::kQwen2, false, false}},
+    {"f2llmv2", {PreTokenizerKind::kQwen2, false, false}},
+    {"qwen35", {PreTokenizerKind::kQwen35, false, false}},
+    // Gemma 4 (tokenizer model "gemma4"): SentencePiece-style BPE, BOS always added.
+    {"gemma4", {PreTokenizerKind::kGemma4, false, true, true}},
     {"starcoder", {PreTokenizerKind::kStarcoder, false, false}},
     {"smollm", {PreTokenizerKind::kStarcoder, false, false}},
     {"refact", {PreTokenizerKind::kStarcoder, false, false}},

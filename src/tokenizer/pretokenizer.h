@@ -24,9 +24,11 @@ enum class PreTokenizerKind {
     kGpt2,           // "gpt-2", "gpt2", "phi-2", "mpt", "olmo", ...
     kLlama3,         // "llama3", "llama-bpe", "dbrx", "smaug-bpe", ...: numbers in groups of 1-3
     kQwen2,          // "qwen2", "stablelm2", "deepseek-r1-qwen", "megrez": single digits
+    kQwen35,         // "qwen35": as qwen2, with combining marks kept in letter runs
     kStarcoder,      // "starcoder", "smollm", "refact", "command-r", ...: single digits, then GPT-2
     kFalcon,         // "falcon"
     kDeepseekCoder,  // "deepseek-coder"
+    kGemma4,         // "gemma4": only newline runs are split off (SentencePiece-style BPE)
 };
 
 // What a tokenizer.ggml.pre name implies, as llama.cpp's vocabulary loader sets it.
@@ -34,6 +36,9 @@ struct PreTokenizerInfo {
     PreTokenizerKind kind = PreTokenizerKind::kDefault;
     bool ignore_merges = false;  // a word that is itself a token is not split by BPE
     bool add_bos = false;        // default for tokenizer.ggml.add_bos_token when it is absent
+    // SentencePiece-style BPE (Gemma 4): symbols are raw UTF-8 with spaces spelled U+2581, bytes
+    // without a token fall back to "<0xXX>" tokens, and BOS is added whatever the metadata says.
+    bool spm_style = false;
 };
 
 // kUnsupported naming the type when it is not one lazyattn implements.
@@ -58,7 +63,7 @@ private:
 };
 
 // Rewrites an expression in llama.cpp's dialect for PCRE2: "\s" and "\S" become explicit classes of
-// llama.cpp's whitespace set, "\p{L}", "\p{N}" and "\p{P}" gain the code points Unicode 15.1 added
+// llama.cpp's whitespace set, "\p{L}", "\p{N}", "\p{P}" and "\p{M}" gain the code points Unicode 15.1 added
 // (llama.cpp's tables are 15.1, PCRE2 10.42's are 14.0), and an unescaped '$' outside a class
 // becomes "\z" (ECMAScript's '$' without multiline). Exposed for tests.
 std::string pcre2_pattern_from_llama(std::string_view pattern);

@@ -1,7 +1,8 @@
-// Tokenizer: byte-level BPE (GGUF tokenizer model "gpt2") built from a GGUF vocabulary, with the
-// pre-tokenizer split rules of the common pre-tokenizer types, special/control tokens and the
-// BOS/EOS rules from metadata. Semantics follow llama.cpp's llama_tokenize/llama_token_to_piece
-// so token ids match it exactly.
+// Tokenizer: built from a GGUF vocabulary by its tokenizer model: byte-level BPE ("gpt2") with the
+// pre-tokenizer split rules of the common pre-tokenizer types, SentencePiece BPE ("llama") and
+// SentencePiece-style BPE with a merge table ("gemma4"); special/control tokens and the BOS/EOS
+// rules from metadata. Semantics follow llama.cpp's llama_tokenize/llama_token_to_piece so token
+// ids match it exactly.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +38,8 @@ enum class TokenType : int32_t {
 class Tokenizer {
 public:
     virtual ~Tokenizer() = default;
-    // kUnsupported naming the tokenizer model unless it is "gpt2" (byte-level BPE), or naming the
-    // pre-tokenizer type when that is not implemented.
+    // kUnsupported naming the tokenizer model unless it is "gpt2", "llama" or "gemma4", or naming
+    // the pre-tokenizer type when that is not implemented; kCorrupt for inconsistent tables.
     static Expected<std::unique_ptr<Tokenizer>> from_gguf(const loader::GgufFile& file);
     // The same from metadata already read (tests build vocabularies by hand).
     static Expected<std::unique_ptr<Tokenizer>> from_vocab(const VocabData& data);
@@ -59,7 +60,8 @@ public:
     // End of generation: EOS, EOT, <|im_end|>, <|eot_id|> and the like.
     virtual bool is_end_of_generation(TokenId id) const = 0;
     virtual std::optional<TokenId> find_token(std::string_view text) const = 0;
-    virtual std::string pre_type() const = 0;  // tokenizer.ggml.pre
+    virtual std::string pre_type() const = 0;    // tokenizer.ggml.pre, as applied
+    virtual std::string model_type() const = 0;  // tokenizer.ggml.model: "gpt2", "llama", "gemma4"
 };
 
 // Turns a stream of token ids into text, holding back the bytes of a UTF-8 character split

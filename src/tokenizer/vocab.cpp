@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 namespace lazyattn::tokenizer {
 namespace {
@@ -92,17 +93,43 @@ bool is_eog_text(std::string_view t) {
                        "[e~["});
 }
 
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
 }  // namespace
 
-Expected<Vocab> Vocab::build(const VocabData& data, bool default_add_bos) {
+std::optional<uint8_t> byte_of_token_text(std::string_view text) {
+    if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return std::nullopt;
+    const int high = hex_digit(text[3]);
+    const int low = hex_digit(text[4]);
+    if (high < 0 || low < 0) return std::nullopt;
+    return static_cast<uint8_t>(high * 16 + low);
+}
+
+Expected<Vocab> Vocab::build(const VocabData& data, bool default_add_bos, bool force_add_bos) {
     Vocab v;
     LA_RETURN_IF_ERROR(v.load_tokens(data));
     v.load_special_ids(data);
-    v.add_bos_ = data.add_bos.value_or(default_add_bos);
+    v.add_bos_ = force_add_bos || data.add_bos.value_or(default_add_bos);
     v.add_eos_ = data.add_eos.value_or(false);
+    // llama.cpp would abort on the first encode; refuse the file at load instead.
+    if (v.add_bos_ && v.special_.bos < 0) {
+        return corrupt(
+            "the vocabulary adds a BOS token but has none (tokenizer.ggml.bos_token_id missing or out of range)");
+    }
+    if (v.add_eos_ && v.special_.eos < 0) {
+        return corrupt(
+            "the vocabulary adds an EOS token but has none (tokenizer.ggml.eos_token_id missing or out of range)");
+    }
     v.detect_special_tokens_by_text();
     v.build_eog_set();
+    v.demote_plain_end_of_sentence();
     v.build_special_token_order();
+    v.set_attributes_by_model_name(data.name);
     return v;
 }
 
@@ -137,8 +164,15 @@ Status Vocab::load_tokens(const VocabData& data) {
 }
 
 void Vocab::load_special_ids(const VocabData& data) {
-    // llama.cpp's defaults for byte-level BPE vocabularies; out-of-range defaults are dropped.
+    // llama.cpp's defaults for byte-level BPE and SentencePiece vocabularies; out-of-range
+    // defaults are dropped.
     if (data.model == "gpt2") special_.bos = special_.eos = 11;
+    if (data.model == "llama") {
+        special_.bos = 1;
+        special_.eos = 2;
+        special_.unk = 0;
+    }
+    if (!contains(special_.unk)) special_.unk = -1;
     if (!contains(special_.bos)) special_.bos = -1;
     if (!contains(special_.eos)) special_.eos = -1;
 
@@ -201,6 +235,29 @@ void Vocab::build_eog_set() {
     std::sort(eog.begin(), eog.end());
     eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
     eog_ids_ = std::move(eog);
+}
+
+void Vocab::demote_plain_end_of_sentence() {
+    // Gemma 4's "</s>" is ordinary text, not an end marker; llama.cpp recognises such a
+    // vocabulary by its "<|tool_response>" end token and makes "</s>" a normal token again.
+    const auto marker = find("<|tool_response>");
+    const auto eos_text = find("</s>");
+    if (!marker || !eos_text || !is_eog(*marker) || !is_eog(*eos_text)) return;
+    eog_ids_.erase(std::find(eog_ids_.begin(), eog_ids_.end(), *eos_text));
+    attrs_[*eos_text] = kAttrNormal;
+}
+
+void Vocab::set_attributes_by_model_name(const std::string& name) {
+    // The GGUF has no per-token strip flags; llama.cpp sets Phi-3's by model name: every special
+    // token eats the whitespace after it, except <unk>, <s> and <|endoftext|>.
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lower.find("phi-3") == std::string::npos && lower.find("phi3") == std::string::npos) return;
+    for (const TokenId id : special_tokens_) attrs_[id] |= kAttrRstrip;
+    if (const auto id = find("</s>")) attrs_[*id] |= kAttrRstrip;
+    for (const char* text : {"<unk>", "<s>", "<|endoftext|>"}) {
+        if (const auto id = find(text)) attrs_[*id] &= ~kAttrRstrip;
+    }
 }
 
 void Vocab::build_special_token_order() {

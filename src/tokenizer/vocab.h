@@ -32,8 +32,9 @@ enum TokenAttr : uint32_t {
 
 // The tokenizer part of a GGUF file's metadata (tokenizer.ggml.*), unvalidated.
 struct VocabData {
-    std::string model;                 // tokenizer.ggml.model: "gpt2", "llama", ...
+    std::string model;                 // tokenizer.ggml.model: "gpt2", "llama", "gemma4", ...
     std::string pre;                   // tokenizer.ggml.pre; empty when absent
+    std::string name;                  // general.name: llama.cpp sets some token attributes by it
     std::vector<std::string> tokens;   // tokenizer.ggml.tokens
     std::vector<int64_t> token_types;  // tokenizer.ggml.token_type (TokenType); empty: all normal
     std::vector<double> scores;        // tokenizer.ggml.scores; empty: all 0
@@ -41,6 +42,7 @@ struct VocabData {
     std::optional<int64_t> bos_id, eos_id, eot_id, eom_id, unk_id, sep_id, pad_id;
     std::optional<int64_t> fim_pre_id, fim_suf_id, fim_mid_id, fim_pad_id, fim_rep_id, fim_sep_id;
     std::optional<bool> add_bos, add_eos;  // tokenizer.ggml.add_bos_token / add_eos_token
+    std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix (SentencePiece)
 };
 
 // Special token ids; -1 where the vocabulary has none.
@@ -49,11 +51,16 @@ struct SpecialTokenIds {
     TokenId fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
 };
 
+// The byte a SentencePiece byte token's text "<0xAB>" stands for; nullopt for any other text.
+std::optional<uint8_t> byte_of_token_text(std::string_view text);
+
 class Vocab {
 public:
     // `default_add_bos` is the pre-tokenizer type's default, which tokenizer.ggml.add_bos_token
-    // overrides. kCorrupt for inconsistent tables (duplicate tokens, short type/score arrays).
-    static Expected<Vocab> build(const VocabData& data, bool default_add_bos);
+    // overrides unless `force_add_bos` (llama.cpp's Gemma 4 workaround). kCorrupt for inconsistent
+    // tables (duplicate tokens, short type/score arrays) and for a BOS/EOS that must be added but
+    // has no valid id.
+    static Expected<Vocab> build(const VocabData& data, bool default_add_bos, bool force_add_bos = false);
 
     int32_t size() const { return static_cast<int32_t>(texts_.size()); }
     bool contains(TokenId id) const { return id >= 0 && id < size(); }
@@ -81,7 +88,9 @@ private:
     void load_special_ids(const VocabData& data);
     void detect_special_tokens_by_text();
     void build_eog_set();
+    void demote_plain_end_of_sentence();
     void build_special_token_order();
+    void set_attributes_by_model_name(const std::string& name);
 
     std::vector<std::string> texts_;
     std::vector<uint32_t> attrs_;

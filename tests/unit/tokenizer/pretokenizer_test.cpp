@@ -36,9 +36,9 @@ TEST(PreTokenizer, LooksUpTypesAndFlags) {
 }
 
 TEST(PreTokenizer, EveryKindCompiles) {
-    for (const auto kind :
-         {PreTokenizerKind::kDefault, PreTokenizerKind::kGpt2, PreTokenizerKind::kLlama3, PreTokenizerKind::kQwen2,
-          PreTokenizerKind::kStarcoder, PreTokenizerKind::kFalcon, PreTokenizerKind::kDeepseekCoder}) {
+    for (const auto kind : {PreTokenizerKind::kDefault, PreTokenizerKind::kGpt2, PreTokenizerKind::kLlama3,
+                            PreTokenizerKind::kQwen2, PreTokenizerKind::kStarcoder, PreTokenizerKind::kFalcon,
+                            PreTokenizerKind::kDeepseekCoder, PreTokenizerKind::kQwen35, PreTokenizerKind::kGemma4}) {
         auto pre = PreTokenizer::create(kind);
         ASSERT_TRUE(pre.ok()) << pre.status().to_string();
         EXPECT_EQ(pre->split("Hello, world 123!\n"), pre->split("Hello, world 123!\n"));
@@ -51,6 +51,7 @@ TEST(PreTokenizer, RewritesWhitespaceForPcre2) {
     // Categories gain what Unicode 15.1 added, inside or outside a class.
     EXPECT_EQ(pcre2_pattern_from_llama("\\p{N}+").rfind("[\\p{N}\\x{11F50}-", 0), 0u);
     EXPECT_NE(pcre2_pattern_from_llama("[^\\p{L}]").find("\\x{31350}-\\x{323AF}]"), std::string::npos);
+    EXPECT_NE(pcre2_pattern_from_llama("\\p{M}").find("\\x{1E4EC}-\\x{1E4EF}]"), std::string::npos);
     EXPECT_EQ(pcre2_pattern_from_llama("\\s+$"), "[\\t-\\r\\x{85}\\p{Z}]+\\z");
     EXPECT_EQ(pcre2_pattern_from_llama("[$]\\$"), "[$]\\$");
 }
@@ -89,6 +90,27 @@ TEST(PreTokenizer, Llama3) {
 TEST(PreTokenizer, Qwen2) {
     EXPECT_EQ(split("qwen2", "abc 12345 x"), (Pieces{"abc", " ", "1", "2", "3", "4", "5", " x"}));
     EXPECT_EQ(split("qwen2", "x = 12;\n\treturn"), (Pieces{"x", " =", " ", "1", "2", ";\n", "\treturn"}));
+}
+
+TEST(PreTokenizer, Qwen35KeepsCombiningMarksInWords) {
+    // "e" + U+0301 (combining acute): qwen2 cuts the mark off as punctuation-like, qwen35 keeps it.
+    EXPECT_EQ(split("qwen2", "cafe\u0301 ok"), (Pieces{"cafe", "\u0301", " ok"}));
+    EXPECT_EQ(split("qwen35", "cafe\u0301 ok"), (Pieces{"cafe\u0301", " ok"}));
+    EXPECT_EQ(split("qwen35", "x = 12;"), (Pieces{"x", " =", " ", "1", "2", ";"}));
+    // U+0CF3 became a mark in Unicode 15.0; llama.cpp's tables know it.
+    EXPECT_EQ(split("qwen35", "\u0C95\u0CF3"), (Pieces{"\u0C95\u0CF3"}));
+    auto info = lookup_pre_tokenizer("qwen35");
+    ASSERT_TRUE(info.ok());
+    EXPECT_FALSE(info->add_bos);
+    EXPECT_FALSE(info->spm_style);
+}
+
+TEST(PreTokenizer, Gemma4SplitsOnlyNewlineRuns) {
+    EXPECT_EQ(split("gemma4", "a b, c!\n\nd\n"), (Pieces{"a b, c!", "\n\n", "d", "\n"}));
+    auto info = lookup_pre_tokenizer("gemma4");
+    ASSERT_TRUE(info.ok());
+    EXPECT_TRUE(info->spm_style);
+    EXPECT_TRUE(info->add_bos);
 }
 
 TEST(PreTokenizer, DefaultSplitsPunctuationFirst) {

@@ -28,6 +28,7 @@ public:
     bool is_end_of_generation(TokenId) const override { return false; }
     std::optional<TokenId> find_token(std::string_view) const override { return std::nullopt; }
     std::string pre_type() const override { return "fake"; }
+    std::string model_type() const override { return "fake"; }
 
     static constexpr TokenId kControl = 99;
 
