@@ -266,7 +266,8 @@ Status Scheduler::materialize_copies(SequenceState& s) {
         for (int32_t layer = 0; layer < shape.num_layers; ++layer) {
             for (kv::BlockId b : *copy) {
                 kv_.storage().read_block_keys(layer, b, keys.data());
-                model_.backend().rope_apply({keys.data(), positions.data(), rows, 1, shape.head_dim, model_.rope()});
+                model_.backend().rope_apply(
+                    {keys.data(), positions.data(), rows, 1, shape.head_dim, model_.rope(layer)});
                 kv_.storage().write_block_keys(layer, b, keys.data());
             }
         }

@@ -1,6 +1,8 @@
 // Weights are N(0, sigma) with sigma = 0.5 / sqrt(fan_in) clamped to [0.02, 0.1], so a forward
 // pass through random layers keeps activations of order one; RMSNorm weights are 1 + N(0, 0.02)
-// and qwen2's q/k/v biases N(0, 0.02). Each tensor draws from its own generator seeded by
+// and qwen2's q/k/v biases N(0, 0.02); q/k head norms (qwen3, gemma3) 1 + N(0, 0.1), so that
+// they matter. Gemma's norm weights are written as llama.cpp's converter stores them, with the
+// "1 +" of Gemma's RMSNorm already added. Each tensor draws from its own generator seeded by
 // (seed, tensor name), so adding a tensor never changes the values of another.
 #include "loader/synthetic_model.h"
 
@@ -94,6 +96,7 @@ public:
 
     // sigma <= 0: the fan-in rule of the file comment.
     Status matrix(const std::string& name, int64_t in, int64_t out, float sigma = 0.0f) {
+        if (name == o_.omit_tensor) return {};
         if (sigma <= 0.0f) sigma = std::clamp(0.5f / std::sqrt(static_cast<float>(in)), 0.02f, 0.1f);
         const std::vector<float> v = normal_values(o_.seed, name, in * out, 0.0f, sigma);
         LA_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, quantize(o_.weight_type, v.data(), in * out));
@@ -101,6 +104,7 @@ public:
         return {};
     }
     void vector(const std::string& name, int64_t n, float mean, float sigma) {
+        if (name == o_.omit_tensor) return;
         w_.add_tensor_f32(name, {n}, normal_values(o_.seed, name, n, mean, sigma));
     }
     GgufWriter& writer() { return w_; }
@@ -123,8 +127,26 @@ void add_metadata(GgufWriter& w, const SyntheticModelOptions& o, const Synthetic
     w.add_u32(a + ".attention.head_count", static_cast<uint32_t>(o.num_heads));
     w.add_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(o.num_kv_heads));
     w.add_f32(a + ".rope.freq_base", o.rope_freq_base);
-    w.add_f32(a + ".attention.layer_norm_rms_epsilon", a == "qwen2" ? 1e-6f : 1e-5f);
-    w.add_u32(a + ".rope.dimension_count", static_cast<uint32_t>(o.hidden / o.num_heads));
+    w.add_f32(a + ".attention.layer_norm_rms_epsilon", a == "llama" || a == "phi3" ? 1e-5f : 1e-6f);
+    w.add_u32(a + ".rope.dimension_count", static_cast<uint32_t>(o.effective_head_dim()));
+    if (o.head_dim > 0) {
+        w.add_u32(a + ".attention.key_length", static_cast<uint32_t>(o.head_dim));
+        w.add_u32(a + ".attention.value_length", static_cast<uint32_t>(o.head_dim));
+    }
+    if (a == "gemma3") {
+        // As Gemma 3 4B and larger: the global layers' RoPE is linearly scaled by 8.
+        w.add_string(a + ".rope.scaling.type", "linear");
+        w.add_f32(a + ".rope.scaling.factor", 8.0f);
+        if (o.sliding_window > 0) {
+            w.add_u32(a + ".attention.sliding_window", static_cast<uint32_t>(o.sliding_window));
+            w.add_u32(a + ".attention.sliding_window_pattern", static_cast<uint32_t>(o.sliding_window_pattern));
+        }
+    }
+    if (o.phi3_rope_factors) {
+        w.add_u32(a + ".rope.scaling.original_context_length", static_cast<uint32_t>(o.context_length / 4));
+        w.add_f32(a + ".rope.scaling.attn_factor", 1.19f);
+    }
+    if (o.final_logit_softcap > 0.0f) w.add_f32(a + ".final_logit_softcapping", o.final_logit_softcap);
     w.add_u32(a + ".vocab_size", static_cast<uint32_t>(vocab.tokens.size()));
     w.add_string("tokenizer.ggml.model", "gpt2");
     w.add_string("tokenizer.ggml.pre", "smollm");
@@ -142,35 +164,86 @@ void add_metadata(GgufWriter& w, const SyntheticModelOptions& o, const Synthetic
 
 Status add_layer(ModelBuilder& b, const SyntheticModelOptions& o, int layer) {
     const std::string p = "blk." + std::to_string(layer) + ".";
-    const int64_t head_dim = o.hidden / o.num_heads;
+    const int64_t head_dim = o.effective_head_dim();
     const int64_t q_dim = head_dim * o.num_heads, kv_dim = head_dim * o.num_kv_heads;
+    const bool gemma = o.arch == "gemma3", phi = o.arch == "phi3";
     b.vector(p + "attn_norm.weight", o.hidden, 1.0f, 0.02f);
-    LA_RETURN_IF_ERROR(b.matrix(p + "attn_q.weight", o.hidden, q_dim));
-    LA_RETURN_IF_ERROR(b.matrix(p + "attn_k.weight", o.hidden, kv_dim));
-    LA_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", o.hidden, kv_dim));
+    if (phi) {  // rows: q, then k, then v
+        LA_RETURN_IF_ERROR(b.matrix(p + "attn_qkv.weight", o.hidden, q_dim + 2 * kv_dim));
+    } else {
+        LA_RETURN_IF_ERROR(b.matrix(p + "attn_q.weight", o.hidden, q_dim));
+        LA_RETURN_IF_ERROR(b.matrix(p + "attn_k.weight", o.hidden, kv_dim));
+        LA_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", o.hidden, kv_dim));
+    }
     if (o.arch == "qwen2") {
         b.vector(p + "attn_q.bias", q_dim, 0.0f, 0.02f);
         b.vector(p + "attn_k.bias", kv_dim, 0.0f, 0.02f);
         b.vector(p + "attn_v.bias", kv_dim, 0.0f, 0.02f);
     }
+    if (o.arch == "qwen3" || gemma) {
+        b.vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.1f);
+        b.vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.1f);
+    }
     LA_RETURN_IF_ERROR(b.matrix(p + "attn_output.weight", q_dim, o.hidden));
+    if (gemma) b.vector(p + "post_attention_norm.weight", o.hidden, 1.0f, 0.02f);
     b.vector(p + "ffn_norm.weight", o.hidden, 1.0f, 0.02f);
-    LA_RETURN_IF_ERROR(b.matrix(p + "ffn_gate.weight", o.hidden, o.ffn));
-    LA_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", o.hidden, o.ffn));
+    if (phi) {  // rows: gate, then up
+        LA_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", o.hidden, 2 * int64_t(o.ffn)));
+    } else {
+        LA_RETURN_IF_ERROR(b.matrix(p + "ffn_gate.weight", o.hidden, o.ffn));
+        LA_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", o.hidden, o.ffn));
+    }
     LA_RETURN_IF_ERROR(b.matrix(p + "ffn_down.weight", o.ffn, o.hidden));
+    if (gemma) b.vector(p + "post_ffw_norm.weight", o.hidden, 1.0f, 0.02f);
     return {};
+}
+
+// Llama 3.1's rope_freqs factors (rope_type "llama3": factor 8, low/high frequency factors 1 and 4,
+// original context 8192), computed from the definition for this head size and base.
+std::vector<float> llama3_freq_factors(const SyntheticModelOptions& o) {
+    const int32_t d = o.effective_head_dim();
+    constexpr double kFactor = 8.0, kLow = 1.0, kHigh = 4.0, kOldContext = 8192.0;
+    std::vector<float> f;
+    for (int32_t i = 0; i < d / 2; ++i) {
+        const double freq = std::pow(double(o.rope_freq_base), -2.0 * i / d);
+        const double wavelen = 2.0 * 3.141592653589793 / freq;
+        if (wavelen < kOldContext / kHigh) {
+            f.push_back(1.0f);
+        } else if (wavelen > kOldContext / kLow) {
+            f.push_back(float(kFactor));
+        } else {
+            const double smooth = (kOldContext / wavelen - kLow) / (kHigh - kLow);
+            f.push_back(float(1.0 / ((1.0 - smooth) / kFactor + smooth)));
+        }
+    }
+    return f;
+}
+
+// Phi-3 LongRoPE-style factors: long ones from 1 to ~6, short ones near 1, one per rotated pair.
+void add_phi3_rope_factors(ModelBuilder& b, const SyntheticModelOptions& o) {
+    const int32_t half = o.effective_head_dim() / 2;
+    std::vector<float> long_f(half), short_f(half);
+    for (int32_t i = 0; i < half; ++i) {
+        long_f[i] = 1.0f + 5.0f * float(i) / float(std::max(1, half - 1));
+        short_f[i] = 1.0f + 0.05f * float(i % 3);
+    }
+    b.writer().add_tensor_f32("rope_factors_long.weight", {half}, long_f);
+    b.writer().add_tensor_f32("rope_factors_short.weight", {half}, short_f);
 }
 
 }  // namespace
 
 Status SyntheticModelOptions::validate() const {
-    if (arch != "llama" && arch != "qwen2") {
-        return invalid_argument("synthetic model arch '" + arch + "' (expected llama or qwen2)");
+    if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma3" && arch != "phi3") {
+        return invalid_argument("synthetic model arch '" + arch + "' (expected llama, qwen2, qwen3, gemma3 or phi3)");
+    }
+    if (head_dim < 0 || (head_dim > 0 && head_dim % 2 != 0) || sliding_window < 0 || sliding_window_pattern < 0) {
+        return invalid_argument("synthetic model head_dim must be even, sliding window sizes non-negative");
     }
     if (num_layers <= 0 || hidden <= 0 || num_heads <= 0 || num_kv_heads <= 0 || ffn <= 0 || context_length <= 0) {
         return invalid_argument("synthetic model sizes must be positive");
     }
-    if (hidden % num_heads != 0 || (hidden / num_heads) % 2 != 0) {
+    if (head_dim == 0 && (hidden % num_heads != 0 || (hidden / num_heads) % 2 != 0)) {
         return invalid_argument("hidden " + std::to_string(hidden) + " / heads " + std::to_string(num_heads) +
                                 " must give an even head_dim");
     }
@@ -198,9 +271,9 @@ Status SyntheticModelOptions::validate() const {
                                     ggml_type_name(weight_type));
     }
     const int64_t block = ggml_type_traits(weight_type).block_size;
-    if (hidden % block != 0 || ffn % block != 0) {
+    if (hidden % block != 0 || ffn % block != 0 || (int64_t(effective_head_dim()) * num_heads) % block != 0) {
         return invalid_argument(std::string("weight type ") + ggml_type_name(weight_type) +
-                                " needs hidden and ffn to be multiples of its block size");
+                                " needs hidden, ffn and heads * head_dim to be multiples of its block size");
     }
     if (!(rope_freq_base > 0.0f)) return invalid_argument("rope_freq_base must be positive");
     return {};
@@ -216,6 +289,10 @@ Status write_synthetic_model(const std::string& path, const SyntheticModelOption
     LA_RETURN_IF_ERROR(b.matrix("token_embd.weight", o.hidden, vocab_size, 0.1f));
     b.vector("output_norm.weight", o.hidden, 1.0f, 0.02f);
     if (!o.tied_embeddings) LA_RETURN_IF_ERROR(b.matrix("output.weight", o.hidden, vocab_size));
+    if (o.llama3_rope_freqs) {
+        b.writer().add_tensor_f32("rope_freqs.weight", {o.effective_head_dim() / 2}, llama3_freq_factors(o));
+    }
+    if (o.phi3_rope_factors) add_phi3_rope_factors(b, o);
     for (int layer = 0; layer < o.num_layers; ++layer) LA_RETURN_IF_ERROR(add_layer(b, o, layer));
     return b.writer().write(path);
 }

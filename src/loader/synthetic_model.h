@@ -1,5 +1,5 @@
-// Synthetic GGUF models: a complete llama/qwen2 file (metadata, tokenizer, weights) of any small
-// size, with deterministic random weights, so the loader, tokenizer, model and engine can be
+// Synthetic GGUF models: a complete llama/qwen2/qwen3/gemma3/phi3 file (metadata, tokenizer,
+// weights, laid out and named as llama.cpp's converter writes them) of any small size, with deterministic random weights, so the loader, tokenizer, model and engine can be
 // tested end to end in milliseconds. Same options and seed give byte-identical files.
 #pragma once
 
@@ -12,7 +12,9 @@
 namespace lazyattn::loader {
 
 struct SyntheticModelOptions {
-    std::string arch = "llama";  // "llama" (interleaved RoPE) or "qwen2" (neox, qkv bias)
+    // "llama" (interleaved RoPE), "qwen2" (neox, qkv bias), "qwen3" (q/k head norms), "gemma3"
+    // (q/k norms, post norms, GeGLU, sliding windows), "phi3" (fused qkv and gate/up).
+    std::string arch = "llama";
     int32_t num_layers = 2;
     int32_t hidden = 64;
     int32_t num_heads = 4;
@@ -26,6 +28,20 @@ struct SyntheticModelOptions {
     GgmlType weight_type = GgmlType::kF32;
     bool tied_embeddings = true;  // false: also write output.weight
     float rope_freq_base = 10000.0f;
+    int32_t head_dim = 0;  // attention.key_length; 0: hidden / heads (not written)
+    // gemma3: attention.sliding_window (0: not written, every layer global) and the pattern (every
+    // pattern-th layer global).
+    int32_t sliding_window = 0;
+    int32_t sliding_window_pattern = 6;
+    // llama: a rope_freqs tensor of Llama-3.1-style factors (rope_type "llama3", factor 8).
+    bool llama3_rope_freqs = false;
+    // phi3: rope_factors_long/short tensors, rope.scaling.attn_factor, and an original context of
+    // context_length / 4 (so the long factors are the ones in use).
+    bool phi3_rope_factors = false;
+    float final_logit_softcap = 0.0f;  // written when > 0
+    std::string omit_tensor;           // a tensor left out (tests of the loader's refusal)
+
+    int32_t effective_head_dim() const { return head_dim > 0 ? head_dim : hidden / num_heads; }
 
     Status validate() const;
 };

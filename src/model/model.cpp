@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -16,7 +17,9 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, backend::B
     LA_RETURN_IF_ERROR(m->config_.validate());
     LA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_, options));
     m->prepare_weights();
-    m->init_rope();
+    const ModelConfig& c = m->config_;
+    init_rope(c.rope, c.context_length, &m->rope_global_);
+    if (c.sliding_window > 0) init_rope(c.rope_local, c.context_length, &m->rope_local_);
     return m;
 }
 
@@ -42,32 +45,31 @@ void Model::prepare_weights() {
     }
 }
 
-void Model::init_rope() {
-    const RopeConfig& rc = config_.rope;
+void Model::init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* out) {
     const int32_t half = rc.num_rotary_dims / 2;
-    inv_freq_.resize(half);
+    out->inv_freq.resize(half);
     for (int32_t i = 0; i < half; ++i) {
         double f = std::pow(double(rc.freq_base), -2.0 * i / double(rc.num_rotary_dims));
         if (!rc.freq_factors.empty()) f /= rc.freq_factors[i];
-        inv_freq_[i] = float(f);
+        out->inv_freq[i] = float(f);
     }
     // Angles are computed in double from the float frequencies, so table and direct computation
     // (used past the table's end) agree exactly.
-    const int32_t num_positions = config_.context_length;
-    cos_sin_table_.resize(int64_t(num_positions) * half * 2);
+    out->cos_sin_table.resize(int64_t(num_positions) * half * 2);
     for (int32_t p = 0; p < num_positions; ++p) {
         for (int32_t i = 0; i < half; ++i) {
-            const double angle = double(p) * rc.linear_scale * double(inv_freq_[i]);
-            cos_sin_table_[(int64_t(p) * half + i) * 2] = float(std::cos(angle));
-            cos_sin_table_[(int64_t(p) * half + i) * 2 + 1] = float(std::sin(angle));
+            const double angle = double(p) * rc.linear_scale * double(out->inv_freq[i]);
+            out->cos_sin_table[(int64_t(p) * half + i) * 2] = float(std::cos(angle));
+            out->cos_sin_table[(int64_t(p) * half + i) * 2 + 1] = float(std::sin(angle));
         }
     }
-    rope_.inv_freq = inv_freq_.data();
-    rope_.rotary_dims = rc.num_rotary_dims;
-    rope_.neox = rc.pairing == RopePairing::kNeox;
-    rope_.position_scale = rc.linear_scale;
-    rope_.cos_sin_table = cos_sin_table_.data();
-    rope_.table_positions = num_positions;
+    kernels::RopeParams& r = out->params;
+    r.inv_freq = out->inv_freq.data();
+    r.rotary_dims = rc.num_rotary_dims;
+    r.neox = rc.pairing == RopePairing::kNeox;
+    r.position_scale = rc.linear_scale;
+    r.cos_sin_table = out->cos_sin_table.data();
+    r.table_positions = num_positions;
 }
 
 Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<float>* logits) {
@@ -79,10 +81,9 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
     LA_RETURN_IF_ERROR(batch.validate(shape.num_blocks, shape.block_size, config_.vocab_size));
     const int32_t n = batch.num_rows();
     const int64_t hidden = config_.hidden_dim;
-    const int64_t q_dim = int64_t(config_.num_heads) * config_.head_dim;
-    const int64_t kv_dim = int64_t(config_.num_kv_heads) * config_.head_dim;
+    const int64_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
     x_.resize(n * hidden);
-    h_.resize(n * std::max<int64_t>(hidden, config_.ffn_dim));
+    h_.resize(n * std::max({hidden, int64_t(config_.ffn_dim), q_dim}));
     q_.resize(n * q_dim);
     attn_.resize(n * q_dim);
     k_.resize(n * kv_dim);
@@ -91,6 +92,9 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
     up_.resize(n * config_.ffn_dim);
 
     for (int32_t r = 0; r < n; ++r) weights_.token_embd.row(batch.token_ids[r], x_.data() + r * hidden);
+    if (config_.embedding_scale != 1.0f) {
+        for (float& v : x_) v *= config_.embedding_scale;
+    }
     for (int32_t l = 0; l < config_.num_layers; ++l) run_layer(l, batch, kv, n);
 
     // Final norm and LM head, only for the rows whose logits are wanted.
@@ -106,20 +110,35 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
     if (num_out > 0) {
         backend_->matmul(weights_.output().params(normed_.data(), logits->data(), num_out));
     }
+    if (const float cap = config_.final_logit_softcap; cap > 0.0f) {
+        for (float& v : *logits) v = cap * std::tanh(v / cap);
+    }
     return {};
 }
 
 void Model::run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n) {
+    run_attention(layer, batch, kv, n);
+    run_ffn(layer, n);
+}
+
+// x += [post_norm](W_o attention(rope(norm_q(W_q h)), rope(norm_k(W_k h)), W_v h)), h = norm(x).
+void Model::run_attention(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n) {
     const LayerWeights& w = weights_.layers[layer];
-    const int64_t hidden = config_.hidden_dim;
+    const ModelConfig& c = config_;
+    const int64_t hidden = c.hidden_dim;
+    const kernels::RopeParams& rope = this->rope(layer);
     backend::Backend& be = *backend_;
 
-    be.rmsnorm(x_.data(), w.attn_norm.data(), h_.data(), n, hidden, config_.norm_eps);
+    be.rmsnorm(x_.data(), w.attn_norm.data(), h_.data(), n, hidden, c.norm_eps);
     const kernels::MatmulParams qkv[] = {w.wq.params(h_.data(), q_.data(), n), w.wk.params(h_.data(), k_.data(), n),
                                          w.wv.params(h_.data(), v_.data(), n)};
     be.matmuls(qkv, 3);
+    if (!w.q_norm.empty()) {  // one RMSNorm per head: rows of head_dim
+        be.rmsnorm(q_.data(), w.q_norm.data(), q_.data(), int64_t(n) * c.num_heads, c.head_dim, c.norm_eps);
+        be.rmsnorm(k_.data(), w.k_norm.data(), k_.data(), int64_t(n) * c.num_kv_heads, c.head_dim, c.norm_eps);
+    }
     if (batch.keys_rotated) {
-        be.rope_apply({k_.data(), batch.store_positions.data(), n, config_.num_kv_heads, config_.head_dim, rope_});
+        be.rope_apply({k_.data(), batch.store_positions.data(), n, c.num_kv_heads, c.head_dim, rope});
     }
     kv.store(layer, k_.data(), v_.data(), batch.slot_mapping.data(), n);
 
@@ -134,24 +153,44 @@ void Model::run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& k
     ap.spans = batch.spans.data();
     ap.seqs = batch.seqs.data();
     ap.num_seqs = int32_t(batch.seqs.size());
-    ap.num_heads = config_.num_heads;
-    ap.num_kv_heads = config_.num_kv_heads;
-    ap.head_dim = config_.head_dim;
+    ap.num_heads = c.num_heads;
+    ap.num_kv_heads = c.num_kv_heads;
+    ap.head_dim = c.head_dim;
     ap.block_size = kv.shape().block_size;
-    ap.scale = 1.0f / std::sqrt(float(config_.head_dim));
-    ap.rope = rope_;
+    ap.scale = c.attention_scale;
+    ap.rope = rope;
     ap.keys_rotated = batch.keys_rotated;
+    ap.sliding_window = c.is_sliding(layer) ? c.sliding_window : 0;
     be.attention(ap);
 
     be.matmul(w.wo.params(attn_.data(), h_.data(), n));
+    if (!w.attn_post_norm.empty()) {
+        be.rmsnorm(h_.data(), w.attn_post_norm.data(), h_.data(), n, hidden, c.norm_eps);
+    }
     be.add_inplace(x_.data(), h_.data(), int64_t(n) * hidden);
+}
 
-    be.rmsnorm(x_.data(), w.ffn_norm.data(), h_.data(), n, hidden, config_.norm_eps);
+// x += [post_norm](W_down act(W_gate h) * W_up h), h = norm(x).
+void Model::run_ffn(int32_t layer, int32_t n) {
+    const LayerWeights& w = weights_.layers[layer];
+    const ModelConfig& c = config_;
+    const int64_t hidden = c.hidden_dim;
+    backend::Backend& be = *backend_;
+
+    be.rmsnorm(x_.data(), w.ffn_norm.data(), h_.data(), n, hidden, c.norm_eps);
     const kernels::MatmulParams gate_up[] = {w.w_gate.params(h_.data(), gate_.data(), n),
                                              w.w_up.params(h_.data(), up_.data(), n)};
     be.matmuls(gate_up, 2);
-    be.swiglu(gate_.data(), up_.data(), gate_.data(), int64_t(n) * config_.ffn_dim);
+    const int64_t num = int64_t(n) * c.ffn_dim;
+    if (c.traits().activation == FfnActivation::kGeluTanh) {
+        be.geglu(gate_.data(), up_.data(), gate_.data(), num);
+    } else {
+        be.swiglu(gate_.data(), up_.data(), gate_.data(), num);
+    }
     be.matmul(w.w_down.params(gate_.data(), h_.data(), n));
+    if (!w.ffn_post_norm.empty()) {
+        be.rmsnorm(h_.data(), w.ffn_post_norm.data(), h_.data(), n, hidden, c.norm_eps);
+    }
     be.add_inplace(x_.data(), h_.data(), int64_t(n) * hidden);
 }
 

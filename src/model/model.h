@@ -1,5 +1,7 @@
-// Model: a decoder-only transformer of the Llama family (llama, qwen2) run one ForwardBatch at a
-// time on a Backend, reading and writing a paged KV cache.
+// Model: a decoder-only transformer of the Llama family (llama, qwen2, qwen3, gemma3, phi3; see
+// architecture.h) run one ForwardBatch at a time on a Backend, reading and writing a paged KV
+// cache. One layer loop serves every architecture: the steps an architecture adds (q/k head
+// norms, post norms, GeGLU, embedding scale, sliding windows) are switched by its config.
 #pragma once
 
 #include <memory>
@@ -25,7 +27,11 @@ public:
     const ModelConfig& config() const { return config_; }
     const loader::GgufFile& gguf() const { return *file_; }
     backend::Backend& backend() { return *backend_; }
-    const kernels::RopeParams& rope() const { return rope_; }
+    // The RoPE of layer `layer` (Gemma 3's sliding-window layers have their own base): what its
+    // keys are rotated with when stored and when block-attn re-rotates a copy of them.
+    const kernels::RopeParams& rope(int32_t layer) const {
+        return config_.is_sliding(layer) ? rope_local_.params : rope_global_.params;
+    }
 
     // Runs one step: writes every row's K/V into `kv` at its slot, attends as the plan says and
     // returns logits for batch.logit_rows in `logits` ([logit_rows.size(), vocab]).
@@ -33,18 +39,24 @@ public:
 
 private:
     Model() = default;
-    void init_rope();
+    // Frequencies and a (cos, sin) table for one RopeConfig, and the kernel params pointing at them.
+    struct RopeTables {
+        std::vector<float> inv_freq;       // [rotary_dims / 2]
+        std::vector<float> cos_sin_table;  // [context_length, rotary_dims / 2, 2]
+        kernels::RopeParams params{};
+    };
+    static void init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* out);
     // Lets the backend lay the quantized matrices out its own way (e.g. repacked rows).
     void prepare_weights();
     void run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n);
+    void run_attention(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n);
+    void run_ffn(int32_t layer, int32_t n);
 
     std::unique_ptr<loader::GgufFile> file_;
     ModelConfig config_;
     ModelWeights weights_;
     backend::Backend* backend_ = nullptr;
-    std::vector<float> inv_freq_;       // [rotary_dims / 2]
-    std::vector<float> cos_sin_table_;  // [context_length, rotary_dims / 2, 2]
-    kernels::RopeParams rope_{};
+    RopeTables rope_global_, rope_local_;  // local: sliding-window layers only
     // Activations, resized per step: x/residual [n, hidden], q/attn [n, q_dim], k/v [n, kv_dim],
     // gate/up [n, ffn]; gathered/normed [logit rows, hidden].
     std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_, gathered_, normed_;

@@ -1,14 +1,17 @@
 // ModelConfig from GGUF metadata. Keys are `<arch>.<name>` as written by llama.cpp's
 // convert_hf_to_gguf.py; defaults follow llama.cpp's loader (head_count_kv = head_count,
 // rope.freq_base = 10000, rope.dimension_count = head_dim). Architecture-specific facts that are
-// not in the metadata (the RoPE pairing) come from a small table below. The result is validated
-// before it is returned, so code holding a ModelConfig may rely on validate()'s invariants.
+// not in the metadata (the RoPE pairing, the norms, the activation) come from the table in
+// architecture.cpp. The result is validated before it is returned, so code holding a ModelConfig
+// may rely on validate()'s invariants.
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <variant>
 
 #include "loader/dequantize.h"
 #include "loader/gguf_file.h"
@@ -18,25 +21,6 @@ namespace lazyattn::model {
 namespace {
 
 using loader::GgufFile;
-
-struct ArchInfo {
-    const char* name;
-    Architecture arch;
-    RopePairing pairing;
-};
-
-// llama: ggml ROPE_TYPE_NORM (adjacent pairs); qwen2: ROPE_TYPE_NEOX (halves).
-constexpr ArchInfo kArchitectures[] = {
-    {"llama", Architecture::kLlama, RopePairing::kInterleaved},
-    {"qwen2", Architecture::kQwen2, RopePairing::kNeox},
-};
-
-const ArchInfo* find_arch(const std::string& name) {
-    for (const ArchInfo& a : kArchitectures) {
-        if (name == a.name) return &a;
-    }
-    return nullptr;
-}
 
 Expected<int32_t> to_int32(const std::string& key, int64_t v) {
     if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
@@ -74,7 +58,8 @@ Expected<int32_t> read_vocab_size(const GgufFile& f, const std::string& arch) {
 }
 
 // rope.scaling.type "linear" with rope.scaling.factor f divides positions by f; older files use
-// rope.scale_linear. "none" (or no key) means no scaling; other types are not implemented.
+// rope.scale_linear. "none" (or no key) means no scaling; "longrope" (Phi-3) scales through its
+// factor tensors and rope.scaling.attn_factor; other types (yarn, ...) are not implemented.
 Status read_rope_scaling(const GgufFile& f, const std::string& arch, RopeConfig* rope) {
     const std::string type_key = arch + ".rope.scaling.type";
     std::string type = "none";
@@ -86,7 +71,11 @@ Status read_rope_scaling(const GgufFile& f, const std::string& arch, RopeConfig*
         type = "linear";
         LA_ASSIGN_OR_RETURN(factor, optional_float(f, arch + ".rope.scale_linear", 1.0f));
     }
-    if (type == "none") return {};
+    LA_ASSIGN_OR_RETURN(rope->attn_factor, optional_float(f, arch + ".rope.scaling.attn_factor", 1.0f));
+    if (!(rope->attn_factor > 0.0f) || !std::isfinite(rope->attn_factor)) {
+        return corrupt("rope.scaling.attn_factor " + std::to_string(rope->attn_factor) + " is not positive");
+    }
+    if (type == "none" || type == "longrope") return {};
     if (type != "linear") return unsupported("RoPE scaling type '" + type + "' is not supported");
     if (!(factor > 0.0f) || !std::isfinite(factor)) {
         return corrupt("RoPE linear scaling factor " + std::to_string(factor) + " is not positive");
@@ -95,18 +84,26 @@ Status read_rope_scaling(const GgufFile& f, const std::string& arch, RopeConfig*
     return {};
 }
 
-// rope_freqs.weight: one factor per rotated pair (num_rotary_dims / 2 values).
-Status read_freq_factors(const GgufFile& f, RopeConfig* rope) {
-    const loader::GgufTensorInfo* t = f.find_tensor("rope_freqs.weight");
+// Per-pair frequency factors, one per rotated pair (num_rotary_dims / 2 values): rope_freqs.weight
+// (Llama 3.1+), else Phi-3's rope_factors_long.weight when the model runs past its original
+// context (rope.scaling.original_context_length), else rope_factors_short.weight; as llama.cpp
+// picks them, with the context the model is run at being its context_length here.
+Status read_freq_factors(const GgufFile& f, const std::string& a, int32_t context_length, RopeConfig* rope) {
+    const char* name = "rope_freqs.weight";
+    if (f.find_tensor(name) == nullptr) {
+        LA_ASSIGN_OR_RETURN(int32_t original, optional_int(f, a + ".rope.scaling.original_context_length", 0));
+        name = original > 0 && context_length > original ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    }
+    const loader::GgufTensorInfo* t = f.find_tensor(name);
     if (t == nullptr) return {};
     const int64_t expected = rope->num_rotary_dims / 2;
     if (t->num_elements != expected) {
-        return corrupt("rope_freqs.weight has " + std::to_string(t->num_elements) + " elements, expected " +
+        return corrupt(std::string(name) + " has " + std::to_string(t->num_elements) + " elements, expected " +
                        std::to_string(expected) + " (rotary dims / 2)");
     }
     rope->freq_factors.resize(static_cast<size_t>(expected));
     const Status st = loader::dequantize_row(t->type, f.tensor_data(*t), rope->freq_factors.data(), t->num_elements);
-    if (!st.ok()) return Status(st.code(), "rope_freqs.weight: " + st.message());
+    if (!st.ok()) return Status(st.code(), std::string(name) + ": " + st.message());
     return {};
 }
 
@@ -136,19 +133,23 @@ Status read_dimensions(const GgufFile& f, const std::string& a, ModelConfig* c) 
     if (c->num_heads <= 0) {
         return corrupt("attention.head_count is " + std::to_string(c->num_heads));
     }
-    c->head_dim = c->hidden_dim / c->num_heads;
-    // A head size other than hidden / heads (Gemma, Qwen3) needs separate q/o projections widths.
-    for (const char* k : {".attention.key_length", ".attention.value_length"}) {
-        LA_ASSIGN_OR_RETURN(int32_t len, optional_int(f, a + k, c->head_dim));
-        if (len != c->head_dim) {
-            return unsupported(a + k + " = " + std::to_string(len) +
-                               " differs from hidden / heads = " + std::to_string(c->head_dim));
-        }
+    // The head size is attention.key_length where the file says it (Qwen3, Gemma 3: q and the
+    // attention output are then heads * head size wide, not hidden), else hidden / heads.
+    const int32_t even_split = c->hidden_dim % c->num_heads == 0 ? c->hidden_dim / c->num_heads : 0;
+    LA_ASSIGN_OR_RETURN(c->head_dim, optional_int(f, a + ".attention.key_length", even_split));
+    if (c->head_dim <= 0) {
+        return corrupt("head size unknown: no attention.key_length and hidden " + std::to_string(c->hidden_dim) +
+                       " is not a multiple of " + std::to_string(c->num_heads) + " heads");
+    }
+    LA_ASSIGN_OR_RETURN(int32_t value_len, optional_int(f, a + ".attention.value_length", c->head_dim));
+    if (value_len != c->head_dim) {
+        return unsupported(a + ".attention.value_length = " + std::to_string(value_len) +
+                           " differs from the key length " + std::to_string(c->head_dim));
     }
     return {};
 }
 
-Status read_rope(const GgufFile& f, const std::string& a, const ArchInfo& info, ModelConfig* c) {
+Status read_rope(const GgufFile& f, const std::string& a, const ArchTraits& info, ModelConfig* c) {
     c->rope.pairing = info.pairing;
     LA_ASSIGN_OR_RETURN(c->rope.freq_base, optional_float(f, a + ".rope.freq_base", 10000.0f));
     LA_ASSIGN_OR_RETURN(c->rope.num_rotary_dims, optional_int(f, a + ".rope.dimension_count", c->head_dim));
@@ -158,7 +159,60 @@ Status read_rope(const GgufFile& f, const std::string& a, const ArchInfo& info, 
         return corrupt("rope.dimension_count " + std::to_string(c->rope.num_rotary_dims) +
                        " is not even and in (0, head_dim = " + std::to_string(c->head_dim) + "]");
     }
-    return read_freq_factors(f, &c->rope);
+    LA_RETURN_IF_ERROR(read_freq_factors(f, a, c->context_length, &c->rope));
+    if (c->rope.attn_factor != 1.0f && c->rope.num_rotary_dims != c->head_dim) {
+        // ggml scales only the rotated dims by it; folding it into the score scale assumes all.
+        return unsupported("rope.scaling.attn_factor with partial rotary dims (" +
+                           std::to_string(c->rope.num_rotary_dims) + " of " + std::to_string(c->head_dim) + ")");
+    }
+    return {};
+}
+
+// Gemma 3's local layers: attention.sliding_window W > 0 makes layer l a sliding-window layer
+// unless it is the last of each group of attention.sliding_window_pattern layers (default 6:
+// five local, one global), or as an explicit per-layer bool array under the same key. Local
+// layers rotate with base rope.freq_base_swa (default 10000) and no scaling.
+Status read_sliding_window(const GgufFile& f, const std::string& a, ModelConfig* c) {
+    LA_ASSIGN_OR_RETURN(c->sliding_window, optional_int(f, a + ".attention.sliding_window", 0));
+    if (c->sliding_window < 0) return corrupt("attention.sliding_window is " + std::to_string(c->sliding_window));
+    if (c->sliding_window == 0) return {};
+    c->layer_sliding.assign(size_t(c->num_layers), 0);
+    const std::string pattern_key = a + ".attention.sliding_window_pattern";
+    const loader::GgufValue* pattern = f.find(pattern_key);
+    if (pattern != nullptr && pattern->type == loader::GgufValueType::kArray) {
+        const auto* list = std::get_if<std::vector<bool>>(&pattern->value);
+        if (list == nullptr) return corrupt(pattern_key + " is an array but not of bools");
+        const std::vector<bool>& flags = *list;
+        if (flags.size() != size_t(c->num_layers)) {
+            return corrupt(pattern_key + " has " + std::to_string(flags.size()) + " entries for " +
+                           std::to_string(c->num_layers) + " layers");
+        }
+        for (size_t l = 0; l < flags.size(); ++l) c->layer_sliding[l] = flags[l] ? 1 : 0;
+    } else {
+        LA_ASSIGN_OR_RETURN(int32_t n, optional_int(f, pattern_key, 6));
+        if (n < 0) return corrupt(pattern_key + " is " + std::to_string(n));
+        for (int32_t l = 0; l < c->num_layers; ++l) c->layer_sliding[size_t(l)] = n == 0 || l % n < n - 1;
+    }
+    c->rope_local = c->rope;
+    c->rope_local.linear_scale = 1.0f;
+    c->rope_local.freq_factors.clear();
+    LA_ASSIGN_OR_RETURN(c->rope_local.freq_base, optional_float(f, a + ".rope.freq_base_swa", 10000.0f));
+    return {};
+}
+
+// Score scale, embedding scale, logit soft-capping. Gemma 3 scales scores by
+// 1/sqrt(query_pre_attn_scalar), which the file does not carry: it is the head size except for
+// the 27B model (62 layers), where it is hidden / heads (llama.cpp decides the same way).
+Status read_scales(const GgufFile& f, const std::string& a, const ArchTraits& info, ModelConfig* c) {
+    float query_scalar = float(c->head_dim);
+    if (info.arch == Architecture::kGemma3 && c->num_layers == 62) query_scalar = float(c->hidden_dim / c->num_heads);
+    c->attention_scale = 1.0f / std::sqrt(query_scalar) * c->rope.attn_factor * c->rope.attn_factor;
+    c->embedding_scale = info.scale_embedding ? std::sqrt(float(c->hidden_dim)) : 1.0f;
+    LA_ASSIGN_OR_RETURN(c->final_logit_softcap, optional_float(f, a + ".final_logit_softcapping", 0.0f));
+    if (c->final_logit_softcap < 0.0f || !std::isfinite(c->final_logit_softcap)) {
+        return corrupt("final_logit_softcapping " + std::to_string(c->final_logit_softcap) + " is negative");
+    }
+    return {};
 }
 
 }  // namespace
@@ -166,17 +220,17 @@ Status read_rope(const GgufFile& f, const std::string& a, const ArchInfo& info, 
 Expected<ModelConfig> ModelConfig::from_gguf(const loader::GgufFile& file) {
     ModelConfig c;
     LA_ASSIGN_OR_RETURN(c.arch_name, file.get_string("general.architecture"));
-    const ArchInfo* info = find_arch(c.arch_name);
-    if (info == nullptr) {
-        return unsupported("architecture '" + c.arch_name + "' is not supported (supported: llama, qwen2)");
-    }
+    LA_ASSIGN_OR_RETURN(const ArchTraits* info, find_architecture(c.arch_name));
     c.arch = info->arch;
     if (file.find("general.name") != nullptr) {
         LA_ASSIGN_OR_RETURN(c.name, file.get_string("general.name"));
     }
     LA_RETURN_IF_ERROR(read_dimensions(file, c.arch_name, &c));
     LA_RETURN_IF_ERROR(read_rope(file, c.arch_name, *info, &c));
-    c.qkv_bias = file.find_tensor("blk.0.attn_q.bias") != nullptr;
+    if (info->sliding_window) LA_RETURN_IF_ERROR(read_sliding_window(file, c.arch_name, &c));
+    LA_RETURN_IF_ERROR(read_scales(file, c.arch_name, *info, &c));
+    c.fused_qkv = file.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+    c.qkv_bias = file.find_tensor(c.fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
     c.tied_embeddings = file.find_tensor("output.weight") == nullptr;
     const Status valid = c.validate();
     if (!valid.ok()) return corrupt("inconsistent model hyperparameters: " + valid.message());
@@ -193,9 +247,18 @@ Status ModelConfig::validate() const {
     for (const auto& [name, value] : positive) {
         if (value <= 0) return invalid_argument(std::string(name) + " = " + std::to_string(value) + " is not positive");
     }
-    if (static_cast<int64_t>(num_heads) * head_dim != hidden_dim) {
-        return invalid_argument("hidden_dim " + std::to_string(hidden_dim) + " != num_heads " +
-                                std::to_string(num_heads) + " * head_dim " + std::to_string(head_dim));
+    if (q_dim() > (int64_t(1) << 20)) {
+        return invalid_argument("num_heads " + std::to_string(num_heads) + " * head_dim " + std::to_string(head_dim) +
+                                " is implausibly large");
+    }
+    if (sliding_window < 0 || (sliding_window > 0 && layer_sliding.size() != size_t(num_layers))) {
+        return invalid_argument("sliding_window " + std::to_string(sliding_window) + " needs one flag per layer");
+    }
+    if (!(attention_scale > 0.0f) || !std::isfinite(attention_scale)) {
+        return invalid_argument("attention_scale " + std::to_string(attention_scale) + " is not positive");
+    }
+    if (!(embedding_scale > 0.0f) || !std::isfinite(embedding_scale)) {
+        return invalid_argument("embedding_scale " + std::to_string(embedding_scale) + " is not positive");
     }
     if (num_heads % num_kv_heads != 0) {
         return invalid_argument("num_heads " + std::to_string(num_heads) + " is not a multiple of num_kv_heads " +
@@ -244,8 +307,24 @@ std::string ModelConfig::describe() const {
       << (rope.pairing == RopePairing::kNeox ? "neox" : "interleaved") << " pairing";
     if (rope.linear_scale != 1.0f) s << ", linear scale " << rope.linear_scale;
     if (!rope.freq_factors.empty()) s << ", " << rope.freq_factors.size() << " freq factors";
-    s << "\n"
-      << "qkv bias:       " << (qkv_bias ? "yes" : "no") << "\n"
+    if (rope.attn_factor != 1.0f) s << ", attn factor " << rope.attn_factor;
+    s << "\n";
+    if (sliding_window > 0) {
+        const auto local = std::count(layer_sliding.begin(), layer_sliding.end(), uint8_t(1));
+        s << "sliding window: " << sliding_window << " tokens on " << local << " of " << num_layers
+          << " layers (local rope base " << rope_local.freq_base << ")\n";
+    }
+    const ArchTraits& t = traits();
+    std::string layer = t.activation == FfnActivation::kGeluTanh ? "GeGLU (tanh GELU)" : "SwiGLU";
+    if (t.qk_norm) layer += ", q/k head norms";
+    if (t.post_norms) layer += ", post-attention and post-FFN norms";
+    if (fused_qkv) layer += ", fused qkv";
+    if (t.fused_gate_up) layer += ", fused gate/up";
+    s << "layer:          " << layer << "\n"
+      << "attn scale:     " << attention_scale << "\n";
+    if (embedding_scale != 1.0f) s << "embed scale:    " << embedding_scale << "\n";
+    if (final_logit_softcap > 0.0f) s << "logit softcap:  " << final_logit_softcap << "\n";
+    s << "qkv bias:       " << (qkv_bias ? "yes" : "no") << "\n"
       << "embeddings:     " << (tied_embeddings ? "tied (LM head = token_embd)" : "separate output.weight") << "\n";
     return s.str();
 }

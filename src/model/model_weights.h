@@ -43,6 +43,12 @@ struct WeightOptions {
 struct LayerWeights {
     std::vector<float> attn_norm;  // [hidden]
     std::vector<float> ffn_norm;   // [hidden]
+    // Gemma 3's norms of each block's output (empty for other architectures): [hidden].
+    std::vector<float> attn_post_norm, ffn_post_norm;
+    // Qwen3 / Gemma 3's RMSNorm weights over each head of q and of k: [head_dim], else empty.
+    std::vector<float> q_norm, k_norm;
+    // [q_dim | kv_dim | kv_dim, hidden]. A fused attn_qkv (Phi-3) is read as three row ranges of
+    // the one matrix, and a fused ffn_up as gate and up, so the layer loop sees one shape.
     Linear wq, wk, wv, wo;
     Linear w_gate, w_up, w_down;
 };

@@ -146,7 +146,8 @@ TEST_P(AttentionTest, MatchesReference) {
         Case prefill{num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated, false, dtype};
         prefill.rescaled = true;
         run_case(prefill, rng);
-        Case decode{num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 40, 7}}, {1, 1, 1}, keys_rotated, true, dtype};
+        Case decode{num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 40, 7}},
+                    {1, 1, 1}, keys_rotated, true,     dtype};
         decode.rescaled = true;
         run_case(decode, rng);
     }
@@ -189,8 +190,8 @@ TEST(AttentionWindow, MatchesReference) {
                     Case prefill{heads, kv_heads, d, {{1, 15, 16, 17, 53, 37}}, {37}, keys_rotated, false, dtype};
                     prefill.sliding_window = window;
                     run_case(prefill, rng);
-                    Case decode{heads, kv_heads, d, {{9}, {16, 1}, {600, 40, 7}, {3, 99, 20}}, {1, 1, 1, 1},
-                                keys_rotated, true, dtype};
+                    Case decode{heads,        kv_heads,     d,    {{9}, {16, 1}, {600, 40, 7}, {3, 99, 20}},
+                                {1, 1, 1, 1}, keys_rotated, true, dtype};
                     decode.sliding_window = window;
                     decode.rescaled = window == 17;
                     run_case(decode, rng);
@@ -233,9 +234,12 @@ TEST(AttentionWindow, UniformScoresAverageThePositionsInsideTheWindow) {
         std::vector<float> q(size_t(num_queries) * num_heads * d, 0.0f), out(q.size());
         for (const int32_t window : {1, 7, 16, 33, 70}) {
             for (const bool keys_rotated : {true, false}) {
-                AttentionParams p{q.data(), q_pos.data(), out.data(), k.data(), v.data(), block_ids.data(),
-                                  spans.data(), seqs.data(), 1, num_heads, num_kv_heads, d, bs, 0.125f,
-                                  {inv_freq.data(), d, false, 1.0f, nullptr, 0}, keys_rotated};
+                AttentionParams p{q.data(),     q_pos.data(), out.data(),
+                                  k.data(),     v.data(),     block_ids.data(),
+                                  spans.data(), seqs.data(),  1,
+                                  num_heads,    num_kv_heads, d,
+                                  bs,           0.125f,       {inv_freq.data(), d, false, 1.0f, nullptr, 0},
+                                  keys_rotated};
                 p.sliding_window = window;
                 for (int impl = 0; impl < 2; ++impl) {
                     std::fill(out.begin(), out.end(), -1.0f);

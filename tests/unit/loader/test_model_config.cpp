@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "loader/gguf_file.h"
@@ -181,9 +183,24 @@ TEST(ModelConfig, Errors) {
     auto wide_rot = config_of("llama", [](GgufWriter& w) { w.add_u32("llama.rope.dimension_count", 32); });
     EXPECT_FALSE(wide_rot.ok());
 
+    // A head size other than hidden / heads is fine (Qwen3, Gemma 3); K and V sizes must agree.
     auto key_len = config_of("llama", [](GgufWriter& w) { w.add_u32("llama.attention.key_length", 32); });
-    ASSERT_FALSE(key_len.ok());
-    EXPECT_EQ(key_len.status().code(), StatusCode::kUnsupported);
+    ASSERT_TRUE(key_len.ok()) << key_len.status().to_string();
+    EXPECT_EQ(key_len->head_dim, 32);
+    EXPECT_EQ(key_len->q_dim(), 256);
+    EXPECT_FALSE(key_len->rope.num_rotary_dims == 16) << "rotary dims default to the head size";
+    auto value_len = config_of("llama", [](GgufWriter& w) {
+        w.add_u32("llama.attention.key_length", 32);
+        w.add_u32("llama.attention.value_length", 16);
+    });
+    ASSERT_FALSE(value_len.ok());
+    EXPECT_EQ(value_len.status().code(), StatusCode::kUnsupported);
+    EXPECT_NE(value_len.status().message().find("value_length"), std::string::npos);
+
+    auto yarn = config_of("qwen3", [](GgufWriter& w) { w.add_string("qwen3.rope.scaling.type", "yarn"); });
+    ASSERT_FALSE(yarn.ok());
+    EXPECT_EQ(yarn.status().code(), StatusCode::kUnsupported);
+    EXPECT_NE(yarn.status().message().find("'yarn'"), std::string::npos);
 
     auto type = config_of("llama", [](GgufWriter& w) { w.add_string("llama.attention.head_count_kv", "2"); });
     ASSERT_FALSE(type.ok());
@@ -195,6 +212,100 @@ TEST(ModelConfig, Errors) {
     ASSERT_FALSE(embd.ok());
     EXPECT_NE(embd.status().message().find("token_embd.weight has shape [128, 999]"), std::string::npos)
         << embd.status().message();
+}
+
+// A GGUF array of bools (as llama.cpp's converter writes per-layer sliding-window flags).
+void add_bool_array(GgufWriter& w, const std::string& key, const std::vector<bool>& values) {
+    std::vector<uint8_t> payload(12 + values.size());
+    const uint32_t type = 7;  // bool
+    const uint64_t count = values.size();
+    std::memcpy(payload.data(), &type, 4);
+    std::memcpy(payload.data() + 4, &count, 8);
+    for (size_t i = 0; i < values.size(); ++i) payload[12 + i] = values[i] ? 1 : 0;
+    w.add_raw(key, 9 /* array */, payload);
+}
+
+// Gemma 3: windows on all but every 6th layer by default, or as the pattern or a per-layer
+// array says; the local layers' RoPE base and the score scale.
+TEST(ModelConfig, Gemma3SlidingWindowLayersAndScales) {
+    // The default keys of build() with another layer count.
+    auto gemma_keys = [](GgufWriter& w, uint32_t layers) {
+        w.add_u32("gemma3.block_count", layers);
+        w.add_u32("gemma3.embedding_length", 128);
+        w.add_u32("gemma3.feed_forward_length", 256);
+        w.add_u32("gemma3.attention.head_count", 8);
+        w.add_u32("gemma3.context_length", 2048);
+        w.add_f32("gemma3.attention.layer_norm_rms_epsilon", 1e-6f);
+        w.add_u32("gemma3.vocab_size", 1000);
+    };
+    auto c = config_of(
+        "gemma3",
+        [&](GgufWriter& w) {
+            gemma_keys(w, 13);
+            w.add_u32("gemma3.attention.key_length", 64);
+            w.add_u32("gemma3.attention.sliding_window", 512);
+            w.add_f32("gemma3.rope.freq_base", 1e6f);
+        },
+        false);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    EXPECT_EQ(c->sliding_window, 512);
+    EXPECT_EQ(c->layer_sliding, (std::vector<uint8_t>{1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1}));
+    EXPECT_EQ(c->rope_local.freq_base, 10000.0f);
+    EXPECT_EQ(c->rope.freq_base, 1e6f);
+    EXPECT_EQ(c->rope_of(5).freq_base, 1e6f);
+    EXPECT_EQ(c->rope_of(4).freq_base, 10000.0f);
+    EXPECT_FLOAT_EQ(c->attention_scale, 0.125f);  // 1/sqrt(key_length)
+    EXPECT_FLOAT_EQ(c->embedding_scale, std::sqrt(128.0f));
+    EXPECT_EQ(c->rope.pairing, RopePairing::kNeox);
+
+    auto flags = config_of("gemma3", [](GgufWriter& w) {
+        w.add_u32("gemma3.attention.sliding_window", 4);
+        add_bool_array(w, "gemma3.attention.sliding_window_pattern", {false, true, false});
+        w.add_f32("gemma3.rope.freq_base_swa", 5000.0f);
+    });
+    ASSERT_TRUE(flags.ok()) << flags.status().to_string();
+    EXPECT_EQ(flags->layer_sliding, (std::vector<uint8_t>{0, 1, 0}));
+    EXPECT_EQ(flags->rope_local.freq_base, 5000.0f);
+
+    auto short_flags = config_of("gemma3", [](GgufWriter& w) {
+        w.add_u32("gemma3.attention.sliding_window", 4);
+        add_bool_array(w, "gemma3.attention.sliding_window_pattern", {false, true});
+    });
+    ASSERT_FALSE(short_flags.ok());
+    EXPECT_NE(short_flags.status().message().find("2 entries for 3 layers"), std::string::npos);
+
+    auto no_window = config_of("gemma3", nullptr);  // no sliding_window key: every layer global
+    ASSERT_TRUE(no_window.ok());
+    EXPECT_EQ(no_window->sliding_window, 0);
+    EXPECT_FALSE(no_window->is_sliding(0));
+
+    // The 27B model (62 layers) scales scores by hidden / heads, not the head size.
+    auto big = config_of(
+        "gemma3",
+        [&](GgufWriter& w) {
+            gemma_keys(w, 62);
+            w.add_u32("gemma3.attention.key_length", 32);
+        },
+        false);
+    ASSERT_TRUE(big.ok());
+    EXPECT_FLOAT_EQ(big->attention_scale, 0.25f);  // 1/sqrt(128 / 8)
+}
+
+// Phi-3: the long factors when the context exceeds the original one, else the short ones; the
+// attention factor squared in the score scale.
+TEST(ModelConfig, Phi3LongAndShortRopeFactors) {
+    for (const int32_t original : {1024, 4096}) {
+        auto c = config_of("phi3", [&](GgufWriter& w) {
+            w.add_u32("phi3.rope.scaling.original_context_length", uint32_t(original));
+            w.add_f32("phi3.rope.scaling.attn_factor", 1.2f);
+            w.add_tensor_f32("rope_factors_long.weight", {8}, std::vector<float>(8, 4.0f));
+            w.add_tensor_f32("rope_factors_short.weight", {8}, std::vector<float>(8, 1.5f));
+        });
+        ASSERT_TRUE(c.ok()) << c.status().to_string();
+        ASSERT_EQ(c->rope.freq_factors.size(), 8u);
+        EXPECT_EQ(c->rope.freq_factors[0], original < 2048 ? 4.0f : 1.5f) << "context 2048, original " << original;
+        EXPECT_FLOAT_EQ(c->attention_scale, 1.2f * 1.2f / 4.0f);
+    }
 }
 
 TEST(ModelConfig, ContextLengthOutOfInt32Range) {
@@ -226,6 +337,7 @@ ModelConfig valid_config() {
     c.vocab_size = 100;
     c.context_length = 256;
     c.rope.num_rotary_dims = 16;
+    c.attention_scale = 0.25f;
     return c;
 }
 
@@ -233,7 +345,9 @@ TEST(ModelConfig, ValidateChecksEachInvariant) {
     EXPECT_TRUE(valid_config().validate().ok());
     const std::vector<std::pair<std::string, std::function<void(ModelConfig&)>>> breakers = {
         {"num_layers", [](ModelConfig& c) { c.num_layers = 0; }},
-        {"hidden_dim", [](ModelConfig& c) { c.hidden_dim = 60; }},
+        {"hidden_dim", [](ModelConfig& c) { c.hidden_dim = 0; }},
+        {"attention_scale", [](ModelConfig& c) { c.attention_scale = 0.0f; }},
+        {"sliding_window", [](ModelConfig& c) { c.sliding_window = 4; }},  // no per-layer flags
         {"ffn_dim", [](ModelConfig& c) { c.ffn_dim = -1; }},
         {"num_kv_heads", [](ModelConfig& c) { c.num_kv_heads = 3; }},
         {"vocab_size", [](ModelConfig& c) { c.vocab_size = 0; }},
