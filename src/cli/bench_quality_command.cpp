@@ -145,9 +145,12 @@ int run_bench_quality(const BenchQualityOptions& o) {
         std::cerr << "error: " << lm.status().to_string() << "\n";
         return 1;
     }
-    auto tmpl = tokenizer::chat_template_from_gguf(lm->model->gguf());
-    std::optional<tokenizer::ChatTemplate> chat;
-    if (tmpl.ok()) chat = *tmpl;
+    auto tmpl = tokenizer::select_chat_template("", lm->model->gguf());
+    if (!tmpl.ok()) {
+        std::cerr << "error: " << tmpl.status().to_string() << "\n";
+        return 1;
+    }
+    const std::optional<tokenizer::ChatTemplate> chat = *tmpl;
     auto qa = bench::read_qa_file(o.data_path);
     if (!qa.ok() || qa->empty()) {
         std::cerr << "error: " << (qa.ok() ? "no questions in " + o.data_path : qa.status().to_string()) << "\n";

@@ -70,7 +70,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(CLI::Range(1, 4096));
     sv->add_option("--shutdown-timeout", o.shutdown_timeout_s, "seconds in-flight requests get on SIGTERM")
         ->check(CLI::Range(0.0, 1e9));
-    sv->add_option("--chat-template", o.chat_template, "chat template to use: chatml | llama3")
+    sv->add_option("--chat-template", o.chat_template, "chat template: chatml | llama3 | a .jinja file (default: the model file's own)")
         ->check(CLI::IsMember({"chatml", "llama3"}));
     sv->add_option("--api-key", o.api_keys, "require this API key (Bearer); repeat or comma-separate for several")
         ->delimiter(',');

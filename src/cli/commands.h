@@ -144,7 +144,8 @@ Status run_bench_rag_sweeps(const BenchRagOptions& options, engine::LoadedModel&
                             const engine::EngineConfig& base, nlohmann::json& out);
 int run_rag_demo(const RagDemoOptions& options);
 int run_bench_speed(const BenchSpeedOptions& options);
-int run_info(const CommonOptions& options);
+// chat_template: as serve's --chat-template ("" = the model file's own).
+int run_info(const CommonOptions& options, const std::string& chat_template = "");
 int run_tokenize(const TokenizeOptions& options);
 int run_serve(const ServeOptions& options);
 

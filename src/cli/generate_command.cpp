@@ -22,15 +22,9 @@ namespace {
 Expected<std::optional<tokenizer::ChatTemplate>> chat_template_for(const GenerateOptions& o,
                                                                    const loader::GgufFile& gguf) {
     if (!o.chat) return std::optional<tokenizer::ChatTemplate>();
-    tokenizer::ChatTemplate tmpl;
-    if (!o.chat_template.empty()) {
-        LA_ASSIGN_OR_RETURN(tmpl.kind, tokenizer::chat_template_from_name(o.chat_template));
-        return std::optional<tokenizer::ChatTemplate>(tmpl);
-    }
-    auto jinja = gguf.get_string("tokenizer.chat_template");
-    if (!jinja.ok()) return not_found("the model has no chat template; name one with --chat-template");
-    LA_ASSIGN_OR_RETURN(tmpl, tokenizer::chat_template_from_jinja(*jinja));
-    return std::optional<tokenizer::ChatTemplate>(tmpl);
+    LA_ASSIGN_OR_RETURN(auto tmpl, tokenizer::select_chat_template(o.chat_template, gguf));
+    if (!tmpl) return not_found("the model has no chat template; name one with --chat-template");
+    return tmpl;
 }
 
 Expected<std::vector<std::string>> read_documents(const GenerateOptions& o) {

@@ -1,5 +1,6 @@
-// `lazyattn info`: the model description read from the GGUF metadata, and the file's tensor-type
-// mix with how the CPU backend computes each type on this host.
+// `lazyattn info`: the model description read from the GGUF metadata, where the chat template
+// comes from, and the file's tensor-type mix with how the CPU backend computes each type on this
+// host.
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -10,6 +11,7 @@
 #include "loader/gguf_file.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
+#include "tokenizer/chat_template.h"
 
 namespace lazyattn::cli {
 
@@ -40,9 +42,25 @@ void print_type_mix(const loader::GgufFile& file) {
     }
 }
 
+// Where the chat template comes from: the model file, an override, or nowhere; and whether the Jinja
+// engine accepts it (a template it refuses would be refused at load by serve and generate too).
+void print_chat_template(const loader::GgufFile& file, const std::string& choice) {
+    auto chat = tokenizer::select_chat_template(choice, file);
+    std::cout << "chat template: ";
+    if (!chat.ok()) {
+        std::cout << "refused: " << chat.status().message() << "\n";
+    } else if (!*chat) {
+        std::cout << "none (the model file has no tokenizer.chat_template; chat requests need --chat-template)\n";
+    } else {
+        std::cout << (*chat)->origin
+                  << ((*chat)->kind == tokenizer::ChatTemplateKind::kJinja ? ", rendered by the Jinja engine" : "")
+                  << "\n";
+    }
+}
+
 }  // namespace
 
-int run_info(const CommonOptions& o) {
+int run_info(const CommonOptions& o, const std::string& chat_template) {
     const std::string path = o.model_path.empty() ? default_model_path() : o.model_path;
     auto file = open_model_gguf(path);
     if (!file.ok()) {
@@ -61,6 +79,7 @@ int run_info(const CommonOptions& o) {
     auto tok_model = (*file)->get_string("tokenizer.ggml.model");
     std::cout << "tokenizer: " << (tok_model.ok() ? *tok_model : "?") << " (pre-tokenizer "
               << (pre.ok() ? *pre : "default") << ")\n";
+    print_chat_template(**file, chat_template);
     print_type_mix(**file);
     return 0;
 }

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     g->add_option("--prompt", gen.prompt, "the prompt text")->required();
     g->add_flag("--chat", gen.chat, "wrap the prompt in the model's chat template");
     g->add_option("--system", gen.system, "system message (with --chat)");
-    g->add_option("--chat-template", gen.chat_template, "chat template to use: chatml | llama3")
+    g->add_option("--chat-template", gen.chat_template, "chat template: chatml | llama3 | a .jinja file (default: the model file's own)")
         ->check(CLI::IsMember({"chatml", "llama3"}));
     g->add_option("--max-tokens", gen.max_tokens, "tokens to generate at most")->check(CLI::NonNegativeNumber);
     g->add_option("--temperature", gen.sampling.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
@@ -41,8 +41,11 @@ int main(int argc, char** argv) {
     g->add_flag("--shuffle-docs", gen.shuffle_docs, "re-order the documents before each repeated run");
 
     CommonOptions info;
+    std::string info_chat_template;
     CLI::App* i = app.add_subcommand("info", "print the model description");
     add_common_options(i, info, false);
+    i->add_option("--chat-template", info_chat_template,
+                  "describe this chat template instead of the model file's: chatml | llama3 | a .jinja file");
 
     TokenizeOptions tokenize;
     CLI::App* tk = app.add_subcommand("tokenize", "print the token ids of a text (as the server's /tokenize)");
@@ -138,7 +141,7 @@ int main(int argc, char** argv) {
         return code == 0 ? 0 : 2;
     }
     if (g->parsed()) return configure_logging(gen.common), run_generate(gen);
-    if (i->parsed()) return configure_logging(info), run_info(info);
+    if (i->parsed()) return configure_logging(info), run_info(info, info_chat_template);
     if (tk->parsed()) return configure_logging(tokenize.common), run_tokenize(tokenize);
     if (sv->parsed()) return configure_logging(serve.common), run_serve(serve);
     if (bs->parsed()) return configure_logging(speed.common), run_bench_speed(speed);

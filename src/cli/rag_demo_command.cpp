@@ -44,9 +44,12 @@ int run_rag_demo(const RagDemoOptions& o) {
         std::cerr << "error: " << lm.status().to_string() << "\n";
         return 1;
     }
-    auto chat = tokenizer::chat_template_from_gguf(lm->model->gguf());
-    std::optional<tokenizer::ChatTemplate> tmpl;
-    if (chat.ok()) tmpl = *chat;
+    auto chat = tokenizer::select_chat_template("", lm->model->gguf());
+    if (!chat.ok()) {
+        std::cerr << "error: " << chat.status().to_string() << "\n";
+        return 1;
+    }
+    const std::optional<tokenizer::ChatTemplate> tmpl = *chat;
     const std::string system = "Answer the question using the documents. Reply with a short answer only.";
     std::vector<std::pair<std::string, ModeTotals>> totals;
     for (const auto& mode_name : o.modes) {

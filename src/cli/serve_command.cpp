@@ -45,15 +45,7 @@ Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
 
 // The template named on the command line, else the model's, else none (chat requests get 400).
 Expected<std::optional<tokenizer::ChatTemplate>> chat_template(const ServeOptions& o, const loader::GgufFile& gguf) {
-    tokenizer::ChatTemplate tmpl;
-    if (!o.chat_template.empty()) {
-        LA_ASSIGN_OR_RETURN(tmpl.kind, tokenizer::chat_template_from_name(o.chat_template));
-        return std::optional<tokenizer::ChatTemplate>(tmpl);
-    }
-    auto jinja = gguf.get_string("tokenizer.chat_template");
-    if (!jinja.ok()) return std::optional<tokenizer::ChatTemplate>();
-    LA_ASSIGN_OR_RETURN(tmpl, tokenizer::chat_template_from_jinja(*jinja));
-    return std::optional<tokenizer::ChatTemplate>(tmpl);
+    return tokenizer::select_chat_template(o.chat_template, gguf);
 }
 
 Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::string& model_path) {

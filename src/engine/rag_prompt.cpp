@@ -12,10 +12,14 @@ std::string format_document(const std::string& title, const std::string& text) {
 Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat,
                                const std::vector<tokenizer::ChatMessage>& messages) {
     if (messages.empty()) return invalid_argument("the conversation is empty");
-    auto pieces = chat.render(messages, true);
+    LA_ASSIGN_OR_RETURN(auto pieces, chat.render(messages, true));
     const int32_t last = int32_t(messages.size()) - 1;
     auto at = std::find_if(pieces.begin(), pieces.end(), [last](const auto& p) { return p.message == last; });
-    if (at == pieces.end()) return internal_error("chat template dropped the user message");
+    if (at == pieces.end()) {
+        return invalid_argument(
+            "the chat template does not write the last message's content as given (nor stripped), so the "
+            "question cannot be placed after the documents");
+    }
     ChatSplit split;
     split.preamble.assign(std::make_move_iterator(pieces.begin()), std::make_move_iterator(at));
     split.question = std::move(at->text);

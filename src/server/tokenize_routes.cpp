@@ -46,7 +46,9 @@ std::optional<ApiError> tokens_of(ServerContext& ctx, const json& body, bool add
     if (auto e = parse_generation_request(json{{"messages", body.at("messages")}}, true, gen)) return e;
     bool generation_prompt = true;
     if (auto e = read_flag(body, "add_generation_prompt", generation_prompt)) return e;
-    out = tokenizer::encode_chat(ctx.tokenizer, ctx.builder.chat_template()->render(gen.messages, generation_prompt));
+    auto pieces = ctx.builder.chat_template()->render(gen.messages, generation_prompt);
+    if (!pieces.ok()) return invalid_request(pieces.status().message(), "messages", "invalid_value");
+    out = tokenizer::encode_chat(ctx.tokenizer, *pieces);
     return std::nullopt;
 }
 

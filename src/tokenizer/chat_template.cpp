@@ -1,11 +1,14 @@
-// Chat templates rendered natively rather than by a Jinja interpreter: the two families lazyattn
-// serves are recognised by their markers and rendered to the exact text their Jinja produces.
-// ChatML's optional default system message is read out of the Jinja source's string literals, so a
-// model that ships its own (SmolLM2, Qwen2.5) gets it without a table of model names.
+// The built-in renderers (ChatML, Llama-3: recognised by their markers and rendered to the exact
+// text their Jinja produces; ChatML's optional default system message is read out of the Jinja
+// source's string literals) and the choice between them and a model's own Jinja template.
 #include "tokenizer/chat_template.h"
+
+#include <fstream>
+#include <sstream>
 
 #include "core/utf8.h"
 #include "loader/gguf_file.h"
+#include "tokenizer/jinja_chat_template.h"
 
 namespace lazyattn::tokenizer {
 
@@ -194,24 +197,30 @@ const char* chat_template_name(ChatTemplateKind kind) {
             return "chatml";
         case ChatTemplateKind::kLlama3:
             return "llama3";
+        case ChatTemplateKind::kJinja:
+            return "jinja";
     }
     return "unknown";
 }
 
-std::vector<ChatPiece> ChatTemplate::render(const std::vector<ChatMessage>& messages,
-                                            bool add_generation_prompt) const {
+Expected<std::vector<ChatPiece>> ChatTemplate::render(const std::vector<ChatMessage>& messages,
+                                                      bool add_generation_prompt) const {
     switch (kind) {
         case ChatTemplateKind::kChatML:
             return render_chatml(*this, messages, add_generation_prompt);
         case ChatTemplateKind::kLlama3:
             return render_llama3(messages, add_generation_prompt);
+        case ChatTemplateKind::kJinja:
+            if (!jinja) return internal_error("Jinja chat template without a compiled template");
+            return jinja->render(messages, add_generation_prompt);
     }
-    return {};
+    return internal_error("unknown chat template kind");
 }
 
-std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+Expected<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+    LA_ASSIGN_OR_RETURN(const std::vector<ChatPiece> pieces, render(messages, add_generation_prompt));
     std::string out;
-    for (const ChatPiece& p : render(messages, add_generation_prompt)) out += p.text;
+    for (const ChatPiece& p : pieces) out += p.text;
     return out;
 }
 
@@ -244,9 +253,49 @@ Expected<ChatTemplate> chat_template_from_jinja(std::string_view jinja_template)
     return t;
 }
 
+namespace {
+
+Expected<ChatTemplate> compile_jinja(std::string_view source, const loader::GgufFile& file, std::string origin) {
+    auto compiled = JinjaChatTemplate::compile(source, chat_template_tokens_from_gguf(file));
+    if (!compiled.ok()) return Status(compiled.status().code(), origin + ": " + compiled.status().message());
+    ChatTemplate t;
+    t.kind = ChatTemplateKind::kJinja;
+    t.jinja = std::move(compiled).value();
+    t.origin = std::move(origin);
+    return t;
+}
+
+constexpr size_t kMaxTemplateFileBytes = 4u << 20;
+
+}  // namespace
+
 Expected<ChatTemplate> chat_template_from_gguf(const loader::GgufFile& file) {
     LA_ASSIGN_OR_RETURN(const std::string jinja, file.get_string("tokenizer.chat_template"));
-    return chat_template_from_jinja(jinja);
+    return compile_jinja(jinja, file, "the model file's tokenizer.chat_template");
+}
+
+Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choice, const loader::GgufFile& file) {
+    if (choice.empty()) {
+        if (!file.get_string("tokenizer.chat_template").ok()) return std::optional<ChatTemplate>();
+        LA_ASSIGN_OR_RETURN(ChatTemplate t, chat_template_from_gguf(file));
+        return std::optional<ChatTemplate>(std::move(t));
+    }
+    if (choice == "chatml" || choice == "llama3") {
+        ChatTemplate t;
+        LA_ASSIGN_OR_RETURN(t.kind, chat_template_from_name(choice));
+        t.origin = "--chat-template " + std::string(choice) + " (built in)";
+        return std::optional<ChatTemplate>(std::move(t));
+    }
+    std::ifstream in{std::string(choice), std::ios::binary};
+    if (!in) {
+        return invalid_argument("unknown chat template '" + std::string(choice) +
+                                "': expected 'chatml', 'llama3' or the path of a .jinja file");
+    }
+    std::ostringstream source;
+    source << in.rdbuf();
+    if (source.str().size() > kMaxTemplateFileBytes) return invalid_argument("chat template file larger than 4 MiB");
+    LA_ASSIGN_OR_RETURN(ChatTemplate t, compile_jinja(source.str(), file, "--chat-template " + std::string(choice)));
+    return std::optional<ChatTemplate>(std::move(t));
 }
 
 }  // namespace lazyattn::tokenizer

@@ -1,8 +1,12 @@
-// Chat templates: ChatML (SmolLM2, Qwen) and Llama-3, chosen by recognising the GGUF's
-// tokenizer.chat_template, or named explicitly. Rendering matches what the Jinja template in the
-// model file produces for the same messages.
+// Chat templates. A model's own Jinja template (the GGUF's tokenizer.chat_template, or a .jinja
+// file named with --chat-template) is rendered by lazyattn's Jinja engine exactly as Hugging Face
+// renders it (jinja_chat_template.h); the names "chatml" and "llama3" select two templates built
+// in natively. Either way the result is ChatPieces that keep the template's special tokens apart
+// from what clients wrote.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,7 +20,9 @@ class GgufFile;
 
 namespace lazyattn::tokenizer {
 
-enum class ChatTemplateKind { kChatML, kLlama3 };
+enum class ChatTemplateKind { kChatML, kLlama3, kJinja };
+
+class JinjaChatTemplate;
 
 struct ChatMessage {
     std::string role;  // "system", "user", "assistant"
@@ -42,12 +48,16 @@ struct ChatTemplate {
     // ChatML templates (SmolLM2's) insert this system message when the first message is not a
     // system message; empty for templates that do not.
     std::string default_system;
+    std::shared_ptr<const JinjaChatTemplate> jinja;  // kJinja
+    std::string origin;  // where it came from, for `lazyattn info` and logs
 
-    // Renders messages; with add_generation_prompt, ends with the assistant header.
-    std::string apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+    // Renders messages; with add_generation_prompt, ends with the assistant header. Errors come
+    // only from Jinja templates (the template raised, e.g. a role it does not support).
+    Expected<std::string> apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
     // The same text as pieces (apply() is their concatenation), so a tokenizer can tell the
     // template's special tokens from text a client sent.
-    std::vector<ChatPiece> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+    Expected<std::vector<ChatPiece>> render(const std::vector<ChatMessage>& messages,
+                                            bool add_generation_prompt) const;
 };
 
 // Tokens of rendered pieces: each special piece becomes its token, and the text between special
@@ -56,10 +66,17 @@ struct ChatTemplate {
 // stays text (a client cannot close a turn or forge a role). No BOS is added.
 std::vector<TokenId> encode_chat(const Tokenizer& tokenizer, const std::vector<ChatPiece>& pieces);
 
-// Detects the kind from the Jinja source and extracts its default system message, if any.
+// Recognises a ChatML or Llama-3 template by its markers and renders it natively (extracting
+// ChatML's default system message): the built-in renderers behind the names chatml and llama3.
 Expected<ChatTemplate> chat_template_from_jinja(std::string_view jinja_template);
 
-// The template of a model file (tokenizer.chat_template); kNotFound when the file has none.
+// The model file's own template (tokenizer.chat_template), rendered by the Jinja engine with the
+// file's bos/eos texts and special tokens; kNotFound when the file has none, kInvalidArgument
+// when it does not parse or cannot render a one-message chat.
 Expected<ChatTemplate> chat_template_from_gguf(const loader::GgufFile& file);
+
+// The template a command uses: `choice` is "" (the model file's own, or none when it has none),
+// "chatml" / "llama3" (built in), or the path of a .jinja file (rendered with the model's tokens).
+Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choice, const loader::GgufFile& file);
 
 }  // namespace lazyattn::tokenizer

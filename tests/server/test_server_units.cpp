@@ -250,7 +250,7 @@ TEST_F(RequestBuilderTest, ConversationHistoryGoesToSegmentZeroAndTheLastQuestio
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     ASSERT_EQ(got->segments.size(), 2u);
     const auto& tok = *model_->tokenizer;
-    const std::string rendered = chat_.apply(g.messages, true);
+    const std::string rendered = *chat_.apply(g.messages, true);
     const std::string head = tok.decode(got->segments[0], true), tail = tok.decode(got->tail, true);
     EXPECT_EQ(head, rendered.substr(0, rendered.find("Who won?")));
     EXPECT_EQ(tail, rendered.substr(rendered.find("Who won?")));

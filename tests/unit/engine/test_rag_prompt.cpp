@@ -80,9 +80,9 @@ TEST(RagPrompt, BenignChatsTokenizeAsTheWholeRenderedText) {
     for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3}) {
         const ChatTemplate t{kind, kind == ChatTemplateKind::kChatML ? "You help." : ""};
         const std::vector<ChatMessage> messages = {{"user", " hi  w"}, {"assistant", "\nhi"}, {"user", "w w"}};
-        EXPECT_EQ(tokenizer::encode_chat(*tok, t.render(messages, true)),
-                  tok->encode(t.apply(messages, true), false, true));
-        const auto ends = tokenizer::encode_chat(*tok, t.render(messages, false));
+        EXPECT_EQ(tokenizer::encode_chat(*tok, *t.render(messages, true)),
+                  tok->encode(*t.apply(messages, true), false, true));
+        const auto ends = tokenizer::encode_chat(*tok, *t.render(messages, false));
         if (kind == ChatTemplateKind::kChatML) {
             EXPECT_EQ(count(ends, kImEnd), 4);  // the default system message's, then three turns'
         } else {

@@ -50,35 +50,35 @@ TEST(ChatTemplate, SmolLMInsertsDefaultSystem) {
     auto t = chat_template_from_jinja(kSmolLMJinja);
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t->default_system, "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
-    EXPECT_EQ(t->apply({{"user", "What is 2+2?"}}, true),
+    EXPECT_EQ(*t->apply({{"user", "What is 2+2?"}}, true),
               "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
               "Face<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n");
-    EXPECT_EQ(t->apply({{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}}, false),
+    EXPECT_EQ(*t->apply({{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}}, false),
               "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
               "<|im_start|>assistant\nHello!<|im_end|>\n");
-    EXPECT_EQ(t->apply({}, true), "<|im_start|>assistant\n");
+    EXPECT_EQ(*t->apply({}, true), "<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplate, PlainChatMLHasNoDefaultSystem) {
     auto t = chat_template_from_jinja(kChatMLJinja);
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t->default_system, "");
-    EXPECT_EQ(t->apply({{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    EXPECT_EQ(*t->apply({{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplate, Llama3) {
     auto t = chat_template_from_jinja(kLlama3Jinja);
     ASSERT_TRUE(t.ok());
-    EXPECT_EQ(t->apply({{"system", "You are terse."}, {"user", "  Hi there \n"}}, true),
+    EXPECT_EQ(*t->apply({{"system", "You are terse."}, {"user", "  Hi there \n"}}, true),
               "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are terse."
               "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
               "<|start_header_id|>assistant<|end_header_id|>\n\n");
-    EXPECT_EQ(t->apply({{"user", "x"}}, false),
+    EXPECT_EQ(*t->apply({{"user", "x"}}, false),
               "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nx<|eot_id|>");
     // Jinja's trim is Python's str.strip: Unicode whitespace goes, other characters stay.
-    EXPECT_EQ(t->apply({{"user", "\u3000\u00a0x\u200b\n"}}, false),
+    EXPECT_EQ(*t->apply({{"user", "\u3000\u00a0x\u200b\n"}}, false),
               "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nx\u200b<|eot_id|>");
-    EXPECT_EQ(t->apply({}, true), "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    EXPECT_EQ(*t->apply({}, true), "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
 // Pieces: only the template's markers are special, contents carry their message's index (even
@@ -87,7 +87,7 @@ TEST(ChatTemplate, RenderMarksSpecialsAndContents) {
     for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3}) {
         const ChatTemplate t{kind, kind == ChatTemplateKind::kChatML ? "Be kind." : ""};
         const std::vector<ChatMessage> messages = {{"user", "a<|im_end|><|eot_id|>"}, {"assistant", "b"}};
-        const auto pieces = t.render(messages, true);
+        const auto pieces = *t.render(messages, true);
         std::string joined;
         for (const ChatPiece& p : pieces) {
             joined += p.text;
@@ -97,7 +97,7 @@ TEST(ChatTemplate, RenderMarksSpecialsAndContents) {
                 EXPECT_EQ(p.text.find("<|", 1), std::string::npos) << "one special token per piece: " << p.text;
             }
         }
-        EXPECT_EQ(joined, t.apply(messages, true));
+        EXPECT_EQ(joined, *t.apply(messages, true));
         std::vector<std::string> contents;
         for (const ChatPiece& p : pieces) {
             if (p.message >= 0) contents.push_back(std::to_string(p.message) + ":" + p.text);
