@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the GGUF files the speed and compatibility tests run on, into models/ (ignored), each
-# only when missing (a second call is a manifest print). Needs llama.cpp's tools, built on first
-# use by scripts/build_llama_tools.sh (~30-45 min on 2 busy cores, once).
+# only when missing (a second call is a manifest print). Needs llama.cpp's llama-quantize, built on
+# first use by scripts/build_llama_tools.sh (LLAMA_TOOLS_JOBS=2: ~10 min on 2 idle cores, once).
 #
 #   scripts/make_test_models.sh                 every group below (8B skipped if the disk is short)
 #   scripts/make_test_models.sh smollm2 llama-1b  only these groups
@@ -114,7 +114,9 @@ exec 9>"$MODELS/.make_test_models.lock"
 if command -v flock >/dev/null; then
   flock -n 9 || { log "another make_test_models.sh is running; waiting for it"; flock 9; }
 fi
-./scripts/build_llama_tools.sh >/dev/null || die "could not build llama.cpp's tools (see above)"
+# Only llama-quantize is needed here (the vocabulary and gguf-py come with the sources).
+LLAMA_TOOLS_TARGETS=${LLAMA_TOOLS_TARGETS:-llama-quantize} ./scripts/build_llama_tools.sh >/dev/null \
+  || die "could not build llama.cpp's llama-quantize (see above)"
 eval "$(./scripts/build_llama_tools.sh --env)"
 QUANTIZE="$LLAMA_TOOLS_BIN/llama-quantize"
 [ -x "$QUANTIZE" ] || die "$QUANTIZE is missing"
