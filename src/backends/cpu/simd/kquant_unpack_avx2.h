@@ -50,7 +50,11 @@ LA_AVX2 inline void unpack_q2_K(const uint8_t* b, KUnpacked* u) {
         const __m256i v = load32(b + 16 + 32 * h);
         for (int j = 0; j < 4; ++j) store32(u->q + 128 * h + 32 * j, _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m3));
     }
-    for (int k = 0; k < 16; ++k) u->scale[k] = b[k] & 0x0f, u->min[k] = b[k] >> 4;
+    // 16 bytes of (min << 4 | scale), widened to int16 (a scalar loop here cost more than the quants).
+    const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    store32(reinterpret_cast<uint8_t*>(u->scale), _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)));
+    store32(reinterpret_cast<uint8_t*>(u->min), _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4)));
     u->d = half(b + 80);
     u->dmin = half(b + 82);
 }
@@ -65,13 +69,21 @@ LA_AVX2 inline void unpack_q3_K(const uint8_t* b, KUnpacked* u) {
             store32(u->q + 128 * h + 32 * j, _mm256_or_si256(low, bit_to(hm, 1 << (4 * h + j), 4)));
         }
     }
-    const uint8_t* sc = b + 96;
-    for (int k = 0; k < 16; ++k) {
-        const int low = k < 8 ? (sc[k] & 0x0f) : (sc[k - 8] >> 4);
-        const int high = (sc[8 + k % 4] >> (2 * (k / 4))) & 3;
-        u->scale[k] = int16_t((low | (high << 4)) - 32);
-        u->min[k] = int16_t(4 * u->scale[k]);
-    }
+    // Scale k: low 4 bits in nibble (k / 8) of byte k % 8, high 2 bits in bits 2 (k / 4) of byte
+    // 8 + k % 4; four scales per 32-bit word, then -32 and widened to int16 (the min is 4 x scale).
+    uint32_t a0, a1, a2;
+    std::memcpy(&a0, b + 96, 4);
+    std::memcpy(&a1, b + 100, 4);
+    std::memcpy(&a2, b + 104, 4);
+    const uint32_t lo4 = 0x0f0f0f0fu, hi2 = 0x03030303u;
+    const __m128i sc8 = _mm_sub_epi8(_mm_set_epi32(int(((a1 >> 4) & lo4) | (((a2 >> 6) & hi2) << 4)),
+                                                   int(((a0 >> 4) & lo4) | (((a2 >> 4) & hi2) << 4)),
+                                                   int((a1 & lo4) | (((a2 >> 2) & hi2) << 4)),
+                                                   int((a0 & lo4) | ((a2 & hi2) << 4))),
+                                     _mm_set1_epi8(32));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    store32(reinterpret_cast<uint8_t*>(u->scale), sc16);
+    store32(reinterpret_cast<uint8_t*>(u->min), _mm256_slli_epi16(sc16, 2));
     u->d = u->dmin = half(b + 108);
 }
 
