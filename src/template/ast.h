@@ -47,6 +47,7 @@ struct Expr {
     std::vector<std::pair<std::string, ExprPtr>> kwargs;
     std::vector<std::string> ops;
     bool negated = false;
+    int depth = 1;  // of the tree below, bounded by the parser (the interpreter recurses on it)
 };
 
 struct Stmt;

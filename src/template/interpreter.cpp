@@ -731,7 +731,7 @@ Value Interpreter::call_macro(const Stmt& macro, const std::shared_ptr<Frame>& c
             frame->vars[k] = v;
         }
     }
-    frame->vars["varargs"] = Value::list(std::move(varargs));
+    frame->vars["varargs"] = Value::list(std::move(varargs), true);
     frame->vars["kwargs"] = kwargs;
     if (!caller.is_undefined()) frame->vars["caller"] = caller;
     std::shared_ptr<Frame> saved = frame_;

@@ -1,5 +1,6 @@
 #include "template/parser.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "template/python_text.h"
@@ -82,6 +83,20 @@ private:
         auto e = std::make_unique<Expr>();
         e->kind = kind;
         e->line = line;
+        return e;
+    }
+
+    // Computes the node's depth from its children and refuses trees deeper than kMaxNesting:
+    // chains like `x|f|f|f...` or `1+1+1...` are built by loops, not recursion, yet evaluating
+    // and freeing them recurses.
+    ExprPtr sealed(ExprPtr e) {
+        int depth = 0;
+        for (const auto& c : e->children) {
+            if (c) depth = std::max(depth, c->depth);
+        }
+        for (const auto& [_, v] : e->kwargs) depth = std::max(depth, v->depth);
+        e->depth = depth + 1;
+        if (e->depth > kMaxNesting) throw TemplateError("expression nested too deep", e->line);
         return e;
     }
 
@@ -297,7 +312,7 @@ private:
         if (!comma) return std::move(items[0]);
         auto e = node(ExprKind::kTuple, line);
         e->children = std::move(items);
-        return e;
+        return sealed(std::move(e));
     }
 
     bool starts_expression() const {
@@ -318,7 +333,7 @@ private:
             cond->children.push_back(std::move(test));
             cond->children.push_back(std::move(expr));
             cond->children.push_back(std::move(otherwise));
-            expr = std::move(cond);
+            expr = sealed(std::move(cond));
         }
         return expr;
     }
@@ -328,7 +343,7 @@ private:
         e->name = std::move(op);
         e->children.push_back(std::move(left));
         e->children.push_back(std::move(right));
-        return e;
+        return sealed(std::move(e));
     }
 
     ExprPtr parse_or() {
@@ -355,7 +370,7 @@ private:
             const int line = next().line;
             auto e = node(ExprKind::kNot, line);
             e->children.push_back(parse_not());
-            return e;
+            return sealed(std::move(e));
         }
         return parse_compare();
     }
@@ -388,7 +403,7 @@ private:
             cmp->ops.push_back(op);
             cmp->children.push_back(parse_math1());
         }
-        return cmp ? std::move(cmp) : std::move(first);
+        return cmp ? sealed(std::move(cmp)) : std::move(first);
     }
 
     ExprPtr parse_math1() {
@@ -407,7 +422,7 @@ private:
         auto e = node(ExprKind::kConcat, line);
         e->children.push_back(std::move(first));
         while (skip_op("~")) e->children.push_back(parse_math2());
-        return e;
+        return sealed(std::move(e));
     }
 
     ExprPtr parse_math2() {
@@ -435,6 +450,7 @@ private:
             const Token& t = next();
             e = node(t.text == "-" ? ExprKind::kNeg : ExprKind::kPos, t.line);
             e->children.push_back(parse_unary(false));
+            e = sealed(std::move(e));
         } else {
             e = parse_primary();
         }
@@ -480,7 +496,7 @@ private:
                 auto tuple = node(ExprKind::kTuple, t.line);
                 tuple->children.push_back(std::move(inner));
                 while (skip_op(",") && !is_op(")")) tuple->children.push_back(parse_expression());
-                inner = std::move(tuple);
+                inner = sealed(std::move(tuple));
             }
             expect_op(")");
             return inner;
@@ -492,7 +508,7 @@ private:
                 if (skip_op("]")) break;
                 e->children.push_back(parse_expression());
             }
-            return e;
+            return sealed(std::move(e));
         }
         if (skip_op("{")) {
             auto e = node(ExprKind::kDict, t.line);
@@ -503,7 +519,7 @@ private:
                 expect_op(":");
                 e->children.push_back(parse_expression());
             }
-            return e;
+            return sealed(std::move(e));
         }
         fail("unexpected " + describe(t));
     }
@@ -518,13 +534,13 @@ private:
                     key->literal = Value(next().integer);
                     item->children.push_back(std::move(e));
                     item->children.push_back(std::move(key));
-                    e = std::move(item);
+                    e = sealed(std::move(item));
                     continue;
                 }
                 auto attr = node(ExprKind::kGetAttr, line);
                 attr->name = expect_name();
                 attr->children.push_back(std::move(e));
-                e = std::move(attr);
+                e = sealed(std::move(attr));
             } else if (is_op("[")) {
                 e = parse_subscript(std::move(e));
             } else if (is_op("(")) {
@@ -553,12 +569,12 @@ private:
             auto item = node(ExprKind::kGetItem, line);
             item->children.push_back(std::move(obj));
             item->children.push_back(std::move(parts[0]));
-            return item;
+            return sealed(std::move(item));
         }
         auto slice = node(ExprKind::kSlice, line);
         slice->children.push_back(std::move(obj));
         for (auto& p : parts) slice->children.push_back(std::move(p));
-        return slice;
+        return sealed(std::move(slice));
     }
 
     void parse_call_args(Expr& call) {
@@ -584,7 +600,7 @@ private:
         auto call = node(ExprKind::kCall, cur().line);
         call->children.push_back(std::move(callee));
         parse_call_args(*call);
-        return call;
+        return sealed(std::move(call));
     }
 
     ExprPtr parse_filter_expr(ExprPtr e) {
@@ -609,7 +625,7 @@ private:
         f->name = expect_name();
         f->children.push_back(std::move(operand));
         if (is_op("(")) parse_call_args(*f);
-        return f;
+        return sealed(std::move(f));
     }
 
     ExprPtr parse_test(ExprPtr subject) {
@@ -628,7 +644,7 @@ private:
             if (is_name("is")) fail("tests cannot be chained with 'is'");
             t->children.push_back(parse_postfix(parse_primary()));
         }
-        return t;
+        return sealed(std::move(t));
     }
 
     const std::vector<Token>& tokens_;
