@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/timer.h"
+#include "engine/request_handle.h"
 #include "engine/scheduler.h"
 
 namespace lazyattn::bench {
@@ -46,18 +47,45 @@ Status prewarm(engine::Scheduler& s, const Workload& w) {
 
 }  // namespace
 
+namespace {
+
+// Fills the measured part of `r` from the per-request stats (requests [warmup, n)).
+void collect(const Workload& w, const std::vector<std::shared_ptr<engine::RequestHandle>>& handles,
+             const std::vector<double>& lag_ms, int32_t warmup, RunResult& r) {
+    for (size_t i = size_t(warmup); i < handles.size(); ++i) {
+        const engine::RequestStats st = handles[i]->stats();
+        r.ttft_ms.push_back(st.ttft_ms + lag_ms[i]);
+        r.e2e_ms.push_back(st.ttft_ms + st.decode_ms + lag_ms[i]);
+        r.tpot_ms.push_back(st.num_generated > 1 ? st.decode_ms / (st.num_generated - 1) : 0.0);
+        r.output_tokens += st.num_generated;
+        r.prefill_tokens += st.prefill_tokens;
+        r.reused_tokens += st.reused_tokens;
+        r.segment_hits += st.segments_hit;
+        r.segment_misses += st.segments_missed;
+    }
+    r.compulsory = count_compulsory_misses(w.request_docs, warmup);
+}
+
+}  // namespace
+
 Expected<RunResult> run_workload(const Workload& w, model::Model& model, const tokenizer::Tokenizer& tokenizer,
                                  const RunConfig& config, const Progress& progress) {
+    const int32_t n = int32_t(w.requests.size());
+    if (config.warmup_requests < 0 || config.warmup_requests >= n) {
+        return invalid_argument("the warm-up must leave at least one of the " + std::to_string(n) +
+                                " requests to measure");
+    }
     engine::Scheduler s(model, tokenizer, config.engine);
     if (config.prewarm) LA_RETURN_IF_ERROR(prewarm(s, w));
     const engine::SchedulerStats before = s.stats();
-    const int32_t n = int32_t(w.requests.size());
     const bool poisson = !w.arrival_s.empty() && w.arrival_s.back() > 0;
     std::vector<std::shared_ptr<engine::RequestHandle>> handles(n);
     std::vector<double> lag_ms(n, 0.0);  // submission later than the scheduled arrival
+    std::vector<double> done_s;          // completion times, in completion order
     RunResult r;
     r.label = config.label;
     r.mode = engine::cache_mode_name(config.engine.cache_mode);
+    r.warmup_requests = config.warmup_requests;
     r.pool_blocks = s.kv_cache().pool().num_blocks();
     const double t0 = now_ms();
     int32_t next = 0, done = 0, in_flight = 0;
@@ -74,30 +102,23 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
             const double wait = w.arrival_s[next] * 1000.0 - (now_ms() - t0);
             if (wait > 0) std::this_thread::sleep_for(std::chrono::microseconds(int64_t(wait * 1000)));
         }
-        r.peak_blocks = std::max(r.peak_blocks, s.kv_cache().num_used());
+        // Peak pool use in the steady state (the warm-up's first wave is not representative).
+        if (done >= config.warmup_requests) r.peak_blocks = std::max(r.peak_blocks, s.kv_cache().num_used());
         for (int32_t i = 0; i < next; ++i) {
             if (collected[i] || !handles[i]->finished()) continue;
             collected[i] = true;
             ++done;
             --in_flight;
+            done_s.push_back((now_ms() - t0) / 1000.0);
             const engine::RagResult res = handles[i]->wait();
             if (res.finish_reason == "error") return res.status;
             if (progress) progress(done, n);
         }
     }
     r.wall_s = (now_ms() - t0) / 1000.0;
-    for (int32_t i = 0; i < n; ++i) {
-        const engine::RequestStats st = handles[i]->stats();
-        r.ttft_ms.push_back(st.ttft_ms + lag_ms[i]);
-        r.e2e_ms.push_back(st.ttft_ms + st.decode_ms + lag_ms[i]);
-        r.tpot_ms.push_back(st.num_generated > 1 ? st.decode_ms / (st.num_generated - 1) : 0.0);
-        r.output_tokens += st.num_generated;
-        r.prefill_tokens += st.prefill_tokens;
-        r.reused_tokens += st.reused_tokens;
-    }
+    r.measured_s = measured_span_s(done_s, config.warmup_requests);
+    collect(w, handles, lag_ms, config.warmup_requests, r);
     const engine::SchedulerStats after = s.stats();
-    r.segment_hits = after.segment_hits - before.segment_hits;
-    r.segment_misses = after.segment_misses - before.segment_misses;
     r.preemptions = after.preemptions - before.preemptions;
     r.steps = after.steps - before.steps;
     return r;

@@ -1,7 +1,8 @@
 // Runs a workload through the Scheduler in-process (no HTTP) in one cache mode, with a closed
 // loop of concurrent clients or the workload's Poisson arrival times, and measures what the
 // LazyAttention paper reports: TTFT, time per output token, end-to-end latency, throughput,
-// tokens prefilled vs reused, segment hit ratio and peak KV blocks.
+// tokens prefilled vs reused, segment hit ratio and peak KV blocks. The first `warmup_requests`
+// run (they fill the cache) but are left out of every statistic: the steady state is measured.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/rag_stats.h"
 #include "bench/rag_workload.h"
 #include "engine/engine_config.h"
 #include "model/model.h"
@@ -19,24 +21,29 @@ namespace lazyattn::bench {
 struct RunConfig {
     std::string label;  // how the run is reported ("lazy", "lazy (floor)", ...)
     engine::EngineConfig engine;
-    int32_t clients = 4;   // closed loop, when the workload has no arrival times
-    bool prewarm = false;  // compute every pool document first (the TTFT floor)
+    int32_t clients = 4;          // closed loop, when the workload has no arrival times
+    int32_t warmup_requests = 0;  // the stream's first requests, run but not measured
+    bool prewarm = false;         // compute every pool document first (the TTFT floor)
 };
 
+// Everything below covers the measured requests only (the stream after the warm-up).
 struct RunResult {
     std::string label;
     std::string mode;
-    std::vector<double> ttft_ms, tpot_ms, e2e_ms;  // per request, in submission order
-    double wall_s = 0;
+    int32_t warmup_requests = 0;
+    std::vector<double> ttft_ms, tpot_ms, e2e_ms;  // per measured request, in submission order
+    double wall_s = 0;                             // the whole run, warm-up included
+    double measured_s = 0;  // from the warm-up's last completion to the last completion
     int64_t output_tokens = 0;
     int64_t prefill_tokens = 0, reused_tokens = 0;
     int64_t segment_hits = 0, segment_misses = 0;
+    CompulsoryMisses compulsory;  // first touches among the measured document lookups
     int32_t peak_blocks = 0, pool_blocks = 0;
     int64_t preemptions = 0;
     int64_t steps = 0;
 
-    double requests_per_s() const { return wall_s > 0 ? double(ttft_ms.size()) / wall_s : 0; }
-    double output_tok_per_s() const { return wall_s > 0 ? double(output_tokens) / wall_s : 0; }
+    double requests_per_s() const { return measured_s > 0 ? double(ttft_ms.size()) / measured_s : 0; }
+    double output_tok_per_s() const { return measured_s > 0 ? double(output_tokens) / measured_s : 0; }
     double hit_ratio() const {
         return segment_hits + segment_misses > 0 ? double(segment_hits) / double(segment_hits + segment_misses) : 0;
     }

@@ -1,7 +1,8 @@
 // `lazyattn bench rag`: the RAG serving benchmark. One seeded request stream (its digest printed)
-// runs in every cache mode in-process; then optional sweeps: document skew, Poisson arrival
-// rate, and KV pool capacity (position-agnostic vs position-aware caching, with the analytic
-// curves). Prints tables, writes one JSON file for bench/plot_rag.py.
+// runs in every cache mode in-process under a stated KV budget (documents' worth or MiB), the
+// first --warmup-requests left out of the statistics; then optional sweeps: KV budget, document
+// skew, Poisson arrival rate, and KV pool capacity (position-agnostic vs position-aware caching,
+// with the analytic curves). Prints tables, writes one JSON file for bench/plot_rag.py.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/rag_runner.h"
+#include "cli/bench_rag_report.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "core/progress.h"
@@ -23,27 +25,11 @@ namespace {
 using bench::RunResult;
 
 nlohmann::json to_json(const RunResult& r) {
-    using bench::percentile;
-    return {{"label", r.label},
-            {"mode", r.mode},
-            {"ttft_ms", r.ttft_ms},
-            {"tpot_ms", r.tpot_ms},
-            {"e2e_ms", r.e2e_ms},
-            {"ttft_mean_ms", bench::mean(r.ttft_ms)},
-            {"ttft_p50_ms", percentile(r.ttft_ms, 50)},
-            {"ttft_p90_ms", percentile(r.ttft_ms, 90)},
-            {"ttft_p99_ms", percentile(r.ttft_ms, 99)},
-            {"tpot_mean_ms", bench::mean(r.tpot_ms)},
-            {"e2e_p50_ms", percentile(r.e2e_ms, 50)},
-            {"wall_s", r.wall_s},
-            {"requests_per_s", r.requests_per_s()},
-            {"output_tok_per_s", r.output_tok_per_s()},
-            {"prefill_tokens", r.prefill_tokens},
-            {"reused_tokens", r.reused_tokens},
-            {"hit_ratio", r.hit_ratio()},
-            {"peak_blocks", r.peak_blocks},
-            {"pool_blocks", r.pool_blocks},
-            {"preemptions", r.preemptions}};
+    nlohmann::json j = run_summary_json(r);
+    j["ttft_ms"] = r.ttft_ms;
+    j["tpot_ms"] = r.tpot_ms;
+    j["e2e_ms"] = r.e2e_ms;
+    return j;
 }
 
 Expected<RunResult> run_one(const bench::Workload& w, engine::LoadedModel& lm, const BenchRagOptions& o,
@@ -52,6 +38,7 @@ Expected<RunResult> run_one(const bench::Workload& w, engine::LoadedModel& lm, c
     rc.label = label;
     rc.engine = ec;
     rc.clients = o.clients;
+    rc.warmup_requests = o.warmup_requests;
     rc.prewarm = prewarm;
     std::unique_ptr<ProgressBar> bar;
     return bench::run_workload(w, *lm.model, *lm.tokenizer, rc, [&](int32_t d, int32_t t) {
@@ -69,23 +56,31 @@ void print_main_table(const std::vector<RunResult>& runs) {
     };
     const RunResult* block = find("block-attn");
     const RunResult* prefix = find("prefix");
-    std::printf("\n%-14s %9s %9s %9s %9s %8s %8s %7s %8s %9s %9s %6s %6s %11s %10s %10s\n", "mode", "TTFT mean", "p50",
-                "p90", "p99", "TPOT", "e2e p50", "req/s", "tok/s", "prefilled", "reused", "hit%", "peak", "p50 vs blk",
+    std::printf("\n%-14s %8s %8s %15s %8s %7s %7s %8s %9s %9s %6s %6s %10s %9s %9s\n", "mode", "TTFT avg", "p50",
+                "p50 95% CI", "p99", "TPOT", "req/s", "tok/s", "prefilled", "reused", "hit%", "peak", "p50 vs blk",
                 "vs prefix", "thr vs blk");
     for (const auto& r : runs) {
         const double p50 = bench::percentile(r.ttft_ms, 50);
+        const bench::Interval ci = bench::bootstrap_percentile_ci(r.ttft_ms, 50);
         auto ratio = [&](const RunResult* base) {
             return base ? bench::percentile(base->ttft_ms, 50) / std::max(p50, 1e-9) : 0.0;
         };
-        std::printf(
-            "%-14s %9.1f %9.1f %9.1f %9.1f %8.1f %8.1f %7.2f %8.1f %9lld %9lld %5.0f%% %6d %10.2fx %9.2fx %9.2fx\n",
-            r.label.c_str(), bench::mean(r.ttft_ms), p50, bench::percentile(r.ttft_ms, 90),
-            bench::percentile(r.ttft_ms, 99), bench::mean(r.tpot_ms), bench::percentile(r.e2e_ms, 50),
-            r.requests_per_s(), r.output_tok_per_s(), (long long)r.prefill_tokens, (long long)r.reused_tokens,
-            100.0 * r.hit_ratio(), r.peak_blocks, ratio(block), ratio(prefix),
-            block ? r.requests_per_s() / std::max(block->requests_per_s(), 1e-9) : 0.0);
+        char ci_text[40];
+        std::snprintf(ci_text, sizeof ci_text, "[%.0f, %.0f]", ci.low, ci.high);
+        std::printf("%-14s %8.1f %8.1f %15s %8.1f %7.1f %7.3f %8.1f %9lld %9lld %5.0f%% %6d %9.2fx %8.2fx %8.2fx\n",
+                    r.label.c_str(), bench::mean(r.ttft_ms), p50, ci_text, bench::percentile(r.ttft_ms, 99),
+                    bench::mean(r.tpot_ms), r.requests_per_s(), r.output_tok_per_s(), (long long)r.prefill_tokens,
+                    (long long)r.reused_tokens, 100.0 * r.hit_ratio(), r.peak_blocks, ratio(block), ratio(prefix),
+                    block ? r.requests_per_s() / std::max(block->requests_per_s(), 1e-9) : 0.0);
     }
     std::printf("(times in ms; TTFT ratios are block-attn's or prefix's p50 over this mode's: > 1 means faster)\n");
+    if (!runs.empty()) {
+        const auto& c = runs.front().compulsory;
+        std::printf(
+            "compulsory misses: %lld of %lld measured document lookups (%.1f%%) are first touches: no cache "
+            "avoids them, so the hit ratio is at most %.1f%%\n",
+            (long long)c.compulsory, (long long)c.lookups, 100 * c.fraction(), 100 * (1 - c.fraction()));
+    }
 }
 
 }  // namespace
@@ -104,21 +99,51 @@ int run_bench_rag(const BenchRagOptions& o) {
         std::cerr << "error: " << w.status().to_string() << "\n";
         return 2;
     }
+    auto budget = rag_kv_budget(o, lm->model->config());
+    if (!budget.ok()) {
+        std::cerr << "error: KV budget: " << budget.status().to_string() << "\n";
+        return 2;
+    }
+    if (o.warmup_requests >= wc.num_requests) {
+        std::cerr << "error: --warmup-requests must leave requests to measure (it is " << o.warmup_requests
+                  << " of " << wc.num_requests << ")\n";
+        return 2;
+    }
     std::printf(
-        "workload: %d documents x %d tokens, k=%d, zipf s=%.2f, tail %d, output %d, %d requests, %d clients; "
-        "digest %016llx\n",
+        "workload: %d documents x %d tokens, k=%d, zipf s=%.2f, tail %d, output %d, %d requests (first %d are "
+        "warm-up, not measured), %d clients; digest %016llx\nKV budget: %s, the whole pool of each mode\n",
         wc.num_docs, wc.doc_tokens, wc.docs_per_request, wc.zipf_s, wc.tail_tokens, wc.output_tokens, wc.num_requests,
-        o.clients, (unsigned long long)w->digest());
+        o.warmup_requests, o.clients, (unsigned long long)w->digest(), budget->describe().c_str());
     if (!o.export_workload_path.empty()) {
+        // Everything an HTTP peer needs to replay the same token stream under the same budget.
         nlohmann::json reqs = nlohmann::json::array();
-        for (const auto& r : w->requests) {
-            reqs.push_back({{"segments", r.segments}, {"tail", r.tail}, {"max_tokens", r.max_tokens}});
+        for (size_t i = 0; i < w->requests.size(); ++i) {
+            const auto& r = w->requests[i];
+            reqs.push_back({{"segments", r.segments},
+                            {"first_segment_is_preamble", r.first_segment_is_preamble},
+                            {"doc_ids", w->request_docs[i]},
+                            {"tail", r.tail},
+                            {"max_tokens", r.max_tokens},
+                            {"arrival_s", w->arrival_s[i]}});
         }
-        std::ofstream(o.export_workload_path) << nlohmann::json{{"digest", w->digest()}, {"requests", reqs}}.dump();
+        const nlohmann::json exported = {{"digest", w->digest()},
+                                         {"num_docs", wc.num_docs},
+                                         {"doc_tokens", wc.doc_tokens},
+                                         {"k", wc.docs_per_request},
+                                         {"zipf_s", wc.zipf_s},
+                                         {"seed", wc.seed},
+                                         {"warmup_requests", o.warmup_requests},
+                                         {"kv_budget_blocks", budget->num_blocks},
+                                         {"kv_budget_mib", budget->mib()},
+                                         {"kv_budget_docs", budget->docs()},
+                                         {"kv_block_size", budget->block_size},
+                                         {"kv_bytes_per_token", budget->bytes_per_token()},
+                                         {"requests", reqs}};
+        std::ofstream(o.export_workload_path) << exported.dump();
     }
     engine::EngineConfig base;
     base.kv_dtype = o.common.kv_dtype;
-    base.kv_cache_mb = o.kv_cache_mb;
+    base.kv_num_blocks = budget->num_blocks;
     base.max_batch_tokens = o.max_batch_tokens;
     base.check_integrity = false;
     nlohmann::json out = {{"workload",
@@ -131,6 +156,11 @@ int run_bench_rag(const BenchRagOptions& o) {
                             {"output_tokens", wc.output_tokens},
                             {"num_requests", wc.num_requests},
                             {"clients", o.clients},
+                            {"warmup_requests", o.warmup_requests},
+                            {"kv_budget_blocks", budget->num_blocks},
+                            {"kv_budget_mib", budget->mib()},
+                            {"kv_budget_docs", budget->docs()},
+                            {"kv_bytes_per_token", budget->bytes_per_token()},
                             {"seed", wc.seed},
                             {"digest", w->digest()}}}};
     std::vector<RunResult> runs;
@@ -151,8 +181,10 @@ int run_bench_rag(const BenchRagOptions& o) {
         }
         runs.push_back(*r);
     }
-    if (o.floor) {
+    if (o.floor) {  // on a pool that holds every document and the clients' working sets, whatever the budget
         engine::EngineConfig ec = base;
+        auto all = rag_kv_budget(o, lm->model->config(), wc.num_docs + o.clients * (wc.docs_per_request + 1));
+        if (all.ok()) ec.kv_num_blocks = all->num_blocks;
         auto r = run_one(*w, *lm, o, "floor (all cached)", ec, true);
         if (r.ok()) runs.push_back(*r);
     }

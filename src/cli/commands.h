@@ -67,13 +67,21 @@ struct BenchRagOptions {
     std::vector<double> zipf{2.1};  // the main run uses the first
     std::vector<std::string> modes{"lazy", "lazy-k", "block-attn", "prefix", "none"};
     int32_t clients = 4;
+    // The KV budget (the whole pool, cached documents and in-flight requests together): in
+    // documents' worth when kv_budget_docs > 0 (sized from the model's KV bytes per token), else
+    // kv_cache_mb MiB.
+    double kv_budget_docs = 0;
     int32_t kv_cache_mb = 1024;
+    int32_t warmup_requests = 0;  // the stream's first requests: run, not measured
     int32_t max_batch_tokens = 512;
     bool floor = true;
-    std::vector<double> skew_sweep;      // empty: skipped
-    std::vector<double> rates;           // empty: skipped
-    std::vector<int32_t> capacity_docs;  // empty: skipped
+    std::vector<double> budget_sweep_docs;  // KV budgets in documents; empty: skipped
+    std::vector<double> skew_sweep;         // empty: skipped
+    std::vector<double> rates;              // empty: skipped
+    std::vector<int32_t> capacity_docs;     // empty: skipped
+    std::vector<std::string> sweep_modes{"lazy", "lazy-k", "block-attn", "prefix", "none"};
     int32_t sweep_requests = 20;
+    int32_t sweep_warmup_requests = -1;  // -1: as warmup_requests (capped below sweep_requests)
     std::string json_path;
     std::string export_workload_path;  // the request stream as JSON (for the llama.cpp peer)
 };

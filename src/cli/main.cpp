@@ -96,14 +96,30 @@ int main(int argc, char** argv) {
     br->add_option("--preamble-tokens", rag.workload.preamble_tokens,
                    "a shared preamble (system prompt) of this many tokens before the documents")
         ->check(CLI::Range(0, 4096));
-    br->add_option("--kv-cache-mb", rag.kv_cache_mb, "KV pool per mode")->check(CLI::PositiveNumber);
+    br->add_option("--kv-cache-mb,--kv-budget-mib", rag.kv_cache_mb, "KV budget (the whole pool) per mode, in MiB")
+        ->check(CLI::PositiveNumber);
+    br->add_option("--kv-budget-docs", rag.kv_budget_docs,
+                   "KV budget (the whole pool) in documents' worth, sized from the model's KV bytes per token "
+                   "(replaces --kv-cache-mb)")
+        ->check(CLI::PositiveNumber);
+    br->add_option("--warmup-requests", rag.warmup_requests,
+                   "the stream's first requests run (filling the cache) but are left out of the statistics")
+        ->check(CLI::Range(0, 1000000));
     br->add_option("--max-batch-tokens", rag.max_batch_tokens, "rows per step")->check(CLI::PositiveNumber);
     br->add_option("--data", rag.workload.passages_path, "QA file whose passages make up the documents");
     br->add_flag("!--no-floor", rag.floor, "skip the all-cached floor run");
+    br->add_option("--budget-sweep-docs", rag.budget_sweep_docs,
+                   "KV budgets in documents for the TTFT/throughput-vs-budget sweep")
+        ->check(CLI::PositiveNumber);
     br->add_option("--skew-sweep", rag.skew_sweep, "Zipf exponents for the throughput-vs-skew sweep");
     br->add_option("--rates", rag.rates, "Poisson arrival rates (req/s) for the TTFT-vs-rate sweep");
     br->add_option("--capacity-docs", rag.capacity_docs, "pool capacities (in documents) for the capacity sweep");
     br->add_option("--sweep-requests", rag.sweep_requests, "requests per sweep point")->check(CLI::Range(1, 1000000));
+    br->add_option("--sweep-warmup-requests", rag.sweep_warmup_requests,
+                   "warm-up requests per sweep point (default: --warmup-requests)")
+        ->check(CLI::Range(0, 1000000));
+    br->add_option("--sweep-modes", rag.sweep_modes, "cache modes of the budget, skew and rate sweeps")
+        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
     br->add_option("--json", rag.json_path, "write all results to this JSON file");
     br->add_option("--export-workload", rag.export_workload_path, "write the request stream (token ids) as JSON");
 

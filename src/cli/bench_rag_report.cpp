@@ -1,0 +1,52 @@
+#include "cli/bench_rag_report.h"
+
+#include <algorithm>
+
+#include "engine/engine_config.h"
+
+namespace lazyattn::cli {
+
+Expected<bench::KvBudget> rag_kv_budget(const BenchRagOptions& o, const model::ModelConfig& model, double docs) {
+    const kv::KvShape shape = engine::kv_shape_for(model, engine::EngineConfig{}.block_size, 0, o.common.kv_dtype);
+    if (docs > 0) return bench::kv_budget_for_docs(shape, docs, o.workload.doc_tokens);
+    if (o.kv_budget_docs > 0) return bench::kv_budget_for_docs(shape, o.kv_budget_docs, o.workload.doc_tokens);
+    return bench::kv_budget_for_mib(shape, o.kv_cache_mb, o.workload.doc_tokens);
+}
+
+int32_t sweep_warmup(const BenchRagOptions& o) {
+    const int32_t asked = o.sweep_warmup_requests >= 0 ? o.sweep_warmup_requests : o.warmup_requests;
+    return std::clamp(asked, 0, o.sweep_requests / 2);
+}
+
+nlohmann::json run_summary_json(const bench::RunResult& r) {
+    using bench::percentile;
+    const bench::Interval p50 = bench::bootstrap_percentile_ci(r.ttft_ms, 50);
+    const bench::Interval p99 = bench::bootstrap_percentile_ci(r.ttft_ms, 99);
+    return {{"label", r.label},
+            {"mode", r.mode},
+            {"warmup_requests", r.warmup_requests},
+            {"measured_requests", r.ttft_ms.size()},
+            {"ttft_mean_ms", bench::mean(r.ttft_ms)},
+            {"ttft_p50_ms", percentile(r.ttft_ms, 50)},
+            {"ttft_p50_ci95_ms", {p50.low, p50.high}},
+            {"ttft_p90_ms", percentile(r.ttft_ms, 90)},
+            {"ttft_p99_ms", percentile(r.ttft_ms, 99)},
+            {"ttft_p99_ci95_ms", {p99.low, p99.high}},
+            {"tpot_mean_ms", bench::mean(r.tpot_ms)},
+            {"e2e_p50_ms", percentile(r.e2e_ms, 50)},
+            {"wall_s", r.wall_s},
+            {"measured_s", r.measured_s},
+            {"requests_per_s", r.requests_per_s()},
+            {"output_tok_per_s", r.output_tok_per_s()},
+            {"prefill_tokens", r.prefill_tokens},
+            {"reused_tokens", r.reused_tokens},
+            {"hit_ratio", r.hit_ratio()},
+            {"document_lookups", r.compulsory.lookups},
+            {"compulsory_misses", r.compulsory.compulsory},
+            {"compulsory_fraction", r.compulsory.fraction()},
+            {"peak_blocks", r.peak_blocks},
+            {"pool_blocks", r.pool_blocks},
+            {"preemptions", r.preemptions}};
+}
+
+}  // namespace lazyattn::cli
