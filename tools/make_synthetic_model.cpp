@@ -1,4 +1,4 @@
-// la_make_synthetic_model: writes a small synthetic llama/qwen2 GGUF model (random weights, a
+// la_make_synthetic_model: writes a small synthetic llama/qwen2/qwen3/gemma3/phi3 GGUF model (random weights, a
 // real-format byte-level BPE vocabulary, SmolLM2's chat template), then reopens it and prints
 // its configuration, so the file is known to load before anything else uses it.
 //
@@ -22,7 +22,14 @@ int main(int argc, char** argv) {
 
     CLI::App app{"Write a synthetic GGUF model for tests"};
     app.add_option("output", path, "path of the .gguf file to write")->required();
-    app.add_option("--arch", o.arch, "llama or qwen2")->capture_default_str();
+    app.add_option("--arch", o.arch, "llama, qwen2, qwen3, gemma3 or phi3")->capture_default_str();
+    app.add_option("--head-dim", o.head_dim, "attention.key_length (0: hidden / heads)")->capture_default_str();
+    app.add_option("--sliding-window", o.sliding_window, "gemma3: window size (0: none)")->capture_default_str();
+    app.add_option("--sliding-window-pattern", o.sliding_window_pattern, "gemma3: every N-th layer global")
+        ->capture_default_str();
+    app.add_flag("--llama3-rope-freqs", o.llama3_rope_freqs, "llama: write Llama-3.1-style rope_freqs");
+    app.add_flag("--phi3-rope-factors", o.phi3_rope_factors, "phi3: write LongRoPE factors and attn_factor");
+    app.add_option("--softcap", o.final_logit_softcap, "final logit soft-cap (0: none)")->capture_default_str();
     app.add_option("--layers", o.num_layers, "number of layers")->capture_default_str();
     app.add_option("--hidden", o.hidden, "embedding length")->capture_default_str();
     app.add_option("--heads", o.num_heads, "query heads")->capture_default_str();

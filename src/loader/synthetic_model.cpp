@@ -117,7 +117,9 @@ private:
 void add_metadata(GgufWriter& w, const SyntheticModelOptions& o, const SyntheticVocab& vocab) {
     const std::string& a = o.arch;
     w.add_string("general.architecture", a);
-    w.add_string("general.name", "synthetic-" + a);
+    // Not "...phi3...": llama.cpp gives models so named Phi-3's special-token attributes, looking
+    // up tokens ("</s>") this vocabulary does not have.
+    w.add_string("general.name", "synthetic " + std::string(a == "phi3" ? "phi-three" : a.c_str()));
     w.add_u32("general.file_type", file_type(o.weight_type));
     w.add_u32("general.quantization_version", 2);
     w.add_u32(a + ".block_count", static_cast<uint32_t>(o.num_layers));
