@@ -172,8 +172,8 @@ LA_AVX2 void dot_16bit(const void* wv, const uint8_t* x, size_t stride, int rows
 const TypedDotKernels kAvx2TypedDots = {
     dot_q5_0,
     dot_q5_1,
-    dot_kquant<unpack_q2_K, 84>,
-    dot_kquant<unpack_q3_K, 110>,
+    avx2_dot_q2_K,
+    avx2_dot_q3_K,
     avx2_dot_q4_K,
     avx2_dot_q5_K,
     dot_kquant<unpack_q6_K, 210>,

@@ -1,5 +1,5 @@
-// AVX2 decode row dots for Q4_K and Q5_K straight from the GGUF bytes (typed_dot.h's TypedDotFn),
-// for the AVX2 set. The common-form path of typed_dot_avx2.cpp stores each super-block's 256
+// AVX2 decode row dots for Q2_K, Q3_K, Q4_K and Q5_K straight from the GGUF bytes (typed_dot.h's
+// TypedDotFn), for the AVX2 set (Q2_K/Q3_K for the AVX-512 set too). The common-form path of typed_dot_avx2.cpp stores each super-block's 256
 // unpacked bytes to L1 and reads them back, and ends every super-block with two horizontal sums
 // per activation row: in decode, where each weight byte is used by one or a few rows, that costs
 // 1.5x Q4_0's time per weight byte. Here the nibbles (and Q5_K's fifth bits) are split in
@@ -112,6 +112,102 @@ LA_AVX2 void dot_q45_K(const void* w, const uint8_t* x, size_t stride, int rows,
     }
 }
 
+// --- Q2_K {u8 scales[16]; u8 qs[64]; half d; half dmin} and Q3_K {u8 hmask[32]; u8 qs[64]; u8
+// scales[12]; half d}: element 128h + 32j + l (l < 32) is bits 2j of qs[32h + l] (Q3_K: plus 4
+// where bit 4h + j of hmask[l] is set), in group of 16 number 8h + 2j + l / 16. Q2_K's groups have
+// a 4-bit scale and min, Q3_K's a signed 6-bit scale with the offset 4 x scale as its min.
+
+// (Q2_K) Scales and mins as int16, from the 16 bytes (min << 4 | scale).
+LA_AVX2 inline void q2_scales_mins(const uint8_t* b, int16_t* scales, __m256i* mins) {
+    const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(scales), _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)));
+    *mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+}
+
+// (Q3_K) Scale k: low 4 bits in nibble k / 8 of byte k % 8, high 2 bits in bits 2 (k / 4) of byte
+// 8 + k % 4, minus 32; four per 32-bit word. The min is 4 x scale.
+LA_AVX2 inline void q3_scales_mins(const uint8_t* s, int16_t* scales, __m256i* mins) {
+    uint32_t a0, a1, a2;
+    std::memcpy(&a0, s, 4);
+    std::memcpy(&a1, s + 4, 4);
+    std::memcpy(&a2, s + 8, 4);
+    const uint32_t lo4 = 0x0f0f0f0fu, hi2 = 0x03030303u;
+    const __m128i sc8 = _mm_sub_epi8(_mm_set_epi32(int(((a1 >> 4) & lo4) | (((a2 >> 6) & hi2) << 4)),
+                                                   int(((a0 >> 4) & lo4) | (((a2 >> 4) & hi2) << 4)),
+                                                   int((a1 & lo4) | (((a2 >> 2) & hi2) << 4)),
+                                                   int((a0 & lo4) | ((a2 & hi2) << 4))),
+                                     _mm_set1_epi8(32));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(scales), sc16);
+    *mins = _mm256_slli_epi16(sc16, 2);
+}
+
+template <bool kQ3, int R>
+LA_AVX2 void dot_q23_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, int64_t nsb, float* out) {
+    constexpr size_t kBytes = kQ3 ? 110 : 84, kQs = kQ3 ? 32 : 16;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc[R], accm[R];
+    for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; ++i) {
+        const uint8_t* b = w + i * kBytes;
+        alignas(32) int16_t scales[16];
+        __m256i mins;
+        if constexpr (kQ3) {
+            q3_scales_mins(b + 96, scales, &mins);
+        } else {
+            q2_scales_mins(b, scales, &mins);
+        }
+        __m256i hm = _mm256_setzero_si256();
+        if constexpr (kQ3) hm = load32(b);
+        __m256i isum[R];
+        for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+            const __m256i v = load32(b + kQs + 32 * h);
+            for (int j = 0; j < 4; ++j) {
+                __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m3);
+                if constexpr (kQ3) {
+                    const __m256i bit = _mm256_set1_epi8(char(1 << (4 * h + j)));
+                    q = _mm256_or_si256(q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit),
+                                                            _mm256_set1_epi8(4)));
+                }
+                const int k = 8 * h + 2 * j;
+                const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(scales[k + 1]), _mm_set1_epi16(scales[k]));
+                for (int r = 0; r < R; ++r) {
+                    const uint8_t* xq = x + r * stride + i * kQ8KBytes + kQ8KQs + 128 * h + 32 * j;
+                    isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(q, load32(xq)), sc));
+                }
+            }
+        }
+        const float d = half_at(b + kBytes - (kQ3 ? 2 : 4)), dmin = kQ3 ? d : half_at(b + 82);
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* xb = x + r * stride + i * kQ8KBytes;
+            float dx;
+            std::memcpy(&dx, xb, 4);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(d * dx), acc[r]);
+            const __m256i msum = _mm256_madd_epi16(load32(xb + kQ8KSums), mins);
+            accm[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), accm[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r) out[r] = hsum_ps(acc[r]) - hsum_ps(accm[r]);
+}
+
+template <bool kQ3>
+LA_AVX2 void dot_q23_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const int64_t nsb = n / kernels::kSuperBlock;
+    switch (rows) {
+        case 1:
+            return dot_q23_K_rows<kQ3, 1>(wb, x, stride, nsb, out);
+        case 2:
+            return dot_q23_K_rows<kQ3, 2>(wb, x, stride, nsb, out);
+        case 3:
+            return dot_q23_K_rows<kQ3, 3>(wb, x, stride, nsb, out);
+        default:
+            return dot_q23_K_rows<kQ3, 4>(wb, x, stride, nsb, out);
+    }
+}
+
 }  // namespace
 
 LA_AVX2 void avx2_dot_q4_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
@@ -119,6 +215,12 @@ LA_AVX2 void avx2_dot_q4_K(const void* w, const uint8_t* x, size_t stride, int r
 }
 LA_AVX2 void avx2_dot_q5_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
     dot_q45_K<true>(w, x, stride, rows, n, out);
+}
+LA_AVX2 void avx2_dot_q2_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    dot_q23_K<false>(w, x, stride, rows, n, out);
+}
+LA_AVX2 void avx2_dot_q3_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    dot_q23_K<true>(w, x, stride, rows, n, out);
 }
 
 }  // namespace lazyattn::backends::cpu::simd

@@ -1,5 +1,4 @@
-// The AVX2 decode row dots of Q4_K and Q5_K on the GGUF bytes (typed_dot_k_avx2.cpp); the AVX2
-// set's TypedDotKernels::q4_k / q5_k.
+// The AVX2 decode row dots of Q2_K..Q5_K on the GGUF bytes (typed_dot_k_avx2.cpp).
 #pragma once
 
 #include <cstddef>
@@ -9,5 +8,7 @@ namespace lazyattn::backends::cpu::simd {
 
 void avx2_dot_q4_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out);
 void avx2_dot_q5_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out);
+void avx2_dot_q2_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out);
+void avx2_dot_q3_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out);
 
 }  // namespace lazyattn::backends::cpu::simd
