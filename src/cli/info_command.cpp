@@ -8,6 +8,7 @@
 #include "backends/cpu/typed_matmul.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "cli/vocab_description.h"
 #include "loader/gguf_file.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
@@ -75,10 +76,7 @@ int run_info(const CommonOptions& o, const std::string& chat_template) {
     std::cout << "file: " << path << "\nGGUF version: " << (*file)->version()
               << "\ntensors: " << (*file)->tensors().size() << "\n"
               << config->describe();
-    auto pre = (*file)->get_string("tokenizer.ggml.pre");
-    auto tok_model = (*file)->get_string("tokenizer.ggml.model");
-    std::cout << "tokenizer: " << (tok_model.ok() ? *tok_model : "?") << " (pre-tokenizer "
-              << (pre.ok() ? *pre : "default") << ")\n";
+    std::cout << describe_vocabulary(**file) << "\n";
     print_chat_template(**file, chat_template);
     print_type_mix(**file);
     return 0;

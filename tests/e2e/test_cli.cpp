@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "loader/gguf_writer.h"
 #include "synthetic_model_fixture.h"
 
 namespace lazyattn {
@@ -66,6 +67,61 @@ TEST(Cli, TokenizePrintsTheIdsTheServerWouldUse) {
     EXPECT_EQ(joined, "the cat sat on");
     auto plain = run_cli("tokenize " + model_arg() + " 'the cat sat on'");
     EXPECT_EQ(std::count(plain.out.begin(), plain.out.end(), '\n'), j["count"].get<int>());
+}
+
+// A vocabulary-only SentencePiece GGUF (no tensors), as llama.cpp's ggml-vocab-*.gguf files are:
+// 0 <unk>, 1 <s>, 2 </s>, 3..258 <0x00>..<0xFF>, 259 ▁, 260 h, 261 e, 262 l, 263 o, 264 he, 265 ll,
+// 266 hell, 267 hello, 268 ▁hello, 269 <|im_start|> (control).
+std::string spm_vocab_only_gguf() {
+    const std::string sp = "\xE2\x96\x81";
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+    std::vector<int32_t> types = {2, 3, 3};
+    for (int b = 0; b < 256; ++b) {
+        char hex[7];
+        std::snprintf(hex, sizeof(hex), "<0x%02X>", b);
+        tokens.push_back(hex);
+        types.push_back(6);
+    }
+    for (const std::string& t :
+         {sp, std::string("h"), std::string("e"), std::string("l"), std::string("o"), std::string("he"),
+          std::string("ll"), std::string("hell"), std::string("hello"), sp + "hello"}) {
+        tokens.push_back(t);
+        types.push_back(1);
+    }
+    tokens.push_back("<|im_start|>");
+    types.push_back(3);
+    std::vector<float> scores(tokens.size(), 0.0f);
+    for (size_t i = 259; i < 269; ++i) scores[i] = -static_cast<float>(tokens[i].size());
+    loader::GgufWriter w;
+    w.add_string("general.architecture", "llama");
+    w.add_string("tokenizer.ggml.model", "llama");
+    w.add_string_array("tokenizer.ggml.tokens", tokens);
+    w.add_f32_array("tokenizer.ggml.scores", scores);
+    w.add_i32_array("tokenizer.ggml.token_type", types);
+    w.add_u32("tokenizer.ggml.bos_token_id", 1);
+    w.add_u32("tokenizer.ggml.eos_token_id", 2);
+    const std::string path = ::testing::TempDir() + "lazyattn_cli_spm_vocab.gguf";
+    EXPECT_TRUE(w.write(path).ok());
+    return path;
+}
+
+std::vector<int> tokens_of(const std::string& args) {
+    const auto r = run_cli("tokenize " + args + " --json");
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.out;
+    if (r.exit_code != 0) return {};
+    return nlohmann::json::parse(r.out)["tokens"].get<std::vector<int>>();
+}
+
+TEST(Cli, TokenizeReadsAVocabularyOnlyGguf) {
+    const std::string model = "--model " + spm_vocab_only_gguf();
+    // No BOS unless --add-special; the space prefix makes "hello" one token.
+    EXPECT_EQ(tokens_of(model + " --prompt hello"), (std::vector<int>{268}));
+    EXPECT_EQ(tokens_of(model + " --prompt hello --add-special"), (std::vector<int>{1, 268}));
+    // Special-token text stays text unless --parse-special.
+    const std::vector<int> plain = tokens_of(model + " --prompt '<|im_start|>hello'");
+    EXPECT_EQ(std::count(plain.begin(), plain.end(), 269), 0);
+    EXPECT_FALSE(plain.empty());
+    EXPECT_EQ(tokens_of(model + " --prompt '<|im_start|>hello' --parse-special"), (std::vector<int>{269, 268}));
 }
 
 TEST(Cli, ServeFlagsTakeLlamaCppAndVllmSpellingsAndTheEnvironment) {
