@@ -110,7 +110,9 @@ private:
             const Token& t = cur();
             if (t.kind == TokenKind::kEnd) {
                 if (enders.size() == 0) return body;
-                fail("unexpected end of template: expected '" + std::string(*enders.begin()) + "'");
+                std::string names;
+                for (std::string_view e : enders) names += (names.empty() ? "'" : " or '") + std::string(e) + "'";
+                fail("unexpected end of template: expected " + names);
             }
             if (t.kind == TokenKind::kText) {
                 auto s = std::make_unique<Stmt>();
