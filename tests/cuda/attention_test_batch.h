@@ -49,6 +49,7 @@ struct HostBatch {
     std::vector<bf16> k, v;  // [num_blocks, num_kv_heads, block_size, head_dim]
     std::vector<float> inv_freq, table;
     RopeSpec rope;
+    int32_t sliding_window = 0;  // AttentionParams::sliding_window
     int32_t rows() const { return int32_t(q_pos.size()); }
     int64_t out_size() const { return int64_t(rows()) * shape.num_heads * shape.head_dim; }
 };
@@ -163,6 +164,7 @@ inline backends::cuda::CudaAttentionParams device_params(const HostBatch& b, con
     p.scale = 1.0f / std::sqrt(float(b.shape.head_dim));
     p.rope = rope_params(b, d.inv_freq.get(), d.table.get());
     p.keys_rotated = keys_rotated;
+    p.sliding_window = b.sliding_window;
     p.max_queries_per_seq = b.max_queries;
     p.max_kv_tokens = b.max_kv_tokens;
     p.num_splits = 0;
@@ -190,6 +192,7 @@ inline std::vector<float> reference_output(const HostBatch& b, bool keys_rotated
     p.scale = 1.0f / std::sqrt(float(b.shape.head_dim));
     p.rope = rope_params(b, b.inv_freq.data(), b.table.data());
     p.keys_rotated = keys_rotated;
+    p.sliding_window = b.sliding_window;
     reference_attention(p);
     return out;
 }

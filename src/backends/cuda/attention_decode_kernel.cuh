@@ -308,7 +308,9 @@ __global__ void __launch_bounds__(128)
             float va[8], vb[8];
             unpack_bf16x8(*reinterpret_cast<const uint4*>(vs + ra * D + 8 * j), va);
             unpack_bf16x8(*reinterpret_cast<const uint4*>(vs + rb * D + 8 * j), vb);
-            const bool valid_a = ra < n, valid_b = rb < n;
+            const int window = p.sliding_window;  // keys behind it are masked like padding
+            const bool valid_a = ra < n && (window <= 0 || pos - (key_pos0 + ra) < window);
+            const bool valid_b = rb < n && (window <= 0 || pos - (key_pos0 + rb) < window);
             // The span's temperature and log-weight (the query carries scale * log2(e)).
             const float span_bias = span.logit_bias * kLog2e;
 #pragma unroll

@@ -227,7 +227,8 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
             }
         }
 
-        const bool full = n == BN && key_pos0 + BN - 1 <= min_pos;
+        const int window = p.sliding_window;
+        const bool full = n == BN && key_pos0 + BN - 1 <= min_pos && (window <= 0 || max_pos - key_pos0 < window);
         // The span's temperature and log-weight (AttentionSpan::logit_scale, logit_bias).
         const float span_scale = qscale * span.logit_scale, span_bias = span.logit_bias * kLog2e;
         float mx_a = -INFINITY, mx_b = -INFINITY;
@@ -240,6 +241,7 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
                     const int col = 8 * nt + 2 * t + (e & 1);
                     const int row_p = e < 2 ? pos_a : pos_b;
                     if (col >= n || key_pos0 + col > row_p) x = -INFINITY;
+                    if (window > 0 && row_p - (key_pos0 + col) >= window) x = -INFINITY;
                 }
                 s[nt][e] = x;
             }

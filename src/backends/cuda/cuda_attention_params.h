@@ -29,6 +29,9 @@ struct CudaAttentionParams {
     float scale;               // usually 1/sqrt(head_dim)
     kernels::RopeParams rope;  // inv_freq and cos_sin_table on the device
     bool keys_rotated;         // false: lazy-k (the kernel rotates each key)
+    // Sliding window on logical distance, as kernels::AttentionParams::sliding_window (0: none).
+    // The kernels mask keys outside it; they still walk the tiles before it.
+    int32_t sliding_window = 0;
 
     // Host-side facts of the plan (the device arrays above are never read on the host).
     int32_t max_queries_per_seq;  // max num_queries over seqs: 1 selects the decode kernel
