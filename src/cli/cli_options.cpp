@@ -70,8 +70,9 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(CLI::Range(1, 4096));
     sv->add_option("--shutdown-timeout", o.shutdown_timeout_s, "seconds in-flight requests get on SIGTERM")
         ->check(CLI::Range(0.0, 1e9));
-    sv->add_option("--chat-template", o.chat_template, "chat template: chatml | llama3 | a .jinja file (default: the model file's own)")
-        ->check(CLI::IsMember({"chatml", "llama3"}));
+    // Any other value is a .jinja file's path, checked (and its template compiled) when the model loads.
+    sv->add_option("--chat-template", o.chat_template,
+                   "chat template: chatml | llama3 | a .jinja file (default: the model file's own)");
     sv->add_option("--api-key", o.api_keys, "require this API key (Bearer); repeat or comma-separate for several")
         ->delimiter(',');
     sv->add_option("--api-key-file", o.api_key_file, "file with one API key per line")->check(CLI::ExistingFile);

@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
     g->add_option("--prompt", gen.prompt, "the prompt text")->required();
     g->add_flag("--chat", gen.chat, "wrap the prompt in the model's chat template");
     g->add_option("--system", gen.system, "system message (with --chat)");
-    g->add_option("--chat-template", gen.chat_template, "chat template: chatml | llama3 | a .jinja file (default: the model file's own)")
-        ->check(CLI::IsMember({"chatml", "llama3"}));
+    g->add_option("--chat-template", gen.chat_template,
+                  "chat template: chatml | llama3 | a .jinja file (default: the model file's own)");
     g->add_option("--max-tokens", gen.max_tokens, "tokens to generate at most")->check(CLI::NonNegativeNumber);
     g->add_option("--temperature", gen.sampling.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
     g->add_option("--top-k", gen.sampling.top_k, "0 = off")->check(CLI::NonNegativeNumber);

@@ -2,8 +2,8 @@
 // tojson, which chat templates get instead of jinja2's HTML-safe one).
 #include "template/filters.h"
 
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -200,8 +200,8 @@ Value filter_wordcount(Interpreter& in, const Value& v, CallArgs&) {
     int64_t words = 0;
     bool in_word = false;
     for (char32_t cp : to_code_points(text_of(in, v))) {
-        const bool word = (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_' ||
-                          (cp >= 0x80 && !is_python_space(cp));
+        const bool word = (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
+                          cp == '_' || (cp >= 0x80 && !is_python_space(cp));
         if (word && !in_word) ++words;
         in_word = word;
     }
@@ -213,11 +213,14 @@ Value filter_wordcount(Interpreter& in, const Value& v, CallArgs&) {
 void add_text_filters(FilterTable& t) {
     t["abs"] = [](Interpreter&, const Value& v, CallArgs&) {
         if (v.is_float()) return Value(std::fabs(v.as_float()));
-        if (!v.is_int() && !v.is_bool()) throw TemplateError("bad operand type for abs(): '" + std::string(v.type_name()) + "'");
+        if (!v.is_int() && !v.is_bool())
+            throw TemplateError("bad operand type for abs(): '" + std::string(v.type_name()) + "'");
         if (v.as_int() == INT64_MIN) throw TemplateError("integer overflow");
         return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
     };
-    t["capitalize"] = [](Interpreter& in, const Value& v, CallArgs&) { return Value(python_capitalize(text_of(in, v))); };
+    t["capitalize"] = [](Interpreter& in, const Value& v, CallArgs&) {
+        return Value(python_capitalize(text_of(in, v)));
+    };
     t["upper"] = [](Interpreter& in, const Value& v, CallArgs&) { return Value(ascii_upper(text_of(in, v))); };
     t["lower"] = [](Interpreter& in, const Value& v, CallArgs&) { return Value(ascii_lower(text_of(in, v))); };
     t["title"] = filter_title;

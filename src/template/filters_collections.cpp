@@ -18,7 +18,8 @@ Value attribute_path(Interpreter& in, const Value& v, const std::string& path) {
     while (true) {
         const size_t dot = path.find('.', start);
         const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-        const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const bool digits =
+            !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
         cur = digits && part.size() < 18 ? in.getitem(cur, Value(static_cast<int64_t>(std::stoll(part))))
                                          : in.getitem(cur, Value(part));
         if (dot == std::string::npos) return cur;
@@ -79,7 +80,8 @@ Value filter_map(Interpreter& in, const Value& v, CallArgs& args) {
         }
         return Value::list(std::move(out));
     }
-    if (args.positional.empty() || !args.positional[0].is_string()) throw TemplateError("map() needs a filter name or attribute=");
+    if (args.positional.empty() || !args.positional[0].is_string())
+        throw TemplateError("map() needs a filter name or attribute=");
     const std::string name = args.positional[0].as_string();
     if (!is_filter_name(name)) throw TemplateError("no filter named '" + name + "'");
     CallArgs rest{{args.positional.begin() + 1, args.positional.end()}, args.keyword};
@@ -97,7 +99,8 @@ Value select_items(Interpreter& in, const Value& v, CallArgs& args, bool by_attr
     size_t next = 0;
     std::string attribute;
     if (by_attribute) {
-        if (args.positional.empty() || !args.positional[0].is_string()) throw TemplateError("selectattr() needs an attribute name");
+        if (args.positional.empty() || !args.positional[0].is_string())
+            throw TemplateError("selectattr() needs an attribute name");
         attribute = args.positional[next++].as_string();
     }
     std::string test;
@@ -200,7 +203,9 @@ Value extreme(Interpreter& in, const Value& v, CallArgs& args, bool want_max) {
             best_key = key;
         }
     }
-    return best.is_undefined() ? Value::undefined("no items to take the " + std::string(want_max ? "max" : "min") + " of") : best;
+    return best.is_undefined()
+               ? Value::undefined("no items to take the " + std::string(want_max ? "max" : "min") + " of")
+               : best;
 }
 
 }  // namespace
@@ -221,12 +226,14 @@ void add_collection_filters(FilterTable& t) {
     t["reverse"] = filter_reverse;
     t["list"] = [](Interpreter& in, const Value& v, CallArgs&) { return Value::list(in.iterate(v)); };
     t["first"] = [](Interpreter& in, const Value& v, CallArgs&) {
-        if (v.is_list()) return v.items().empty() ? Value::undefined("no first item of an empty sequence") : v.items()[0];
+        if (v.is_list())
+            return v.items().empty() ? Value::undefined("no first item of an empty sequence") : v.items()[0];
         ValueList items = in.iterate(v);
         return items.empty() ? Value::undefined("no first item of an empty sequence") : items[0];
     };
     t["last"] = [](Interpreter& in, const Value& v, CallArgs&) {
-        if (v.is_list()) return v.items().empty() ? Value::undefined("no last item of an empty sequence") : v.items().back();
+        if (v.is_list())
+            return v.items().empty() ? Value::undefined("no last item of an empty sequence") : v.items().back();
         if (!v.is_string()) throw TemplateError("last() needs a sequence, not " + std::string(v.type_name()));
         ValueList items = in.iterate(v);
         return items.empty() ? Value::undefined("no last item of an empty sequence") : items.back();

@@ -12,7 +12,8 @@ namespace {
 Value range(Interpreter& in, CallArgs& args) {
     std::vector<int64_t> a;
     for (const Value& v : args.positional) {
-        if (!v.is_int() && !v.is_bool()) throw TemplateError("range() takes integers, not " + std::string(v.type_name()));
+        if (!v.is_int() && !v.is_bool())
+            throw TemplateError("range() takes integers, not " + std::string(v.type_name()));
         a.push_back(v.as_int());
     }
     if (a.empty() || a.size() > 3 || !args.keyword.empty()) throw TemplateError("range() takes 1 to 3 integers");

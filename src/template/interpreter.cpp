@@ -96,7 +96,8 @@ std::string percent_format(Interpreter& in, const std::string& fmt, const Value&
         } else if (c == 'r') {
             out += python_repr(v);
         } else if (c == 'd' || c == 'i') {
-            if (!v.is_number()) throw TemplateError("%d format: a real number is required, not " + std::string(v.type_name()));
+            if (!v.is_number())
+                throw TemplateError("%d format: a real number is required, not " + std::string(v.type_name()));
             out += std::to_string(v.is_float() ? static_cast<int64_t>(v.as_float()) : v.as_int());
         } else {
             throw TemplateError(std::string("unsupported format character '") + c + "'");
@@ -116,7 +117,8 @@ int compare_values(const Value& a, const Value& b, const std::string& op) {
         if (a.is_float() || b.is_float()) return a.as_float() < b.as_float() ? -1 : a.as_float() > b.as_float() ? 1 : 0;
         return a.as_int() < b.as_int() ? -1 : a.as_int() > b.as_int() ? 1 : 0;
     }
-    if (a.is_string() && b.is_string()) return a.as_string().compare(b.as_string()) < 0 ? -1 : a.as_string() == b.as_string() ? 0 : 1;
+    if (a.is_string() && b.is_string())
+        return a.as_string().compare(b.as_string()) < 0 ? -1 : a.as_string() == b.as_string() ? 0 : 1;
     if (a.is_list() && b.is_list()) {
         const ValueList &x = a.items(), &y = b.items();
         for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -125,8 +127,8 @@ int compare_values(const Value& a, const Value& b, const std::string& op) {
         }
         return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
     }
-    throw TemplateError("'" + op + "' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() +
-                        "'");
+    throw TemplateError("'" + op + "' not supported between instances of '" + a.type_name() + "' and '" +
+                        b.type_name() + "'");
 }
 
 bool value_contains(const Value& container, const Value& item) {
@@ -145,7 +147,6 @@ bool value_contains(const Value& container, const Value& item) {
     if (container.is_dict()) return container.dict_items().find(item) != nullptr;
     throw TemplateError("argument of type '" + std::string(container.type_name()) + "' is not iterable");
 }
-
 
 void Interpreter::charge(size_t bytes) {
     work_bytes_ += bytes;
@@ -227,7 +228,8 @@ Value Interpreter::getitem(const Value& obj, const Value& key) {
         if (obj.is_list()) {
             const int64_t n = static_cast<int64_t>(obj.items().size());
             if (i < 0) i += n;
-            if (i < 0 || i >= n) return Value::undefined("list index " + std::to_string(key.as_int()) + " out of range");
+            if (i < 0 || i >= n)
+                return Value::undefined("list index " + std::to_string(key.as_int()) + " out of range");
             return obj.items()[static_cast<size_t>(i)];
         }
         const std::vector<char32_t> cps = to_code_points(obj.as_string());
@@ -312,7 +314,10 @@ Value Interpreter::eval(const Expr& e) {
             case ExprKind::kPos: {
                 Value v = eval(*e.children[0]);
                 require_defined(v);
-                if (!v.is_number()) throw TemplateError("bad operand type for unary " + std::string(e.kind == ExprKind::kNeg ? "-" : "+") + ": '" + v.type_name() + "'");
+                if (!v.is_number())
+                    throw TemplateError("bad operand type for unary " +
+                                        std::string(e.kind == ExprKind::kNeg ? "-" : "+") + ": '" + v.type_name() +
+                                        "'");
                 if (e.kind == ExprKind::kPos) return v.is_bool() ? Value(v.as_int()) : v;
                 if (v.is_float()) return Value(-v.as_float());
                 if (v.as_int() == INT64_MIN) overflow();
@@ -342,7 +347,8 @@ Value Interpreter::eval(const Expr& e) {
             }
             case ExprKind::kCondition:
                 if (eval(*e.children[0]).truthy()) return eval(*e.children[1]);
-                return e.children[2] ? eval(*e.children[2]) : Value::undefined("the condition was false and there is no else");
+                return e.children[2] ? eval(*e.children[2])
+                                     : Value::undefined("the condition was false and there is no else");
         }
     } catch (TemplateError& err) {
         err.set_line_if_unknown(e.line);
@@ -391,7 +397,8 @@ Value Interpreter::eval_binary(const Expr& e) {
             if (seq.is_string()) {
                 const size_t len = seq.as_string().size();
                 if (len && static_cast<uint64_t>(n) > limits_.max_output_bytes / len)
-                    throw TemplateLimitError("string repetition beyond " + std::to_string(limits_.max_output_bytes) + " bytes");
+                    throw TemplateLimitError("string repetition beyond " + std::to_string(limits_.max_output_bytes) +
+                                             " bytes");
                 charge(len * static_cast<size_t>(n));
                 std::string out;
                 for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -738,9 +745,9 @@ Value Interpreter::call_macro(const Stmt& macro, const std::shared_ptr<Frame>& c
     frame_ = frame;
     for (size_t i = 0; i < macro.params.size(); ++i) {
         if (frame->vars.count(macro.params[i])) continue;
-        frame->vars[macro.params[i]] = macro.defaults[i] ? eval(*macro.defaults[i])
-                                                         : Value::undefined("parameter '" + macro.params[i] +
-                                                                            "' was not provided");
+        frame->vars[macro.params[i]] = macro.defaults[i]
+                                           ? eval(*macro.defaults[i])
+                                           : Value::undefined("parameter '" + macro.params[i] + "' was not provided");
     }
     frame_ = saved;
     ++call_depth_;

@@ -17,11 +17,11 @@
 namespace lazyattn::tmpl {
 
 struct RenderLimits {
-    size_t max_output_bytes = 32u << 20;       // the rendered text
-    size_t max_work_bytes = 512u << 20;        // bytes of strings built along the way (time bound)
-    int64_t max_loop_iterations = 1'000'000;   // all loops and list-building filters together
-    int max_call_depth = 32;                   // nested macro calls
-    int64_t max_range = 100'000;               // range()'s length, as jinja2's sandbox (MAX_RANGE)
+    size_t max_output_bytes = 32u << 20;      // the rendered text
+    size_t max_work_bytes = 512u << 20;       // bytes of strings built along the way (time bound)
+    int64_t max_loop_iterations = 1'000'000;  // all loops and list-building filters together
+    int max_call_depth = 32;                  // nested macro calls
+    int64_t max_range = 100'000;              // range()'s length, as jinja2's sandbox (MAX_RANGE)
 };
 
 class Interpreter {

@@ -57,7 +57,8 @@ public:
     JsonWriter(Interpreter& in, int indent, bool sort_keys) : in_(in), indent_(indent), sort_keys_(sort_keys) {}
 
     void write(const Value& v, int depth) {
-        if (depth > kMaxNesting) throw TemplateLimitError("tojson: value nested deeper than " + std::to_string(kMaxNesting));
+        if (depth > kMaxNesting)
+            throw TemplateLimitError("tojson: value nested deeper than " + std::to_string(kMaxNesting));
         switch (v.kind()) {
             case ValueKind::kNone:
                 out_ += "null";
@@ -70,7 +71,9 @@ public:
                 return;
             case ValueKind::kFloat: {
                 const double f = v.as_float();
-                out_ += std::isnan(f) ? "NaN" : std::isinf(f) ? (f > 0 ? "Infinity" : "-Infinity") : python_float_repr(f);
+                out_ += std::isnan(f)   ? "NaN"
+                        : std::isinf(f) ? (f > 0 ? "Infinity" : "-Infinity")
+                                        : python_float_repr(f);
                 return;
             }
             case ValueKind::kString:

@@ -139,10 +139,11 @@ public:
                 break;
             }
             const char kind = src_[tag + 1];
-            const char sign = tag + 2 < src_.size() && (src_[tag + 2] == '-' || src_[tag + 2] == '+') ? src_[tag + 2] : 0;
+            const char sign =
+                tag + 2 < src_.size() && (src_[tag + 2] == '-' || src_[tag + 2] == '+') ? src_[tag + 2] : 0;
             if (sign == '-') {
                 text = rstrip_space(text);
-            } else if (sign != '+' && kind != '{') {  // lstrip_blocks: block tags and comments
+            } else if (sign != '+' && kind != '{') {             // lstrip_blocks: block tags and comments
                 const size_t line_start = text.rfind('\n') + 1;  // npos + 1 == 0
                 if ((line_start > 0 || line_starting) && all_space(std::string_view(text).substr(line_start)))
                     text.resize(line_start);
@@ -257,8 +258,9 @@ private:
             ++i;
         }
         if (i >= src_.size()) throw TemplateError("unterminated string literal", start_line);
-        tokens_.push_back({TokenKind::kString, unescape(std::string_view(src_).substr(pos_ + 1, i - pos_ - 1), start_line),
-                           0, 0, start_line});
+        tokens_.push_back({TokenKind::kString,
+                           unescape(std::string_view(src_).substr(pos_ + 1, i - pos_ - 1), start_line), 0, 0,
+                           start_line});
         pos_ = i + 1;
         counted_ = pos_;
     }
@@ -266,7 +268,8 @@ private:
     void lex_number(std::string_view rest) {
         size_t n = 0;
         auto digits = [&] {
-            while (n < rest.size() && (is_digit(rest[n]) || (rest[n] == '_' && n + 1 < rest.size() && is_digit(rest[n + 1]))))
+            while (n < rest.size() &&
+                   (is_digit(rest[n]) || (rest[n] == '_' && n + 1 < rest.size() && is_digit(rest[n + 1]))))
                 ++n;
         };
         digits();

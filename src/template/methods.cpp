@@ -59,7 +59,8 @@ Value string_format(Interpreter& in, const std::string& fmt, CallArgs& args) {
         const size_t close = fmt.find('}', i);
         if (close == std::string::npos) throw TemplateError("single '{' encountered in format string");
         const std::string field = fmt.substr(i + 1, close - i - 1);
-        if (field.find_first_of(":!.[") != std::string::npos) throw TemplateError("format specs in str.format are not supported");
+        if (field.find_first_of(":!.[") != std::string::npos)
+            throw TemplateError("format specs in str.format are not supported");
         const Value* v = nullptr;
         if (field.empty()) {
             v = auto_index < args.positional.size() ? &args.positional[auto_index++] : nullptr;
@@ -85,7 +86,8 @@ int64_t count_occurrences(const std::string& s, const std::string& sub) {
 
 // Byte offset to code-point index, for find()'s result.
 int64_t code_point_index(const std::string& s, size_t byte) {
-    return byte == std::string::npos ? -1 : static_cast<int64_t>(code_point_length(std::string_view(s).substr(0, byte)));
+    return byte == std::string::npos ? -1
+                                     : static_cast<int64_t>(code_point_length(std::string_view(s).substr(0, byte)));
 }
 
 bool all_code_points(const std::string& s, bool (*pred)(char32_t)) {
@@ -105,10 +107,12 @@ const MethodTable& string_methods() {
         t["lstrip"] = strip(true, false);
         t["rstrip"] = strip(false, true);
         t["split"] = [](Interpreter&, const Value& self, CallArgs& args) {
-            return string_list(python_split(self.as_string(), string_arg(args, 0, "sep"), int_arg(args, 1, "maxsplit", -1)));
+            return string_list(
+                python_split(self.as_string(), string_arg(args, 0, "sep"), int_arg(args, 1, "maxsplit", -1)));
         };
         t["rsplit"] = [](Interpreter&, const Value& self, CallArgs& args) {
-            return string_list(python_rsplit(self.as_string(), string_arg(args, 0, "sep"), int_arg(args, 1, "maxsplit", -1)));
+            return string_list(
+                python_rsplit(self.as_string(), string_arg(args, 0, "sep"), int_arg(args, 1, "maxsplit", -1)));
         };
         t["splitlines"] = [](Interpreter& in, const Value& self, CallArgs&) {
             std::vector<std::string> lines;
@@ -176,7 +180,8 @@ const MethodTable& string_methods() {
             std::string out;
             bool first = true;
             for (const Value& item : in.iterate(args.positional[0])) {
-                if (!item.is_string()) throw TemplateError("join(): expected str, found " + std::string(item.type_name()));
+                if (!item.is_string())
+                    throw TemplateError("join(): expected str, found " + std::string(item.type_name()));
                 if (!first) out += self.as_string();
                 first = false;
                 out += item.as_string();
@@ -201,7 +206,8 @@ const MethodTable& string_methods() {
             return Value(all_code_points(self.as_string(), [](char32_t c) { return c >= '0' && c <= '9'; }));
         };
         t["isalpha"] = [](Interpreter&, const Value& self, CallArgs&) {
-            return Value(all_code_points(self.as_string(), [](char32_t c) { return (c | 32) >= 'a' && (c | 32) <= 'z'; }));
+            return Value(
+                all_code_points(self.as_string(), [](char32_t c) { return (c | 32) >= 'a' && (c | 32) <= 'z'; }));
         };
         t["isalnum"] = [](Interpreter&, const Value& self, CallArgs&) {
             return Value(all_code_points(self.as_string(), [](char32_t c) {
@@ -241,7 +247,8 @@ const MethodTable& dict_methods() {
     return table;
 }
 
-constexpr std::string_view kMutatingListMethods[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"};
+constexpr std::string_view kMutatingListMethods[] = {"append", "extend", "insert", "pop",
+                                                     "remove", "clear",  "sort",   "reverse"};
 constexpr std::string_view kMutatingDictMethods[] = {"pop", "popitem", "clear", "update", "setdefault"};
 
 Value unsafe(const Value& obj, const std::string& name) {

@@ -24,9 +24,7 @@ public:
 private:
     // --- token stream ---
     const Token& cur() const { return tokens_[pos_]; }
-    const Token& peek(size_t ahead = 1) const {
-        return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
-    }
+    const Token& peek(size_t ahead = 1) const { return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)]; }
     const Token& next() {
         const Token& t = tokens_[pos_];
         if (pos_ + 1 < tokens_.size()) ++pos_;
@@ -320,7 +318,8 @@ private:
     bool starts_expression() const {
         const Token& t = cur();
         if (t.kind == TokenKind::kName) return t.text != "in" && t.text != "recursive" && t.text != "if";
-        if (t.kind == TokenKind::kOperator) return t.text == "(" || t.text == "[" || t.text == "{" || t.text == "-" || t.text == "+";
+        if (t.kind == TokenKind::kOperator)
+            return t.text == "(" || t.text == "[" || t.text == "{" || t.text == "-" || t.text == "+";
         return t.kind == TokenKind::kString || t.kind == TokenKind::kInteger || t.kind == TokenKind::kFloat;
     }
 

@@ -255,7 +255,8 @@ std::string python_string_repr(std::string_view s) {
 namespace {
 
 void append_repr(std::string& out, const Value& v, bool as_str, int depth) {
-    if (depth > kMaxNesting) throw TemplateLimitError("value nested more than " + std::to_string(kMaxNesting) + " deep");
+    if (depth > kMaxNesting)
+        throw TemplateLimitError("value nested more than " + std::to_string(kMaxNesting) + " deep");
     switch (v.kind()) {
         case ValueKind::kUndefined:
             out += as_str ? "" : "Undefined";

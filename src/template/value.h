@@ -45,13 +45,14 @@ public:
         return v;
     }
     static Value none() { return Value(ValueKind::kNone); }
-    Value(bool b) : kind_(ValueKind::kBool), int_(b) {}  // NOLINT: literals convert implicitly
-    Value(int v) : kind_(ValueKind::kInt), int_(v) {}    // NOLINT
-    Value(int64_t v) : kind_(ValueKind::kInt), int_(v) {}  // NOLINT
+    Value(bool b) : kind_(ValueKind::kBool), int_(b) {}       // NOLINT: literals convert implicitly
+    Value(int v) : kind_(ValueKind::kInt), int_(v) {}         // NOLINT
+    Value(int64_t v) : kind_(ValueKind::kInt), int_(v) {}     // NOLINT
     Value(double v) : kind_(ValueKind::kFloat), float_(v) {}  // NOLINT
-    Value(std::string s) : kind_(ValueKind::kString), str_(std::make_shared<const std::string>(std::move(s))) {}  // NOLINT
-    Value(std::string_view s) : Value(std::string(s)) {}  // NOLINT
-    Value(const char* s) : Value(std::string(s)) {}       // NOLINT
+    Value(std::string s)
+        : kind_(ValueKind::kString), str_(std::make_shared<const std::string>(std::move(s))) {}  // NOLINT
+    Value(std::string_view s) : Value(std::string(s)) {}                                         // NOLINT
+    Value(const char* s) : Value(std::string(s)) {}                                              // NOLINT
     static Value list(ValueList items = {}, bool tuple = false);
     static Value dict();
     static Value namespace_object();

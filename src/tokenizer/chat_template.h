@@ -49,15 +49,14 @@ struct ChatTemplate {
     // system message; empty for templates that do not.
     std::string default_system;
     std::shared_ptr<const JinjaChatTemplate> jinja;  // kJinja
-    std::string origin;  // where it came from, for `lazyattn info` and logs
+    std::string origin;                              // where it came from, for `lazyattn info` and logs
 
     // Renders messages; with add_generation_prompt, ends with the assistant header. Errors come
     // only from Jinja templates (the template raised, e.g. a role it does not support).
     Expected<std::string> apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
     // The same text as pieces (apply() is their concatenation), so a tokenizer can tell the
     // template's special tokens from text a client sent.
-    Expected<std::vector<ChatPiece>> render(const std::vector<ChatMessage>& messages,
-                                            bool add_generation_prompt) const;
+    Expected<std::vector<ChatPiece>> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 };
 
 // Tokens of rendered pieces: each special piece becomes its token, and the text between special

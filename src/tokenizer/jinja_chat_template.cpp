@@ -105,7 +105,7 @@ ChatTemplateTokens chat_template_tokens_from_gguf(const loader::GgufFile& file) 
 }
 
 Expected<std::shared_ptr<const JinjaChatTemplate>> JinjaChatTemplate::compile(std::string_view source,
-                                                                               ChatTemplateTokens tokens) {
+                                                                              ChatTemplateTokens tokens) {
     auto parsed = tmpl::Template::parse(source);
     if (!parsed.ok()) return invalid_argument("chat template: " + parsed.status().message());
     auto t = std::make_shared<JinjaChatTemplate>();
@@ -118,7 +118,8 @@ Expected<std::shared_ptr<const JinjaChatTemplate>> JinjaChatTemplate::compile(st
     t->special_by_byte_ = index_by_first_byte(tokens.special_texts);
     t->tokens_ = std::move(tokens);
     auto probe = t->render({{"user", "Hello"}}, true);
-    if (!probe.ok()) return invalid_argument("chat template cannot render a one-message chat: " + probe.status().message());
+    if (!probe.ok())
+        return invalid_argument("chat template cannot render a one-message chat: " + probe.status().message());
     return std::shared_ptr<const JinjaChatTemplate>(std::move(t));
 }
 
@@ -150,11 +151,13 @@ Expected<std::string> JinjaChatTemplate::unescape(std::string_view text) const {
         const size_t digits = open + kEscapeOpen.size();
         const size_t close = text.find(kEscapeClose, digits);
         size_t k = 0;
-        const bool well_formed = close != std::string_view::npos && close > digits && close - digits < 10 &&
-                                 std::all_of(text.begin() + digits, text.begin() + close, [](char c) { return c >= '0' && c <= '9'; }) &&
-                                 (k = std::stoul(std::string(text.substr(digits, close - digits)))) < escaped_.size();
+        const bool well_formed =
+            close != std::string_view::npos && close > digits && close - digits < 10 &&
+            std::all_of(text.begin() + digits, text.begin() + close, [](char c) { return c >= '0' && c <= '9'; }) &&
+            (k = std::stoul(std::string(text.substr(digits, close - digits)))) < escaped_.size();
         if (!well_formed)
-            return invalid_argument("the chat template cut apart a message's special-token text; it cannot be rendered safely");
+            return invalid_argument(
+                "the chat template cut apart a message's special-token text; it cannot be rendered safely");
         out += escaped_[k];
         pos = close + kEscapeClose.size();
     }
@@ -184,7 +187,7 @@ void JinjaChatTemplate::add_markup(std::vector<ChatPiece>& out, std::string_view
 }
 
 Expected<std::vector<ChatPiece>> JinjaChatTemplate::render(const std::vector<ChatMessage>& messages,
-                                                            bool add_generation_prompt) const {
+                                                           bool add_generation_prompt) const {
     std::vector<std::string> contents;
     for (const ChatMessage& m : messages) contents.push_back(escape_content(m.content));
     tmpl::Value context = tmpl::Value::dict();
@@ -219,7 +222,8 @@ Expected<std::vector<ChatPiece>> JinjaChatTemplate::render(const std::vector<Cha
     };
     for (const Span& span : locate_contents(text, contents)) {
         LA_RETURN_IF_ERROR(markup_until(span.begin));
-        LA_ASSIGN_OR_RETURN(std::string content, unescape(std::string_view(text).substr(span.begin, span.end - span.begin)));
+        LA_ASSIGN_OR_RETURN(std::string content,
+                            unescape(std::string_view(text).substr(span.begin, span.end - span.begin)));
         pieces.push_back({std::move(content), false, span.message});
         pos = span.end;
     }

@@ -50,7 +50,8 @@ class JinjaChatTemplate {
 public:
     // Parses `source` and renders a probe conversation (one user message, with the generation
     // prompt), so that a template that cannot serve is refused when the model loads.
-    static Expected<std::shared_ptr<const JinjaChatTemplate>> compile(std::string_view source, ChatTemplateTokens tokens);
+    static Expected<std::shared_ptr<const JinjaChatTemplate>> compile(std::string_view source,
+                                                                      ChatTemplateTokens tokens);
 
     // kInvalidArgument when the template raises (e.g. "System role not supported"), names a
     // construct the engine lacks, or reaches a render limit.

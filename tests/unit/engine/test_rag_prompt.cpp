@@ -100,8 +100,8 @@ TEST(RagPrompt, JinjaTemplateLayout) {
     auto tok = make_tokenizer();
     tokenizer::ChatTemplateTokens tokens;
     tokens.bos_token = "<|begin_of_text|>";
-    tokens.control_texts = {"<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",
-                            "<|end_header_id|>", "<|eot_id|>"};
+    tokens.control_texts = {"<|im_start|>",        "<|im_end|>",        "<|begin_of_text|>",
+                            "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
     tokens.special_texts = tokens.control_texts;
     auto compiled = tokenizer::JinjaChatTemplate::compile(
         "{% for message in messages %}{% set content = '<|start_header_id|>' + message['role'] + "

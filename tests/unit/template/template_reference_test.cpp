@@ -91,7 +91,8 @@ TEST(TemplateReference, MatchesJinja2OnModelTemplates) {
         auto tmpl = Template::parse(ref["source"].get<std::string>());
         bool jinja2_parses = true;
         for (const auto& c : ref["cases"]) {
-            if (c.contains("error") && c["error"].get<std::string>().starts_with("TemplateSyntaxError")) jinja2_parses = false;
+            if (c.contains("error") && c["error"].get<std::string>().starts_with("TemplateSyntaxError"))
+                jinja2_parses = false;
         }
         if (!tmpl.ok()) {
             if (!jinja2_parses) {

@@ -72,10 +72,12 @@ TEST(TemplateSafety, DeepNestingIsRefusedNotAStackOverflow) {
 
 // Random token soup from the template alphabet: every input ends in an output or an error.
 TEST(TemplateSafety, RandomTemplatesNeverCrash) {
-    const char* pieces[] = {"{{", "}}", "{%", "%}", "{#", "#}", "-", "+", " ", "\n", "if", "for", "in", "endfor",
-                            "endif", "else", "set", "x", "=", "(", ")", "[", "]", "{", "}", "'", "\"", "|", "trim",
-                            "length", "1", "0", ".", ",", ":", "loop", "macro", "endmacro", "is", "not", "defined",
-                            "range(3)", "~", "*", "**", "//", "namespace()", "ns.a", "break", "elif", "none", "\\"};
+    const char* pieces[] = {"{{",    "}}",          "{%",     "%}",    "{#",      "#}",       "-",    "+",   " ",
+                            "\n",    "if",          "for",    "in",    "endfor",  "endif",    "else", "set", "x",
+                            "=",     "(",           ")",      "[",     "]",       "{",        "}",    "'",   "\"",
+                            "|",     "trim",        "length", "1",     "0",       ".",        ",",    ":",   "loop",
+                            "macro", "endmacro",    "is",     "not",   "defined", "range(3)", "~",    "*",   "**",
+                            "//",    "namespace()", "ns.a",   "break", "elif",    "none",     "\\"};
     std::mt19937 rng(1234);
     std::uniform_int_distribution<size_t> pick(0, std::size(pieces) - 1), len(1, 40);
     for (int i = 0; i < 3000; ++i) {

@@ -41,112 +41,112 @@ struct Case {
 
 // Pairs of (template, jinja2's output) over test_context().
 const Case kCases[] = {
-    {"a\n{% if true %}\n  b\n{% endif %}\nc",
-     "a\n  b\nc"},
-    {"a  {% if true %}b{% endif %}  c",
-     "a  b  c"},
-    {"x\n    {% if true %}y{% endif %}\nz",
-     "x\nyz"},
-    {"{{- '  a  ' -}}  {{ 'b' }}  {#- c -#}  d",
-     "  a  bd"},
-    {"line\n  {# comment #}\nnext",
-     "line\nnext"},
-    {"{%+ if true %}k{% endif +%}\nm",
-     "k\nm"},
+    {"a\n{% if true %}\n  b\n{% endif %}\nc", "a\n  b\nc"},
+    {"a  {% if true %}b{% endif %}  c", "a  b  c"},
+    {"x\n    {% if true %}y{% endif %}\nz", "x\nyz"},
+    {"{{- '  a  ' -}}  {{ 'b' }}  {#- c -#}  d", "  a  bd"},
+    {"line\n  {# comment #}\nnext", "line\nnext"},
+    {"{%+ if true %}k{% endif +%}\nm", "k\nm"},
     {"{{ 'a' ~ 1 ~ none ~ true }}|{{ \"q\\\"x\" }}|{{ 'tab\\there' }}|{{ 'u\\u00e9' }}",
      "a1NoneTrue|q\"x|tab\there|ué"},
-    {"{{ 1 + 2 * 3 ** 2 }} {{ (1 + 2) * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** -1 }} {{ -2 ** 2 }}",
+    {"{{ 1 + 2 * 3 ** 2 }} {{ (1 + 2) * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** "
+     "-1 }} {{ -2 ** 2 }}",
      "19 9 3 -4 1 2 3.5 0.5 4"},
-    {"{{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }} {{ 1 == 1.0 }} {{ 'a' != 'b' }} {{ 'b' in 'abc' }} {{ 4 not in l }} {{ 'a' in d }}",
+    {"{{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }} {{ 1 == 1.0 }} {{ 'a' != 'b' }} {{ 'b' in 'abc' }} {{ 4 not in l }} {{ 'a' in d "
+     "}}",
      "True False True True True True True"},
-    {"{{ not true or false and true }} {{ 0 or 'x' }} {{ '' and 1 }} {{ none or [] }}",
-     "False x  []"},
-    {"{{ 'yes' if n > 5 else 'no' }} {{ 'yes' if n > 50 }}|",
-     "yes |"},
+    {"{{ not true or false and true }} {{ 0 or 'x' }} {{ '' and 1 }} {{ none or [] }}", "False x  []"},
+    {"{{ 'yes' if n > 5 else 'no' }} {{ 'yes' if n > 50 }}|", "yes |"},
     {"{{ l[0] }} {{ l[-1] }} {{ l[1:] }} {{ l[::-1] }} {{ u8[1:4] }} {{ u8[::-1] }} {{ s[:3] }} {{ l[5] }}|",
      "3 2 [1, 2] [2, 1, 3] éll dlröw olléh   H |"},
-    {"{{ d.a }} {{ d['b'] }} {{ d.zz }}|{{ msgs[1].tool }} {{ msgs[0].tool is defined }}",
-     "2 1 |True False"},
+    {"{{ d.a }} {{ d['b'] }} {{ d.zz }}|{{ msgs[1].tool }} {{ msgs[0].tool is defined }}", "2 1 |True False"},
     {"{{ [1, 'a', none, true, 1.5, [2], {'k': (1,)}] }} {{ (1, 2) }} {{ {'a': 'it\\'s'} }}",
      "[1, 'a', None, True, 1.5, [2], {'k': (1,)}] (1, 2) {'a': \"it's\"}"},
     {"{{ 1e20 }} {{ 1e-5 }} {{ 0.1 + 0.2 }} {{ 3.0 }} {{ 1_000 }} {{ 2.5e3 }}",
      "1e+20 1e-05 0.30000000000000004 3.0 1000 2500.0"},
-    {"{% for x in l %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}{{ loop.revindex }}{{ loop.revindex0 }},{% endfor %}",
+    {"{% for x in l %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}{{ "
+     "loop.revindex }}{{ loop.revindex0 }},{% endfor %}",
      "10TrueFalse332,21FalseFalse321,32FalseTrue310,"},
-    {"{% for x in l %}{{ loop.previtem }}-{{ loop.nextitem }}|{% endfor %}",
-     "-1|3-2|1-|"},
-    {"{% for x in [] %}a{% else %}empty{% endfor %}",
-     "empty"},
-    {"{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k in d %}{{ k }}{% endfor %}",
-     "b=1;a=2;ba"},
-    {"{% for x in l if x > 1 %}{{ x }}{{ loop.index }}{% endfor %}",
-     "3122"},
+    {"{% for x in l %}{{ loop.previtem }}-{{ loop.nextitem }}|{% endfor %}", "-1|3-2|1-|"},
+    {"{% for x in [] %}a{% else %}empty{% endfor %}", "empty"},
+    {"{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k in d %}{{ k }}{% endfor %}", "b=1;a=2;ba"},
+    {"{% for x in l if x > 1 %}{{ x }}{{ loop.index }}{% endfor %}", "3122"},
     {"{% for x in l %}{% if x == 1 %}{% continue %}{% endif %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% endfor %}",
      "3"},
     {"{% for x in 'ab' %}{% for y in [1,2] %}{{ x }}{{ y }}{{ loop.index }}{% endfor %}{{ loop.index }} {% endfor %}",
      "a11a221 b11b222 "},
-    {"{% set x = 0 %}{% for i in range(3) %}{% set x = x + i %}{{ x }}{% endfor %}{{ x }}",
-     "0120"},
-    {"{% set ns = namespace(t=0, s='') %}{% for i in range(4) %}{% set ns.t = ns.t + i %}{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.t }} {{ ns.s }}",
+    {"{% set x = 0 %}{% for i in range(3) %}{% set x = x + i %}{{ x }}{% endfor %}{{ x }}", "0120"},
+    {"{% set ns = namespace(t=0, s='') %}{% for i in range(4) %}{% set ns.t = ns.t + i %}{% set ns.s = ns.s ~ i %}{% "
+     "endfor %}{{ ns.t }} {{ ns.s }}",
      "6 0123"},
-    {"{% if n > 10 %}a{% elif n > 5 %}b{% else %}c{% endif %}{% if false %}x{% elif false %}y{% endif %}",
-     "b"},
-    {"{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set c = 1, 2 %}{{ c }}",
-     "12(1, 2)"},
+    {"{% if n > 10 %}a{% elif n > 5 %}b{% else %}c{% endif %}{% if false %}x{% elif false %}y{% endif %}", "b"},
+    {"{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set c = 1, 2 %}{{ c }}", "12(1, 2)"},
     {"{% set block %}  hi {{ n }}  {% endset %}[{{ block }}]{% set b2 | upper %}x{{ n }}{% endset %}{{ b2 }}",
      "[  hi 7  ]X7"},
-    {"{% macro greet(name, punct='!') %}Hello {{ name }}{{ punct }}{% endmacro %}{{ greet('a') }} {{ greet('b', '?') }} {{ greet(punct='.', name='c') }}",
+    {"{% macro greet(name, punct='!') %}Hello {{ name }}{{ punct }}{% endmacro %}{{ greet('a') }} {{ greet('b', '?') "
+     "}} {{ greet(punct='.', name='c') }}",
      "Hello a! Hello b? Hello c."},
-    {"{% macro wrap() %}<{{ caller() }}>{% endmacro %}{% call wrap() %}inner {{ n }}{% endcall %}",
-     "<inner 7>"},
-    {"{% macro m(x) %}{{ x }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, y=3) }}",
-     "1(2,){'y': 3}"},
-    {"{% filter upper %}abc {{ s }}{% endfilter %}",
-     "ABC   HI THERE  "},
+    {"{% macro wrap() %}<{{ caller() }}>{% endmacro %}{% call wrap() %}inner {{ n }}{% endcall %}", "<inner 7>"},
+    {"{% macro m(x) %}{{ x }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, y=3) }}", "1(2,){'y': 3}"},
+    {"{% filter upper %}abc {{ s }}{% endfilter %}", "ABC   HI THERE  "},
     {"{% macro fact(k) %}{% if k <= 1 %}1{% else %}{{ k * fact(k - 1)|int }}{% endif %}{% endmacro %}{{ fact(5) }}",
      "120"},
     {"{% for x in range(2, 10, 3) %}{{ x }}{% endfor %}{{ range(3)|list }}{{ range(5, 0, -2)|list }}",
      "258[0, 1, 2][5, 3, 1]"},
     {"{{ s|trim }}|{{ s|upper }}|{{ s|lower }}|{{ s|title }}|{{ 'hello world'|capitalize }}|{{ 'a-b c(d'|title }}",
      "Hi There|  HI THERE  |  hi there  |  Hi There  |Hello world|A-B C(D"},
-    {"{{ l|length }} {{ d|count }} {{ u8|length }} {{ l|first }} {{ l|last }} {{ l|sort }} {{ l|sort(reverse=true) }} {{ ['b','A','c']|sort }} {{ l|reverse|list }}",
+    {"{{ l|length }} {{ d|count }} {{ u8|length }} {{ l|first }} {{ l|last }} {{ l|sort }} {{ l|sort(reverse=true) }} "
+     "{{ ['b','A','c']|sort }} {{ l|reverse|list }}",
      "3 2 11 3 2 [1, 2, 3] [3, 2, 1] ['A', 'b', 'c'] [2, 1, 3]"},
-    {"{{ l|join(', ') }} {{ msgs|map(attribute='role')|join }} {{ msgs|selectattr('tool')|list|length }} {{ msgs|rejectattr('tool')|map(attribute='content')|list }}",
+    {"{{ l|join(', ') }} {{ msgs|map(attribute='role')|join }} {{ msgs|selectattr('tool')|list|length }} {{ "
+     "msgs|rejectattr('tool')|map(attribute='content')|list }}",
      "3, 1, 2 userassistant 1 ['x']"},
-    {"{{ msgs|selectattr('role', 'equalto', 'user')|list|length }} {{ l|select('odd')|list }} {{ l|reject('odd')|list }} {{ [1,2,2,'a','A']|unique|list }}",
+    {"{{ msgs|selectattr('role', 'equalto', 'user')|list|length }} {{ l|select('odd')|list }} {{ l|reject('odd')|list "
+     "}} {{ [1,2,2,'a','A']|unique|list }}",
      "1 [3, 1] [2] [1, 2, 'a']"},
-    {"{{ d|dictsort }} {{ d|items|list }} {{ d|tojson }} {{ msgs|tojson }} {{ 'é\"\\n'|tojson }} {{ [1.0, none, true]|tojson }}",
-     "[('a', 2), ('b', 1)] [('b', 1), ('a', 2)] {\"b\": 1, \"a\": 2} [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"y\", \"tool\": true}] \"é\\\"\\n\" [1.0, null, true]"},
+    {"{{ d|dictsort }} {{ d|items|list }} {{ d|tojson }} {{ msgs|tojson }} {{ 'é\"\\n'|tojson }} {{ [1.0, none, "
+     "true]|tojson }}",
+     "[('a', 2), ('b', 1)] [('b', 1), ('a', 2)] {\"b\": 1, \"a\": 2} [{\"role\": \"user\", \"content\": \"x\"}, "
+     "{\"role\": \"assistant\", \"content\": \"y\", \"tool\": true}] \"é\\\"\\n\" [1.0, null, true]"},
     {"{{ d|tojson(indent=2) }}\n{{ [[], {}, [1]]|tojson(indent=1) }}",
      "{\n  \"b\": 1,\n  \"a\": 2\n}\n[\n [],\n {},\n [\n  1\n ]\n]"},
     {"{{ u|default('dflt') }} {{ ''|default('e') }} {{ ''|default('e', true) }} {{ none|default('n') }} {{ u|d('x') }}",
      "dflt  e None x"},
-    {"{{ '3'|int }} {{ '3.7'|int }} {{ 'x'|int }} {{ 'x'|int(5) }} {{ 2.9|int }} {{ '2.5'|float }} {{ 3|float }} {{ -3|abs }} {{ 2.675|round(2) }} {{ 2.5|round }} {{ 3.5|round }} {{ 2.1|round(0, 'ceil') }}",
+    {"{{ '3'|int }} {{ '3.7'|int }} {{ 'x'|int }} {{ 'x'|int(5) }} {{ 2.9|int }} {{ '2.5'|float }} {{ 3|float }} {{ "
+     "-3|abs }} {{ 2.675|round(2) }} {{ 2.5|round }} {{ 3.5|round }} {{ 2.1|round(0, 'ceil') }}",
      "3 3 0 5 2 2.5 3.0 3 2.67 2.0 4.0 3.0"},
     {"{{ 'a\\nb\\n\\nc'|indent(2) }}|{{ 'a\\nb'|indent(2, true) }}|{{ 'a\\n\\nb'|indent(2, blank=true) }}",
      "a\n  b\n\n  c|  a\n  b|a\n  \n  b"},
-    {"{{ 'aXbX'|replace('X', '-') }} {{ 'aaa'|replace('a', 'b', 2) }} {{ 5|string }} {{ l|string }} {{ 'x'|safe }} {{ 'one two  three'|wordcount }} {{ l|min }} {{ l|max }} {{ l|sum }}",
+    {"{{ 'aXbX'|replace('X', '-') }} {{ 'aaa'|replace('a', 'b', 2) }} {{ 5|string }} {{ l|string }} {{ 'x'|safe }} {{ "
+     "'one two  three'|wordcount }} {{ l|min }} {{ l|max }} {{ l|sum }}",
      "a-b- bba 5 [3, 1, 2] x 3 1 3 6"},
-    {"{{ u is defined }} {{ n is defined }} {{ u is undefined }} {{ none is none }} {{ s is string }} {{ n is number }} {{ f is number }} {{ true is number }}",
+    {"{{ u is defined }} {{ n is defined }} {{ u is undefined }} {{ none is none }} {{ s is string }} {{ n is number "
+     "}} {{ f is number }} {{ true is number }}",
      "False True True True True True True True"},
-    {"{{ n is integer }} {{ f is integer }} {{ f is float }} {{ d is mapping }} {{ l is mapping }} {{ l is iterable }} {{ s is iterable }} {{ n is iterable }} {{ l is sequence }}",
+    {"{{ n is integer }} {{ f is integer }} {{ f is float }} {{ d is mapping }} {{ l is mapping }} {{ l is iterable }} "
+     "{{ s is iterable }} {{ n is iterable }} {{ l is sequence }}",
      "True False True True False True True False True"},
-    {"{{ true is boolean }} {{ 1 is boolean }} {{ true is true }} {{ 1 is true }} {{ false is false }} {{ n is odd }} {{ n is even }} {{ 9 is divisibleby 3 }} {{ 'x' is in 'xyz' }} {{ 2 is in l }}",
+    {"{{ true is boolean }} {{ 1 is boolean }} {{ true is true }} {{ 1 is true }} {{ false is false }} {{ n is odd }} "
+     "{{ n is even }} {{ 9 is divisibleby 3 }} {{ 'x' is in 'xyz' }} {{ 2 is in l }}",
      "True False True False True True False True True True"},
-    {"{{ n is equalto 7 }} {{ n is eq 7 }} {{ n is sameas 7 }} {{ none is sameas none }} {{ n is not none }} {{ n is gt 3 }} {{ n is lt 3 }}",
+    {"{{ n is equalto 7 }} {{ n is eq 7 }} {{ n is sameas 7 }} {{ none is sameas none }} {{ n is not none }} {{ n is "
+     "gt 3 }} {{ n is lt 3 }}",
      "True True True True True True False"},
-    {"{{ s.strip() }}|{{ s.lstrip() }}|{{ s.rstrip() }}|{{ 'xxaxx'.strip('x') }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b '.split() }}|{{ 'a b c'.split(' ', 1) }}|{{ 'a b c'.rsplit(' ', 1) }}",
+    {"{{ s.strip() }}|{{ s.lstrip() }}|{{ s.rstrip() }}|{{ 'xxaxx'.strip('x') }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b "
+     "'.split() }}|{{ 'a b c'.split(' ', 1) }}|{{ 'a b c'.rsplit(' ', 1) }}",
      "Hi There|Hi There  |  Hi There|a|['a', 'b', '', 'c']|['a', 'b']|['a', 'b c']|['a b', 'c']"},
-    {"{{ s.startswith('  H') }} {{ s.endswith(('x', '  ')) }} {{ 'abc'.upper() }} {{ 'ABC'.lower() }} {{ 'hello world'.title() }} {{ 'abcabc'.replace('b', '') }} {{ 'abcabc'.find('c') }} {{ 'abc'.find('z') }} {{ 'abcabc'.count('a') }}",
+    {"{{ s.startswith('  H') }} {{ s.endswith(('x', '  ')) }} {{ 'abc'.upper() }} {{ 'ABC'.lower() }} {{ 'hello "
+     "world'.title() }} {{ 'abcabc'.replace('b', '') }} {{ 'abcabc'.find('c') }} {{ 'abc'.find('z') }} {{ "
+     "'abcabc'.count('a') }}",
      "True True ABC abc Hello World acac 2 -1 2"},
-    {"{{ '{}-{}'.format(1, 'a') }} {{ '{0}{0}{name}'.format('x', name='y') }} {{ '{{}}'.format() }} {{ ', '.join(['a', 'b']) }}",
+    {"{{ '{}-{}'.format(1, 'a') }} {{ '{0}{0}{name}'.format('x', name='y') }} {{ '{{}}'.format() }} {{ ', '.join(['a', "
+     "'b']) }}",
      "1-a xxy {} a, b"},
-    {"{{ d.get('a') }} {{ d.get('zz') }} {{ d.get('zz', 5) }} {{ d.keys()|list }} {{ d.values()|list }} {{ d.items()|list }}",
+    {"{{ d.get('a') }} {{ d.get('zz') }} {{ d.get('zz', 5) }} {{ d.keys()|list }} {{ d.values()|list }} {{ "
+     "d.items()|list }}",
      "2 None 5 ['b', 'a'] [1, 2] [('b', 1), ('a', 2)]"},
-    {"{{ 'a %s b %d' % ('x', 3) }}",
-     "a x b 3"},
-    {"{% set t = strftime_now('%Y-%m-%d %d %b %Y') %}{{ t }}",
-     "2024-07-26 26 Jul 2024"},
+    {"{{ 'a %s b %d' % ('x', 3) }}", "a x b 3"},
+    {"{% set t = strftime_now('%Y-%m-%d %d %b %Y') %}{{ t }}", "2024-07-26 26 Jul 2024"},
 };
 
 TEST(TemplateSemantics, MatchesJinja2OnEachConstruct) {
@@ -208,7 +208,8 @@ TEST(TemplateSemantics, GenerationBlockRendersItsBody) {
 }
 
 TEST(TemplateSemantics, TemplatesAreReusableAndUnchangedByRendering) {
-    auto t = Template::parse("{% set ns = namespace(n=0) %}{% for x in l %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}");
+    auto t =
+        Template::parse("{% set ns = namespace(n=0) %}{% for x in l %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}");
     ASSERT_TRUE(t.ok());
     const Value ctx = test_context();
     EXPECT_EQ(*t->render(ctx, {}, kFixedTime), "6");

@@ -32,7 +32,7 @@ const std::string kNoSystem =
     "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not "
     "supported') }}{% endif %}<start_of_turn>{{ m['role'] }}\\n{{ m['content'] | trim }}<end_of_turn>\\n{% endfor %}";
 
-const std::vector<std::string> kControl = {"<|im_start|>", "<|im_end|>", "<|begin_of_text|>",
+const std::vector<std::string> kControl = {"<|im_start|>",        "<|im_end|>",        "<|begin_of_text|>",
                                            "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
 
 ChatTemplateTokens tokens() {
@@ -128,7 +128,8 @@ TEST(JinjaChatTemplate, TextIsTheEnginesAndSpecialsComeOnlyFromTheTemplate) {
 TEST(JinjaChatTemplate, BenignChatsTokenizeAsTheWholeRenderedText) {
     auto tok = make_tokenizer();
     auto t = compile(kLlama3);
-    const std::vector<ChatMessage> chat = {{"system", "w hi"}, {"user", " hi  w "}, {"assistant", "\nhi"}, {"user", "w w"}};
+    const std::vector<ChatMessage> chat = {
+        {"system", "w hi"}, {"user", " hi  w "}, {"assistant", "\nhi"}, {"user", "w w"}};
     const auto pieces = *t->render(chat, true);
     EXPECT_EQ(encode_chat(*tok, pieces), tok->encode(join(pieces), false, true));
 }
@@ -136,7 +137,8 @@ TEST(JinjaChatTemplate, BenignChatsTokenizeAsTheWholeRenderedText) {
 TEST(JinjaChatTemplate, LocatesEachMessageContentTrimmedOrNot) {
     for (const std::string* source : {&kChatML, &kLlama3}) {
         auto t = compile(*source);
-        const std::vector<ChatMessage> chat = {{"user", "  user  "}, {"assistant", "assistant"}, {"user", " Who won? "}};
+        const std::vector<ChatMessage> chat = {
+            {"user", "  user  "}, {"assistant", "assistant"}, {"user", " Who won? "}};
         const auto pieces = *t->render(chat, true);
         std::vector<std::string> located(chat.size());
         for (const ChatPiece& p : pieces) {
