@@ -83,6 +83,12 @@ if [ -z "${SOURCES_ONLY:-}" ] && built; then
 fi
 
 mkdir -p "$CACHE"
+# Callers running at once (ctest fixtures in parallel) wait for each other instead of downloading
+# and extracting into the same folder together.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$CACHE/.lock"
+  flock 9
+fi
 # One run at a time per cache: test fixtures (tokenizer vectors, chat templates) may start this
 # concurrently under `ctest -j`, and two downloads or extractions into one folder would collide.
 if command -v flock >/dev/null 2>&1; then
