@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Plots for `lazyattn bench rag --json FILE`: TTFT distribution per mode, TTFT vs arrival rate,
-throughput vs skew, hit ratio vs pool size. Writes PNGs next to the JSON (or into --out)."""
+"""Plots for `lazyattn bench rag --json FILE`: TTFT distribution per mode; TTFT p50 (with its 95%
+bootstrap interval), TTFT p99 and throughput against KV budget, document skew and Poisson arrival
+rate, one line per cache mode (points where a mode could not fit one request are left out); hit
+ratio vs pool size. Writes PNGs next to the JSON (or into --out)."""
 import argparse
 import json
 import os
@@ -22,35 +24,45 @@ def ttft_distribution(data, out):
                 color=COLORS.get(run["label"]))
     ax.set_xscale("log")
     ax.set_xlabel("time to first token (ms, log scale)")
-    ax.set_ylabel("fraction of requests")
+    ax.set_ylabel("fraction of measured requests (warm-up excluded)")
     w = data["workload"]
-    ax.set_title(f"TTFT CDF: {w['num_docs']} docs x {w['doc_tokens']} tokens, k={w['k']}, zipf s={w['zipf_s']}")
+    ax.set_title(f"TTFT CDF: {w['num_docs']} docs x {w['doc_tokens']} tokens, k={w['k']}, zipf s={w['zipf_s']}, "
+                 f"KV budget {w.get('kv_budget_docs', 0):.1f} docs", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out, "rag_ttft_cdf.png"), dpi=120)
 
 
-def by_mode(rows, x, y):
+def sweep_plot(rows, x, xlabel, title, path, logx=False):
+    """Three panels against x: TTFT p50 with its 95% interval, TTFT p99, throughput."""
     modes = {}
     for r in rows:
-        modes.setdefault(r["mode"], []).append((r[x], r[y]))
-    return {m: sorted(v) for m, v in modes.items()}
-
-
-def line_plot(rows, x, y, xlabel, ylabel, title, path, logy=False):
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for mode, pts in by_mode(rows, x, y).items():
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=mode, color=COLORS.get(mode))
-    if logy:
-        ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()
+        if "refused" not in r:
+            modes.setdefault(r["mode"], []).append(r)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for mode, pts in modes.items():
+        pts.sort(key=lambda r: r[x])
+        xs = [r[x] for r in pts]
+        p50 = [r["ttft_p50_ms"] for r in pts]
+        err = [[max(0.0, r["ttft_p50_ms"] - r["ttft_p50_ci95_ms"][0]) for r in pts],
+               [max(0.0, r["ttft_p50_ci95_ms"][1] - r["ttft_p50_ms"]) for r in pts]]
+        color = COLORS.get(mode)
+        axes[0].errorbar(xs, p50, yerr=err, fmt="o-", capsize=3, label=mode, color=color)
+        axes[1].plot(xs, [r["ttft_p99_ms"] for r in pts], "o-", label=mode, color=color)
+        axes[2].plot(xs, [r["requests_per_s"] for r in pts], "o-", label=mode, color=color)
+    for ax, ylabel in zip(axes, ("TTFT p50 (ms, 95% CI)", "TTFT p99 (ms)", "throughput (requests/s)")):
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if logx:
+            ax.set_xscale("log")
+    axes[0].set_yscale("log")
+    axes[1].set_yscale("log")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
 
 
 def capacity_plot(rows, path):
@@ -80,12 +92,19 @@ def main():
     out = args.out or os.path.dirname(os.path.abspath(args.json))
     os.makedirs(out, exist_ok=True)
     ttft_distribution(data, out)
-    if data.get("rate_sweep"):
-        line_plot(data["rate_sweep"], "rate", "ttft_p50_ms", "arrival rate (requests/s, Poisson)", "TTFT p50 (ms)",
-                  "TTFT vs arrival rate", os.path.join(out, "rag_ttft_vs_rate.png"), logy=True)
+    w = data["workload"]
+    where = f"{w['num_docs']} docs x {w['doc_tokens']} tokens, k={w['k']}"
+    if data.get("budget_sweep"):
+        sweep_plot(data["budget_sweep"], "kv_budget_docs", "KV budget (documents' worth, whole pool)",
+                   f"against KV budget ({where}, zipf s={w['zipf_s']})", os.path.join(out, "rag_vs_budget.png"))
     if data.get("skew_sweep"):
-        line_plot(data["skew_sweep"], "zipf_s", "requests_per_s", "Zipf exponent s (0 = uniform)", "throughput (requests/s)",
-                  "Throughput vs document skew", os.path.join(out, "rag_throughput_vs_skew.png"))
+        sweep_plot(data["skew_sweep"], "zipf_s", "Zipf exponent s (0 = uniform)",
+                   f"against document skew ({where}, budget {w.get('kv_budget_docs', 0):.1f} docs)",
+                   os.path.join(out, "rag_vs_skew.png"))
+    if data.get("rate_sweep"):
+        sweep_plot(data["rate_sweep"], "rate", "arrival rate (requests/s, Poisson, open loop)",
+                   f"against arrival rate ({where}, budget {w.get('kv_budget_docs', 0):.1f} docs)",
+                   os.path.join(out, "rag_vs_rate.png"))
     if data.get("capacity_sweep"):
         capacity_plot(data["capacity_sweep"], os.path.join(out, "rag_hit_ratio_vs_pool.png"))
     print("plots written to", out)

@@ -12,8 +12,14 @@
 #         ~15 min, the 1B files ~20 min, the 8B file ~30 min on 2 cores.
 #       llama-cpp-python: the embedded model against llama-cpp-python (pip, built from source on
 #         first use), bench/out/speed.json, as docs/benchmarks.md section 1 records;
-#  2. the RAG serving benchmark: every cache mode on one seeded Zipf request stream, the
-#     all-cached floor, and skew, arrival-rate and pool-capacity sweeps, with PNG plots;
+#  2. the RAG serving benchmark at the default operating point (~12 min on 2 idle cores): 40
+#     documents of 512 tokens, Zipf 1.2, k = 5, 4 closed-loop clients, a KV budget of a third of
+#     the documents (RAG_BUDGET_DOCS), RAG_REQUESTS requests of which the first RAG_WARMUP are
+#     warm-up (not measured), lazy / lazy-k / block-attn / prefix in-process plus the all-cached
+#     floor; then the same token stream over HTTP (RAG_HTTP_REQUESTS requests), `lazyattn serve`
+#     against llama.cpp's llama-server (one slot, 4 slots, 4 slots with --cache-reuse 256).
+#     RAG_SWEEPS=1 adds the paper's sweeps (hours on 2 cores): TTFT p50/p99 and throughput
+#     against KV budget, Zipf skew and Poisson arrival rate for all five modes, and capacity;
 #  3. answer quality (EM, F1) per cache mode on the 2WikiMultihopQA sample.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,13 +56,23 @@ else
 fi
 
 echo
-echo "== 2/3 RAG serving benchmark"
-build/lazyattn bench rag --threads "${BENCH_THREADS:-2}" \
-  --docs 100 --doc-tokens 512 --k 5 --zipf 2.1 --tail-tokens 32 --output-tokens 16 \
-  --requests "${RAG_REQUESTS:-24}" --clients 4 \
-  --skew-sweep 0 1.2 2.1 --rates 0.3 --capacity-docs 5 20 --sweep-requests "${RAG_SWEEP_REQUESTS:-8}" \
-  --json "$OUT/rag.json"
+echo "== 2/3 RAG serving benchmark under a KV budget (warm-up excluded), then over HTTP against llama-server"
+RAG_ARGS=(--threads "${BENCH_THREADS:-2}" --docs 40 --doc-tokens 512 --k 5 --zipf 1.2 --tail-tokens 32
+  --output-tokens 16 --clients 4 --kv-budget-docs "${RAG_BUDGET_DOCS:-13.34}")
+SWEEP_ARGS=()
+if [ "${RAG_SWEEPS:-0}" = 1 ]; then
+  SWEEP_ARGS=(--budget-sweep-docs 4 6 8 13.34 20 30 40 48 --skew-sweep 0 0.6 1.2 2.1 --rates 0.2 0.5 1
+    --capacity-docs 5 10 20 --sweep-requests "${RAG_SWEEP_REQUESTS:-60}" --sweep-warmup-requests 15)
+fi
+build/lazyattn bench rag "${RAG_ARGS[@]}" --requests "${RAG_REQUESTS:-72}" --warmup-requests "${RAG_WARMUP:-16}" \
+  --modes lazy lazy-k block-attn prefix ${SWEEP_ARGS[@]+"${SWEEP_ARGS[@]}"} \
+  --export-workload "$OUT/rag_workload.json" --json "$OUT/rag.json"
 python3 bench/plot_rag.py "$OUT/rag.json" --out "$OUT"
+./scripts/build_llama_tools.sh >/dev/null  # llama-server, built once from the llama-cpp-python sdist
+eval "$(./scripts/build_llama_tools.sh --env)"
+python3 bench/peer/http_rag_compare.py --workload "$OUT/rag_workload.json" --requests "${RAG_HTTP_REQUESTS:-12}" \
+  --warmup 4 --clients 4 --threads "${BENCH_THREADS:-2}" --lazyattn build/lazyattn --llama-bin "$LLAMA_TOOLS_BIN" \
+  --llama np=1 np=4 np=4,reuse=256 --json "$OUT/rag_http.json" --plot "$OUT/rag_http_ttft.png"
 
 echo
 echo "== 3/3 answer quality: ${QUALITY_QUESTIONS:-486} synthetic questions + the 2Wiki sample, per document reuse setting"

@@ -56,22 +56,26 @@ void print_main_table(const std::vector<RunResult>& runs) {
     };
     const RunResult* block = find("block-attn");
     const RunResult* prefix = find("prefix");
-    std::printf("\n%-14s %8s %8s %15s %8s %7s %7s %8s %9s %9s %6s %6s %10s %9s %9s\n", "mode", "TTFT avg", "p50",
+    std::printf("\n%-18s %8s %8s %15s %8s %7s %7s %8s %9s %9s %6s %6s %10s %9s %9s\n", "mode", "TTFT avg", "p50",
                 "p50 95% CI", "p99", "TPOT", "req/s", "tok/s", "prefilled", "reused", "hit%", "peak", "p50 vs blk",
                 "vs prefix", "thr vs blk");
     for (const auto& r : runs) {
         const double p50 = bench::percentile(r.ttft_ms, 50);
         const bench::Interval ci = bench::bootstrap_percentile_ci(r.ttft_ms, 50);
-        auto ratio = [&](const RunResult* base) {
-            return base ? bench::percentile(base->ttft_ms, 50) / std::max(p50, 1e-9) : 0.0;
+        auto ratio = [&](const RunResult* base) {  // "-" where that mode did not run
+            char text[16] = "-";
+            if (base) std::snprintf(text, sizeof text, "%.2fx", bench::percentile(base->ttft_ms, 50) / std::max(p50, 1e-9));
+            return std::string(text);
         };
+        char thr[16] = "-";
+        if (block) std::snprintf(thr, sizeof thr, "%.2fx", r.requests_per_s() / std::max(block->requests_per_s(), 1e-9));
         char ci_text[40];
         std::snprintf(ci_text, sizeof ci_text, "[%.0f, %.0f]", ci.low, ci.high);
-        std::printf("%-14s %8.1f %8.1f %15s %8.1f %7.1f %7.3f %8.1f %9lld %9lld %5.0f%% %6d %9.2fx %8.2fx %8.2fx\n",
+        std::printf("%-18s %8.1f %8.1f %15s %8.1f %7.1f %7.3f %8.1f %9lld %9lld %5.0f%% %6d %10s %9s %9s\n",
                     r.label.c_str(), bench::mean(r.ttft_ms), p50, ci_text, bench::percentile(r.ttft_ms, 99),
                     bench::mean(r.tpot_ms), r.requests_per_s(), r.output_tok_per_s(), (long long)r.prefill_tokens,
-                    (long long)r.reused_tokens, 100.0 * r.hit_ratio(), r.peak_blocks, ratio(block), ratio(prefix),
-                    block ? r.requests_per_s() / std::max(block->requests_per_s(), 1e-9) : 0.0);
+                    (long long)r.reused_tokens, 100.0 * r.hit_ratio(), r.peak_blocks, ratio(block).c_str(),
+                    ratio(prefix).c_str(), thr);
     }
     std::printf("(times in ms; TTFT ratios are block-attn's or prefix's p50 over this mode's: > 1 means faster)\n");
     if (!runs.empty()) {
@@ -175,6 +179,11 @@ int run_bench_rag(const BenchRagOptions& o) {
         bench::Workload wv = *w;  // the same stream, read with this variant's settings
         for (auto& req : wv.requests) req.reuse = variant->reuse;
         auto r = run_one(wv, *lm, o, spec, ec);
+        if (!r.ok() && r.status().code() == StatusCode::kResourceExhausted) {  // the budget, not a failure
+            std::printf("%s: refused under this KV budget: %s\n", spec.c_str(), r.status().message().c_str());
+            out["refused"].push_back({{"label", spec}, {"reason", r.status().message()}});
+            continue;
+        }
         if (!r.ok()) {
             std::cerr << "\nerror: " << r.status().to_string() << "\n";
             return 1;
@@ -190,14 +199,16 @@ int run_bench_rag(const BenchRagOptions& o) {
     }
     print_main_table(runs);
     for (const auto& r : runs) out["runs"].push_back(to_json(r));
+    auto write_json = [&] {
+        if (!o.json_path.empty()) std::ofstream(o.json_path) << out.dump(1);
+    };
+    write_json();  // the main runs are kept even if a long sweep is interrupted
     if (Status st = run_bench_rag_sweeps(o, *lm, base, out); !st.ok()) {
         std::cerr << "error: " << st.to_string() << "\n";
         return 1;
     }
-    if (!o.json_path.empty()) {
-        std::ofstream(o.json_path) << out.dump(1);
-        std::printf("\nwrote %s\n", o.json_path.c_str());
-    }
+    write_json();
+    if (!o.json_path.empty()) std::printf("\nwrote %s\n", o.json_path.c_str());
     return 0;
 }
 
