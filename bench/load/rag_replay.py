@@ -210,6 +210,8 @@ def summarize(results, warmup, t0):
     cached = sum(r.get("cached_tokens", 0) for r in measured)
     return {"completed": len(ok), "errors": len(errors), "error_samples": errors[:3], "warmup": warmup,
             "measured": len(measured), "ttft_ms": ttft, "e2e_ms": e2e,
+            "prompt_tokens_each": [r.get("prompt_tokens", 0) for r in measured],
+            "cached_tokens_each": [r.get("cached_tokens", 0) for r in measured],
             "ttft_mean_ms": sum(ttft) / len(ttft) if ttft else float("nan"),
             "ttft_p50_ms": percentile(ttft, 50), "ttft_p50_ci95_ms": bootstrap_ci(ttft, 50),
             "ttft_p99_ms": percentile(ttft, 99), "e2e_p50_ms": percentile(e2e, 50),
@@ -251,7 +253,7 @@ def main():
     w = load_workload(args.workload, args.requests)
     warmup = args.warmup if args.warmup is not None else min(w.get("warmup_requests", 0), len(w["requests"]) // 2)
     report = replay(args.url, args.server, w, args.clients, args.rate, warmup, args.seed)
-    brief = {k: v for k, v in report.items() if k not in ("ttft_ms", "e2e_ms")}
+    brief = {k: v for k, v in report.items() if not k.endswith(("_ms", "_each")) or k.startswith("ttft_p")}
     print(json.dumps(brief, indent=1))
     if args.json:
         with open(args.json, "w") as f:

@@ -228,15 +228,21 @@ bool Scheduler::try_admit(SequenceState& s) {
     LA_CHECK(ensure_tail_capacity(s, ar.num_prompt_tail));
     s.admitted = true;
     s.admit_order = next_admit_order_++;
+    const bool first_admission = s.admit_step < 0;
     if (s.admit_step < 0) {
         s.admit_step = step_count_;
         s.t_admit = now_ms();
     }
     note_documents(s);
     RequestStats& st = s.stats;
-    st.segments_hit += s.admission.hits;
-    st.segments_missed += s.admission.misses;
-    st.reused_tokens += s.admission.reused + ar.num_tail_computed;
+    // What the request found cached is decided when it first arrives: after a preemption it is
+    // re-admitted against blocks it computed itself, so counting those again would report more
+    // cached tokens than the prompt has and inflate the hit ratio. Work (prefill) always adds up.
+    if (first_admission) {
+        st.segments_hit = s.admission.hits;
+        st.segments_missed = s.admission.misses;
+        st.reused_tokens = s.admission.reused + ar.num_tail_computed;
+    }
     st.prefill_tokens += s.admission.computed + ar.num_prompt_tail - ar.num_tail_computed + ar.num_patch_tokens;
     st.recomputed_tokens += ar.num_patch_tokens;
     st.peak_blocks = std::max(st.peak_blocks, kv_.num_used());

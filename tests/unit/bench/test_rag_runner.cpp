@@ -24,14 +24,14 @@ protected:
     }
 
     // 8 documents of 32 tokens (2 blocks each), k = 3, 12 requests.
-    static Workload workload() {
+    static Workload workload(int32_t output_tokens = 2) {
         WorkloadConfig c;
         c.num_docs = 8;
         c.doc_tokens = 32;
         c.docs_per_request = 3;
         c.zipf_s = 1.0;
         c.tail_tokens = 8;
-        c.output_tokens = 2;
+        c.output_tokens = output_tokens;
         c.num_requests = 12;
         c.passages_path = std::string(LAZYATTN_SOURCE_DIR) + "/data/2wiki_sample.jsonl";
         auto w = make_workload(c, *model_->tokenizer);
@@ -92,6 +92,19 @@ TEST_F(RagRunnerTest, BudgetTooSmallForBlockAttnCopies) {
     auto block = run(w, engine::CacheMode::kBlockAttn, 10, 2, 2);
     ASSERT_FALSE(block.ok());
     EXPECT_EQ(block.status().code(), StatusCode::kResourceExhausted) << block.status().to_string();
+}
+
+TEST_F(RagRunnerTest, PreemptedRequestsCountTheirLookupsOnce) {
+    // A pool with room for one request and a bit: requests that grow while decoding preempt each
+    // other, and a re-admitted request finds the documents it computed itself. Its lookups and
+    // cached tokens are still those of its first admission (k lookups, never more cached tokens
+    // than its prompt), so hit ratios under a tight budget are not inflated.
+    const Workload w = workload(40);
+    auto r = run(w, engine::CacheMode::kLazy, 11, 0, 4);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_GT(r->preemptions, 0);
+    EXPECT_EQ(r->segment_hits + r->segment_misses, 12 * 3);
+    EXPECT_LE(r->reused_tokens, int64_t(12) * (3 * 32 + 8));
 }
 
 TEST_F(RagRunnerTest, WarmUpMustLeaveRequestsToMeasure) {
