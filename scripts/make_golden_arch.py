@@ -38,6 +38,7 @@ ARCHITECTURES = {
     "gemma3": ["--arch", "gemma3", "--head-dim", "32", "--sliding-window", "8",
                "--sliding-window-pattern", "2", "--rope-base", "1000000"],
     "phi3": ["--arch", "phi3", "--phi3-rope-factors", "--untied"],
+    "phi3-partial": ["--arch", "phi3", "--phi3-rope-factors", "--rope-dims", "12"],
 }
 COMMON = ["--layers", "3", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--ffn", "128",
           "--ctx", "512", "--seed", "77"]

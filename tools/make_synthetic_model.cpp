@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
     app.add_flag("--llama3-rope-freqs", o.llama3_rope_freqs, "llama: write Llama-3.1-style rope_freqs");
     app.add_flag("--phi3-rope-factors", o.phi3_rope_factors, "phi3: write LongRoPE factors and attn_factor");
     app.add_option("--softcap", o.final_logit_softcap, "final logit soft-cap (0: none)")->capture_default_str();
+    app.add_option("--rope-dims", o.rope_dims, "rotary dims (0: the head size)")->capture_default_str();
     app.add_option("--layers", o.num_layers, "number of layers")->capture_default_str();
     app.add_option("--hidden", o.hidden, "embedding length")->capture_default_str();
     app.add_option("--heads", o.num_heads, "query heads")->capture_default_str();

@@ -273,7 +273,7 @@ Status Scheduler::materialize_copies(SequenceState& s) {
             for (kv::BlockId b : *copy) {
                 kv_.storage().read_block_keys(layer, b, keys.data());
                 model_.backend().rope_apply(
-                    {keys.data(), positions.data(), rows, 1, shape.head_dim, model_.rope(layer)});
+                    {keys.data(), positions.data(), rows, 1, shape.head_dim, model_.rerotation_rope(layer)});
                 kv_.storage().write_block_keys(layer, b, keys.data());
             }
         }

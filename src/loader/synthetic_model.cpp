@@ -130,7 +130,7 @@ void add_metadata(GgufWriter& w, const SyntheticModelOptions& o, const Synthetic
     w.add_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(o.num_kv_heads));
     w.add_f32(a + ".rope.freq_base", o.rope_freq_base);
     w.add_f32(a + ".attention.layer_norm_rms_epsilon", a == "llama" || a == "phi3" ? 1e-5f : 1e-6f);
-    w.add_u32(a + ".rope.dimension_count", static_cast<uint32_t>(o.effective_head_dim()));
+    w.add_u32(a + ".rope.dimension_count", static_cast<uint32_t>(o.effective_rope_dims()));
     if (o.head_dim > 0) {
         w.add_u32(a + ".attention.key_length", static_cast<uint32_t>(o.head_dim));
         w.add_u32(a + ".attention.value_length", static_cast<uint32_t>(o.head_dim));
@@ -203,7 +203,7 @@ Status add_layer(ModelBuilder& b, const SyntheticModelOptions& o, int layer) {
 // Llama 3.1's rope_freqs factors (rope_type "llama3": factor 8, low/high frequency factors 1 and 4,
 // original context 8192), computed from the definition for this head size and base.
 std::vector<float> llama3_freq_factors(const SyntheticModelOptions& o) {
-    const int32_t d = o.effective_head_dim();
+    const int32_t d = o.effective_rope_dims();
     constexpr double kFactor = 8.0, kLow = 1.0, kHigh = 4.0, kOldContext = 8192.0;
     std::vector<float> f;
     for (int32_t i = 0; i < d / 2; ++i) {
@@ -223,7 +223,7 @@ std::vector<float> llama3_freq_factors(const SyntheticModelOptions& o) {
 
 // Phi-3 LongRoPE-style factors: long ones from 1 to ~6, short ones near 1, one per rotated pair.
 void add_phi3_rope_factors(ModelBuilder& b, const SyntheticModelOptions& o) {
-    const int32_t half = o.effective_head_dim() / 2;
+    const int32_t half = o.effective_rope_dims() / 2;
     std::vector<float> long_f(half), short_f(half);
     for (int32_t i = 0; i < half; ++i) {
         long_f[i] = 1.0f + 5.0f * float(i) / float(std::max(1, half - 1));
@@ -241,6 +241,11 @@ Status SyntheticModelOptions::validate() const {
     }
     if (head_dim < 0 || (head_dim > 0 && head_dim % 2 != 0) || sliding_window < 0 || sliding_window_pattern < 0) {
         return invalid_argument("synthetic model head_dim must be even, sliding window sizes non-negative");
+    }
+    if (rope_dims < 0 || rope_dims % 2 != 0 ||
+        (head_dim == 0 && hidden % num_heads == 0 && rope_dims > hidden / num_heads) ||
+        (head_dim > 0 && rope_dims > head_dim)) {
+        return invalid_argument("synthetic model rope_dims must be even and at most the head size");
     }
     if (num_layers <= 0 || hidden <= 0 || num_heads <= 0 || num_kv_heads <= 0 || ffn <= 0 || context_length <= 0) {
         return invalid_argument("synthetic model sizes must be positive");
@@ -292,7 +297,7 @@ Status write_synthetic_model(const std::string& path, const SyntheticModelOption
     b.vector("output_norm.weight", o.hidden, 1.0f, 0.02f);
     if (!o.tied_embeddings) LA_RETURN_IF_ERROR(b.matrix("output.weight", o.hidden, vocab_size));
     if (o.llama3_rope_freqs) {
-        b.writer().add_tensor_f32("rope_freqs.weight", {o.effective_head_dim() / 2}, llama3_freq_factors(o));
+        b.writer().add_tensor_f32("rope_freqs.weight", {o.effective_rope_dims() / 2}, llama3_freq_factors(o));
     }
     if (o.phi3_rope_factors) add_phi3_rope_factors(b, o);
     for (int layer = 0; layer < o.num_layers; ++layer) LA_RETURN_IF_ERROR(add_layer(b, o, layer));

@@ -41,7 +41,10 @@ struct SyntheticModelOptions {
     float final_logit_softcap = 0.0f;  // written when > 0
     std::string omit_tensor;           // a tensor left out (tests of the loader's refusal)
 
+    int32_t rope_dims = 0;  // rope.dimension_count; 0: the head size (partial rotary below it)
+
     int32_t effective_head_dim() const { return head_dim > 0 ? head_dim : hidden / num_heads; }
+    int32_t effective_rope_dims() const { return rope_dims > 0 ? rope_dims : effective_head_dim(); }
 
     Status validate() const;
 };

@@ -59,8 +59,8 @@ void Model::init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* o
     for (int32_t p = 0; p < num_positions; ++p) {
         for (int32_t i = 0; i < half; ++i) {
             const double angle = double(p) * rc.linear_scale * double(out->inv_freq[i]);
-            out->cos_sin_table[(int64_t(p) * half + i) * 2] = float(std::cos(angle));
-            out->cos_sin_table[(int64_t(p) * half + i) * 2 + 1] = float(std::sin(angle));
+            out->cos_sin_table[(int64_t(p) * half + i) * 2] = float(std::cos(angle) * rc.attn_factor);
+            out->cos_sin_table[(int64_t(p) * half + i) * 2 + 1] = float(std::sin(angle) * rc.attn_factor);
         }
     }
     kernels::RopeParams& r = out->params;
@@ -70,6 +70,11 @@ void Model::init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* o
     r.position_scale = rc.linear_scale;
     r.cos_sin_table = out->cos_sin_table.data();
     r.table_positions = num_positions;
+    r.mscale = rc.attn_factor;
+    out->rerotation = r;
+    out->rerotation.mscale = 1.0f;
+    out->rerotation.cos_sin_table = nullptr;
+    out->rerotation.table_positions = 0;
 }
 
 Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<float>* logits) {

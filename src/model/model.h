@@ -28,9 +28,14 @@ public:
     const loader::GgufFile& gguf() const { return *file_; }
     backend::Backend& backend() { return *backend_; }
     // The RoPE of layer `layer` (Gemma 3's sliding-window layers have their own base): what its
-    // keys are rotated with when stored and when block-attn re-rotates a copy of them.
+    // queries and keys are rotated with.
     const kernels::RopeParams& rope(int32_t layer) const {
         return config_.is_sliding(layer) ? rope_local_.params : rope_global_.params;
+    }
+    // The same rotation without the magnitude (mscale 1): block-attn's re-rotation of stored keys
+    // by a delta, which must turn them, not scale them again.
+    const kernels::RopeParams& rerotation_rope(int32_t layer) const {
+        return config_.is_sliding(layer) ? rope_local_.rerotation : rope_global_.rerotation;
     }
 
     // Runs one step: writes every row's K/V into `kv` at its slot, attends as the plan says and
@@ -44,6 +49,7 @@ private:
         std::vector<float> inv_freq;       // [rotary_dims / 2]
         std::vector<float> cos_sin_table;  // [context_length, rotary_dims / 2, 2]
         kernels::RopeParams params{};
+        kernels::RopeParams rerotation{};  // params with mscale 1 and no table (angles direct)
     };
     static void init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* out);
     // Lets the backend lay the quantized matrices out its own way (e.g. repacked rows).

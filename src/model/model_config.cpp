@@ -159,13 +159,7 @@ Status read_rope(const GgufFile& f, const std::string& a, const ArchTraits& info
         return corrupt("rope.dimension_count " + std::to_string(c->rope.num_rotary_dims) +
                        " is not even and in (0, head_dim = " + std::to_string(c->head_dim) + "]");
     }
-    LA_RETURN_IF_ERROR(read_freq_factors(f, a, c->context_length, &c->rope));
-    if (c->rope.attn_factor != 1.0f && c->rope.num_rotary_dims != c->head_dim) {
-        // ggml scales only the rotated dims by it; folding it into the score scale assumes all.
-        return unsupported("rope.scaling.attn_factor with partial rotary dims (" +
-                           std::to_string(c->rope.num_rotary_dims) + " of " + std::to_string(c->head_dim) + ")");
-    }
-    return {};
+    return read_freq_factors(f, a, c->context_length, &c->rope);
 }
 
 // Gemma 3's local layers: attention.sliding_window W > 0 makes layer l a sliding-window layer
@@ -196,6 +190,7 @@ Status read_sliding_window(const GgufFile& f, const std::string& a, ModelConfig*
     c->rope_local = c->rope;
     c->rope_local.linear_scale = 1.0f;
     c->rope_local.freq_factors.clear();
+    c->rope_local.attn_factor = 1.0f;
     LA_ASSIGN_OR_RETURN(c->rope_local.freq_base, optional_float(f, a + ".rope.freq_base_swa", 10000.0f));
     return {};
 }
@@ -206,7 +201,7 @@ Status read_sliding_window(const GgufFile& f, const std::string& a, ModelConfig*
 Status read_scales(const GgufFile& f, const std::string& a, const ArchTraits& info, ModelConfig* c) {
     float query_scalar = float(c->head_dim);
     if (info.arch == Architecture::kGemma3 && c->num_layers == 62) query_scalar = float(c->hidden_dim / c->num_heads);
-    c->attention_scale = 1.0f / std::sqrt(query_scalar) * c->rope.attn_factor * c->rope.attn_factor;
+    c->attention_scale = 1.0f / std::sqrt(query_scalar);
     c->embedding_scale = info.scale_embedding ? std::sqrt(float(c->hidden_dim)) : 1.0f;
     LA_ASSIGN_OR_RETURN(c->final_logit_softcap, optional_float(f, a + ".final_logit_softcapping", 0.0f));
     if (c->final_logit_softcap < 0.0f || !std::isfinite(c->final_logit_softcap)) {

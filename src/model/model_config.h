@@ -24,8 +24,8 @@ struct RopeConfig {
     std::vector<float> freq_factors;
     // Linear position scaling (rope.scaling.type == linear): position *= linear_scale.
     float linear_scale = 1.0f;
-    // rope.scaling.attn_factor (Phi-3 LongRoPE): ggml multiplies cos and sin by it, i.e. both q
-    // and k, so scores grow by its square; ModelConfig folds that into attention_scale.
+    // rope.scaling.attn_factor (Phi-3 LongRoPE): ggml multiplies cos and sin by it, i.e. the
+    // rotated dims of both q and k (kernels::RopeParams::mscale).
     float attn_factor = 1.0f;
 };
 

@@ -53,6 +53,39 @@ TEST_P(ElementwiseTest, GeGlu) {
     EXPECT_NEAR(y[3], 0.0f, 1e-6f);
 }
 
+// ggml's attn_factor (RopeParams::mscale): the rotated dims grow by it, the others stay, in the
+// table and in the direct path; a rotation by 0 is then exactly a scaling of the rotated dims.
+TEST_P(ElementwiseTest, RopeMagnitudeScalesOnlyTheRotatedDims) {
+    const int32_t rows = GetParam(), heads = 2, d = 64, rot = 48;
+    const float mscale = 1.3f;
+    std::vector<float> inv_freq(rot / 2);
+    for (int i = 0; i < rot / 2; ++i) inv_freq[i] = float(std::pow(10000.0, -2.0 * i / rot));
+    std::vector<float> table(16 * rot);
+    for (int p = 0; p < 16; ++p)
+        for (int i = 0; i < rot / 2; ++i) {
+            table[(p * rot / 2 + i) * 2] = float(std::cos(double(p) * inv_freq[i]) * mscale);
+            table[(p * rot / 2 + i) * 2 + 1] = float(std::sin(double(p) * inv_freq[i]) * mscale);
+        }
+    std::vector<int32_t> pos(rows);
+    for (auto& p : pos) p = int32_t(rng() % 2 ? rng() % 16 : rng() % 5000);
+    for (bool neox : {false, true}) {
+        auto x = testing::random_floats(rng, int64_t(rows) * heads * d);
+        auto want = x, got = x;
+        kernels::RopeParams rope{inv_freq.data(), rot, neox, 1.0f, table.data(), 16};
+        rope.mscale = mscale;
+        kernels::ref::rope_apply({want.data(), pos.data(), rows, heads, d, rope});
+        be->rope_apply({got.data(), pos.data(), rows, heads, d, rope});
+        testing::expect_close(got, want, 1e-5, 1e-2, "rope with mscale");
+        std::vector<int32_t> zero(rows, 0);
+        auto scaled = x;
+        be->rope_apply({scaled.data(), zero.data(), rows, heads, d, rope});
+        for (int64_t i = 0; i < int64_t(x.size()); ++i) {
+            const bool rotated = i % d < rot;
+            ASSERT_NEAR(scaled[i], rotated ? x[i] * mscale : x[i], 1e-6) << i;
+        }
+    }
+}
+
 TEST_P(ElementwiseTest, MatmulWithBias) {
     const int64_t rows = GetParam(), in = 99, out = 45;
     auto x = testing::random_floats(rng, rows * in), w = testing::random_floats(rng, out * in),

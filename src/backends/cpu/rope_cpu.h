@@ -19,8 +19,8 @@ inline void rope_cos_sin(const kernels::RopeParams& rope, int32_t position, floa
     }
     for (int32_t i = 0; i < half; ++i) {
         const double angle = double(position) * rope.position_scale * double(rope.inv_freq[i]);
-        cs[2 * i] = float(std::cos(angle));
-        cs[2 * i + 1] = float(std::sin(angle));
+        cs[2 * i] = float(std::cos(angle) * rope.mscale);
+        cs[2 * i + 1] = float(std::sin(angle) * rope.mscale);
     }
 }
 

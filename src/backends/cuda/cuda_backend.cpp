@@ -22,6 +22,7 @@ Status check_rope(const kernels::RopeParams& r, int32_t head_dim, const char* op
     if (r.table_positions < 0 || (r.table_positions > 0 && r.cos_sin_table == nullptr)) {
         return invalid_argument(where + "bad cos/sin table");
     }
+    if (r.mscale != 1.0f) return unsupported(where + "RoPE mscale (attention factor) is not implemented on CUDA");
     return {};
 }
 

@@ -43,6 +43,10 @@ struct RopeParams {
     // the same angles as above; positions outside [0, table_positions) are computed directly.
     const float* cos_sin_table;
     int32_t table_positions;
+    // ggml's attn_factor (Phi-3 LongRoPE's rope.scaling.attn_factor): cos and sin (table included)
+    // are multiplied by it, so the rotated dims of q and k grow by it and the rest do not.
+    // Re-rotating stored keys by a delta (block-attn) must use 1.
+    float mscale = 1.0f;
 };
 
 struct AttentionParams {

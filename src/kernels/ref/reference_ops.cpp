@@ -49,7 +49,7 @@ void rope_rotate(const float* in, float* out, double position, int32_t head_dim,
     for (int32_t i = 0; i < head_dim; ++i) out[i] = in[i];
     for (int32_t i = 0; i < half; ++i) {
         const double angle = position * rope.position_scale * double(rope.inv_freq[i]);
-        const double c = std::cos(angle), s = std::sin(angle);
+        const double c = std::cos(angle) * rope.mscale, s = std::sin(angle) * rope.mscale;
         const int32_t a = rope.neox ? i : 2 * i;
         const int32_t b = rope.neox ? i + half : 2 * i + 1;
         const double x0 = in[a], x1 = in[b];

@@ -31,7 +31,11 @@ loader::SyntheticModelOptions options_of(const std::string& tag) {
         o.sliding_window_pattern = 2;
         o.rope_freq_base = 1000000.0f;
     }
-    if (tag == "phi3") o.phi3_rope_factors = true;
+    if (tag == "phi3" || tag == "phi3-partial") {
+        o.arch = "phi3";
+        o.phi3_rope_factors = true;
+    }
+    if (tag == "phi3-partial") o.rope_dims = 12;  // the attention factor on 3/4 of each head
     return o;
 }
 
@@ -80,7 +84,7 @@ private:
     int32_t vocab_;
 };
 
-const char* const kArchitectures[] = {"llama3", "qwen3", "gemma3", "phi3"};
+const char* const kArchitectures[] = {"llama3", "qwen3", "gemma3", "phi3", "phi3-partial"};
 
 void expect_pool_whole(const Engine& e) {
     e.check_integrity();

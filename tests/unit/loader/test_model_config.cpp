@@ -292,7 +292,7 @@ TEST(ModelConfig, Gemma3SlidingWindowLayersAndScales) {
 }
 
 // Phi-3: the long factors when the context exceeds the original one, else the short ones; the
-// attention factor squared in the score scale.
+// attention factor kept for the rotation (RopeParams::mscale).
 TEST(ModelConfig, Phi3LongAndShortRopeFactors) {
     for (const int32_t original : {1024, 4096}) {
         auto c = config_of("phi3", [&](GgufWriter& w) {
@@ -304,7 +304,8 @@ TEST(ModelConfig, Phi3LongAndShortRopeFactors) {
         ASSERT_TRUE(c.ok()) << c.status().to_string();
         ASSERT_EQ(c->rope.freq_factors.size(), 8u);
         EXPECT_EQ(c->rope.freq_factors[0], original < 2048 ? 4.0f : 1.5f) << "context 2048, original " << original;
-        EXPECT_FLOAT_EQ(c->attention_scale, 1.2f * 1.2f / 4.0f);
+        EXPECT_FLOAT_EQ(c->attention_scale, 0.25f);
+        EXPECT_FLOAT_EQ(c->rope.attn_factor, 1.2f);
     }
 }
 

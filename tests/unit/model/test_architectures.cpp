@@ -53,6 +53,9 @@ std::vector<Variant> variants() {
     v.push_back({"phi3", base("phi3")});
     v.back().options.phi3_rope_factors = true;
     v.back().options.tied_embeddings = false;
+    v.push_back({"phi3-partial", base("phi3")});  // as Phi-4-mini: 3/4 of each head rotates
+    v.back().options.phi3_rope_factors = true;
+    v.back().options.rope_dims = 12;
     return v;
 }
 
@@ -226,6 +229,10 @@ TEST(Architectures, ConfigFactsOfEachArchitecture) {
             EXPECT_EQ(h.model->rope(1).position_scale, 0.125f);
             EXPECT_EQ(h.model->rope(0).inv_freq, h.model->rope(2).inv_freq);
         }
+        if (v.tag == "phi3") {  // the attention factor scales the rotation, not a re-rotation
+            EXPECT_FLOAT_EQ(h.model->rope(0).mscale, 1.19f);
+            EXPECT_EQ(h.model->rerotation_rope(0).mscale, 1.0f);
+        }
     }
     EXPECT_TRUE(c["llama"].rope.freq_factors.empty());
     ASSERT_EQ(c["llama3"].rope.freq_factors.size(), 8u);
@@ -254,7 +261,10 @@ TEST(Architectures, ConfigFactsOfEachArchitecture) {
     EXPECT_TRUE(p.fused_qkv);
     ASSERT_EQ(p.rope.freq_factors.size(), 8u);
     EXPECT_EQ(p.rope.freq_factors.back(), 6.0f);  // the long factors: context 512 > original 128
-    EXPECT_FLOAT_EQ(p.attention_scale, 1.19f * 1.19f / 4.0f);
+    EXPECT_FLOAT_EQ(p.attention_scale, 0.25f);
+    EXPECT_FLOAT_EQ(p.rope.attn_factor, 1.19f);
+    EXPECT_EQ(c["phi3-partial"].rope.num_rotary_dims, 12);
+    EXPECT_EQ(c["phi3-partial"].rope.freq_factors.size(), 6u);
     EXPECT_NE(p.describe().find("fused qkv"), std::string::npos);
     EXPECT_NE(g.describe().find("sliding window: 8 tokens on 2 of 3 layers"), std::string::npos) << g.describe();
 }

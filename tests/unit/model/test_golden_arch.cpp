@@ -30,7 +30,7 @@ loader::SyntheticModelOptions options_of(const std::string& name) {
     o.ffn = 128;
     o.context_length = 512;
     o.seed = 77;
-    o.arch = name == "llama3" ? "llama" : name;
+    o.arch = name == "llama3" ? "llama" : name == "phi3-partial" ? "phi3" : name;
     if (name == "llama3") {
         o.llama3_rope_freqs = true;
         o.rope_freq_base = 500000.0f;
@@ -41,10 +41,11 @@ loader::SyntheticModelOptions options_of(const std::string& name) {
         o.sliding_window_pattern = 2;
         o.rope_freq_base = 1000000.0f;
     }
-    if (name == "phi3") {
+    if (name == "phi3" || name == "phi3-partial") {
         o.phi3_rope_factors = true;
-        o.tied_embeddings = false;
+        o.tied_embeddings = name == "phi3-partial";
     }
+    if (name == "phi3-partial") o.rope_dims = 12;  // as Phi-4-mini: 3/4 of each head rotates
     return o;
 }
 
@@ -77,7 +78,7 @@ std::vector<double> log_probs(const float* logits, int32_t vocab) {
 TEST(GoldenArchLlamaCpp, LogProbsAndGreedyContinuationsMatchLlamaCpp) {
     const nlohmann::json g = golden();
     ASSERT_FALSE(g.is_null());
-    ASSERT_GE(g["architectures"].size(), 6u);
+    ASSERT_GE(g["architectures"].size(), 7u);
     for (const auto& [name, arch] : g["architectures"].items()) {
         SCOPED_TRACE(name);
         const std::string path = testing::synthetic_model_path(options_of(name), "golden-arch-" + name);
