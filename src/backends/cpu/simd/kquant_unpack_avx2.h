@@ -42,6 +42,32 @@ LA_AVX2 inline void k4_scales(const uint8_t* s, KUnpacked* u) {
     }
 }
 
+// (Q2_K) The 16 bytes (min << 4 | scale) as 16 int16 scales and 16 int16 mins (a scalar loop here
+// cost more than the quants).
+LA_AVX2 inline void q2_scales_mins(const uint8_t* b, __m256i* scales, __m256i* mins) {
+    const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    *scales = _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4));
+    *mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+}
+
+// (Q3_K) The 16 signed 6-bit scales as int16 from the 12 packed bytes: scale k has its low 4 bits
+// in nibble k / 8 of byte k % 8 and its high 2 bits in bits 2 (k / 4) of byte 8 + k % 4, minus 32;
+// four scales per 32-bit word.
+LA_AVX2 inline __m256i q3_scales(const uint8_t* s) {
+    uint32_t a0, a1, a2;
+    std::memcpy(&a0, s, 4);
+    std::memcpy(&a1, s + 4, 4);
+    std::memcpy(&a2, s + 8, 4);
+    const uint32_t lo4 = 0x0f0f0f0fu, hi2 = 0x03030303u;
+    const __m128i sc8 = _mm_sub_epi8(_mm_set_epi32(int(((a1 >> 4) & lo4) | (((a2 >> 6) & hi2) << 4)),
+                                                   int(((a0 >> 4) & lo4) | (((a2 >> 4) & hi2) << 4)),
+                                                   int((a1 & lo4) | (((a2 >> 2) & hi2) << 4)),
+                                                   int((a0 & lo4) | ((a2 & hi2) << 4))),
+                                     _mm_set1_epi8(32));
+    return _mm256_cvtepi8_epi16(sc8);
+}
+
 // --- Unpacking, one per layout (the element orders are spelled out in kquant_ref.cpp).
 
 LA_AVX2 inline void unpack_q2_K(const uint8_t* b, KUnpacked* u) {
@@ -50,11 +76,10 @@ LA_AVX2 inline void unpack_q2_K(const uint8_t* b, KUnpacked* u) {
         const __m256i v = load32(b + 16 + 32 * h);
         for (int j = 0; j < 4; ++j) store32(u->q + 128 * h + 32 * j, _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m3));
     }
-    // 16 bytes of (min << 4 | scale), widened to int16 (a scalar loop here cost more than the quants).
-    const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
-    const __m128i m4 = _mm_set1_epi8(0x0f);
-    store32(reinterpret_cast<uint8_t*>(u->scale), _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)));
-    store32(reinterpret_cast<uint8_t*>(u->min), _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4)));
+    __m256i scales, mins;
+    q2_scales_mins(b, &scales, &mins);
+    store32(reinterpret_cast<uint8_t*>(u->scale), scales);
+    store32(reinterpret_cast<uint8_t*>(u->min), mins);
     u->d = half(b + 80);
     u->dmin = half(b + 82);
 }
@@ -69,19 +94,7 @@ LA_AVX2 inline void unpack_q3_K(const uint8_t* b, KUnpacked* u) {
             store32(u->q + 128 * h + 32 * j, _mm256_or_si256(low, bit_to(hm, 1 << (4 * h + j), 4)));
         }
     }
-    // Scale k: low 4 bits in nibble (k / 8) of byte k % 8, high 2 bits in bits 2 (k / 4) of byte
-    // 8 + k % 4; four scales per 32-bit word, then -32 and widened to int16 (the min is 4 x scale).
-    uint32_t a0, a1, a2;
-    std::memcpy(&a0, b + 96, 4);
-    std::memcpy(&a1, b + 100, 4);
-    std::memcpy(&a2, b + 104, 4);
-    const uint32_t lo4 = 0x0f0f0f0fu, hi2 = 0x03030303u;
-    const __m128i sc8 = _mm_sub_epi8(_mm_set_epi32(int(((a1 >> 4) & lo4) | (((a2 >> 6) & hi2) << 4)),
-                                                   int(((a0 >> 4) & lo4) | (((a2 >> 4) & hi2) << 4)),
-                                                   int((a1 & lo4) | (((a2 >> 2) & hi2) << 4)),
-                                                   int((a0 & lo4) | ((a2 & hi2) << 4))),
-                                     _mm_set1_epi8(32));
-    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    const __m256i sc16 = q3_scales(b + 96);
     store32(reinterpret_cast<uint8_t*>(u->scale), sc16);
     store32(reinterpret_cast<uint8_t*>(u->min), _mm256_slli_epi16(sc16, 2));
     u->d = u->dmin = half(b + 108);

@@ -339,31 +339,9 @@ LA_512 void kquant_tile(const uint8_t* packed, int64_t n, const uint8_t* x, size
         kquant_tile_rows<1>(packed, nsb, x + r * stride, stride, y + r * y_stride, y_stride, mask, bias);
 }
 
-// F16/BF16 tile: [n][16 rows] fp32.
-size_t ftile_bytes(int64_t n) { return size_t(n) * 64; }
-
-template <bool kBf16>
-LA_512 void pack_16bit(const uint8_t* w, size_t w_row_bytes, int num_w_rows, int64_t n, uint8_t* packed) {
-    auto* t = reinterpret_cast<float*>(packed);
-    if (num_w_rows < kTypedTileRows) std::memset(packed, 0, ftile_bytes(n));
-    // 16 x 16 blocks: widen 16 elements of each row, then transpose through memory (L1).
-    alignas(64) float block[16][16];
-    int64_t k = 0;
-    for (; k + 16 <= n; k += 16) {
-        for (int row = 0; row < num_w_rows; ++row)
-            _mm512_store_ps(block[row], widen16<kBf16>(w + row * w_row_bytes + 2 * k));
-        for (int j = 0; j < 16; ++j) {
-            for (int row = 0; row < num_w_rows; ++row) t[(k + j) * 16 + row] = block[row][j];
-        }
-    }
-    for (; k < n; ++k) {
-        for (int row = 0; row < num_w_rows; ++row) {
-            uint16_t h;
-            std::memcpy(&h, w + row * w_row_bytes + 2 * k, 2);
-            t[k * 16 + row] = kBf16 ? bf16_to_fp32(h) : fp16_to_fp32(h);
-        }
-    }
-}
+// F16/BF16 tile: [n][16 rows] fp32 (typed_tile_pack.h).
+using tilepack::ftile_bytes;
+using tilepack::pack_16bit;
 
 template <int R>
 LA_512 void ftile_rows(const float* t, int64_t n, const uint8_t* x, size_t stride, float* y, int64_t y_stride,

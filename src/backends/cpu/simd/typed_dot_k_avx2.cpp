@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/simd/kquant_unpack_avx2.h"
 #include "backends/cpu/simd/typed_dot.h"
 #include "backends/cpu/simd/typed_dot_k_avx2.h"
 #include "kernels/params/quant_blocks.h"
@@ -96,52 +97,10 @@ LA_AVX2 void dot_q45_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, i
     for (int r = 0; r < R; ++r) out[r] = hsum_ps(acc[r]) - hsum_ps(accm[r]);
 }
 
-template <bool kQ5>
-LA_AVX2 void dot_q45_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
-    const auto* wb = static_cast<const uint8_t*>(w);
-    const int64_t nsb = n / kernels::kSuperBlock;
-    switch (rows) {
-        case 1:
-            return dot_q45_K_rows<kQ5, 1>(wb, x, stride, nsb, out);
-        case 2:
-            return dot_q45_K_rows<kQ5, 2>(wb, x, stride, nsb, out);
-        case 3:
-            return dot_q45_K_rows<kQ5, 3>(wb, x, stride, nsb, out);
-        default:
-            return dot_q45_K_rows<kQ5, 4>(wb, x, stride, nsb, out);
-    }
-}
-
 // --- Q2_K {u8 scales[16]; u8 qs[64]; half d; half dmin} and Q3_K {u8 hmask[32]; u8 qs[64]; u8
 // scales[12]; half d}: element 128h + 32j + l (l < 32) is bits 2j of qs[32h + l] (Q3_K: plus 4
 // where bit 4h + j of hmask[l] is set), in group of 16 number 8h + 2j + l / 16. Q2_K's groups have
 // a 4-bit scale and min, Q3_K's a signed 6-bit scale with the offset 4 x scale as its min.
-
-// (Q2_K) Scales and mins as int16, from the 16 bytes (min << 4 | scale).
-LA_AVX2 inline void q2_scales_mins(const uint8_t* b, int16_t* scales, __m256i* mins) {
-    const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
-    const __m128i m4 = _mm_set1_epi8(0x0f);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(scales), _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)));
-    *mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
-}
-
-// (Q3_K) Scale k: low 4 bits in nibble k / 8 of byte k % 8, high 2 bits in bits 2 (k / 4) of byte
-// 8 + k % 4, minus 32; four per 32-bit word. The min is 4 x scale.
-LA_AVX2 inline void q3_scales_mins(const uint8_t* s, int16_t* scales, __m256i* mins) {
-    uint32_t a0, a1, a2;
-    std::memcpy(&a0, s, 4);
-    std::memcpy(&a1, s + 4, 4);
-    std::memcpy(&a2, s + 8, 4);
-    const uint32_t lo4 = 0x0f0f0f0fu, hi2 = 0x03030303u;
-    const __m128i sc8 = _mm_sub_epi8(_mm_set_epi32(int(((a1 >> 4) & lo4) | (((a2 >> 6) & hi2) << 4)),
-                                                   int(((a0 >> 4) & lo4) | (((a2 >> 4) & hi2) << 4)),
-                                                   int((a1 & lo4) | (((a2 >> 2) & hi2) << 4)),
-                                                   int((a0 & lo4) | ((a2 & hi2) << 4))),
-                                     _mm_set1_epi8(32));
-    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(scales), sc16);
-    *mins = _mm256_slli_epi16(sc16, 2);
-}
 
 template <bool kQ3, int R>
 LA_AVX2 void dot_q23_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, int64_t nsb, float* out) {
@@ -151,13 +110,15 @@ LA_AVX2 void dot_q23_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, i
     for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nsb; ++i) {
         const uint8_t* b = w + i * kBytes;
-        alignas(32) int16_t scales[16];
-        __m256i mins;
+        __m256i sc16, mins;
         if constexpr (kQ3) {
-            q3_scales_mins(b + 96, scales, &mins);
+            sc16 = kunpack::q3_scales(b + 96);
+            mins = _mm256_slli_epi16(sc16, 2);
         } else {
-            q2_scales_mins(b, scales, &mins);
+            kunpack::q2_scales_mins(b, &sc16, &mins);
         }
+        alignas(32) int16_t scales[16];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scales), sc16);
         __m256i hm = _mm256_setzero_si256();
         if constexpr (kQ3) hm = load32(b);
         __m256i isum[R];
@@ -192,20 +153,36 @@ LA_AVX2 void dot_q23_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, i
     for (int r = 0; r < R; ++r) out[r] = hsum_ps(acc[r]) - hsum_ps(accm[r]);
 }
 
-template <bool kQ3>
-LA_AVX2 void dot_q23_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+// Kernel<R>(w, x, stride, super-blocks, out) for the 1-4 activation rows of a call.
+template <void (*K1)(const uint8_t*, const uint8_t*, size_t, int64_t, float*),
+          void (*K2)(const uint8_t*, const uint8_t*, size_t, int64_t, float*),
+          void (*K3)(const uint8_t*, const uint8_t*, size_t, int64_t, float*),
+          void (*K4)(const uint8_t*, const uint8_t*, size_t, int64_t, float*)>
+LA_AVX2 void by_rows(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
     const auto* wb = static_cast<const uint8_t*>(w);
     const int64_t nsb = n / kernels::kSuperBlock;
     switch (rows) {
         case 1:
-            return dot_q23_K_rows<kQ3, 1>(wb, x, stride, nsb, out);
+            return K1(wb, x, stride, nsb, out);
         case 2:
-            return dot_q23_K_rows<kQ3, 2>(wb, x, stride, nsb, out);
+            return K2(wb, x, stride, nsb, out);
         case 3:
-            return dot_q23_K_rows<kQ3, 3>(wb, x, stride, nsb, out);
+            return K3(wb, x, stride, nsb, out);
         default:
-            return dot_q23_K_rows<kQ3, 4>(wb, x, stride, nsb, out);
+            return K4(wb, x, stride, nsb, out);
     }
+}
+
+template <bool kQ5>
+LA_AVX2 void dot_q45_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    by_rows<dot_q45_K_rows<kQ5, 1>, dot_q45_K_rows<kQ5, 2>, dot_q45_K_rows<kQ5, 3>, dot_q45_K_rows<kQ5, 4>>(
+        w, x, stride, rows, n, out);
+}
+
+template <bool kQ3>
+LA_AVX2 void dot_q23_K(const void* w, const uint8_t* x, size_t stride, int rows, int64_t n, float* out) {
+    by_rows<dot_q23_K_rows<kQ3, 1>, dot_q23_K_rows<kQ3, 2>, dot_q23_K_rows<kQ3, 3>, dot_q23_K_rows<kQ3, 4>>(
+        w, x, stride, rows, n, out);
 }
 
 }  // namespace
