@@ -4,7 +4,7 @@ HTTP server, and measures what the in-process benchmark measures: TTFT (time to 
 token event), end-to-end latency, steady-state throughput, prompt tokens served from the cache.
 
 The same token ids go to every server, so two servers are compared on the same stream: the report
-carries the export's digest and a SHA-256 of the token ids actually sent (`stream_sha256`). Two
+carries the export's digest and a SHA-256 of the measured requests' token ids (`stream_sha256`). Two
 adapters say how a request is sent:
 
   lazyattn    `lazyattn serve`: POST /v1/completions, each document as {"tokens": [...]} in
@@ -41,7 +41,7 @@ def load_workload(path, num_requests=0):
 
 
 def stream_sha256(requests):
-    """SHA-256 over every token id sent (documents in order, then the tail), request by request."""
+    """SHA-256 over the token ids of `requests` (documents in order, then the tail), one by one."""
     h = hashlib.sha256()
     for r in requests:
         for seg in r["segments"]:
@@ -234,7 +234,8 @@ def replay(url, server, workload, clients=4, rate=0.0, warmup=0, seed=1):
     report = summarize(results, warmup, t0)
     report.update({"server": server, "url": url, "clients": 0 if rate > 0 else clients, "rate": rate,
                    "requests": len(requests), "digest": workload.get("digest"),
-                   "stream_sha256": stream_sha256(requests)})
+                   "first_request": workload.get("first_request", 0),
+                   "stream_sha256": stream_sha256(requests[warmup:])})  # what was measured
     return report
 
 

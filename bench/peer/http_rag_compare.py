@@ -6,6 +6,13 @@ Starts each server on a free loopback port, replays the stream exported by
 same token ids, same HTTP path for both), stops the server, and prints one table; writes a JSON
 file and a TTFT plot.
 
+Every server is measured on the same window of the stream: requests [W, W + N) for --warmup W and
+--requests N. Before it, lazyattn gets all W warm-up requests (its cache is then in the steady
+state the in-process benchmark measures); llama-server gets the last --llama-warmup of them (4 by
+default): its reusable state is each slot's last prompt plus what its host-RAM prompt cache holds
+(at the budget's MiB, under three 2.6k-token prompts here), so earlier requests cannot change what
+it finds, and each one costs it a full prefill.
+
 Servers (same GGUF file, same compute threads):
   lazyattn serve   --cache-mode MODE, the export's KV budget as an exact block count (--kv-blocks)
   llama-server     -np SLOTS, cache_prompt on, optionally --cache-reuse N (chunks of at least N
@@ -14,7 +21,7 @@ Servers (same GGUF file, same compute threads):
                    (--cache-ram) gets the export's budget in MiB: llama.cpp has no pool that
                    documents and requests share, so the budget cannot be the same thing on both.
 
-    python3 bench/peer/http_rag_compare.py --workload bench/out/workload.json --requests 16 \\
+    python3 bench/peer/http_rag_compare.py --workload bench/out/workload.json --warmup 16 --requests 12 \\
         --llama "np=1" "np=4" "np=4,reuse=256" --json bench/out/http_compare.json
 """
 import argparse
@@ -99,19 +106,26 @@ def start_llama(args, workload, cfg, log):
     return cmd, subprocess.Popen(cmd, stdout=log, stderr=log), "http://127.0.0.1:%d" % port
 
 
-def run_one(label, server, start, args, workload, log_path):
+def window(workload, warmup, measured, server_warmup):
+    """The requests one server gets: the last `server_warmup` of the warm-up, then the measured ones."""
+    first = warmup - server_warmup
+    return dict(workload, requests=workload["requests"][first:warmup + measured], first_request=first)
+
+
+def run_one(label, server, start, args, workload, warmup, log_path):
     with open(log_path, "w") as log:
         cmd, proc, url = start(log)
         try:
             wait_healthy(url, proc)
             print("== %s: %s" % (label, " ".join(cmd)), flush=True)
-            report = rag_replay.replay(url, server, workload, args.clients, args.rate, args.warmup, args.seed)
+            report = rag_replay.replay(url, server, workload, args.clients, args.rate, warmup, args.seed)
         finally:
             stop(proc)
     report["label"], report["command"] = label, cmd
-    print("   TTFT p50 %.0f ms [%.0f, %.0f], p99 %.0f ms, %.3f req/s, cached %.0f%% of prompt tokens, %d errors"
-          % (report["ttft_p50_ms"], *report["ttft_p50_ci95_ms"], report["ttft_p99_ms"], report["requests_per_s"],
-             100 * report["cached_fraction"], report["errors"]), flush=True)
+    print("   warm-up %d, measured %d: TTFT p50 %.0f ms [%.0f, %.0f], p99 %.0f ms, %.3f req/s, cached %.0f%% of "
+          "prompt tokens, %d errors" % (warmup, report["measured"], report["ttft_p50_ms"], *report["ttft_p50_ci95_ms"],
+                                        report["ttft_p99_ms"], report["requests_per_s"],
+                                        100 * report["cached_fraction"], report["errors"]), flush=True)
     return report
 
 
@@ -154,8 +168,10 @@ def plot(reports, path, title):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", required=True)
-    ap.add_argument("--requests", type=int, default=0, help="the first N requests of the stream (0 = all)")
-    ap.add_argument("--warmup", type=int, default=None, help="default: the export's, at most half the requests")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="the measured window starts at this request of the stream (default: the export's warm-up)")
+    ap.add_argument("--requests", type=int, default=12, help="requests measured")
+    ap.add_argument("--llama-warmup", type=int, default=4, help="warm-up requests llama-server gets (the last ones)")
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--rate", type=float, default=0.0, help="Poisson arrivals per second instead of clients")
     ap.add_argument("--seed", type=int, default=1)
@@ -172,18 +188,25 @@ def main():
     ap.add_argument("--logs", default=None, help="folder for the servers' logs (default: next to --json or /tmp)")
     args = ap.parse_args()
 
-    workload = rag_replay.load_workload(args.workload, args.requests)
+    workload = rag_replay.load_workload(args.workload)
     if args.warmup is None:
-        args.warmup = min(workload.get("warmup_requests", 0), len(workload["requests"]) // 2)
+        args.warmup = workload.get("warmup_requests", 0)
+    if args.warmup + args.requests > len(workload["requests"]) or args.requests <= 0:
+        raise SystemExit("the stream has %d requests: too few for a warm-up of %d and %d measured"
+                         % (len(workload["requests"]), args.warmup, args.requests))
+    llama_warmup = min(args.llama_warmup, args.warmup)
     logs = args.logs or (os.path.dirname(os.path.abspath(args.json)) if args.json else "/tmp")
     os.makedirs(logs, exist_ok=True)
-    print("stream: %d requests (first %d warm-up), digest %016x, KV budget %.1f documents = %.1f MiB; %s" % (
-        len(workload["requests"]), args.warmup, workload.get("digest", 0), workload["kv_budget_docs"],
+    print("stream digest %016x: requests %d-%d measured after %d warm-up (llama-server: the last %d), KV budget "
+          "%.1f documents = %.1f MiB; %s" % (
+        workload.get("digest", 0), args.warmup, args.warmup + args.requests - 1, args.warmup, llama_warmup,
+        workload["kv_budget_docs"],
         workload["kv_budget_mib"], "Poisson %.2f req/s" % args.rate if args.rate else "%d clients" % args.clients))
     reports = []
     for mode in args.lazyattn_modes:
         reports.append(run_one("lazyattn serve %s" % mode, "lazyattn",
-                               lambda log, m=mode: start_lazyattn(args, workload, m, log), args, workload,
+                               lambda log, m=mode: start_lazyattn(args, workload, m, log), args,
+                               window(workload, args.warmup, args.requests, args.warmup), args.warmup,
                                os.path.join(logs, "serve_%s.log" % mode)))
     if args.llama and not args.llama_bin:
         raise SystemExit("--llama-bin (or LLAMA_TOOLS_BIN) must name the folder of llama-server")
@@ -192,7 +215,7 @@ def main():
         label = "llama-server -np %d%s" % (cfg["np"], ", cache-reuse %d" % cfg["reuse"] if cfg["reuse"] else "")
         log = os.path.join(logs, "llama_np%d_reuse%d.log" % (cfg["np"], cfg["reuse"]))
         reports.append(run_one(label, "llama-server", lambda f, c=cfg: start_llama(args, workload, c, f), args,
-                               workload, log))
+                               window(workload, args.warmup, args.requests, llama_warmup), llama_warmup, log))
     print_table(reports)
     if args.json:
         with open(args.json, "w") as f:
