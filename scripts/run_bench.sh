@@ -12,13 +12,14 @@
 #         ~15 min, the 1B files ~20 min, the 8B file ~30 min on 2 cores.
 #       llama-cpp-python: the embedded model against llama-cpp-python (pip, built from source on
 #         first use), bench/out/speed.json, as docs/benchmarks.md section 1 records;
-#  2. the RAG serving benchmark at the default operating point (~12 min on 2 idle cores): 40
+#  2. the RAG serving benchmark at the default operating point (~15 min on 2 idle cores): 40
 #     documents of 512 tokens, Zipf 1.2, k = 5, 4 closed-loop clients, a KV budget of a third of
 #     the documents (RAG_BUDGET_DOCS), RAG_REQUESTS requests of which the first RAG_WARMUP are
 #     warm-up (not measured), lazy / lazy-k / block-attn / prefix in-process plus the all-cached
 #     floor; then the same token stream over HTTP (RAG_HTTP_REQUESTS requests after the warm-up;
-#     llama-server gets only its last 4, which its cache cannot outlive), `lazyattn serve`
-#     against llama.cpp's llama-server (one slot, 4 slots, 4 slots with --cache-reuse 256).
+#     llama-server gets only its last RAG_LLAMA_WARMUP, which its caches cannot outlive), `lazyattn
+#     serve` against llama.cpp's llama-server (RAG_LLAMA_CONFIGS: one slot, and 4 slots with
+#     --cache-reuse 256; add np=4 for 4 slots without it).
 #     RAG_SWEEPS=1 adds the paper's sweeps (hours on 2 cores): TTFT p50/p99 and throughput
 #     against KV budget, Zipf skew and Poisson arrival rate for all five modes, and capacity;
 #  3. answer quality (EM, F1) per cache mode on the 2WikiMultihopQA sample.
@@ -71,9 +72,12 @@ build/lazyattn bench rag "${RAG_ARGS[@]}" --requests "${RAG_REQUESTS:-72}" --war
 python3 bench/plot_rag.py "$OUT/rag.json" --out "$OUT"
 ./scripts/build_llama_tools.sh >/dev/null  # llama-server, built once from the llama-cpp-python sdist
 eval "$(./scripts/build_llama_tools.sh --env)"
-python3 bench/peer/http_rag_compare.py --workload "$OUT/rag_workload.json" --requests "${RAG_HTTP_REQUESTS:-12}" \
-  --warmup "${RAG_WARMUP:-16}" --llama-warmup 4 --clients 4 --threads "${BENCH_THREADS:-2}" \
-  --lazyattn build/lazyattn --llama-bin "$LLAMA_TOOLS_BIN" --llama np=1 np=4 np=4,reuse=256 --json "$OUT/rag_http.json" --plot "$OUT/rag_http_ttft.png"
+# ~17 s of llama-server prefill per request on 2 cores: 8 measured + 2 warm-up per configuration
+# keeps this part near 6 minutes (docs/benchmarks.md reports RAG_HTTP_REQUESTS=12,
+# RAG_LLAMA_WARMUP=4 and RAG_LLAMA_CONFIGS="np=1 np=4 np=4,reuse=256").
+python3 bench/peer/http_rag_compare.py --workload "$OUT/rag_workload.json" --requests "${RAG_HTTP_REQUESTS:-8}" \
+  --warmup "${RAG_WARMUP:-16}" --llama-warmup "${RAG_LLAMA_WARMUP:-2}" --clients 4 --threads "${BENCH_THREADS:-2}" \
+  --lazyattn build/lazyattn --llama-bin "$LLAMA_TOOLS_BIN" --llama ${RAG_LLAMA_CONFIGS:-np=1 np=4,reuse=256} --json "$OUT/rag_http.json" --plot "$OUT/rag_http_ttft.png"
 
 echo
 echo "== 3/3 answer quality: ${QUALITY_QUESTIONS:-486} synthetic questions + the 2Wiki sample, per document reuse setting"
