@@ -148,7 +148,9 @@ TEST(GoldenLlamaCppTemplates, ChatPromptsRenderAndTokenizeIdentically) {
         ++chats;
         std::vector<tokenizer::ChatMessage> messages;
         for (const auto& m : c["messages"]) messages.push_back({m["role"], m["content"]});
-        const std::string text = tmpl->apply(messages, true);
+        const auto rendered = tmpl->apply(messages, true);
+        ASSERT_TRUE(rendered.ok()) << rendered.status().to_string();
+        const std::string& text = *rendered;
         EXPECT_EQ(text, c["prompt"].get<std::string>());
         EXPECT_EQ(lm->tokenizer->encode(text, true, true), c["prompt_ids"].get<std::vector<int32_t>>());
     }
