@@ -187,6 +187,9 @@ LA_512 void dot_16bit_rows(const uint8_t* w, const uint8_t* x, size_t stride, in
     for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        // Rows lie back to back: 8 KiB ahead reaches into the next rows, as the repacked K-quants
+        // do (decode of a matrix larger than L2 is bound by how early its bytes are asked for).
+        _mm_prefetch(reinterpret_cast<const char*>(w + 2 * i + 8192), _MM_HINT_T0);
         const __m512 w0 = widen16<kBf16>(w + 2 * i), w1 = widen16<kBf16>(w + 2 * i + 32);
         for (int r = 0; r < R; ++r) {
             const float* xr = reinterpret_cast<const float*>(x + r * stride) + i;
