@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "core/json_string.h"
+
 namespace lazyattn::log {
 namespace {
 
@@ -41,38 +43,6 @@ spdlog::level::level_enum to_spdlog(Level l) {
             return spdlog::level::off;
     }
     return spdlog::level::info;
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-    out += '"';
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += char(c);
-                }
-        }
-    }
-    out += '"';
 }
 
 std::string number_text(double v) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/json_string.h"
 #include "template/builtins.h"
 #include "template/interpreter.h"
 #include "template/python_text.h"
@@ -14,43 +15,6 @@
 namespace lazyattn::tmpl {
 namespace {
 
-void append_json_string(std::string& out, const std::string& s) {
-    out.push_back('"');
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out.push_back(static_cast<char>(c));
-                }
-        }
-    }
-    out.push_back('"');
-}
 
 class JsonWriter {
 public:

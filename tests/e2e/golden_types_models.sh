@@ -20,7 +20,11 @@ doc = json.load(open("tests/data/golden_types.json"))
 bad = []
 for name, preset in doc["presets"].items():
     path = os.path.join("models", preset["file"])
-    h = hashlib.sha256(open(path, "rb").read()).hexdigest()
+    with open(path, "rb") as f:
+        digest = hashlib.sha256()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    h = digest.hexdigest()
     if h != preset["sha256"]:
         bad.append(f"{name}: {path} has SHA-256 {h}, the golden file was made from {preset['sha256']}")
 if bad:

@@ -51,6 +51,21 @@ LA_AVX2 inline __m256i k4_scales_mins(const uint8_t* s, uint8_t* scales) {
     return _mm256_set_m128i(_mm_unpackhi_epi16(mins8, mins8), _mm_unpacklo_epi16(mins8, mins8));
 }
 
+// The super-block's term for each activation row (xb: the rows' Q8_K block of this super-block):
+// acc += d * dx * isum and accm += dmin * dx * sum(bsums * mins), in fp32 vectors.
+template <int R>
+LA_AVX2 inline void accumulate_super_block(const uint8_t* xb, size_t stride, const __m256i* isum, __m256i mins,
+                                           float d, float dmin, __m256* acc, __m256* accm) {
+    for (int r = 0; r < R; ++r) {
+        const uint8_t* xr = xb + r * stride;
+        float dx;
+        std::memcpy(&dx, xr, 4);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(d * dx), acc[r]);
+        const __m256i msum = _mm256_madd_epi16(load32(xr + kQ8KSums), mins);
+        accm[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), accm[r]);
+    }
+}
+
 template <bool kQ5, int R>
 LA_AVX2 void dot_q45_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, int64_t nsb, float* out) {
     constexpr size_t kBytes = kQ5 ? 176 : 144, kQs = kQ5 ? 48 : 16;
@@ -84,15 +99,7 @@ LA_AVX2 void dot_q45_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, i
                 isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(p_lo, p_hi));
             }
         }
-        const float d = half_at(b), dmin = half_at(b + 2);
-        for (int r = 0; r < R; ++r) {
-            const uint8_t* xb = x + r * stride + i * kQ8KBytes;
-            float dx;
-            std::memcpy(&dx, xb, 4);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(d * dx), acc[r]);
-            const __m256i msum = _mm256_madd_epi16(load32(xb + kQ8KSums), mins);
-            accm[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), accm[r]);
-        }
+        accumulate_super_block<R>(x + i * kQ8KBytes, stride, isum, mins, half_at(b), half_at(b + 2), acc, accm);
     }
     for (int r = 0; r < R; ++r) out[r] = hsum_ps(acc[r]) - hsum_ps(accm[r]);
 }
@@ -140,15 +147,8 @@ LA_AVX2 void dot_q23_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, i
                 }
             }
         }
-        const float d = half_at(b + kBytes - (kQ3 ? 2 : 4)), dmin = kQ3 ? d : half_at(b + 82);
-        for (int r = 0; r < R; ++r) {
-            const uint8_t* xb = x + r * stride + i * kQ8KBytes;
-            float dx;
-            std::memcpy(&dx, xb, 4);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(d * dx), acc[r]);
-            const __m256i msum = _mm256_madd_epi16(load32(xb + kQ8KSums), mins);
-            accm[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), accm[r]);
-        }
+        const float d = half_at(b + kBytes - (kQ3 ? 2 : 4));
+        accumulate_super_block<R>(x + i * kQ8KBytes, stride, isum, mins, d, kQ3 ? d : half_at(b + 82), acc, accm);
     }
     for (int r = 0; r < R; ++r) out[r] = hsum_ps(acc[r]) - hsum_ps(accm[r]);
 }
