@@ -39,6 +39,8 @@ log=$out_dir/gpu_check.log
     ldd "$bundle/bin/test_cuda"
 } 2>&1 | tee "$log"
 
+# A GPU run that finds no device must fail, not skip (tests/cuda/cuda_test_util.h).
+export LAZYATTN_REQUIRE_GPU=1
 echo "== test_cuda" | tee -a "$log"
 start=$(date +%s)
 timeout -k 10 240 "$bundle/bin/test_cuda" --gtest_output="xml:$out_dir/test_cuda.xml" 2>&1 |

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -38,12 +39,23 @@ constexpr bool is_emulated() {
 #endif
 }
 
-// Every CUDA test derives from this: SetUp skips with the reason when no device is usable.
+// LAZYATTN_REQUIRE_GPU set to anything but "" or "0" (scripts/gpu_check.sh sets 1): a GPU run
+// that finds no usable device fails instead of skipping, so a broken driver cannot pass as green.
+inline bool gpu_required(const char* env_value) {
+    return env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "0") != 0;
+}
+inline bool gpu_required() { return gpu_required(std::getenv("LAZYATTN_REQUIRE_GPU")); }
+
+// Every CUDA test derives from this: SetUp skips with the reason when no device is usable (fails
+// under LAZYATTN_REQUIRE_GPU).
 class CudaTest : public ::testing::Test {
 protected:
     void SetUp() override {
         std::string why;
         if (!backends::cuda::cuda_device_available(&why)) {
+            if (gpu_required()) {
+                FAIL() << "no CUDA device and LAZYATTN_REQUIRE_GPU is set: " << why;
+            }
             GTEST_SKIP() << "no CUDA device, skipping GPU test: " << why;
         }
         // One backend for the whole run, never destroyed (no CUDA calls during static teardown).
@@ -151,6 +163,17 @@ inline void expect_all_close(const std::vector<float>& got, const std::vector<fl
     EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements outside |err| <= " << atol << " + "
                        << rtol << "*|want|; worst element " << worst_i << " got " << got[worst_i] << " want "
                        << want[worst_i];
+}
+
+// The absolute error of one RoPE rotation on the device against the double reference, for inputs
+// (the element and its partner) of magnitude at most max_abs: per unit of |x| + |partner|,
+// __sincosf's documented bound (2^-21.41 on [-pi, pi]; the emulator adds an error of that size)
+// plus the angle's rounding to float after the double-precision reduction (at most pi * 2^-24),
+// then fp32 rounding of the products and their sum (2 ulps), with a 1.5x margin.
+constexpr double kSincosfMaxAbsError = 3.5927e-7;      // 2^-21.41
+constexpr double kRopeAngleRoundingError = 1.8725e-7;  // pi * 2^-24
+inline double rope_atol(double max_abs) {
+    return 1.5 * (2.0 * max_abs * (kSincosfMaxAbsError + kRopeAngleRoundingError) + 4.0 * max_abs * 0x1p-24);
 }
 
 // inv_freq of standard RoPE (base 10000) for `rotary_dims`.

@@ -46,5 +46,42 @@ TEST_F(CudaTest, GemmMatchesReference) {
     }
 }
 
+// Operands at offsets (as Q/K/V slices of a fused projection are): each pointer alignment gets
+// its own cached plan (an aligned plan may use loads an offset view cannot), and results match.
+TEST_F(CudaTest, GemmOnOffsetOperandsGetsItsOwnPlan) {
+    using backends::cuda::CublasGemm;
+    using backends::cuda::pointer_alignment;
+    EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t(4096))), 256u);
+    EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t(4096 + 2))), 2u);
+    EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t(4096 + 48))), 16u);
+    auto created = CublasGemm::create();
+    LA_ASSERT_OK(created.status());
+    CublasGemm& gemm = *created.value();
+    std::mt19937_64 rng(testing::test_seed() + 32);
+    const int64_t m = 5, n = 24, k = 64;
+    const std::vector<float> x = bf16_rounded(testing::random_floats(rng, size_t(m * k)));
+    const std::vector<float> w = bf16_rounded(testing::random_floats(rng, size_t(n * k)));
+    std::vector<float> want(size_t(m * n));
+    kernels::ref::matmul(x.data(), w.data(), nullptr, want.data(), m, k, n);
+    // Device copies one element (x, y) or four (w) past an aligned start.
+    std::vector<bf16> x_off(size_t(m * k) + 1, to_bf16(0.0f)), w_off(size_t(n * k) + 4, to_bf16(0.0f));
+    std::copy_n(to_bf16(x).begin(), m * k, x_off.begin() + 1);
+    std::copy_n(to_bf16(w).begin(), n * k, w_off.begin() + 4);
+    DeviceBuffer<bf16> dx(to_bf16(x)), dw(to_bf16(w)), dx_off(x_off), dw_off(w_off);
+    DeviceBuffer<float> y(size_t(m * n)), y_off(size_t(m * n) + 1);
+    LA_ASSERT_OK(gemm.run({dx.get(), dw.get(), y.get(), GemmOutType::kF32, m, n, k}, nullptr));
+    EXPECT_EQ(gemm.num_plans(), 1u);
+    LA_ASSERT_OK(gemm.run({dx_off.get() + 1, dw_off.get() + 4, y_off.get() + 1, GemmOutType::kF32, m, n, k}, nullptr));
+    EXPECT_EQ(gemm.num_plans(), 2u) << "offset operands reused the aligned operands' plan";
+    LA_ASSERT_OK(gemm.run({dx.get(), dw.get(), y.get(), GemmOutType::kF32, m, n, k}, nullptr));
+    EXPECT_EQ(gemm.num_plans(), 2u);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<float> got = y.download(), got_off = y_off.download();
+    for (int64_t i = 0; i < m * n; ++i) {
+        ASSERT_NEAR(got[i], want[i], 1e-4) << "aligned, element " << i;
+        ASSERT_NEAR(got_off[i + 1], want[i], 1e-4) << "offset, element " << i;
+    }
+}
+
 }  // namespace
 }  // namespace lazyattn::cuda_test

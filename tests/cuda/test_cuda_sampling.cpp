@@ -14,6 +14,9 @@
 
 #include "backends/cuda/sampling.h"
 #include "cuda_test_util.h"
+#ifdef LA_CUDA_EMULATE
+#include "backends/cuda/emu/cuda_emulator.h"
+#endif
 
 namespace lazyattn::cuda_test {
 namespace {
@@ -150,6 +153,52 @@ TEST_F(CudaTest, SampleMatchesReference) {
         }
     }
     std::printf("[sampling] %d of %d rows with a bracket wider than one token\n", ambiguous, total);
+}
+
+// The same logits and draws give the same tokens on every run: float atomics (whose order, hence
+// rounded sum, varies between runs on a GPU) must not decide the pick. Draws sit right at the
+// cumulative weight of a candidate, where a last-bit difference in a sum moves the pick. The
+// emulator runs atomics in a random thread order and counts the float ones: none may happen.
+TEST_F(CudaTest, SampleIsDeterministicForGivenDraws) {
+    std::mt19937_64 rng(testing::test_seed() + 23);
+    const int32_t n = 128256, rows = 24;
+    std::vector<float> x = random_logits(rng, rows, n, 2.0f);
+    std::vector<float> temp(rows, 1.0f), top_p(rows), uniform(rows);
+    std::vector<int32_t> top_k(rows);
+    for (int32_t r = 0; r < rows; ++r) {
+        top_k[r] = r % 3 == 0 ? 0 : 40 + r;
+        top_p[r] = r % 2 == 0 ? 1.0f : 0.9f;
+        // u at the cumulative probability (temperature 1, no cuts) of the candidate ranked r.
+        const float* row = x.data() + size_t(r) * n;
+        std::vector<double> w(n);
+        double mx = -std::numeric_limits<double>::infinity(), total = 0.0;
+        for (int32_t i = 0; i < n; ++i) mx = std::max(mx, clean(row[i]));
+        for (int32_t i = 0; i < n; ++i) total += w[i] = std::exp(clean(row[i]) - mx);
+        std::vector<double> sorted = w;
+        std::sort(sorted.begin(), sorted.end(), std::greater<>());
+        double cum = 0.0;
+        for (int32_t i = 0; i <= r; ++i) cum += sorted[i];
+        uniform[r] = float(std::min(cum / total, 0.999));
+    }
+    DeviceBuffer<float> dx(x), dt(temp), dp(top_p), du(uniform);
+    DeviceBuffer<int32_t> dk(top_k), tokens(static_cast<size_t>(rows));
+#ifdef LA_CUDA_EMULATE
+    const uint64_t float_atomics_before = emu::float_atomic_adds();
+#endif
+    std::vector<int32_t> first;
+    for (int run = 0; run < 4; ++run) {
+        LA_ASSERT_OK(backend().sample({dx.get(), n, rows, n, dt.get(), dk.get(), dp.get(), du.get(), tokens.get()}));
+        LA_ASSERT_OK(backend().synchronize());
+        const std::vector<int32_t> got = tokens.download();
+        if (run == 0) {
+            first = got;
+        } else {
+            EXPECT_EQ(got, first) << "run " << run << " picked other tokens than run 0";
+        }
+    }
+#ifdef LA_CUDA_EMULATE
+    EXPECT_EQ(emu::float_atomic_adds(), float_atomics_before) << "the sampling kernel used float atomics";
+#endif
 }
 
 TEST_F(CudaTest, SampleBreaksTiesByIndex) {

@@ -5,6 +5,7 @@
 #include "backends/cuda/attention_decode.h"
 #include "backends/cuda/attention_decode_kernel.cuh"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/smem_opt_in.h"
 
 namespace lazyattn::backends::cuda {
 
@@ -12,10 +13,9 @@ template <int D, int GP, bool KEYS_ROTATED>
 Status launch_decode_variant(const CudaAttentionParams& p, const DecodeSplitArgs& split, cudaStream_t stream) {
     auto* kernel = &attention_decode_kernel<D, GP, KEYS_ROTATED>;
     constexpr size_t kSmem = decode_smem_bytes<D, GP>();
-    // Opting in to more than 48 KiB of shared memory once per kernel (the first launch).
-    static const cudaError_t attribute_status = cudaFuncSetAttribute(
-        reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmem));
-    LA_RETURN_IF_ERROR(cuda_status(attribute_status, "cudaFuncSetAttribute(attention_decode_kernel)"));
+    // More than 48 KiB of shared memory: opted in once per kernel and device.
+    static SmemOptIn opt_in;
+    LA_RETURN_IF_ERROR(opt_in.ensure(reinterpret_cast<const void*>(kernel), int(kSmem), "attention_decode_kernel"));
     const int group = p.num_heads / p.num_kv_heads;
     const dim3 grid(unsigned(p.num_kv_heads * ((group + GP - 1) / GP)), unsigned(p.num_seqs),
                     unsigned(split.num_splits));

@@ -5,6 +5,7 @@
 #include "backends/cuda/attention_prefill.h"
 #include "backends/cuda/attention_prefill_kernel.cuh"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/smem_opt_in.h"
 
 namespace lazyattn::backends::cuda {
 
@@ -12,9 +13,9 @@ template <int D, bool KEYS_ROTATED>
 Status launch_prefill_variant(const CudaAttentionParams& p, cudaStream_t stream) {
     using S = PrefillShape<D>;
     auto* kernel = &attention_prefill_kernel<D, KEYS_ROTATED>;
-    static const cudaError_t attribute_status = cudaFuncSetAttribute(
-        reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::kSmemBytes));
-    LA_RETURN_IF_ERROR(cuda_status(attribute_status, "cudaFuncSetAttribute(attention_prefill_kernel)"));
+    static SmemOptIn opt_in;  // once per kernel and device
+    LA_RETURN_IF_ERROR(
+        opt_in.ensure(reinterpret_cast<const void*>(kernel), int(S::kSmemBytes), "attention_prefill_kernel"));
     const int q_tiles = (p.max_queries_per_seq + S::kBlockM - 1) / S::kBlockM;
     const dim3 grid(unsigned(q_tiles), unsigned(p.num_heads), unsigned(p.num_seqs));
     LA_LAUNCH_KERNEL(kernel, grid, dim3(S::kThreads), S::kSmemBytes, stream, p);

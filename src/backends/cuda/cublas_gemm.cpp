@@ -1,6 +1,11 @@
 // cuBLASLt GEMM: row-major y = x W^T is computed as the column-major product y^T = W^T' x^T
 // (A = W viewed k x n, transposed; B = x viewed k x m). Descriptors and the heuristic's algorithm
-// are built once per (m, n, k, output type) and kept.
+// are built once per GemmPlanKey (shape, output type, operand alignment) and kept.
+//
+// Preferences: the operands' real alignment (MIN_ALIGNMENT_A/B/C/D_BYTES), and split-K partial
+// sums reduced in the fp32 compute type (REDUCTION_SCHEME_MASK): by default cuBLASLt may also
+// sum them in place or in the output type, i.e. in bf16 for a bf16 output, losing precision
+// that grows with the number of splits.
 //
 // libcublasLt is loaded with dlopen on first use rather than linked: the binaries then start on a
 // host whose cuBLAS cannot be found, and only GEMMs report the error.
@@ -18,11 +23,12 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-#define LA_LT_FUNCTIONS(X)                                                                                        \
-    X(cublasLtCreate)                                                                                             \
-    X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
-        X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate)            \
-            X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                            \
+#define LA_LT_FUNCTIONS(X)                                                                             \
+    X(cublasLtCreate)                                                                                  \
+    X(cublasLtDestroy)                                                                                 \
+    X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)         \
+        X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate) \
+            X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                 \
                 X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
 
 // The cuBLASLt entry points, resolved from the shared library.
@@ -101,7 +107,7 @@ CublasGemm::~CublasGemm() {
 }
 
 Expected<const CublasGemm::Plan*> CublasGemm::plan_for(const GemmParams& p) {
-    const auto key = std::make_tuple(p.m, p.n, p.k, int(p.y_type));
+    const GemmPlanKey key = GemmPlanKey::of(p);
     auto it = plans_.find(key);
     if (it != plans_.end()) return static_cast<const Plan*>(it->second.get());
     auto plan = std::make_unique<Plan>();
@@ -122,6 +128,20 @@ Expected<const CublasGemm::Plan*> CublasGemm::plan_for(const GemmParams& p) {
     const uint64_t ws = workspace_bytes_;
     cublasStatus_t s =
         lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    // fp32 output: fp32 partials whichever scheme; bf16 output: only the compute-type (fp32) one.
+    const uint32_t reduction = p.y_type == GemmOutType::kF32 ? uint32_t(CUBLASLT_REDUCTION_SCHEME_MASK)
+                                                             : uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
+    const uint32_t alignments[4] = {key.align_w, key.align_x, key.align_y, key.align_y};  // A, B, C, D
+    const cublasLtMatmulPreferenceAttributes_t alignment_attrs[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        s = lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction,
+                                                      sizeof(reduction));
+    }
+    for (int i = 0; i < 4 && s == CUBLAS_STATUS_SUCCESS; ++i) {
+        s = lt().cublasLtMatmulPreferenceSetAttribute(pref, alignment_attrs[i], &alignments[i], sizeof(alignments[i]));
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     if (s == CUBLAS_STATUS_SUCCESS) {

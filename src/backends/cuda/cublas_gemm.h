@@ -6,10 +6,10 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <tuple>
 
 #include "core/status.h"
 
@@ -27,6 +27,30 @@ struct GemmParams {
     int64_t k;
 };
 
+// The largest power of two, at most 256, that divides the address (256 for null).
+inline uint32_t pointer_alignment(const void* p) {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    uint32_t align = 1;
+    while (align < 256 && (a & align) == 0) align <<= 1;
+    return align;
+}
+
+// What a cached plan depends on: shape, output type and the operands' real pointer alignment.
+// cuBLASLt's heuristic assumes 256-byte aligned buffers unless told otherwise
+// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES); a plan chosen for aligned buffers may use vector
+// loads that fault on an offset view (a Q/K/V slice of a fused projection), so the alignment is
+// both a preference and part of the key.
+struct GemmPlanKey {
+    int64_t m = 0, n = 0, k = 0;
+    int y_type = 0;
+    uint32_t align_x = 0, align_w = 0, align_y = 0;
+
+    static GemmPlanKey of(const GemmParams& p) {
+        return {p.m, p.n, p.k, int(p.y_type), pointer_alignment(p.x), pointer_alignment(p.w), pointer_alignment(p.y)};
+    }
+    auto operator<=>(const GemmPlanKey&) const = default;
+};
+
 class CublasGemm {
 public:
     // Creates the cuBLASLt handle and a workspace on the current device.
@@ -36,6 +60,8 @@ public:
     CublasGemm& operator=(const CublasGemm&) = delete;
 
     Status run(const GemmParams& p, cudaStream_t stream);
+    // Plans built so far: one per GemmPlanKey.
+    size_t num_plans() const { return plans_.size(); }
 
 private:
     struct Plan;
@@ -45,7 +71,7 @@ private:
     void* handle_ = nullptr;     // cublasLtHandle_t
     void* workspace_ = nullptr;  // device memory
     size_t workspace_bytes_ = 0;
-    std::map<std::tuple<int64_t, int64_t, int64_t, int>, std::unique_ptr<Plan>> plans_;
+    std::map<GemmPlanKey, std::unique_ptr<Plan>> plans_;
 };
 
 }  // namespace lazyattn::backends::cuda

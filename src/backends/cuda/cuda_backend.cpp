@@ -83,7 +83,15 @@ CudaBackend::~CudaBackend() {
     if (stream_) cudaStreamDestroy(stream_);
 }
 
+// Each op first makes the backend's device current: the stream, the workspace and the shared-
+// memory opt-ins belong to it, and another backend (another GPU) may have switched devices.
+Status CudaBackend::activate() {
+    LA_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    return {};
+}
+
 Status CudaBackend::synchronize() {
+    LA_RETURN_IF_ERROR(activate());
     LA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     return {};
 }
@@ -106,6 +114,7 @@ Status CudaBackend::attention(const CudaAttentionParams& p) {
 }
 
 Status CudaBackend::attention_decode(const CudaAttentionParams& p) {
+    LA_RETURN_IF_ERROR(activate());
     LA_RETURN_IF_ERROR(check_attention(p));
     if (p.max_queries_per_seq > 1) return invalid_argument("attention_decode: a sequence has several query rows");
     const int splits = decode_num_splits(p, num_sms_);
@@ -114,17 +123,20 @@ Status CudaBackend::attention_decode(const CudaAttentionParams& p) {
 }
 
 Status CudaBackend::attention_prefill(const CudaAttentionParams& p) {
+    LA_RETURN_IF_ERROR(activate());
     LA_RETURN_IF_ERROR(check_attention(p));
     return launch_attention_prefill(p, stream_);
 }
 
 Status CudaBackend::rope_apply(const kernels::RopeApplyParams& p) {
+    LA_RETURN_IF_ERROR(activate());
     if (p.num_rows < 0 || p.num_heads <= 0 || p.head_dim <= 0) return invalid_argument("rope_apply: bad shape");
     LA_RETURN_IF_ERROR(check_rope(p.rope, p.head_dim, "rope_apply"));
     return launch_rope_apply(p, stream_);
 }
 
 Status CudaBackend::kv_store(const KvStoreParams& p) {
+    LA_RETURN_IF_ERROR(activate());
     if (p.num_rows < 0 || p.num_kv_heads <= 0 || p.head_dim <= 0 || p.block_size <= 0) {
         return invalid_argument("kv_store: bad shape");
     }
@@ -133,6 +145,7 @@ Status CudaBackend::kv_store(const KvStoreParams& p) {
 }
 
 Status CudaBackend::kv_copy_rotate(const KvCopyRotateParams& p) {
+    LA_RETURN_IF_ERROR(activate());
     if (p.num_tokens < 0 || p.num_layers < 0 || p.num_layers > 65535 || p.num_kv_heads <= 0 || p.head_dim <= 0 ||
         p.block_size <= 0) {
         return invalid_argument("kv_copy_rotate: bad shape");
@@ -142,39 +155,46 @@ Status CudaBackend::kv_copy_rotate(const KvCopyRotateParams& p) {
 }
 
 Status CudaBackend::rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps) {
+    LA_RETURN_IF_ERROR(activate());
     if (num_rows < 0 || dim <= 0) return invalid_argument("rmsnorm: bad shape");
     return launch_rmsnorm(x, weight, out, num_rows, dim, eps, stream_);
 }
 
 Status CudaBackend::rmsnorm(const float* x, const float* weight, __nv_bfloat16* out, int64_t num_rows, int64_t dim,
                             float eps) {
+    LA_RETURN_IF_ERROR(activate());
     if (num_rows < 0 || dim <= 0) return invalid_argument("rmsnorm: bad shape");
     return launch_rmsnorm(x, weight, out, num_rows, dim, eps, stream_);
 }
 
 Status CudaBackend::swiglu(const float* gate, const float* up, float* out, int64_t n) {
+    LA_RETURN_IF_ERROR(activate());
     if (n < 0) return invalid_argument("swiglu: bad size");
     return launch_swiglu(gate, up, out, n, stream_);
 }
 
 Status CudaBackend::swiglu(const float* gate, const float* up, __nv_bfloat16* out, int64_t n) {
+    LA_RETURN_IF_ERROR(activate());
     if (n < 0) return invalid_argument("swiglu: bad size");
     return launch_swiglu(gate, up, out, n, stream_);
 }
 
 Status CudaBackend::embedding(const float* table, const int32_t* ids, float* out, int64_t num_rows, int64_t dim,
                               int64_t vocab_size) {
+    LA_RETURN_IF_ERROR(activate());
     if (num_rows < 0 || dim <= 0 || vocab_size <= 0) return invalid_argument("embedding: bad shape");
     return launch_embedding(table, ids, out, num_rows, dim, vocab_size, stream_);
 }
 
 Status CudaBackend::embedding(const __nv_bfloat16* table, const int32_t* ids, float* out, int64_t num_rows, int64_t dim,
                               int64_t vocab_size) {
+    LA_RETURN_IF_ERROR(activate());
     if (num_rows < 0 || dim <= 0 || vocab_size <= 0) return invalid_argument("embedding: bad shape");
     return launch_embedding(table, ids, out, num_rows, dim, vocab_size, stream_);
 }
 
 Status CudaBackend::sample(const SampleParams& p) {
+    LA_RETURN_IF_ERROR(activate());
     if (p.num_rows < 0 || p.vocab_size <= 0 || p.row_stride < p.vocab_size)
         return invalid_argument("sample: bad shape");
     if (p.num_rows > 0 && p.temperature != nullptr && p.uniform == nullptr) {
@@ -185,11 +205,13 @@ Status CudaBackend::sample(const SampleParams& p) {
 
 Status CudaBackend::argmax(const float* logits, int64_t row_stride, int32_t num_rows, int32_t vocab_size,
                            int32_t* tokens) {
+    LA_RETURN_IF_ERROR(activate());
     if (num_rows < 0 || vocab_size <= 0 || row_stride < vocab_size) return invalid_argument("argmax: bad shape");
     return launch_argmax(logits, row_stride, num_rows, vocab_size, tokens, stream_);
 }
 
 Status CudaBackend::gemm(const GemmParams& p) {
+    LA_RETURN_IF_ERROR(activate());
     if (!gemm_) {  // cuBLASLt is loaded on first use
         LA_ASSIGN_OR_RETURN(gemm_, CublasGemm::create());
     }

@@ -37,6 +37,7 @@ public:
     CudaBackend& operator=(const CudaBackend&) = delete;
 
     cudaStream_t stream() const { return stream_; }
+    int device() const { return device_; }
     int num_sms() const { return num_sms_; }
     const std::string& device_name() const { return device_name_; }
     Status synchronize();
@@ -68,6 +69,7 @@ public:
 
 private:
     CudaBackend() = default;
+    Status activate();
     Status ensure_workspace(size_t floats);
 
     int device_ = 0;

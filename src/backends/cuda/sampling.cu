@@ -3,6 +3,11 @@
 // reaches a target?" It is answered without sorting by a 4-pass radix select over an order-
 // preserving 32-bit key of the logit (256-bucket histograms of weight and count in shared memory,
 // the bucket found by a warp scan), then a scan over index order among exactly tied keys.
+//
+// Deterministic for given logits and draws: the weight histogram is summed with integer atomics
+// on fixed-point weights (every weight is in [0, 1], so n of them fit in 62 bits at 2^(62 -
+// bits(n)) per unit; 2^-45 resolution at a 128K vocabulary), since the order of float atomics,
+// hence their rounded sum, changes from run to run. Every other sum is a fixed reduction tree.
 #include "backends/cuda/sampling.h"
 
 #include <climits>
@@ -25,14 +30,23 @@ struct Cut {
 constexpr Cut kEverything{0xffffffffu, INT_MAX};
 
 struct SampleSmem {
-    float hist_w[256];
+    unsigned long long hist_w[256];  // fixed point, `unit` per 1.0
     int hist_c[256];
     float red_f[kSampleWarps];
     unsigned long long red_u[kSampleWarps];
     int red_i[kSampleWarps];
     int bucket;
     float remaining;
+    float unit;      // fixed-point scale of hist_w
+    float inv_unit;  // 1 / unit
 };
+
+// The fixed-point unit for sums of n weights in [0, 1]: 2^(62 - bits(n)), a power of two.
+__device__ __forceinline__ float histogram_unit(int n) {
+    int bits = 0;
+    while (bits < 31 && (1 << bits) <= n) ++bits;
+    return ldexpf(1.0f, 62 - bits);
+}
 
 __device__ __forceinline__ float sanitize(float x) { return x != x ? -INFINITY : (x == 0.0f ? 0.0f : x); }
 
@@ -137,7 +151,7 @@ __device__ void pick_bucket(float remaining, SampleSmem& sm) {
     float lane_w = 0.0f;
     int lane_c = 0;
     for (int e = 0; e < 8; ++e) {
-        w8[e] = sm.hist_w[lane * 8 + e];
+        w8[e] = float(sm.hist_w[lane * 8 + e]) * sm.inv_unit;
         c8[e] = sm.hist_c[lane * 8 + e];
         lane_w += w8[e];
         lane_c += c8[e];
@@ -190,9 +204,14 @@ __device__ Cut block_select(const float* x, int n, const Cut& limit, float targe
     const int tid = threadIdx.x;
     uint32_t prefix = 0, mask = 0;
     float remaining = target;
+    const float unit = histogram_unit(n);
+    if (tid == 0) {
+        sm.unit = unit;
+        sm.inv_unit = 1.0f / unit;
+    }
     for (int shift = 24; shift >= 0; shift -= 8) {
         for (int b = tid; b < 256; b += kSampleThreads) {
-            sm.hist_w[b] = 0.0f;
+            sm.hist_w[b] = 0;
             sm.hist_c[b] = 0;
         }
         __syncthreads();
@@ -201,7 +220,8 @@ __device__ Cut block_select(const float* x, int n, const Cut& limit, float targe
             const uint32_t k = order_key(v);
             if ((k & mask) != prefix || !at_or_before(k, i, limit)) continue;
             const int b = int((k >> shift) & 255u);
-            atomicAdd(&sm.hist_w[b], weight(v));
+            const float w = fminf(fmaxf(weight(v), 0.0f), 1.0f);
+            atomicAdd(&sm.hist_w[b], static_cast<unsigned long long>(w * unit));
             atomicAdd(&sm.hist_c[b], 1);
         }
         __syncthreads();

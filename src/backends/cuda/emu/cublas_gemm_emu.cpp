@@ -12,10 +12,17 @@ Expected<std::unique_ptr<CublasGemm>> CublasGemm::create() { return std::unique_
 
 CublasGemm::~CublasGemm() = default;
 
-Expected<const CublasGemm::Plan*> CublasGemm::plan_for(const GemmParams&) { return static_cast<const Plan*>(nullptr); }
+// Plans are only counted (one per key, as the real build caches them), so tests can check the key.
+Expected<const CublasGemm::Plan*> CublasGemm::plan_for(const GemmParams& p) {
+    auto& plan = plans_[GemmPlanKey::of(p)];
+    if (!plan) plan = std::make_unique<Plan>();
+    return static_cast<const Plan*>(plan.get());
+}
 
 Status CublasGemm::run(const GemmParams& p, cudaStream_t) {
+    if (p.m == 0 || p.n == 0) return {};
     if (p.m < 0 || p.n < 0 || p.k <= 0) return invalid_argument("gemm: bad shape");
+    LA_RETURN_IF_ERROR(plan_for(p).status());
     for (int64_t r = 0; r < p.m; ++r) {
         for (int64_t o = 0; o < p.n; ++o) {
             float acc = 0.0f;

@@ -96,7 +96,8 @@ struct Emulator {
     const std::function<void()>* body = nullptr;
     std::vector<char*> stacks;
     std::mt19937_64 rng{12345};
-    std::map<const void*, size_t> smem_limits;
+    std::map<std::pair<int, const void*>, size_t> smem_limits;  // (device, kernel) -> opted-in bytes
+    int device = 0;                                             // cudaSetDevice's
     bool running = false;
 };
 
@@ -347,18 +348,25 @@ void cp_async_wait(int max_pending_groups) {
 
 bool smem_allowed(const void* kernel, size_t smem_bytes) {
     if (smem_bytes <= kDefaultSmemBytes) return true;
-    auto it = emulator().smem_limits.find(kernel);
+    auto it = emulator().smem_limits.find({emulator().device, kernel});
     return it != emulator().smem_limits.end() && smem_bytes <= it->second;
 }
 
+void set_last_error(cudaError_t e);
+
 void launch(dim3 grid, dim3 block, size_t smem_bytes, const void* kernel, const std::function<void()>& body) {
     Emulator& e = emulator();
+    // As the hardware: a launch above the current device's opted-in shared memory does not run and
+    // leaves the error for cudaGetLastError.
+    if (!smem_allowed(kernel, smem_bytes)) {
+        std::fprintf(stderr, "CUDA emulator: dynamic shared memory above the kernel's limit on device %d\n", e.device);
+        set_last_error(cudaErrorInvalidValue);
+        return;
+    }
     if (e.running) fail("nested kernel launch");
     const int threads = int(block.x * block.y * block.z);
     if (threads <= 0 || threads > 1024 || threads % 32 != 0) fail("block size must be a multiple of 32 up to 1024");
     if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535) fail("bad grid");
-    if (!smem_allowed(kernel, smem_bytes))
-        fail("dynamic shared memory above the kernel's limit (cudaFuncSetAttribute missing?)");
     e.running = true;
     e.grid = grid;
     e.block = block;
@@ -400,10 +408,16 @@ std::map<void*, Allocation>& allocations() {
     return *a;
 }
 cudaError_t g_last_error = cudaSuccess;
+uint64_t g_float_atomic_adds = 0;
 
 }  // namespace
 
-void set_smem_limit(const void* kernel, size_t bytes) { emulator().smem_limits[kernel] = bytes; }
+void set_last_error(cudaError_t e) { g_last_error = e; }
+void set_smem_limit(const void* kernel, size_t bytes) { emulator().smem_limits[{emulator().device, kernel}] = bytes; }
+int current_device() { return emulator().device; }
+void set_current_device(int device) { emulator().device = device; }
+uint64_t float_atomic_adds() { return g_float_atomic_adds; }
+void count_float_atomic_add() { ++g_float_atomic_adds; }
 
 }  // namespace lazyattn::emu
 
@@ -417,12 +431,14 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
     const size_t body = (std::max<size_t>(size, 1) + 255) / 256 * 256;
     const size_t pages = (body + page - 1) / page;
     const size_t map_bytes = (pages + 1) * page;
-    void* map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const bool sparse = size >= lazyattn::emu::kSparseAllocationBytes;  // zero pages, backed when touched
+    void* map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | (sparse ? MAP_NORESERVE : 0), -1, 0);
     if (map == MAP_FAILED) return cudaErrorMemoryAllocation;
     auto* guard = static_cast<char*>(map) + pages * page;
     mprotect(guard, page, PROT_NONE);
     void* p = guard - body;
-    std::memset(p, 0xff, body);
+    if (!sparse) std::memset(p, 0xff, body);
     allocations()[p] = Allocation{map, map_bytes};
     *ptr = p;
     return cudaSuccess;
@@ -462,14 +478,18 @@ cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 cudaError_t cudaGetDeviceCount(int* count) {
-    *count = 1;
+    *count = lazyattn::emu::kNumDevices;
     return cudaSuccess;
 }
 cudaError_t cudaGetDevice(int* device) {
-    *device = 0;
+    *device = lazyattn::emu::current_device();
     return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaSetDevice(int device) {
+    if (device < 0 || device >= lazyattn::emu::kNumDevices) return cudaErrorInvalidDevice;
+    lazyattn::emu::set_current_device(device);
+    return cudaSuccess;
+}
 
 cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int) {
     switch (attr) {

@@ -11,8 +11,15 @@
 // group, so reading a stage before waiting for it, or refilling a stage other warps still read,
 // gives wrong results.
 // Device memory is host memory whose end touches a guard page; fresh allocations and shared
-// memory are filled with NaN bytes. The runtime API functions the code calls (cudaMalloc, ...)
-// are defined by the emulator against the real declarations of cuda_runtime_api.h.
+// memory are filled with NaN bytes, except allocations of kSparseAllocationBytes or more, which
+// are reserved lazily and read as zero (only the pages a test touches take memory, so KV pools
+// past 2^31 elements fit). The runtime API functions the code calls (cudaMalloc, ...) are defined
+// by the emulator against the real declarations of cuda_runtime_api.h.
+// There are kNumDevices devices; cudaSetDevice selects one per process, and the shared-memory
+// opt-in (cudaFuncSetAttribute) holds for the current device only, as on a real multi-GPU host.
+// __sincosf returns sincosf plus an error of up to its documented bound (kSincosfMaxAbsError), so
+// tests must allow what the hardware intrinsic may do. Float atomics are counted
+// (float_atomic_adds): their order, hence their sum, is not deterministic on a GPU.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -25,6 +32,16 @@
 #include <type_traits>
 
 namespace lazyattn::emu {
+
+constexpr int kNumDevices = 2;
+constexpr size_t kSparseAllocationBytes = size_t(1) << 30;
+// CUDA C Programming Guide, intrinsic functions: __sinf/__cosf (and so __sincosf) have a maximum
+// absolute error of 2^-21.41 for x in [-pi, pi].
+constexpr float kSincosfMaxAbsError = 3.5927e-07f;  // 2^-21.41
+
+// The number of atomicAdd calls on float or double operands so far (the process's total).
+uint64_t float_atomic_adds();
+void count_float_atomic_add();
 
 // Thread, block and launch geometry of the running fiber.
 const uint3& thread_idx();
@@ -105,6 +122,7 @@ T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
 // Fibers never preempt one another, so plain read-modify-write is atomic here.
 template <typename T>
 T atomicAdd(T* address, T v) {
+    if constexpr (std::is_floating_point_v<T>) ::lazyattn::emu::count_float_atomic_add();
     const T old = *address;
     *address = old + v;
     return old;
@@ -131,7 +149,18 @@ inline float __uint_as_float(unsigned u) {
     std::memcpy(&x, &u, 4);
     return x;
 }
-inline void __sincosf(float x, float* s, float* c) { sincosf(x, s, c); }
+// sincosf plus a deterministic pseudo-random error of up to the intrinsic's documented bound.
+inline void __sincosf(float x, float* s, float* c) {
+    sincosf(x, s, c);
+    uint32_t h = __float_as_uint(x) * 0x9e3779b1u;
+    h ^= h >> 15;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    const float es = (float(h & 0xffffu) / 65535.0f * 2.0f - 1.0f) * ::lazyattn::emu::kSincosfMaxAbsError;
+    const float ec = (float(h >> 16) / 65535.0f * 2.0f - 1.0f) * ::lazyattn::emu::kSincosfMaxAbsError;
+    *s += es;
+    *c += ec;
+}
 template <typename T>
 T __ldg(const T* p) {
     return *p;
