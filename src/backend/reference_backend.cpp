@@ -1,6 +1,7 @@
 // A Backend made of the scalar reference ops: slow and obvious, for checking whole forward
 // passes of optimized backends end to end.
 #include "backend/backend.h"
+#include "backend/host_kv_ops.h"
 #include "kernels/ref/kquant_ref.h"
 #include "kernels/ref/quant_ref.h"
 #include "kernels/ref/reference_ops.h"
@@ -33,6 +34,22 @@ public:
     }
     void rope_apply(const kernels::RopeApplyParams& p) override { kernels::ref::rope_apply(p); }
     void attention(const kernels::AttentionParams& p) override { kernels::ref::attention(p); }
+
+    Expected<std::unique_ptr<KvMemory>> allocate_kv(const kv::KvShape& shape) override {
+        LA_ASSIGN_OR_RETURN(auto kv, HostKvMemory::allocate(shape));
+        return std::unique_ptr<KvMemory>(std::move(kv));
+    }
+    void kv_store(KvMemory& kv, int32_t layer, const float* k, const float* v, const int32_t* slots,
+                  int32_t n) override {
+        host_kv_store(kv, layer, k, v, slots, n);
+    }
+    void kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& p) override {
+        host_kv_copy_rotate(kv, layer, p, kernels::ref::rope_apply, scratch_);
+    }
+    void embedding_lookup(const EmbeddingParams& p) override { host_embedding_lookup(p); }
+
+private:
+    HostKvScratch scratch_;
 };
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "kv/kv_storage.h"
+#include "kv/kv_shape.h"
 
 namespace lazyattn::bench {
 

@@ -5,7 +5,7 @@
 
 #include "core/status.h"
 #include "engine/cache_mode.h"
-#include "kv/kv_storage.h"
+#include "kv/kv_shape.h"
 #include "model/model_config.h"
 
 namespace lazyattn::engine {

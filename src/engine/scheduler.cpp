@@ -46,16 +46,20 @@ uint64_t random_key() {
     return (uint64_t(rd()) << 32) ^ uint64_t(rd());
 }
 
-// The pool's memory; when it cannot be had, *status says why and the pool is empty (every
-// request is then refused with that status instead of the process dying of bad_alloc).
-kv::KvStorage allocate_pool(const model::ModelConfig& model, const EngineConfig& config, Status* status) {
-    kv::KvShape shape = kv_shape_for(model, config.block_size, int64_t(config.kv_cache_mb) << 20, config.kv_dtype);
+// The pool's memory, from the model's backend; when it cannot be had, *status says why and the
+// pool is empty (every request is then refused with that status instead of the process dying of
+// bad_alloc).
+std::unique_ptr<backend::KvMemory> allocate_pool(model::Model& model, const EngineConfig& config, Status* status) {
+    kv::KvShape shape =
+        kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20, config.kv_dtype);
     if (config.kv_num_blocks > 0) shape.num_blocks = config.kv_num_blocks;
-    auto storage = kv::KvStorage::allocate(shape);
-    if (storage.ok()) return std::move(storage).value();
-    *status = storage.status();
+    auto memory = model.backend().allocate_kv(shape);
+    if (memory.ok()) return std::move(memory).value();
+    *status = memory.status();
     shape.num_blocks = 0;
-    return kv::KvStorage(shape);
+    memory = model.backend().allocate_kv(shape);
+    LA_CHECK_MSG(memory.ok(), "an empty KV pool could not be allocated: %s", memory.status().to_string().c_str());
+    return std::move(memory).value();
 }
 
 }  // namespace
@@ -64,7 +68,8 @@ Scheduler::Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer,
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
-      kv_(allocate_pool(model.config(), config, &status_)),
+      kv_memory_(allocate_pool(model, config, &status_)),
+      kv_(kv_memory_->shape()),
       pins_(kv_.pool().num_blocks()) {
     const std::string fingerprint = model.config().describe();
     const bool rotated = keys_stored_rotated(config.cache_mode);

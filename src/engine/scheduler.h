@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/kv_memory.h"
 #include "core/status.h"
 #include "engine/engine_config.h"
 #include "engine/pin_ledger.h"
@@ -105,6 +106,9 @@ public:
 
     const SequenceState* find(uint64_t id) const;
     const kv::KvCache& kv_cache() const { return kv_; }
+    // The pool's memory, the backend's (every operation on it goes through the backend; a
+    // persistent store moves blocks with read_block / write_block).
+    backend::KvMemory& kv_memory() { return *kv_memory_; }
     const EngineConfig& config() const { return config_; }
     // The context length requests may use: the model's, or EngineConfig::max_model_len below it.
     int32_t context_length() const {
@@ -191,7 +195,11 @@ private:
     const tokenizer::Tokenizer& tokenizer_;
     EngineConfig config_;
     Status status_;  // construction: set before kv_ is built
-    kv::KvCache kv_;
+    std::unique_ptr<backend::KvMemory> kv_memory_;  // allocated by the model's backend; never null
+    kv::KvCache kv_;                                // its bookkeeping (kv_memory_'s shape)
+    // Block-attn copies planned since the last forward, with the request each serves (dropped
+    // when that request releases its blocks); the next step's plan carries them.
+    std::vector<std::pair<uint64_t, model::KvBlockCopy>> pending_copies_;
     PinLedger pins_;
     kv::BlockHash segment_seed_, tail_seed_, prefix_seed_;  // keyed; salted per tenant
 

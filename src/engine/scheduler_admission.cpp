@@ -256,27 +256,17 @@ Status Scheduler::materialize_copies(SequenceState& s) {
     // Block-Attention: a private copy of every segment's KV, keys re-rotated by delta =
     // logical_start - stored_base (R(delta) R(b + i) k = R(logical_start + i) k); attention is
     // then plain (delta 0). The
-    // request reads only its copy; the cached original returns to the cache.
-    const kv::KvShape& shape = kv_.shape();
-    std::vector<int32_t> positions;
-    std::vector<float> keys;  // one block's keys in fp32 (the pool may hold 16-bit values)
+    // request reads only its copy; the cached original returns to the cache. The copy itself is
+    // memory work: it joins this step's plan (pending_copies_), and the model's forward has the
+    // backend make it before any of the step's rows are stored, so the original's content is
+    // read before anything allocated after its release can overwrite it.
     for (SegmentPlacement& place : s.kv.segments) {
         if (place.num_tokens == 0 || place.private_copy) continue;
         auto copy = kv_.allocate(int32_t(place.blocks.size()));
         if (!copy.ok()) return copy.status();
         s.kv.held.insert(s.kv.held.end(), copy->begin(), copy->end());
-        kv_.storage().copy_tokens(place.blocks.data(), copy->data(), place.num_tokens);
-        const int32_t rows = shape.num_kv_heads * shape.block_size;
-        positions.assign(rows, place.logical_start - place.stored_base);
-        keys.resize(size_t(shape.elements_per_block()));
-        for (int32_t layer = 0; layer < shape.num_layers; ++layer) {
-            for (kv::BlockId b : *copy) {
-                kv_.storage().read_block_keys(layer, b, keys.data());
-                model_.backend().rope_apply(
-                    {keys.data(), positions.data(), rows, 1, shape.head_dim, model_.rerotation_rope(layer)});
-                kv_.storage().write_block_keys(layer, b, keys.data());
-            }
-        }
+        pending_copies_.push_back(
+            {s.id, {place.blocks, *copy, place.num_tokens, place.logical_start - place.stored_base}});
         for (kv::BlockId b : place.blocks) s.kv.held.erase(std::find(s.kv.held.begin(), s.kv.held.end(), b));
         kv_.release(place.blocks);
         place.blocks = std::move(copy).value();
@@ -310,6 +300,10 @@ void Scheduler::release_kv(SequenceState& s) {
     }
     LA_CHECK_MSG(released == s.kv.held.size(), "released %zu blocks of %zu held", released, s.kv.held.size());
     s.kv.held.clear();
+    // Copies planned into blocks just released are moot (and must not write them any more).
+    pending_copies_.erase(std::remove_if(pending_copies_.begin(), pending_copies_.end(),
+                                         [&](const auto& c) { return c.first == s.id; }),
+                          pending_copies_.end());
     // Later segments first: an anchored document's job lets go of its preamble's job.
     for (auto j = s.segment_jobs.rbegin(); j != s.segment_jobs.rend(); ++j) {
         const int64_t job_id = *j;

@@ -78,9 +78,17 @@ bool Scheduler::step() {
     progressed |= stats_.preemptions != preemptions;
 
     StepPlan plan = plan_step();
-    if (plan.batch.num_rows() == 0) return progressed;
+    // Block-attn's copies made this step run in its forward, before any row is stored.
+    for (auto& [id, copy] : pending_copies_) plan.batch.kv_copies.push_back(std::move(copy));
+    pending_copies_.clear();
+    if (plan.batch.num_rows() == 0) {
+        if (plan.batch.kv_copies.empty()) return progressed;
+        const Status st = model_.forward(plan.batch, *kv_memory_, &step_logits_);  // copies only
+        LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
+        return true;
+    }
     std::vector<float>& logits = step_logits_;
-    const Status st = model_.forward(plan.batch, kv_.storage(), &logits);
+    const Status st = model_.forward(plan.batch, *kv_memory_, &logits);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
     ++step_count_;
     ++stats_.batch_rows[bucket(plan.batch.num_rows())];

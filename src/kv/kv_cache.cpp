@@ -6,8 +6,7 @@
 
 namespace lazyattn::kv {
 
-KvCache::KvCache(KvStorage storage)
-    : pool_(storage.shape().num_blocks), index_(storage.shape().num_blocks), storage_(std::move(storage)) {
+KvCache::KvCache(const KvShape& shape) : pool_(shape.num_blocks), index_(shape.num_blocks), shape_(shape) {
     pool_.set_reuse_listener([this](BlockId id) { index_.forget(id); });
 }
 

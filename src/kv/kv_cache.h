@@ -1,5 +1,5 @@
-// KvCache: the paged KV cache as the engine sees it: the block pool, the content index of cached
-// blocks and the storage, kept consistent. Blocks handed out by allocate() evict whatever they
+// KvCache: the paged KV cache's bookkeeping as the engine sees it: the block pool and the content
+// index of cached blocks, kept consistent. The memory itself is the backend's (backend::KvMemory). Blocks handed out by allocate() evict whatever they
 // cached (least recently freed first); match() finds the leading blocks of a token list that are
 // already cached under a chain seed and takes a reference on each.
 #pragma once
@@ -11,20 +11,18 @@
 #include "kv/block_cache.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
-#include "kv/kv_storage.h"
+#include "kv/kv_shape.h"
 
 namespace lazyattn::kv {
 
 class KvCache {
 public:
-    explicit KvCache(const KvShape& shape) : KvCache(KvStorage(shape)) {}
-    explicit KvCache(KvStorage storage);
+    explicit KvCache(const KvShape& shape);
     KvCache(const KvCache&) = delete;
     KvCache& operator=(const KvCache&) = delete;
 
-    const KvShape& shape() const { return storage_.shape(); }
+    const KvShape& shape() const { return shape_; }
     int32_t block_size() const { return shape().block_size; }
-    KvStorage& storage() { return storage_; }
     const BlockPool& pool() const { return pool_; }
     const BlockCache& index() const { return index_; }
 
@@ -56,7 +54,7 @@ public:
 private:
     BlockPool pool_;
     BlockCache index_;
-    KvStorage storage_;
+    KvShape shape_;
 };
 
 }  // namespace lazyattn::kv

@@ -1,5 +1,6 @@
 #include "model/forward_batch.h"
 
+#include <algorithm>
 #include <string>
 
 namespace lazyattn::model {
@@ -35,6 +36,20 @@ Status ForwardBatch::validate(int32_t num_blocks, int32_t block_size, int32_t vo
         if (span.num_tokens < 0 || span.block_offset < 0 ||
             span.block_offset + num_span_blocks > int32_t(block_ids.size())) {
             return internal_error("forward batch: span exceeds its block list");
+        }
+    }
+    for (const KvBlockCopy& c : kv_copies) {
+        const size_t num = size_t((int64_t(c.num_tokens) + block_size - 1) / block_size);
+        if (c.num_tokens < 0 || c.src_blocks.size() != num || c.dst_blocks.size() != num) {
+            return internal_error("forward batch: a block copy's lists do not match its tokens");
+        }
+        for (size_t i = 0; i < num; ++i) {
+            for (int32_t b : {c.src_blocks[i], c.dst_blocks[i]}) {
+                if (b < 0 || b >= num_blocks) return internal_error("forward batch: block copy outside the pool");
+            }
+            if (std::find(c.src_blocks.begin(), c.src_blocks.end(), c.dst_blocks[i]) != c.src_blocks.end()) {
+                return internal_error("forward batch: a block copy writes a block it reads");
+            }
         }
     }
     for (int32_t r : logit_rows) {

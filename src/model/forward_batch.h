@@ -1,6 +1,8 @@
 // ForwardBatch: the plan of one forward step, built once per step by the engine and handed to
 // every layer. Tokens of all sequences are flattened into rows; each sequence names the KV spans
-// it attends to (see kernels/params/attention_params.h). No global forward context exists.
+// it attends to (see kernels/params/attention_params.h). The KV pool operations a step needs
+// besides storing its rows (block-attn's copies) are part of the plan too, so every operation on
+// the pool's memory goes through the backend in forward. No global forward context exists.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,15 @@
 #include "kernels/params/attention_params.h"
 
 namespace lazyattn::model {
+
+// Block-attn's materialization of one span: its first num_tokens tokens copied from src_blocks
+// to dst_blocks (disjoint lists of ceil(num_tokens / block_size) blocks) in every layer, the keys
+// re-rotated by delta = logical_start - stored_base with each layer's RoPE.
+struct KvBlockCopy {
+    std::vector<int32_t> src_blocks, dst_blocks;
+    int32_t num_tokens = 0;
+    int32_t delta = 0;
+};
 
 struct ForwardBatch {
     std::vector<int32_t> token_ids;        // [num_rows]
@@ -21,6 +32,9 @@ struct ForwardBatch {
     std::vector<kernels::AttentionSeq> seqs;
     std::vector<int32_t> logit_rows;  // rows whose logits the step returns, in that order
     bool keys_rotated = true;         // false for lazy-k: keys are stored raw
+    // Run in order, in each layer before that layer's rows are stored (a copy's source may be a
+    // block this step's rows or a later copy write to: it was released when the copy was planned).
+    std::vector<KvBlockCopy> kv_copies;
 
     int32_t num_rows() const { return int32_t(token_ids.size()); }
     // Checks every index against the pool and the model (a bad plan must never reach a kernel).

@@ -77,7 +77,7 @@ void Model::init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* o
     out->rerotation.table_positions = 0;
 }
 
-Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<float>* logits) {
+Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits) {
     const kv::KvShape& shape = kv.shape();
     if (shape.num_layers != config_.num_layers || shape.num_kv_heads != config_.num_kv_heads ||
         shape.head_dim != config_.head_dim) {
@@ -85,6 +85,12 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
     }
     LA_RETURN_IF_ERROR(batch.validate(shape.num_blocks, shape.block_size, config_.vocab_size));
     const int32_t n = batch.num_rows();
+    if (n == 0) {  // copies only
+        for (int32_t l = 0; l < config_.num_layers; ++l) run_kv_copies(l, batch, kv);
+        backend_->synchronize();
+        logits->clear();
+        return {};
+    }
     const int64_t hidden = config_.hidden_dim;
     const int64_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
     x_.resize(n * hidden);
@@ -96,10 +102,9 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
     gate_.resize(n * config_.ffn_dim);
     up_.resize(n * config_.ffn_dim);
 
-    for (int32_t r = 0; r < n; ++r) weights_.token_embd.row(batch.token_ids[r], x_.data() + r * hidden);
-    if (config_.embedding_scale != 1.0f) {
-        for (float& v : x_) v *= config_.embedding_scale;
-    }
+    const Linear& embd = weights_.token_embd;
+    backend_->embedding_lookup(
+        {embd.data(), embd.type, hidden, batch.token_ids.data(), n, config_.embedding_scale, x_.data()});
     for (int32_t l = 0; l < config_.num_layers; ++l) run_layer(l, batch, kv, n);
 
     // Final norm and LM head, only for the rows whose logits are wanted.
@@ -115,19 +120,27 @@ Status Model::forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<
     if (num_out > 0) {
         backend_->matmul(weights_.output().params(normed_.data(), logits->data(), num_out));
     }
+    backend_->synchronize();
     if (const float cap = config_.final_logit_softcap; cap > 0.0f) {
         for (float& v : *logits) v = cap * std::tanh(v / cap);
     }
     return {};
 }
 
-void Model::run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n) {
+void Model::run_kv_copies(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv) {
+    for (const KvBlockCopy& c : batch.kv_copies) {
+        backend_->kv_copy_rotate(kv, layer,
+                                 {c.src_blocks.data(), c.dst_blocks.data(), c.num_tokens, c.delta, rerotation_rope(layer)});
+    }
+}
+
+void Model::run_layer(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv, int32_t n) {
     run_attention(layer, batch, kv, n);
     run_ffn(layer, n);
 }
 
 // x += [post_norm](W_o attention(rope(norm_q(W_q h)), rope(norm_k(W_k h)), W_v h)), h = norm(x).
-void Model::run_attention(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n) {
+void Model::run_attention(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv, int32_t n) {
     const LayerWeights& w = weights_.layers[layer];
     const ModelConfig& c = config_;
     const int64_t hidden = c.hidden_dim;
@@ -145,7 +158,8 @@ void Model::run_attention(int32_t layer, const ForwardBatch& batch, kv::KvStorag
     if (batch.keys_rotated) {
         be.rope_apply({k_.data(), batch.store_positions.data(), n, c.num_kv_heads, c.head_dim, rope});
     }
-    kv.store(layer, k_.data(), v_.data(), batch.slot_mapping.data(), n);
+    run_kv_copies(layer, batch, kv);  // before this layer's rows are stored: they may reuse a copy's source
+    be.kv_store(kv, layer, k_.data(), v_.data(), batch.slot_mapping.data(), n);
 
     kernels::AttentionParams ap{};
     ap.q = q_.data();

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/kv_memory.h"
 #include "core/status.h"
-#include "kv/kv_storage.h"
 #include "loader/gguf_file.h"
 #include "model/forward_batch.h"
 #include "model/model_config.h"
@@ -38,9 +38,11 @@ public:
         return config_.is_sliding(layer) ? rope_local_.rerotation : rope_global_.rerotation;
     }
 
-    // Runs one step: writes every row's K/V into `kv` at its slot, attends as the plan says and
-    // returns logits for batch.logit_rows in `logits` ([logit_rows.size(), vocab]).
-    Status forward(const ForwardBatch& batch, kv::KvStorage& kv, std::vector<float>* logits);
+    // Runs one step on the backend: makes the plan's block copies, writes every row's K/V into
+    // `kv` (the backend's pool) at its slot, attends as the plan says and returns logits for
+    // batch.logit_rows in `logits` ([logit_rows.size(), vocab]). A plan of copies only returns
+    // no logits.
+    Status forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits);
 
 private:
     Model() = default;
@@ -54,8 +56,9 @@ private:
     static void init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* out);
     // Lets the backend lay the quantized matrices out its own way (e.g. repacked rows).
     void prepare_weights();
-    void run_layer(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n);
-    void run_attention(int32_t layer, const ForwardBatch& batch, kv::KvStorage& kv, int32_t n);
+    void run_layer(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv, int32_t n);
+    void run_attention(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv, int32_t n);
+    void run_kv_copies(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv);
     void run_ffn(int32_t layer, int32_t n);
 
     std::unique_ptr<loader::GgufFile> file_;

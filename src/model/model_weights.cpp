@@ -142,17 +142,6 @@ bool weight_type_in_place(loader::GgmlType t) {
     return std::find(std::begin(kInPlaceTypes), std::end(kInPlaceTypes), t) != std::end(kInPlaceTypes);
 }
 
-void Linear::row(int64_t r, float* out) const {
-    if (type == kernels::WeightType::kF32 && w_quant == nullptr) {
-        std::copy(w_f32.begin() + r * in_dim, w_f32.begin() + (r + 1) * in_dim, out);
-        return;
-    }
-    const auto t = static_cast<loader::GgmlType>(type);
-    const auto* base = static_cast<const uint8_t*>(w_quant) + r * loader::ggml_row_size(t, in_dim);
-    const Status st = loader::dequantize_row(t, base, out, in_dim);
-    (void)st;  // the type was checked at load
-}
-
 Expected<ModelWeights> load_weights(const loader::GgufFile& file, const ModelConfig& c, const WeightOptions& o) {
     ModelWeights w;
     const int64_t hidden = c.hidden_dim;

@@ -32,8 +32,6 @@ struct Linear {
     kernels::MatmulParams params(const float* x, float* y, int64_t num_rows) const {
         return {x, data(), type, bias.empty() ? nullptr : bias.data(), y, num_rows, in_dim, out_dim, prepared.get()};
     }
-    // Row `r` as fp32 (an embedding lookup).
-    void row(int64_t r, float* out) const;
 };
 
 struct WeightOptions {

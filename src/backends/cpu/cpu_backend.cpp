@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "backend/host_kv_ops.h"
 #include "backends/cpu/attention_cpu.h"
 #include "backends/cpu/elementwise_cpu.h"
 #include "backends/cpu/quant_matmul.h"
@@ -63,7 +64,22 @@ public:
     void rope_apply(const kernels::RopeApplyParams& p) override { cpu::rope_apply(p, pool_); }
     void attention(const kernels::AttentionParams& p) override { cpu::attention(p, pool_); }
 
+    Expected<std::unique_ptr<backend::KvMemory>> allocate_kv(const kv::KvShape& shape) override {
+        LA_ASSIGN_OR_RETURN(auto kv, backend::HostKvMemory::allocate(shape));
+        return std::unique_ptr<backend::KvMemory>(std::move(kv));
+    }
+    void kv_store(backend::KvMemory& kv, int32_t layer, const float* k, const float* v, const int32_t* slots,
+                  int32_t n) override {
+        backend::host_kv_store(kv, layer, k, v, slots, n);
+    }
+    void kv_copy_rotate(backend::KvMemory& kv, int32_t layer, const backend::KvCopyRotateParams& p) override {
+        backend::host_kv_copy_rotate(
+            kv, layer, p, [this](const kernels::RopeApplyParams& r) { rope_apply(r); }, kv_scratch_);
+    }
+    void embedding_lookup(const backend::EmbeddingParams& p) override { backend::host_embedding_lookup(p); }
+
 private:
+    backend::HostKvScratch kv_scratch_;
     ThreadPool pool_;
     std::vector<uint8_t> scratch_;  // quantized activations
     WeightArena weight_arena_;

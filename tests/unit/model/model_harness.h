@@ -12,7 +12,7 @@
 #include "backend/backend.h"
 #include "engine/batch_builder.h"
 #include "kv/block_pool.h"
-#include "kv/kv_storage.h"
+#include "backend/kv_memory.h"
 #include "model/model.h"
 
 namespace lazyattn::testing {
@@ -23,7 +23,7 @@ struct Harness {
     std::unique_ptr<backend::Backend> backend;
     std::unique_ptr<model::Model> model;
     std::unique_ptr<kv::BlockPool> pool;
-    std::unique_ptr<kv::KvStorage> kv;
+    std::unique_ptr<backend::KvMemory> kv;  // the backend's pool
 
     Harness(const std::string& path, std::unique_ptr<backend::Backend> be) : backend(std::move(be)) {
         auto m = model::Model::load(path, backend.get());
@@ -32,7 +32,9 @@ struct Harness {
         kv::KvShape shape{model->config().num_layers, 64, model->config().num_kv_heads, kBlock,
                           model->config().head_dim};
         pool = std::make_unique<kv::BlockPool>(shape.num_blocks);
-        kv = std::make_unique<kv::KvStorage>(shape);
+        auto memory = backend->allocate_kv(shape);
+        EXPECT_TRUE(memory.ok()) << memory.status().to_string();
+        kv = std::move(memory).value();
     }
     std::vector<int32_t> blocks_for(int32_t tokens) { return *pool->allocate((tokens + kBlock - 1) / kBlock); }
     // Logits of every position of `tokens`, prefilled in chunks of `chunk`.

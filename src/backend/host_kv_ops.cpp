@@ -1,0 +1,84 @@
+#include "backend/host_kv_ops.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "loader/dequantize.h"
+#include "loader/ggml_type.h"
+
+namespace lazyattn::backend {
+
+void host_kv_store(KvMemory& kv, int32_t layer, const float* k_rows, const float* v_rows, const int32_t* slots,
+                   int32_t num_rows) {
+    const kv::KvShape& s = kv.shape();
+    const int32_t d = s.head_dim, bs = s.block_size, nkv = s.num_kv_heads;
+    const int64_t eb = kernels::kv_dtype_bytes(s.dtype);
+    auto* kc = static_cast<uint8_t*>(kv.k(layer));
+    auto* vc = static_cast<uint8_t*>(kv.v(layer));
+    for (int32_t r = 0; r < num_rows; ++r) {
+        const int32_t block = slots[r] / bs, offset = slots[r] % bs;
+        for (int32_t h = 0; h < nkv; ++h) {
+            const int64_t dst = ((int64_t(block) * nkv + h) * bs + offset) * d * eb;
+            const int64_t src = (int64_t(r) * nkv + h) * d;
+            kernels::f32_to_kv(k_rows + src, s.dtype, kc + dst, d);
+            kernels::f32_to_kv(v_rows + src, s.dtype, vc + dst, d);
+        }
+    }
+}
+
+void host_kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& p,
+                         const std::function<void(const kernels::RopeApplyParams&)>& rotate, HostKvScratch& scratch) {
+    const kv::KvShape& s = kv.shape();
+    const int32_t d = s.head_dim, bs = s.block_size, nkv = s.num_kv_heads;
+    const int64_t eb = kernels::kv_dtype_bytes(s.dtype);
+    auto* kc = static_cast<uint8_t*>(kv.k(layer));
+    auto* vc = static_cast<uint8_t*>(kv.v(layer));
+    const int32_t num_blocks = (p.num_tokens + bs - 1) / bs;
+    // Row offset (in elements) of head h, token 0 of block b.
+    auto at = [&](int32_t b, int32_t h) { return ((int64_t(b) * nkv + h) * bs) * d; };
+    // Gather every copied key of the span (block by block, head by head) so one rope call rotates them all.
+    const int64_t rows = int64_t(p.num_tokens) * nkv;
+    scratch.keys.resize(size_t(rows * d));
+    float* keys = scratch.keys.data();
+    for (int32_t b = 0; b < num_blocks; ++b) {
+        const int32_t n = std::min(bs, p.num_tokens - b * bs);
+        for (int32_t h = 0; h < nkv; ++h) {
+            kernels::kv_to_f32(kc + at(p.src_blocks[b], h) * eb, s.dtype, keys, int64_t(n) * d);
+            std::memcpy(vc + at(p.dst_blocks[b], h) * eb, vc + at(p.src_blocks[b], h) * eb, size_t(n) * d * eb);
+            keys += int64_t(n) * d;
+        }
+    }
+    if (p.delta != 0 && rows > 0) {
+        scratch.positions.assign(size_t(rows), p.delta);
+        rotate({scratch.keys.data(), scratch.positions.data(), int32_t(rows), 1, d, p.rope});
+    }
+    keys = scratch.keys.data();
+    for (int32_t b = 0; b < num_blocks; ++b) {
+        const int32_t n = std::min(bs, p.num_tokens - b * bs);
+        for (int32_t h = 0; h < nkv; ++h) {
+            kernels::f32_to_kv(keys, s.dtype, kc + at(p.dst_blocks[b], h) * eb, int64_t(n) * d);
+            keys += int64_t(n) * d;
+        }
+    }
+}
+
+void host_embedding_lookup(const EmbeddingParams& p) {
+    const auto t = static_cast<loader::GgmlType>(p.type);
+    const size_t row_bytes = p.type == kernels::WeightType::kF32 ? sizeof(float) * size_t(p.dim)
+                                                                  : loader::ggml_row_size(t, p.dim);
+    for (int32_t r = 0; r < p.num_rows; ++r) {
+        const auto* row = static_cast<const uint8_t*>(p.table) + size_t(p.ids[r]) * row_bytes;
+        float* out = p.out + int64_t(r) * p.dim;
+        if (p.type == kernels::WeightType::kF32) {
+            std::memcpy(out, row, row_bytes);
+        } else {
+            const Status st = loader::dequantize_row(t, row, out, p.dim);
+            (void)st;  // the type was checked at load
+        }
+        if (p.scale != 1.0f) {
+            for (int64_t i = 0; i < p.dim; ++i) out[i] *= p.scale;
+        }
+    }
+}
+
+}  // namespace lazyattn::backend
