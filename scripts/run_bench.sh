@@ -22,7 +22,10 @@
 #     --cache-reuse 256; add np=4 for 4 slots without it).
 #     RAG_SWEEPS=1 adds the paper's sweeps (hours on 2 cores): TTFT p50/p99 and throughput
 #     against KV budget, Zipf skew and Poisson arrival rate for all five modes, and capacity;
-#  3. answer quality (EM, F1) per cache mode on the 2WikiMultihopQA sample.
+#  3. answer quality (EM, F1) per cache mode on the 2WikiMultihopQA sample;
+#  4. the persistent KV store (~2 min): TTFT of a 5-document request whose documents come from
+#     recompute, the RAM pool, a disk directory and a redis-server started here (when installed),
+#     and the all-cached floor, into bench/out/store.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=bench/out
@@ -58,7 +61,7 @@ else
 fi
 
 echo
-echo "== 2/3 RAG serving benchmark under a KV budget (warm-up excluded), then over HTTP against llama-server"
+echo "== 2/4 RAG serving benchmark under a KV budget (warm-up excluded), then over HTTP against llama-server"
 RAG_ARGS=(--threads "${BENCH_THREADS:-2}" --docs 40 --doc-tokens 512 --k 5 --zipf 1.2 --tail-tokens 32
   --output-tokens 16 --clients 4 --kv-budget-docs "${RAG_BUDGET_DOCS:-13.34}")
 SWEEP_ARGS=()
@@ -80,9 +83,27 @@ python3 bench/peer/http_rag_compare.py --workload "$OUT/rag_workload.json" --req
   --lazyattn build/lazyattn --llama-bin "$LLAMA_TOOLS_BIN" --llama ${RAG_LLAMA_CONFIGS:-np=1 np=4,reuse=256} --json "$OUT/rag_http.json" --plot "$OUT/rag_http_ttft.png"
 
 echo
-echo "== 3/3 answer quality: ${QUALITY_QUESTIONS:-486} synthetic questions + the 2Wiki sample, per document reuse setting"
+echo "== 3/4 answer quality: ${QUALITY_QUESTIONS:-486} synthetic questions + the 2Wiki sample, per document reuse setting"
 # ~1 s per question and variant sharing no document encoding on 2 cores; QUALITY_QUESTIONS=60 for a look.
 build/lazyattn bench quality --threads "${BENCH_THREADS:-2}" --questions "${QUALITY_QUESTIONS:-486}" \
   --variants ${QUALITY_VARIANTS:-none lazy lazy:anchor lazy:recompute=32 lazy:anchor+recompute=16} \
   --json "$OUT/quality.json"
 python3 bench/plot_quality.py "$OUT/quality.json" "$OUT"
+
+echo
+echo "== 4/4 the persistent KV store: TTFT by where a request's documents come from"
+STORE_DIR=$(mktemp -d)
+STORE_ARGS=(--kv-store "$STORE_DIR")
+REDIS_PID=""
+if command -v redis-server >/dev/null 2>&1; then
+  REDIS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning &
+  REDIS_PID=$!
+  for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  STORE_ARGS+=(--kv-store "redis://127.0.0.1:$REDIS_PORT")
+fi
+build/lazyattn bench store --threads "${BENCH_THREADS:-2}" --k 5 --doc-tokens 512 --repetitions "${STORE_REPS:-12}" \
+  "${STORE_ARGS[@]}" --json "$OUT/store.json" || status=$?
+[ -n "$REDIS_PID" ] && kill "$REDIS_PID"
+rm -rf "$STORE_DIR"
+exit "${status:-0}"

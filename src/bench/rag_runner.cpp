@@ -62,6 +62,7 @@ void collect(const Workload& w, const std::vector<std::shared_ptr<engine::Reques
         r.reused_tokens += st.reused_tokens;
         r.segment_hits += st.segments_hit;
         r.segment_misses += st.segments_missed;
+        r.segment_store_hits += st.segments_from_store;
     }
     r.compulsory = count_compulsory_misses(w.request_docs, warmup);
 }
@@ -121,6 +122,17 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
     const engine::SchedulerStats after = s.stats();
     r.preemptions = after.preemptions - before.preemptions;
     r.steps = after.steps - before.steps;
+    auto delta = [](engine::SchedulerStats::StepKind a, const engine::SchedulerStats::StepKind& b) {
+        a.steps -= b.steps;
+        a.decode_rows -= b.decode_rows;
+        a.prefill_rows -= b.prefill_rows;
+        a.forward_ms -= b.forward_ms;
+        return a;
+    };
+    r.decode_only = delta(after.decode_only, before.decode_only);
+    r.prefill_only = delta(after.prefill_only, before.prefill_only);
+    r.mixed = delta(after.mixed, before.mixed);
+    r.store = after.store;
     return r;
 }
 

@@ -13,6 +13,7 @@
 #include "bench/rag_stats.h"
 #include "bench/rag_workload.h"
 #include "engine/engine_config.h"
+#include "engine/scheduler.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -33,14 +34,18 @@ struct RunResult {
     int32_t warmup_requests = 0;
     std::vector<double> ttft_ms, tpot_ms, e2e_ms;  // per measured request, in submission order
     double wall_s = 0;                             // the whole run, warm-up included
-    double measured_s = 0;  // from the warm-up's last completion to the last completion
+    double measured_s = 0;                         // from the warm-up's last completion to the last completion
     int64_t output_tokens = 0;
     int64_t prefill_tokens = 0, reused_tokens = 0;
     int64_t segment_hits = 0, segment_misses = 0;
-    CompulsoryMisses compulsory;  // first touches among the measured document lookups
+    int64_t segment_store_hits = 0;  // of the hits, loaded from a --kv-store tier
+    store::StoreStats store;         // per tier (the whole run, warm-up included)
+    CompulsoryMisses compulsory;     // first touches among the measured document lookups
     int32_t peak_blocks = 0, pool_blocks = 0;
     int64_t preemptions = 0;
     int64_t steps = 0;
+    // The scheduler's steps by what they carried (the whole run, warm-up included).
+    engine::SchedulerStats::StepKind decode_only, prefill_only, mixed;
 
     double requests_per_s() const { return measured_s > 0 ? double(ttft_ms.size()) / measured_s : 0; }
     double output_tok_per_s() const { return measured_s > 0 ? double(output_tokens) / measured_s : 0; }

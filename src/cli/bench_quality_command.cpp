@@ -140,7 +140,7 @@ int run_bench_quality(const BenchQualityOptions& o) {
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     model::WeightOptions wo;
     wo.dequantize_all = o.fp32;
-    auto lm = engine::load_model(path, o.common.num_threads, wo);
+    auto lm = engine::load_model(path, o.common.device, o.common.num_threads, wo);
     if (!lm.ok()) {
         std::cerr << "error: " << lm.status().to_string() << "\n";
         return 1;
@@ -277,9 +277,14 @@ int run_bench_quality(const BenchQualityOptions& o) {
     out["seconds"] = seconds;
     for (size_t i = 0; i < tasks.size(); ++i) {
         const auto& t = tasks[i];
-        nlohmann::json q = {{"family", t.family},   {"k", t.num_docs},          {"answer_doc", t.answer_doc},
-                            {"depth", t.depth},     {"position", position_bucket(t)}, {"chance", t.chance},
-                            {"question", t.question}, {"answers", t.answers}};
+        nlohmann::json q = {{"family", t.family},
+                            {"k", t.num_docs},
+                            {"answer_doc", t.answer_doc},
+                            {"depth", t.depth},
+                            {"position", position_bucket(t)},
+                            {"chance", t.chance},
+                            {"question", t.question},
+                            {"answers", t.answers}};
         for (const auto& v : variants) {
             q["replies"][v.name] = answers[v.name][i].reply;
             q["correct"][v.name] = answers[v.name][i].correct;

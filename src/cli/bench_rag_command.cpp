@@ -64,11 +64,13 @@ void print_main_table(const std::vector<RunResult>& runs) {
         const bench::Interval ci = bench::bootstrap_percentile_ci(r.ttft_ms, 50);
         auto ratio = [&](const RunResult* base) {  // "-" where that mode did not run
             char text[16] = "-";
-            if (base) std::snprintf(text, sizeof text, "%.2fx", bench::percentile(base->ttft_ms, 50) / std::max(p50, 1e-9));
+            if (base)
+                std::snprintf(text, sizeof text, "%.2fx", bench::percentile(base->ttft_ms, 50) / std::max(p50, 1e-9));
             return std::string(text);
         };
         char thr[16] = "-";
-        if (block) std::snprintf(thr, sizeof thr, "%.2fx", r.requests_per_s() / std::max(block->requests_per_s(), 1e-9));
+        if (block)
+            std::snprintf(thr, sizeof thr, "%.2fx", r.requests_per_s() / std::max(block->requests_per_s(), 1e-9));
         char ci_text[40];
         std::snprintf(ci_text, sizeof ci_text, "[%.0f, %.0f]", ci.low, ci.high);
         std::printf("%-18s %8.1f %8.1f %15s %8.1f %7.1f %7.3f %8.1f %9lld %9lld %5.0f%% %6d %10s %9s %9s\n",
@@ -78,6 +80,26 @@ void print_main_table(const std::vector<RunResult>& runs) {
                     ratio(prefix).c_str(), thr);
     }
     std::printf("(times in ms; TTFT ratios are block-attn's or prefix's p50 over this mode's: > 1 means faster)\n");
+    std::printf("\nsteps (whole run, warm-up included): count, decode rows, prefill rows, mean forward ms\n");
+    for (const auto& r : runs) {
+        std::printf("%-18s", r.label.c_str());
+        for (const auto* k : {&r.decode_only, &r.prefill_only, &r.mixed}) {
+            const char* name = k == &r.decode_only ? "decode-only" : k == &r.prefill_only ? "prefill-only" : "mixed";
+            std::printf("  %s %lld/%lld/%lld/%.1f", name, (long long)k->steps, (long long)k->decode_rows,
+                        (long long)k->prefill_rows, k->steps > 0 ? k->forward_ms / double(k->steps) : 0.0);
+        }
+        std::printf("  preemptions %lld\n", (long long)r.preemptions);
+    }
+    for (const auto& r : runs) {
+        for (const store::TierStats& t : r.store.tiers) {
+            std::printf(
+                "%-18s store %s (%s): %lld hits (%lld measured document hits from the store), %lld misses, "
+                "load %.2f ms mean, %.1f MiB read, %lld written (%.1f MiB), %lld errors, %lld rejected\n",
+                r.label.c_str(), t.name.c_str(), t.where.c_str(), (long long)t.hits, (long long)r.segment_store_hits,
+                (long long)t.misses, t.hits > 0 ? t.load_ms / t.hits : 0.0, t.bytes_read / 1048576.0,
+                (long long)t.writes, t.bytes_written / 1048576.0, (long long)t.errors, (long long)t.rejected);
+        }
+    }
     if (!runs.empty()) {
         const auto& c = runs.front().compulsory;
         std::printf(
@@ -91,7 +113,7 @@ void print_main_table(const std::vector<RunResult>& runs) {
 
 int run_bench_rag(const BenchRagOptions& o) {
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    auto lm = engine::load_model(path, o.common.num_threads);
+    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) {
         std::cerr << "error: " << lm.status().to_string() << "\n";
         return 1;
@@ -109,8 +131,8 @@ int run_bench_rag(const BenchRagOptions& o) {
         return 2;
     }
     if (o.warmup_requests >= wc.num_requests) {
-        std::cerr << "error: --warmup-requests must leave requests to measure (it is " << o.warmup_requests
-                  << " of " << wc.num_requests << ")\n";
+        std::cerr << "error: --warmup-requests must leave requests to measure (it is " << o.warmup_requests << " of "
+                  << wc.num_requests << ")\n";
         return 2;
     }
     std::printf(
@@ -147,8 +169,11 @@ int run_bench_rag(const BenchRagOptions& o) {
     }
     engine::EngineConfig base;
     base.kv_dtype = o.common.kv_dtype;
+    base.device = o.common.device;
+    base.kv_stores = o.common.kv_stores;
     base.kv_num_blocks = budget->num_blocks;
     base.max_batch_tokens = o.max_batch_tokens;
+    base.max_prefill_while_decoding = o.max_prefill_while_decoding;
     base.check_integrity = false;
     nlohmann::json out = {{"workload",
                            {{"num_docs", wc.num_docs},
@@ -166,6 +191,8 @@ int run_bench_rag(const BenchRagOptions& o) {
                             {"kv_budget_docs", budget->docs()},
                             {"kv_bytes_per_token", budget->bytes_per_token()},
                             {"seed", wc.seed},
+                            {"max_batch_tokens", o.max_batch_tokens},
+                            {"max_prefill_while_decoding", o.max_prefill_while_decoding},
                             {"digest", w->digest()}}}};
     std::vector<RunResult> runs;
     for (const auto& spec : o.modes) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cli/store_json.h"
 #include "engine/engine_config.h"
 
 namespace lazyattn::cli {
@@ -17,6 +18,17 @@ int32_t sweep_warmup(const BenchRagOptions& o) {
     const int32_t asked = o.sweep_warmup_requests >= 0 ? o.sweep_warmup_requests : o.warmup_requests;
     return std::clamp(asked, 0, o.sweep_requests / 2);
 }
+
+namespace {
+
+nlohmann::json step_kind_json(const engine::SchedulerStats::StepKind& k) {
+    return {{"steps", k.steps},
+            {"decode_rows", k.decode_rows},
+            {"prefill_rows", k.prefill_rows},
+            {"forward_ms", k.forward_ms}};
+}
+
+}  // namespace
 
 nlohmann::json run_summary_json(const bench::RunResult& r) {
     using bench::percentile;
@@ -41,12 +53,18 @@ nlohmann::json run_summary_json(const bench::RunResult& r) {
             {"prefill_tokens", r.prefill_tokens},
             {"reused_tokens", r.reused_tokens},
             {"hit_ratio", r.hit_ratio()},
+            {"store_hits", r.segment_store_hits},
+            {"store", store_stats_json(r.store)},
             {"document_lookups", r.compulsory.lookups},
             {"compulsory_misses", r.compulsory.compulsory},
             {"compulsory_fraction", r.compulsory.fraction()},
             {"peak_blocks", r.peak_blocks},
             {"pool_blocks", r.pool_blocks},
-            {"preemptions", r.preemptions}};
+            {"preemptions", r.preemptions},
+            {"steps",
+             {{"decode_only", step_kind_json(r.decode_only)},
+              {"prefill_only", step_kind_json(r.prefill_only)},
+              {"mixed", step_kind_json(r.mixed)}}}};
 }
 
 }  // namespace lazyattn::cli

@@ -32,7 +32,7 @@ std::vector<int32_t> make_prompt(const tokenizer::Tokenizer& tok, int32_t n) {
 
 int run_bench_speed(const BenchSpeedOptions& o) {
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    auto lm = engine::load_model(path, o.common.num_threads);
+    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) {
         std::cerr << "error: " << lm.status().to_string() << "\n";
         return 1;
@@ -40,6 +40,7 @@ int run_bench_speed(const BenchSpeedOptions& o) {
     // Recompute mode: every repetition prefills the whole prompt, as the peer does.
     engine::EngineConfig ec;
     ec.kv_dtype = o.common.kv_dtype;
+    ec.device = o.common.device;
     ec.cache_mode = engine::CacheMode::kNone;
     ec.max_batch_tokens = std::max(o.prompt_tokens, 1);
     ec.check_integrity = false;

@@ -26,6 +26,17 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
            "KV cache element type: f16 (default; also 'auto'), bf16 or f32")
         ->check(CLI::IsMember({"f16", "auto", "bf16", "f32"}))
         ->type_name("f16|bf16|f32");
+    cmd->add_option_function<std::string>(
+           "--device", [&o](const std::string& v) { o.device = backend::parse_device(v).value(); },
+           "where to compute: cpu (default) or cuda (refused with the reason where this build or machine has no "
+           "CUDA)")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->type_name("cpu|cuda");
+    cmd->add_option("--kv-store", o.kv_stores,
+                    "persistent document KV store below the RAM pool: a directory or redis://HOST:PORT[/DB]; "
+                    "repeat for several tiers, looked up in the order given (disk before Redis)")
+        ->allow_extra_args(false)
+        ->type_name("DIR|URL");
 }
 
 void configure_logging(const CommonOptions& o) {
@@ -62,6 +73,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     sv->add_option("--block-size", o.block_size, "tokens per KV block")->check(CLI::Range(1, 1024));
     sv->add_option("--max-batch-tokens,--max-num-batched-tokens", o.max_batch_tokens, "rows per forward step")
         ->check(positive);
+    sv->add_option("--max-prefill-while-decoding", o.max_prefill_while_decoding,
+                   "prefill rows a step may carry while requests decode, bounding their time per output token "
+                   "(0: up to --max-batch-tokens)")
+        ->check(non_negative);
     sv->add_option("--max-num-seqs,--parallel", o.max_num_seqs, "requests running at once (llama.cpp: -np)")
         ->check(positive);
     sv->add_option("--max-queue", o.max_queue, "waiting requests before 429")->check(positive);

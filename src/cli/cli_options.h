@@ -12,7 +12,8 @@
 
 namespace lazyattn::cli {
 
-// --model/-m, --threads/-t, --log-level, --log-format and (with_kv) --kv-dtype/--kv-cache-dtype.
+// --model/-m, --threads/-t, --log-level, --log-format and (with_kv: commands that compute)
+// --kv-dtype/--kv-cache-dtype and --device.
 void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv = true);
 // Applies --log-level and --log-format (checked by the parser) to the process's logger.
 void configure_logging(const CommonOptions& o);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/device.h"
 #include "bench/rag_workload.h"
 #include "engine/engine_config.h"
 #include "engine/sampling_params.h"
@@ -22,6 +23,8 @@ struct CommonOptions {
     std::string model_path;
     int32_t num_threads = 0;                             // 0: all hardware threads
     kernels::KvDtype kv_dtype = kernels::KvDtype::kF16;  // --kv-dtype f32|f16|bf16
+    backend::Device device = backend::Device::kCpu;      // --device cpu|cuda
+    std::vector<std::string> kv_stores;                  // --kv-store DIR|redis://HOST:PORT[/DB], in order
     std::string log_level = "info";                      // trace | debug | info | warn | error | off
     std::string log_format = "text";                     // text | json
 };
@@ -74,6 +77,7 @@ struct BenchRagOptions {
     int32_t kv_cache_mb = 1024;
     int32_t warmup_requests = 0;  // the stream's first requests: run, not measured
     int32_t max_batch_tokens = 512;
+    int32_t max_prefill_while_decoding = engine::EngineConfig{}.max_prefill_while_decoding;
     bool floor = true;
     std::vector<double> budget_sweep_docs;  // KV budgets in documents; empty: skipped
     std::vector<double> skew_sweep;         // empty: skipped
@@ -96,9 +100,9 @@ struct BenchQualityOptions {
     std::vector<std::string> families{"kv", "hop", "agg"};
     std::vector<int32_t> doc_counts{2, 5, 10, 20};
     int32_t max_prompt_words = 1000;
-    bool wiki = true;          // ask the 2Wiki sample's questions too
-    int32_t concurrency = 4;   // requests in flight per variant
-    bool fp32 = false;  // dequantize every weight (the variants then agree to float rounding)
+    bool wiki = true;         // ask the 2Wiki sample's questions too
+    int32_t concurrency = 4;  // requests in flight per variant
+    bool fp32 = false;        // dequantize every weight (the variants then agree to float rounding)
     std::string json_path;
 };
 
@@ -124,6 +128,7 @@ struct ServeOptions {
     int32_t max_model_len = 0;      // 0: the model's context length
     std::string served_model_name;  // "" = the model file's name
     int32_t max_batch_tokens = 512;
+    int32_t max_prefill_while_decoding = engine::EngineConfig{}.max_prefill_while_decoding;
     int32_t max_num_seqs = 64;
     int32_t max_queue = 1024;
     int64_t max_body_bytes = 8 << 20;
@@ -140,8 +145,8 @@ struct ServeOptions {
     int32_t max_connections_per_client = 128;
     double health_stall_s = 60;
     double stats_interval_s = 10;
-    double max_pinned_fraction = 0.5;  // pinned documents' share of the KV pool at most
-    int32_t pin_quota_blocks = 0;      // per tenant; 0 = only the global share
+    double max_pinned_fraction = 0.5;      // pinned documents' share of the KV pool at most
+    int32_t pin_quota_blocks = 0;          // per tenant; 0 = only the global share
     std::string document_reuse = "plain";  // requests' default (engine::parse_document_reuse)
 };
 

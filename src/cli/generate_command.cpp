@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "cli/store_json.h"
 #include "engine/engine.h"
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
@@ -53,6 +54,7 @@ nlohmann::json run_json(const engine::RagResult& r) {
             {"reused_tokens", s.reused_tokens},
             {"segments_hit", s.segments_hit},
             {"segments_missed", s.segments_missed},
+            {"segments_from_store", s.segments_from_store},
             {"peak_blocks", s.peak_blocks}};
 }
 
@@ -68,6 +70,8 @@ int run_generate(const GenerateOptions& o) {
     if (!mode.ok()) return fail(mode.status(), 2);
     engine::EngineConfig ec;
     ec.kv_dtype = o.common.kv_dtype;
+    ec.device = o.common.device;
+    ec.kv_stores = o.common.kv_stores;
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.cache_mode = *mode;
     if (Status st = ec.validate(); !st.ok()) return fail(st, 2);
@@ -76,7 +80,7 @@ int run_generate(const GenerateOptions& o) {
 
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
-    auto lm = engine::load_model(path, o.common.num_threads);
+    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
     auto chat = chat_template_for(o, lm->model->gguf());
     if (!chat.ok()) return fail(chat.status());
@@ -107,17 +111,18 @@ int run_generate(const GenerateOptions& o) {
             auto j = run_json(*result);
             j["run"] = run + 1;
             j["cache_mode"] = o.cache_mode;
+            if (!o.common.kv_stores.empty()) j["store"] = store_stats_json(eng.scheduler().stats().store);
             std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
             continue;
         }
         const auto& s = result->stats;
         std::printf("\n");
         std::fprintf(stderr,
-                     "[run %d, %s: %d prompt tokens (%d prefilled, %d reused; segments hit %d, missed %d), "
-                     "%d generated, TTFT %.1f ms, decode %.1f tok/s, %s]\n",
+                     "[run %d, %s: %d prompt tokens (%d prefilled, %d reused; segments hit %d (%d from the store), "
+                     "missed %d), %d generated, TTFT %.1f ms, decode %.1f tok/s, %s]\n",
                      run + 1, o.cache_mode.c_str(), s.num_prompt_tokens, s.prefill_tokens, s.reused_tokens,
-                     s.segments_hit, s.segments_missed, s.num_generated, s.ttft_ms, s.decode_tok_per_s,
-                     result->finish_reason.c_str());
+                     s.segments_hit, s.segments_from_store, s.segments_missed, s.num_generated, s.ttft_ms,
+                     s.decode_tok_per_s, result->finish_reason.c_str());
     }
     return 0;
 }

@@ -6,8 +6,10 @@
 #include <iostream>
 #include <map>
 
+#include "cli/bench_store_command.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "cli/precompute_command.h"
 
 int main(int argc, char** argv) {
     using namespace lazyattn::cli;
@@ -106,6 +108,9 @@ int main(int argc, char** argv) {
                    "the stream's first requests run (filling the cache) but are left out of the statistics")
         ->check(CLI::Range(0, 1000000));
     br->add_option("--max-batch-tokens", rag.max_batch_tokens, "rows per step")->check(CLI::PositiveNumber);
+    br->add_option("--max-prefill-while-decoding", rag.max_prefill_while_decoding,
+                   "prefill rows a step may carry while requests decode (0: up to --max-batch-tokens)")
+        ->check(CLI::NonNegativeNumber);
     br->add_option("--data", rag.workload.passages_path, "QA file whose passages make up the documents");
     br->add_flag("!--no-floor", rag.floor, "skip the all-cached floor run");
     br->add_option("--budget-sweep-docs", rag.budget_sweep_docs,
@@ -122,6 +127,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
     br->add_option("--json", rag.json_path, "write all results to this JSON file");
     br->add_option("--export-workload", rag.export_workload_path, "write the request stream (token ids) as JSON");
+
+    BenchStoreOptions store_bench;
+    CLI::App* bst = add_bench_store_command(bench, store_bench);
 
     BenchQualityOptions quality;
     CLI::App* bq = bench->add_subcommand(
@@ -146,6 +154,8 @@ int main(int argc, char** argv) {
 
     ServeOptions serve;
     CLI::App* sv = add_serve_command(app, serve);
+    PrecomputeOptions precompute;
+    CLI::App* pc = add_precompute_command(app, precompute);
 
     try {
         std::vector<std::string> args = normalize_arguments(argc, argv);
@@ -160,8 +170,10 @@ int main(int argc, char** argv) {
     if (i->parsed()) return configure_logging(info), run_info(info, info_chat_template);
     if (tk->parsed()) return configure_logging(tokenize.common), run_tokenize(tokenize);
     if (sv->parsed()) return configure_logging(serve.common), run_serve(serve);
+    if (pc->parsed()) return configure_logging(precompute.common), run_precompute(precompute);
     if (bs->parsed()) return configure_logging(speed.common), run_bench_speed(speed);
     if (br->parsed()) return configure_logging(rag.common), run_bench_rag(rag);
+    if (bst->parsed()) return configure_logging(store_bench.common), run_bench_store(store_bench);
     if (bq->parsed()) return configure_logging(quality.common), run_bench_quality(quality);
     if (d->parsed()) return configure_logging(demo.common), run_rag_demo(demo);
     return 2;

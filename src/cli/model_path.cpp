@@ -1,31 +1,16 @@
 #include "cli/model_path.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
+#include "loader/embedded_model.h"
+#include "loader/synthetic_preset.h"
 
 namespace lazyattn::cli {
 
-std::string default_model_path() {
-    namespace fs = std::filesystem;
-    const char* env = std::getenv("LAZYATTN_MODEL");
-    if (env != nullptr && *env != '\0') return env;
-    const char* kName = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-        for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-            if (fs::exists(dir / kName)) return (dir / kName).string();
-        }
-    }
-    if (fs::exists(kName)) return kName;
-    return "";
-}
+std::string default_model_path() { return loader::embedded_model_path(); }
 
 Expected<std::unique_ptr<loader::GgufFile>> open_model_gguf(const std::string& model_path) {
-    const std::string path = model_path.empty() ? default_model_path() : model_path;
+    std::string path = model_path.empty() ? default_model_path() : model_path;
     if (path.empty()) return not_found("no model found; run `make run` once or pass --model FILE");
+    LA_ASSIGN_OR_RETURN(path, loader::resolve_model_source(path, default_model_path(), 0));
     return loader::GgufFile::open(path);
 }
 

@@ -14,7 +14,8 @@ namespace lazyattn::cli {
 std::string default_model_path();
 
 // The model file `model_path` names (or the default one) opened as a GGUF, for commands that read
-// metadata without loading weights; kNotFound when no model can be found.
+// metadata without loading weights; a synthetic:NAME model is generated first (in memory);
+// kNotFound when no model can be found.
 Expected<std::unique_ptr<loader::GgufFile>> open_model_gguf(const std::string& model_path);
 
 }  // namespace lazyattn::cli

@@ -39,7 +39,7 @@ int run_rag_demo(const RagDemoOptions& o) {
         return 1;
     }
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    auto lm = engine::load_model(path, o.common.num_threads);
+    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) {
         std::cerr << "error: " << lm.status().to_string() << "\n";
         return 1;

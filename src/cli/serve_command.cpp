@@ -29,10 +29,13 @@ int fail(const Status& st, int code = 1) {
 Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     engine::EngineConfig ec;
     ec.kv_dtype = o.common.kv_dtype;
+    ec.device = o.common.device;
+    ec.kv_stores = o.common.kv_stores;
     LA_ASSIGN_OR_RETURN(ec.cache_mode, engine::parse_cache_mode(o.cache_mode));
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.kv_num_blocks = o.kv_blocks;
     ec.max_batch_tokens = o.max_batch_tokens;
+    ec.max_prefill_while_decoding = o.max_prefill_while_decoding;
     ec.max_num_seqs = o.max_num_seqs;
     ec.max_queue = o.max_queue;
     ec.block_size = o.block_size;
@@ -104,7 +107,7 @@ int run_serve(const ServeOptions& o) {
     const sigset_t signals = shutdown_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-    auto lm = engine::load_model(path, o.common.num_threads);
+    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
     auto chat = chat_template(o, lm->model->gguf());
     if (!chat.ok()) return fail(chat.status());

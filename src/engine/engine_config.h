@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "backend/device.h"
 #include "core/status.h"
 #include "engine/cache_mode.h"
 #include "kv/kv_shape.h"
@@ -11,6 +14,9 @@
 namespace lazyattn::engine {
 
 struct EngineConfig {
+    // Where the engine computes: the model is loaded on this device's backend
+    // (engine::load_model(path, device, ...); --device cpu|cuda).
+    backend::Device device = backend::Device::kCpu;
     CacheMode cache_mode = CacheMode::kLazy;
     int32_t block_size = 16;
     int32_t kv_cache_mb = 512;  // the KV pool: K and V of every layer
@@ -19,9 +25,14 @@ struct EngineConfig {
     kernels::KvDtype kv_dtype = kernels::KvDtype::kF16;
     int32_t kv_num_blocks = 0;       // exact pool size in blocks; 0 = as many as kv_cache_mb holds
     int32_t max_batch_tokens = 512;  // rows per forward step (prefill is chunked to this)
-    int32_t max_num_seqs = 64;       // requests admitted (holding KV) at once
-    int32_t max_queue = 1024;        // requests waiting for admission before submit() refuses
-    int32_t max_model_len = 0;       // 0: the model's context length; else a cap below it (-c, --max-model-len)
+    // Prefill rows a step may carry while running requests decode (0: up to max_batch_tokens).
+    // A decode row waits for its whole step, so this bounds the time per output token that new
+    // requests' prefill adds (Sarathi-Serve's stall-free batching); prefill still advances every
+    // step, so no request starves. Steps without decode rows take max_batch_tokens.
+    int32_t max_prefill_while_decoding = 128;
+    int32_t max_num_seqs = 64;  // requests admitted (holding KV) at once
+    int32_t max_queue = 1024;   // requests waiting for admission before submit() refuses
+    int32_t max_model_len = 0;  // 0: the model's context length; else a cap below it (-c, --max-model-len)
     // Pinned documents may hold at most this share of the pool, so requests always keep room
     // to run; a pin beyond it is refused (kResourceExhausted), never queued.
     double max_pinned_fraction = 0.5;
@@ -32,6 +43,10 @@ struct EngineConfig {
     // Benchmark baseline only: key cached segments by (content, logical position), i.e. one copy
     // per document and slot, as a cache of position-rotated keys must.
     bool position_aware_segments = false;
+    // The persistent segment store below the RAM pool (--kv-store), looked up in this order on a
+    // pool miss and written through: directories and redis://HOST:PORT[/DB] URLs. Empty: none.
+    std::vector<std::string> kv_stores;
+    int32_t kv_store_max_pending_writes = 64;  // entries queued for the writer thread before drops
 #ifdef NDEBUG
     bool check_integrity = false;  // verify the pool and cache index after every step
 #else

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/device.h"
 #include "core/status.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -17,7 +18,12 @@ struct LoadedModel {
     std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-// Opens `path` on a CPU backend with `num_threads` threads (0 = all).
-Expected<LoadedModel> load_model(const std::string& path, int num_threads, const model::WeightOptions& options = {});
+// Opens the GGUF file `model` names, or generates a synthetic:NAME[:TYPE][:seed=N] model in memory
+// (loader/synthetic_preset.h), on a CPU backend with `num_threads` threads (0 = all).
+Expected<LoadedModel> load_model(const std::string& model, int num_threads, const model::WeightOptions& options = {});
+// The same on the backend of `device` (backend::make_backend): a device this build or machine
+// cannot compute on is refused before anything is loaded.
+Expected<LoadedModel> load_model(const std::string& model, backend::Device device, int num_threads,
+                                 const model::WeightOptions& options = {});
 
 }  // namespace lazyattn::engine

@@ -65,11 +65,12 @@ struct RagRequest {
 
 struct RequestStats {
     int32_t num_prompt_tokens = 0;
-    int32_t prefill_tokens = 0;  // prompt tokens computed for this request (segment jobs included)
+    int32_t prefill_tokens = 0;     // prompt tokens computed for this request (segment jobs included)
     int32_t recomputed_tokens = 0;  // of those, document tokens recomputed privately (DocumentReuse)
-    int32_t reused_tokens = 0;   // prompt tokens served from cache
+    int32_t reused_tokens = 0;      // prompt tokens served from cache
     int32_t segments_hit = 0;
     int32_t segments_missed = 0;
+    int32_t segments_from_store = 0;  // of the hits, loaded from a --kv-store tier, not the RAM pool
     int32_t num_generated = 0;
     int32_t peak_blocks = 0;  // blocks in use by the whole pool at this request's peak
     int32_t preemptions = 0;  // times this request was preempted and recomputed

@@ -29,6 +29,9 @@ Status EngineConfig::validate() const {
     if (kv_cache_mb <= 0) return invalid_argument("KV cache size must be positive");
     if (kv_num_blocks < 0) return invalid_argument("KV block count must not be negative");
     if (max_batch_tokens <= 0) return invalid_argument("max batch tokens must be positive");
+    if (max_prefill_while_decoding < 0) {
+        return invalid_argument("the prefill rows of a step with decode rows must not be negative (0: no cap)");
+    }
     if (max_num_seqs <= 0) return invalid_argument("max sequences must be positive");
     if (max_queue <= 0) return invalid_argument("queue size must be positive");
     if (max_model_len < 0) return invalid_argument("the context length cap must not be negative");
@@ -77,6 +80,7 @@ Scheduler::Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer,
     segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", fingerprint, key);
     tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", fingerprint, key);
     prefix_seed_ = kv::hash_seed("prefix", fingerprint, key);
+    if (status_.ok()) status_ = open_store();
 }
 
 ChainSeeds Scheduler::seeds_for(const std::string& tenant) const {
@@ -286,6 +290,7 @@ SchedulerStats Scheduler::stats() const {
     s.blocks_used = kv_.num_used();
     s.blocks_cached_free = kv_.num_cached_free();
     s.blocks_pinned = pins_.num_pinned();
+    if (store_ != nullptr) s.store = store_->stats();
     return s;
 }
 

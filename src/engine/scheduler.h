@@ -31,6 +31,7 @@
 #include "engine/sequence_state.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "store/segment_store.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyattn::engine {
@@ -41,6 +42,7 @@ struct SchedulerStats {
     int64_t segment_jobs = 0;  // missing segments computed (shared jobs count once)
     int64_t segment_hits = 0;
     int64_t segment_misses = 0;
+    int64_t segment_store_hits = 0;  // of the hits, loaded from a --kv-store tier (all tiers)
     int64_t prompt_tokens_computed = 0;
     int64_t segment_job_tokens = 0;  // of those, computed by segment jobs (documents)
     int64_t prompt_tokens_reused = 0;
@@ -55,6 +57,17 @@ struct SchedulerStats {
     int32_t blocks_free = 0;                // all unreferenced blocks (cached ones included)
     int32_t blocks_pinned = 0;              // held by pinned documents
     std::map<int32_t, int64_t> batch_rows;  // histogram: rows per step (bucketed to powers of 2)
+    store::StoreStats store;                // per --kv-store tier (empty without a store)
+    // Where step time goes: forward steps by what they carried (decode rows only, prefill rows
+    // only, or both), their rows and their forward time. A decode row in a mixed step waits for
+    // the step's prefill rows, so mixed steps' time is what running requests' TPOT pays.
+    struct StepKind {
+        int64_t steps = 0;
+        int64_t decode_rows = 0;
+        int64_t prefill_rows = 0;
+        double forward_ms = 0;
+    };
+    StepKind decode_only, prefill_only, mixed;
 };
 
 // A document (segment) the cache knows, as GET /v1/documents lists it.
@@ -103,6 +116,10 @@ public:
     // The tokens of a known cached document of the tenant (a request may name it by id alone).
     std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id) const;
     int32_t num_pinned_blocks() const { return pins_.num_pinned(); }
+    // The persistent store (--kv-store; null without one) and the store key of a document of a
+    // tenant (what `lazyattn precompute` checks before computing it).
+    store::SegmentStore* segment_store() { return store_.get(); }
+    std::string store_key(const std::string& tenant, const std::vector<int32_t>& tokens) const;
 
     const SequenceState* find(uint64_t id) const;
     const kv::KvCache& kv_cache() const { return kv_; }
@@ -175,6 +192,16 @@ private:
     // The spans of s's segments as its tail and patch rows read them.
     void add_segment_spans(model::ForwardBatch& b, const SequenceState& s);
 
+    // The persistent store (scheduler_store.cpp).
+    Status open_store();
+    // Whether segment d of s may come from or go to the store (a plain document).
+    bool segment_storable(const SequenceState& s, size_t d) const;
+    // On a pool miss: imports segment d from the first tier holding it into its blocks (the
+    // first num_present already cached) and publishes them; false when no tier has it.
+    bool load_segment(SequenceState& s, size_t d, int32_t num_present);
+    // Hands a computed segment to the store's writer thread (a copy of its blocks).
+    void store_segment(uint64_t variant, const std::vector<int32_t>& tokens, const std::vector<kv::BlockId>& blocks);
+
     // Documents (scheduler_documents.cpp).
     struct DocumentEntry {
         std::vector<int32_t> tokens;
@@ -194,7 +221,7 @@ private:
     model::Model& model_;
     const tokenizer::Tokenizer& tokenizer_;
     EngineConfig config_;
-    Status status_;  // construction: set before kv_ is built
+    Status status_;                                 // construction: set before kv_ is built
     std::unique_ptr<backend::KvMemory> kv_memory_;  // allocated by the model's backend; never null
     kv::KvCache kv_;                                // its bookkeeping (kv_memory_'s shape)
     // Block-attn copies planned since the last forward, with the request each serves (dropped
@@ -213,8 +240,10 @@ private:
     int64_t next_job_id_ = 0;
     SchedulerStats stats_;
     std::map<std::string, std::map<std::string, DocumentEntry>> documents_;  // tenant -> id -> entry
-    int64_t num_document_entries_ = 0;  // over every tenant; bounded by prune_documents()
-    std::vector<float> step_logits_;    // reused across steps
+    int64_t num_document_entries_ = 0;            // over every tenant; bounded by prune_documents()
+    std::vector<float> step_logits_;              // reused across steps
+    std::unique_ptr<store::SegmentStore> store_;  // null without --kv-store
+    store::Fingerprint model_fingerprint_;        // what store entries must have been computed by
 };
 
 }  // namespace lazyattn::engine

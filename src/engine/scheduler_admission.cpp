@@ -90,21 +90,30 @@ void Scheduler::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
     // The misses become jobs in fresh blocks (the request and the job each hold a reference).
     for (size_t d : needs_job) {
         SegmentPlacement& place = ar.segments[d];
-        const int32_t cached = int32_t(place.blocks.size()) * bs;
-        s.admission.misses += 1;
-        s.admission.reused += cached;
-        s.admission.computed += place.num_tokens - cached;
-        auto fresh = kv_.allocate(blocks_for(place.num_tokens, bs) - int32_t(place.blocks.size()));
+        const int32_t num_present = int32_t(place.blocks.size());
+        const int32_t cached = num_present * bs;
+        auto fresh = kv_.allocate(blocks_for(place.num_tokens, bs) - num_present);
         LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
                      fresh.status().to_string().c_str());
         place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
         ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
+        if (load_segment(s, d, num_present)) {  // from a store tier: a hit, nothing to compute
+            s.admission.hits += 1;
+            s.admission.from_store += 1;
+            s.admission.reused += place.num_tokens;
+            continue;
+        }
+        s.admission.misses += 1;
+        s.admission.reused += cached;
+        s.admission.computed += place.num_tokens - cached;
         SegmentJob job;
         job.seed = segment_seed(s, d);
         job.tokens = segments[d];
         job.blocks = place.blocks;
         job.num_computed = cached;
         job.num_users = 1;
+        job.storable = store_ != nullptr && segment_storable(s, d);
+        job.store_variant = store::segment_variant(keys_stored_rotated(config_.cache_mode), s.request.tenant);
         for (kv::BlockId b : job.blocks) kv_.ref(b);
         if (const int32_t anchor = s.request.anchor_tokens(d); anchor > 0) {
             // Segment 0 (the preamble) was matched or made a job before any document.
@@ -241,6 +250,7 @@ bool Scheduler::try_admit(SequenceState& s) {
     if (first_admission) {
         st.segments_hit = s.admission.hits;
         st.segments_missed = s.admission.misses;
+        st.segments_from_store = s.admission.from_store;
         st.reused_tokens = s.admission.reused + ar.num_tail_computed;
     }
     st.prefill_tokens += s.admission.computed + ar.num_prompt_tail - ar.num_tail_computed + ar.num_patch_tokens;
@@ -249,6 +259,7 @@ bool Scheduler::try_admit(SequenceState& s) {
     stats_.prompt_tokens_reused += s.admission.reused + ar.num_tail_computed;
     stats_.segment_hits += s.admission.hits;
     stats_.segment_misses += s.admission.misses;
+    stats_.segment_store_hits += s.admission.from_store;
     return true;
 }
 
@@ -301,9 +312,9 @@ void Scheduler::release_kv(SequenceState& s) {
     LA_CHECK_MSG(released == s.kv.held.size(), "released %zu blocks of %zu held", released, s.kv.held.size());
     s.kv.held.clear();
     // Copies planned into blocks just released are moot (and must not write them any more).
-    pending_copies_.erase(std::remove_if(pending_copies_.begin(), pending_copies_.end(),
-                                         [&](const auto& c) { return c.first == s.id; }),
-                          pending_copies_.end());
+    pending_copies_.erase(
+        std::remove_if(pending_copies_.begin(), pending_copies_.end(), [&](const auto& c) { return c.first == s.id; }),
+        pending_copies_.end());
     // Later segments first: an anchored document's job lets go of its preamble's job.
     for (auto j = s.segment_jobs.rbegin(); j != s.segment_jobs.rend(); ++j) {
         const int64_t job_id = *j;

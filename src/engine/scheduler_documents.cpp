@@ -125,6 +125,10 @@ Expected<DocumentInfo> Scheduler::pin_document(const std::string& tenant, const 
     e.pin_count = 1;
     e.last_used_ms = now_ms();
     pins_.add(tenant, end, e.pinned_blocks);
+    // Pinned documents are kept in the store too (the writer skips entries already there).
+    if (store_ != nullptr && !config_.position_aware_segments) {
+        store_segment(store::segment_variant(keys_stored_rotated(config_.cache_mode), tenant), tokens, e.pinned_blocks);
+    }
     return info(id, e);
 }
 

@@ -28,9 +28,10 @@ struct Scheduler::PatchRun {
 
 struct Scheduler::StepPlan {
     model::ForwardBatch batch;
-    std::vector<JobRun> job_runs;  // rows first in the batch, no logits
+    std::vector<JobRun> job_runs;      // rows first in the batch, no logits
     std::vector<PatchRun> patch_runs;  // then these, no logits
-    std::vector<TailRun> tails;    // then these, in order; logits in the same order
+    std::vector<TailRun> tails;        // then these, in order; logits in the same order
+    int32_t num_decode_rows = 0;       // of the rows, one-token decode rows of running requests
 };
 
 }  // namespace lazyattn::engine

@@ -88,9 +88,20 @@ bool Scheduler::step() {
         return true;
     }
     std::vector<float>& logits = step_logits_;
+    const double t_forward = now_ms();
     const Status st = model_.forward(plan.batch, *kv_memory_, &logits);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
     ++step_count_;
+    {
+        const int32_t decode = plan.num_decode_rows;
+        const int32_t prefill = plan.batch.num_rows() - decode;
+        SchedulerStats::StepKind& kind =
+            decode == 0 ? stats_.prefill_only : (prefill == 0 ? stats_.decode_only : stats_.mixed);
+        ++kind.steps;
+        kind.decode_rows += decode;
+        kind.prefill_rows += prefill;
+        kind.forward_ms += now_ms() - t_forward;
+    }
     ++stats_.batch_rows[bucket(plan.batch.num_rows())];
     for (auto& s : running_) s->stats.peak_blocks = std::max(s->stats.peak_blocks, kv_.num_used());
 
@@ -121,8 +132,8 @@ bool Scheduler::step() {
             s.handle->set_prompt_logprobs(s.prompt_logprobs, s.prompt_top_logprobs);
         }
         if (was_prompt && s.prompt_done() && config_.cache_mode != CacheMode::kNone) {
-            kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail), s.kv.tail_blocks,
-                        false);
+            kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail),
+                        s.kv.tail_blocks, false);
         }
         if (s.prompt_done()) on_tail_logits(s, last);
     }
@@ -140,6 +151,7 @@ void Scheduler::on_job_progress(int64_t job_id, int32_t n) {
     stats_.segment_job_tokens += n;
     if (!job.done()) return;
     kv_.publish(job.seed, job.tokens, job.blocks, true);
+    if (job.storable) store_segment(job.store_variant, job.tokens, job.blocks);
     for (auto& s : running_) {
         for (int64_t& j : s->segment_jobs) {
             if (j == job_id) j = -1;

@@ -41,6 +41,10 @@ struct SegmentJob {
     std::vector<kv::BlockId> anchor_blocks;
     int32_t anchor_tokens = 0;
     int64_t anchor_job = -1;
+    // Written to the persistent store when done (plain documents only: not anchored, not
+    // position-keyed), as an entry of this variant (keys rotated or raw, tenant).
+    bool storable = false;
+    uint64_t store_variant = 0;
     bool done() const { return num_computed == int32_t(tokens.size()); }
 };
 
@@ -62,7 +66,7 @@ struct SequenceState {
     std::vector<int64_t> segment_jobs;  // per segment: job id, or -1 when its KV is ready
     bool materialized = false;          // block-attn: private re-rotated copies made
     struct AdmissionCounts {
-        int32_t hits = 0, misses = 0, reused = 0, computed = 0;
+        int32_t hits = 0, misses = 0, reused = 0, computed = 0, from_store = 0;
     } admission;  // segment accounting of the current admission
 
     // Generation.

@@ -17,6 +17,7 @@ constexpr std::chrono::milliseconds kStuckPoll(100);
 ServingEngine::ServingEngine(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
     : scheduler_(model, tokenizer, config) {
     snapshot_ = scheduler_.stats();
+    store_ = scheduler_.segment_store();
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -65,8 +66,13 @@ void ServingEngine::shutdown(bool cancel_in_flight) {
 }
 
 SchedulerStats ServingEngine::stats() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return snapshot_;
+    SchedulerStats s;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        s = snapshot_;
+    }
+    if (store_ != nullptr) s.store = store_->stats();
+    return s;
 }
 
 EngineHealth ServingEngine::health() const {

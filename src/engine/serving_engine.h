@@ -84,6 +84,9 @@ private:
     bool cancel_all_ = false;
     std::atomic<uint64_t> next_id_{1};
     SchedulerStats snapshot_;
+    // The persistent store (null without --kv-store): its writer works between steps, so its
+    // statistics are read live, not from the last step's snapshot (thread-safe on its own).
+    store::SegmentStore* store_ = nullptr;
     bool has_work_ = false;        // under mu_: submitted work not yet all finished
     double last_progress_ms_ = 0;  // under mu_
     std::thread thread_;

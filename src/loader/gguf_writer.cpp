@@ -128,6 +128,15 @@ void GgufWriter::add_raw(const std::string& key, uint32_t raw_type, const std::v
 
 void GgufWriter::add_tensor(const std::string& name, const std::vector<int64_t>& dims, GgmlType type,
                             std::vector<uint8_t> bytes) {
+    add_tensor_info(name, dims, type, std::move(bytes), false);
+}
+
+void GgufWriter::add_tensor_deferred(const std::string& name, const std::vector<int64_t>& dims, GgmlType type) {
+    add_tensor_info(name, dims, type, {}, true);
+}
+
+void GgufWriter::add_tensor_info(const std::string& name, const std::vector<int64_t>& dims, GgmlType type,
+                                 std::vector<uint8_t> bytes, bool deferred) {
     LA_CHECK_MSG(!dims.empty() && dims.size() <= 4, "tensor '%s': %zu dims", name.c_str(), dims.size());
     int64_t n = 1;
     for (int64_t d : dims) {
@@ -135,9 +144,10 @@ void GgufWriter::add_tensor(const std::string& name, const std::vector<int64_t>&
         n *= d;
     }
     LA_CHECK_MSG(dims[0] % ggml_type_traits(type).block_size == 0, "tensor '%s': row not whole blocks", name.c_str());
-    LA_CHECK_MSG(bytes.size() == ggml_row_size(type, n), "tensor '%s': %zu bytes, expected %zu", name.c_str(),
-                 bytes.size(), ggml_row_size(type, n));
-    tensors_.push_back({name, dims, type, std::move(bytes)});
+    const size_t size = ggml_row_size(type, n);
+    LA_CHECK_MSG(deferred || bytes.size() == size, "tensor '%s': %zu bytes, expected %zu", name.c_str(), bytes.size(),
+                 size);
+    tensors_.push_back({name, dims, type, std::move(bytes), size});
 }
 
 void GgufWriter::add_tensor_f32(const std::string& name, const std::vector<int64_t>& dims,
@@ -147,7 +157,7 @@ void GgufWriter::add_tensor_f32(const std::string& name, const std::vector<int64
     add_tensor(name, dims, GgmlType::kF32, std::move(bytes));
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
+std::vector<uint8_t> GgufWriter::header_bytes() const {
     std::vector<uint8_t> out;
     out.insert(out.end(), {'G', 'G', 'U', 'F'});
     append<uint32_t>(out, kVersion);
@@ -161,11 +171,33 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
         for (int64_t d : t.dims) append<uint64_t>(out, static_cast<uint64_t>(d));
         append<uint32_t>(out, static_cast<uint32_t>(t.type));
         append<uint64_t>(out, offset);
-        offset += align_up(t.bytes.size(), alignment_);
+        offset += align_up(t.size, alignment_);
     }
     out.resize(align_up(out.size(), alignment_), 0);
+    return out;
+}
+
+uint64_t GgufWriter::data_offset(size_t i) const {
+    LA_CHECK(i < tensors_.size());
+    uint64_t offset = 0;
+    for (size_t j = 0; j < i; ++j) offset += align_up(tensors_[j].size, alignment_);
+    return offset;
+}
+
+uint64_t GgufWriter::data_bytes() const {
+    uint64_t total = 0;
+    for (const Tensor& t : tensors_) total += align_up(t.size, alignment_);
+    return total;
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+    std::vector<uint8_t> out = header_bytes();
     for (const Tensor& t : tensors_) {
-        out.insert(out.end(), t.bytes.begin(), t.bytes.end());
+        if (t.bytes.empty()) {
+            out.resize(out.size() + t.size, 0);  // deferred: the caller fills it in
+        } else {
+            out.insert(out.end(), t.bytes.begin(), t.bytes.end());
+        }
         out.resize(align_up(out.size(), alignment_), 0);
     }
     return out;

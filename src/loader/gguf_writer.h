@@ -39,6 +39,17 @@ public:
     void add_tensor(const std::string& name, const std::vector<int64_t>& dims, GgmlType type,
                     std::vector<uint8_t> bytes);
     void add_tensor_f32(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values);
+    // A tensor whose bytes the caller writes later, straight into the file image (models too
+    // large to hold twice): to_bytes() writes zeros for it; header_bytes() and data_offset() say
+    // where its bytes go.
+    void add_tensor_deferred(const std::string& name, const std::vector<int64_t>& dims, GgmlType type);
+
+    // Everything before the data section (header, metadata, tensor infos, padding).
+    std::vector<uint8_t> header_bytes() const;
+    // Offset of tensor i's bytes from the start of the data section (tensors in insertion order).
+    uint64_t data_offset(size_t i) const;
+    // Size of the data section (every tensor padded to the alignment).
+    uint64_t data_bytes() const;
 
     uint64_t alignment() const { return alignment_; }
     std::vector<uint8_t> to_bytes() const;
@@ -50,8 +61,11 @@ private:
         std::string name;
         std::vector<int64_t> dims;
         GgmlType type;
-        std::vector<uint8_t> bytes;
+        std::vector<uint8_t> bytes;  // empty for a deferred tensor
+        uint64_t size = 0;           // bytes of the tensor's data
     };
+    void add_tensor_info(const std::string& name, const std::vector<int64_t>& dims, GgmlType type,
+                         std::vector<uint8_t> bytes, bool deferred);
     void begin_kv(const std::string& key, uint32_t type);
     template <typename T>
     void put(T value);

@@ -31,6 +31,49 @@ void sample(std::string& out, const std::string& name, const std::string& labels
     out += name + "{" + labels + "} " + number(v) + "\n";
 }
 
+// The persistent store (--kv-store): per tier, labelled by kind and position (disk before Redis).
+void render_store(std::string& out, const store::StoreStats& st, const std::string& model_label) {
+    if (st.tiers.empty()) return;
+    struct Series {
+        const char* name;
+        const char* help;
+        double (*value)(const store::TierStats&);
+    };
+    static const Series series[] = {
+        {"lazyattn_kv_store_hits_total", "document segments loaded from this store tier instead of computed",
+         [](const store::TierStats& t) { return double(t.hits); }},
+        {"lazyattn_kv_store_misses_total", "store lookups this tier could not answer with a usable entry",
+         [](const store::TierStats& t) { return double(t.misses); }},
+        {"lazyattn_kv_store_read_bytes_total", "bytes of entries loaded from this tier",
+         [](const store::TierStats& t) { return double(t.bytes_read); }},
+        {"lazyattn_kv_store_written_bytes_total", "bytes of entries written to this tier",
+         [](const store::TierStats& t) { return double(t.bytes_written); }},
+        {"lazyattn_kv_store_writes_total", "entries written to this tier",
+         [](const store::TierStats& t) { return double(t.writes); }},
+        {"lazyattn_kv_store_writes_skipped_total", "entries not written because the tier already held them",
+         [](const store::TierStats& t) { return double(t.writes_skipped); }},
+        {"lazyattn_kv_store_errors_total", "failed reads and writes of this tier (I/O, unreachable)",
+         [](const store::TierStats& t) { return double(t.errors); }},
+        {"lazyattn_kv_store_rejected_total", "corrupt or foreign entries found in this tier (never used)",
+         [](const store::TierStats& t) { return double(t.rejected); }},
+        {"lazyattn_kv_store_load_seconds_total", "time spent loading hits from this tier (read, verify, import)",
+         [](const store::TierStats& t) { return t.load_ms / 1000.0; }},
+    };
+    for (const Series& x : series) {
+        header(out, x.name, "counter", x.help);
+        for (size_t i = 0; i < st.tiers.size(); ++i) {
+            sample(
+                out, x.name,
+                model_label + ",tier=\"" + escape_label(st.tiers[i].name) + "\",position=\"" + std::to_string(i) + "\"",
+                x.value(st.tiers[i]));
+        }
+    }
+    header(out, "lazyattn_kv_store_writes_pending", "gauge", "store writes queued or in progress");
+    sample(out, "lazyattn_kv_store_writes_pending", model_label, double(st.writes_pending));
+    header(out, "lazyattn_kv_store_writes_dropped_total", "counter", "store writes dropped because the queue was full");
+    sample(out, "lazyattn_kv_store_writes_dropped_total", model_label, double(st.writes_dropped));
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -155,6 +198,7 @@ std::string Metrics::render(const engine::SchedulerStats& s, const engine::Engin
     scalar("lazyattn_kv_blocks_cached", "gauge", "unreferenced KV blocks still holding reusable content",
            s.blocks_cached_free);
     scalar("lazyattn_kv_blocks_free", "gauge", "unreferenced KV blocks (cached ones included)", s.blocks_free);
+    render_store(out, s.store, m);
     scalar("lazyattn_client_disconnects_total", "counter", "requests cancelled because the client went away",
            double(disconnects_));
     header(out, "lazyattn_http_requests_total", "counter", "HTTP requests answered, by route and status code");

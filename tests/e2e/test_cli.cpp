@@ -1,10 +1,14 @@
 // The lazyattn binary end to end on a synthetic model: exit codes, JSON output, documents
 // reused across repeated runs in one process.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -146,6 +150,26 @@ TEST(Cli, ServeFlagsTakeLlamaCppAndVllmSpellingsAndTheEnvironment) {
     EXPECT_NE(help.out.find("LAZYATTN_ARG_MAX_NUM_SEQS"), std::string::npos) << help.out;
 }
 
+// --device cuda on every model command: a run-time error (exit 1) that says why (no CUDA in this
+// build, or the CUDA backend does not run the engine yet), before any model is read; an unknown
+// device is an argument error.
+TEST(Cli, DeviceCudaIsRefusedWithTheReason) {
+    for (const std::string cmd : {"generate --prompt hi --max-tokens 1", "bench speed --prompt-tokens 4 --gen-tokens 1",
+                                  "bench rag", "serve --port 0"}) {
+        const std::string line = std::string(LAZYATTN_CLI_PATH) + " " + cmd + " " + model_arg() + " --device cuda 2>&1";
+        FILE* p = popen(line.c_str(), "r");
+        std::string out;
+        std::array<char, 4096> buf;
+        size_t n;
+        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+        const int status = pclose(p);
+        EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << cmd << ": " << out;
+        EXPECT_NE(out.find("--device cuda"), std::string::npos) << cmd << ": " << out;
+    }
+    EXPECT_EQ(run_cli("generate --prompt hi --device tpu").exit_code, 2);
+    EXPECT_NE(run_cli("bench speed --help").out.find("--device"), std::string::npos);
+}
+
 TEST(Cli, BadModelFileIsARuntimeErrorNotACrash) {
     EXPECT_EQ(run_cli("info --model /nonexistent.gguf").exit_code, 1);
     EXPECT_EQ(run_cli("generate --prompt hi --model " LAZYATTN_SOURCE_DIR "/README.md").exit_code, 1);
@@ -191,6 +215,82 @@ TEST(Cli, RepeatedRunsWithShuffledDocumentsReuseEveryDocument) {
     auto none_runs = json_lines(p.out);
     ASSERT_EQ(none_runs.size(), 2u);
     EXPECT_EQ(none_runs[1]["reused_tokens"], 0);
+}
+
+// --model synthetic:NAME on a command: a real-shaped random model with the embedded tokenizer.
+TEST(Cli, SyntheticModelsRunAndUnknownOnesAreNamed) {
+    auto r = run_cli("generate --model synthetic:tiny --prompt 'the cat' --max-tokens 3 --ignore-eos --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(json_lines(r.out).at(0)["token_ids"].size(), 3u);
+    auto info = run_cli("info --model synthetic:tiny:f16");
+    EXPECT_EQ(info.exit_code, 0) << info.out;
+    EXPECT_NE(info.out.find("F16"), std::string::npos) << info.out;
+    EXPECT_NE(run_cli("generate --model synthetic:nope --prompt hi --max-tokens 1").exit_code, 0);
+}
+
+// `lazyattn precompute` fills a store directory from a corpus (JSON lines and plain text), skips
+// what is there on a second run, and `generate --kv-store` then loads every document from it.
+TEST(Cli, PrecomputeFillsTheStoreAndGenerateLoadsFromIt) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("lazyattn-cli-precompute-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "store");
+    {
+        std::ofstream corpus(dir / "corpus.jsonl");
+        corpus << R"({"text": "the quick brown fox jumps over the lazy dog"})"
+               << "\n\n"
+               << R"({"documents": [{"text": "a stitch in time saves nine"}, {"title": "T", "text": "gold"}]})"
+               << "\n";
+        std::ofstream(dir / "doc.txt") << "all that glitters is not gold";
+    }
+    const std::string store = "--kv-store " + (dir / "store").string();
+    const std::string corpus =
+        " --corpus " + (dir / "corpus.jsonl").string() + " --corpus " + (dir / "doc.txt").string();
+    auto first = run_cli("precompute " + model_arg() + " " + store + corpus);
+    ASSERT_EQ(first.exit_code, 0) << first.out;
+    auto j = nlohmann::json::parse(first.out);
+    EXPECT_EQ(j["documents"], 4);
+    EXPECT_EQ(j["computed"], 4);
+    auto second = nlohmann::json::parse(run_cli("precompute " + model_arg() + " " + store + corpus).out);
+    EXPECT_EQ(second["computed"], 0);
+    EXPECT_EQ(second["already_present"], 4);
+
+    auto g = run_cli("generate " + model_arg() + " " + store + " --doc-text 'a stitch in time saves nine' --doc " +
+                     (dir / "doc.txt").string() +
+                     " --doc-text 'the quick brown fox jumps over the lazy dog' --prompt 'what?' --max-tokens 2 "
+                     "--ignore-eos --json");
+    ASSERT_EQ(g.exit_code, 0) << g.out;
+    auto run = json_lines(g.out).at(0);
+    EXPECT_EQ(run["segments_from_store"], 3) << run;
+    EXPECT_EQ(run["segments_missed"], 0) << run;
+    EXPECT_EQ(run["store"]["tiers"][0]["hits"], 3) << run;
+    // Bad input: no store, or a corpus line that is not a document.
+    EXPECT_EQ(run_cli("precompute " + model_arg() + corpus).exit_code, 2);
+    std::ofstream(dir / "bad.jsonl") << "{\"title\": \"no text\"}\n";
+    EXPECT_EQ(
+        run_cli("precompute " + model_arg() + " " + store + " --corpus " + (dir / "bad.jsonl").string()).exit_code, 2);
+    fs::remove_all(dir);
+}
+
+// `bench store`: every source measured, and each one's documents came from where it says.
+TEST(Cli, BenchStoreMeasuresEverySource) {
+    const std::string json =
+        (std::filesystem::temp_directory_path() / ("lazyattn-bench-store-" + std::to_string(getpid()) + ".json"))
+            .string();
+    auto r = run_cli("bench store " + model_arg() + " --k 2 --doc-tokens 24 --tail-tokens 4 --repetitions 2 --data " +
+                     std::string(LAZYATTN_SOURCE_DIR) + "/data/2wiki_sample.jsonl --json " + json);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::ifstream in(json);
+    const auto j = nlohmann::json::parse(in);
+    std::map<std::string, nlohmann::json> by_name;
+    for (const auto& s : j["sources"]) by_name[s["source"]] = s;
+    ASSERT_EQ(by_name.size(), 4u) << j;
+    EXPECT_EQ(by_name["recompute"]["docs_computed"], 4);
+    EXPECT_EQ(by_name["disk"]["docs_from_store"], 4);
+    EXPECT_EQ(by_name["disk"]["docs_computed"], 0);
+    EXPECT_EQ(by_name["ram"]["docs_from_ram"], 4);
+    EXPECT_EQ(by_name["floor"]["docs_from_ram"], 4);
+    for (const auto& [name, s] : by_name) EXPECT_EQ(s["ttft_ms"].size(), 2u) << name;
 }
 
 }  // namespace

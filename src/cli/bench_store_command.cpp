@@ -1,0 +1,239 @@
+#include "cli/bench_store_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/rag_runner.h"
+#include "bench/rag_stats.h"
+#include "bench/rag_workload.h"
+#include "cli/cli_options.h"
+#include "cli/model_path.h"
+#include "cli/store_json.h"
+#include "core/progress.h"
+#include "engine/engine.h"
+#include "engine/loaded_model.h"
+
+namespace lazyattn::cli {
+namespace {
+
+int fail(const Status& st, int code = 1) {
+    std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
+    return code;
+}
+
+// One source of a request's documents: an engine whose RAM pool (and store, if any) is in the
+// state that makes its documents come from there.
+struct Source {
+    std::string name;    // "recompute", "ram", "disk", "redis", "floor"
+    std::string detail;  // the tier's location, or how the source is made
+    std::unique_ptr<engine::Engine> engine;
+    std::vector<double> ttft_ms;
+    int64_t docs_from_store = 0, docs_from_ram = 0, docs_computed = 0;
+};
+
+// A request over documents `docs` (pool indices) in the given order.
+engine::RagRequest request_over(const bench::Workload& w, const std::vector<int32_t>& docs,
+                                const std::vector<int32_t>& tail) {
+    engine::RagRequest r;
+    for (int32_t d : docs) r.segments.push_back(w.docs[size_t(d)]);
+    r.tail = tail;
+    r.max_tokens = 1;  // TTFT is the whole request
+    r.ignore_eos = true;
+    return r;
+}
+
+}  // namespace
+
+CLI::App* add_bench_store_command(CLI::App* bench, BenchStoreOptions& o) {
+    CLI::App* bs = bench->add_subcommand(
+        "store",
+        "TTFT of a k-document request whose documents come from recompute, the RAM pool, each --kv-store "
+        "tier (disk, Redis) and the all-cached floor, side by side");
+    add_common_options(bs, o.common);
+    bs->add_option("--k", o.docs_per_request, "documents per request")->check(CLI::Range(1, 64));
+    bs->add_option("--doc-tokens", o.doc_tokens, "tokens per document")->check(CLI::Range(1, 1 << 20));
+    bs->add_option("--tail-tokens", o.tail_tokens, "question tokens after the documents")->check(CLI::Range(1, 4096));
+    bs->add_option("--repetitions", o.repetitions, "measured requests per source, each over fresh documents")
+        ->check(CLI::Range(1, 10000));
+    bs->add_option("--kv-cache-mb", o.kv_cache_mb, "each source's RAM pool, in MiB")->check(CLI::Range(1, 1 << 20));
+    bs->add_option("--data", o.data_path, "QA file whose passages make up the documents");
+    bs->add_option("--json", o.json_path, "write the results to this JSON file");
+    return bs;
+}
+
+int run_bench_store(const BenchStoreOptions& o) {
+    namespace fs = std::filesystem;
+    // The tiers measured: as given, or a fresh directory of our own (removed at the end).
+    std::vector<std::string> tiers = o.common.kv_stores;
+    std::string own_dir;
+    if (tiers.empty()) {
+        own_dir = (fs::temp_directory_path() / ("lazyattn-bench-store-" + std::to_string(getpid()))).string();
+        fs::remove_all(own_dir);
+        tiers.push_back(own_dir);
+    }
+    struct RemoveOwnDir {
+        std::string dir;
+        ~RemoveOwnDir() {
+            std::error_code ec;
+            if (!dir.empty()) fs::remove_all(dir, ec);
+        }
+    } cleanup{own_dir};
+
+    const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
+    if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
+    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
+    if (!lm.ok()) return fail(lm.status());
+
+    // Fresh documents per repetition (plus one warm-up set), so no source sees a set twice.
+    const int32_t sets = o.repetitions + 1;
+    bench::WorkloadConfig wc;
+    wc.num_docs = sets * o.docs_per_request;
+    wc.doc_tokens = o.doc_tokens;
+    wc.docs_per_request = o.docs_per_request;
+    wc.tail_tokens = o.tail_tokens;
+    wc.num_requests = 1;
+    wc.zipf_s = 0;
+    wc.passages_path = o.data_path;
+    auto w = bench::make_workload(wc, *lm->tokenizer);
+    if (!w.ok()) return fail(w.status(), 2);
+    const std::vector<int32_t> tail = w->requests.front().tail;
+    auto set_docs = [&](int32_t set) {
+        std::vector<int32_t> d(size_t(o.docs_per_request));
+        for (int32_t i = 0; i < o.docs_per_request; ++i) d[size_t(i)] = set * o.docs_per_request + i;
+        return d;
+    };
+
+    engine::EngineConfig base;
+    base.kv_dtype = o.common.kv_dtype;
+    base.device = o.common.device;
+    base.kv_cache_mb = o.kv_cache_mb;
+    base.check_integrity = false;
+    base.kv_store_max_pending_writes = std::max(64, 2 * wc.num_docs);
+    auto make_engine = [&](std::vector<std::string> stores) -> Expected<std::unique_ptr<engine::Engine>> {
+        engine::EngineConfig ec = base;
+        ec.kv_stores = std::move(stores);
+        return engine::Engine::create(*lm->model, *lm->tokenizer, ec);
+    };
+
+    // Every document into every tier first, by a writer engine of its own (flushed, then gone).
+    {
+        auto writer = make_engine(tiers);
+        if (!writer.ok()) return fail(writer.status(), 2);
+        ProgressBar bar("bench store: filling the tiers", sets);
+        for (int32_t set = 0; set < sets; ++set) {
+            auto r = (*writer)->run(request_over(*w, set_docs(set), tail));
+            if (!r.ok()) return fail(r.status());
+            bar.update(set + 1);
+        }
+        bar.finish();
+        store::SegmentStore* st = (*writer)->scheduler().segment_store();
+        if (st == nullptr) return fail(invalid_argument("no store opened"));
+        st->flush();
+        for (const store::TierStats& t : st->stats().tiers) {
+            if (t.errors > 0) {
+                return fail(unavailable("the " + t.name + " tier " + t.where + " failed while being filled (" +
+                                        std::to_string(t.errors) + " errors)"));
+            }
+        }
+    }
+
+    std::vector<Source> sources;
+    auto add_source = [&](std::string name, std::string detail, std::vector<std::string> stores) -> Status {
+        LA_ASSIGN_OR_RETURN(auto e, make_engine(std::move(stores)));
+        sources.push_back({std::move(name), std::move(detail), std::move(e), {}, 0, 0, 0});
+        return {};
+    };
+    if (Status st = add_source("recompute", "prefilled from scratch", {}); !st.ok()) return fail(st, 2);
+    for (const std::string& t : tiers) {
+        const std::string kind = t.rfind("redis://", 0) == 0 ? "redis" : "disk";
+        if (Status st = add_source(kind, t, {t}); !st.ok()) return fail(st, 2);
+    }
+    if (Status st = add_source("ram", "cached by an earlier request, asked in another order", {}); !st.ok()) {
+        return fail(st, 2);
+    }
+    if (Status st = add_source("floor", "the same request again: every document and the tail cached", {}); !st.ok()) {
+        return fail(st, 2);
+    }
+
+    // Interleaved: repetition by repetition, every source in turn (drift hits all alike). Set 0
+    // warms every engine up and is not measured.
+    ProgressBar bar("bench store", int64_t(sets) * int64_t(sources.size()));
+    int64_t done = 0;
+    for (int32_t set = 0; set < sets; ++set) {
+        const std::vector<int32_t> docs = set_docs(set);
+        std::vector<int32_t> reversed(docs.rbegin(), docs.rend());
+        for (Source& s : sources) {
+            if (s.name == "ram" || s.name == "floor") {  // cache the documents first, unmeasured
+                auto warm = s.engine->run(request_over(*w, s.name == "ram" ? docs : reversed, tail));
+                if (!warm.ok()) return fail(warm.status());
+            }
+            auto r = s.engine->run(request_over(*w, reversed, tail));
+            if (!r.ok()) return fail(r.status());
+            if (r->finish_reason == "error") return fail(r->status);
+            bar.update(++done);
+            if (set == 0) continue;
+            s.ttft_ms.push_back(r->stats.ttft_ms);
+            s.docs_from_store += r->stats.segments_from_store;
+            s.docs_from_ram += r->stats.segments_hit - r->stats.segments_from_store;
+            s.docs_computed += r->stats.segments_missed;
+        }
+    }
+    bar.finish();
+
+    // The table: p50 with its bootstrap interval, p90, and how much faster than recomputing.
+    const double recompute_p50 = bench::percentile(sources.front().ttft_ms, 50);
+    const double floor_p50 = bench::percentile(sources.back().ttft_ms, 50);
+    std::printf("\n%d documents of %d tokens + %d question tokens per request, %d requests per source, model %s\n",
+                o.docs_per_request, o.doc_tokens, o.tail_tokens, o.repetitions, path.c_str());
+    std::printf("%-10s %10s %19s %10s %12s %10s  %s\n", "source", "TTFT p50", "95% CI", "p90", "vs recompute",
+                "vs floor", "documents (store/RAM/computed)");
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Source& s : sources) {
+        const double p50 = bench::percentile(s.ttft_ms, 50), p90 = bench::percentile(s.ttft_ms, 90);
+        const bench::Interval ci = bench::bootstrap_percentile_ci(s.ttft_ms, 50);
+        const double speedup = p50 > 0 ? recompute_p50 / p50 : 0, over_floor = floor_p50 > 0 ? p50 / floor_p50 : 0;
+        std::printf("%-10s %8.1f ms  [%6.1f, %6.1f] ms %8.1f ms %11.2fx %9.2fx  %lld/%lld/%lld\n", s.name.c_str(), p50,
+                    ci.low, ci.high, p90, speedup, over_floor, (long long)s.docs_from_store, (long long)s.docs_from_ram,
+                    (long long)s.docs_computed);
+        rows.push_back({{"source", s.name},
+                        {"detail", s.detail},
+                        {"ttft_ms", s.ttft_ms},
+                        {"ttft_p50_ms", p50},
+                        {"ttft_p50_ci_ms", {ci.low, ci.high}},
+                        {"ttft_p90_ms", p90},
+                        {"speedup_vs_recompute", speedup},
+                        {"ratio_to_floor", over_floor},
+                        {"docs_from_store", s.docs_from_store},
+                        {"docs_from_ram", s.docs_from_ram},
+                        {"docs_computed", s.docs_computed},
+                        {"store", s.engine->scheduler().segment_store() != nullptr
+                                      ? store_stats_json(s.engine->scheduler().segment_store()->stats())
+                                      : nlohmann::json::array()}});
+    }
+    std::printf(
+        "(vs recompute: recompute's p50 over this source's, > 1 is faster; vs floor: this source's p50 over "
+        "the all-cached floor's; disk reads go through the OS page cache)\n");
+    if (!o.json_path.empty()) {
+        nlohmann::json out = {{"model", path},
+                              {"docs_per_request", o.docs_per_request},
+                              {"doc_tokens", o.doc_tokens},
+                              {"tail_tokens", o.tail_tokens},
+                              {"repetitions", o.repetitions},
+                              {"kv_dtype", engine::kv_dtype_name(o.common.kv_dtype)},
+                              {"threads", lm->backend->num_threads()},
+                              {"sources", rows}};
+        std::ofstream f(o.json_path);
+        f << out.dump(2) << "\n";
+        if (!f) return fail(io_error("cannot write " + o.json_path));
+    }
+    return 0;
+}
+
+}  // namespace lazyattn::cli

@@ -1,0 +1,190 @@
+#include "cli/precompute_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_options.h"
+#include "cli/model_path.h"
+#include "cli/store_json.h"
+#include "core/progress.h"
+#include "core/timer.h"
+#include "engine/engine.h"
+#include "engine/loaded_model.h"
+#include "engine/rag_prompt.h"
+
+namespace lazyattn::cli {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Status add_json_line(const nlohmann::json& j, std::vector<std::string>* out) {
+    auto add = [out](const nlohmann::json& d) -> Status {
+        if (!d.is_object() || !d.contains("text") || !d["text"].is_string()) {
+            return invalid_argument("a document needs a \"text\" string");
+        }
+        const std::string title = d.contains("title") && d["title"].is_string() ? d["title"].get<std::string>() : "";
+        out->push_back(engine::format_document(title, d["text"].get<std::string>()));
+        return {};
+    };
+    if (j.is_object() && j.contains("documents")) {
+        if (!j["documents"].is_array()) return invalid_argument("\"documents\" must be an array");
+        for (const auto& d : j["documents"]) LA_RETURN_IF_ERROR(add(d));
+        return {};
+    }
+    return add(j);
+}
+
+int fail(const Status& st, int code = 1) {
+    std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
+    return code;
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>> read_corpus(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return not_found("cannot open corpus '" + path + "'");
+    std::vector<std::string> docs;
+    if (!ends_with(path, ".jsonl") && !ends_with(path, ".json")) {
+        std::stringstream ss;
+        ss << in.rdbuf();
+        if (!ss.str().empty()) docs.push_back(engine::format_document("", ss.str()));
+        return docs;
+    }
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const auto j = nlohmann::json::parse(line, nullptr, false);
+        Status st = j.is_discarded() ? invalid_argument("not JSON") : add_json_line(j, &docs);
+        if (!st.ok()) return invalid_argument(path + ":" + std::to_string(n) + ": " + st.message());
+    }
+    return docs;
+}
+
+CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o) {
+    CLI::App* pc = app.add_subcommand(
+        "precompute",
+        "compute every document of a corpus into the persistent KV store (--kv-store), skipping those present");
+    add_common_options(pc, o.common);
+    pc->add_option("--corpus", o.corpus_files,
+                   "documents: .jsonl (data/'s format, or one {title, text} per line) or plain text (one document "
+                   "per file); repeatable")
+        ->required()
+        ->allow_extra_args(false);
+    pc->add_option("--tenant", o.tenant, "whose documents (the server's API key tenant; default: none)");
+    pc->add_option("--cache-mode", o.cache_mode, "lazy (also serves block-attn) or lazy-k")
+        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn"}));
+    pc->add_option("--kv-cache-mb", o.kv_cache_mb, "the RAM pool the documents are computed in")
+        ->check(CLI::Range(1, 1 << 20));
+    pc->add_option("--max-batch-tokens", o.max_batch_tokens, "rows per forward step")->check(CLI::Range(1, 1 << 20));
+    pc->add_option("--batch-docs", o.batch_docs, "documents computed together (one engine request)")
+        ->check(CLI::Range(1, 4096));
+    return pc;
+}
+
+int run_precompute(const PrecomputeOptions& o) {
+    if (o.common.kv_stores.empty()) return fail(invalid_argument("precompute needs --kv-store DIR|URL"), 2);
+    auto mode = engine::parse_cache_mode(o.cache_mode);
+    if (!mode.ok()) return fail(mode.status(), 2);
+    std::vector<std::string> texts;
+    for (const std::string& f : o.corpus_files) {
+        auto docs = read_corpus(f);
+        if (!docs.ok()) return fail(docs.status(), 2);
+        texts.insert(texts.end(), docs->begin(), docs->end());
+    }
+    const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
+    if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
+    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
+    if (!lm.ok()) return fail(lm.status());
+    engine::EngineConfig ec;
+    ec.kv_dtype = o.common.kv_dtype;
+    ec.device = o.common.device;
+    ec.kv_stores = o.common.kv_stores;
+    ec.kv_cache_mb = o.kv_cache_mb;
+    ec.max_batch_tokens = o.max_batch_tokens;
+    ec.cache_mode = *mode;
+    ec.kv_store_max_pending_writes = std::max(64, 2 * o.batch_docs);  // a batch is flushed before the next
+    auto created = engine::Engine::create(*lm->model, *lm->tokenizer, ec);
+    if (!created.ok()) return fail(created.status(), 2);
+    engine::Engine& eng = **created;
+    engine::Scheduler& sched = eng.scheduler();
+    if (sched.segment_store() == nullptr) return fail(invalid_argument("no store opened"), 2);
+    const int32_t max_tokens = sched.context_length() - 2;  // room for the one-token tail
+
+    const double t0 = now_ms();
+    int64_t computed = 0, present = 0, too_long = 0, duplicate = 0, tokens_computed = 0;
+    ProgressBar bar("precompute", int64_t(texts.size()));
+    std::vector<std::vector<int32_t>> batch;
+    std::set<std::string> seen;
+    int64_t batch_tokens = 0;
+    auto run_batch = [&]() -> Status {
+        if (batch.empty()) return {};
+        engine::RagRequest r;
+        r.tenant = o.tenant;
+        r.segments = std::move(batch);
+        r.tail = {r.segments.front().front()};  // one token: the segments are the work
+        r.max_tokens = 0;
+        r.ignore_eos = true;
+        LA_ASSIGN_OR_RETURN(auto result, eng.run(r));
+        if (result.finish_reason == "error") return result.status;
+        sched.segment_store()->flush();  // written before the next batch (bounded queue, no drops)
+        batch.clear();
+        batch_tokens = 0;
+        return {};
+    };
+    for (size_t i = 0; i < texts.size(); ++i) {
+        std::vector<int32_t> tokens = lm->tokenizer->encode(texts[i], false, false);
+        bar.update(int64_t(i));
+        if (tokens.empty()) continue;
+        if (int32_t(tokens.size()) > max_tokens) {
+            ++too_long;
+            continue;
+        }
+        const std::string key = sched.store_key(o.tenant, tokens);
+        if (!seen.insert(key).second) {
+            ++duplicate;
+            continue;
+        }
+        if (sched.segment_store()->contains(key)) {
+            ++present;
+            continue;
+        }
+        if (batch_tokens + int64_t(tokens.size()) > max_tokens || int32_t(batch.size()) >= o.batch_docs) {
+            if (Status st = run_batch(); !st.ok()) return fail(st);
+        }
+        batch_tokens += int64_t(tokens.size());
+        tokens_computed += int64_t(tokens.size());
+        ++computed;
+        batch.push_back(std::move(tokens));
+    }
+    if (Status st = run_batch(); !st.ok()) return fail(st);
+    bar.update(int64_t(texts.size()));
+    bar.finish();
+    const double seconds = (now_ms() - t0) / 1000.0;
+    const store::StoreStats st = sched.segment_store()->stats();
+    int64_t written = 0, errors = 0;
+    for (const auto& t : st.tiers) {
+        written += t.writes;
+        errors += t.errors;
+    }
+    nlohmann::json out = {{"documents", texts.size()},  {"computed", computed},
+                          {"already_present", present}, {"duplicates", duplicate},
+                          {"too_long", too_long},       {"tokens_computed", tokens_computed},
+                          {"seconds", seconds},         {"store", store_stats_json(st)}};
+    std::printf("%s\n", out.dump().c_str());
+    std::fprintf(stderr,
+                 "precompute: %lld documents computed (%lld tokens, %.1f s), %lld already in the store, %lld "
+                 "duplicates, %lld longer than the context; %lld entries written, %lld store errors\n",
+                 (long long)computed, (long long)tokens_computed, seconds, (long long)present, (long long)duplicate,
+                 (long long)too_long, (long long)written, (long long)errors);
+    return errors > 0 || st.writes_dropped > 0 ? 1 : 0;
+}
+
+}  // namespace lazyattn::cli

@@ -1,0 +1,34 @@
+// `lazyattn precompute`: computes every document of a corpus into the persistent store
+// (--kv-store), so that serving replicas load them instead of prefilling. Documents are
+// tokenized exactly as requests tokenize them (engine::format_document, no special tokens), so
+// every later request naming the same passage hits; documents already in the store are skipped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+namespace lazyattn::cli {
+
+struct PrecomputeOptions {
+    CommonOptions common;
+    // JSON lines (a "documents" array of {title, text} per line, as data/, or one {title?, text}
+    // per line) or plain text files (each file one document).
+    std::vector<std::string> corpus_files;
+    std::string tenant;               // whose documents ("" = the default tenant, as the server's)
+    std::string cache_mode = "lazy";  // lazy and block-attn share entries; lazy-k has its own
+    int32_t kv_cache_mb = 512;
+    int32_t max_batch_tokens = 512;
+    int32_t batch_docs = 16;  // documents per engine request (computed as parallel segment jobs)
+};
+
+CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o);
+int run_precompute(const PrecomputeOptions& o);
+
+// The documents of one corpus file, formatted as requests format them.
+Expected<std::vector<std::string>> read_corpus(const std::string& path);
+
+}  // namespace lazyattn::cli

@@ -1,0 +1,126 @@
+#include "store/disk_tier.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/mapped_file.h"
+
+namespace lazyattn::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool valid_key(const std::string& key) {
+    if (key.size() < 3 || key.size() > 64) return false;
+    for (char c : key) {
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+}
+
+std::string temp_name() {
+    static std::atomic<uint64_t> counter{0};
+    return ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+}
+
+Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& path) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return io_error("writing '" + path + "' failed: " + std::strerror(n < 0 ? errno : ENOSPC));
+        done += size_t(n);
+    }
+    return {};
+}
+
+// Temporary files of writers killed mid-write, an hour old (a live writer of another process
+// sharing the directory may own a fresh one).
+void remove_stale_temps(const std::string& dir) {
+    std::error_code ec;
+    const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+        if (it->path().filename().string().rfind(".tmp.", 0) == 0 && it->last_write_time(ec) < cutoff) {
+            fs::remove(it->path(), ec);
+        }
+    }
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<DiskTier>> DiskTier::open(const std::string& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) {
+        return io_error("--kv-store '" + dir + "': cannot create the directory" + (ec ? ": " + ec.message() : ""));
+    }
+    if (::access(dir.c_str(), R_OK | W_OK | X_OK) != 0) {
+        return io_error("--kv-store '" + dir + "' is not writable: " + std::strerror(errno));
+    }
+    remove_stale_temps(dir);
+    return std::unique_ptr<DiskTier>(new DiskTier(dir));
+}
+
+std::string DiskTier::path_of(const std::string& key) const {
+    return dir_ + "/" + key.substr(0, 2) + "/" + key + ".seg";
+}
+
+Expected<Blob> DiskTier::get(const std::string& key) {
+    if (!valid_key(key)) return invalid_argument("bad store key '" + key + "'");
+    const std::string path = path_of(key);
+    auto mapped = MappedFile::open(path);
+    if (!mapped.ok()) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return not_found("no entry " + key);
+        return mapped.status();
+    }
+    auto owner = std::make_shared<MappedFile>(std::move(mapped).value());
+    Blob b;
+    b.bytes = {owner->data(), owner->size()};
+    b.owner = std::move(owner);
+    return b;
+}
+
+Expected<bool> DiskTier::contains(const std::string& key) {
+    if (!valid_key(key)) return invalid_argument("bad store key '" + key + "'");
+    struct stat st {};
+    if (::stat(path_of(key).c_str(), &st) == 0) return true;
+    if (errno == ENOENT) return false;
+    return io_error("stat '" + path_of(key) + "': " + std::strerror(errno));
+}
+
+Expected<bool> DiskTier::put(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) {
+    if (!valid_key(key)) return invalid_argument("bad store key '" + key + "'");
+    const std::string final_path = path_of(key);
+    const std::string subdir = dir_ + "/" + key.substr(0, 2);
+    if (::mkdir(subdir.c_str(), 0755) != 0 && errno != EEXIST) {
+        return io_error("cannot create '" + subdir + "': " + std::strerror(errno));
+    }
+    if (!overwrite) {
+        LA_ASSIGN_OR_RETURN(const bool present, contains(key));
+        if (present) return false;
+    }
+    const std::string tmp = subdir + "/" + temp_name();
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return io_error("cannot create '" + tmp + "': " + std::strerror(errno));
+    Status st = write_all(fd, bytes, tmp);
+    if (::close(fd) != 0 && st.ok()) st = io_error("closing '" + tmp + "' failed: " + std::strerror(errno));
+    // rename() replaces atomically: a reader maps the old entry or the new one, never a mix.
+    if (st.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
+        st = io_error("renaming to '" + final_path + "' failed: " + std::strerror(errno));
+    }
+    if (!st.ok()) {
+        ::unlink(tmp.c_str());
+        return st;
+    }
+    return true;
+}
+
+}  // namespace lazyattn::store

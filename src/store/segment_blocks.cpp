@@ -1,0 +1,33 @@
+#include "store/segment_blocks.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace lazyattn::store {
+
+void export_segment_blocks(const backend::KvMemory& kv, std::span<const kv::BlockId> blocks, int32_t num_tokens,
+                           uint8_t* out) {
+    const kv::KvShape& s = kv.shape();
+    const int64_t bpb = s.bytes_per_block();
+    for (size_t i = 0; i < blocks.size(); ++i) kv.read_block(blocks[i], out + int64_t(i) * bpb);
+    const int32_t last_rows = num_tokens - (int32_t(blocks.size()) - 1) * s.block_size;
+    if (blocks.empty() || last_rows >= s.block_size) return;
+    // The last block's padding rows hold stale KV of whatever the block held before.
+    const int64_t row = int64_t(s.head_dim) * kernels::kv_dtype_bytes(s.dtype);
+    uint8_t* last = out + int64_t(blocks.size() - 1) * bpb;
+    for (int32_t part = 0; part < 2 * s.num_layers; ++part) {  // [layer][K, V]
+        for (int32_t h = 0; h < s.num_kv_heads; ++h) {
+            uint8_t* head = last + (int64_t(part) * s.num_kv_heads + h) * s.block_size * row;
+            std::memset(head + last_rows * row, 0, size_t((s.block_size - last_rows) * row));
+        }
+    }
+}
+
+void import_segment_blocks(backend::KvMemory& kv, std::span<const kv::BlockId> blocks, const uint8_t* in,
+                           int32_t num_present) {
+    const int64_t bpb = kv.shape().bytes_per_block();
+    for (size_t i = size_t(std::max(0, num_present)); i < blocks.size(); ++i)
+        kv.write_block(blocks[i], in + int64_t(i) * bpb);
+}
+
+}  // namespace lazyattn::store

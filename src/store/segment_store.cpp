@@ -1,0 +1,187 @@
+#include "store/segment_store.h"
+
+#include "core/log.h"
+#include "core/timer.h"
+#include "store/segment_blocks.h"
+
+namespace lazyattn::store {
+
+Expected<std::unique_ptr<SegmentStore>> SegmentStore::open(const std::vector<std::string>& uris,
+                                                           int32_t max_pending_writes) {
+    std::vector<std::unique_ptr<StoreTier>> tiers;
+    for (const std::string& uri : uris) {
+        LA_ASSIGN_OR_RETURN(auto tier, open_tier(uri));
+        tiers.push_back(std::move(tier));
+    }
+    return std::make_unique<SegmentStore>(std::move(tiers), max_pending_writes);
+}
+
+SegmentStore::SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, int32_t max_pending_writes)
+    : tiers_(std::move(tiers)), max_pending_(size_t(std::max(1, max_pending_writes))) {
+    for (const auto& t : tiers_) {
+        TierStats s;
+        s.name = t->name();
+        s.where = t->where();
+        stats_.push_back(s);
+    }
+    failing_.assign(tiers_.size(), false);
+    writer_ = std::thread([this] { writer_loop(); });
+}
+
+SegmentStore::~SegmentStore() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    writer_.join();
+}
+
+void SegmentStore::note_result(size_t tier, const Status& st) {
+    // One warning per outage: when a tier starts failing, and a note when it works again.
+    const bool failed = !st.ok() && st.code() != StatusCode::kNotFound;
+    if (failed && !failing_[tier]) {
+        log::warn("KV store tier failing; segments are computed instead",
+                  {{"tier", tiers_[tier]->name()}, {"where", tiers_[tier]->where()}, {"error", st.to_string()}});
+    } else if (!failed && failing_[tier]) {
+        log::info("KV store tier working again", {{"tier", tiers_[tier]->name()}, {"where", tiers_[tier]->where()}});
+    }
+    failing_[tier] = failed;
+    if (failed) ++stats_[tier].errors;
+}
+
+int SegmentStore::load(const SegmentMeta& meta, backend::KvMemory& kv, std::span<const kv::BlockId> blocks,
+                       int32_t num_present) {
+    const std::string key = segment_key(meta);
+    for (size_t t = 0; t < tiers_.size(); ++t) {
+        const double t0 = now_ms();
+        auto blob = tiers_[t]->get(key);
+        std::lock_guard<std::mutex> lock(mu_);
+        note_result(t, blob.status());
+        if (!blob.ok()) {
+            ++stats_[t].misses;
+            continue;
+        }
+        auto data = verify_segment(blob->bytes, meta);
+        if (!data.ok()) {
+            ++stats_[t].misses;
+            ++stats_[t].rejected;
+            rejected_keys_.insert(key);
+            log::warn("KV store entry rejected; the segment is recomputed and the entry replaced",
+                      {{"tier", tiers_[t]->name()}, {"key", key}, {"error", data.status().to_string()}});
+            continue;
+        }
+        import_segment_blocks(kv, blocks, *data, num_present);
+        ++stats_[t].hits;
+        stats_[t].bytes_read += int64_t(blob->bytes.size());
+        stats_[t].load_ms += now_ms() - t0;
+        if (t > 0) {
+            // Copied up, so the faster tiers hold it next time (the writer re-checks presence).
+            WriteJob job;
+            job.key = key;
+            job.verified = std::move(blob).value();
+            job.overwrite = rejected_keys_.count(key) > 0;
+            job.end_tier = int32_t(t);
+            enqueue_locked(std::move(job));
+        }
+        return int(t);
+    }
+    return -1;
+}
+
+bool SegmentStore::write_async(const SegmentMeta& meta, const backend::KvMemory& kv,
+                               std::span<const kv::BlockId> blocks) {
+    if (tiers_.empty()) return true;
+    WriteJob job;
+    job.key = segment_key(meta);
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (queue_.size() >= max_pending_) {
+            ++writes_dropped_;
+            return false;
+        }
+    }
+    job.fresh = std::make_shared<std::vector<uint8_t>>(begin_segment(meta));
+    export_segment_blocks(kv, blocks, int32_t(meta.tokens.size()), data_of(*job.fresh, meta));
+    job.end_tier = int32_t(tiers_.size());
+    std::lock_guard<std::mutex> lock(mu_);
+    job.overwrite = rejected_keys_.count(job.key) > 0;
+    return enqueue_locked(std::move(job));
+}
+
+bool SegmentStore::enqueue_locked(WriteJob job) {
+    if (queue_.size() >= max_pending_) {
+        ++writes_dropped_;
+        return false;
+    }
+    queue_.push_back(std::move(job));
+    cv_.notify_one();
+    return true;
+}
+
+bool SegmentStore::contains(const std::string& key) {
+    for (size_t t = 0; t < tiers_.size(); ++t) {
+        auto has = tiers_[t]->contains(key);
+        std::lock_guard<std::mutex> lock(mu_);
+        note_result(t, has.status());
+        if (has.ok() && *has) return true;
+    }
+    return false;
+}
+
+void SegmentStore::flush() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+void SegmentStore::writer_loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) break;  // stop_ and nothing left to write
+        WriteJob job = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+        lock.unlock();
+        write_one(job);
+        lock.lock();
+        busy_ = false;
+        if (queue_.empty()) idle_cv_.notify_all();
+    }
+    idle_cv_.notify_all();
+}
+
+void SegmentStore::write_one(WriteJob& job) {
+    std::span<const uint8_t> bytes = job.verified.bytes;
+    if (job.fresh) {
+        seal_segment(*job.fresh);
+        bytes = *job.fresh;
+    }
+    for (int32_t t = 0; t < job.end_tier; ++t) {
+        auto put = tiers_[t]->put(job.key, bytes, job.overwrite);
+        std::lock_guard<std::mutex> lock(mu_);
+        note_result(size_t(t), put.status());
+        if (!put.ok()) continue;
+        if (*put) {
+            ++stats_[t].writes;
+            stats_[t].bytes_written += int64_t(bytes.size());
+        } else {
+            ++stats_[t].writes_skipped;
+        }
+    }
+    if (job.overwrite) {
+        std::lock_guard<std::mutex> lock(mu_);
+        rejected_keys_.erase(job.key);
+    }
+}
+
+StoreStats SegmentStore::stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    StoreStats s;
+    s.tiers = stats_;
+    s.writes_dropped = writes_dropped_;
+    s.writes_pending = int64_t(queue_.size()) + (busy_ ? 1 : 0);
+    return s;
+}
+
+}  // namespace lazyattn::store

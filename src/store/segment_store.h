@@ -1,0 +1,106 @@
+// SegmentStore: the persistent tiers below the RAM pool (--kv-store, in the order given: disk
+// then Redis, say) and the thread that writes to them.
+//
+// Reads happen on the inference thread at admission, in place of a prefill: each tier in order,
+// the first verified entry wins and its blocks are imported into the pool. A corrupt or foreign
+// entry is never used: it is counted, the segment is computed, and the write-through replaces it.
+// An entry found in a lower tier is copied up to the tiers above it (off the inference thread).
+//
+// Writes never happen on the inference thread: the scheduler hands over an exported entry and
+// returns; a writer thread seals it (checksum) and puts it in every tier. The queue is bounded
+// (a slow tier drops writes, counted, rather than holding KV copies without end).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "backend/kv_memory.h"
+#include "kv/block_pool.h"
+#include "store/segment_format.h"
+#include "store/store_tier.h"
+
+namespace lazyattn::store {
+
+struct TierStats {
+    std::string name;   // "disk", "redis"
+    std::string where;  // directory or URL
+    int64_t hits = 0;
+    int64_t misses = 0;
+    int64_t bytes_read = 0;  // of entries used
+    int64_t bytes_written = 0;
+    int64_t writes = 0;          // entries stored
+    int64_t writes_skipped = 0;  // already present (another writer, or an earlier run)
+    int64_t errors = 0;          // failed reads and writes (I/O, unreachable)
+    int64_t rejected = 0;        // corrupt or foreign entries found (never used)
+    double load_ms = 0;          // total time of hits: read, verify, import
+};
+
+struct StoreStats {
+    std::vector<TierStats> tiers;
+    int64_t writes_dropped = 0;  // the write queue was full
+    int64_t writes_pending = 0;
+};
+
+class SegmentStore {
+public:
+    // Opens each tier (see open_tier). A Redis server that is down is not an error here (the
+    // tier reconnects later); a bad URI or an unusable directory is.
+    static Expected<std::unique_ptr<SegmentStore>> open(const std::vector<std::string>& uris,
+                                                        int32_t max_pending_writes = 64);
+    // Takes ready-made tiers (tests).
+    explicit SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, int32_t max_pending_writes = 64);
+    // Writes what is queued, then stops the writer.
+    ~SegmentStore();
+    SegmentStore(const SegmentStore&) = delete;
+    SegmentStore& operator=(const SegmentStore&) = delete;
+
+    // Looks the segment up tier by tier; on the first verified entry, imports its KV into
+    // `blocks` (all of the segment's blocks; the first num_present already hold it) and returns
+    // the tier's index. -1 when no tier has a usable entry.
+    int load(const SegmentMeta& meta, backend::KvMemory& kv, std::span<const kv::BlockId> blocks, int32_t num_present);
+    // Exports the segment's blocks (a copy, on the caller's thread) and queues the entry for
+    // every tier. Returns false when the queue was full (the write is dropped and counted).
+    bool write_async(const SegmentMeta& meta, const backend::KvMemory& kv, std::span<const kv::BlockId> blocks);
+    // Whether any tier holds an entry under the key (precompute skips those).
+    bool contains(const std::string& key);
+    // Blocks until every queued write is done.
+    void flush();
+
+    StoreStats stats() const;
+    int32_t num_tiers() const { return int32_t(tiers_.size()); }
+
+private:
+    struct WriteJob {
+        std::string key;
+        std::shared_ptr<std::vector<uint8_t>> fresh;  // unsealed export
+        Blob verified;                                // or a verified entry copied up
+        bool overwrite = false;
+        int32_t end_tier = 0;  // written to tiers [0, end_tier)
+    };
+    bool enqueue_locked(WriteJob job);                // mu_ held
+    void note_result(size_t tier, const Status& st);  // mu_ held: errors, one warning per outage
+    void writer_loop();
+    void write_one(WriteJob& job);
+
+    std::vector<std::unique_ptr<StoreTier>> tiers_;
+    const size_t max_pending_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_, idle_cv_;
+    std::deque<WriteJob> queue_;
+    bool busy_ = false, stop_ = false;
+    std::vector<TierStats> stats_;  // guarded by mu_
+    int64_t writes_dropped_ = 0;
+    std::unordered_set<std::string> rejected_keys_;  // entries to overwrite, not keep
+    std::vector<bool> failing_;                      // per tier: in an outage (warned once)
+    std::thread writer_;
+};
+
+}  // namespace lazyattn::store

@@ -1,0 +1,21 @@
+#include "store/store_tier.h"
+
+#include "store/disk_tier.h"
+#include "store/redis_tier.h"
+
+namespace lazyattn::store {
+
+Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri) {
+    if (uri.empty()) return invalid_argument("--kv-store: empty location");
+    if (uri.rfind("redis://", 0) == 0) {
+        LA_ASSIGN_OR_RETURN(RedisAddress a, parse_redis_url(uri));
+        return std::unique_ptr<StoreTier>(std::make_unique<RedisTier>(std::move(a), uri));
+    }
+    if (uri.find("://") != std::string::npos) {
+        return invalid_argument("--kv-store '" + uri + "': a directory or redis://HOST:PORT[/DB]");
+    }
+    LA_ASSIGN_OR_RETURN(auto disk, DiskTier::open(uri));
+    return std::unique_ptr<StoreTier>(std::move(disk));
+}
+
+}  // namespace lazyattn::store

@@ -1,0 +1,148 @@
+// Scale-out, shown over real sockets: `lazyattn serve` replicas sharing one real redis-server
+// (started here on a free loopback port), and a replica restarted on yesterday's --kv-store
+// directory. A document's KV depends only on the model, the KV type and its tokens, so a replica
+// that never computed a document serves it from the shared tier with no document prefill and the
+// same greedy output.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "redis_server.h"
+#include "server_test_util.h"
+
+namespace lazyattn::testing {
+namespace {
+
+using json = nlohmann::json;
+
+const json kStoreDocs = {
+    {{"title", "Gold"}, {"text", "Gold is a chemical element with the symbol Au and atomic number 79."}},
+    {{"title", "Silver"}, {"text", "Silver is a chemical element with the symbol Ag and atomic number 47."}},
+    {{"title", "Copper"}, {"text", "Copper is a chemical element with the symbol Cu and atomic number 29."}},
+};
+
+std::string rag_body(const json& docs) { return completion_body(true, {{"documents", docs}, {"ignore_eos", true}}, 8); }
+
+json post_chat(const ServerProcess& s, const json& docs) {
+    auto r = curl("POST", s.url("/v1/chat/completions"), rag_body(docs));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return parse_or_null(r.body);
+}
+
+std::string reply_text(const json& j) { return j["choices"][0]["message"]["content"].get<std::string>(); }
+
+// Waits until the replica's store writer has written `n` entries to its tier 0 (writes are
+// asynchronous: off the inference thread).
+bool wait_store_writes(const ServerProcess& s, const std::string& tier, double n, double timeout_s = 20) {
+    const std::string name = "lazyattn_kv_store_writes_total{tier=\"" + tier + "\",position=\"0\"}";
+    for (int i = 0; i < int(timeout_s * 20); ++i) {
+        if (metric_value(metrics_text(s), name) >= n) return true;
+        usleep(50 * 1000);
+    }
+    return false;
+}
+
+std::string fresh_dir(const std::string& name) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("lazyattn-" + name + "-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir.string();
+}
+
+TEST(ServerStore, ReplicaBServesDocumentsOnlyReplicaAComputedThroughOneRedis) {
+    store::testing::RedisServer redis;
+    if (!redis.running()) GTEST_SKIP() << "redis-server is not installed (scripts/install_deps.sh installs it)";
+    ServerProcess a(server_args({"--kv-store", redis.url()}));
+    ServerProcess b(server_args({"--kv-store", redis.url()}));
+    ASSERT_TRUE(a.started()) << a.log();
+    ASSERT_TRUE(b.started()) << b.log();
+
+    const json from_a = post_chat(a, kStoreDocs);
+    // The chat preamble and the three documents: four segments, each written once.
+    ASSERT_TRUE(wait_store_writes(a, "redis", 4)) << metrics_text(a);
+    const std::string ma = metrics_text(a);
+    EXPECT_GT(metric_value(ma, "lazyattn_segment_job_tokens_total"), 0) << ma;
+
+    // B has never seen these documents: it loads them from Redis and computes none.
+    json reordered = kStoreDocs;
+    const json from_b = post_chat(b, kStoreDocs);
+    EXPECT_EQ(reply_text(from_b), reply_text(from_a));
+    std::string mb = metrics_text(b);
+    EXPECT_EQ(metric_value(mb, "lazyattn_segment_job_tokens_total"), 0) << mb;
+    EXPECT_EQ(metric_value(mb, "lazyattn_kv_store_hits_total{tier=\"redis\",position=\"0\"}"), 4) << mb;
+    EXPECT_EQ(metric_value(mb, "lazyattn_kv_store_errors_total{tier=\"redis\",position=\"0\"}"), 0) << mb;
+    // cached_tokens counts what came from the store: everything but the question tail.
+    const int prompt = from_b["usage"]["prompt_tokens"],
+              cached = from_b["usage"]["prompt_tokens_details"]["cached_tokens"];
+    EXPECT_EQ(prompt, from_a["usage"]["prompt_tokens"].get<int>());
+    EXPECT_GT(cached, prompt / 2) << from_b;
+
+    // In another order, B reuses the same entries (now in its own RAM pool): still no document prefill.
+    std::swap(reordered[0], reordered[2]);
+    const json again = post_chat(b, reordered);
+    ASSERT_TRUE(again.contains("choices")) << again;
+    mb = metrics_text(b);
+    EXPECT_EQ(metric_value(mb, "lazyattn_segment_job_tokens_total"), 0) << mb;
+}
+
+TEST(ServerStore, ServingContinuesWhenRedisGoesDownAndUsesItAgainWhenBack) {
+    store::testing::RedisServer redis;
+    if (!redis.running()) GTEST_SKIP() << "redis-server is not installed (scripts/install_deps.sh installs it)";
+    ServerProcess a(server_args({"--kv-store", redis.url()}));
+    ASSERT_TRUE(a.started()) << a.log();
+    redis.kill();
+    // Redis is gone: requests are computed and answered; the failures are counted, not fatal.
+    const json down = post_chat(a, kStoreDocs);
+    ASSERT_TRUE(down.contains("choices")) << down;
+    for (int i = 0;
+         i < 200 && metric_value(metrics_text(a), "lazyattn_kv_store_errors_total{tier=\"redis\",position=\"0\"}") <= 0;
+         ++i) {
+        usleep(50 * 1000);
+    }
+    EXPECT_GT(metric_value(metrics_text(a), "lazyattn_kv_store_errors_total{tier=\"redis\",position=\"0\"}"), 0);
+    // Back on the same port: a new document is written through again.
+    ASSERT_TRUE(redis.start());
+    const json fresh_doc = {{{"text", "Platinum is a chemical element with the symbol Pt and atomic number 78."}}};
+    bool written = false;
+    for (int attempt = 0; attempt < 3 && !written; ++attempt) {
+        const json up =
+            post_chat(a, attempt == 0 ? fresh_doc : json::array({{{"text", "Iridium " + std::to_string(attempt)}}}));
+        ASSERT_TRUE(up.contains("choices")) << up;
+        written = wait_store_writes(a, "redis", 1, 5);
+    }
+    EXPECT_TRUE(written) << metrics_text(a) << a.log();
+    // One warning per outage, not one per request.
+    const std::string log = a.log();
+    size_t warnings = 0;
+    for (size_t at = log.find("tier failing"); at != std::string::npos; at = log.find("tier failing", at + 1))
+        ++warnings;
+    EXPECT_LE(warnings, 2u) << log;
+}
+
+TEST(ServerStore, ARestartedReplicaServesYesterdaysDocumentsFromDisk) {
+    const std::string dir = fresh_dir("serve-store");
+    std::string before;
+    {
+        ServerProcess a(server_args({"--kv-store", dir}));
+        ASSERT_TRUE(a.started()) << a.log();
+        before = reply_text(post_chat(a, kStoreDocs));
+        ASSERT_TRUE(wait_store_writes(a, "disk", 4)) << metrics_text(a);
+        a.send_signal(SIGTERM);
+        EXPECT_EQ(a.wait_exit(20), 0) << a.log();
+    }
+    ServerProcess restarted(server_args({"--kv-store", dir}));
+    ASSERT_TRUE(restarted.started()) << restarted.log();
+    EXPECT_EQ(reply_text(post_chat(restarted, kStoreDocs)), before);
+    const std::string m = metrics_text(restarted);
+    EXPECT_EQ(metric_value(m, "lazyattn_segment_job_tokens_total"), 0) << m;
+    EXPECT_EQ(metric_value(m, "lazyattn_kv_store_hits_total{tier=\"disk\",position=\"0\"}"), 4) << m;
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lazyattn::testing

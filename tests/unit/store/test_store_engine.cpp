@@ -1,0 +1,157 @@
+// The store in the engine: a second engine (a fresh Engine over the same directory, as a
+// restarted process would be) serves documents a first engine computed with no document token
+// prefilled and the same greedy output; a corrupt entry is never used; variants (lazy-k's raw
+// keys, another tenant) never read each other's entries; a full RAM pool loses nothing the
+// store holds.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/engine.h"
+#include "random_inputs.h"
+#include "scheduler_fixture.h"
+#include "store/disk_tier.h"
+#include "store_test_util.h"
+
+namespace lazyattn::engine {
+namespace {
+
+using store::testing::TempDir;
+using testing_support::config;
+using testing_support::model;
+using testing_support::random_tokens;
+
+RagRequest request_of(std::vector<std::vector<int32_t>> segments, std::vector<int32_t> tail, std::string tenant = "") {
+    RagRequest r;
+    r.tenant = std::move(tenant);
+    r.segments = std::move(segments);
+    r.tail = std::move(tail);
+    r.max_tokens = 8;
+    r.ignore_eos = true;
+    return r;
+}
+
+EngineConfig store_config(const std::string& dir, CacheMode mode = CacheMode::kLazy) {
+    EngineConfig c = config(mode, 4);
+    c.kv_stores = {dir};
+    return c;
+}
+
+struct Docs {
+    std::vector<std::vector<int32_t>> docs;
+    std::vector<int32_t> tail;
+};
+
+Docs make_docs(uint64_t seed) {
+    std::mt19937_64 rng(testing::test_seed() + seed);
+    Docs d;
+    for (int32_t n : {40, 16, 33}) d.docs.push_back(random_tokens(rng, n));
+    d.tail = random_tokens(rng, 5);
+    return d;
+}
+
+RagResult run(const EngineConfig& c, const RagRequest& r, SchedulerStats* stats = nullptr) {
+    Engine engine(*model().model, *model().tokenizer, c);
+    EXPECT_TRUE(engine.status().ok()) << engine.status().to_string();
+    auto result = engine.run(r);
+    EXPECT_TRUE(result.ok()) << result.status().to_string();
+    if (stats != nullptr) *stats = engine.scheduler().stats();
+    return std::move(result).value();  // the engine's destructor drains the store's writes
+}
+
+TEST(StoreEngine, ASecondEngineServesTheFirstOnesDocumentsWithoutPrefillingThem) {
+    TempDir dir;
+    const Docs d = make_docs(1);
+    SchedulerStats first_stats, second_stats;
+    const RagResult first = run(store_config(dir.path), request_of(d.docs, d.tail), &first_stats);
+    EXPECT_EQ(first_stats.segment_job_tokens, 40 + 16 + 33);
+    EXPECT_EQ(first_stats.segment_store_hits, 0);
+    ASSERT_EQ(first_stats.store.tiers.size(), 1u);
+    EXPECT_EQ(first_stats.store.tiers[0].misses, 3);
+
+    // A fresh engine (its RAM pool empty), the documents in another order.
+    const RagResult second =
+        run(store_config(dir.path), request_of({d.docs[2], d.docs[0], d.docs[1]}, d.tail), &second_stats);
+    EXPECT_EQ(second_stats.segment_job_tokens, 0);
+    EXPECT_EQ(second_stats.segment_store_hits, 3);
+    EXPECT_EQ(second.stats.segments_from_store, 3);
+    EXPECT_EQ(second.stats.prefill_tokens, int32_t(d.tail.size()));
+    EXPECT_EQ(second.stats.reused_tokens, 40 + 16 + 33);
+    EXPECT_EQ(second_stats.store.tiers[0].hits, 3);
+    EXPECT_GT(second_stats.store.tiers[0].bytes_read, 0);
+
+    // Same greedy output as computing the documents: the reference without any store.
+    const RagResult reference = run(config(CacheMode::kLazy, 4), request_of({d.docs[2], d.docs[0], d.docs[1]}, d.tail));
+    EXPECT_EQ(second.token_ids, reference.token_ids);
+    EXPECT_EQ(first.token_ids.size(), 8u);
+}
+
+TEST(StoreEngine, ACorruptEntryIsRecomputedAndReplaced) {
+    TempDir dir;
+    const Docs d = make_docs(2);
+    const RagResult first = run(store_config(dir.path), request_of(d.docs, d.tail));
+    // Flip one byte in the middle of every entry.
+    int damaged = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path)) {
+        if (!e.is_regular_file()) continue;
+        std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+        const auto size = std::filesystem::file_size(e.path());
+        f.seekg(std::streamoff(size / 2));
+        char c;
+        f.read(&c, 1);
+        c ^= 0x10;
+        f.seekp(std::streamoff(size / 2));
+        f.write(&c, 1);
+        ++damaged;
+    }
+    ASSERT_EQ(damaged, 3);
+    SchedulerStats stats;
+    const RagResult second = run(store_config(dir.path), request_of(d.docs, d.tail), &stats);
+    EXPECT_EQ(stats.store.tiers[0].rejected, 3);
+    EXPECT_EQ(stats.segment_store_hits, 0);
+    EXPECT_EQ(stats.segment_job_tokens, 40 + 16 + 33);
+    EXPECT_EQ(stats.store.tiers[0].writes, 3);  // overwritten, not skipped
+    EXPECT_EQ(second.token_ids, first.token_ids);
+    const RagResult third = run(store_config(dir.path), request_of(d.docs, d.tail), &stats);
+    EXPECT_EQ(stats.segment_store_hits, 3);
+    EXPECT_EQ(third.token_ids, first.token_ids);
+}
+
+TEST(StoreEngine, VariantsAndTenantsNeverShareEntries) {
+    TempDir dir;
+    const Docs d = make_docs(3);
+    run(store_config(dir.path), request_of(d.docs, d.tail));
+    SchedulerStats stats;
+    // lazy-k stores keys unrotated: another variant, so no hit (and its own entries written).
+    run(store_config(dir.path, CacheMode::kLazyK), request_of(d.docs, d.tail), &stats);
+    EXPECT_EQ(stats.segment_store_hits, 0);
+    run(store_config(dir.path), request_of(d.docs, d.tail, "other-tenant"), &stats);
+    EXPECT_EQ(stats.segment_store_hits, 0);
+    // block-attn reads the same rotated entries as lazy.
+    run(store_config(dir.path, CacheMode::kBlockAttn), request_of(d.docs, d.tail), &stats);
+    EXPECT_EQ(stats.segment_store_hits, 3);
+}
+
+TEST(StoreEngine, EvictionFromASmallPoolLosesNothingTheStoreHolds) {
+    TempDir dir;
+    std::mt19937_64 rng(testing::test_seed() + 4);
+    EngineConfig c = store_config(dir.path);
+    c.kv_num_blocks = 24;  // room for about one request's documents at a time
+    std::vector<std::vector<int32_t>> docs;
+    for (int i = 0; i < 12; ++i) docs.push_back(random_tokens(rng, 64));
+    const auto tail = random_tokens(rng, 4);
+    Engine engine(*model().model, *model().tokenizer, c);
+    std::vector<RagResult> first;
+    for (int i = 0; i < 6; ++i) first.push_back(*engine.run(request_of({docs[2 * i], docs[2 * i + 1]}, tail)));
+    const int64_t computed = engine.scheduler().stats().segment_job_tokens;
+    EXPECT_EQ(computed, 12 * 64);
+    // The first request's documents were evicted by the later ones; the store gives them back.
+    const RagResult again = *engine.run(request_of({docs[1], docs[0]}, tail));
+    EXPECT_EQ(engine.scheduler().stats().segment_job_tokens, computed);
+    EXPECT_EQ(again.stats.segments_from_store, 2);
+    EXPECT_EQ(again.stats.prefill_tokens, int32_t(tail.size()));
+}
+
+}  // namespace
+}  // namespace lazyattn::engine
