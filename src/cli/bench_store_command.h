@@ -2,7 +2,8 @@
 // of one k-document request whose documents come from each source, measured side by side in one
 // run (interleaved, one engine per source over the same loaded model): recomputed, the RAM pool
 // (in another order than they were cached), every --kv-store tier alone (disk, Redis), and the
-// all-cached floor (the same request again).
+// all-cached floor (the documents cached by a request with them in the same order). Every
+// measured request asks a question its source has not seen, so the question is always computed.
 #pragma once
 
 #include <string>
