@@ -41,7 +41,11 @@ inline bool port_accepts(int port) {
 
 class RedisServer {
 public:
-    explicit RedisServer(int port = 0) : port_(port > 0 ? port : free_loopback_port()) { start(); }
+    // With a password, clients must AUTH (requirepass).
+    explicit RedisServer(int port = 0, std::string password = "")
+        : port_(port > 0 ? port : free_loopback_port()), password_(std::move(password)) {
+        start();
+    }
     ~RedisServer() { kill(); }
     int port() const { return port_; }
     std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
@@ -59,8 +63,14 @@ public:
                 dup2(null_fd, STDOUT_FILENO);
                 dup2(null_fd, STDERR_FILENO);
             }
-            execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "no", "--loglevel", "warning", (char*)nullptr);
+            if (password_.empty()) {
+                execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "",
+                       "--appendonly", "no", "--loglevel", "warning", (char*)nullptr);
+            } else {
+                execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "",
+                       "--appendonly", "no", "--loglevel", "warning", "--requirepass", password_.c_str(),
+                       (char*)nullptr);
+            }
             _exit(127);
         }
         for (int i = 0; i < 500; ++i) {  // up to 10 s for a loaded machine
@@ -81,6 +91,7 @@ public:
 
 private:
     int port_;
+    std::string password_;
     pid_t pid_ = -1;
 };
 

@@ -33,7 +33,7 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->type_name("cpu|cuda");
     cmd->add_option("--kv-store", o.kv_stores,
-                    "persistent document KV store below the RAM pool: a directory or redis://HOST:PORT[/DB]; "
+                    "persistent document KV store below the RAM pool: a directory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]; "
                     "repeat for several tiers, looked up in the order given (disk before Redis)")
         ->allow_extra_args(false)
         ->type_name("DIR|URL");

@@ -21,16 +21,57 @@ bool parse_int(std::string_view s, int* out) {
 using Reply = std::unique_ptr<redisReply, void (*)(redisReply*)>;
 void free_reply(redisReply* r) { freeReplyObject(r); }
 
+// %XX escapes of a URL's userinfo; false on a malformed escape.
+bool percent_decode(std::string_view in, std::string* out) {
+    out->clear();
+    for (size_t i = 0; i < in.size(); ++i) {
+        if (in[i] != '%') {
+            out->push_back(in[i]);
+            continue;
+        }
+        unsigned v = 0;  // unsigned: from_chars takes no sign then
+        if (i + 2 >= in.size()) return false;
+        const auto r = std::from_chars(in.data() + i + 1, in.data() + i + 3, v, 16);
+        if (r.ec != std::errc() || r.ptr != in.data() + i + 3) return false;
+        out->push_back(char(v));
+        i += 2;
+    }
+    return true;
+}
+
 }  // namespace
+
+std::string redact_redis_url(const std::string& url) {
+    const size_t scheme = url.find("://");
+    const size_t at = url.rfind('@');
+    if (scheme == std::string::npos || at == std::string::npos || at < scheme) return url;
+    const size_t colon = url.find(':', scheme + 3);
+    if (colon == std::string::npos || colon > at) return url;  // a user name only
+    return url.substr(0, colon + 1) + "***" + url.substr(at);
+}
 
 Expected<RedisAddress> parse_redis_url(const std::string& url) {
     const std::string scheme = "redis://";
-    if (url.rfind(scheme, 0) != 0) return invalid_argument("'" + url + "' is not a redis:// URL");
+    const std::string shown = redact_redis_url(url);
+    if (url.rfind(scheme, 0) != 0) return invalid_argument("'" + shown + "' is not a redis:// URL");
     std::string_view rest = std::string_view(url).substr(scheme.size());
     RedisAddress a;
+    if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
+        const std::string_view userinfo = rest.substr(0, at);
+        const size_t colon = userinfo.find(':');
+        if (colon == std::string_view::npos) {
+            return invalid_argument("'" + shown + "': the part before '@' must be [USER]:PASSWORD");
+        }
+        if (!percent_decode(userinfo.substr(0, colon), &a.user) ||
+            !percent_decode(userinfo.substr(colon + 1), &a.password)) {
+            return invalid_argument("'" + shown + "': a bad %-escape before '@'");
+        }
+        if (a.password.empty()) return invalid_argument("'" + shown + "': empty password before '@'");
+        rest = rest.substr(at + 1);
+    }
     if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
         if (!parse_int(rest.substr(slash + 1), &a.db) || a.db < 0) {
-            return invalid_argument("'" + url + "': the database after '/' must be a number");
+            return invalid_argument("'" + shown + "': the database after '/' must be a number");
         }
         rest = rest.substr(0, slash);
     }
@@ -38,13 +79,14 @@ Expected<RedisAddress> parse_redis_url(const std::string& url) {
     a.host = std::string(rest.substr(0, colon));
     if (colon != std::string_view::npos &&
         (!parse_int(rest.substr(colon + 1), &a.port) || a.port <= 0 || a.port > 65535)) {
-        return invalid_argument("'" + url + "': the port must be a number in [1, 65535]");
+        return invalid_argument("'" + shown + "': the port must be a number in [1, 65535]");
     }
-    if (a.host.empty()) return invalid_argument("'" + url + "' names no host (redis://HOST:PORT[/DB])");
+    if (a.host.empty()) return invalid_argument("'" + shown + "' names no host (redis://HOST:PORT[/DB])");
     return a;
 }
 
-RedisTier::RedisTier(RedisAddress address, std::string url) : address_(std::move(address)), url_(std::move(url)) {}
+RedisTier::RedisTier(RedisAddress address, const std::string& url)
+    : address_(std::move(address)), url_(redact_redis_url(url)) {}
 
 RedisTier::~RedisTier() {
     drop(read_);
@@ -68,6 +110,19 @@ Status RedisTier::ensure(Connection& c) {
         return unavailable("cannot connect to redis " + url_ + ": " + why);
     }
     redisSetTimeout(ctx, kCommandTimeout);
+    if (!address_.password.empty()) {
+        Reply r(
+            static_cast<redisReply*>(
+                address_.user.empty() ? redisCommand(ctx, "AUTH %b", address_.password.data(), address_.password.size())
+                                      : redisCommand(ctx, "AUTH %b %b", address_.user.data(), address_.user.size(),
+                                                     address_.password.data(), address_.password.size())),
+            free_reply);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            const std::string why = r ? std::string(r->str, r->len) : std::string(ctx->errstr);
+            redisFree(ctx);
+            return unavailable("redis " + url_ + ": AUTH failed: " + why);
+        }
+    }
     if (address_.db != 0) {
         Reply r(static_cast<redisReply*>(redisCommand(ctx, "SELECT %d", address_.db)), free_reply);
         if (!r || r->type == REDIS_REPLY_ERROR) {

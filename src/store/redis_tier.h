@@ -16,17 +16,23 @@ struct redisContext;
 namespace lazyattn::store {
 
 struct RedisAddress {
+    std::string user;      // ACL user ("" = the default user)
+    std::string password;  // "" = no AUTH
     std::string host;
     int port = 6379;
     int db = 0;
 };
 
-// Parses redis://HOST:PORT[/DB] (kInvalidArgument naming what is wrong).
+// Parses redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (userinfo percent-decoded; kInvalidArgument
+// naming what is wrong, never echoing the password).
 Expected<RedisAddress> parse_redis_url(const std::string& url);
+// The URL with any password replaced by "***" (for logs, errors and stats).
+std::string redact_redis_url(const std::string& url);
 
 class RedisTier : public StoreTier {
 public:
-    explicit RedisTier(RedisAddress address, std::string url);
+    // `url` is only shown (logs, stats): it is stored redacted.
+    explicit RedisTier(RedisAddress address, const std::string& url);
     ~RedisTier() override;
     std::string name() const override { return "redis"; }
     std::string where() const override { return url_; }

@@ -12,7 +12,8 @@ Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri) {
         return std::unique_ptr<StoreTier>(std::make_unique<RedisTier>(std::move(a), uri));
     }
     if (uri.find("://") != std::string::npos) {
-        return invalid_argument("--kv-store '" + uri + "': a directory or redis://HOST:PORT[/DB]");
+        return invalid_argument("--kv-store '" + redact_redis_url(uri) +
+                                "': a directory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]");
     }
     LA_ASSIGN_OR_RETURN(auto disk, DiskTier::open(uri));
     return std::unique_ptr<StoreTier>(std::move(disk));
