@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
+#include "server/api_keys.h"
 
 namespace lazyattn::cli {
 namespace {
@@ -78,7 +79,11 @@ CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o) {
                    "per file); repeatable")
         ->required()
         ->allow_extra_args(false);
-    pc->add_option("--tenant", o.tenant, "whose documents (the server's API key tenant; default: none)");
+    pc->add_option("--api-key", o.api_key,
+                   "compute for the clients presenting this API key (their tenant on a server with --api-key); "
+                   "also LAZYATTN_ARG_API_KEY")
+        ->envname("LAZYATTN_ARG_API_KEY");
+    pc->add_option("--cache-salt", o.cache_salt, "compute for requests sending this cache_salt");
     pc->add_option("--cache-mode", o.cache_mode, "lazy (also serves block-attn) or lazy-k")
         ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn"}));
     pc->add_option("--kv-cache-mb", o.kv_cache_mb, "the RAM pool the documents are computed in")
@@ -118,6 +123,7 @@ int run_precompute(const PrecomputeOptions& o) {
     if (sched.segment_store() == nullptr) return fail(invalid_argument("no store opened"), 2);
     const int32_t max_tokens = sched.context_length() - 2;  // room for the one-token tail
 
+    const std::string tenant = server::ApiKeys::tenant_of(o.api_key, o.cache_salt);
     const double t0 = now_ms();
     int64_t computed = 0, present = 0, too_long = 0, duplicate = 0, tokens_computed = 0;
     ProgressBar bar("precompute", int64_t(texts.size()));
@@ -127,7 +133,7 @@ int run_precompute(const PrecomputeOptions& o) {
     auto run_batch = [&]() -> Status {
         if (batch.empty()) return {};
         engine::RagRequest r;
-        r.tenant = o.tenant;
+        r.tenant = tenant;
         r.segments = std::move(batch);
         r.tail = {r.segments.front().front()};  // one token: the segments are the work
         r.max_tokens = 0;
@@ -147,7 +153,7 @@ int run_precompute(const PrecomputeOptions& o) {
             ++too_long;
             continue;
         }
-        const std::string key = sched.store_key(o.tenant, tokens);
+        const std::string key = sched.store_key(tenant, tokens);
         if (!seen.insert(key).second) {
             ++duplicate;
             continue;

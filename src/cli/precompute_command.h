@@ -18,7 +18,10 @@ struct PrecomputeOptions {
     // JSON lines (a "documents" array of {title, text} per line, as data/, or one {title?, text}
     // per line) or plain text files (each file one document).
     std::vector<std::string> corpus_files;
-    std::string tenant;               // whose documents ("" = the default tenant, as the server's)
+    // Whose documents, as the server sees its clients: the API key they present and the
+    // cache_salt they send (both empty: the shared tenant of keyless, saltless requests).
+    std::string api_key;
+    std::string cache_salt;
     std::string cache_mode = "lazy";  // lazy and block-attn share entries; lazy-k has its own
     int32_t kv_cache_mb = 512;
     int32_t max_batch_tokens = 512;

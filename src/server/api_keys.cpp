@@ -23,12 +23,27 @@ bool equal_constant_time(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+namespace {
+
+std::string key_tenant(const std::string& key) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "key-%016llx", (unsigned long long)XXH3_64bits(key.data(), key.size()));
+    return buf;
+}
+
+std::string salted(std::string tenant, const std::string& cache_salt) {
+    if (!cache_salt.empty()) tenant += "|salt:" + cache_salt;
+    return tenant;
+}
+
+}  // namespace
+
 ApiKeys::ApiKeys(std::vector<std::string> keys) : keys_(std::move(keys)) {
-    for (const std::string& k : keys_) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "key-%016llx", (unsigned long long)XXH3_64bits(k.data(), k.size()));
-        key_tenants_.push_back(buf);
-    }
+    for (const std::string& k : keys_) key_tenants_.push_back(key_tenant(k));
+}
+
+std::string ApiKeys::tenant_of(const std::string& key, const std::string& cache_salt) {
+    return salted(key.empty() ? std::string() : key_tenant(key), cache_salt);
 }
 
 Expected<std::vector<std::string>> ApiKeys::read_file(const std::string& path) {
@@ -60,8 +75,7 @@ std::string ApiKeys::tenant(const http::HttpRequest& request, const std::string&
     if (enabled()) {
         if (auto i = match(request)) t = key_tenants_[*i];
     }
-    if (!cache_salt.empty()) t += "|salt:" + cache_salt;
-    return t;
+    return salted(std::move(t), cache_salt);
 }
 
 }  // namespace lazyattn::server

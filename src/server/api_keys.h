@@ -29,6 +29,9 @@ public:
     // The tenant of a request: its key's namespace (none when keys are off), refined by the
     // request's cache_salt. "" is the shared tenant of keyless, saltless requests.
     std::string tenant(const http::HttpRequest& request, const std::string& cache_salt) const;
+    // The same rule without a request: the tenant of `key` ("" = keys off) and `cache_salt`
+    // (what `lazyattn precompute --api-key --cache-salt` computes documents for).
+    static std::string tenant_of(const std::string& key, const std::string& cache_salt);
 
 private:
     std::vector<std::string> keys_;

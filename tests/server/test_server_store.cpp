@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -141,6 +143,39 @@ TEST(ServerStore, ARestartedReplicaServesYesterdaysDocumentsFromDisk) {
     const std::string m = metrics_text(restarted);
     EXPECT_EQ(metric_value(m, "lazyattn_segment_job_tokens_total"), 0) << m;
     EXPECT_EQ(metric_value(m, "lazyattn_kv_store_hits_total{tier=\"disk\",position=\"0\"}"), 4) << m;
+    std::filesystem::remove_all(dir);
+}
+
+// The offline path: `lazyattn precompute` for the clients of one API key, then a server with that
+// key serves those documents without computing any of them, and another key's clients (a tenant
+// of their own) do not see them.
+TEST(ServerStore, PrecomputedDocumentsServeTheirTenantWithoutPrefill) {
+    const std::string dir = fresh_dir("precompute-store");
+    {
+        std::ofstream corpus(dir + "/corpus.jsonl");
+        for (const auto& d : kStoreDocs) corpus << json({{"documents", {d}}}).dump() << "\n";
+    }
+    const std::string cmd = std::string(LAZYATTN_CLI_PATH) + " precompute --model " + server_model_path() +
+                            " --threads 1 --api-key alpha --corpus " + dir + "/corpus.jsonl --kv-store " + dir +
+                            "/kv > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    {
+        std::ofstream keys(dir + "/keys.txt");
+        keys << "alpha\nbeta\n";
+    }
+    ServerProcess s(server_args({"--kv-store", dir + "/kv", "--api-key-file", dir + "/keys.txt"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const std::string body = completion_body(false, {{"documents", kStoreDocs}});
+    auto a = curl("POST", s.url("/v1/completions"), body, {"-H", "'Authorization: Bearer alpha'"});
+    ASSERT_EQ(a.status, 200) << a.body;
+    std::string m = curl("GET", s.url("/metrics"), "", {"-H", "'Authorization: Bearer alpha'"}).body;
+    EXPECT_EQ(metric_value(m, "lazyattn_segment_job_tokens_total"), 0) << m;
+    EXPECT_EQ(metric_value(m, "lazyattn_kv_store_hits_total{tier=\"disk\",position=\"0\"}"), 3) << m;
+    auto b = curl("POST", s.url("/v1/completions"), body, {"-H", "'Authorization: Bearer beta'"});
+    ASSERT_EQ(b.status, 200) << b.body;
+    m = curl("GET", s.url("/metrics"), "", {"-H", "'Authorization: Bearer beta'"}).body;
+    EXPECT_GT(metric_value(m, "lazyattn_segment_job_tokens_total"), 0) << m;  // beta computed its own
+    EXPECT_EQ(metric_value(m, "lazyattn_kv_store_hits_total{tier=\"disk\",position=\"0\"}"), 3) << m;
     std::filesystem::remove_all(dir);
 }
 
