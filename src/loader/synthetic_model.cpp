@@ -58,38 +58,6 @@ std::vector<float> normal_values(uint64_t seed, const std::string& name, int64_t
     return v;
 }
 
-// ggml's llama_ftype number for a file whose matrices are all `t`.
-uint32_t file_type(GgmlType t) {
-    switch (t) {
-        case GgmlType::kF16:
-            return 1;
-        case GgmlType::kQ4_0:
-            return 2;
-        case GgmlType::kQ4_1:
-            return 3;
-        case GgmlType::kQ8_0:
-            return 7;
-        case GgmlType::kQ5_0:
-            return 8;
-        case GgmlType::kQ5_1:
-            return 9;
-        case GgmlType::kQ2_K:
-            return 10;
-        case GgmlType::kQ3_K:
-            return 12;  // Q3_K_M
-        case GgmlType::kQ4_K:
-            return 15;  // Q4_K_M
-        case GgmlType::kQ5_K:
-            return 17;  // Q5_K_M
-        case GgmlType::kQ6_K:
-            return 18;
-        case GgmlType::kBF16:
-            return 32;
-        default:
-            return 0;
-    }
-}
-
 class ModelBuilder {
 public:
     explicit ModelBuilder(const SyntheticModelOptions& o) : o_(o) {}
@@ -120,7 +88,7 @@ void add_metadata(GgufWriter& w, const SyntheticModelOptions& o, const Synthetic
     // Not "...phi3...": llama.cpp gives models so named Phi-3's special-token attributes, looking
     // up tokens ("</s>") this vocabulary does not have.
     w.add_string("general.name", "synthetic " + std::string(a == "phi3" ? "phi-three" : a.c_str()));
-    w.add_u32("general.file_type", file_type(o.weight_type));
+    w.add_u32("general.file_type", gguf_file_type(o.weight_type));
     w.add_u32("general.quantization_version", 2);
     w.add_u32(a + ".block_count", static_cast<uint32_t>(o.num_layers));
     w.add_u32(a + ".context_length", static_cast<uint32_t>(o.context_length));
@@ -234,6 +202,37 @@ void add_phi3_rope_factors(ModelBuilder& b, const SyntheticModelOptions& o) {
 }
 
 }  // namespace
+
+uint32_t gguf_file_type(GgmlType t) {
+    switch (t) {
+        case GgmlType::kF16:
+            return 1;
+        case GgmlType::kQ4_0:
+            return 2;
+        case GgmlType::kQ4_1:
+            return 3;
+        case GgmlType::kQ8_0:
+            return 7;
+        case GgmlType::kQ5_0:
+            return 8;
+        case GgmlType::kQ5_1:
+            return 9;
+        case GgmlType::kQ2_K:
+            return 10;
+        case GgmlType::kQ3_K:
+            return 12;  // Q3_K_M
+        case GgmlType::kQ4_K:
+            return 15;  // Q4_K_M
+        case GgmlType::kQ5_K:
+            return 17;  // Q5_K_M
+        case GgmlType::kQ6_K:
+            return 18;
+        case GgmlType::kBF16:
+            return 32;
+        default:
+            return 0;
+    }
+}
 
 Status SyntheticModelOptions::validate() const {
     if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma3" && arch != "phi3") {

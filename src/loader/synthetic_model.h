@@ -52,4 +52,8 @@ struct SyntheticModelOptions {
 // Writes the model to `path` (atomically). kInvalidArgument for inconsistent options.
 Status write_synthetic_model(const std::string& path, const SyntheticModelOptions& options);
 
+// ggml's llama_ftype number (general.file_type) for a file whose matrices are all `t` (the K
+// types as their _M mixes); 0 (all F32) for a type without one.
+uint32_t gguf_file_type(GgmlType t);
+
 }  // namespace lazyattn::loader

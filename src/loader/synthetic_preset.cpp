@@ -25,6 +25,7 @@
 #include "loader/gguf_file.h"
 #include "loader/gguf_writer.h"
 #include "loader/quantize.h"
+#include "loader/synthetic_model.h"
 
 namespace lazyattn::loader {
 namespace {
@@ -120,37 +121,6 @@ std::vector<TensorPlan> plan_tensors(const SyntheticPreset& p) {
     return t;
 }
 
-uint32_t file_type(GgmlType t) {  // ggml's llama_ftype for a file whose matrices are all `t`
-    switch (t) {
-        case GgmlType::kF16:
-            return 1;
-        case GgmlType::kQ4_0:
-            return 2;
-        case GgmlType::kQ4_1:
-            return 3;
-        case GgmlType::kQ8_0:
-            return 7;
-        case GgmlType::kQ5_0:
-            return 8;
-        case GgmlType::kQ5_1:
-            return 9;
-        case GgmlType::kQ2_K:
-            return 10;
-        case GgmlType::kQ3_K:
-            return 12;
-        case GgmlType::kQ4_K:
-            return 15;
-        case GgmlType::kQ5_K:
-            return 17;
-        case GgmlType::kQ6_K:
-            return 18;
-        case GgmlType::kBF16:
-            return 32;
-        default:
-            return 0;
-    }
-}
-
 // Copies the tokenizer.* metadata of `src`, the token list and types padded to vocab_size.
 Status add_tokenizer(GgufWriter& w, const GgufFile& src, int32_t vocab_size) {
     LA_ASSIGN_OR_RETURN(std::vector<std::string> tokens, src.get_string_array("tokenizer.ggml.tokens"));
@@ -194,7 +164,7 @@ void add_model_metadata(GgufWriter& w, const SyntheticSpec& s) {
     const std::string& a = p.arch;
     w.add_string("general.architecture", a);
     w.add_string("general.name", "synthetic " + p.name + " (" + p.like + " shape, random weights)");
-    w.add_u32("general.file_type", file_type(s.weight_type));
+    w.add_u32("general.file_type", gguf_file_type(s.weight_type));
     w.add_u32("general.quantization_version", 2);
     w.add_u32(a + ".block_count", uint32_t(p.num_layers));
     w.add_u32(a + ".context_length", uint32_t(p.context_length));

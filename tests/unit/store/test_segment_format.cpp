@@ -9,9 +9,12 @@
 #include "backend/kv_memory.h"
 #include "store/segment_blocks.h"
 #include "store/segment_format.h"
+#include "store_test_util.h"
 
 namespace lazyattn::store {
 namespace {
+
+using testing::fill_random;
 
 kv::KvShape shape_of(kv::KvDtype dtype, int32_t block_size = 16) {
     kv::KvShape s;
@@ -22,18 +25,6 @@ kv::KvShape shape_of(kv::KvDtype dtype, int32_t block_size = 16) {
     s.head_dim = 8;
     s.dtype = dtype;
     return s;
-}
-
-void fill_random(backend::HostKvMemory& kv, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    const kv::KvShape& s = kv.shape();
-    const int64_t bytes = s.elements_per_layer() * kernels::kv_dtype_bytes(s.dtype);
-    for (int32_t l = 0; l < s.num_layers; ++l) {
-        for (void* p : {kv.k(l), kv.v(l)}) {
-            auto* b = static_cast<uint8_t*>(p);
-            for (int64_t i = 0; i < bytes; ++i) b[i] = uint8_t(rng());
-        }
-    }
 }
 
 std::vector<int32_t> tokens(int32_t n, int32_t base = 100) {
