@@ -6,8 +6,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
-#include <compare>
 #include <cstdint>
+#include <tuple>
 #include <map>
 #include <memory>
 
@@ -48,7 +48,11 @@ struct GemmPlanKey {
     static GemmPlanKey of(const GemmParams& p) {
         return {p.m, p.n, p.k, int(p.y_type), pointer_alignment(p.x), pointer_alignment(p.w), pointer_alignment(p.y)};
     }
-    auto operator<=>(const GemmPlanKey&) const = default;
+    // Spelled out: nvcc compiles this header as C++17 (CMake knows no CUDA20 dialect), so no <=>.
+    bool operator<(const GemmPlanKey& o) const {
+        return std::tie(m, n, k, y_type, align_x, align_w, align_y) <
+               std::tie(o.m, o.n, o.k, o.y_type, o.align_x, o.align_w, o.align_y);
+    }
 };
 
 class CublasGemm {
