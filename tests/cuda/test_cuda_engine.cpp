@@ -30,9 +30,10 @@ namespace {
 constexpr double kCpuVsCudaLogitTol = 5e-2;
 constexpr double kModeLogitTol = 3e-2;
 
-std::string tiny_path(const std::string& arch = "llama") {
+std::string tiny_path(const std::string& arch = "llama", bool tied_embeddings = true) {
     loader::SyntheticModelOptions o;
     o.arch = arch;
+    o.tied_embeddings = tied_embeddings;
     o.seed = 7;
     o.hidden = 128;
     o.num_heads = 2;  // head_dim 64: a size the CUDA attention kernels take
@@ -41,7 +42,7 @@ std::string tiny_path(const std::string& arch = "llama") {
     o.num_layers = 2;
     o.context_length = 1024;
     o.weight_type = loader::GgmlType::kBF16;  // the CPU computes on the weights the GPU holds
-    return testing::synthetic_model_path(o, "cuda-engine-" + arch);
+    return testing::synthetic_model_path(o, "cuda-engine-" + arch + (tied_embeddings ? "" : "-untied"));
 }
 
 engine::LoadedModel& model_on(backend::Device device) {
@@ -102,13 +103,15 @@ TEST(CudaEngine, RefusesAnArchitectureWhoseOpsItLacksAtLoad) {
     EXPECT_NE(lm.status().message().find("GeGLU"), std::string::npos) << lm.status().message();
 }
 
-// Qwen2 (neox RoPE, q/k/v biases: the bias add after the GEMM) and Qwen3 (q/k head norms: RMSNorm
-// over rows of head_dim) against the CPU.
+// Qwen2 (neox RoPE, q/k/v biases: the bias add after the GEMM; untied embeddings: the table
+// prepared apart from the LM head) and Qwen3 (q/k head norms: RMSNorm over rows of head_dim)
+// against the CPU.
 TEST(CudaEngine, Qwen2AndQwen3LogitsAndTokensEqualTheCpuEngine) {
     backend::set_cuda_backend_factory(&backends::cuda::make_cuda_engine_backend);
     for (const std::string arch : {"qwen2", "qwen3"}) {
-        auto cpu_lm = engine::load_model(tiny_path(arch), backend::Device::kCpu, 2);
-        auto gpu_lm = engine::load_model(tiny_path(arch), backend::Device::kCuda, 2);
+        const std::string path = tiny_path(arch, /*tied_embeddings=*/arch != "qwen2");
+        auto cpu_lm = engine::load_model(path, backend::Device::kCpu, 2);
+        auto gpu_lm = engine::load_model(path, backend::Device::kCuda, 2);
         ASSERT_TRUE(cpu_lm.ok() && gpu_lm.ok()) << cpu_lm.status().to_string() << gpu_lm.status().to_string();
         engine::EngineConfig c;
         c.kv_cache_mb = 8;

@@ -79,17 +79,26 @@ public:
     void rmsnorm(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps) override {
         record(cuda_->rmsnorm(x, w, out, rows, dim, eps));
     }
-    void matmul(const kernels::MatmulParams& p) override {
-        const auto* w = static_cast<const DeviceMatrix*>(p.w_prepared);
-        if (w == nullptr) {
-            record(internal_error("cuda matmul: the weight was not prepared"));
-            return;
+    void matmul(const kernels::MatmulParams& p) override { matmuls(&p, 1); }
+    // Products of one input (Q/K/V, gate/up) round it to bf16 once.
+    void matmuls(const kernels::MatmulParams* ps, int count) override {
+        if (count == 0 || ps[0].num_rows == 0) return;
+        const kernels::MatmulParams& first = ps[0];
+        Status s = x_bf16_.reserve(*this, first.num_rows * first.in_dim);
+        if (s.ok()) s = cuda_->to_bf16(first.x, x_bf16_.data(), first.num_rows * first.in_dim);
+        for (int i = 0; i < count && s.ok(); ++i) {
+            const kernels::MatmulParams& p = ps[i];
+            const auto* w = static_cast<const DeviceMatrix*>(p.w_prepared);
+            if (w == nullptr) {
+                s = internal_error("cuda matmul: the weight was not prepared");
+            } else if (p.x != first.x || p.in_dim != first.in_dim || p.num_rows != first.num_rows) {
+                s = internal_error("cuda matmuls: the products do not share one input");
+            } else {
+                s = cuda_->gemm(
+                    {x_bf16_.data(), w->data(), p.y, GemmOutType::kF32, p.num_rows, p.out_dim, p.in_dim});
+                if (s.ok() && p.bias != nullptr) s = cuda_->add_bias(p.y, p.bias, p.num_rows, p.out_dim);
+            }
         }
-        if (p.num_rows == 0) return;
-        Status s = x_bf16_.reserve(*this, p.num_rows * p.in_dim);
-        if (s.ok()) s = cuda_->to_bf16(p.x, x_bf16_.data(), p.num_rows * p.in_dim);
-        if (s.ok()) s = cuda_->gemm({x_bf16_.data(), w->data(), p.y, GemmOutType::kF32, p.num_rows, p.out_dim, p.in_dim});
-        if (s.ok() && p.bias != nullptr) s = cuda_->add_bias(p.y, p.bias, p.num_rows, p.out_dim);
         record(s);
     }
     std::shared_ptr<const void> prepare_weight(const void* w, kernels::WeightType type, int64_t in_dim,
