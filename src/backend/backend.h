@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "backend/kv_memory.h"
@@ -23,10 +25,46 @@ struct EmbeddingParams {
     const void* table;  // [vocab, dim] rows of `type` (a GGUF row layout, or fp32)
     kernels::WeightType type;
     int64_t dim;
-    const int32_t* ids;  // [num_rows], checked against the vocabulary by the plan
+    // The backend's own copy of the table (Backend::prepare_embedding, or prepare_weight's when
+    // the table is also the LM head), or nullptr: a host backend reads `table`.
+    const void* prepared;
+    const int32_t* ids;  // [num_rows] in backend memory, checked against the vocabulary by the plan
     int32_t num_rows;
     float scale;  // each row times this (Gemma's sqrt(hidden)); 1 leaves it
     float* out;   // [num_rows, dim]
+};
+
+// A block of backend memory (host memory for the CPU and reference backends). Its contents are
+// read and written by the backend's ops, and by the host only through upload and download.
+class Buffer {
+public:
+    Buffer(void* data, size_t bytes) : data_(data), bytes_(bytes) {}
+    virtual ~Buffer() = default;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    void* data() const { return data_; }
+    size_t bytes() const { return bytes_; }
+
+protected:
+    void* data_;
+    size_t bytes_;
+};
+
+// Host memory, 64-byte aligned (a cache line).
+class HostBuffer final : public Buffer {
+public:
+    explicit HostBuffer(size_t bytes) : Buffer(::operator new(bytes, std::align_val_t(64)), bytes) {}
+    ~HostBuffer() override { ::operator delete(data_, std::align_val_t(64)); }
+};
+
+// What a model needs of a backend beyond the ops every backend has, checked when it is loaded so
+// that a backend lacking one refuses the model up front, naming the architecture.
+struct ModelRequirements {
+    std::string architecture;
+    bool geglu = false;  // Gemma's FFN activation
+    int32_t head_dim = 0;
+    kernels::RopeParams rope{};  // the global RoPE (the local one has the same pairing and dims)
+    bool sliding_window = false;
 };
 
 class Backend {
@@ -34,6 +72,30 @@ public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;
     virtual int num_threads() const = 0;
+
+    // ---- Memory. A host-memory backend computes on host pointers: the model hands it the plan's
+    // host arrays and its own vectors without copying. Any other backend gets every array through
+    // allocate + upload, and the host reads results only through download.
+    virtual bool host_memory() const { return true; }
+    // `bytes` of backend memory (contents undefined), or kResourceExhausted naming the size.
+    virtual Expected<std::unique_ptr<Buffer>> allocate(size_t bytes) {
+        try {
+            return std::unique_ptr<Buffer>(std::make_unique<HostBuffer>(bytes));
+        } catch (const std::bad_alloc&) {
+            return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+        }
+    }
+    // Host -> backend memory, and backend -> host after every op issued so far has finished.
+    virtual void upload(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+    virtual void download(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+    // The first failure of an op (ops return nothing: a backend whose ops can fail at run time,
+    // a device, records the first error here); checked by the model after each step.
+    virtual Status status() const { return {}; }
+    // Refuses a model that needs an op or setting this backend does not have (kUnsupported).
+    virtual Status check_supported(const ModelRequirements& r) const {
+        (void)r;
+        return {};
+    }
 
     virtual void rmsnorm(const float* x, const float* weight, float* out, int64_t num_rows, int64_t dim, float eps) = 0;
     virtual void matmul(const kernels::MatmulParams& p) = 0;
@@ -55,6 +117,12 @@ public:
     virtual void geglu(const float* gate, const float* up, float* out, int64_t n) = 0;
     // x += y over n elements.
     virtual void add_inplace(float* x, const float* y, int64_t n) = 0;
+    // out[i, :] = x[rows[i], :] for i < num_rows (rows in backend memory, each < x's rows).
+    virtual void gather_rows(const float* x, const int32_t* rows, int32_t num_rows, int64_t dim, float* out) {
+        for (int32_t i = 0; i < num_rows; ++i) {
+            std::memcpy(out + i * dim, x + int64_t(rows[i]) * dim, sizeof(float) * dim);
+        }
+    }
     virtual void rope_apply(const kernels::RopeApplyParams& p) = 0;
     virtual void attention(const kernels::AttentionParams& p) = 0;
 
@@ -67,6 +135,13 @@ public:
                           int32_t num_rows) = 0;
     // Block-attn's materialization of one span in one layer (see KvCopyRotateParams).
     virtual void kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& p) = 0;
+    // The embedding table in the backend's layout when it is not also the LM head (tied tables
+    // come from prepare_weight); nullptr when the backend reads the table as it is.
+    virtual std::shared_ptr<const void> prepare_embedding(const void* table, kernels::WeightType type,
+                                                          int64_t vocab_size, int64_t dim) {
+        (void)table, (void)type, (void)vocab_size, (void)dim;
+        return nullptr;
+    }
     virtual void embedding_lookup(const EmbeddingParams& p) = 0;
     // Waits until every op issued so far has finished (a no-op where ops run synchronously).
     virtual void synchronize() {}

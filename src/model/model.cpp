@@ -15,37 +15,80 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, backend::B
     LA_ASSIGN_OR_RETURN(m->file_, loader::GgufFile::open(path));
     LA_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(*m->file_));
     LA_RETURN_IF_ERROR(m->config_.validate());
-    LA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_, options));
-    m->prepare_weights();
     const ModelConfig& c = m->config_;
-    init_rope(c.rope, c.context_length, &m->rope_global_);
-    if (c.sliding_window > 0) init_rope(c.rope_local, c.context_length, &m->rope_local_);
+    LA_RETURN_IF_ERROR(m->init_rope(c.rope, c.context_length, &m->rope_global_));
+    if (c.sliding_window > 0) LA_RETURN_IF_ERROR(m->init_rope(c.rope_local, c.context_length, &m->rope_local_));
+    backend::ModelRequirements req;
+    req.architecture = c.traits().name;
+    req.geglu = c.traits().activation == FfnActivation::kGeluTanh;
+    req.head_dim = c.head_dim;
+    req.rope = m->rope_global_.params;
+    req.sliding_window = c.sliding_window > 0;
+    LA_RETURN_IF_ERROR(backend->check_supported(req));
+    LA_ASSIGN_OR_RETURN(m->weights_, load_weights(*m->file_, m->config_, options));
+    LA_RETURN_IF_ERROR(m->prepare_weights());
     return m;
 }
 
-void Model::prepare_weights() {
+Expected<const float*> Model::resident(const std::vector<float>& v) {
+    if (v.empty()) return static_cast<const float*>(nullptr);
+    if (backend_->host_memory()) return v.data();
+    LA_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> buf, backend_->allocate(sizeof(float) * v.size()));
+    backend_->upload(buf->data(), v.data(), sizeof(float) * v.size());
+    const float* p = static_cast<const float*>(buf->data());
+    resident_.push_back(std::move(buf));
+    return p;
+}
+
+Status Model::prepare_weights() {
+    // A host-memory backend computes on fp32 matrices as they are; any other needs every matrix
+    // in its memory, so it is handed the fp32 ones too.
+    const bool host = backend_->host_memory();
     // A weight the backend copied into its own layout is no longer read from the file in a
     // matmul, so its pages leave resident memory (else a repacked model would count twice).
-    auto prepare = [&](Linear& lin) {
-        if (lin.type != kernels::WeightType::kF32 && lin.out_dim > 0 && lin.w_quant != nullptr) {
+    auto prepare = [&](Linear& lin) -> Status {
+        LA_ASSIGN_OR_RETURN(lin.bias_resident, resident(lin.bias));
+        if (lin.out_dim == 0) return {};
+        if (lin.type != kernels::WeightType::kF32 && lin.w_quant != nullptr) {
             lin.prepared = backend_->prepare_weight(lin.w_quant, lin.type, lin.in_dim, lin.out_dim);
             if (lin.prepared != nullptr) {
                 file_->drop_resident(
                     lin.w_quant,
                     loader::ggml_row_size(static_cast<loader::GgmlType>(lin.type), lin.in_dim) * size_t(lin.out_dim));
             }
+        } else if (!host) {
+            lin.prepared = backend_->prepare_weight(lin.data(), lin.type, lin.in_dim, lin.out_dim);
         }
+        return backend_->status();
     };
     // The token embedding is a matmul weight only when it is also the LM head (tied); otherwise
     // only looked up by rows.
-    if (weights_.lm_head.out_dim == 0) prepare(weights_.token_embd);
-    prepare(weights_.lm_head);
-    for (LayerWeights& lw : weights_.layers) {
-        for (Linear* lin : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) prepare(*lin);
+    Linear& embd = weights_.token_embd;
+    if (weights_.lm_head.out_dim == 0) {
+        LA_RETURN_IF_ERROR(prepare(embd));
+    } else {
+        embedding_prepared_ = backend_->prepare_embedding(embd.data(), embd.type, embd.out_dim, embd.in_dim);
+        LA_RETURN_IF_ERROR(backend_->status());
     }
+    LA_RETURN_IF_ERROR(prepare(weights_.lm_head));
+    for (LayerWeights& lw : weights_.layers) {
+        for (Linear* lin : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) {
+            LA_RETURN_IF_ERROR(prepare(*lin));
+        }
+        LayerNorms n{};
+        LA_ASSIGN_OR_RETURN(n.attn_norm, resident(lw.attn_norm));
+        LA_ASSIGN_OR_RETURN(n.ffn_norm, resident(lw.ffn_norm));
+        LA_ASSIGN_OR_RETURN(n.attn_post_norm, resident(lw.attn_post_norm));
+        LA_ASSIGN_OR_RETURN(n.ffn_post_norm, resident(lw.ffn_post_norm));
+        LA_ASSIGN_OR_RETURN(n.q_norm, resident(lw.q_norm));
+        LA_ASSIGN_OR_RETURN(n.k_norm, resident(lw.k_norm));
+        norms_.push_back(n);
+    }
+    LA_ASSIGN_OR_RETURN(output_norm_, resident(weights_.output_norm));
+    return backend_->status();
 }
 
-void Model::init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* out) {
+Status Model::init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* out) {
     const int32_t half = rc.num_rotary_dims / 2;
     out->inv_freq.resize(half);
     for (int32_t i = 0; i < half; ++i) {
@@ -64,17 +107,46 @@ void Model::init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* o
         }
     }
     kernels::RopeParams& r = out->params;
-    r.inv_freq = out->inv_freq.data();
+    LA_ASSIGN_OR_RETURN(r.inv_freq, resident(out->inv_freq));
     r.rotary_dims = rc.num_rotary_dims;
     r.neox = rc.pairing == RopePairing::kNeox;
     r.position_scale = rc.linear_scale;
-    r.cos_sin_table = out->cos_sin_table.data();
+    LA_ASSIGN_OR_RETURN(r.cos_sin_table, resident(out->cos_sin_table));
     r.table_positions = num_positions;
     r.mscale = rc.attn_factor;
     out->rerotation = r;
     out->rerotation.mscale = 1.0f;
     out->rerotation.cos_sin_table = nullptr;
     out->rerotation.table_positions = 0;
+    return {};
+}
+
+template <typename T>
+Expected<const T*> Model::on_backend(const std::vector<T>& host, backend::BackendArray<T>& staging) {
+    if (backend_->host_memory()) return host.data();
+    LA_RETURN_IF_ERROR(staging.assign(*backend_, host.data(), int64_t(host.size())));
+    return static_cast<const T*>(staging.data());
+}
+
+Status Model::upload_plan(const ForwardBatch& batch, StepPlan* plan) {
+    LA_ASSIGN_OR_RETURN(plan->token_ids, on_backend(batch.token_ids, token_ids_));
+    LA_ASSIGN_OR_RETURN(plan->positions, on_backend(batch.positions, positions_));
+    LA_ASSIGN_OR_RETURN(plan->store_positions, on_backend(batch.store_positions, store_positions_));
+    LA_ASSIGN_OR_RETURN(plan->slot_mapping, on_backend(batch.slot_mapping, slot_mapping_));
+    LA_ASSIGN_OR_RETURN(plan->block_ids, on_backend(batch.block_ids, block_ids_));
+    LA_ASSIGN_OR_RETURN(plan->logit_rows, on_backend(batch.logit_rows, logit_rows_));
+    LA_ASSIGN_OR_RETURN(plan->spans, on_backend(batch.spans, spans_));
+    LA_ASSIGN_OR_RETURN(plan->seqs, on_backend(batch.seqs, seqs_));
+    // Host-side facts a device kernel launch is shaped by (it cannot read the arrays above).
+    plan->max_queries_per_seq = 0;
+    plan->max_kv_tokens = 0;
+    for (const kernels::AttentionSeq& s : batch.seqs) {
+        int32_t tokens = 0;
+        for (int32_t i = s.span_begin; i < s.span_end; ++i) tokens += batch.spans[i].num_tokens;
+        plan->max_queries_per_seq = std::max(plan->max_queries_per_seq, s.num_queries);
+        plan->max_kv_tokens = std::max(plan->max_kv_tokens, tokens);
+    }
+    return {};
 }
 
 Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits) {
@@ -89,38 +161,48 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
         for (int32_t l = 0; l < config_.num_layers; ++l) run_kv_copies(l, batch, kv);
         backend_->synchronize();
         logits->clear();
-        return {};
+        return backend_->status();
     }
     const int64_t hidden = config_.hidden_dim;
     const int64_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
-    x_.resize(n * hidden);
-    h_.resize(n * std::max({hidden, int64_t(config_.ffn_dim), q_dim}));
-    q_.resize(n * q_dim);
-    attn_.resize(n * q_dim);
-    k_.resize(n * kv_dim);
-    v_.resize(n * kv_dim);
-    gate_.resize(n * config_.ffn_dim);
-    up_.resize(n * config_.ffn_dim);
+    backend::Backend& be = *backend_;
+    LA_RETURN_IF_ERROR(x_.reserve(be, n * hidden));
+    LA_RETURN_IF_ERROR(h_.reserve(be, n * std::max({hidden, int64_t(config_.ffn_dim), q_dim})));
+    LA_RETURN_IF_ERROR(q_.reserve(be, n * q_dim));
+    LA_RETURN_IF_ERROR(attn_.reserve(be, n * q_dim));
+    LA_RETURN_IF_ERROR(k_.reserve(be, n * kv_dim));
+    LA_RETURN_IF_ERROR(v_.reserve(be, n * kv_dim));
+    LA_RETURN_IF_ERROR(gate_.reserve(be, n * config_.ffn_dim));
+    LA_RETURN_IF_ERROR(up_.reserve(be, n * config_.ffn_dim));
+    StepPlan plan{};
+    LA_RETURN_IF_ERROR(upload_plan(batch, &plan));
 
     const Linear& embd = weights_.token_embd;
-    backend_->embedding_lookup(
-        {embd.data(), embd.type, hidden, batch.token_ids.data(), n, config_.embedding_scale, x_.data()});
-    for (int32_t l = 0; l < config_.num_layers; ++l) run_layer(l, batch, kv, n);
+    const void* embd_prepared = weights_.lm_head.out_dim == 0 ? embd.prepared.get() : embedding_prepared_.get();
+    be.embedding_lookup(
+        {embd.data(), embd.type, hidden, embd_prepared, plan.token_ids, n, config_.embedding_scale, x_.data()});
+    for (int32_t l = 0; l < config_.num_layers; ++l) run_layer(l, batch, plan, kv, n);
 
     // Final norm and LM head, only for the rows whose logits are wanted.
     const int64_t num_out = int64_t(batch.logit_rows.size());
-    gathered_.resize(num_out * hidden);
-    normed_.resize(num_out * hidden);
-    for (int64_t i = 0; i < num_out; ++i) {
-        std::memcpy(gathered_.data() + i * hidden, x_.data() + int64_t(batch.logit_rows[i]) * hidden,
-                    sizeof(float) * hidden);
-    }
-    backend_->rmsnorm(gathered_.data(), weights_.output_norm.data(), normed_.data(), num_out, hidden, config_.norm_eps);
+    LA_RETURN_IF_ERROR(gathered_.reserve(be, num_out * hidden));
+    LA_RETURN_IF_ERROR(normed_.reserve(be, num_out * hidden));
+    be.gather_rows(x_.data(), plan.logit_rows, int32_t(num_out), hidden, gathered_.data());
+    be.rmsnorm(gathered_.data(), output_norm_, normed_.data(), num_out, hidden, config_.norm_eps);
     logits->resize(num_out * config_.vocab_size);
-    if (num_out > 0) {
-        backend_->matmul(weights_.output().params(normed_.data(), logits->data(), num_out));
+    // A host-memory backend writes the logits in place; any other writes its own array, read back.
+    float* out = logits->data();
+    if (!be.host_memory()) {
+        LA_RETURN_IF_ERROR(logits_.reserve(be, num_out * config_.vocab_size));
+        out = logits_.data();
     }
-    backend_->synchronize();
+    if (num_out > 0) be.matmul(weights_.output().params(normed_.data(), out, num_out));
+    if (!be.host_memory() && num_out > 0) {
+        be.download(logits->data(), out, sizeof(float) * logits->size());
+    }
+    be.synchronize();
+    LA_RETURN_IF_ERROR(be.status());
+    // On the host, on the logits as returned.
     if (const float cap = config_.final_logit_softcap; cap > 0.0f) {
         for (float& v : *logits) v = cap * std::tanh(v / cap);
     }
@@ -134,43 +216,46 @@ void Model::run_kv_copies(int32_t layer, const ForwardBatch& batch, backend::KvM
     }
 }
 
-void Model::run_layer(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv, int32_t n) {
-    run_attention(layer, batch, kv, n);
+void Model::run_layer(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv,
+                      int32_t n) {
+    run_attention(layer, batch, plan, kv, n);
     run_ffn(layer, n);
 }
 
 // x += [post_norm](W_o attention(rope(norm_q(W_q h)), rope(norm_k(W_k h)), W_v h)), h = norm(x).
-void Model::run_attention(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv, int32_t n) {
+void Model::run_attention(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv,
+                          int32_t n) {
     const LayerWeights& w = weights_.layers[layer];
+    const LayerNorms& norm = norms_[layer];
     const ModelConfig& c = config_;
     const int64_t hidden = c.hidden_dim;
     const kernels::RopeParams& rope = this->rope(layer);
     backend::Backend& be = *backend_;
 
-    be.rmsnorm(x_.data(), w.attn_norm.data(), h_.data(), n, hidden, c.norm_eps);
+    be.rmsnorm(x_.data(), norm.attn_norm, h_.data(), n, hidden, c.norm_eps);
     const kernels::MatmulParams qkv[] = {w.wq.params(h_.data(), q_.data(), n), w.wk.params(h_.data(), k_.data(), n),
                                          w.wv.params(h_.data(), v_.data(), n)};
     be.matmuls(qkv, 3);
     if (!w.q_norm.empty()) {  // one RMSNorm per head: rows of head_dim
-        be.rmsnorm(q_.data(), w.q_norm.data(), q_.data(), int64_t(n) * c.num_heads, c.head_dim, c.norm_eps);
-        be.rmsnorm(k_.data(), w.k_norm.data(), k_.data(), int64_t(n) * c.num_kv_heads, c.head_dim, c.norm_eps);
+        be.rmsnorm(q_.data(), norm.q_norm, q_.data(), int64_t(n) * c.num_heads, c.head_dim, c.norm_eps);
+        be.rmsnorm(k_.data(), norm.k_norm, k_.data(), int64_t(n) * c.num_kv_heads, c.head_dim, c.norm_eps);
     }
     if (batch.keys_rotated) {
-        be.rope_apply({k_.data(), batch.store_positions.data(), n, c.num_kv_heads, c.head_dim, rope});
+        be.rope_apply({k_.data(), plan.store_positions, n, c.num_kv_heads, c.head_dim, rope});
     }
     run_kv_copies(layer, batch, kv);  // before this layer's rows are stored: they may reuse a copy's source
-    be.kv_store(kv, layer, k_.data(), v_.data(), batch.slot_mapping.data(), n);
+    be.kv_store(kv, layer, k_.data(), v_.data(), plan.slot_mapping, n);
 
     kernels::AttentionParams ap{};
     ap.q = q_.data();
-    ap.q_pos = batch.positions.data();
+    ap.q_pos = plan.positions;
     ap.out = attn_.data();
     ap.k_cache = kv.k(layer);
     ap.v_cache = kv.v(layer);
     ap.kv_dtype = kv.shape().dtype;
-    ap.block_ids = batch.block_ids.data();
-    ap.spans = batch.spans.data();
-    ap.seqs = batch.seqs.data();
+    ap.block_ids = plan.block_ids;
+    ap.spans = plan.spans;
+    ap.seqs = plan.seqs;
     ap.num_seqs = int32_t(batch.seqs.size());
     ap.num_heads = c.num_heads;
     ap.num_kv_heads = c.num_kv_heads;
@@ -180,11 +265,13 @@ void Model::run_attention(int32_t layer, const ForwardBatch& batch, backend::KvM
     ap.rope = rope;
     ap.keys_rotated = batch.keys_rotated;
     ap.sliding_window = c.is_sliding(layer) ? c.sliding_window : 0;
+    ap.max_queries_per_seq = plan.max_queries_per_seq;
+    ap.max_kv_tokens = plan.max_kv_tokens;
     be.attention(ap);
 
     be.matmul(w.wo.params(attn_.data(), h_.data(), n));
     if (!w.attn_post_norm.empty()) {
-        be.rmsnorm(h_.data(), w.attn_post_norm.data(), h_.data(), n, hidden, c.norm_eps);
+        be.rmsnorm(h_.data(), norm.attn_post_norm, h_.data(), n, hidden, c.norm_eps);
     }
     be.add_inplace(x_.data(), h_.data(), int64_t(n) * hidden);
 }
@@ -192,11 +279,12 @@ void Model::run_attention(int32_t layer, const ForwardBatch& batch, backend::KvM
 // x += [post_norm](W_down act(W_gate h) * W_up h), h = norm(x).
 void Model::run_ffn(int32_t layer, int32_t n) {
     const LayerWeights& w = weights_.layers[layer];
+    const LayerNorms& norm = norms_[layer];
     const ModelConfig& c = config_;
     const int64_t hidden = c.hidden_dim;
     backend::Backend& be = *backend_;
 
-    be.rmsnorm(x_.data(), w.ffn_norm.data(), h_.data(), n, hidden, c.norm_eps);
+    be.rmsnorm(x_.data(), norm.ffn_norm, h_.data(), n, hidden, c.norm_eps);
     const kernels::MatmulParams gate_up[] = {w.w_gate.params(h_.data(), gate_.data(), n),
                                              w.w_up.params(h_.data(), up_.data(), n)};
     be.matmuls(gate_up, 2);
@@ -208,7 +296,7 @@ void Model::run_ffn(int32_t layer, int32_t n) {
     }
     be.matmul(w.w_down.params(gate_.data(), h_.data(), n));
     if (!w.ffn_post_norm.empty()) {
-        be.rmsnorm(h_.data(), w.ffn_post_norm.data(), h_.data(), n, hidden, c.norm_eps);
+        be.rmsnorm(h_.data(), norm.ffn_post_norm, h_.data(), n, hidden, c.norm_eps);
     }
     be.add_inplace(x_.data(), h_.data(), int64_t(n) * hidden);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_array.h"
 #include "backend/kv_memory.h"
 #include "core/status.h"
 #include "loader/gguf_file.h"
@@ -46,18 +47,39 @@ public:
 
 private:
     Model() = default;
-    // Frequencies and a (cos, sin) table for one RopeConfig, and the kernel params pointing at them.
+    // Frequencies and a (cos, sin) table for one RopeConfig, and the kernel params pointing at them
+    // (at the backend's copies: see resident()).
     struct RopeTables {
         std::vector<float> inv_freq;       // [rotary_dims / 2]
         std::vector<float> cos_sin_table;  // [context_length, rotary_dims / 2, 2]
         kernels::RopeParams params{};
         kernels::RopeParams rerotation{};  // params with mscale 1 and no table (angles direct)
     };
-    static void init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* out);
-    // Lets the backend lay the quantized matrices out its own way (e.g. repacked rows).
-    void prepare_weights();
-    void run_layer(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv, int32_t n);
-    void run_attention(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv, int32_t n);
+    Status init_rope(const RopeConfig& rc, int32_t num_positions, RopeTables* out);
+    // Lets the backend lay the matrices out its own way (e.g. repacked rows, device memory).
+    Status prepare_weights();
+    // The backend's copy of a vector the model keeps for its lifetime (norm weights, biases, RoPE
+    // tables), made once at load: the vector itself on a host-memory backend; nullptr if empty.
+    Expected<const float*> resident(const std::vector<float>& v);
+    // The plan array `host` in backend memory: itself on a host-memory backend, else uploaded to
+    // `staging` (once per step; every layer reads it).
+    template <typename T>
+    Expected<const T*> on_backend(const std::vector<T>& host, backend::BackendArray<T>& staging);
+    // Norm weights in backend memory, per layer (nullptr where the architecture has none).
+    struct LayerNorms {
+        const float *attn_norm, *ffn_norm, *attn_post_norm, *ffn_post_norm, *q_norm, *k_norm;
+    };
+    // The step's plan arrays as the layers read them (backend memory).
+    struct StepPlan {
+        const int32_t *token_ids, *positions, *store_positions, *slot_mapping, *block_ids, *logit_rows;
+        const kernels::AttentionSpan* spans;
+        const kernels::AttentionSeq* seqs;
+        int32_t max_queries_per_seq, max_kv_tokens;
+    };
+    Status upload_plan(const ForwardBatch& batch, StepPlan* plan);
+    void run_layer(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv, int32_t n);
+    void run_attention(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv,
+                       int32_t n);
     void run_kv_copies(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv);
     void run_ffn(int32_t layer, int32_t n);
 
@@ -66,9 +88,18 @@ private:
     ModelWeights weights_;
     backend::Backend* backend_ = nullptr;
     RopeTables rope_global_, rope_local_;  // local: sliding-window layers only
-    // Activations, resized per step: x/residual [n, hidden], q/attn [n, q_dim], k/v [n, kv_dim],
-    // gate/up [n, ffn]; gathered/normed [logit rows, hidden].
-    std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_, gathered_, normed_;
+    std::vector<std::unique_ptr<backend::Buffer>> resident_;  // what resident() uploaded
+    std::vector<LayerNorms> norms_;
+    const float* output_norm_ = nullptr;
+    std::shared_ptr<const void> embedding_prepared_;  // prepare_embedding's (untied tables only)
+    // Activations in backend memory, grown per step: x/residual [n, hidden], q/attn [n, q_dim],
+    // k/v [n, kv_dim], gate/up [n, ffn]; gathered/normed [logit rows, hidden]; logits where the
+    // backend's memory is not the host's.
+    backend::BackendArray<float> x_, h_, q_, k_, v_, attn_, gate_, up_, gathered_, normed_, logits_;
+    // The step's plan arrays in backend memory (unused on a host-memory backend).
+    backend::BackendArray<int32_t> token_ids_, positions_, store_positions_, slot_mapping_, block_ids_, logit_rows_;
+    backend::BackendArray<kernels::AttentionSpan> spans_;
+    backend::BackendArray<kernels::AttentionSeq> seqs_;
 };
 
 }  // namespace lazyattn::model

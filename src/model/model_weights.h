@@ -25,12 +25,14 @@ struct Linear {
     kernels::WeightType type = kernels::WeightType::kF32;
     std::shared_ptr<const void> prepared;  // the backend's layout of w_quant (Backend::prepare_weight)
     std::vector<float> bias;               // [out_dim] or empty
+    const float* bias_resident = nullptr;  // the backend's copy of bias (Model::resident), if made
     int64_t in_dim = 0;
     int64_t out_dim = 0;
 
     const void* data() const { return w_quant != nullptr ? w_quant : static_cast<const void*>(w_f32.data()); }
     kernels::MatmulParams params(const float* x, float* y, int64_t num_rows) const {
-        return {x, data(), type, bias.empty() ? nullptr : bias.data(), y, num_rows, in_dim, out_dim, prepared.get()};
+        const float* b = bias.empty() ? nullptr : bias_resident != nullptr ? bias_resident : bias.data();
+        return {x, data(), type, b, y, num_rows, in_dim, out_dim, prepared.get()};
     }
 };
 

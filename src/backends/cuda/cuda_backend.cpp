@@ -193,6 +193,24 @@ Status CudaBackend::embedding(const __nv_bfloat16* table, const int32_t* ids, fl
     return launch_embedding(table, ids, out, num_rows, dim, vocab_size, stream_);
 }
 
+Status CudaBackend::add_inplace(float* x, const float* y, int64_t n) {
+    LA_RETURN_IF_ERROR(activate());
+    if (n < 0) return invalid_argument("add_inplace: bad size");
+    return launch_add_inplace(x, y, n, stream_);
+}
+
+Status CudaBackend::add_bias(float* y, const float* bias, int64_t num_rows, int64_t dim) {
+    LA_RETURN_IF_ERROR(activate());
+    if (num_rows < 0 || dim <= 0) return invalid_argument("add_bias: bad shape");
+    return launch_add_bias(y, bias, num_rows, dim, stream_);
+}
+
+Status CudaBackend::to_bf16(const float* x, __nv_bfloat16* out, int64_t n) {
+    LA_RETURN_IF_ERROR(activate());
+    if (n < 0) return invalid_argument("to_bf16: bad size");
+    return launch_to_bf16(x, out, n, stream_);
+}
+
 Status CudaBackend::sample(const SampleParams& p) {
     LA_RETURN_IF_ERROR(activate());
     if (p.num_rows < 0 || p.vocab_size <= 0 || p.row_stride < p.vocab_size)

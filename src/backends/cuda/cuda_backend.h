@@ -4,8 +4,8 @@
 // device memory; their contents (spans, block ids, slots) are trusted as the plan built them.
 // The KV cache is bf16, activations fp32 (bf16 where they feed a GEMM).
 //
-// It does not implement backend::Backend yet: that interface passes fp32 host pointers and an
-// fp32 KV cache; adopting it needs the KV dtype in KvStorage and device memory in the model.
+// The engine reaches it through CudaEngineBackend (cuda_engine_backend.h), which implements
+// backend::Backend on top of it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -61,6 +61,10 @@ public:
                      int64_t vocab_size);
     Status embedding(const __nv_bfloat16* table, const int32_t* ids, float* out, int64_t num_rows, int64_t dim,
                      int64_t vocab_size);
+
+    Status add_inplace(float* x, const float* y, int64_t n);
+    Status add_bias(float* y, const float* bias, int64_t num_rows, int64_t dim);
+    Status to_bf16(const float* x, __nv_bfloat16* out, int64_t n);
 
     Status sample(const SampleParams& p);
     Status argmax(const float* logits, int64_t row_stride, int32_t num_rows, int32_t vocab_size, int32_t* tokens);

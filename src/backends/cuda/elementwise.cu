@@ -47,7 +47,25 @@ __global__ void __launch_bounds__(256)
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) o[i] = valid ? load_as_float(row + i) : 0.0f;
 }
 
+__global__ void __launch_bounds__(256) add_inplace_kernel(float* x, const float* y, int64_t n) {
+    const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) x[i] += y[i];
+}
+
+__global__ void __launch_bounds__(256) add_bias_kernel(float* y, const float* bias, int64_t n, int64_t dim) {
+    const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) y[i] += bias[i % dim];
+}
+
+__global__ void __launch_bounds__(256) to_bf16_kernel(const float* x, bf16* out, int64_t n) {
+    const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) store_as(out + i, x[i]);
+}
+
 namespace {
+
+// Grid-stride launches: enough blocks to cover n, capped (each thread then loops).
+unsigned grid_for(int64_t n) { return unsigned(std::min<int64_t>((n + 255) / 256, 65536)); }
 
 template <typename OutT>
 Status rmsnorm_impl(const float* x, const float* weight, OutT* out, int64_t num_rows, int64_t dim, float eps,
@@ -104,6 +122,29 @@ Status launch_embedding(const float* table, const int32_t* ids, float* out, int6
 Status launch_embedding(const bf16* table, const int32_t* ids, float* out, int64_t num_rows, int64_t dim,
                         int64_t vocab_size, cudaStream_t stream) {
     return embedding_impl(table, ids, out, num_rows, dim, vocab_size, stream);
+}
+
+Status launch_add_inplace(float* x, const float* y, int64_t n, cudaStream_t stream) {
+    if (n == 0) return {};
+    auto* kernel = &add_inplace_kernel;
+    LA_LAUNCH_KERNEL(kernel, dim3(grid_for(n)), dim3(256), 0, stream, x, y, n);
+    LA_CUDA_RETURN_IF_LAUNCH_FAILED("add_inplace_kernel");
+    return {};
+}
+Status launch_add_bias(float* y, const float* bias, int64_t num_rows, int64_t dim, cudaStream_t stream) {
+    const int64_t n = num_rows * dim;
+    if (n == 0) return {};
+    auto* kernel = &add_bias_kernel;
+    LA_LAUNCH_KERNEL(kernel, dim3(grid_for(n)), dim3(256), 0, stream, y, bias, n, dim);
+    LA_CUDA_RETURN_IF_LAUNCH_FAILED("add_bias_kernel");
+    return {};
+}
+Status launch_to_bf16(const float* x, bf16* out, int64_t n, cudaStream_t stream) {
+    if (n == 0) return {};
+    auto* kernel = &to_bf16_kernel;
+    LA_LAUNCH_KERNEL(kernel, dim3(grid_for(n)), dim3(256), 0, stream, x, out, n);
+    LA_CUDA_RETURN_IF_LAUNCH_FAILED("to_bf16_kernel");
+    return {};
 }
 
 }  // namespace lazyattn::backends::cuda

@@ -28,4 +28,11 @@ Status launch_embedding(const float* table, const int32_t* ids, float* out, int6
 Status launch_embedding(const __nv_bfloat16* table, const int32_t* ids, float* out, int64_t num_rows, int64_t dim,
                         int64_t vocab_size, cudaStream_t stream);
 
+// x += y over n elements (the residual adds of the layer loop).
+Status launch_add_inplace(float* x, const float* y, int64_t n, cudaStream_t stream);
+// y[r, :] += bias over num_rows rows of dim elements (a linear layer's bias).
+Status launch_add_bias(float* y, const float* bias, int64_t num_rows, int64_t dim, cudaStream_t stream);
+// out = x rounded to bf16 over n elements (a GEMM's fp32 input).
+Status launch_to_bf16(const float* x, __nv_bfloat16* out, int64_t n, cudaStream_t stream);
+
 }  // namespace lazyattn::backends::cuda

@@ -72,6 +72,11 @@ struct AttentionParams {
     // The mask is on logical distance, which is what the kernel knows in every cache mode, so
     // lazy, lazy-k and block-attn stay equal under it.
     int32_t sliding_window = 0;
+    // Host-side facts of the plan for a device backend, which shapes its launch by them and
+    // cannot read the arrays above (the host backends ignore them): the most query rows of one
+    // sequence and the most tokens one sequence's spans hold.
+    int32_t max_queries_per_seq = 0;
+    int32_t max_kv_tokens = 0;
 
     // Tokens [first, end) of a span (its token t sits at logical_start + t) that a query at
     // logical position `pos` sees; empty (first >= end) when none.

@@ -1,0 +1,68 @@
+#include "backends/cuda/cuda_kv_memory.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace lazyattn::backends::cuda {
+
+Expected<std::unique_ptr<CudaKvMemory>> CudaKvMemory::allocate(const kv::KvShape& shape) {
+    if (shape.dtype != kernels::KvDtype::kBF16) {
+        return invalid_argument("--device cuda needs --kv-dtype bf16 (the CUDA attention kernels read bf16 KV)");
+    }
+    std::unique_ptr<CudaKvMemory> m(new CudaKvMemory(shape));
+    const size_t bytes = size_t(shape.elements_per_layer()) * size_t(m->element_bytes());
+    for (int32_t l = 0; l < shape.num_layers; ++l) {
+        for (std::vector<void*>* arrays : {&m->k_, &m->v_}) {
+            void* p = nullptr;
+            if (cudaMalloc(&p, bytes) != cudaSuccess) {
+                cudaGetLastError();
+                return resource_exhausted("cannot allocate the KV pool on the device: " +
+                                          std::to_string(2 * size_t(shape.num_layers) * bytes) + " bytes");
+            }
+            arrays->push_back(p);
+        }
+    }
+    return m;
+}
+
+CudaKvMemory::~CudaKvMemory() {
+    for (void* p : k_) cudaFree(p);
+    for (void* p : v_) cudaFree(p);
+}
+
+// A failed copy here means the device is lost: no Status reaches the caller (the interface is
+// void, as for host memory), so the process stops rather than hand back garbage KV.
+static void check_copy(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    std::fprintf(stderr, "lazyattn: %s failed: %s\n", what, cudaGetErrorString(e));
+    std::abort();
+}
+
+void CudaKvMemory::read_block(int32_t block, void* host) const {
+    const size_t n = size_t(shape_.elements_per_block()) * size_t(element_bytes());
+    auto* out = static_cast<char*>(host);
+    for (int32_t l = 0; l < shape_.num_layers; ++l) {
+        check_copy(cudaMemcpy(out, static_cast<const char*>(k_[l]) + size_t(block) * n, n, cudaMemcpyDeviceToHost),
+                   "KV block read");
+        check_copy(cudaMemcpy(out + n, static_cast<const char*>(v_[l]) + size_t(block) * n, n, cudaMemcpyDeviceToHost),
+                   "KV block read");
+        out += 2 * n;
+    }
+}
+
+void CudaKvMemory::write_block(int32_t block, const void* host) {
+    const size_t n = size_t(shape_.elements_per_block()) * size_t(element_bytes());
+    const auto* in = static_cast<const char*>(host);
+    for (int32_t l = 0; l < shape_.num_layers; ++l) {
+        check_copy(cudaMemcpy(static_cast<char*>(k_[l]) + size_t(block) * n, in, n, cudaMemcpyHostToDevice),
+                   "KV block write");
+        check_copy(cudaMemcpy(static_cast<char*>(v_[l]) + size_t(block) * n, in + n, n, cudaMemcpyHostToDevice),
+                   "KV block write");
+        in += 2 * n;
+    }
+}
+
+}  // namespace lazyattn::backends::cuda
