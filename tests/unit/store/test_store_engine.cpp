@@ -56,8 +56,11 @@ RagResult run(const EngineConfig& c, const RagRequest& r, SchedulerStats* stats 
     EXPECT_TRUE(engine.status().ok()) << engine.status().to_string();
     auto result = engine.run(r);
     EXPECT_TRUE(result.ok()) << result.status().to_string();
+    // Writes are asynchronous: drained before the statistics are read (the engine's destructor
+    // would drain them too, after the read).
+    if (auto* store = engine.scheduler().segment_store()) store->flush();
     if (stats != nullptr) *stats = engine.scheduler().stats();
-    return std::move(result).value();  // the engine's destructor drains the store's writes
+    return std::move(result).value();
 }
 
 TEST(StoreEngine, ASecondEngineServesTheFirstOnesDocumentsWithoutPrefillingThem) {
