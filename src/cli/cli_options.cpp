@@ -22,8 +22,13 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
                                                                {"bf16", kernels::KvDtype::kBF16},
                                                                {"f32", kernels::KvDtype::kF32}};
     cmd->add_option_function<std::string>(
-           "--kv-dtype,--kv-cache-dtype", [&o](const std::string& v) { o.kv_dtype = names.at(v); },
-           "KV cache element type: f16 (default; also 'auto'), bf16 or f32")
+           "--kv-dtype,--kv-cache-dtype",
+           [&o](const std::string& v) {
+               o.kv_dtype = names.at(v);
+               o.kv_dtype_chosen = v != "auto";
+           },
+           "KV cache element type: f16 (default on the CPU), bf16 (default on CUDA, whose kernels read bf16), "
+           "f32; 'auto' picks the device's default")
         ->check(CLI::IsMember({"f16", "auto", "bf16", "f32"}))
         ->type_name("f16|bf16|f32");
     cmd->add_option_function<std::string>(
@@ -32,9 +37,14 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
            "CUDA)")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->type_name("cpu|cuda");
-    cmd->add_option("--kv-store", o.kv_stores,
-                    "persistent document KV store below the RAM pool: a directory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]; "
-                    "repeat for several tiers, looked up in the order given (disk before Redis)")
+    // The KV type follows the device unless one was named: once both flags are read.
+    cmd->parse_complete_callback([&o] {
+        if (!o.kv_dtype_chosen && o.device == backend::Device::kCuda) o.kv_dtype = kernels::KvDtype::kBF16;
+    });
+    cmd->add_option(
+           "--kv-store", o.kv_stores,
+           "persistent document KV store below the RAM pool: a directory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]; "
+           "repeat for several tiers, looked up in the order given (disk before Redis)")
         ->allow_extra_args(false)
         ->type_name("DIR|URL");
 }

@@ -23,6 +23,7 @@ struct CommonOptions {
     std::string model_path;
     int32_t num_threads = 0;                             // 0: all hardware threads
     kernels::KvDtype kv_dtype = kernels::KvDtype::kF16;  // --kv-dtype f32|f16|bf16
+    bool kv_dtype_chosen = false;                        // named on the command line (not 'auto')
     backend::Device device = backend::Device::kCpu;      // --device cpu|cuda
     std::vector<std::string> kv_stores;                  // --kv-store DIR|redis://HOST:PORT[/DB], in order
     std::string log_level = "info";                      // trace | debug | info | warn | error | off
