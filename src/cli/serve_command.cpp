@@ -1,6 +1,6 @@
 // `lazyattn serve`: loads the model, starts the ServingEngine and the HTTP server, then waits for
-// SIGINT or SIGTERM. Both signals are blocked in every thread and taken here with sigwait(), so no
-// handler runs in an arbitrary thread; on one, the server drains (new requests get 503, in-flight
+// SIGINT or SIGTERM. Both signals are blocked in our threads and taken here with sigwait() (a thread
+// started before the mask passes them on); on one, the server drains (new requests get 503, in-flight
 // ones get --shutdown-timeout seconds, then are cancelled) and the process exits 0.
 #include <pthread.h>
 
@@ -84,6 +84,14 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     return sc;
 }
 
+// The thread that waits in sigwait(). Threads started before the mask below (a library's pool
+// created at load, e.g. OpenBLAS's) do not block the signals; the kernel may hand a SIGINT to one
+// of them, whose default action would kill the process mid-drain. This handler (it runs only in
+// such a thread: the waiter blocks the signals) passes the signal on to the waiter instead.
+pthread_t g_signal_waiter;
+
+extern "C" void forward_to_waiter(int sig) { pthread_kill(g_signal_waiter, sig); }
+
 sigset_t shutdown_signals() {
     sigset_t set;
     sigemptyset(&set);
@@ -106,6 +114,13 @@ int run_serve(const ServeOptions& o) {
     // is the only taker.
     const sigset_t signals = shutdown_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    g_signal_waiter = pthread_self();
+    struct sigaction forward {};
+    forward.sa_handler = forward_to_waiter;
+    sigemptyset(&forward.sa_mask);
+    forward.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &forward, nullptr);
+    sigaction(SIGTERM, &forward, nullptr);
 
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
