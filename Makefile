@@ -28,7 +28,7 @@ test: build
 # kernels in the CPU emulator; the GPU tests skip with a message when no device is present.
 cuda-test:
 	cmake -S . -B build-cuda -G Ninja -DLAZYATTN_CUDA=ON -DLAZYATTN_TEST_DIRS=kernels $(CMAKE_FLAGS) >/dev/null
-	cmake --build build-cuda -j $(JOBS) --target test_cuda test_cuda_emulated test_cuda_engine_emulated bench_cuda_attention
+	cmake --build build-cuda -j $(JOBS) --target test_cuda test_cuda_emulated test_cuda_engine_emulated test_scheduler_cuda_emulated bench_cuda_attention
 	cd build-cuda && ctest --output-on-failure -j $(JOBS) -R "emulated|Cuda"
 
 bench: build

@@ -39,7 +39,7 @@ HostKvMemory::HostKvMemory(const kv::KvShape& shape) : KvMemory(shape) {
     }
 }
 
-void HostKvMemory::read_block(int32_t block, void* host) const {
+Status HostKvMemory::read_block(int32_t block, void* host) const {
     const size_t n = size_t(shape_.elements_per_block() * element_bytes());
     auto* out = static_cast<uint8_t*>(host);
     for (int32_t l = 0; l < shape_.num_layers; ++l) {
@@ -47,9 +47,10 @@ void HostKvMemory::read_block(int32_t block, void* host) const {
         std::memcpy(out + n, v_[l].data() + size_t(block) * n, n);
         out += 2 * n;
     }
+    return {};
 }
 
-void HostKvMemory::write_block(int32_t block, const void* host) {
+Status HostKvMemory::write_block(int32_t block, const void* host) {
     const size_t n = size_t(shape_.elements_per_block() * element_bytes());
     const auto* in = static_cast<const uint8_t*>(host);
     for (int32_t l = 0; l < shape_.num_layers; ++l) {
@@ -57,6 +58,7 @@ void HostKvMemory::write_block(int32_t block, const void* host) {
         std::memcpy(v_[l].data() + size_t(block) * n, in + n, n);
         in += 2 * n;
     }
+    return {};
 }
 
 }  // namespace lazyattn::backend

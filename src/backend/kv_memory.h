@@ -31,9 +31,10 @@ public:
     const void* v(int32_t layer) const { return const_cast<KvMemory*>(this)->v(layer); }
     // One block of every layer to or from host memory: shape().bytes_per_block() bytes laid out
     // [layer][K, V][elements_per_block] (the unit a persistent store moves). The block must not
-    // be written by a step in flight (callers hold a reference on it).
-    virtual void read_block(int32_t block, void* host) const = 0;
-    virtual void write_block(int32_t block, const void* host) = 0;
+    // be written by a step in flight (callers hold a reference on it). A device error (a lost
+    // GPU) is returned, and the caller treats the block as unreadable: the store recomputes it.
+    [[nodiscard]] virtual Status read_block(int32_t block, void* host) const = 0;
+    [[nodiscard]] virtual Status write_block(int32_t block, const void* host) = 0;
 
 protected:
     int64_t element_bytes() const { return kernels::kv_dtype_bytes(shape_.dtype); }
@@ -54,8 +55,8 @@ public:
     void* v(int32_t layer) override { return v_[layer].data(); }
     using KvMemory::k;
     using KvMemory::v;
-    void read_block(int32_t block, void* host) const override;
-    void write_block(int32_t block, const void* host) override;
+    Status read_block(int32_t block, void* host) const override;
+    Status write_block(int32_t block, const void* host) override;
 
 private:
     std::vector<LargeBuffer> k_, v_;

@@ -382,4 +382,14 @@ Expected<std::string> resolve_model_source(const std::string& model, const std::
     return materialize_synthetic_model(spec, *tokenizer_file, num_threads);
 }
 
+Status write_vocabulary_gguf(const GgufFile& source, const std::string& path) {
+    LA_ASSIGN_OR_RETURN(std::vector<std::string> tokens, source.get_string_array("tokenizer.ggml.tokens"));
+    GgufWriter w;
+    LA_ASSIGN_OR_RETURN(std::string arch, source.get_string("general.architecture"));
+    w.add_string("general.architecture", arch);
+    w.add_string("general.name", "vocabulary only");
+    LA_RETURN_IF_ERROR(add_tokenizer(w, source, int32_t(tokens.size())));
+    return w.write(path);
+}
+
 }  // namespace lazyattn::loader

@@ -73,4 +73,9 @@ Expected<std::string> materialize_synthetic_model(const SyntheticSpec& spec, con
 Expected<std::string> resolve_model_source(const std::string& model, const std::string& tokenizer_path,
                                            int num_threads);
 
+// Writes a vocabulary-only GGUF (general.architecture and the tokenizer.* metadata of `source`,
+// no tensors) to `path`: a few MiB that serve as a synthetic model's tokenizer on a machine
+// without the embedded model (the GPU bundle carries one, scripts/build_gpu_bundle.sh).
+Status write_vocabulary_gguf(const GgufFile& source, const std::string& path);
+
 }  // namespace lazyattn::loader

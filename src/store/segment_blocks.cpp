@@ -5,13 +5,13 @@
 
 namespace lazyattn::store {
 
-void export_segment_blocks(const backend::KvMemory& kv, std::span<const kv::BlockId> blocks, int32_t num_tokens,
-                           uint8_t* out) {
+Status export_segment_blocks(const backend::KvMemory& kv, std::span<const kv::BlockId> blocks, int32_t num_tokens,
+                             uint8_t* out) {
     const kv::KvShape& s = kv.shape();
     const int64_t bpb = s.bytes_per_block();
-    for (size_t i = 0; i < blocks.size(); ++i) kv.read_block(blocks[i], out + int64_t(i) * bpb);
+    for (size_t i = 0; i < blocks.size(); ++i) LA_RETURN_IF_ERROR(kv.read_block(blocks[i], out + int64_t(i) * bpb));
     const int32_t last_rows = num_tokens - (int32_t(blocks.size()) - 1) * s.block_size;
-    if (blocks.empty() || last_rows >= s.block_size) return;
+    if (blocks.empty() || last_rows >= s.block_size) return {};
     // The last block's padding rows hold stale KV of whatever the block held before.
     const int64_t row = int64_t(s.head_dim) * kernels::kv_dtype_bytes(s.dtype);
     uint8_t* last = out + int64_t(blocks.size() - 1) * bpb;
@@ -21,13 +21,15 @@ void export_segment_blocks(const backend::KvMemory& kv, std::span<const kv::Bloc
             std::memset(head + last_rows * row, 0, size_t((s.block_size - last_rows) * row));
         }
     }
+    return {};
 }
 
-void import_segment_blocks(backend::KvMemory& kv, std::span<const kv::BlockId> blocks, const uint8_t* in,
-                           int32_t num_present) {
+Status import_segment_blocks(backend::KvMemory& kv, std::span<const kv::BlockId> blocks, const uint8_t* in,
+                             int32_t num_present) {
     const int64_t bpb = kv.shape().bytes_per_block();
     for (size_t i = size_t(std::max(0, num_present)); i < blocks.size(); ++i)
-        kv.write_block(blocks[i], in + int64_t(i) * bpb);
+        LA_RETURN_IF_ERROR(kv.write_block(blocks[i], in + int64_t(i) * bpb));
+    return {};
 }
 
 }  // namespace lazyattn::store

@@ -71,7 +71,14 @@ int SegmentStore::load(const SegmentMeta& meta, backend::KvMemory& kv, std::span
                       {{"tier", tiers_[t]->name()}, {"key", key}, {"error", data.status().to_string()}});
             continue;
         }
-        import_segment_blocks(kv, blocks, *data, num_present);
+        if (Status st = import_segment_blocks(kv, blocks, *data, num_present); !st.ok()) {
+            // The entry is fine; the pool's memory refused it (a device error): recompute.
+            ++stats_[t].misses;
+            ++stats_[t].errors;
+            log::warn("KV store entry could not be copied into the pool; the segment is recomputed",
+                      {{"tier", tiers_[t]->name()}, {"key", key}, {"error", st.to_string()}});
+            return -1;
+        }
         ++stats_[t].hits;
         stats_[t].bytes_read += int64_t(blob->bytes.size());
         stats_[t].load_ms += now_ms() - t0;
@@ -102,7 +109,13 @@ bool SegmentStore::write_async(const SegmentMeta& meta, const backend::KvMemory&
         }
     }
     job.fresh = std::make_shared<std::vector<uint8_t>>(begin_segment(meta));
-    export_segment_blocks(kv, blocks, int32_t(meta.tokens.size()), data_of(*job.fresh, meta));
+    if (Status st = export_segment_blocks(kv, blocks, int32_t(meta.tokens.size()), data_of(*job.fresh, meta));
+        !st.ok()) {
+        log::warn("KV store write skipped: the pool's blocks could not be read", {{"error", st.to_string()}});
+        std::lock_guard<std::mutex> lock(mu_);
+        ++writes_dropped_;
+        return false;
+    }
     job.end_tier = int32_t(tiers_.size());
     std::lock_guard<std::mutex> lock(mu_);
     job.overwrite = rejected_keys_.count(job.key) > 0;

@@ -64,10 +64,12 @@ public:
 
     // Looks the segment up tier by tier; on the first verified entry, imports its KV into
     // `blocks` (all of the segment's blocks; the first num_present already hold it) and returns
-    // the tier's index. -1 when no tier has a usable entry.
+    // the tier's index. -1 when no tier has a usable entry, or the pool's memory refused the copy
+    // (a device error, counted as the tier's error): the caller recomputes the segment.
     int load(const SegmentMeta& meta, backend::KvMemory& kv, std::span<const kv::BlockId> blocks, int32_t num_present);
     // Exports the segment's blocks (a copy, on the caller's thread) and queues the entry for
-    // every tier. Returns false when the queue was full (the write is dropped and counted).
+    // every tier. Returns false when the queue was full or the blocks could not be read (the
+    // write is dropped and counted).
     bool write_async(const SegmentMeta& meta, const backend::KvMemory& kv, std::span<const kv::BlockId> blocks);
     // Whether any tier holds an entry under the key (precompute skips those).
     bool contains(const std::string& key);

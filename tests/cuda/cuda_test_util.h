@@ -25,6 +25,7 @@
 #include "kernels/params/attention_params.h"
 #include "kernels/ref/reference_ops.h"
 #include "random_inputs.h"
+#include "require_cuda_device.h"
 
 namespace lazyattn::cuda_test {
 
@@ -39,25 +40,12 @@ constexpr bool is_emulated() {
 #endif
 }
 
-// LAZYATTN_REQUIRE_GPU set to anything but "" or "0" (scripts/gpu_check.sh sets 1): a GPU run
-// that finds no usable device fails instead of skipping, so a broken driver cannot pass as green.
-inline bool gpu_required(const char* env_value) {
-    return env_value != nullptr && *env_value != '\0' && std::strcmp(env_value, "0") != 0;
-}
-inline bool gpu_required() { return gpu_required(std::getenv("LAZYATTN_REQUIRE_GPU")); }
-
 // Every CUDA test derives from this: SetUp skips with the reason when no device is usable (fails
 // under LAZYATTN_REQUIRE_GPU).
 class CudaTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string why;
-        if (!backends::cuda::cuda_device_available(&why)) {
-            if (gpu_required()) {
-                FAIL() << "no CUDA device and LAZYATTN_REQUIRE_GPU is set: " << why;
-            }
-            GTEST_SKIP() << "no CUDA device, skipping GPU test: " << why;
-        }
+        LA_SKIP_WITHOUT_CUDA_DEVICE();
         // One backend for the whole run, never destroyed (no CUDA calls during static teardown).
         static CudaBackend* shared = [] {
             auto b = CudaBackend::create(0);

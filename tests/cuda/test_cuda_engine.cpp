@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "engine/loaded_model.h"
 #include "random_inputs.h"
+#include "require_cuda_device.h"
 #include "synthetic_model_fixture.h"
 
 namespace lazyattn {
@@ -84,7 +85,14 @@ engine::RagRequest request_of(std::vector<std::vector<int32_t>> segments, std::v
     return r;
 }
 
-TEST(CudaEngine, RefusesAKvPoolTheKernelsCannotRead) {
+// Skips (or fails under LAZYATTN_REQUIRE_GPU) where no device is usable: test_cuda_engine runs
+// these on a GPU, test_cuda_engine_emulated in the emulator.
+class CudaEngine : public ::testing::Test {
+protected:
+    void SetUp() override { LA_SKIP_WITHOUT_CUDA_DEVICE(); }
+};
+
+TEST_F(CudaEngine, RefusesAKvPoolTheKernelsCannotRead) {
     auto& lm = model_on(backend::Device::kCuda);
     ASSERT_EQ(lm.backend->name(), "cuda");
     kv::KvShape shape{2, 4, 1, 16, 64, kernels::KvDtype::kF32};
@@ -94,7 +102,7 @@ TEST(CudaEngine, RefusesAKvPoolTheKernelsCannotRead) {
     EXPECT_NE(kv.status().message().find("--kv-dtype bf16"), std::string::npos) << kv.status().message();
 }
 
-TEST(CudaEngine, RefusesAnArchitectureWhoseOpsItLacksAtLoad) {
+TEST_F(CudaEngine, RefusesAnArchitectureWhoseOpsItLacksAtLoad) {
     backend::set_cuda_backend_factory(&backends::cuda::make_cuda_engine_backend);
     auto lm = engine::load_model(tiny_path("gemma3"), backend::Device::kCuda, 2);
     ASSERT_FALSE(lm.ok());
@@ -106,7 +114,7 @@ TEST(CudaEngine, RefusesAnArchitectureWhoseOpsItLacksAtLoad) {
 // Qwen2 (neox RoPE, q/k/v biases: the bias add after the GEMM; untied embeddings: the table
 // prepared apart from the LM head) and Qwen3 (q/k head norms: RMSNorm over rows of head_dim)
 // against the CPU.
-TEST(CudaEngine, Qwen2AndQwen3LogitsAndTokensEqualTheCpuEngine) {
+TEST_F(CudaEngine, Qwen2AndQwen3LogitsAndTokensEqualTheCpuEngine) {
     backend::set_cuda_backend_factory(&backends::cuda::make_cuda_engine_backend);
     for (const std::string arch : {"qwen2", "qwen3"}) {
         const std::string path = tiny_path(arch, /*tied_embeddings=*/arch != "qwen2");
@@ -130,7 +138,7 @@ TEST(CudaEngine, Qwen2AndQwen3LogitsAndTokensEqualTheCpuEngine) {
     }
 }
 
-TEST(CudaEngine, GreedyOutputEqualsTheCpuEngine) {
+TEST_F(CudaEngine, GreedyOutputEqualsTheCpuEngine) {
     std::mt19937_64 rng(testing::test_seed() + 1);
     auto cpu = make_engine(backend::Device::kCpu, engine::CacheMode::kLazy);
     auto gpu = make_engine(backend::Device::kCuda, engine::CacheMode::kLazy);
@@ -148,7 +156,7 @@ TEST(CudaEngine, GreedyOutputEqualsTheCpuEngine) {
     }
 }
 
-TEST(CudaEngine, LazyLazyKAndBlockAttnAgreeOnTheCudaBackend) {
+TEST_F(CudaEngine, LazyLazyKAndBlockAttnAgreeOnTheCudaBackend) {
     std::mt19937_64 rng(testing::test_seed() + 2);
     auto lazy = make_engine(backend::Device::kCuda, engine::CacheMode::kLazy);
     auto lazy_k = make_engine(backend::Device::kCuda, engine::CacheMode::kLazyK);

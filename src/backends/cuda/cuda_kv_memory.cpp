@@ -33,36 +33,42 @@ CudaKvMemory::~CudaKvMemory() {
     for (void* p : v_) cudaFree(p);
 }
 
-// A failed copy here means the device is lost: no Status reaches the caller (the interface is
-// void, as for host memory), so the process stops rather than hand back garbage KV.
-static void check_copy(cudaError_t e, const char* what) {
-    if (e == cudaSuccess) return;
-    std::fprintf(stderr, "lazyattn: %s failed: %s\n", what, cudaGetErrorString(e));
-    std::abort();
+// A failed copy means the device is in trouble (lost, or out of memory for staging): the error
+// goes back to the store, which recomputes the segment instead of trusting the block.
+static Status copy_status(cudaError_t e, const char* what, int32_t block) {
+    if (e == cudaSuccess) return {};
+    return internal_error(std::string(what) + " of block " + std::to_string(block) + " failed: " +
+                          cudaGetErrorString(e));
 }
 
-void CudaKvMemory::read_block(int32_t block, void* host) const {
+Status CudaKvMemory::read_block(int32_t block, void* host) const {
     const size_t n = size_t(shape_.elements_per_block()) * size_t(element_bytes());
     auto* out = static_cast<char*>(host);
     for (int32_t l = 0; l < shape_.num_layers; ++l) {
-        check_copy(cudaMemcpy(out, static_cast<const char*>(k_[l]) + size_t(block) * n, n, cudaMemcpyDeviceToHost),
-                   "KV block read");
-        check_copy(cudaMemcpy(out + n, static_cast<const char*>(v_[l]) + size_t(block) * n, n, cudaMemcpyDeviceToHost),
-                   "KV block read");
+        LA_RETURN_IF_ERROR(copy_status(
+            cudaMemcpy(out, static_cast<const char*>(k_[l]) + size_t(block) * n, n, cudaMemcpyDeviceToHost),
+            "KV read", block));
+        LA_RETURN_IF_ERROR(copy_status(
+            cudaMemcpy(out + n, static_cast<const char*>(v_[l]) + size_t(block) * n, n, cudaMemcpyDeviceToHost),
+            "KV read", block));
         out += 2 * n;
     }
+    return {};
 }
 
-void CudaKvMemory::write_block(int32_t block, const void* host) {
+Status CudaKvMemory::write_block(int32_t block, const void* host) {
     const size_t n = size_t(shape_.elements_per_block()) * size_t(element_bytes());
     const auto* in = static_cast<const char*>(host);
     for (int32_t l = 0; l < shape_.num_layers; ++l) {
-        check_copy(cudaMemcpy(static_cast<char*>(k_[l]) + size_t(block) * n, in, n, cudaMemcpyHostToDevice),
-                   "KV block write");
-        check_copy(cudaMemcpy(static_cast<char*>(v_[l]) + size_t(block) * n, in + n, n, cudaMemcpyHostToDevice),
-                   "KV block write");
+        LA_RETURN_IF_ERROR(copy_status(
+            cudaMemcpy(static_cast<char*>(k_[l]) + size_t(block) * n, in, n, cudaMemcpyHostToDevice), "KV write",
+            block));
+        LA_RETURN_IF_ERROR(copy_status(
+            cudaMemcpy(static_cast<char*>(v_[l]) + size_t(block) * n, in + n, n, cudaMemcpyHostToDevice), "KV write",
+            block));
         in += 2 * n;
     }
+    return {};
 }
 
 }  // namespace lazyattn::backends::cuda

@@ -21,8 +21,8 @@ public:
     void* v(int32_t layer) override { return v_[layer]; }
     using KvMemory::k;
     using KvMemory::v;
-    void read_block(int32_t block, void* host) const override;
-    void write_block(int32_t block, const void* host) override;
+    Status read_block(int32_t block, void* host) const override;
+    Status write_block(int32_t block, const void* host) override;
 
 private:
     explicit CudaKvMemory(const kv::KvShape& shape) : KvMemory(shape) {}

@@ -17,6 +17,20 @@ using testing_support::config;
 using testing_support::model;
 using testing_support::random_tokens;
 
+// Every test here runs on each backend this binary has (scheduler_fixture.h).
+class FairPrefill : public testing_support::OnEachBackend {};
+class Admission : public testing_support::OnEachBackend {};
+class Release : public testing_support::OnEachBackend {};
+class RequestStats : public testing_support::OnEachBackend {};
+class TailLogits : public testing_support::OnEachBackend {};
+class KvPool : public testing_support::OnEachBackend {};
+INSTANTIATE_ON_EACH_BACKEND(FairPrefill);
+INSTANTIATE_ON_EACH_BACKEND(Admission);
+INSTANTIATE_ON_EACH_BACKEND(Release);
+INSTANTIATE_ON_EACH_BACKEND(RequestStats);
+INSTANTIATE_ON_EACH_BACKEND(TailLogits);
+INSTANTIATE_ON_EACH_BACKEND(KvPool);
+
 RagRequest request_of(std::vector<std::vector<int32_t>> segments, std::vector<int32_t> tail, int32_t max_tokens) {
     RagRequest r;
     r.segments = std::move(segments);
@@ -26,7 +40,7 @@ RagRequest request_of(std::vector<std::vector<int32_t>> segments, std::vector<in
     return r;
 }
 
-TEST(FairPrefill, AShortPromptIsNotHeldBehindALongDocument) {
+TEST_P(FairPrefill, AShortPromptIsNotHeldBehindALongDocument) {
     std::mt19937_64 rng(testing::test_seed() + 800);
     const RagRequest long_req = request_of({random_tokens(rng, 1200)}, random_tokens(rng, 3), 4);
     const RagRequest short_req = request_of({}, random_tokens(rng, 5), 4);
@@ -52,7 +66,7 @@ TEST(FairPrefill, AShortPromptIsNotHeldBehindALongDocument) {
     EXPECT_EQ((*short_h)->wait().token_ids, alone.run(short_req)->token_ids);
 }
 
-TEST(Admission, AWaitingRequestEvictsNothing) {
+TEST_P(Admission, AWaitingRequestEvictsNothing) {
     std::mt19937_64 rng(testing::test_seed() + 810);
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 30;
@@ -78,7 +92,7 @@ TEST(Admission, AWaitingRequestEvictsNothing) {
     EXPECT_EQ((*w)->wait().finish_reason, "length");
 }
 
-TEST(Release, AFinishedRequestFreesItsDocumentTailFirst) {
+TEST_P(Release, AFinishedRequestFreesItsDocumentTailFirst) {
     std::mt19937_64 rng(testing::test_seed() + 820);
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 20;
@@ -95,7 +109,7 @@ TEST(Release, AFinishedRequestFreesItsDocumentTailFirst) {
     e.check_integrity();
 }
 
-TEST(RequestStats, PeakBlocksIsRecorded) {
+TEST_P(RequestStats, PeakBlocksIsRecorded) {
     std::mt19937_64 rng(testing::test_seed() + 830);
     Engine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 4));
     // Three blocks of document, one of tail (5 prompt tokens + 7 computed generated ones).
@@ -104,7 +118,7 @@ TEST(RequestStats, PeakBlocksIsRecorded) {
     EXPECT_EQ(r->stats.peak_blocks, 4);
 }
 
-TEST(TailLogits, EveryTailRowEvenWhenTheTailIsCached) {
+TEST_P(TailLogits, EveryTailRowEvenWhenTheTailIsCached) {
     std::mt19937_64 rng(testing::test_seed() + 840);
     Engine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 4));
     const RagRequest req = request_of({random_tokens(rng, 20)}, random_tokens(rng, 40), 4);
@@ -117,7 +131,7 @@ TEST(TailLogits, EveryTailRowEvenWhenTheTailIsCached) {
     EXPECT_EQ(*first, *second);
 }
 
-TEST(KvPool, APoolTooLargeForTheMachineIsAnErrorStatus) {
+TEST_P(KvPool, APoolTooLargeForTheMachineIsAnErrorStatus) {
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 2000000000;
     auto e = Engine::create(*model().model, *model().tokenizer, c);

@@ -21,6 +21,14 @@ namespace {
 using testing_support::config;
 using testing_support::model;
 
+// Every test here runs on each backend this binary has (scheduler_fixture.h).
+class SchedulerTest : public testing_support::OnEachBackend {};
+class ServingEngineHealth : public testing_support::OnEachBackend {};
+class PinnedDocuments : public testing_support::OnEachBackend {};
+INSTANTIATE_ON_EACH_BACKEND(SchedulerTest);
+INSTANTIATE_ON_EACH_BACKEND(ServingEngineHealth);
+INSTANTIATE_ON_EACH_BACKEND(PinnedDocuments);
+
 // A pool of documents and requests drawing k of them in random order.
 struct Workload {
     std::vector<std::vector<int32_t>> docs;
@@ -61,7 +69,7 @@ void expect_pool_whole(const Scheduler& s) {
     EXPECT_EQ(s.kv_cache().num_free(), s.kv_cache().pool().num_blocks());
 }
 
-TEST(Scheduler, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
+TEST_P(SchedulerTest, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
     for (CacheMode mode :
          {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn, CacheMode::kPrefix, CacheMode::kNone}) {
         // Random workloads do not always overflow the pool (prefix mode shares whole prompts), so
@@ -92,7 +100,7 @@ TEST(Scheduler, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
     }
 }
 
-TEST(Scheduler, SixtyFourConcurrentRequestsOverTenSharedDocuments) {
+TEST_P(SchedulerTest, SixtyFourConcurrentRequestsOverTenSharedDocuments) {
     const auto w = make_workload(testing::test_seed() + 100, 10, 64, 4);
     const auto want = one_by_one(CacheMode::kLazy, w.requests);
     ServingEngine engine(*model().model, *model().tokenizer, config(CacheMode::kLazy, 8));
@@ -114,7 +122,7 @@ TEST(Scheduler, SixtyFourConcurrentRequestsOverTenSharedDocuments) {
     EXPECT_GT(s.batch_rows.rbegin()->first, 1) << "requests were batched together";
 }
 
-TEST(Scheduler, ASharedMissingSegmentIsComputedOnce) {
+TEST_P(SchedulerTest, ASharedMissingSegmentIsComputedOnce) {
     const auto w = make_workload(testing::test_seed() + 200, 1, 5, 1);
     Scheduler s(*model().model, *model().tokenizer,
                 config(CacheMode::kLazy, 8, 8));  // 8-row steps: the job spans steps
@@ -129,7 +137,7 @@ TEST(Scheduler, ASharedMissingSegmentIsComputedOnce) {
     expect_pool_whole(s);
 }
 
-TEST(Scheduler, CancellingAtRandomPointsLeavesThePoolWhole) {
+TEST_P(SchedulerTest, CancellingAtRandomPointsLeavesThePoolWhole) {
     std::mt19937_64 rng(testing::test_seed() + 300);
     for (CacheMode mode : {CacheMode::kLazy, CacheMode::kBlockAttn, CacheMode::kPrefix}) {
         const auto w = make_workload(rng(), 8, 24, 3, 20);
@@ -156,7 +164,7 @@ TEST(Scheduler, CancellingAtRandomPointsLeavesThePoolWhole) {
     }
 }
 
-TEST(Scheduler, NoRequestWaitsUnboundedlyUnderASteadyStream) {
+TEST_P(SchedulerTest, NoRequestWaitsUnboundedlyUnderASteadyStream) {
     const auto w = make_workload(testing::test_seed() + 400, 12, 60, 3, 8);
     EngineConfig c = config(CacheMode::kLazy, 1, 48);
     c.kv_num_blocks = 48;
@@ -185,7 +193,7 @@ TEST(Scheduler, NoRequestWaitsUnboundedlyUnderASteadyStream) {
     expect_pool_whole(s);
 }
 
-TEST(Scheduler, ARequestThatCannotFitIsRefusedWithTheReason) {
+TEST_P(SchedulerTest, ARequestThatCannotFitIsRefusedWithTheReason) {
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 32;
     Scheduler s(*model().model, *model().tokenizer, c);
@@ -203,7 +211,7 @@ TEST(Scheduler, ARequestThatCannotFitIsRefusedWithTheReason) {
     EXPECT_EQ(engine.submit(empty).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(ServingEngineHealth, ReportsWorkAndProgress) {
+TEST_P(ServingEngineHealth, ReportsWorkAndProgress) {
     ServingEngine engine(*model().model, *model().tokenizer, config(CacheMode::kLazy, 2));
     EngineHealth h = engine.health();
     EXPECT_FALSE(h.has_work);
@@ -242,7 +250,7 @@ namespace {
 using testing_support::config;
 using testing_support::model;
 
-TEST(Documents, PinnedDocumentsSurviveEvictionAndUnpinReleasesThem) {
+TEST_P(PinnedDocuments, SurviveEvictionAndUnpinReleasesThem) {
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 40;
     ServingEngine engine(*model().model, *model().tokenizer, c);

@@ -143,10 +143,10 @@ TEST_P(KvMemoryTest, StoreRoundsOnceAndBlocksMoveThroughHost) {
         }
     }
     std::vector<uint8_t> block(size_t(shape.bytes_per_block()));
-    kv.read_block(2, block.data());
-    kv.write_block(5, block.data());
+    EXPECT_TRUE(kv.read_block(2, block.data()).ok());
+    EXPECT_TRUE(kv.write_block(5, block.data()).ok());
     std::vector<uint8_t> again(block.size());
-    kv.read_block(5, again.data());
+    EXPECT_TRUE(kv.read_block(5, again.data()).ok());
     EXPECT_EQ(again, block);
     const int64_t eb = kernels::kv_dtype_bytes(dtype), per_block = shape.elements_per_block() * eb;
     for (int32_t layer = 0; layer < 2; ++layer) {  // [layer][K, V] as documented

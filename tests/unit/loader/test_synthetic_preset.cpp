@@ -2,6 +2,8 @@
 // image (a loadable GGUF with the embedded model's tokenizer, deterministic per seed, built once).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 
@@ -99,6 +101,35 @@ TEST(SyntheticPreset, TheImageLoadsWithTheEmbeddedTokenizerAndIsDeterministic) {
 
     EXPECT_FALSE(resolve_model_source("synthetic:tiny", "", 1).ok());  // no tokenizer source: says so
     EXPECT_EQ(resolve_model_source("plain.gguf", "", 1).value(), "plain.gguf");
+}
+
+}  // namespace
+}  // namespace lazyattn::loader
+
+namespace lazyattn::loader {
+namespace {
+
+// The GPU bundle's tokenizer source: SmolLM2's vocabulary alone, which a synthetic model takes
+// in place of the whole model file.
+TEST(SyntheticPreset, AVocabularyOnlyFileServesAsTheTokenizerSource) {
+    if (!std::filesystem::exists(LAZYATTN_MODEL_PATH)) GTEST_SKIP() << "no embedded model (make deps)";
+    auto model = GgufFile::open(LAZYATTN_MODEL_PATH);
+    ASSERT_TRUE(model.ok());
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("lazyattn-vocab-" + std::to_string(::getpid()) + ".gguf")).string();
+    ASSERT_TRUE(write_vocabulary_gguf(**model, path).ok());
+    auto vocab = GgufFile::open(path);
+    ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+    EXPECT_TRUE((*vocab)->tensors().empty());
+    EXPECT_LT(std::filesystem::file_size(path), 4u << 20);
+    EXPECT_EQ((*vocab)->get_string_array("tokenizer.ggml.tokens").value(),
+              (*model)->get_string_array("tokenizer.ggml.tokens").value());
+    EXPECT_EQ((*vocab)->get_string_array("tokenizer.ggml.merges").value(),
+              (*model)->get_string_array("tokenizer.ggml.merges").value());
+    auto spec = parse_synthetic_spec("synthetic:tiny:q8_0:seed=3");
+    auto image = materialize_synthetic_model(*spec, **vocab, 1);
+    ASSERT_TRUE(image.ok()) << image.status().to_string();
+    std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ inline std::vector<int32_t> tokens(int32_t n, int32_t base = 100) {
 inline std::vector<uint8_t> encode(const SegmentMeta& m, const backend::HostKvMemory& kv,
                                    const std::vector<kv::BlockId>& blocks) {
     auto bytes = begin_segment(m);
-    export_segment_blocks(kv, blocks, int32_t(m.tokens.size()), data_of(bytes, m));
+    EXPECT_TRUE(export_segment_blocks(kv, blocks, int32_t(m.tokens.size()), data_of(bytes, m)).ok());
     seal_segment(bytes);
     return bytes;
 }

@@ -187,5 +187,45 @@ TEST(SegmentStore, AFullQueueDropsWritesAndCountsThem) {
     EXPECT_EQ(st.writes_pending, 0);
 }
 
+// A pool whose memory fails to copy blocks (a GPU lost mid-serving, as CudaKvMemory reports it).
+class FailingKvMemory final : public backend::KvMemory {
+public:
+    explicit FailingKvMemory(backend::HostKvMemory& real) : KvMemory(real.shape()), real_(real) {}
+    void* k(int32_t layer) override { return real_.k(layer); }
+    void* v(int32_t layer) override { return real_.v(layer); }
+    using KvMemory::k;
+    using KvMemory::v;
+    Status read_block(int32_t, void*) const override { return internal_error("KV read failed: device lost"); }
+    Status write_block(int32_t, const void*) override { return internal_error("KV write failed: device lost"); }
+
+private:
+    backend::HostKvMemory& real_;
+};
+
+TEST(SegmentStore, ADeviceErrorOnTheCopyIsAMissAndAnErrorNotACrash) {
+    TempDir dir;
+    backend::HostKvMemory a(small_shape()), b(small_shape());
+    fill_random(a, 1);
+    const SegmentMeta m = segment_meta(kModel, segment_variant(true, ""), a.shape(), tokens(32));
+    auto store = SegmentStore::open({dir.path});
+    ASSERT_TRUE(store.ok());
+    // Exporting from a failing pool drops the write (counted), writes nothing.
+    FailingKvMemory failing_a(a), failing_b(b);
+    EXPECT_FALSE((*store)->write_async(m, failing_a, std::vector<kv::BlockId>{0, 1}));
+    (*store)->flush();
+    EXPECT_EQ((*store)->stats().writes_dropped, 1);
+    EXPECT_FALSE((*store)->contains(segment_key(m)));
+    // A good entry that the pool refuses to take: a miss and an error, so the caller recomputes.
+    EXPECT_TRUE((*store)->write_async(m, a, std::vector<kv::BlockId>{0, 1}));
+    (*store)->flush();
+    EXPECT_EQ((*store)->load(m, failing_b, std::vector<kv::BlockId>{2, 3}, 0), -1);
+    const StoreStats st = (*store)->stats();
+    EXPECT_EQ(st.tiers[0].hits, 0);
+    EXPECT_EQ(st.tiers[0].misses, 1);
+    EXPECT_EQ(st.tiers[0].errors, 1);
+    // The entry itself is good: a healthy pool loads it.
+    EXPECT_EQ((*store)->load(m, b, std::vector<kv::BlockId>{2, 3}, 0), 0);
+}
+
 }  // namespace
 }  // namespace lazyattn::store

@@ -163,7 +163,7 @@ TEST(RedisTier, TwoWritersOfOneSegmentBothSucceed) {
     // The same segment computed by two replicas: identical KV in different blocks.
     const std::vector<kv::BlockId> in_a = {0, 1, 2, 3, 4, 5, 6}, in_b = {7, 6, 5, 4, 3, 2, 1};
     const auto entry = encode(m, a, in_a);
-    import_segment_blocks(b, in_b, *verify_segment(entry, m));
+    EXPECT_TRUE(import_segment_blocks(b, in_b, *verify_segment(entry, m)).ok());
     auto s1 = SegmentStore::open({server.url()});
     auto s2 = SegmentStore::open({server.url()});
     for (int round = 0; round < 5; ++round) {

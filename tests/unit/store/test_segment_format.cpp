@@ -46,7 +46,7 @@ std::vector<uint8_t> row_of(const backend::HostKvMemory& kv, bool key, int32_t l
 std::vector<uint8_t> encode(const SegmentMeta& m, const backend::HostKvMemory& kv,
                             const std::vector<kv::BlockId>& blocks) {
     auto bytes = begin_segment(m);
-    export_segment_blocks(kv, blocks, int32_t(m.tokens.size()), data_of(bytes, m));
+    EXPECT_TRUE(export_segment_blocks(kv, blocks, int32_t(m.tokens.size()), data_of(bytes, m)).ok());
     seal_segment(bytes);
     return bytes;
 }
@@ -70,7 +70,7 @@ TEST(SegmentFormat, RoundTripsThroughThePoolForEveryDtypeAndLength) {
             ASSERT_EQ(bytes.size(), segment_total_bytes(m));
             auto data = verify_segment(bytes, m);
             ASSERT_TRUE(data.ok()) << data.status().to_string();
-            import_segment_blocks(dst, to, *data);
+            EXPECT_TRUE(import_segment_blocks(dst, to, *data).ok());
             for (int32_t l = 0; l < 3; ++l) {
                 for (int32_t t = 0; t < n; ++t) {
                     for (int32_t h = 0; h < 2; ++h) {
@@ -94,9 +94,9 @@ TEST(SegmentFormat, PaddingIsZeroSoTwoWritersWriteTheSameBytes) {
     // Same 20 tokens of KV in both pools, different stale padding rows.
     const SegmentMeta m = segment_meta(kModel, 7, a.shape(), tokens(20));
     std::vector<uint8_t> ea = encode(m, a, blocks);
-    import_segment_blocks(b, blocks, *verify_segment(ea, m));
+    EXPECT_TRUE(import_segment_blocks(b, blocks, *verify_segment(ea, m)).ok());
     fill_random(b, 5);
-    import_segment_blocks(b, blocks, *verify_segment(ea, m));
+    EXPECT_TRUE(import_segment_blocks(b, blocks, *verify_segment(ea, m)).ok());
     EXPECT_EQ(encode(m, b, blocks), ea);
 }
 
@@ -107,7 +107,7 @@ TEST(SegmentFormat, ImportSkipsBlocksAlreadyPresent) {
     const SegmentMeta m = segment_meta(kModel, 7, src.shape(), tokens(40));
     const auto bytes = encode(m, src, {0, 1, 2});
     const auto before = row_of(dst, true, 1, 5, 0, 3);
-    import_segment_blocks(dst, std::vector<kv::BlockId>{5, 6, 7}, *verify_segment(bytes, m), 1);
+    EXPECT_TRUE(import_segment_blocks(dst, std::vector<kv::BlockId>{5, 6, 7}, *verify_segment(bytes, m), 1).ok());
     EXPECT_EQ(row_of(dst, true, 1, 5, 0, 3), before);                           // present: untouched
     EXPECT_EQ(row_of(dst, false, 2, 6, 1, 4), row_of(src, false, 2, 1, 1, 4));  // imported
 }
