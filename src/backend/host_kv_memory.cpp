@@ -9,8 +9,6 @@
 namespace lazyattn::backend {
 namespace {
 
-std::string mib(int64_t bytes) { return std::to_string((bytes + (int64_t(1) << 20) - 1) >> 20) + " MiB"; }
-
 int64_t physical_memory_bytes() {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     return pages > 0 && page > 0 ? int64_t(pages) * page : INT64_MAX;
@@ -20,7 +18,7 @@ int64_t physical_memory_bytes() {
 
 Expected<std::unique_ptr<HostKvMemory>> HostKvMemory::allocate(const kv::KvShape& shape) {
     const int64_t bytes = shape.bytes_per_block() * shape.num_blocks;
-    const std::string what = "the KV pool of " + std::to_string(shape.num_blocks) + " blocks needs " + mib(bytes);
+    const std::string what = kv_pool_needs(shape);
     if (bytes > physical_memory_bytes()) {
         return resource_exhausted(what + " but this machine has " + mib(physical_memory_bytes()) +
                                   " of memory (lower --kv-cache-mb)");

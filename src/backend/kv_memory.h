@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/large_buffer.h"
@@ -14,6 +15,14 @@
 #include "kv/kv_shape.h"
 
 namespace lazyattn::backend {
+
+// Bytes as whole MiB, rounded up: how a pool that cannot be had is described to the user, on
+// every backend alike ("the KV pool of N blocks needs X MiB but ...").
+inline std::string mib(int64_t bytes) { return std::to_string((bytes + (int64_t(1) << 20) - 1) >> 20) + " MiB"; }
+inline std::string kv_pool_needs(const kv::KvShape& shape) {
+    return "the KV pool of " + std::to_string(shape.num_blocks) + " blocks needs " +
+           mib(shape.bytes_per_block() * shape.num_blocks);
+}
 
 class KvMemory {
 public:

@@ -9,6 +9,28 @@
 namespace lazyattn::cuda_test {
 namespace {
 
+// More than the device holds fails at once with cudaErrorMemoryAllocation (what CudaKvMemory turns
+// into a clear refusal), on the hardware and in the emulator alike; it never "succeeds" lazily.
+TEST_F(CudaTest, AnAllocationPastTheDevicesMemoryFailsAtOnce) {
+    size_t free_before = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+    ASSERT_GT(total, size_t(0));
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, total + (size_t(1) << 30)), cudaErrorMemoryAllocation);
+    cudaGetLastError();
+    // What is allocated is no longer free (exactly so in the emulator; a real device rounds).
+    ASSERT_EQ(cudaMalloc(&p, size_t(64) << 20), cudaSuccess);
+    size_t free_during = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_during, &total), cudaSuccess);
+    EXPECT_LE(free_during + (size_t(64) << 20), free_before);
+    ASSERT_EQ(cudaFree(p), cudaSuccess);
+    if (is_emulated()) {
+        size_t free_after = 0;
+        ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+        EXPECT_EQ(free_after, free_before);
+    }
+}
+
 TEST_F(CudaTest, AttentionRunsOnASecondDevice) {
     int count = 0;
     ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);

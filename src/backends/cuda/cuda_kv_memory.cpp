@@ -12,15 +12,25 @@ Expected<std::unique_ptr<CudaKvMemory>> CudaKvMemory::allocate(const kv::KvShape
     if (shape.dtype != kernels::KvDtype::kBF16) {
         return invalid_argument("--device cuda needs --kv-dtype bf16 (the CUDA attention kernels read bf16 KV)");
     }
+    // Asked first, so an impossible pool is refused with the device's numbers (as the host
+    // backend refuses one larger than the machine) instead of by whichever layer's cudaMalloc fails.
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess &&
+        shape.bytes_per_block() * shape.num_blocks > int64_t(free_bytes)) {
+        return resource_exhausted(backend::kv_pool_needs(shape) + " but the device has " +
+                                  backend::mib(int64_t(free_bytes)) +
+                                  " free of " + backend::mib(int64_t(total_bytes)) + " (lower --kv-cache-mb)");
+    }
+    cudaGetLastError();
     std::unique_ptr<CudaKvMemory> m(new CudaKvMemory(shape));
     const size_t bytes = size_t(shape.elements_per_layer()) * size_t(m->element_bytes());
     for (int32_t l = 0; l < shape.num_layers; ++l) {
         for (std::vector<void*>* arrays : {&m->k_, &m->v_}) {
             void* p = nullptr;
-            if (cudaMalloc(&p, bytes) != cudaSuccess) {
+            if (cudaMalloc(&p, bytes) != cudaSuccess) {  // what was allocated is freed with m
                 cudaGetLastError();
-                return resource_exhausted("cannot allocate the KV pool on the device: " +
-                                          std::to_string(2 * size_t(shape.num_layers) * bytes) + " bytes");
+                return resource_exhausted(backend::kv_pool_needs(shape) + ", which the device could not allocate (lower "
+                                          "--kv-cache-mb)");
             }
             arrays->push_back(p);
         }

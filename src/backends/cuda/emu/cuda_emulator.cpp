@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <random>
 #include <vector>
@@ -402,11 +403,16 @@ namespace {
 struct Allocation {
     void* map;
     size_t map_bytes;
+    size_t body_bytes;  // what the caller asked for, rounded to 256 (counted against the capacity)
 };
 std::map<void*, Allocation>& allocations() {
     static auto* a = new std::map<void*, Allocation>();  // never destroyed (see emulator())
     return *a;
 }
+// The map and the bytes allocated against lazyattn::emu::kDeviceMemoryBytes (engines on
+// several threads allocate).
+std::mutex g_allocation_mu;
+size_t g_allocated_bytes = 0;
 cudaError_t g_last_error = cudaSuccess;
 uint64_t g_float_atomic_adds = 0;
 
@@ -423,6 +429,8 @@ void count_float_atomic_add() { ++g_float_atomic_adds; }
 
 using lazyattn::emu::Allocation;
 using lazyattn::emu::allocations;
+using lazyattn::emu::g_allocated_bytes;
+using lazyattn::emu::g_allocation_mu;
 
 extern "C" {
 
@@ -431,6 +439,10 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
     const size_t body = (std::max<size_t>(size, 1) + 255) / 256 * 256;
     const size_t pages = (body + page - 1) / page;
     const size_t map_bytes = (pages + 1) * page;
+    std::lock_guard<std::mutex> lock(g_allocation_mu);
+    // A device has a capacity: past it cudaMalloc fails at once, as on the hardware (a sparse
+    // mapping would otherwise promise terabytes and the first touch would kill the process).
+    if (body > lazyattn::emu::kDeviceMemoryBytes - g_allocated_bytes) return cudaErrorMemoryAllocation;
     const bool sparse = size >= lazyattn::emu::kSparseAllocationBytes;  // zero pages, backed when touched
     void* map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | (sparse ? MAP_NORESERVE : 0), -1, 0);
@@ -439,15 +451,18 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
     mprotect(guard, page, PROT_NONE);
     void* p = guard - body;
     if (!sparse) std::memset(p, 0xff, body);
-    allocations()[p] = Allocation{map, map_bytes};
+    allocations()[p] = Allocation{map, map_bytes, body};
+    g_allocated_bytes += body;
     *ptr = p;
     return cudaSuccess;
 }
 
 cudaError_t cudaFree(void* ptr) {
     if (ptr == nullptr) return cudaSuccess;
+    std::lock_guard<std::mutex> lock(g_allocation_mu);
     auto it = allocations().find(ptr);
     if (it == allocations().end()) return cudaErrorInvalidValue;
+    g_allocated_bytes -= it->second.body_bytes;
     munmap(it->second.map, it->second.map_bytes);
     allocations().erase(it);
     return cudaSuccess;
@@ -529,8 +544,9 @@ cudaError_t cudaPeekAtLastError(void) { return lazyattn::emu::g_last_error; }
 const char* cudaGetErrorString(cudaError_t error) { return error == cudaSuccess ? "no error" : "emulated CUDA error"; }
 const char* cudaGetErrorName(cudaError_t error) { return error == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulated"; }
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
-    *free_bytes = size_t(8) << 30;
-    *total = size_t(8) << 30;
+    std::lock_guard<std::mutex> lock(g_allocation_mu);
+    *free_bytes = lazyattn::emu::kDeviceMemoryBytes - g_allocated_bytes;
+    *total = lazyattn::emu::kDeviceMemoryBytes;
     return cudaSuccess;
 }
 cudaError_t cudaDriverGetVersion(int* v) {

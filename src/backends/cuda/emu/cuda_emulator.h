@@ -13,8 +13,9 @@
 // Device memory is host memory whose end touches a guard page; fresh allocations and shared
 // memory are filled with NaN bytes, except allocations of kSparseAllocationBytes or more, which
 // are reserved lazily and read as zero (only the pages a test touches take memory, so KV pools
-// past 2^31 elements fit). The runtime API functions the code calls (cudaMalloc, ...) are defined
-// by the emulator against the real declarations of cuda_runtime_api.h.
+// past 2^31 elements fit), up to kDeviceMemoryBytes in all. The runtime API functions the code
+// calls (cudaMalloc, ...) are defined by the emulator against the real declarations of
+// cuda_runtime_api.h.
 // There are kNumDevices devices; cudaSetDevice selects one per process, and the shared-memory
 // opt-in (cudaFuncSetAttribute) holds for the current device only, as on a real multi-GPU host.
 // __sincosf returns sincosf plus an error of up to its documented bound (kSincosfMaxAbsError), so
@@ -35,6 +36,10 @@ namespace lazyattn::emu {
 
 constexpr int kNumDevices = 2;
 constexpr size_t kSparseAllocationBytes = size_t(1) << 30;
+// An H200's memory (141 GiB, mostly never touched: see above), one budget for the process's
+// allocations on every emulated device: cudaMalloc past it fails and cudaMemGetInfo reports what
+// is left, as on the hardware.
+constexpr size_t kDeviceMemoryBytes = size_t(141) << 30;
 // CUDA C Programming Guide, intrinsic functions: __sinf/__cosf (and so __sincosf) have a maximum
 // absolute error of 2^-21.41 for x in [-pi, pi].
 constexpr float kSincosfMaxAbsError = 3.5927e-07f;  // 2^-21.41
