@@ -63,6 +63,10 @@ inline LoadedModel& model_on(backend::Device device) {
 
 inline LoadedModel& model() { return model_on(device_under_test()); }
 
+// A logit's tolerance between two batch shapes on the bf16 CUDA backend: the CPU-vs-CUDA
+// tolerance of test_cuda_engine.cpp (|a - b| <= 5e-2 * max(|b|, 1)).
+constexpr double kBf16BatchShapeLogitTol = 5e-2;
+
 inline EngineConfig config(CacheMode mode, int32_t kv_mb, int32_t max_batch_tokens = 64) {
     EngineConfig c;
     c.cache_mode = mode;
