@@ -180,8 +180,13 @@ TEST_F(CudaEngine, LazyLazyKAndBlockAttnAgreeOnTheCudaBackend) {
             testing::expect_close(*c, *a, kModeLogitTol, 1.0, "block-attn vs lazy");
             auto ra = lazy->run(req), rb = lazy_k->run(req), rc = block->run(req);
             ASSERT_TRUE(ra.ok() && rb.ok() && rc.ok());
-            EXPECT_EQ(rb->token_ids, ra->token_ids);
-            EXPECT_EQ(rc->token_ids, ra->token_ids);
+            // The modes round differently in bf16 (block-attn re-rotates and stores its copies):
+            // their greedy tokens may part at a near tie, and only there.
+            const int32_t vocab = model_on(backend::Device::kCuda).model->config().vocab_size;
+            testing::expect_greedy_equal_up_to_a_near_tie(*lazy, vocab, req, ra->token_ids, rb->token_ids,
+                                                          kModeLogitTol, "lazy-k vs lazy");
+            testing::expect_greedy_equal_up_to_a_near_tie(*lazy, vocab, req, ra->token_ids, rc->token_ids,
+                                                          kModeLogitTol, "block-attn vs lazy");
         }
         std::swap(req.segments[0], req.segments[2]);
     }

@@ -16,8 +16,10 @@
 #include <gtest/gtest.h>
 
 #include "backend/device.h"
+#include "engine/engine.h"
 #include "engine/engine_config.h"
 #include "engine/loaded_model.h"
+#include "greedy_agreement.h"
 #include "synthetic_model_fixture.h"
 #ifdef LAZYATTN_ENGINE_TESTS_ON_CUDA
 #include "backends/cuda/cuda_engine_backend.h"
@@ -76,6 +78,20 @@ inline EngineConfig config(CacheMode mode, int32_t kv_mb, int32_t max_batch_toke
     // The CUDA kernels read bf16 KV (--device cuda defaults to it).
     if (device_under_test() == backend::Device::kCuda) c.kv_dtype = kernels::KvDtype::kBF16;
     return c;
+}
+
+// One request's greedy tokens computed two ways on the backend under test (another batch shape,
+// chunking, a preemption's recompute): equal on the CPU backend, which is exact; on the bf16 CUDA
+// backend equal up to a near tie (tests/greedy_agreement.h), judged by a fresh engine in `mode`.
+inline void expect_same_greedy(CacheMode mode, const RagRequest& request, const std::vector<int32_t>& want,
+                               const std::vector<int32_t>& got, const std::string& what) {
+    if (device_under_test() != backend::Device::kCuda || got == want) {
+        EXPECT_EQ(got, want) << what;
+        return;
+    }
+    Engine reference(*model().model, *model().tokenizer, config(mode, 32));
+    testing::expect_greedy_equal_up_to_a_near_tie(reference, model().model->config().vocab_size, request, want, got,
+                                                  kBf16BatchShapeLogitTol, what);
 }
 
 // `n` random non-special token ids.

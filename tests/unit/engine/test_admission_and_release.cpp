@@ -62,8 +62,10 @@ TEST_P(FairPrefill, AShortPromptIsNotHeldBehindALongDocument) {
     EXPECT_EQ((*short_h)->wait().finish_reason, "length");
     // Chunking the document differently changes nothing it computes.
     Engine alone(*model().model, *model().tokenizer, config(CacheMode::kLazy, 8, 64));
-    EXPECT_EQ((*long_h)->wait().token_ids, alone.run(long_req)->token_ids);
-    EXPECT_EQ((*short_h)->wait().token_ids, alone.run(short_req)->token_ids);
+    testing_support::expect_same_greedy(CacheMode::kLazy, long_req, alone.run(long_req)->token_ids,
+                                        (*long_h)->wait().token_ids, "the long request");
+    testing_support::expect_same_greedy(CacheMode::kLazy, short_req, alone.run(short_req)->token_ids,
+                                        (*short_h)->wait().token_ids, "the short request");
 }
 
 TEST_P(Admission, AWaitingRequestEvictsNothing) {
