@@ -18,6 +18,11 @@
 
 namespace lazyattn::testing {
 
+// The per-logit tolerance of the bf16 CUDA backend against a reference, whether the CPU engine
+// or itself at another batch shape (|a - b| <= kBf16LogitTol * max(|b|, 1)): one number for the
+// logits tests and the near-tie rule below.
+constexpr double kBf16LogitTol = 5e-2;
+
 // `want` are the greedy tokens `reference` (a model of `vocab_size` tokens) generated for
 // `request`; `got` another computation's.
 // `rel_tol` is the per-logit tolerance the two computations are held to elsewhere

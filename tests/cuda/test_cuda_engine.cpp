@@ -29,7 +29,7 @@
 namespace lazyattn {
 namespace {
 
-constexpr double kCpuVsCudaLogitTol = 5e-2;
+constexpr double kCpuVsCudaLogitTol = testing::kBf16LogitTol;
 constexpr double kModeLogitTol = 3e-2;
 
 std::string tiny_path(const std::string& arch = "llama", bool tied_embeddings = true) {

@@ -65,9 +65,6 @@ inline LoadedModel& model_on(backend::Device device) {
 
 inline LoadedModel& model() { return model_on(device_under_test()); }
 
-// A logit's tolerance between two batch shapes on the bf16 CUDA backend: the CPU-vs-CUDA
-// tolerance of test_cuda_engine.cpp (|a - b| <= 5e-2 * max(|b|, 1)).
-constexpr double kBf16BatchShapeLogitTol = 5e-2;
 
 inline EngineConfig config(CacheMode mode, int32_t kv_mb, int32_t max_batch_tokens = 64) {
     EngineConfig c;
@@ -91,7 +88,7 @@ inline void expect_same_greedy(CacheMode mode, const RagRequest& request, const 
     }
     Engine reference(*model().model, *model().tokenizer, config(mode, 32));
     testing::expect_greedy_equal_up_to_a_near_tie(reference, model().model->config().vocab_size, request, want, got,
-                                                  kBf16BatchShapeLogitTol, what);
+                                                  testing::kBf16LogitTol, what);
 }
 
 // `n` random non-special token ids.
