@@ -34,9 +34,9 @@ case "$TARGET" in
     SEEDS=$FUZZ_DIR/seeds-http
     mkdir -p "$SEEDS"
     # Seeds: the first byte picks the read size, the rest is what a client sends.
-    printf '\x07POST /v1/completions HTTP/1.1\r\nContent-Length: 33\r\n\r\n{"prompt": "hi", "max_tokens": 4}' > "$SEEDS/plain"
-    printf '\x01POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2a\r\n{"messages": [{"role": "user", "content": "x"}]}\r\n0\r\n\r\n' > "$SEEDS/chunked"
-    printf '\x03GET /health HTTP/1.1\r\n\r\nPOST /v1/completions HTTP/1.1\r\nContent-Length: 60\r\n\r\n{"prompt": [1, 2], "stop": ["a"], "documents": ["d", {"id": "x"}]}' > "$SEEDS/pipelined"
+    printf '\x07POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 33\r\n\r\n{"prompt": "hi", "max_tokens": 4}' > "$SEEDS/plain"
+    printf '\x01POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2a\r\n{"messages": [{"role": "user", "content": "x"}]}\r\n0\r\n\r\n' > "$SEEDS/chunked"
+    printf '\x03GET /health HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n{"prompt": [1, 2], "stop": ["a"], "documents": ["d", {"id": "x"}]}' > "$SEEDS/pipelined"
     BIN=$FUZZ_DIR/fuzz_http_request; DICT=fuzz/http.dict ;;
   *) echo "unknown fuzz target '$TARGET' (gguf | http)" >&2; exit 2 ;;
 esac

@@ -171,6 +171,7 @@ int run_bench_rag(const BenchRagOptions& o) {
     base.kv_dtype = o.common.kv_dtype;
     base.device = o.common.device;
     base.kv_stores = o.common.kv_stores;
+    base.kv_store_tier = o.common.kv_store_tier;
     base.kv_num_blocks = budget->num_blocks;
     base.max_batch_tokens = o.max_batch_tokens;
     base.max_prefill_while_decoding = o.max_prefill_while_decoding;

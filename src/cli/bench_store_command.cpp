@@ -136,6 +136,7 @@ int run_bench_store(const BenchStoreOptions& o) {
     base.kv_cache_mb = o.kv_cache_mb;
     base.check_integrity = false;
     base.kv_store_max_pending_writes = std::max(64, 2 * wc.num_docs);
+    base.kv_store_tier = o.common.kv_store_tier;
     auto make_engine = [&](std::vector<std::string> stores) -> Expected<std::unique_ptr<engine::Engine>> {
         engine::EngineConfig ec = base;
         ec.kv_stores = std::move(stores);

@@ -47,6 +47,16 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
            "repeat for several tiers, looked up in the order given (disk before Redis)")
         ->allow_extra_args(false)
         ->type_name("DIR|URL");
+    cmd->add_option("--kv-store-timeout-ms", o.kv_store_tier.read_timeout_ms,
+                    "a store read that takes longer is a miss and marks the tier down for a growing back-off "
+                    "(network tiers; the inference thread waits this long at most)")
+        ->check(CLI::Range(1.0, 60000.0))
+        ->capture_default_str();
+    cmd->add_option_function<double>(
+           "--kv-store-max-mib", [&o](double mib) { o.kv_store_tier.max_bytes = int64_t(mib * 1048576.0); },
+           "the most MiB each store tier holds; past it the least recently used entries are evicted (0: unbounded)")
+        ->check(CLI::Range(0.0, 1e9))
+        ->default_str(std::to_string(o.kv_store_tier.max_bytes >> 20));
 }
 
 void configure_logging(const CommonOptions& o) {

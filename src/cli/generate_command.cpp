@@ -72,6 +72,7 @@ int run_generate(const GenerateOptions& o) {
     ec.kv_dtype = o.common.kv_dtype;
     ec.device = o.common.device;
     ec.kv_stores = o.common.kv_stores;
+    ec.kv_store_tier = o.common.kv_store_tier;
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.cache_mode = *mode;
     if (Status st = ec.validate(); !st.ok()) return fail(st, 2);
@@ -96,7 +97,7 @@ int run_generate(const GenerateOptions& o) {
         if (!req.ok()) return fail(req.status(), 2);
         req->sampling = o.sampling;
         req->max_tokens = o.max_tokens;
-        req->stop = o.stop;
+        req->stop = engine::make_stop_strings(o.stop);
         req->ignore_eos = o.ignore_eos;
         engine::TextCallback stream;
         if (!o.json) {

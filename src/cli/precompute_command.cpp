@@ -112,6 +112,7 @@ int run_precompute(const PrecomputeOptions& o) {
     ec.kv_dtype = o.common.kv_dtype;
     ec.device = o.common.device;
     ec.kv_stores = o.common.kv_stores;
+    ec.kv_store_tier = o.common.kv_store_tier;
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.max_batch_tokens = o.max_batch_tokens;
     ec.cache_mode = *mode;

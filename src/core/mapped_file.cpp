@@ -47,7 +47,9 @@ void MappedFile::drop_resident(const void* p, size_t bytes) const {
 }
 
 Expected<MappedFile> MappedFile::open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO (or a device) for reading would otherwise wait for a writer
+    // forever; it opens at once and the type check below refuses it.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return io_error("cannot open '" + path + "': " + std::strerror(errno));
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -10,6 +10,7 @@
 #include "engine/cache_mode.h"
 #include "kv/kv_shape.h"
 #include "model/model_config.h"
+#include "store/store_tier.h"
 
 namespace lazyattn::engine {
 
@@ -47,6 +48,7 @@ struct EngineConfig {
     // pool miss and written through: directories and redis://HOST:PORT[/DB] URLs. Empty: none.
     std::vector<std::string> kv_stores;
     int32_t kv_store_max_pending_writes = 64;  // entries queued for the writer thread before drops
+    store::TierOptions kv_store_tier;          // --kv-store-timeout-ms, --kv-store-max-mib
 #ifdef NDEBUG
     bool check_integrity = false;  // verify the pool and cache index after every step
 #else

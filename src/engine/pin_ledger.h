@@ -1,4 +1,5 @@
-// PinLedger: which pool blocks pinned documents hold, counted overall and per tenant, and how many
+// PinLedger: which pool blocks pinned documents hold, counted overall and per account (the
+// quota's owner: engine::tenant_account), and how many
 // blocks each pinned document holds. Only the inference thread writes it (pins run there), but
 // any thread reads it: submit() checks a request against the unpinned part of the pool before
 // queueing it. So every member takes the ledger's own lock, and version() tells the scheduler

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,12 @@
 #include "engine/token_logprobs.h"
 
 namespace lazyattn::engine {
+
+using StopStrings = std::shared_ptr<const std::vector<std::string>>;
+inline StopStrings make_stop_strings(std::vector<std::string> stops) {
+    if (stops.empty()) return nullptr;
+    return std::make_shared<const std::vector<std::string>>(std::move(stops));
+}
 
 struct RagRequest {
     // Whose cache the request reads and fills: documents, pins and cached prompts are shared
@@ -26,8 +33,12 @@ struct RagRequest {
     std::vector<int32_t> tail;  // must not be empty: its last token yields the first logits
     SamplingParams sampling;
     int32_t max_tokens = 128;
-    std::vector<std::string> stop;
+    // Stop strings, shared read-only by every choice of a request (never copied per choice).
+    StopStrings stop;
     bool ignore_eos = false;
+    // max_tokens is the server's default, not the client's: where the whole default cannot fit
+    // the KV pool it is lowered to what fits instead of refusing the request.
+    bool max_tokens_is_default = false;
     // -1: none; k in [0, 20]: the logprob of every tail prompt token given what precedes it, plus
     // its k most likely alternatives (RagResult::prompt_*; OpenAI's echo + logprobs, what
     // lm-evaluation-harness's loglikelihood reads). Every tail row is then computed (cached tail

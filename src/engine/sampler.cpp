@@ -24,6 +24,10 @@ Status SamplingParams::validate() const {
     if (logprobs < -1 || logprobs > kMaxLogprobs) {
         return invalid_argument("logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "] (or -1: none)");
     }
+    for (const auto& [id, bias] : logit_bias) {
+        if (id < 0) return invalid_argument("logit_bias token ids must be >= 0");
+        if (!(bias >= -100.0f && bias <= 100.0f)) return invalid_argument("logit_bias values must be in [-100, 100]");
+    }
     return {};
 }
 
@@ -42,6 +46,9 @@ int32_t Sampler::sample(const float* logits, int32_t vocab_size, std::span<const
     penalized_.assign(logits, logits + vocab_size);
     apply_repetition_penalty(history);
     apply_presence_frequency(history.subspan(std::min(num_prompt_tokens, history.size())));
+    for (const auto& [id, bias] : params_.logit_bias) {
+        if (id < vocab_size) penalized_[id] += bias;
+    }
     const int32_t token = params_.temperature <= 0.0f ? argmax(penalized_.data(), vocab_size) : draw();
     if (logprobs != nullptr && params_.logprobs >= 0) {
         *logprobs = token_logprobs(penalized_.data(), vocab_size, token, params_.logprobs);

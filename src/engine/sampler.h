@@ -1,10 +1,10 @@
 // Sampler: picks the next token from logits. Order as in llama.cpp's default chain: repetition
-// penalty, presence and frequency penalties (OpenAI), top-k, top-p, min-p, temperature, then a
+// penalty, presence and frequency penalties (OpenAI), logit_bias, top-k, top-p, min-p, temperature, then a
 // draw from the seeded generator; greedy when the temperature is zero. Deterministic for a given
 // seed.
 //
 // Logprobs (when SamplingParams::logprobs >= 0) are those of the model's distribution AFTER the
-// penalties but BEFORE temperature, top-k, top-p and min-p: log_softmax(penalized logits) over
+// penalties and logit_bias but BEFORE temperature, top-k, top-p and min-p: log_softmax(penalized logits) over
 // the whole vocabulary. This is what vLLM reports by default ("processed" logits without the
 // sampling transforms) and does not depend on the temperature, so a greedy and a sampled run
 // report the same numbers for the same token. The top alternatives are the `logprobs` most likely

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -23,6 +25,9 @@ struct SamplingParams {
     // Sampler for which distribution).
     int32_t logprobs = -1;
     uint64_t seed = 0;
+    // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to that token's logit after the
+    // penalties, before everything else (so logprobs include it, as vLLM's processed logprobs do).
+    std::vector<std::pair<int32_t, float>> logit_bias;
 
     static constexpr int32_t kMaxLogprobs = 20;
 

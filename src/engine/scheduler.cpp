@@ -105,6 +105,12 @@ Status Scheduler::validate(const RagRequest& r) const {
     for (const auto& s : r.segments) {
         if (bad(s)) return invalid_argument("token id outside the vocabulary in a segment");
     }
+    for (const auto& [id, bias] : r.sampling.logit_bias) {
+        if (id < 0 || id >= vocab) {
+            return invalid_argument("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
+                                    std::to_string(vocab) + ")");
+        }
+    }
     if (r.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
     LA_RETURN_IF_ERROR(r.reuse.validate());
     if (r.reuse.anchored && segments_are_blocks(config_.cache_mode) &&
@@ -159,6 +165,22 @@ Status Scheduler::check_fits(const RagRequest& r, const ChainSeeds& seeds) const
                               " (raise --kv-cache-mb, unpin documents or shorten the request)");
 }
 
+void Scheduler::fit_default_max_tokens(RagRequest& r) const {
+    if (!r.max_tokens_is_default || r.max_tokens <= 1) return;
+    const ChainSeeds seeds = seeds_for(r.tenant);
+    if (check_fits(r, seeds).ok()) return;
+    // The largest default that fits (the blocks needed grow with max_tokens); none fitting leaves
+    // it for check_request to refuse.
+    const int32_t wanted = r.max_tokens;
+    int32_t lo = 0, hi = wanted;  // lo fits (or is 0), hi does not
+    while (hi - lo > 1) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        r.max_tokens = mid;
+        (check_fits(r, seeds).ok() ? lo : hi) = mid;
+    }
+    r.max_tokens = lo > 0 ? lo : wanted;
+}
+
 Status Scheduler::check_request(const RagRequest& request) const {
     LA_RETURN_IF_ERROR(status_);
     LA_RETURN_IF_ERROR(validate(request));
@@ -167,6 +189,7 @@ Status Scheduler::check_request(const RagRequest& request) const {
 
 Expected<std::shared_ptr<RequestHandle>> Scheduler::add(RagRequest request, RequestHandle::Callback callback,
                                                         bool want_all_tail_logits) {
+    fit_default_max_tokens(request);
     LA_RETURN_IF_ERROR(check_request(request));
     auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));
     LA_RETURN_IF_ERROR(enqueue(std::move(request), handle, want_all_tail_logits));

@@ -93,6 +93,9 @@ public:
                                                  bool want_all_tail_logits = false);
     // The checks of add() that need no queue state; safe to call from any thread.
     Status check_request(const RagRequest& request) const;
+    // A server-default max_tokens (max_tokens_is_default) that cannot fit the pool's unpinned
+    // blocks is lowered to the most that fits; any thread, as check_request.
+    void fit_default_max_tokens(RagRequest& request) const;
     // Queues a request already checked with check_request(), under a caller-made handle.
     Status enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits = false);
     // Runs one step; true when it advanced any request (computed rows, or finished one), false
@@ -113,6 +116,11 @@ public:
     Status unpin_document(const std::string& tenant, const std::string& id);
     // The tenant's documents still cached (pinned or not), most recently used first.
     std::vector<DocumentInfo> list_documents(const std::string& tenant);
+    // Every tenant's, as list_documents gives them (what ServingEngine publishes between steps).
+    std::map<std::string, std::vector<DocumentInfo>> list_all_documents();
+    // Changes when a document is first registered, pinned or unpinned (not when one is merely
+    // used or evicted).
+    uint64_t documents_version() const { return documents_version_; }
     // The tokens of a known cached document of the tenant (a request may name it by id alone).
     std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id) const;
     int32_t num_pinned_blocks() const { return pins_.num_pinned(); }
@@ -240,6 +248,7 @@ private:
     int64_t next_job_id_ = 0;
     SchedulerStats stats_;
     std::map<std::string, std::map<std::string, DocumentEntry>> documents_;  // tenant -> id -> entry
+    uint64_t documents_version_ = 0;
     int64_t num_document_entries_ = 0;            // over every tenant; bounded by prune_documents()
     std::vector<float> step_logits_;              // reused across steps
     std::unique_ptr<store::SegmentStore> store_;  // null without --kv-store

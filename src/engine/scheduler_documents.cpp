@@ -1,13 +1,14 @@
 // Scheduler: the document registry behind /v1/documents, one per tenant. A document is a segment
 // known by a keyed hash of its content under the tenant's seed; pinning holds references on its
 // blocks so eviction never takes it. Pins are counted (each pin needs its unpin) and capped: all
-// pins together at max_pinned_fraction of the pool, one tenant's at its quota, so requests
-// always keep room to run.
+// pins together at max_pinned_fraction of the pool, one account's (an API key's, over all its
+// cache_salts: engine/tenant.h) at its quota, so requests always keep room to run.
 #include <algorithm>
 #include <cstdio>
 
 #include "core/timer.h"
 #include "engine/scheduler.h"
+#include "engine/tenant.h"
 
 namespace lazyattn::engine {
 namespace {
@@ -49,6 +50,7 @@ void Scheduler::note_documents(const SequenceState& s) {
             e.tokens = segments[d];
             e.chain_end = end;
             ++num_document_entries_;
+            ++documents_version_;
         }
         e.last_used_ms = now_ms();
     }
@@ -79,10 +81,12 @@ Status Scheduler::check_pin_room(const std::string& tenant, int32_t num_new) con
                                   " that documents may pin (max_pinned_fraction of a " + std::to_string(total) +
                                   "-block pool) are taken (unpin documents first)");
     }
+    // The quota is the account's (the API key's), whatever cache_salt the pins were made under.
     const int32_t quota = config_.max_pinned_blocks_per_tenant;
-    if (quota > 0 && pins_.num_pinned(tenant) + num_new > quota) {
+    const int32_t used = pins_.num_pinned(tenant_account(tenant));
+    if (quota > 0 && used + num_new > quota) {
         return resource_exhausted("pinning this document needs " + std::to_string(num_new) + " more KV blocks; " +
-                                  std::to_string(pins_.num_pinned(tenant)) + " of this tenant's quota of " +
+                                  std::to_string(used) + " of this API key's quota of " +
                                   std::to_string(quota) + " are taken (unpin documents first)");
     }
     return {};
@@ -102,6 +106,7 @@ Expected<DocumentInfo> Scheduler::pin_document(const std::string& tenant, const 
         if (auto it = t->second.find(id); it != t->second.end() && it->second.pin_count > 0) {
             ++it->second.pin_count;  // its blocks are pinned already
             it->second.last_used_ms = now_ms();
+            ++documents_version_;
             return info(id, it->second);
         }
     }
@@ -124,7 +129,8 @@ Expected<DocumentInfo> Scheduler::pin_document(const std::string& tenant, const 
     e.pinned_blocks = std::move(blocks);
     e.pin_count = 1;
     e.last_used_ms = now_ms();
-    pins_.add(tenant, end, e.pinned_blocks);
+    ++documents_version_;
+    pins_.add(tenant_account(tenant), end, e.pinned_blocks);
     // Pinned documents are kept in the store too (the writer skips entries already there).
     if (store_ != nullptr && !config_.position_aware_segments) {
         store_segment(store::segment_variant(keys_stored_rotated(config_.cache_mode), tenant), tokens, e.pinned_blocks);
@@ -138,8 +144,9 @@ Status Scheduler::unpin_document(const std::string& tenant, const std::string& i
     auto it = t->second.find(id);
     if (it == t->second.end() || it->second.pin_count == 0) return not_found("no pinned document " + id);
     DocumentEntry& e = it->second;
+    ++documents_version_;
     if (--e.pin_count > 0) return {};
-    pins_.remove(tenant, e.chain_end, e.pinned_blocks);
+    pins_.remove(tenant_account(tenant), e.chain_end, e.pinned_blocks);
     kv_.release(e.pinned_blocks);
     e.pinned_blocks.clear();
     return {};
@@ -162,6 +169,16 @@ std::vector<DocumentInfo> Scheduler::list_documents(const std::string& tenant) {
     }
     if (t->second.empty()) documents_.erase(t);
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.last_used_ms > b.last_used_ms; });
+    return out;
+}
+
+std::map<std::string, std::vector<DocumentInfo>> Scheduler::list_all_documents() {
+    std::vector<std::string> tenants;
+    for (const auto& [tenant, entries] : documents_) tenants.push_back(tenant);
+    std::map<std::string, std::vector<DocumentInfo>> out;
+    for (const std::string& t : tenants) {
+        if (auto listed = list_documents(t); !listed.empty()) out[t] = std::move(listed);
+    }
     return out;
 }
 

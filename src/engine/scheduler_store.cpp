@@ -21,7 +21,7 @@ Status Scheduler::open_store() {
     }
     const double t0 = now_ms();
     model_fingerprint_ = store::model_fingerprint(model_);
-    LA_ASSIGN_OR_RETURN(store_, store::SegmentStore::open(config_.kv_stores, config_.kv_store_max_pending_writes));
+    LA_ASSIGN_OR_RETURN(store_, store::SegmentStore::open(config_.kv_stores, config_.kv_store_max_pending_writes, config_.kv_store_tier));
     char fp[33];
     std::snprintf(fp, sizeof fp, "%016llx%016llx", (unsigned long long)model_fingerprint_.high,
                   (unsigned long long)model_fingerprint_.low);

@@ -11,6 +11,10 @@ namespace {
 
 // How often a stuck inference thread looks again (for cancellations): a poll, not a spin.
 constexpr std::chrono::milliseconds kStuckPoll(100);
+// Document lists (list_documents): republished this soon after a new document, and this often
+// in any case (uses and evictions change them without a version change).
+constexpr double kDocumentsFreshMs = 20;
+constexpr double kDocumentsRefreshMs = 500;
 
 }  // namespace
 
@@ -33,6 +37,7 @@ Expected<std::unique_ptr<ServingEngine>> ServingEngine::create(model::Model& mod
 ServingEngine::~ServingEngine() { shutdown(true); }
 
 Expected<std::shared_ptr<RequestHandle>> ServingEngine::submit(RagRequest request, RequestHandle::Callback callback) {
+    scheduler_.fit_default_max_tokens(request);
     LA_RETURN_IF_ERROR(scheduler_.check_request(request));  // reads only immutable state
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status(StatusCode::kCancelled, "the engine is shutting down");
@@ -92,10 +97,12 @@ void ServingEngine::run_on_engine_thread(std::function<void(Scheduler&)> fn) {
         std::lock_guard<std::mutex> lock(mu_);
         if (!thread_.joinable() || (stopping_ && scheduler_.idle() && incoming_.empty())) {
             fn(scheduler_);  // the engine thread is gone: nothing else touches the scheduler
+            publish_documents(true);
             return;
         }
         ops_.push_back([&](Scheduler& s) {
             fn(s);
+            publish_documents(true);  // a pin or unpin shows in list_documents() once it returns
             done.set_value();
         });
     }
@@ -126,10 +133,22 @@ Status ServingEngine::unpin_document(const std::string& tenant, const std::strin
     return st;
 }
 
-std::vector<DocumentInfo> ServingEngine::list_documents(const std::string& tenant) {
-    std::vector<DocumentInfo> out;
-    run_on_engine_thread([&](Scheduler& s) { out = s.list_documents(tenant); });
-    return out;
+std::vector<DocumentInfo> ServingEngine::list_documents(const std::string& tenant) const {
+    std::lock_guard<std::mutex> lock(documents_mu_);
+    auto it = documents_.find(tenant);
+    return it == documents_.end() ? std::vector<DocumentInfo>{} : it->second;
+}
+
+void ServingEngine::publish_documents(bool force) {
+    const double now = now_ms();
+    const bool changed = scheduler_.documents_version() != documents_version_;
+    const double age = now - documents_published_ms_;
+    if (!force && age < kDocumentsRefreshMs && !(changed && (age >= kDocumentsFreshMs || scheduler_.idle()))) return;
+    auto lists = scheduler_.list_all_documents();
+    documents_version_ = scheduler_.documents_version();
+    documents_published_ms_ = now;
+    std::lock_guard<std::mutex> lock(documents_mu_);
+    documents_.swap(lists);
 }
 
 std::optional<std::vector<int32_t>> ServingEngine::document_tokens(const std::string& tenant, const std::string& id) {
@@ -171,6 +190,7 @@ void ServingEngine::loop() {
         }
         const bool progressed = scheduler_.step();
         stuck = !progressed && !scheduler_.idle();
+        publish_documents(false);
         const SchedulerStats s = scheduler_.stats();
         std::lock_guard<std::mutex> lock(mu_);
         snapshot_ = s;

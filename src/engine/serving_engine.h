@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,7 +61,11 @@ public:
     // tenant's quota. Another tenant's id is kNotFound.
     Expected<DocumentInfo> pin_document(const std::string& tenant, std::vector<int32_t> tokens);
     Status unpin_document(const std::string& tenant, const std::string& id);
-    std::vector<DocumentInfo> list_documents(const std::string& tenant);
+    // list_documents() never waits for the inference thread (it serves GET /v1/documents on the
+    // server's light lane, beside /health): it reads the lists the thread publishes between
+    // steps, at once after a pin or unpin, within kDocumentsFreshMs of a newly cached document,
+    // and every kDocumentsRefreshMs for uses and evictions.
+    std::vector<DocumentInfo> list_documents(const std::string& tenant) const;
     std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id);
     const EngineConfig& config() const { return scheduler_.config(); }
     int32_t context_length() const { return scheduler_.context_length(); }
@@ -71,6 +76,8 @@ private:
         std::shared_ptr<RequestHandle> handle;
     };
     void loop();
+    // On the inference thread: republishes the document lists when they changed (force: now).
+    void publish_documents(bool force);
     // Runs fn(scheduler) on the inference thread and waits for it.
     void run_on_engine_thread(std::function<void(Scheduler&)> fn);
 
@@ -87,6 +94,10 @@ private:
     // The persistent store (null without --kv-store): its writer works between steps, so its
     // statistics are read live, not from the last step's snapshot (thread-safe on its own).
     store::SegmentStore* store_ = nullptr;
+    mutable std::mutex documents_mu_;
+    std::map<std::string, std::vector<DocumentInfo>> documents_;  // under documents_mu_
+    uint64_t documents_version_ = ~0ull;                           // inference thread only
+    double documents_published_ms_ = 0;                            // inference thread only
     bool has_work_ = false;        // under mu_: submitted work not yet all finished
     double last_progress_ms_ = 0;  // under mu_
     std::thread thread_;

@@ -4,17 +4,17 @@
 
 namespace lazyattn::engine {
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) {
-    for (auto& s : stops) {
-        if (!s.empty()) stops_.push_back(std::move(s));
-    }
+StopMatcher::StopMatcher(std::shared_ptr<const std::vector<std::string>> stops) : stops_(std::move(stops)) {
+    if (!stops_) stops_ = std::make_shared<const std::vector<std::string>>();
 }
 
 std::string StopMatcher::push(const std::string& text) {
     if (stopped_) return {};
     pending_ += text;
     size_t first_stop = std::string::npos;
-    for (const auto& s : stops_) first_stop = std::min(first_stop, pending_.find(s));
+    for (const auto& s : *stops_) {
+        if (!s.empty()) first_stop = std::min(first_stop, pending_.find(s));
+    }
     if (first_stop != std::string::npos) {
         stopped_ = true;
         std::string out = pending_.substr(0, first_stop);
@@ -23,7 +23,8 @@ std::string StopMatcher::push(const std::string& text) {
     }
     // Hold back the longest suffix that is a proper prefix of some stop string.
     size_t hold = 0;
-    for (const auto& s : stops_) {
+    for (const auto& s : *stops_) {
+        if (s.empty()) continue;
         for (size_t len = std::min(s.size() - 1, pending_.size()); len > hold; --len) {
             if (pending_.compare(pending_.size() - len, len, s, 0, len) == 0) {
                 hold = len;

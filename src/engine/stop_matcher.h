@@ -2,6 +2,7 @@
 // can still begin inside it, so a stop string split across tokens never leaks to the client.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,10 @@ namespace lazyattn::engine {
 
 class StopMatcher {
 public:
-    explicit StopMatcher(std::vector<std::string> stops);
+    // Shares the list (a request's choices all read one copy); null or empty: no stop strings.
+    explicit StopMatcher(std::shared_ptr<const std::vector<std::string>> stops);
+    explicit StopMatcher(std::vector<std::string> stops)
+        : StopMatcher(std::make_shared<const std::vector<std::string>>(std::move(stops))) {}
 
     // Appends new text; returns the text that is now safe to emit. After a stop string is seen,
     // stopped() is true and the text before it has been emitted.
@@ -19,7 +23,7 @@ public:
     bool stopped() const { return stopped_; }
 
 private:
-    std::vector<std::string> stops_;
+    std::shared_ptr<const std::vector<std::string>> stops_;
     std::string pending_;
     bool stopped_ = false;
 };

@@ -80,7 +80,7 @@ RequestParser::State RequestParser::feed(std::string& buffer) {
         state_ = State::kHead;
     }
     if (state_ == State::kHead) parse_head(buffer);
-    if (state_ == State::kBody) parse_body(buffer);
+    if (state_ == State::kBody && !holding_body()) parse_body(buffer);
     return state_;
 }
 
@@ -99,6 +99,11 @@ RequestParser::State RequestParser::parse_head(std::string& buffer) {
                         "request_header_fields_too_large");
         }
         return state_;
+    }
+    // A whole head can still hold a request line too long for us (8-16 KiB fit the head cap).
+    if (const size_t first_nl = buffer.find('\n'); first_nl > size_t(kMaxRequestLine)) {
+        return fail(414, "the request line is longer than " + std::to_string(kMaxRequestLine) + " bytes",
+                    "uri_too_long");
     }
     const std::string head = buffer.substr(0, end);
     buffer.erase(0, end);
@@ -124,10 +129,26 @@ bool RequestParser::head_fields(std::string_view head) {
         fail(400, "malformed request method", "bad_request_line");
         return false;
     }
-    if (target.empty() || target[0] != '/' ||
-        std::any_of(target.begin(), target.end(), [](unsigned char c) { return c <= 0x20 || c == 0x7f; })) {
-        fail(400, "the request target must be an absolute path", "bad_request_line");
+    if (std::any_of(target.begin(), target.end(), [](unsigned char c) { return c <= 0x20 || c == 0x7f; })) {
+        fail(400, "control characters or spaces in the request target", "bad_request_line");
         return false;
+    }
+    // RFC 9112 3.2: origin-form ("/path?query"), or absolute-form ("http://host/path"), which a
+    // server must accept (its authority then takes the place of Host). Authority-form (CONNECT)
+    // and asterisk-form ("OPTIONS *") name nothing served here.
+    std::string_view origin = target;
+    bool absolute_form = false;
+    if (target.empty() || target[0] != '/') {
+        const std::string scheme = lower(target.substr(0, std::min<size_t>(target.size(), 8)));
+        const size_t skip = scheme.rfind("http://", 0) == 0 ? 7 : scheme.rfind("https://", 0) == 0 ? 8 : 0;
+        const size_t slash = skip == 0 ? std::string_view::npos : target.find_first_of("/?", skip);
+        if (skip == 0 || slash == skip) {
+            fail(400, "the request target must be a path (or an absolute http:// URI)", "bad_request_line");
+            return false;
+        }
+        origin = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+        if (!origin.empty() && origin[0] == '?') origin = std::string_view();  // "http://h?q": path "/"
+        absolute_form = true;
     }
     if (version != "HTTP/1.1" && version != "HTTP/1.0") {
         fail(505, "only HTTP/1.0 and HTTP/1.1 are served", "http_version_not_supported");
@@ -136,12 +157,19 @@ bool RequestParser::head_fields(std::string_view head) {
     HttpRequest& r = request_;
     r.method = std::string(method);
     r.target = std::string(target);
-    const size_t q = target.find('?');
-    r.path = std::string(target.substr(0, q));
-    r.query = q == std::string_view::npos ? "" : std::string(target.substr(q + 1));
+    if (absolute_form && origin.empty()) {  // "http://host?query"
+        const size_t q = target.find('?');
+        r.path = "/";
+        r.query = std::string(target.substr(q + 1));
+    } else {
+        const size_t q = origin.find('?');
+        r.path = std::string(origin.substr(0, q));
+        r.query = q == std::string_view::npos ? "" : std::string(origin.substr(q + 1));
+    }
     r.version_minor = version.back() - '0';
 
     bool has_length = false;
+    int hosts = 0, encodings = 0;
     while (pos < head.size()) {
         const std::string_view field = next_line(head, pos);
         if (field.empty()) break;  // the blank line ending the head
@@ -176,7 +204,16 @@ bool RequestParser::head_fields(std::string_view head) {
             }
             has_length = true;
             content_length_ = n;
+        } else if (key == "host") {
+            ++hosts;
+        } else if (key == "content-encoding") {
+            ++encodings;
         } else if (key == "transfer-encoding") {
+            // RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
+            if (r.version_minor == 0) {
+                fail(400, "Transfer-Encoding is not defined for HTTP/1.0", "bad_transfer_encoding");
+                return false;
+            }
             if (lower(value) != "chunked" || chunked_) {
                 fail(501, "only the chunked transfer coding is supported", "unsupported_transfer_encoding");
                 return false;
@@ -189,6 +226,15 @@ bool RequestParser::head_fields(std::string_view head) {
             }
             expect_continue_ = true;
         }
+    }
+    // RFC 9112 3.2: an HTTP/1.1 request needs exactly one Host; no request may carry two.
+    if (hosts > 1 || (hosts == 0 && r.version_minor >= 1)) {
+        fail(400, hosts > 1 ? "more than one Host header" : "an HTTP/1.1 request needs a Host header", "bad_host");
+        return false;
+    }
+    if (encodings > 1) {  // codings in two fields would apply in order; one coding is supported
+        fail(415, "at most one Content-Encoding header (identity, gzip or deflate)", "unsupported_content_encoding");
+        return false;
     }
     if (chunked_ && has_length) {
         fail(400, "Content-Length together with Transfer-Encoding is refused", "bad_content_length");
@@ -239,6 +285,12 @@ RequestParser::State RequestParser::parse_chunked(std::string& buffer) {
         std::string_view line(buffer.data() + pos, nl - pos);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         pos = nl + 1;
+        if (chunk_phase_ != ChunkPhase::kTrailer && line.size() > size_t(kMaxChunkLine)) {
+            consume();
+            return fail(400, "a chunk size line (with its extensions) is longer than " +
+                                 std::to_string(kMaxChunkLine) + " bytes",
+                        "bad_chunked_body");
+        }
         if (chunk_phase_ == ChunkPhase::kDataEnd) {
             if (!line.empty()) {
                 consume();
@@ -246,9 +298,14 @@ RequestParser::State RequestParser::parse_chunked(std::string& buffer) {
             }
             chunk_phase_ = ChunkPhase::kSize;
         } else if (chunk_phase_ == ChunkPhase::kSize) {
-            const std::string_view digits = trim(line.substr(0, line.find(';')));
+            // RFC 9112 7.1: chunk-size = 1*HEXDIG, then optional extensions after BWS ";".
+            size_t digits_end = 0;
+            while (digits_end < line.size() && hex_digit(line[digits_end]) >= 0) ++digits_end;
+            const std::string_view digits = line.substr(0, digits_end);
+            const std::string_view rest = trim(line.substr(digits_end));
             int64_t size = 0;
-            bool ok = !digits.empty() && digits.size() <= 15;  // 15 hex digits cannot overflow
+            bool ok = !digits.empty() && digits.size() <= 15 &&  // 15 hex digits cannot overflow
+                      (rest.empty() ? digits_end == line.size() : rest.front() == ';');
             for (size_t k = 0; ok && k < digits.size(); ++k) {
                 const int d = hex_digit(digits[k]);
                 ok = d >= 0;
@@ -308,6 +365,7 @@ HttpRequest RequestParser::take() {
     chunk_phase_ = ChunkPhase::kSize;
     chunk_left_ = 0;
     trailer_bytes_ = 0;
+    released_ = false;
     state_ = State::kIdle;
     return out;
 }

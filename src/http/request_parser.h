@@ -27,7 +27,9 @@ class RequestParser {
 public:
     enum class State { kIdle, kHead, kBody, kComplete, kError };
 
-    explicit RequestParser(const HttpLimits& limits) : limits_(limits) {}
+    // hold_body: stop after each request's head (holding_body()) until release_body(), so the
+    // caller can refuse the request before any of its body is read.
+    explicit RequestParser(const HttpLimits& limits, bool hold_body = false) : limits_(limits), hold_body_(hold_body) {}
 
     // Consumes from the front of `buffer` as far as the current request goes and returns where
     // the request stands. Bytes after a complete request stay in `buffer`.
@@ -37,7 +39,16 @@ public:
     // requests is idle, not slow).
     bool started() const { return state_ != State::kIdle; }
     // The head is complete, asked for "Expect: 100-continue", and the body is still to come.
-    bool wants_continue() const { return state_ == State::kBody && expect_continue_; }
+    bool wants_continue() const { return state_ == State::kBody && expect_continue_ && !holding_body(); }
+    // The head is whole and the body waits for release_body() (only with hold_body).
+    bool holding_body() const { return hold_body_ && !released_ && state_ == State::kBody; }
+    // The request's method, target and headers (complete once holding_body() or kComplete).
+    const HttpRequest& head() const { return request_; }
+    // Reads on into the body from `buffer`; returns the state as feed() does.
+    State release_body(std::string& buffer) {
+        released_ = true;
+        return feed(buffer);
+    }
 
     // kComplete: the request (the parser is then ready for the next one).
     HttpRequest take();
@@ -53,6 +64,8 @@ private:
     bool head_fields(std::string_view head);
 
     const HttpLimits limits_;
+    const bool hold_body_;
+    bool released_ = false;
     State state_ = State::kIdle;
     HttpRequest request_;
     HttpError error_;

@@ -16,6 +16,7 @@ namespace {
 
 constexpr double kLingerSeconds = 2;  // how long a refused client may keep sending before we close
 constexpr int kPollMs = 200;          // deadline granularity of the event loop
+constexpr double kStopWriteStallSeconds = 0.5;  // once stopping, a write that makes no progress
 
 double now_s() { return now_ms() / 1000.0; }
 
@@ -40,8 +41,8 @@ std::string response_head(const HttpResponse& res, const char* framing, bool kee
 }  // namespace
 
 struct Server::Connection {
-    Connection(Server& server, int fd, std::string addr)
-        : server(server), fd(fd), addr(std::move(addr)), parser(server.options_.limits) {}
+    Connection(Server& server, int fd, std::string addr, bool hold_body)
+        : server(server), fd(fd), addr(std::move(addr)), parser(server.options_.limits, hold_body) {}
     ~Connection() {
         close(fd);
         std::lock_guard<std::mutex> lock(server.mu_);
@@ -63,18 +64,41 @@ struct Server::Connection {
     int32_t served = 0;
 };
 
+// Whether the client of a request that is still being worked on has left. A FIN alone does not
+// say: a client may half-close its sending side after the request and still read the answer
+// (RFC 9112 9.6). So on a FIN the link writes an interim "100 Continue" (every HTTP/1.1 client
+// must skip an unexpected 1xx; it is only ever sent before the response head): a client that
+// closed for good answers it with a reset, one that only half-closed reads on. HTTP/1.0 allows
+// no 1xx, so there a FIN means gone.
 class Server::Link final : public ClientLink {
 public:
-    explicit Link(int fd) : fd_(fd) {}
-    bool gone() const override { return peer_closed(fd_); }
+    Link(int fd, bool interim_allowed) : fd_(fd), interim_allowed_(interim_allowed) {}
+    bool gone() const override {
+        switch (peer_state(fd_)) {
+            case PeerState::kOpen:
+                return false;
+            case PeerState::kReset:
+                return true;
+            case PeerState::kEndOfInput:
+                break;
+        }
+        if (!interim_allowed_) return true;
+        if (!probed_) {
+            probed_ = true;
+            return !write_all(fd_, "HTTP/1.1 100 Continue\r\n\r\n", 1.0);
+        }
+        return false;  // probed: a reset would have shown as kReset
+    }
 
 private:
     int fd_;
+    bool interim_allowed_;
+    mutable bool probed_ = false;
 };
 
 class Server::Sink final : public ChunkSink {
 public:
-    Sink(int fd, bool chunked, double stall_s) : fd_(fd), chunked_(chunked), stall_s_(stall_s) {}
+    Sink(int fd, bool chunked, const std::atomic<double>& stall_s) : fd_(fd), chunked_(chunked), stall_s_(stall_s) {}
     bool write(std::string_view data) override {
         if (failed_ || data.empty()) return !failed_;
         if (chunked_) {
@@ -95,12 +119,15 @@ public:
 private:
     int fd_;
     bool chunked_;
-    double stall_s_;
+    const std::atomic<double>& stall_s_;
     bool failed_ = false;
 };
 
 Server::Server(ServerOptions options, Router router, ServerHooks hooks)
-    : options_(std::move(options)), router_(std::move(router)), hooks_(std::move(hooks)) {}
+    : options_(std::move(options)),
+      router_(std::move(router)),
+      hooks_(std::move(hooks)),
+      write_stall_s_(options_.limits.write_timeout_s) {}
 
 Server::~Server() { stop(); }
 
@@ -115,17 +142,26 @@ Status Server::start() {
     return {};
 }
 
+void Server::cut_write_stall(double seconds) {
+    if (seconds < write_stall_s_.load()) write_stall_s_.store(seconds);
+}
+
 void Server::stop() {
     if (stopping_.exchange(true)) return;
+    cut_write_stall(kStopWriteStallSeconds);  // a client that reads nothing cannot hold the exit
     wake();
     if (loop_.joinable()) loop_.join();
     // Running handlers finish their responses; queued ones are dropped (their sockets close).
     if (heavy_) heavy_->stop();
     if (light_) light_->stop();
+    // Destroyed outside mu_: a connection's destructor takes mu_ to update the counts (destroying
+    // them under the lock deadlocked SIGTERM under load).
+    std::vector<ConnPtr> returned;
     {
         std::lock_guard<std::mutex> lock(mu_);
-        returned_.clear();
+        returned.swap(returned_);
     }
+    returned.clear();
     if (wake_fd_ >= 0) ::close(wake_fd_);
     wake_fd_ = -1;
 }
@@ -228,7 +264,7 @@ void Server::accept_new() {
             ::close(fd);
             continue;
         }
-        auto c = std::make_shared<Connection>(*this, fd, addr);
+        auto c = std::make_shared<Connection>(*this, fd, addr, bool(hooks_.admit_head));
         c->idle_deadline = now_s() + lim.header_timeout_s;
         reading_[fd] = std::move(c);
     }
@@ -252,12 +288,21 @@ void Server::on_readable(const ConnPtr& c) {
 
 void Server::advance(const ConnPtr& c) {
     const bool was_started = c->parser.started();
-    const RequestParser::State st = c->parser.feed(c->in);
+    RequestParser::State st = c->parser.feed(c->in);
     if (!was_started && c->parser.started()) {
         const double now = now_s();
         c->request_start_ms = now * 1000.0;
         c->head_deadline = now + options_.limits.header_timeout_s;
         c->request_deadline = now + options_.limits.request_timeout_s;
+    }
+    if (c->parser.holding_body()) {
+        // The head is whole: it is admitted (the API key) before a byte of the body is read,
+        // buffered or decompressed.
+        if (auto refusal = hooks_.admit_head(c->parser.head())) {
+            refuse(c, *refusal, nullptr);
+            return;
+        }
+        st = c->parser.release_body(c->in);
     }
     if (st == RequestParser::State::kComplete) {
         reading_.erase(c->fd);
@@ -316,7 +361,8 @@ void Server::linger(const ConnPtr& c) {
 }
 
 void Server::dispatch(const ConnPtr& c, HttpRequest request) {
-    RouteMatch match = router_.match(request.method, request.path);
+    // HEAD is GET without the body (RFC 9110 9.3.2).
+    RouteMatch match = router_.match(request.method == "HEAD" ? "GET" : request.method, request.path);
     WorkerPool& pool = match.route != nullptr && match.route->lane == Lane::kHeavy ? *heavy_ : *light_;
     auto job = [this, c, request = std::make_shared<HttpRequest>(std::move(request)), match]() mutable {
         serve(c, *request, match);
@@ -338,7 +384,7 @@ void Server::serve(const ConnPtr& c, HttpRequest& request, const RouteMatch& mat
         if (refusal) {
             res = hooks_.error_response(*refusal);
         } else {
-            Link link(c->fd);
+            Link link(c->fd, request.version_minor >= 1);
             match.route->handler(request, res, link);
         }
     } catch (...) {
@@ -353,12 +399,13 @@ void Server::serve(const ConnPtr& c, HttpRequest& request, const RouteMatch& mat
 }
 
 bool Server::write_response(Connection& c, const HttpRequest& request, HttpResponse& res, bool keep_alive) {
-    const double stall = options_.limits.write_timeout_s;
-    if (!res.stream) {
+    const std::atomic<double>& stall = write_stall_s_;
+    const bool head_only = request.method == "HEAD";
+    if (!res.stream || head_only) {
         std::string out =
             response_head(res, ("Content-Length: " + std::to_string(res.body.size()) + "\r\n").c_str(), keep_alive);
-        out += res.body;
-        return write_all(c.fd, out, stall) && keep_alive;
+        if (!head_only) out += res.body;
+        return write_all(c.fd, out, stall) && keep_alive && !res.stream;
     }
     // HTTP/1.0 has no chunked coding: the body then ends when the connection does.
     const bool chunked = request.version_minor >= 1;

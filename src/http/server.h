@@ -39,6 +39,10 @@ struct ServerOptions {
 struct ServerHooks {
     // The response for a refusal made before or instead of a handler.
     std::function<HttpResponse(const HttpError&)> error_response;
+    // Runs on the event loop as soon as a request's head is whole, before its body is read; a
+    // returned error answers the request and the body is never buffered or decoded (so a client
+    // without a valid API key cannot make the server hold megabytes).
+    std::function<std::optional<HttpError>(const HttpRequest& head)> admit_head;
     // Runs before the route's handler (on its worker); a returned error answers the request.
     std::function<std::optional<HttpError>(const HttpRequest&, const RouteMatch&)> admit;
     // Every response, after it was written; request null for refusals made before a request
@@ -58,6 +62,10 @@ public:
     // Closes the listener and every connection between requests, lets running handlers finish
     // their responses, and joins every thread. Idempotent.
     void stop();
+    // From now on a write that makes no progress for `seconds` fails (never longer than the
+    // configured write timeout): graceful shutdown calls it once its deadline passed, so a client
+    // that stops reading cannot hold the exit.
+    void cut_write_stall(double seconds);
 
     int32_t open_connections() const;
 
@@ -87,6 +95,7 @@ private:
     int wake_fd_ = -1;
     int port_ = 0;
     std::atomic<bool> stopping_{false};
+    std::atomic<double> write_stall_s_;  // limits.write_timeout_s, or less once shutting down
     std::thread loop_;
     std::unique_ptr<WorkerPool> heavy_, light_;
 

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -67,33 +68,49 @@ void set_nonblocking(int fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-bool write_all(int fd, std::string_view data, double stall_timeout_s) {
+bool write_all(int fd, std::string_view data, const std::atomic<double>& stall_timeout_s) {
+    constexpr int kSliceMs = 100;  // how often a blocked write looks at the (changeable) timeout
+    double stalled_ms = 0;
     while (!data.empty()) {
         const ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
         if (n > 0) {
             data.remove_prefix(size_t(n));
+            stalled_ms = 0;
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
+        const double limit_ms = stall_timeout_s.load() * 1000;
+        if (stalled_ms >= limit_ms) return false;
         pollfd p{fd, POLLOUT, 0};
-        const int rc = poll(&p, 1, int(stall_timeout_s * 1000));
-        if (rc <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return false;
+        const auto t0 = std::chrono::steady_clock::now();
+        const int rc = poll(&p, 1, int(std::min<double>(kSliceMs, limit_ms - stalled_ms)) + 1);
+        stalled_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (rc < 0 && errno != EINTR) return false;
+        if (rc > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return false;
     }
     return true;
+}
+
+bool write_all(int fd, std::string_view data, double stall_timeout_s) {
+    const std::atomic<double> stall{stall_timeout_s};
+    return write_all(fd, data, stall);
 }
 
 void write_some(int fd, std::string_view data) {
     [[maybe_unused]] ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-bool peer_closed(int fd) {
+PeerState peer_state(int fd) {
     pollfd p{fd, POLLIN | POLLRDHUP, 0};
-    if (poll(&p, 1, 0) <= 0) return false;
-    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return true;
+    if (poll(&p, 1, 0) <= 0) return PeerState::kOpen;
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return PeerState::kReset;
+    if (p.revents & POLLRDHUP) return PeerState::kEndOfInput;
     char c;
     const ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    if (n == 0) return PeerState::kEndOfInput;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return PeerState::kReset;
+    return PeerState::kOpen;
 }
 
 }  // namespace lazyattn::http

@@ -4,8 +4,24 @@
 
 namespace lazyattn::server {
 
+namespace {
+
+// Every error names a code (docs/api.md lists them); one made without a code gets its status's.
+const char* default_code(int status) {
+    switch (status) {
+        case 400: return "invalid_value";
+        case 401: return "invalid_api_key";
+        case 404: return "not_found";
+        case 429: return "rate_limit_exceeded";
+        case 503: return "unavailable";
+        default: return status < 500 ? "invalid_request" : "internal_error";
+    }
+}
+
+}  // namespace
+
 std::string ApiError::to_json() const {
-    nlohmann::json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+    nlohmann::json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", default_code(http_status)}};
     if (!param.empty()) e["param"] = param;
     if (!code.empty()) e["code"] = code;
     return nlohmann::json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -21,7 +37,7 @@ ApiError api_error_from_status(const Status& status) {
         case StatusCode::kOk:
             return {500, "internal error: no error to report", "server_error", "", "internal_error"};
         case StatusCode::kInvalidArgument:
-            return invalid_request(m);
+            return invalid_request(m, "", "invalid_value");
         case StatusCode::kUnsupported:
             return invalid_request(m, "", "unsupported");
         case StatusCode::kOutOfRange:

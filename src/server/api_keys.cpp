@@ -1,7 +1,10 @@
 #include "server/api_keys.h"
 
+#include "engine/tenant.h"
+
 #include <xxhash.h>
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 
@@ -32,8 +35,7 @@ std::string key_tenant(const std::string& key) {
 }
 
 std::string salted(std::string tenant, const std::string& cache_salt) {
-    if (!cache_salt.empty()) tenant += "|salt:" + cache_salt;
-    return tenant;
+    return engine::salted_tenant(std::move(tenant), cache_salt);
 }
 
 }  // namespace
@@ -59,10 +61,17 @@ Expected<std::vector<std::string>> ApiKeys::read_file(const std::string& path) {
 }
 
 std::optional<size_t> ApiKeys::match(const http::HttpRequest& request) const {
+    // credentials = auth-scheme 1*SP token68; the scheme is case-insensitive (RFC 9110 11.1,
+    // RFC 6750 2.1: "bearer" and "BEARER" are "Bearer").
     const std::string& auth = request.header("authorization");
-    const std::string prefix = "Bearer ";
-    if (auth.size() <= prefix.size() || auth.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
-    const std::string presented = trim(auth.substr(prefix.size()));
+    const std::string scheme = "bearer";
+    if (auth.size() <= scheme.size() + 1 || (auth[scheme.size()] != ' ' && auth[scheme.size()] != '\t')) {
+        return std::nullopt;
+    }
+    for (size_t i = 0; i < scheme.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(auth[i])) != scheme[i]) return std::nullopt;
+    }
+    const std::string presented = trim(auth.substr(scheme.size() + 1));
     std::optional<size_t> found;
     for (size_t i = 0; i < keys_.size(); ++i) {
         if (equal_constant_time(presented, keys_[i]) && !found) found = i;

@@ -7,6 +7,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/output_options.h"
+#include "server/response_budget.h"
 #include "server/sse.h"
 #include "server/token_clock.h"
 
@@ -14,6 +15,27 @@ namespace lazyattn::server {
 namespace {
 
 constexpr int kDisconnectPollMs = 200;  // how often a waiting handler looks for a departed client
+
+// One response within kMaxResponseBytes: the default max_tokens lowered to fit, a client's
+// max_tokens that cannot is a 400 naming the bound.
+std::optional<ApiError> fit_response_budget(const GenerationRequest& gen, engine::RagRequest& rag) {
+    ResponseShape shape{gen.n, rag.max_tokens, gen.echo ? int32_t(rag.tail.size()) : 0, gen.logprobs};
+    if (response_bytes_estimate(shape) <= kMaxResponseBytes) return std::nullopt;
+    const int32_t fits = max_tokens_within_budget(shape);
+    if (rag.max_tokens_is_default && fits >= 1) {
+        rag.max_tokens = fits;
+        return std::nullopt;
+    }
+    const std::string param = gen.max_tokens >= 0 ? "max_tokens" : gen.logprobs >= 0 ? "logprobs" : "n";
+    return ApiError{400,
+                    "the response would pass the server's bound of " + std::to_string(kMaxResponseBytes >> 20) +
+                        " MiB (n x max_tokens x (1 + alternatives) tokens" + (gen.echo ? ", echoed prompt included" : "") +
+                        "; at most " + std::to_string(fits) + " tokens per choice fit with n=" +
+                        std::to_string(gen.n) + (gen.logprobs >= 0 ? " and " + std::to_string(gen.logprobs) +
+                                                                         " logprob alternatives" : "") +
+                        ")",
+                    "invalid_request_error", param, "response_too_large"};
+}
 
 // Body -> checked GenerationRequest -> RagRequest (in the caller's tenant).
 std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req, bool chat, GenerationRequest& gen,
@@ -29,7 +51,7 @@ std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req
     auto built = ctx.builder.build(gen, ctx.tenant(req, gen.cache_salt));
     if (!built.ok()) return generation_error(built.status(), chat);
     out = std::move(built).value();
-    return std::nullopt;
+    return fit_response_budget(gen, out);
 }
 
 OutputOptions output_options(ServerContext& ctx, const GenerationRequest& gen, const engine::RagRequest& rag) {

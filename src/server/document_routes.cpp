@@ -52,27 +52,36 @@ void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http
     std::string salt;
     if (auto e = parse_pin_body(req, docs, salt)) return send_error(res, *e);
     const std::string tenant = ctx.tenant(req, salt);
-    json data = json::array();
+    // Every document is checked and tokenized before the first pin, and a pin that fails undoes
+    // the batch's earlier ones: a batch pins all its documents or none.
+    std::vector<std::vector<int32_t>> tokens(docs.size());
     for (size_t i = 0; i < docs.size(); ++i) {
         const std::string param = "documents[" + std::to_string(i) + "]";
         if (!ctx.builder.may_fit_context(docs[i].text.size() + docs[i].title.size())) {
             return send_error(res, invalid_request(param + " is longer than the context length allows", param,
                                                    "context_length_exceeded"));
         }
-        std::vector<int32_t> tokens = ctx.builder.document_tokens(docs[i]);
-        if (int64_t(tokens.size()) >= ctx.context_length) {
+        tokens[i] = ctx.builder.document_tokens(docs[i]);
+        if (int64_t(tokens[i].size()) >= ctx.context_length) {
             return send_error(
-                res, invalid_request(param + " has " + std::to_string(tokens.size()) +
+                res, invalid_request(param + " has " + std::to_string(tokens[i].size()) +
                                          " tokens; the context length is " + std::to_string(ctx.context_length),
                                      param, "context_length_exceeded"));
         }
-        auto info = ctx.engine.pin_document(tenant, std::move(tokens));
+    }
+    std::vector<std::string> pinned;
+    json data = json::array();
+    for (size_t i = 0; i < docs.size(); ++i) {
+        const std::string param = "documents[" + std::to_string(i) + "]";
+        auto info = ctx.engine.pin_document(tenant, std::move(tokens[i]));
         if (!info.ok()) {
+            for (const std::string& id : pinned) (void)ctx.engine.unpin_document(tenant, id);
             ApiError e = pin_error(info.status());
-            e.message = param + ": " + e.message;
+            e.message = param + ": " + e.message + (pinned.empty() ? "" : " (the batch's earlier pins were undone)");
             e.param = param;
             return send_error(res, e);
         }
+        pinned.push_back(info->id);
         data.push_back({{"id", info->id},
                         {"object", "document"},
                         {"tokens", info->num_tokens},
@@ -83,8 +92,10 @@ void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http
 }
 
 void handle_list_documents(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
+    const std::string salt = req.query_param("cache_salt");
+    if (auto e = check_cache_salt(salt)) return send_error(res, *e);
     json data = json::array();
-    for (const engine::DocumentInfo& d : ctx.engine.list_documents(ctx.tenant(req, req.query_param("cache_salt")))) {
+    for (const engine::DocumentInfo& d : ctx.engine.list_documents(ctx.tenant(req, salt))) {
         data.push_back({{"id", d.id},
                         {"object", "document"},
                         {"tokens", d.num_tokens},
@@ -98,7 +109,9 @@ void handle_list_documents(ServerContext& ctx, const http::HttpRequest& req, htt
 void handle_unpin_document(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
     ActiveRequest active(ctx);
     const std::string id = req.path_params.empty() ? "" : req.path_params[0];
-    const Status st = ctx.engine.unpin_document(ctx.tenant(req, req.query_param("cache_salt")), id);
+    const std::string salt = req.query_param("cache_salt");
+    if (auto e = check_cache_salt(salt)) return send_error(res, *e);
+    const Status st = ctx.engine.unpin_document(ctx.tenant(req, salt), id);
     if (!st.ok()) {
         ApiError e = api_error_from_status(st);
         e.param = "id";

@@ -18,6 +18,8 @@ using http::HttpRequest;
 using http::HttpResponse;
 using http::Lane;
 
+constexpr double kCancelledWriteStallSeconds = 1.0;
+
 // A transport refusal in the API's error shape.
 HttpResponse error_response(const http::HttpError& e) {
     HttpResponse res;
@@ -43,8 +45,8 @@ bool declared_json(const HttpRequest& req) {
     return true;
 }
 
-// Checks every request passes before its route runs.
-std::optional<http::HttpError> admit(ServerContext& ctx, const HttpRequest& req) {
+// Checks on a request's head, made before its body is read: shutting down, then the API key.
+std::optional<http::HttpError> admit_head(ServerContext& ctx, const HttpRequest& req) {
     if (ctx.draining.load() && req.path != "/metrics") {
         return http::HttpError{503, "the server is shutting down", "shutting_down"};
     }
@@ -53,6 +55,13 @@ std::optional<http::HttpError> admit(ServerContext& ctx, const HttpRequest& req)
     if (ctx.api_keys.enabled() && !open && !ctx.api_keys.match(req)) {
         return http::HttpError{401, "a valid API key is required (Authorization: Bearer <key>)", "invalid_api_key"};
     }
+    return std::nullopt;
+}
+
+// Checks every whole request passes before its route runs (the head's again: draining may have
+// begun while the body arrived).
+std::optional<http::HttpError> admit(ServerContext& ctx, const HttpRequest& req) {
+    if (auto refusal = admit_head(ctx, req)) return refusal;
     if (!req.body.empty() && !declared_json(req)) {
         return http::HttpError{415, "the request body must be sent as Content-Type: application/json",
                                "unsupported_media_type"};
@@ -157,6 +166,7 @@ HttpServer::HttpServer(const ServerConfig& config, engine::ServingEngine& engine
     o.heavy_threads = config.num_http_threads;
     http::ServerHooks hooks;
     hooks.error_response = error_response;
+    hooks.admit_head = [&ctx](const HttpRequest& head) { return admit_head(ctx, head); };
     hooks.admit = [&ctx](const HttpRequest& req, const http::RouteMatch&) { return admit(ctx, req); };
     hooks.on_response = [&ctx](const HttpRequest* req, const HttpResponse& res) {
         ctx.metrics.count_request(req != nullptr ? req->path : "", res.status);
@@ -182,7 +192,10 @@ void HttpServer::drain() {
     ctx_->draining.store(true);
     if (!ctx_->wait_idle(ctx_->config.shutdown_timeout_s)) {
         ctx_->engine.shutdown(true);  // cancels what is left; its streams end with an error event
-        ctx_->wait_idle(5.0);
+        // Their last events go to clients that read them at once; one that stopped reading gets
+        // a second, not the write timeout, before its connection is dropped.
+        http_->cut_write_stall(kCancelledWriteStallSeconds);
+        ctx_->wait_idle(kCancelledWriteStallSeconds + 1.0);
     }
     http_->stop();
     stats_.reset();

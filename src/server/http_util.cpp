@@ -49,6 +49,13 @@ std::optional<ApiError> parse_json_body(const http::HttpRequest& req, nlohmann::
     }
     if (req.body.empty())
         return invalid_request("the request body is empty (expected a JSON object)", "", "invalid_json");
+    // No JSON text holds a raw NUL (strings escape control characters), and the JSON parser
+    // takes one as the end of its input: "{...}\0anything" would pass with the rest ignored.
+    if (const size_t nul = req.body.find('\0'); nul != std::string::npos) {
+        return invalid_request("the request body holds a NUL byte at offset " + std::to_string(nul) +
+                                   " (bytes after the JSON value, or inside it, are refused)",
+                               "", "invalid_json");
+    }
     if (json_nesting_depth(req.body, kMaxJsonDepth) > kMaxJsonDepth) {
         return invalid_request("the JSON body is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", "",
                                "json_too_deep");

@@ -59,15 +59,29 @@ void render_store(std::string& out, const store::StoreStats& st, const std::stri
         {"lazyattn_kv_store_load_seconds_total", "time spent loading hits from this tier (read, verify, import)",
          [](const store::TierStats& t) { return t.load_ms / 1000.0; }},
     };
-    for (const Series& x : series) {
-        header(out, x.name, "counter", x.help);
+    static const Series gauges[] = {
+        {"lazyattn_kv_store_bytes", "bytes of entries this tier holds (as far as this process knows)",
+         [](const store::TierStats& t) { return double(t.usage.bytes); }},
+        {"lazyattn_kv_store_max_bytes", "the tier's size cap (--kv-store-max-mib; 0: unbounded)",
+         [](const store::TierStats& t) { return double(t.usage.max_bytes); }},
+        {"lazyattn_kv_store_up", "1 while the tier answers, 0 while it is marked down (unreachable or not answering)",
+         [](const store::TierStats& t) { return t.usage.up ? 1.0 : 0.0; }},
+    };
+    static const Series evictions = {"lazyattn_kv_store_evictions_total",
+                                     "entries this process evicted from the tier to keep it under its cap",
+                                     [](const store::TierStats& t) { return double(t.usage.evictions); }};
+    auto per_tier = [&](const Series& x, const char* type) {
+        header(out, x.name, type, x.help);
         for (size_t i = 0; i < st.tiers.size(); ++i) {
             sample(
                 out, x.name,
                 model_label + ",tier=\"" + escape_label(st.tiers[i].name) + "\",position=\"" + std::to_string(i) + "\"",
                 x.value(st.tiers[i]));
         }
-    }
+    };
+    for (const Series& x : series) per_tier(x, "counter");
+    for (const Series& x : gauges) per_tier(x, "gauge");
+    per_tier(evictions, "counter");
     header(out, "lazyattn_kv_store_writes_pending", "gauge", "store writes queued or in progress");
     sample(out, "lazyattn_kv_store_writes_pending", model_label, double(st.writes_pending));
     header(out, "lazyattn_kv_store_writes_dropped_total", "counter", "store writes dropped because the queue was full");

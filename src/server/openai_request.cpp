@@ -147,12 +147,48 @@ Err parse_stop(const json& body, std::vector<std::string>& out) {
     const json& v = body.at("stop");
     if (!v.is_string() && !v.is_array()) return type_error("stop", "a string or a list of strings");
     const size_t count = v.is_string() ? 1 : v.size();
-    if (count > 16) return value_error("stop", "may hold at most 16 strings");
+    if (count > size_t(kMaxStopStrings)) {
+        return value_error("stop", "may hold at most " + std::to_string(kMaxStopStrings) + " strings");
+    }
+    size_t bytes = 0;
     for (size_t i = 0; i < count; ++i) {
+        const json& item = v.is_string() ? v : v[i];
+        // Sized before it is copied: a megabyte stop string is refused without a copy.
+        if (item.is_string() && (bytes += item.get_ref<const std::string&>().size()) > size_t(kMaxStopBytes)) {
+            return value_error("stop", "may hold at most " + std::to_string(kMaxStopBytes) + " bytes in all");
+        }
         std::string s;
-        if (auto e = read_string(v.is_string() ? v : v[i], "stop", s)) return e;
+        if (auto e = read_string(item, "stop", s)) return e;
         if (s.empty()) return value_error("stop", "strings must not be empty");
         out.push_back(std::move(s));
+    }
+    return std::nullopt;
+}
+
+// `logit_bias`: {"token id": bias} (OpenAI), bias in [-100, 100], at most kMaxLogitBias entries.
+// Ids are checked against the vocabulary when the request is built.
+Err parse_logit_bias(const json& body, engine::SamplingParams& s) {
+    if (absent(body, "logit_bias")) return std::nullopt;
+    const json& v = body.at("logit_bias");
+    if (!v.is_object()) return type_error("logit_bias", "an object mapping token ids to biases");
+    if (v.size() > size_t(kMaxLogitBias)) {
+        return value_error("logit_bias", "may hold at most " + std::to_string(kMaxLogitBias) + " tokens");
+    }
+    for (const auto& [key, bias] : v.items()) {
+        int64_t id = -1;
+        bool ok = !key.empty() && key.size() <= 10;
+        for (char c : key) ok = ok && c >= '0' && c <= '9';
+        if (ok) id = std::stoll(key);
+        if (!ok || id > INT32_MAX) {
+            return value_error("logit_bias", "keys must be token ids (non-negative integers), got '" +
+                                                 key.substr(0, 32) + "'");
+        }
+        if (!bias.is_number() || !std::isfinite(bias.get<double>())) {
+            return type_error("logit_bias", "an object whose values are numbers");
+        }
+        const double b = bias.get<double>();
+        if (b < -100 || b > 100) return value_error("logit_bias", "biases must be in [-100, 100]");
+        s.logit_bias.emplace_back(int32_t(id), float(b));
     }
     return std::nullopt;
 }
@@ -186,7 +222,7 @@ Err parse_sampling(const json& body, GenerationRequest& out) {
     if (frequency < -2 || frequency > 2) return value_error("frequency_penalty", "must be in [-2, 2]");
     s.presence_penalty = float(presence);
     s.frequency_penalty = float(frequency);
-    return std::nullopt;
+    return parse_logit_bias(body, s);
 }
 
 Err parse_max_tokens(const json& body, GenerationRequest& out) {
@@ -284,13 +320,19 @@ std::optional<ApiError> parse_token_ids(const json& value, const std::string& pa
     return std::nullopt;
 }
 
-std::optional<ApiError> parse_cache_salt(const json& body, std::string& out) {
-    if (absent(body, "cache_salt")) return std::nullopt;
-    if (auto e = read_string(body.at("cache_salt"), "cache_salt", out)) return e;
-    if (out.size() > kMaxCacheSaltBytes) {
+std::optional<ApiError> check_cache_salt(const std::string& salt) {
+    if (!text::is_valid_utf8(salt)) return invalid_request("'cache_salt' is not valid UTF-8", "cache_salt", "invalid_utf8");
+    if (salt.size() > kMaxCacheSaltBytes) {
         return value_error("cache_salt", "must be at most " + std::to_string(kMaxCacheSaltBytes) + " bytes");
     }
     return std::nullopt;
+}
+
+std::optional<ApiError> parse_cache_salt(const json& body, std::string& out) {
+    if (absent(body, "cache_salt")) return std::nullopt;
+    if (!body.at("cache_salt").is_string()) return type_error("cache_salt", "a string");
+    out = body.at("cache_salt").get<std::string>();
+    return check_cache_salt(out);
 }
 
 std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::vector<DocumentRef>& out) {

@@ -8,7 +8,7 @@
 // `documents` (strings, or {"text", "title"?} objects, or {"id"} naming a cached
 // document), `document_reuse` (how the question reads cached documents: "anchor+bias=-1" or
 // {"anchored", "logit_scale", "logit_bias"}; engine::DocumentReuse), `top_k`, `min_p`,
-// `repetition_penalty`, `ignore_eos`.
+// `repetition_penalty`, `ignore_eos`. `logit_bias` follows OpenAI (bounded: kMaxLogitBias).
 #pragma once
 
 #include <cstdint>
@@ -62,12 +62,19 @@ struct GenerationRequest {
 inline constexpr size_t kMaxCacheSaltBytes = 256;
 // The most choices one request may ask for (each is a generation of its own).
 inline constexpr int32_t kMaxChoices = 16;
+// Stop strings of one request: how many, and their bytes together (shared by its choices).
+inline constexpr int32_t kMaxStopStrings = 16;
+inline constexpr int32_t kMaxStopBytes = 4096;
+// Tokens one request's logit_bias may name.
+inline constexpr int32_t kMaxLogitBias = 1024;
 
 // `body` is the parsed JSON of the request. Text fields must be valid UTF-8.
 std::optional<ApiError> parse_generation_request(const nlohmann::json& body, bool chat, GenerationRequest& out);
 
 // The optional `cache_salt` string of a body (at most kMaxCacheSaltBytes).
 std::optional<ApiError> parse_cache_salt(const nlohmann::json& body, std::string& out);
+// The same rules for a salt from elsewhere (the query string of the document routes).
+std::optional<ApiError> check_cache_salt(const std::string& salt);
 
 // A list of token ids (each in [0, vocab_size)); `param` names the field in errors.
 std::optional<ApiError> parse_token_ids(const nlohmann::json& value, const std::string& param, int32_t vocab_size,

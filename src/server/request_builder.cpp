@@ -91,11 +91,12 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     req.sampling = r.sampling;
     if (!r.seed_given) req.sampling.seed = random_seed();
     req.max_tokens = std::min(r.max_tokens >= 0 ? r.max_tokens : (r.chat ? context_length_ : 16), max_tokens_cap_);
+    req.max_tokens_is_default = r.max_tokens < 0;
     req.tenant = tenant;
     req.sampling.logprobs = r.logprobs;
     // Echo with logprobs scores the prompt: the logprob of every prompt token.
     req.prompt_logprobs = r.echo && r.logprobs >= 0 ? r.logprobs : -1;
-    req.stop = r.stop;
+    req.stop = engine::make_stop_strings(r.stop);  // one list for every choice
     req.ignore_eos = r.ignore_eos;
     req.reuse = r.document_reuse.value_or(default_reuse_);
     if (!r.document_reuse && !req.first_segment_is_preamble) req.reuse.anchored = false;

@@ -20,7 +20,7 @@ std::optional<ApiError> read_flag(const json& body, const char* key, bool& out) 
 // The tokens of the request's text: "content" (llama.cpp) or "prompt" (vLLM) tokenized as
 // completions tokenize a prompt (special-token text stays text), or "messages" rendered with the
 // chat template (vLLM) where only the template's own markup becomes special tokens.
-std::optional<ApiError> tokens_of(ServerContext& ctx, const json& body, bool add_special, std::vector<int32_t>& out) {
+std::optional<ApiError> tokens_of(ServerContext& ctx, json& body, bool add_special, std::vector<int32_t>& out) {
     const char* key = body.contains("content") ? "content" : body.contains("prompt") ? "prompt" : nullptr;
     if (key != nullptr) {
         std::string text;
@@ -43,18 +43,34 @@ std::optional<ApiError> tokens_of(ServerContext& ctx, const json& body, bool add
     if (!ctx.builder.chat_template())
         return invalid_request("the model has no chat template", "messages", "unsupported");
     GenerationRequest gen;
-    if (auto e = parse_generation_request(json{{"messages", body.at("messages")}}, true, gen)) return e;
+    json messages = json::object();
+    messages["messages"] = std::move(body.at("messages"));  // moved, not copied
+    if (auto e = parse_generation_request(messages, true, gen)) return e;
     bool generation_prompt = true;
     if (auto e = read_flag(body, "add_generation_prompt", generation_prompt)) return e;
+    // The same bound as a completion's prompt, before rendering or tokenizing anything.
+    size_t bytes = 0;
+    for (const auto& m : gen.messages) bytes += m.content.size();
+    if (!ctx.builder.may_fit_context(bytes)) {
+        return invalid_request("the messages (" + std::to_string(bytes) + " bytes) cannot fit the context length of " +
+                                   std::to_string(ctx.context_length) + " tokens",
+                               "messages", "context_length_exceeded");
+    }
     auto pieces = ctx.builder.chat_template()->render(gen.messages, generation_prompt);
     if (!pieces.ok()) return invalid_request(pieces.status().message(), "messages", "invalid_value");
     out = tokenizer::encode_chat(ctx.tokenizer, *pieces);
+    if (int64_t(out.size()) > ctx.context_length) {  // the template's own text can add tokens
+        return invalid_request("the rendered messages have " + std::to_string(out.size()) +
+                                   " tokens; the context length is " + std::to_string(ctx.context_length),
+                               "messages", "context_length_exceeded");
+    }
     return std::nullopt;
 }
 
 }  // namespace
 
 void handle_tokenize(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
+    ActiveRequest active(ctx);  // graceful shutdown waits for it
     json body;
     if (auto e = parse_json_body(req, body)) return send_error(res, *e);
     if (!body.is_object())
@@ -77,10 +93,18 @@ void handle_tokenize(ServerContext& ctx, const http::HttpRequest& req, http::Htt
 }
 
 void handle_detokenize(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
+    ActiveRequest active(ctx);
     json body;
     if (auto e = parse_json_body(req, body)) return send_error(res, *e);
     if (!body.is_object() || !body.contains("tokens")) {
         return send_error(res, invalid_request("'tokens' is required", "tokens", "missing_required_parameter"));
+    }
+    // A context's worth at most: the output is then bounded by context x the longest token.
+    if (body.at("tokens").is_array() && body.at("tokens").size() > size_t(ctx.context_length)) {
+        return send_error(res, invalid_request("'tokens' holds " + std::to_string(body.at("tokens").size()) +
+                                                   " ids; at most the context length (" +
+                                                   std::to_string(ctx.context_length) + ") are detokenized",
+                                               "tokens", "context_length_exceeded"));
     }
     std::vector<int32_t> ids;
     if (auto e = parse_token_ids(body.at("tokens"), "tokens", ctx.tokenizer.vocab_size(), ids))

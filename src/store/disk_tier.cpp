@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "core/mapped_file.h"
 
@@ -53,9 +56,68 @@ void remove_stale_temps(const std::string& dir) {
     }
 }
 
+double seconds_since_epoch(fs::file_time_type t) {
+    const auto sys = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+        t - fs::file_time_type::clock::now() + std::chrono::system_clock::now());
+    return std::chrono::duration<double>(sys.time_since_epoch()).count();
+}
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
-Expected<std::unique_ptr<DiskTier>> DiskTier::open(const std::string& dir) {
+void DiskTier::rescan_locked() {
+    std::map<std::string, Entry> fresh;
+    int64_t total = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+        const fs::path& p = it->path();
+        if (p.extension() != ".seg" || !it->is_regular_file(ec)) continue;
+        const std::string key = p.stem().string();
+        if (!valid_key(key)) continue;
+        Entry e;
+        e.bytes = int64_t(it->file_size(ec));
+        e.last_use = seconds_since_epoch(it->last_write_time(ec));
+        if (auto old = index_.find(key); old != index_.end()) e.last_use = std::max(e.last_use, old->second.last_use);
+        total += e.bytes;
+        fresh[key] = e;
+    }
+    index_.swap(fresh);
+    bytes_ = total;
+}
+
+void DiskTier::evict_locked() {
+    if (options_.max_bytes <= 0 || bytes_ <= options_.max_bytes) return;
+    rescan_locked();
+    if (bytes_ <= options_.max_bytes) return;
+    std::vector<std::pair<double, std::string>> by_use;
+    for (const auto& [key, e] : index_) by_use.emplace_back(e.last_use, key);
+    std::sort(by_use.begin(), by_use.end());
+    const int64_t target = options_.max_bytes / 10 * 9;
+    for (const auto& [use, key] : by_use) {
+        if (bytes_ <= target) break;
+        std::error_code ec;
+        if (fs::remove(path_of(key), ec) || !ec) {
+            bytes_ -= index_[key].bytes;
+            index_.erase(key);
+            ++evictions_;
+        }
+    }
+}
+
+TierUsage DiskTier::usage() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    TierUsage u;
+    u.bytes = bytes_;
+    u.max_bytes = options_.max_bytes;
+    u.evictions = evictions_;
+    return u;
+}
+
+Expected<std::unique_ptr<DiskTier>> DiskTier::open(const std::string& dir, const TierOptions& options) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec || !fs::is_directory(dir)) {
@@ -65,7 +127,10 @@ Expected<std::unique_ptr<DiskTier>> DiskTier::open(const std::string& dir) {
         return io_error("--kv-store '" + dir + "' is not writable: " + std::strerror(errno));
     }
     remove_stale_temps(dir);
-    return std::unique_ptr<DiskTier>(new DiskTier(dir));
+    std::unique_ptr<DiskTier> tier(new DiskTier(dir, options));
+    std::lock_guard<std::mutex> lock(tier->mu_);
+    tier->rescan_locked();
+    return tier;
 }
 
 std::string DiskTier::path_of(const std::string& key) const {
@@ -82,6 +147,10 @@ Expected<Blob> DiskTier::get(const std::string& key) {
         return mapped.status();
     }
     auto owner = std::make_shared<MappedFile>(std::move(mapped).value());
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (auto it = index_.find(key); it != index_.end()) it->second.last_use = now_seconds();
+    }
     Blob b;
     b.bytes = {owner->data(), owner->size()};
     b.owner = std::move(owner);
@@ -120,6 +189,12 @@ Expected<bool> DiskTier::put(const std::string& key, std::span<const uint8_t> by
         ::unlink(tmp.c_str());
         return st;
     }
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = index_[key];
+    bytes_ += int64_t(bytes.size()) - e.bytes;
+    e.bytes = int64_t(bytes.size());
+    e.last_use = now_seconds() + 1e-3;  // newer than anything a scan saw; the newest survives eviction
+    evict_locked();
     return true;
 }
 

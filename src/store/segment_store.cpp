@@ -7,10 +7,10 @@
 namespace lazyattn::store {
 
 Expected<std::unique_ptr<SegmentStore>> SegmentStore::open(const std::vector<std::string>& uris,
-                                                           int32_t max_pending_writes) {
+                                                           int32_t max_pending_writes, const TierOptions& options) {
     std::vector<std::unique_ptr<StoreTier>> tiers;
     for (const std::string& uri : uris) {
-        LA_ASSIGN_OR_RETURN(auto tier, open_tier(uri));
+        LA_ASSIGN_OR_RETURN(auto tier, open_tier(uri, options));
         tiers.push_back(std::move(tier));
     }
     return std::make_unique<SegmentStore>(std::move(tiers), max_pending_writes);
@@ -192,6 +192,7 @@ StoreStats SegmentStore::stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     StoreStats s;
     s.tiers = stats_;
+    for (size_t t = 0; t < tiers_.size(); ++t) s.tiers[t].usage = tiers_[t]->usage();
     s.writes_dropped = writes_dropped_;
     s.writes_pending = int64_t(queue_.size()) + (busy_ ? 1 : 0);
     return s;

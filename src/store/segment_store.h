@@ -41,6 +41,7 @@ struct TierStats {
     int64_t errors = 0;          // failed reads and writes (I/O, unreachable)
     int64_t rejected = 0;        // corrupt or foreign entries found (never used)
     double load_ms = 0;          // total time of hits: read, verify, import
+    TierUsage usage;             // bytes held, the cap, evictions, up or marked down
 };
 
 struct StoreStats {
@@ -54,7 +55,8 @@ public:
     // Opens each tier (see open_tier). A Redis server that is down is not an error here (the
     // tier reconnects later); a bad URI or an unusable directory is.
     static Expected<std::unique_ptr<SegmentStore>> open(const std::vector<std::string>& uris,
-                                                        int32_t max_pending_writes = 64);
+                                                        int32_t max_pending_writes = 64,
+                                                        const TierOptions& options = {});
     // Takes ready-made tiers (tests).
     explicit SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, int32_t max_pending_writes = 64);
     // Writes what is queued, then stops the writer.

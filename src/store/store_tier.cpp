@@ -5,17 +5,17 @@
 
 namespace lazyattn::store {
 
-Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri) {
+Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri, const TierOptions& options) {
     if (uri.empty()) return invalid_argument("--kv-store: empty location");
     if (uri.rfind("redis://", 0) == 0) {
         LA_ASSIGN_OR_RETURN(RedisAddress a, parse_redis_url(uri));
-        return std::unique_ptr<StoreTier>(std::make_unique<RedisTier>(std::move(a), uri));
+        return std::unique_ptr<StoreTier>(std::make_unique<RedisTier>(std::move(a), uri, options));
     }
     if (uri.find("://") != std::string::npos) {
         return invalid_argument("--kv-store '" + redact_redis_url(uri) +
                                 "': a directory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]");
     }
-    LA_ASSIGN_OR_RETURN(auto disk, DiskTier::open(uri));
+    LA_ASSIGN_OR_RETURN(auto disk, DiskTier::open(uri, options));
     return std::unique_ptr<StoreTier>(std::move(disk));
 }
 

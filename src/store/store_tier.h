@@ -18,6 +18,24 @@ struct Blob {
     std::span<const uint8_t> bytes;
 };
 
+// How every tier is run (--kv-store-timeout-ms, --kv-store-max-mib).
+struct TierOptions {
+    // A read (on the inference thread) that takes longer is a miss, and the tier is marked down
+    // for a growing back-off, as an unreachable one is. Network tiers only.
+    double read_timeout_ms = 250;
+    // The most bytes of entries a tier holds; a write past it evicts the least recently used
+    // entries (down to 90%). 0: unbounded.
+    int64_t max_bytes = 4ll << 30;
+};
+
+// What a tier holds, as far as this process knows.
+struct TierUsage {
+    int64_t bytes = 0;      // of entries (all writers' where the tier tracks them together)
+    int64_t max_bytes = 0;  // 0: unbounded
+    int64_t evictions = 0;  // entries this process evicted
+    bool up = true;         // false while the tier is marked down (unreachable or not answering)
+};
+
 class StoreTier {
 public:
     virtual ~StoreTier() = default;
@@ -30,9 +48,10 @@ public:
     // an entry already present is kept and false returned; two writers of one key both succeed
     // and either's (identical, or equally valid) bytes remain.
     virtual Expected<bool> put(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) = 0;
+    virtual TierUsage usage() const = 0;
 };
 
 // Opens a tier from its --kv-store spelling: a directory path, or redis://HOST:PORT[/DB].
-Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri);
+Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri, const TierOptions& options = {});
 
 }  // namespace lazyattn::store

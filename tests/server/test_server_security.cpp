@@ -154,11 +154,11 @@ TEST(ServerSecurity, SlowClientsHoldNoWorkerAndTimeOut) {
     // 128 connections that never finish their headers, and 16 that never finish their bodies.
     std::vector<std::unique_ptr<RawHttpStream>> slow;
     for (int i = 0; i < 128; ++i)
-        slow.push_back(std::make_unique<RawHttpStream>(s.port(), "GET /health HTTP/1.1\r\nX-A: "));
+        slow.push_back(std::make_unique<RawHttpStream>(s.port(), "GET /health HTTP/1.1\r\nHost: x\r\nX-A: "));
     for (int i = 0; i < 16; ++i) {
         slow.push_back(std::make_unique<RawHttpStream>(
             s.port(),
-            "POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"));
+            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"));
     }
     // Everyone else is still served at once, light and heavy routes alike.
     EXPECT_EQ(curl("GET", s.url("/health")).status, 200);

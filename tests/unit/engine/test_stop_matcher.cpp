@@ -24,7 +24,7 @@ TEST(StopMatcher, HeldBackPrefixIsReleasedWhenItDiverges) {
 }
 
 TEST(StopMatcher, NoStopsPassesEverythingThrough) {
-    StopMatcher m({});
+    StopMatcher m(std::vector<std::string>{});
     EXPECT_EQ(m.push("hello"), "hello");
     EXPECT_EQ(m.flush(), "");
 }
