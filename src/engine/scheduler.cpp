@@ -107,8 +107,8 @@ Status Scheduler::validate(const RagRequest& r) const {
     }
     for (const auto& [id, bias] : r.sampling.logit_bias) {
         if (id < 0 || id >= vocab) {
-            return invalid_argument("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
-                                    std::to_string(vocab) + ")");
+            return invalid_argument("logit_bias names token id " + std::to_string(id) +
+                                    ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
         }
     }
     if (r.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
@@ -237,6 +237,10 @@ void Scheduler::finish(SequenceState& s, const std::string& reason, Status statu
     if (s.want_all_tail_logits) s.handle->set_tail_logits(std::move(s.tail_logits));
     if (s.request.prompt_logprobs >= 0) {
         s.handle->set_prompt_logprobs(std::move(s.prompt_logprobs), std::move(s.prompt_top_logprobs));
+    }
+    if (documents_listener_ && documents_version_ != documents_version_heard_) {
+        documents_version_heard_ = documents_version_;
+        documents_listener_(documents_version_);
     }
     ++(reason == "cancelled" ? stats_.requests_cancelled
        : reason == "error"   ? stats_.requests_failed

@@ -27,14 +27,13 @@ std::optional<ApiError> fit_response_budget(const GenerationRequest& gen, engine
         return std::nullopt;
     }
     const std::string param = gen.max_tokens >= 0 ? "max_tokens" : gen.logprobs >= 0 ? "logprobs" : "n";
-    return ApiError{400,
-                    "the response would pass the server's bound of " + std::to_string(kMaxResponseBytes >> 20) +
-                        " MiB (n x max_tokens x (1 + alternatives) tokens" + (gen.echo ? ", echoed prompt included" : "") +
-                        "; at most " + std::to_string(fits) + " tokens per choice fit with n=" +
-                        std::to_string(gen.n) + (gen.logprobs >= 0 ? " and " + std::to_string(gen.logprobs) +
-                                                                         " logprob alternatives" : "") +
-                        ")",
-                    "invalid_request_error", param, "response_too_large"};
+    return ApiError{
+        400,
+        "the response would pass the server's bound of " + std::to_string(kMaxResponseBytes >> 20) +
+            " MiB (n x max_tokens x (1 + alternatives) tokens" + (gen.echo ? ", echoed prompt included" : "") +
+            "; at most " + std::to_string(fits) + " tokens per choice fit with n=" + std::to_string(gen.n) +
+            (gen.logprobs >= 0 ? " and " + std::to_string(gen.logprobs) + " logprob alternatives" : "") + ")",
+        "invalid_request_error", param, "response_too_large"};
 }
 
 // Body -> checked GenerationRequest -> RagRequest (in the caller's tenant).
@@ -47,6 +46,13 @@ std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req
         return ApiError{404,
                         "the model '" + gen.model + "' does not exist (this server runs '" + ctx.config.model_id + "')",
                         "invalid_request_error", "model", "model_not_found"};
+    }
+    for (const auto& [id, bias] : gen.sampling.logit_bias) {
+        if (id >= ctx.tokenizer.vocab_size()) {
+            return invalid_request("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
+                                       std::to_string(ctx.tokenizer.vocab_size()) + ")",
+                                   "logit_bias", "invalid_value");
+        }
     }
     auto built = ctx.builder.build(gen, ctx.tenant(req, gen.cache_salt));
     if (!built.ok()) return generation_error(built.status(), chat);

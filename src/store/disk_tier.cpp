@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -83,10 +83,18 @@ void DiskTier::rescan_locked() {
         e.last_use = seconds_since_epoch(it->last_write_time(ec));
         if (auto old = index_.find(key); old != index_.end()) e.last_use = std::max(e.last_use, old->second.last_use);
         total += e.bytes;
+        latest_use_ = std::max(latest_use_, e.last_use);
         fresh[key] = e;
     }
     index_.swap(fresh);
     bytes_ = total;
+}
+
+double DiskTier::next_use_locked() {
+    // Strictly increasing, so a use always counts as newer than every earlier one, even within the
+    // clock's resolution and whatever a scan read off the files' times.
+    latest_use_ = std::max(now_seconds(), latest_use_ + 1e-6);
+    return latest_use_;
 }
 
 void DiskTier::evict_locked() {
@@ -149,7 +157,7 @@ Expected<Blob> DiskTier::get(const std::string& key) {
     auto owner = std::make_shared<MappedFile>(std::move(mapped).value());
     {
         std::lock_guard<std::mutex> lock(mu_);
-        if (auto it = index_.find(key); it != index_.end()) it->second.last_use = now_seconds();
+        if (auto it = index_.find(key); it != index_.end()) it->second.last_use = next_use_locked();
     }
     Blob b;
     b.bytes = {owner->data(), owner->size()};
@@ -193,7 +201,7 @@ Expected<bool> DiskTier::put(const std::string& key, std::span<const uint8_t> by
     Entry& e = index_[key];
     bytes_ += int64_t(bytes.size()) - e.bytes;
     e.bytes = int64_t(bytes.size());
-    e.last_use = now_seconds() + 1e-3;  // newer than anything a scan saw; the newest survives eviction
+    e.last_use = next_use_locked();  // the newest survives eviction
     evict_locked();
     return true;
 }

@@ -35,8 +35,9 @@ private:
         double last_use = 0;  // seconds since the epoch
     };
     DiskTier(std::string dir, const TierOptions& options) : dir_(std::move(dir)), options_(options) {}
-    void rescan_locked();  // mu_ held: the index from the directory's files
-    void evict_locked();   // mu_ held: down to 90% of the cap, least recently used first
+    void rescan_locked();      // mu_ held: the index from the directory's files
+    void evict_locked();       // mu_ held: down to 90% of the cap, least recently used first
+    double next_use_locked();  // mu_ held: the time of a use now, later than any use before
 
     std::string dir_;
     TierOptions options_;
@@ -44,6 +45,7 @@ private:
     std::map<std::string, Entry> index_;  // key -> entry, under mu_
     int64_t bytes_ = 0;                   // sum over index_
     int64_t evictions_ = 0;
+    double latest_use_ = 0;  // the newest last_use handed out or scanned
 };
 
 }  // namespace lazyattn::store

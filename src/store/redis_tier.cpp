@@ -3,7 +3,9 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 
 namespace lazyattn::store {
@@ -24,9 +26,18 @@ timeval to_timeval(double ms) {
     return timeval{time_t(us / 1000000), suseconds_t(us % 1000000)};
 }
 
-int64_t unix_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+// The score of a use in the LRU index: unix microseconds (exact in a double), strictly
+// increasing within this process, so a use always ranks newer than every earlier one even
+// within the clock's resolution (ties would rank by key name).
+int64_t next_use_us() {
+    static std::atomic<int64_t> latest{0};
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    int64_t seen = latest.load();
+    int64_t mine = std::max(now, seen + 1);
+    while (!latest.compare_exchange_weak(seen, mine)) mine = std::max(now, seen + 1);
+    return mine;
 }
 
 // Counts a written entry (KEYS[1]) of ARGV[1] more bytes under last use ARGV[2], then, past the
@@ -210,7 +221,7 @@ Status RedisTier::ensure(Connection& c) {
 Expected<Blob> RedisTier::get(const std::string& key) {
     std::lock_guard<std::mutex> lock(read_.mu);
     LA_RETURN_IF_ERROR(ensure(read_));
-    const std::string k = redis_key(key), now = std::to_string(unix_ms());
+    const std::string k = redis_key(key), now = std::to_string(next_use_us());
     // GET, and the entry's last use renewed when it is indexed: one round trip.
     redisAppendCommand(read_.ctx, "GET %b", k.data(), k.size());
     redisAppendCommand(read_.ctx, "ZADD %s XX %b %b", kIndexKey, now.data(), now.size(), k.data(), k.size());
@@ -264,12 +275,12 @@ Expected<bool> RedisTier::put(const std::string& key, std::span<const uint8_t> b
         return io_error("redis " + url_ + ": SET refused: " + std::string(r->str, r->len));
     if (r->type == REDIS_REPLY_NIL) return false;  // NX on a present key answers nil
     const int64_t replaced = old->type == REDIS_REPLY_INTEGER ? old->integer : 0;
-    const std::string delta = std::to_string(int64_t(bytes.size()) - replaced), now = std::to_string(unix_ms()),
+    const std::string delta = std::to_string(int64_t(bytes.size()) - replaced), now = std::to_string(next_use_us()),
                       cap = std::to_string(options_.max_bytes);
-    Reply acc(static_cast<redisReply*>(redisCommand(write_.ctx, "EVAL %s 3 %b %s %s %s %s %s", kAccountScript,
-                                                    k.data(), k.size(), kIndexKey, kBytesKey, delta.c_str(),
-                                                    now.c_str(), cap.c_str())),
-              free_reply);
+    Reply acc(
+        static_cast<redisReply*>(redisCommand(write_.ctx, "EVAL %s 3 %b %s %s %s %s %s", kAccountScript, k.data(),
+                                              k.size(), kIndexKey, kBytesKey, delta.c_str(), now.c_str(), cap.c_str())),
+        free_reply);
     if (!acc) return fail(write_, "EVAL");
     if (acc->type == REDIS_REPLY_ARRAY && acc->elements == 2) {
         std::lock_guard<std::mutex> u(usage_mu_);

@@ -8,7 +8,7 @@
 // one timeout per back-off, not one per lookup.
 //
 // Size cap (TierOptions::max_bytes): every entry this tier writes is listed in a sorted set
-// (lazyattn:seg:index, scored by last use) and counted in lazyattn:seg:bytes, by a script that
+// (lazyattn:seg:index, scored by last use in unix microseconds) and counted in lazyattn:seg:bytes, by a script that
 // runs atomically in Redis, so replicas sharing one Redis keep one account; a write past the cap
 // evicts the least recently used entries down to 90%. A hit renews its entry's score (one
 // pipelined round trip with the GET). Entries written before the index existed are not counted.

@@ -216,6 +216,10 @@ void RawHttpStream::read_to_end(double timeout_s) {
     }
 }
 
+void RawHttpStream::half_close() {
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+}
+
 void RawHttpStream::close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;

@@ -61,6 +61,8 @@ public:
     // Reads until the server closes the response (end of chunked body or connection).
     void read_to_end(double timeout_s);
     const std::string& received() const { return received_; }
+    // Shuts down the write side (a FIN) and keeps reading: a client done sending.
+    void half_close();
     void close();
 
 private:
