@@ -39,6 +39,31 @@ inline bool port_accepts(int port) {
     return ok;
 }
 
+// A listening socket nobody accepts on: a Redis that takes connections and never answers (the
+// kernel completes the handshake from the backlog).
+class SilentRedis {
+public:
+    SilentRedis() {
+        fd_ = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        listen(fd_, 64);
+        socklen_t len = sizeof a;
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+        port_ = ntohs(a.sin_port);
+    }
+    ~SilentRedis() { close(fd_); }
+    SilentRedis(const SilentRedis&) = delete;
+    SilentRedis& operator=(const SilentRedis&) = delete;
+    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+private:
+    int fd_ = -1;
+    int port_ = 0;
+};
+
 class RedisServer {
 public:
     // With a password, clients must AUTH (requirepass).

@@ -240,7 +240,7 @@ void Scheduler::finish(SequenceState& s, const std::string& reason, Status statu
     }
     if (documents_listener_ && documents_version_ != documents_version_heard_) {
         documents_version_heard_ = documents_version_;
-        documents_listener_(documents_version_);
+        documents_listener_();
     }
     ++(reason == "cancelled" ? stats_.requests_cancelled
        : reason == "error"   ? stats_.requests_failed

@@ -125,9 +125,7 @@ public:
     // Called (on the stepping thread) before a request's result is delivered whenever the
     // documents changed since documents_version() was last seen by the listener: so a client
     // that got its answer finds the request's documents in a list published from the listener.
-    void set_documents_listener(std::function<void(uint64_t version)> listener) {
-        documents_listener_ = std::move(listener);
-    }
+    void set_documents_listener(std::function<void()> listener) { documents_listener_ = std::move(listener); }
     // The tokens of a known cached document of the tenant (a request may name it by id alone).
     std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id) const;
     int32_t num_pinned_blocks() const { return pins_.num_pinned(); }
@@ -257,7 +255,7 @@ private:
     std::map<std::string, std::map<std::string, DocumentEntry>> documents_;  // tenant -> id -> entry
     uint64_t documents_version_ = 0;
     uint64_t documents_version_heard_ = 0;  // the last version the listener was called with
-    std::function<void(uint64_t)> documents_listener_;
+    std::function<void()> documents_listener_;
     int64_t num_document_entries_ = 0;            // over every tenant; bounded by prune_documents()
     std::vector<float> step_logits_;              // reused across steps
     std::unique_ptr<store::SegmentStore> store_;  // null without --kv-store

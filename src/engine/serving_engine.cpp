@@ -23,7 +23,7 @@ ServingEngine::ServingEngine(model::Model& model, const tokenizer::Tokenizer& to
     snapshot_ = scheduler_.stats();
     store_ = scheduler_.segment_store();
     // Before a finished request's answer is delivered: its documents are listed once it returns.
-    scheduler_.set_documents_listener([this](uint64_t) { publish_documents(true); });
+    scheduler_.set_documents_listener([this] { publish_documents(true); });
     thread_ = std::thread([this] { loop(); });
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "compress_util.h"
+#include "redis_server.h"
 #include "server_test_util.h"
 
 namespace lazyattn::testing {
@@ -48,28 +49,6 @@ int raw_status(const ServerProcess& s, const std::string& raw, std::string* rece
     if (received != nullptr) *received = c.received();
     return final_status(c.received());
 }
-
-// A listening socket nobody accepts on: a Redis that takes connections and never answers.
-class SilentListener {
-public:
-    SilentListener() {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        ::listen(fd_, 64);
-        socklen_t len = sizeof a;
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
-    }
-    ~SilentListener() { ::close(fd_); }
-    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-
-private:
-    int fd_ = -1;
-    int port_ = 0;
-};
 
 // 1. SIGTERM under load never deadlocks: many trials, signals at different moments.
 TEST(ServerHardening, SigtermUnderLoadAlwaysExitsZero) {
@@ -115,7 +94,7 @@ TEST(ServerHardening, TokenizeMessagesIsCheckedAgainstTheContext) {
 // 3 and 4. A Redis that accepts and never answers costs a lookup one deadline, then the tier is
 // down; meanwhile the light lane (health, metrics, the document list) never waits on the engine.
 TEST(ServerHardening, AHungRedisIsADeadlineThenDownAndTheLightLaneNeverWaits) {
-    SilentListener hung;
+    store::testing::SilentRedis hung;
     ServerProcess s(server_args({"--kv-store", hung.url(), "--kv-store-timeout-ms", "3000"}));
     ASSERT_TRUE(s.started()) << s.log();
     EXPECT_EQ(metric_value(metrics_text(s), "lazyattn_kv_store_up{tier=\"redis\",position=\"0\"}"), 1);

@@ -122,30 +122,8 @@ TEST(TierLimits, RedisTierEvictsTheLeastRecentlyUsedAcrossWriters) {
     EXPECT_TRUE(*(*tier)->contains(key_of(100)));
 }
 
-// A listening socket nobody accepts on: the kernel completes connections, nothing ever answers.
-class SilentListener {
-public:
-    SilentListener() {
-        fd_ = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        listen(fd_, 64);
-        socklen_t len = sizeof a;
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
-    }
-    ~SilentListener() { close(fd_); }
-    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-
-private:
-    int fd_ = -1;
-    int port_ = 0;
-};
-
 TEST(TierLimits, ARedisThatNeverAnswersCostsOneDeadlineThenIsDown) {
-    SilentListener hung;
+    SilentRedis hung;
     TierOptions o;
     o.read_timeout_ms = 200;
     auto tier = open_tier(hung.url(), o);
