@@ -7,7 +7,7 @@
 
 #include "core/timer.h"
 #include "engine/request_handle.h"
-#include "engine/scheduler.h"
+#include "engine/engine_core.h"
 
 namespace lazyattn::bench {
 
@@ -27,7 +27,7 @@ double mean(const std::vector<double>& v) {
 namespace {
 
 // Computes every document the stream uses (the floor run measures only the tails).
-Status prewarm(engine::Scheduler& s, const Workload& w) {
+Status prewarm(engine::EngineCore& s, const Workload& w) {
     std::vector<bool> used(w.docs.size(), false);
     for (const auto& ids : w.request_docs) {
         for (int32_t d : ids) used[d] = true;
@@ -76,8 +76,9 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
         return invalid_argument("the warm-up must leave at least one of the " + std::to_string(n) +
                                 " requests to measure");
     }
-    engine::Scheduler s(model, tokenizer, config.engine);
-    if (config.prewarm) LA_RETURN_IF_ERROR(prewarm(s, w));
+    engine::EngineCore core(model, tokenizer, config.engine);
+    engine::Scheduler& s = core.scheduler();
+    if (config.prewarm) LA_RETURN_IF_ERROR(prewarm(core, w));
     const engine::SchedulerStats before = s.stats();
     const bool poisson = !w.arrival_s.empty() && w.arrival_s.back() > 0;
     std::vector<std::shared_ptr<engine::RequestHandle>> handles(n);
@@ -94,12 +95,12 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
     while (done < n) {
         const double now = now_ms() - t0;
         while (next < n && (poisson ? w.arrival_s[next] * 1000.0 <= now : in_flight < config.clients)) {
-            LA_ASSIGN_OR_RETURN(handles[next], s.add(w.requests[next]));
+            LA_ASSIGN_OR_RETURN(handles[next], core.add(w.requests[next]));
             lag_ms[next] = poisson ? now - w.arrival_s[next] * 1000.0 : 0.0;
             ++next;
             ++in_flight;
         }
-        if (!s.step() && in_flight == 0 && next < n) {  // idle until the next arrival
+        if (!core.step() && in_flight == 0 && next < n) {  // idle until the next arrival
             const double wait = w.arrival_s[next] * 1000.0 - (now_ms() - t0);
             if (wait > 0) std::this_thread::sleep_for(std::chrono::microseconds(int64_t(wait * 1000)));
         }

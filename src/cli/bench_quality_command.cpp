@@ -82,7 +82,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
     for (size_t first = 0; first < tasks.size(); first += window) {
         const size_t last = std::min(tasks.size(), first + window);
         for (auto& [mode, eng] : engines) {
-            engine::Scheduler& sched = eng->scheduler();
+            engine::EngineCore& sched = eng->core();
             struct InFlight {
                 const Variant* variant;
                 size_t task;

@@ -5,11 +5,11 @@ namespace {
 
 // Steps until the request finishes. With one caller nothing outside can unblock a step that
 // moved nothing, so such a step ends the run with an error instead of looping forever.
-Status run_to_end(Scheduler& scheduler, RequestHandle& handle) {
+Status run_to_end(EngineCore& core, RequestHandle& handle) {
     while (!handle.finished()) {
-        if (scheduler.step() || handle.finished()) continue;
+        if (core.step() || handle.finished()) continue;
         handle.cancel();
-        scheduler.step();  // reaps it
+        core.step();  // reaps it
         return internal_error("the scheduler could not make progress on the request");
     }
     return {};
@@ -32,8 +32,8 @@ Expected<RagResult> Engine::run(const RagRequest& request, const TextCallback& o
             if (e.kind == RequestEvent::Kind::kToken && !e.text.empty()) on_text(e.text);
         };
     }
-    LA_ASSIGN_OR_RETURN(auto handle, scheduler_.add(request, callback));
-    LA_RETURN_IF_ERROR(run_to_end(scheduler_, *handle));
+    LA_ASSIGN_OR_RETURN(auto handle, core_.add(request, callback));
+    LA_RETURN_IF_ERROR(run_to_end(core_, *handle));
     RagResult result = handle->wait();
     if (result.finish_reason == "error") return result.status;
     return result;
@@ -42,8 +42,8 @@ Expected<RagResult> Engine::run(const RagRequest& request, const TextCallback& o
 Expected<std::vector<float>> Engine::tail_logits(const RagRequest& request) {
     RagRequest r = request;
     r.max_tokens = 0;
-    LA_ASSIGN_OR_RETURN(auto handle, scheduler_.add(std::move(r), {}, true));
-    LA_RETURN_IF_ERROR(run_to_end(scheduler_, *handle));
+    LA_ASSIGN_OR_RETURN(auto handle, core_.add(std::move(r), {}, true));
+    LA_RETURN_IF_ERROR(run_to_end(core_, *handle));
     const RagResult result = handle->wait();
     if (result.finish_reason == "error") return result.status;
     return handle->tail_logits();

@@ -1,4 +1,4 @@
-// Engine: the synchronous face of the Scheduler, for one caller on one thread (the CLI, the
+// Engine: the synchronous face of the EngineCore, for one caller on one thread (the CLI, the
 // benchmark, tests): run() submits a request and steps until it is done; tail_logits() returns
 // the logits at every tail position. ServingEngine is the multi-threaded face.
 #pragma once
@@ -11,7 +11,7 @@
 #include "core/status.h"
 #include "engine/engine_config.h"
 #include "engine/rag_request.h"
-#include "engine/scheduler.h"
+#include "engine/engine_core.h"
 
 namespace lazyattn::engine {
 
@@ -22,12 +22,12 @@ public:
     // Never throws: a KV pool that cannot be allocated leaves status() not ok (and every run
     // refused with it). create() is the checked form.
     Engine(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
-        : scheduler_(model, tokenizer, config) {}
+        : core_(model, tokenizer, config) {}
     // kInvalidArgument for a bad config; kResourceExhausted naming the size when the KV pool
     // cannot be allocated.
     static Expected<std::unique_ptr<Engine>> create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
                                                     const EngineConfig& config);
-    const Status& status() const { return scheduler_.status(); }
+    const Status& status() const { return core_.status(); }
 
     // Generates for one request, streaming text to on_text as it forms.
     Expected<RagResult> run(const RagRequest& request, const TextCallback& on_text = {});
@@ -35,13 +35,14 @@ public:
     // Every row is computed (cached tail blocks are not reused: they carry no logits).
     Expected<std::vector<float>> tail_logits(const RagRequest& request);
 
-    Scheduler& scheduler() { return scheduler_; }
-    const EngineConfig& config() const { return scheduler_.config(); }
-    const kv::KvCache& kv_cache() const { return scheduler_.kv_cache(); }
-    void check_integrity() const { scheduler_.check_integrity(); }
+    EngineCore& core() { return core_; }
+    Scheduler& scheduler() { return core_.scheduler(); }
+    const EngineConfig& config() const { return core_.config(); }
+    const kv::KvCache& kv_cache() const { return core_.scheduler().kv_cache(); }
+    void check_integrity() const { core_.scheduler().check_integrity(); }
 
 private:
-    Scheduler scheduler_;
+    EngineCore core_;
 };
 
 }  // namespace lazyattn::engine

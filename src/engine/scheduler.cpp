@@ -11,19 +11,6 @@
 
 namespace lazyattn::engine {
 
-kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, int64_t pool_bytes,
-                         kernels::KvDtype dtype) {
-    kv::KvShape shape;
-    shape.dtype = dtype;
-    shape.num_layers = model.num_layers;
-    shape.num_kv_heads = model.num_kv_heads;
-    shape.head_dim = model.head_dim;
-    shape.block_size = block_size;
-    // Clamped: a pool too large for the block ids is refused when allocated, not wrapped around.
-    shape.num_blocks = int32_t(std::clamp<int64_t>(pool_bytes / shape.bytes_per_block(), 1, INT32_MAX));
-    return shape;
-}
-
 Status EngineConfig::validate() const {
     if (block_size <= 0 || block_size > 1024) return invalid_argument("block size must be in [1, 1024]");
     if (kv_cache_mb <= 0) return invalid_argument("KV cache size must be positive");
@@ -49,38 +36,17 @@ uint64_t random_key() {
     return (uint64_t(rd()) << 32) ^ uint64_t(rd());
 }
 
-// The pool's memory, from the model's backend; when it cannot be had, *status says why and the
-// pool is empty (every request is then refused with that status instead of the process dying of
-// bad_alloc).
-std::unique_ptr<backend::KvMemory> allocate_pool(model::Model& model, const EngineConfig& config, Status* status) {
-    kv::KvShape shape =
-        kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20, config.kv_dtype);
-    if (config.kv_num_blocks > 0) shape.num_blocks = config.kv_num_blocks;
-    auto memory = model.backend().allocate_kv(shape);
-    if (memory.ok()) return std::move(memory).value();
-    *status = memory.status();
-    shape.num_blocks = 0;
-    memory = model.backend().allocate_kv(shape);
-    LA_CHECK_MSG(memory.ok(), "an empty KV pool could not be allocated: %s", memory.status().to_string().c_str());
-    return std::move(memory).value();
-}
-
 }  // namespace
 
-Scheduler::Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
-    : model_(model),
-      tokenizer_(tokenizer),
-      config_(config),
-      kv_memory_(allocate_pool(model, config, &status_)),
-      kv_(kv_memory_->shape()),
-      pins_(kv_.pool().num_blocks()) {
-    const std::string fingerprint = model.config().describe();
+Scheduler::Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config)
+    : model_(model), config_(config), kv_memory_(kv_memory), kv_(kv_memory.shape()), pins_(kv_.pool().num_blocks()) {
+    const std::string& fingerprint = model.description;
     const bool rotated = keys_stored_rotated(config.cache_mode);
     const uint64_t key = config.cache_hash_key != 0 ? config.cache_hash_key : random_key();
     segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", fingerprint, key);
     tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", fingerprint, key);
     prefix_seed_ = kv::hash_seed("prefix", fingerprint, key);
-    if (status_.ok()) status_ = open_store();
+    status_ = open_store();
 }
 
 ChainSeeds Scheduler::seeds_for(const std::string& tenant) const {
@@ -89,7 +55,7 @@ ChainSeeds Scheduler::seeds_for(const std::string& tenant) const {
 }
 
 Status Scheduler::validate(const RagRequest& r) const {
-    const int32_t vocab = model_.config().vocab_size, ctx = context_length();
+    const int32_t vocab = vocab_size(), ctx = context_length();
     if (r.tail.empty()) return invalid_argument("the request has no tail (question) tokens");
     int64_t total = int64_t(r.tail.size());
     for (const auto& s : r.segments) total += int64_t(s.size());
@@ -183,17 +149,9 @@ void Scheduler::fit_default_max_tokens(RagRequest& r) const {
 
 Status Scheduler::check_request(const RagRequest& request) const {
     LA_RETURN_IF_ERROR(status_);
+    if (kv_.pool().num_blocks() == 0) return resource_exhausted("the KV pool has no blocks");
     LA_RETURN_IF_ERROR(validate(request));
     return check_fits(request, seeds_for(request.tenant));
-}
-
-Expected<std::shared_ptr<RequestHandle>> Scheduler::add(RagRequest request, RequestHandle::Callback callback,
-                                                        bool want_all_tail_logits) {
-    fit_default_max_tokens(request);
-    LA_RETURN_IF_ERROR(check_request(request));
-    auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));
-    LA_RETURN_IF_ERROR(enqueue(std::move(request), handle, want_all_tail_logits));
-    return handle;
 }
 
 Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits) {
@@ -206,8 +164,6 @@ Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> han
     s->handle = std::move(handle);
     s->want_all_tail_logits = want_all_tail_logits;
     s->sampler = std::make_unique<Sampler>(request.sampling);
-    s->decoder = std::make_unique<tokenizer::StreamDecoder>(tokenizer_);
-    s->stops = std::make_unique<StopMatcher>(request.stop);
     for (const auto& seg : request.segments) s->history.insert(s->history.end(), seg.begin(), seg.end());
     s->history.insert(s->history.end(), request.tail.begin(), request.tail.end());
     if (request.prompt_logprobs >= 0) {
@@ -224,9 +180,6 @@ Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> han
 
 void Scheduler::finish(SequenceState& s, const std::string& reason, Status status) {
     if (s.admitted) release_kv(s);
-    if (reason == "stop" || reason == "length") {
-        s.handle->push_text(s.stops->push(s.decoder->flush()) + s.stops->flush());
-    }
     const double t_end = now_ms();
     RequestStats& st = s.stats;
     st.num_generated = s.num_generated;

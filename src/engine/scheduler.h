@@ -1,16 +1,19 @@
-// Scheduler: continuous batching over one paged KV cache (vLLM v1 style, with segments as
-// first-class work). Each step forms one batch under a token budget: first one decode row per
-// running request, then prefill chunks in first-come order with no item over half the budget,
-// from segment jobs (a missing document computed once for every request that needs it, as its
-// own sequence from position 0) and prompt tails whose segments are ready; all run as one
-// forward. Requests
-// advance by token counters. Admission allocates only once it knows everything fits. When blocks run
-// out, cached blocks nobody uses are evicted first (least recently freed); if a step still does
-// not fit, the most recently admitted request is preempted (its blocks freed, requeued for
-// recompute). A request that could not fit even in the pool's unpinned blocks is refused when
-// added, and a queued one whose room later went to pins is failed, so nothing waits forever.
+// Scheduler: the engine's policy (vLLM v1's Scheduler): continuous batching over one paged KV
+// cache, with segments as first-class work. schedule() forms one step under a token budget:
+// first one decode row per running request, then prefill chunks in first-come order with no
+// item over half the budget, from segment jobs (a missing document computed once for every
+// request that needs it, as its own sequence from position 0) and prompt tails whose segments
+// are ready. The ModelRunner runs that SchedulerOutput; update() advances requests by token
+// counters and hands sampled tokens to the OutputProcessor. Admission allocates only once it
+// knows everything fits. When blocks run out, cached blocks nobody uses are evicted first (least
+// recently freed); if a step still does not fit, the most recently admitted request is
+// preempted (its blocks freed, requeued for recompute). A request that could not fit even in the
+// pool's unpinned blocks is refused when added, and a queued one whose room later went to pins
+// is failed, so nothing waits forever.
 //
-// Single-threaded: one thread calls add() and step() (ServingEngine runs it on its own thread).
+// It sees no weights and no text: the model is ModelFacts, the pool's memory is touched only to
+// move blocks to and from the persistent store. Single-threaded: one thread calls enqueue(),
+// schedule() and update() (EngineCore::step()).
 #pragma once
 
 #include <algorithm>
@@ -31,9 +34,8 @@
 #include "engine/request_handle.h"
 #include "engine/sequence_state.h"
 #include "kv/kv_cache.h"
-#include "model/model.h"
+#include "engine/scheduler_output.h"
 #include "store/segment_store.h"
-#include "tokenizer/tokenizer.h"
 
 namespace lazyattn::engine {
 
@@ -80,28 +82,42 @@ struct DocumentInfo {
     double last_used_ms = 0;  // steady-clock milliseconds of the last request that read it
 };
 
+class OutputProcessor;
+
+// What the Scheduler knows of the model: sizes and identities, no weights.
+struct ModelFacts {
+    int32_t vocab_size = 0;
+    int32_t context_length = 0;  // the model's
+    std::string description;     // model::ModelConfig::describe(): part of every chain seed
+    // Of the weights (store::model_fingerprint), when a persistent store is configured.
+    store::Fingerprint fingerprint;
+    double fingerprint_ms = 0;
+};
+
 class Scheduler {
 public:
-    Scheduler(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config);
+    // Plans over `kv_memory`'s blocks (the ModelRunner's pool; an empty one refuses everything).
+    Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config);
 
-    // Whether construction succeeded: kResourceExhausted when the KV pool could not be
-    // allocated (the scheduler then has an empty pool and refuses every request with it).
+    // Whether construction succeeded (the persistent store opened).
     const Status& status() const { return status_; }
 
-    // Queues a request. Refused (never queued) when it is malformed, longer than the context,
-    // larger than the pool's unpinned blocks, or the queue is full.
-    Expected<std::shared_ptr<RequestHandle>> add(RagRequest request, RequestHandle::Callback callback = {},
-                                                 bool want_all_tail_logits = false);
-    // The checks of add() that need no queue state; safe to call from any thread.
+    // The checks of enqueue() that need no queue state (malformed, longer than the context,
+    // larger than the pool's unpinned blocks); safe to call from any thread.
     Status check_request(const RagRequest& request) const;
     // A server-default max_tokens (max_tokens_is_default) that cannot fit the pool's unpinned
     // blocks is lowered to the most that fits; any thread, as check_request.
     void fit_default_max_tokens(RagRequest& request) const;
-    // Queues a request already checked with check_request(), under a caller-made handle.
+    // Queues a request already checked with check_request(), under a caller-made handle;
+    // refused (never queued) when the queue is full.
     Status enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits = false);
-    // Runs one step; true when it advanced any request (computed rows, or finished one), false
-    // when nothing could move (no work, or only work that waits for something outside).
-    bool step();
+
+    // What the next step runs: cancellations reaped, admissions and preemptions made, rows
+    // planned. progressed says whether anything moved; empty() outputs need no runner.
+    SchedulerOutput schedule();
+    // Applies what the runner computed for `out` (the last schedule()'s): counters, published
+    // blocks, prompt logprobs, sampled tokens through `outputs`, finished requests.
+    void update(const SchedulerOutput& out, const ModelRunnerOutput& ran, OutputProcessor& outputs);
     bool idle() const { return waiting_.empty() && running_.empty(); }
 
     SchedulerStats stats() const;
@@ -138,11 +154,11 @@ public:
     const kv::KvCache& kv_cache() const { return kv_; }
     // The pool's memory, the backend's (every operation on it goes through the backend; a
     // persistent store moves blocks with read_block / write_block).
-    backend::KvMemory& kv_memory() { return *kv_memory_; }
+    backend::KvMemory& kv_memory() { return kv_memory_; }
     const EngineConfig& config() const { return config_; }
     // The context length requests may use: the model's, or EngineConfig::max_model_len below it.
     int32_t context_length() const {
-        const int32_t model_ctx = model_.config().context_length;
+        const int32_t model_ctx = model_.context_length;
         return config_.max_model_len > 0 ? std::min(config_.max_model_len, model_ctx) : model_ctx;
     }
     int64_t num_steps() const { return step_count_; }
@@ -152,11 +168,6 @@ public:
     void check_integrity() const;
 
 private:
-    struct TailRun;   // a chunk of a request's tail planned into this step
-    struct JobRun;    // a chunk of a segment job
-    struct PatchRun;  // a chunk of a request's recomputed document tokens
-    struct StepPlan;  // what one step computes
-
     Status validate(const RagRequest& r) const;
     int64_t blocks_needed(const RagRequest& r) const;
     // Whether the request fits the blocks no document pins (its own pinned documents counted
@@ -189,14 +200,12 @@ private:
     bool reap_cancelled();
     void make_decode_room();
     void make_block_attn_copies();
-    StepPlan plan_step();
-    void plan_prefill(StepPlan& plan, int32_t budget);
+    SchedulerOutput plan_step();
+    void plan_prefill(SchedulerOutput& plan, int32_t budget);
+    TailChunk tail_chunk(SequenceState& s, int32_t begin, int32_t end, bool all_logits) const;
     bool preempt_for(SequenceState* requester);
     void preempt(SequenceState& s);
     void on_job_progress(int64_t job_id, int32_t n);
-    void on_tail_logits(SequenceState& s, const float* logits);
-    // Converts this step's logit rows [begin, end) of s's tail into prompt logprobs.
-    void record_prompt_logprobs(SequenceState& s, const float* rows, int32_t begin, int32_t end);
     void finish(SequenceState& s, const std::string& reason, Status status = {});
     void drop_finished();
     void add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits);
@@ -231,19 +240,19 @@ private:
     Status check_pin_room(const std::string& tenant, int32_t num_new) const;
     DocumentInfo info(const std::string& id, const DocumentEntry& e) const;
 
-    model::Model& model_;
-    const tokenizer::Tokenizer& tokenizer_;
+    int32_t vocab_size() const { return model_.vocab_size; }
+
+    ModelFacts model_;
     EngineConfig config_;
-    Status status_;                                 // construction: set before kv_ is built
-    std::unique_ptr<backend::KvMemory> kv_memory_;  // allocated by the model's backend; never null
-    kv::KvCache kv_;                                // its bookkeeping (kv_memory_'s shape)
+    Status status_;
+    backend::KvMemory& kv_memory_;  // the runner's; read and written only by the store
+    kv::KvCache kv_;                // its bookkeeping (kv_memory_'s shape)
     // Block-attn copies planned since the last forward, with the request each serves (dropped
     // when that request releases its blocks); the next step's plan carries them.
     std::vector<std::pair<uint64_t, model::KvBlockCopy>> pending_copies_;
     PinLedger pins_;
     kv::BlockHash segment_seed_, tail_seed_, prefix_seed_;  // keyed; salted per tenant
 
-    uint64_t next_id_ = 1;
     uint64_t next_admit_order_ = 1;
     int64_t step_count_ = 0;
     uint64_t checked_pin_version_ = 0;
@@ -257,9 +266,7 @@ private:
     uint64_t documents_version_heard_ = 0;  // the last version the listener was called with
     std::function<void()> documents_listener_;
     int64_t num_document_entries_ = 0;            // over every tenant; bounded by prune_documents()
-    std::vector<float> step_logits_;              // reused across steps
     std::unique_ptr<store::SegmentStore> store_;  // null without --kv-store
-    store::Fingerprint model_fingerprint_;        // what store entries must have been computed by
 };
 
 }  // namespace lazyattn::engine

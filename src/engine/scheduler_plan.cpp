@@ -13,7 +13,8 @@
 #include <algorithm>
 
 #include "engine/batch_builder.h"
-#include "engine/scheduler_plan.h"
+#include "engine/scheduler.h"
+#include "engine/sequence_state.h"
 
 namespace lazyattn::engine {
 namespace {
@@ -107,8 +108,24 @@ void Scheduler::add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t 
     }
 }
 
-Scheduler::StepPlan Scheduler::plan_step() {
-    StepPlan plan;
+TailChunk Scheduler::tail_chunk(SequenceState& s, int32_t begin, int32_t end, bool all_logits) const {
+    TailChunk t{&s, begin, end, all_logits};
+    // The last prompt row (or a decode row) yields the next token, unless max_tokens is reached.
+    t.sample = end >= s.kv.num_prompt_tail && s.num_generated < s.request.max_tokens;
+    if (all_logits && s.request.prompt_logprobs >= 0) {
+        t.prompt_logprobs = s.request.prompt_logprobs;
+        // Row j predicts tail token j + 1 of the KV tail. In the prefix and none modes that tail
+        // is the segments, then request.tail (then any tokens generated before a preemption); in
+        // the segment modes it starts with request.tail.
+        if (!segments_are_blocks(config_.cache_mode)) {
+            for (const auto& seg : s.request.segments) t.prompt_offset += int32_t(seg.size());
+        }
+    }
+    return t;
+}
+
+SchedulerOutput Scheduler::plan_step() {
+    SchedulerOutput plan;
     plan.batch.keys_rotated = keys_stored_rotated(config_.cache_mode);
     int32_t budget = config_.max_batch_tokens;
     for (auto& s : running_) {  // decode first
@@ -116,7 +133,7 @@ Scheduler::StepPlan Scheduler::plan_step() {
         const int32_t have = int32_t(s->kv.tail_tokens.size());
         if (!s->prompt_done() || s->kv.num_tail_computed >= have) continue;
         if (int32_t(s->kv.tail_blocks.size()) * kv_.block_size() < have) continue;  // waits for room
-        plan.tails.push_back({s.get(), s->kv.num_tail_computed, s->kv.num_tail_computed + 1, false});
+        plan.tails.push_back(tail_chunk(*s, s->kv.num_tail_computed, s->kv.num_tail_computed + 1, false));
         --budget;
     }
     plan.num_decode_rows = int32_t(plan.tails.size());
@@ -124,11 +141,11 @@ Scheduler::StepPlan Scheduler::plan_step() {
         budget = std::min(budget, config_.max_prefill_while_decoding);
     }
     plan_prefill(plan, budget);
-    for (const TailRun& t : plan.tails) add_tail_rows(plan.batch, *t.seq, t.begin, t.end, t.all_logits);
+    for (const TailChunk& t : plan.tails) add_tail_rows(plan.batch, *t.seq, t.begin, t.end, t.all_logits);
     return plan;
 }
 
-void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
+void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
     std::vector<PrefillItem> items;
     for (auto& [id, job] : jobs_) {
         // An anchored document waits for its preamble's job (which, older, comes first).
@@ -151,11 +168,11 @@ void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
         if (it.take == 0) continue;
         if (it.seq != nullptr && it.patch) {
             add_patch_rows(plan.batch, *it.seq, it.done, it.done + it.take);
-            plan.patch_runs.push_back({it.seq, it.take});
+            plan.patches.push_back({it.seq, it.take});
             continue;
         }
         if (it.seq != nullptr) {
-            plan.tails.push_back({it.seq, it.done, it.done + it.take, it.seq->all_tail_rows()});
+            plan.tails.push_back(tail_chunk(*it.seq, it.done, it.done + it.take, it.seq->all_tail_rows()));
             continue;
         }
         const SegmentJob& job = jobs_.at(it.job_id);
@@ -166,7 +183,7 @@ void Scheduler::plan_prefill(StepPlan& plan, int32_t budget) {
         } else {
             add_plain_sequence(plan.batch, chunk, it.done, job.blocks, kv_.block_size(), 0);
         }
-        plan.job_runs.push_back({it.job_id, it.take});
+        plan.jobs.push_back({it.job_id, it.take});
     }
 }
 

@@ -1,11 +1,14 @@
-// Scheduler: one step. Reap cancellations, fail queued requests that pins left without room,
-// admit what fits (FIFO), plan rows (scheduler_plan.cpp), run one forward, hand out logits
-// (sample, stream, finish).
+// Scheduler: one step's policy. schedule(): reap cancellations, fail queued requests that pins
+// left without room, admit what fits (FIFO), make room (preemption), plan rows
+// (scheduler_plan.cpp). update(): advance every request, job and patch by what the runner
+// computed, and hand sampled tokens to the OutputProcessor.
 #include <algorithm>
 
 #include "core/check.h"
 #include "core/timer.h"
-#include "engine/scheduler_plan.h"
+#include "engine/output_processor.h"
+#include "engine/scheduler.h"
+#include "engine/sequence_state.h"
 
 namespace lazyattn::engine {
 namespace {
@@ -67,63 +70,62 @@ void Scheduler::make_block_attn_copies() {
     }
 }
 
-bool Scheduler::step() {
+SchedulerOutput Scheduler::schedule() {
     bool progressed = reap_cancelled();
     progressed |= fail_unfittable();
     progressed |= admit_waiting();
-    if (running_.empty()) return progressed;
+    if (running_.empty()) {
+        SchedulerOutput idle;
+        idle.progressed = progressed;
+        return idle;
+    }
     const int64_t preemptions = stats_.preemptions;
     make_decode_room();
     if (config_.cache_mode == CacheMode::kBlockAttn) make_block_attn_copies();
     progressed |= stats_.preemptions != preemptions;
 
-    StepPlan plan = plan_step();
+    SchedulerOutput out = plan_step();
     // Block-attn's copies made this step run in its forward, before any row is stored.
-    for (auto& [id, copy] : pending_copies_) plan.batch.kv_copies.push_back(std::move(copy));
+    for (auto& [id, copy] : pending_copies_) out.batch.kv_copies.push_back(std::move(copy));
     pending_copies_.clear();
-    if (plan.batch.num_rows() == 0) {
-        if (plan.batch.kv_copies.empty()) return progressed;
-        const Status st = model_.forward(plan.batch, *kv_memory_, &step_logits_);  // copies only
-        LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
-        return true;
-    }
-    std::vector<float>& logits = step_logits_;
-    const double t_forward = now_ms();
-    const Status st = model_.forward(plan.batch, *kv_memory_, &logits);
-    LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
+    out.progressed = progressed || !out.empty();
+    return out;
+}
+
+void Scheduler::update(const SchedulerOutput& out, const ModelRunnerOutput& ran, OutputProcessor& outputs) {
+    if (out.batch.num_rows() == 0) return;  // block-attn copies only
     ++step_count_;
     {
-        const int32_t decode = plan.num_decode_rows;
-        const int32_t prefill = plan.batch.num_rows() - decode;
+        const int32_t decode = out.num_decode_rows;
+        const int32_t prefill = out.batch.num_rows() - decode;
         SchedulerStats::StepKind& kind =
             decode == 0 ? stats_.prefill_only : (prefill == 0 ? stats_.decode_only : stats_.mixed);
         ++kind.steps;
         kind.decode_rows += decode;
         kind.prefill_rows += prefill;
-        kind.forward_ms += now_ms() - t_forward;
+        kind.forward_ms += ran.forward_ms;
     }
-    ++stats_.batch_rows[bucket(plan.batch.num_rows())];
+    ++stats_.batch_rows[bucket(out.batch.num_rows())];
     for (auto& s : running_) s->stats.peak_blocks = std::max(s->stats.peak_blocks, kv_.num_used());
 
-    for (const JobRun& r : plan.job_runs) on_job_progress(r.job_id, r.n);
-    for (const PatchRun& r : plan.patch_runs) {
+    for (const JobChunk& r : out.jobs) on_job_progress(r.job_id, r.n);
+    for (const PatchChunk& r : out.patches) {
         r.seq->kv.num_patch_computed += r.n;
         stats_.prompt_tokens_computed += r.n;
     }
-    const int32_t vocab = model_.config().vocab_size;
-    size_t logit_row = 0;
-    for (const TailRun& t : plan.tails) {
+    const int32_t vocab = vocab_size();
+    LA_CHECK(ran.tails.size() == out.tails.size());
+    for (size_t i = 0; i < out.tails.size(); ++i) {
+        const TailChunk& t = out.tails[i];
+        const TailResult& r = ran.tails[i];
         SequenceState& s = *t.seq;
-        const int32_t rows_with_logits = t.all_logits ? t.end - t.begin : 1;
-        const float* last = logits.data() + (logit_row + rows_with_logits - 1) * vocab;
         if (t.all_logits && s.want_all_tail_logits) {
-            s.tail_logits.insert(s.tail_logits.end(), logits.begin() + logit_row * vocab,
-                                 logits.begin() + (last - logits.data()) + vocab);
+            s.tail_logits.insert(s.tail_logits.end(), r.logits, r.logits + size_t(r.num_logit_rows) * vocab);
         }
-        if (t.all_logits && s.request.prompt_logprobs >= 0) {
-            record_prompt_logprobs(s, logits.data() + logit_row * vocab, t.begin, t.end);
+        for (const auto& [k, lp] : r.prompt_logprobs) {
+            s.prompt_logprobs[k] = lp.logprob;
+            s.prompt_top_logprobs[k] = lp.top;
         }
-        logit_row += rows_with_logits;
         const bool was_prompt = !s.prompt_done();
         s.kv.num_tail_computed = t.end;
         stats_.prompt_tokens_computed += was_prompt ? t.end - t.begin : 0;
@@ -135,11 +137,24 @@ bool Scheduler::step() {
             kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail),
                         s.kv.tail_blocks, false);
         }
-        if (s.prompt_done()) on_tail_logits(s, last);
+        if (!s.prompt_done()) continue;
+        if (!t.sample) {  // nothing more to generate (max_tokens reached, or 0)
+            outputs.flush(s);
+            finish(s, "length");
+            continue;
+        }
+        if (s.num_generated++ == 0) s.t_first_token = now_ms();
+        s.history.push_back(r.token);
+        const std::string reason = outputs.on_token(s, r.token, r.has_logprobs ? &r.logprobs : nullptr);
+        if (!reason.empty()) {
+            outputs.flush(s);
+            finish(s, reason);
+        } else {
+            s.kv.tail_tokens.push_back(r.token);  // computed by the next step
+        }
     }
     drop_finished();
     if (config_.check_integrity) check_integrity();
-    return true;
 }
 
 void Scheduler::on_job_progress(int64_t job_id, int32_t n) {
@@ -162,52 +177,6 @@ void Scheduler::on_job_progress(int64_t job_id, int32_t n) {
     const int64_t anchor_job = job.anchor_job;
     jobs_.erase(it);
     if (anchor_job >= 0) drop_job(anchor_job);  // finished first, so normally gone already
-}
-
-void Scheduler::record_prompt_logprobs(SequenceState& s, const float* rows, int32_t begin, int32_t end) {
-    // Row j's logits predict tail token j + 1 of the KV tail. In the prefix and none modes that
-    // tail is the segments, then request.tail (then any tokens generated before a preemption);
-    // in the segment modes it starts with request.tail.
-    int32_t offset = 0;
-    if (!segments_are_blocks(config_.cache_mode)) {
-        for (const auto& seg : s.request.segments) offset += int32_t(seg.size());
-    }
-    const int32_t vocab = model_.config().vocab_size;
-    const auto& tail = s.request.tail;
-    for (int32_t j = begin; j < end; ++j) {
-        const int32_t i = j + 1 - offset;  // the request.tail token row j predicts
-        if (i < 0 || i >= int32_t(tail.size())) continue;
-        TokenLogprobs lp = token_logprobs(rows + size_t(j - begin) * vocab, vocab, tail[i], s.request.prompt_logprobs);
-        s.prompt_logprobs[i] = lp.logprob;
-        s.prompt_top_logprobs[i] = std::move(lp.top);
-    }
-}
-
-void Scheduler::on_tail_logits(SequenceState& s, const float* logits) {
-    const RagRequest& r = s.request;
-    if (s.num_generated >= r.max_tokens) {
-        finish(s, "length");
-        return;
-    }
-    TokenLogprobs lp;
-    TokenLogprobs* want_lp = r.sampling.logprobs >= 0 ? &lp : nullptr;
-    const size_t num_prompt = s.history.size() - size_t(s.num_generated);
-    const int32_t token = s.sampler->sample(logits, model_.config().vocab_size, s.history, num_prompt, want_lp);
-    if (s.num_generated++ == 0) s.t_first_token = now_ms();
-    s.history.push_back(token);
-    if (!r.ignore_eos && tokenizer_.is_end_of_generation(token)) {
-        s.handle->push_token(token, "", want_lp);
-        finish(s, "stop");
-        return;
-    }
-    s.handle->push_token(token, s.stops->push(s.decoder->push(token)), want_lp);
-    if (s.stops->stopped()) {
-        finish(s, "stop");
-    } else if (s.num_generated >= r.max_tokens || s.kv.next_position() >= context_length()) {
-        finish(s, "length");
-    } else {
-        s.kv.tail_tokens.push_back(token);  // computed by the next step
-    }
 }
 
 }  // namespace lazyattn::engine

@@ -8,7 +8,6 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "engine/scheduler.h"
-#include "store/model_fingerprint.h"
 
 namespace lazyattn::engine {
 
@@ -19,14 +18,12 @@ Status Scheduler::open_store() {
                   {{"cache_mode", cache_mode_name(config_.cache_mode)}});
         return {};
     }
-    const double t0 = now_ms();
-    model_fingerprint_ = store::model_fingerprint(model_);
     LA_ASSIGN_OR_RETURN(store_, store::SegmentStore::open(config_.kv_stores, config_.kv_store_max_pending_writes, config_.kv_store_tier));
     char fp[33];
-    std::snprintf(fp, sizeof fp, "%016llx%016llx", (unsigned long long)model_fingerprint_.high,
-                  (unsigned long long)model_fingerprint_.low);
+    std::snprintf(fp, sizeof fp, "%016llx%016llx", (unsigned long long)model_.fingerprint.high,
+                  (unsigned long long)model_.fingerprint.low);
     log::info("KV store opened",
-              {{"tiers", int(config_.kv_stores.size())}, {"model_fingerprint", fp}, {"fingerprint_ms", now_ms() - t0}});
+              {{"tiers", int(config_.kv_stores.size())}, {"model_fingerprint", fp}, {"fingerprint_ms", model_.fingerprint_ms}});
     return {};
 }
 
@@ -39,7 +36,7 @@ bool Scheduler::load_segment(SequenceState& s, size_t d, int32_t num_present) {
     if (store_ == nullptr || !segment_storable(s, d)) return false;
     const auto& tokens = s.request.segments[d];
     const store::SegmentMeta meta = store::segment_meta(
-        model_fingerprint_, store::segment_variant(keys_stored_rotated(config_.cache_mode), s.request.tenant),
+        model_.fingerprint, store::segment_variant(keys_stored_rotated(config_.cache_mode), s.request.tenant),
         kv_.shape(), tokens);
     const auto& blocks = s.kv.segments[d].blocks;
     if (store_->load(meta, kv_memory(), blocks, num_present) < 0) return false;
@@ -49,14 +46,14 @@ bool Scheduler::load_segment(SequenceState& s, size_t d, int32_t num_present) {
 
 std::string Scheduler::store_key(const std::string& tenant, const std::vector<int32_t>& tokens) const {
     return store::segment_key(
-        store::segment_meta(model_fingerprint_, store::segment_variant(keys_stored_rotated(config_.cache_mode), tenant),
+        store::segment_meta(model_.fingerprint, store::segment_variant(keys_stored_rotated(config_.cache_mode), tenant),
                             kv_.shape(), tokens));
 }
 
 void Scheduler::store_segment(uint64_t variant, const std::vector<int32_t>& tokens,
                               const std::vector<kv::BlockId>& blocks) {
     if (store_ == nullptr) return;
-    store_->write_async(store::segment_meta(model_fingerprint_, variant, kv_.shape(), tokens), kv_memory(), blocks);
+    store_->write_async(store::segment_meta(model_.fingerprint, variant, kv_.shape(), tokens), kv_memory(), blocks);
 }
 
 }  // namespace lazyattn::engine

@@ -1,6 +1,7 @@
 // The scheduler's view of one request: where each segment's KV lives (shared cached blocks, a
 // segment job still computing, or a private copy), the tail's blocks and token counters, every
-// block reference held, and the generation state (sampler, streaming decoder, stop strings).
+// block reference held, and the generation state (the runner's sampler, the output processor's
+// decoder and stop strings).
 // Progress is counters, not phases: the prompt is done when num_tail_computed reaches
 // num_prompt_tail; a sampled token waits in tail_tokens until the next step computes it.
 #pragma once
@@ -14,12 +15,12 @@
 #include "engine/rag_request.h"
 #include "engine/request_handle.h"
 #include "engine/sampler.h"
-#include "engine/stop_matcher.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
-#include "tokenizer/tokenizer.h"
 
 namespace lazyattn::engine {
+
+struct RequestOutput;  // output_processor.h: the request's text state
 
 // The chain seeds of one tenant: the scheduler's keyed seeds salted with the tenant, so tenants
 // never share (or probe) each other's cached blocks.
@@ -49,6 +50,9 @@ struct SegmentJob {
 };
 
 struct SequenceState {
+    SequenceState();
+    ~SequenceState();  // out of line: RequestOutput is complete only there
+
     uint64_t id = 0;
     RagRequest request;
     ChainSeeds seeds;  // the request's tenant's
@@ -70,9 +74,8 @@ struct SequenceState {
     } admission;  // segment accounting of the current admission
 
     // Generation.
-    std::unique_ptr<Sampler> sampler;
-    std::unique_ptr<tokenizer::StreamDecoder> decoder;
-    std::unique_ptr<StopMatcher> stops;
+    std::unique_ptr<Sampler> sampler;       // the ModelRunner's: penalties and the seeded draw
+    std::unique_ptr<RequestOutput> output;  // the OutputProcessor's: decoder and stop strings
     std::vector<int32_t> history;  // prompt then generated tokens, for the penalties
     int32_t num_generated = 0;
     double t_submit = 0, t_admit = 0, t_first_token = 0;

@@ -19,7 +19,7 @@ constexpr double kDocumentsRefreshMs = 500;
 }  // namespace
 
 ServingEngine::ServingEngine(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
-    : scheduler_(model, tokenizer, config) {
+    : core_(model, tokenizer, config), scheduler_(core_.scheduler()) {
     snapshot_ = scheduler_.stats();
     store_ = scheduler_.segment_store();
     // Before a finished request's answer is delivered: its documents are listed once it returns.
@@ -40,7 +40,7 @@ ServingEngine::~ServingEngine() { shutdown(true); }
 
 Expected<std::shared_ptr<RequestHandle>> ServingEngine::submit(RagRequest request, RequestHandle::Callback callback) {
     scheduler_.fit_default_max_tokens(request);
-    LA_RETURN_IF_ERROR(scheduler_.check_request(request));  // reads only immutable state
+    LA_RETURN_IF_ERROR(core_.check_request(request));  // reads only immutable state
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status(StatusCode::kCancelled, "the engine is shutting down");
     if (int64_t(incoming_.size()) + snapshot_.num_waiting >= scheduler_.config().max_queue) {
@@ -190,7 +190,7 @@ void ServingEngine::loop() {
             const Status st = scheduler_.enqueue(std::move(p.request), handle);
             if (!st.ok()) handle->finish("error", {}, st);
         }
-        const bool progressed = scheduler_.step();
+        const bool progressed = core_.step();
         stuck = !progressed && !scheduler_.idle();
         publish_documents(false);
         const SchedulerStats s = scheduler_.stats();

@@ -1,4 +1,4 @@
-// ServingEngine: the multi-threaded face of the Scheduler. submit() and cancel() may be called
+// ServingEngine: the multi-threaded face of the EngineCore. submit() and cancel() may be called
 // from any number of threads; one inference thread owns the scheduler (and so the KV pool) and
 // runs steps while they make progress, sleeping otherwise (until new work, an operation, or a
 // short poll for cancellations when queued work is stuck). Requests that can never run are
@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/scheduler.h"
+#include "engine/engine_core.h"
 
 namespace lazyattn::engine {
 
@@ -42,7 +42,7 @@ public:
     ServingEngine(const ServingEngine&) = delete;
     ServingEngine& operator=(const ServingEngine&) = delete;
 
-    const Status& status() const { return scheduler_.status(); }
+    const Status& status() const { return core_.status(); }
 
     // Thread-safe. kInvalidArgument / kOutOfRange for a bad request, kResourceExhausted when it
     // can never fit (the pool's unpinned blocks are too few), kUnavailable when the queue is
@@ -81,7 +81,8 @@ private:
     // Runs fn(scheduler) on the inference thread and waits for it.
     void run_on_engine_thread(std::function<void(Scheduler&)> fn);
 
-    Scheduler scheduler_;
+    EngineCore core_;
+    Scheduler& scheduler_;  // core_'s (documents, pins and statistics are the scheduler's)
     mutable std::mutex mu_;
     std::condition_variable wake_;
     std::deque<Pending> incoming_;

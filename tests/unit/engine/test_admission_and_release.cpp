@@ -44,7 +44,7 @@ TEST_P(FairPrefill, AShortPromptIsNotHeldBehindALongDocument) {
     std::mt19937_64 rng(testing::test_seed() + 800);
     const RagRequest long_req = request_of({random_tokens(rng, 1200)}, random_tokens(rng, 3), 4);
     const RagRequest short_req = request_of({}, random_tokens(rng, 5), 4);
-    Scheduler s(*model().model, *model().tokenizer, config(CacheMode::kLazy, 8, 64));
+    EngineCore s(*model().model, *model().tokenizer, config(CacheMode::kLazy, 8, 64));
     auto long_h = s.add(long_req);
     ASSERT_TRUE(long_h.ok());
     ASSERT_TRUE(s.step());  // the document's job has started
@@ -72,22 +72,22 @@ TEST_P(Admission, AWaitingRequestEvictsNothing) {
     std::mt19937_64 rng(testing::test_seed() + 810);
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 30;
-    Scheduler s(*model().model, *model().tokenizer, c);
+    EngineCore s(*model().model, *model().tokenizer, c);
     const auto doc = random_tokens(rng, 20);  // two blocks, cached after the first request
     ASSERT_TRUE(s.add(request_of({doc}, random_tokens(rng, 3), 1)).ok());
     while (s.step()) {
     }
-    const std::string id = s.document_id("", doc);
-    ASSERT_TRUE(s.document_tokens("", id).has_value());
+    const std::string id = s.scheduler().document_id("", doc);
+    ASSERT_TRUE(s.scheduler().document_tokens("", id).has_value());
     // A holds 21 blocks, leaving 9 free (the document's two among them); W needs 10 to start
     // (9 for its segment, 1 for its tail), so it waits, and must not take the document's blocks.
     auto a = s.add(request_of({random_tokens(rng, 320)}, random_tokens(rng, 3), 20));
     auto w = s.add(request_of({random_tokens(rng, 144)}, random_tokens(rng, 3), 4));
     ASSERT_TRUE(a.ok() && w.ok());
     s.step();
-    EXPECT_LT(s.find((*w)->id())->admit_step, 0) << "W should be waiting";
-    EXPECT_TRUE(s.document_tokens("", id).has_value()) << "a waiting request evicted a cached document";
-    EXPECT_EQ(s.kv_cache().num_free(), 9);
+    EXPECT_LT(s.scheduler().find((*w)->id())->admit_step, 0) << "W should be waiting";
+    EXPECT_TRUE(s.scheduler().document_tokens("", id).has_value()) << "a waiting request evicted a cached document";
+    EXPECT_EQ(s.scheduler().kv_cache().num_free(), 9);
     while (s.step()) {
     }
     EXPECT_EQ((*a)->wait().finish_reason, "length");

@@ -289,16 +289,16 @@ TEST(DocumentReuse, AnchoredRequestsUnderMemoryPressure) {
     }
     EngineConfig c = config(CacheMode::kLazy);
     c.kv_num_blocks = 30;
-    Scheduler s(*tiny_model().model, *tiny_model().tokenizer, c);
+    EngineCore s(*tiny_model().model, *tiny_model().tokenizer, c);
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (const auto& r : reqs) handles.push_back(*s.add(r));
     while (s.step()) {
     }
     for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(handles[i]->wait().token_ids, want[i]) << "request " << i;
-    std::printf("[anchored under pressure] %lld preemptions, %lld segment jobs\n", (long long)s.stats().preemptions,
-                (long long)s.stats().segment_jobs);
-    s.check_integrity();
-    EXPECT_EQ(s.kv_cache().num_free(), s.kv_cache().pool().num_blocks());
+    std::printf("[anchored under pressure] %lld preemptions, %lld segment jobs\n", (long long)s.scheduler().stats().preemptions,
+                (long long)s.scheduler().stats().segment_jobs);
+    s.scheduler().check_integrity();
+    EXPECT_EQ(s.scheduler().kv_cache().num_free(), s.scheduler().kv_cache().pool().num_blocks());
 }
 
 }  // namespace

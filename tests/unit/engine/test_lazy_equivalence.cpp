@@ -163,7 +163,7 @@ std::vector<std::shared_ptr<RequestHandle>> start(Engine& e, const std::vector<R
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (auto r : reqs) {
         r.max_tokens = 2;
-        handles.push_back(*e.scheduler().add(r));
+        handles.push_back(*e.core().add(r));
     }
     for (int i = 0; i < 64; ++i) {
         bool all_prefilled = true;
@@ -172,13 +172,13 @@ std::vector<std::shared_ptr<RequestHandle>> start(Engine& e, const std::vector<R
             all_prefilled &= s != nullptr && s->admitted && s->prompt_done();
         }
         if (all_prefilled) break;
-        e.scheduler().step();
+        e.core().step();
     }
     return handles;
 }
 
 void drain(Engine& e) {
-    while (e.scheduler().step()) {
+    while (e.core().step()) {
     }
 }
 

@@ -174,8 +174,8 @@ TEST(EngineLogprobs, GreedyRunReportsTheSampledTokenAsTheBestAlternative) {
 
     r.sampling.logprobs = 5;
     std::vector<RequestEvent> events;
-    auto handle = e.scheduler().add(r, [&](const RequestEvent& ev) { events.push_back(ev); }).value();
-    while (!handle->finished()) e.scheduler().step();
+    auto handle = e.core().add(r, [&](const RequestEvent& ev) { events.push_back(ev); }).value();
+    while (!handle->finished()) e.core().step();
     const RagResult res = handle->wait();
     EXPECT_EQ(res.token_ids, plain.token_ids);  // asking for logprobs changes nothing sampled
     ASSERT_EQ(res.token_logprobs.size(), res.token_ids.size());
@@ -316,8 +316,8 @@ TEST(PromptLogprobs, SurvivePreemption) {
             c.kv_num_blocks = 8;
             Engine e(*model().model, *model().tokenizer, c);
             std::vector<std::shared_ptr<RequestHandle>> handles;
-            for (const auto& r : reqs) handles.push_back(e.scheduler().add(r).value());
-            while (!e.scheduler().idle()) e.scheduler().step();
+            for (const auto& r : reqs) handles.push_back(e.core().add(r).value());
+            while (!e.core().idle()) e.core().step();
             if (e.scheduler().stats().preemptions == 0) continue;
             for (size_t i = 0; i < reqs.size(); ++i) {
                 const RagResult res = handles[i]->wait();

@@ -28,7 +28,7 @@ RagRequest request_of(std::vector<std::vector<int32_t>> segments, std::vector<in
     return r;
 }
 
-void run_all(Scheduler& s) {
+void run_all(EngineCore& s) {
     while (s.step()) {
     }
 }
@@ -106,7 +106,7 @@ TEST(Pins, AWaitingRequestWhoseRoomWentToPinsFailsInsteadOfHanging) {
     std::mt19937_64 rng(testing::test_seed() + 630);
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 60;  // documents may pin 30 blocks
-    Scheduler s(*model().model, *model().tokenizer, c);
+    EngineCore s(*model().model, *model().tokenizer, c);
     // Ten two-block documents, computed and cached (not pinned yet).
     std::vector<std::vector<int32_t>> docs;
     for (int i = 0; i < 10; ++i) docs.push_back(random_tokens(rng, 32));
@@ -118,13 +118,13 @@ TEST(Pins, AWaitingRequestWhoseRoomWentToPinsFailsInsteadOfHanging) {
     auto b = s.add(request_of({random_tokens(rng, 600)}, random_tokens(rng, 3), 60));
     ASSERT_TRUE(a.ok() && b.ok());
     s.step();
-    ASSERT_NE(s.find((*a)->id()), nullptr);
-    EXPECT_GE(s.find((*a)->id())->admit_step, 0);
-    ASSERT_NE(s.find((*b)->id()), nullptr);
-    EXPECT_LT(s.find((*b)->id())->admit_step, 0) << "B should be waiting";
+    ASSERT_NE(s.scheduler().find((*a)->id()), nullptr);
+    EXPECT_GE(s.scheduler().find((*a)->id())->admit_step, 0);
+    ASSERT_NE(s.scheduler().find((*b)->id()), nullptr);
+    EXPECT_LT(s.scheduler().find((*b)->id())->admit_step, 0) << "B should be waiting";
     // Pinning the documents leaves 40 unpinned blocks: B can never run now.
-    for (const auto& d : docs) ASSERT_TRUE(s.pin_document("", d).ok());
-    EXPECT_EQ(s.num_pinned_blocks(), 20);
+    for (const auto& d : docs) ASSERT_TRUE(s.scheduler().pin_document("", d).ok());
+    EXPECT_EQ(s.scheduler().num_pinned_blocks(), 20);
     s.step();
     ASSERT_TRUE((*b)->finished());
     const RagResult rb = (*b)->wait();
@@ -133,8 +133,8 @@ TEST(Pins, AWaitingRequestWhoseRoomWentToPinsFailsInsteadOfHanging) {
     run_all(s);
     EXPECT_EQ((*a)->wait().finish_reason, "length");
     EXPECT_TRUE(s.idle());
-    for (const auto& d : docs) EXPECT_TRUE(s.unpin_document("", s.document_id("", d)).ok());
-    EXPECT_EQ(s.kv_cache().num_free(), s.kv_cache().pool().num_blocks());
+    for (const auto& d : docs) EXPECT_TRUE(s.scheduler().unpin_document("", s.scheduler().document_id("", d)).ok());
+    EXPECT_EQ(s.scheduler().kv_cache().num_free(), s.scheduler().kv_cache().pool().num_blocks());
 }
 
 TEST(Tenants, DocumentsAreVisibleAndReusableOnlyWithinTheirTenant) {
@@ -186,15 +186,15 @@ TEST(Tenants, DocumentIdsDependOnTheHashKeyAndTheTenant) {
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 8;
     c.cache_hash_key = 42;
-    Scheduler one(*model().model, *model().tokenizer, c), two(*model().model, *model().tokenizer, c);
-    EXPECT_EQ(one.document_id("", doc), two.document_id("", doc));
-    EXPECT_NE(one.document_id("", doc), one.document_id("x", doc));
+    EngineCore one(*model().model, *model().tokenizer, c), two(*model().model, *model().tokenizer, c);
+    EXPECT_EQ(one.scheduler().document_id("", doc), two.scheduler().document_id("", doc));
+    EXPECT_NE(one.scheduler().document_id("", doc), one.scheduler().document_id("x", doc));
     c.cache_hash_key = 43;
-    Scheduler other_key(*model().model, *model().tokenizer, c);
-    EXPECT_NE(one.document_id("", doc), other_key.document_id("", doc));
+    EngineCore other_key(*model().model, *model().tokenizer, c);
+    EXPECT_NE(one.scheduler().document_id("", doc), other_key.scheduler().document_id("", doc));
     c.cache_hash_key = 0;  // random per engine
-    Scheduler random_a(*model().model, *model().tokenizer, c), random_b(*model().model, *model().tokenizer, c);
-    EXPECT_NE(random_a.document_id("", doc), random_b.document_id("", doc));
+    EngineCore random_a(*model().model, *model().tokenizer, c), random_b(*model().model, *model().tokenizer, c);
+    EXPECT_NE(random_a.scheduler().document_id("", doc), random_b.scheduler().document_id("", doc));
 }
 
 TEST(Documents, TheRegistryStaysBoundedByThePoolWhateverClientsSend) {
@@ -204,13 +204,13 @@ TEST(Documents, TheRegistryStaysBoundedByThePoolWhateverClientsSend) {
     std::mt19937_64 rng(testing::test_seed() + 690);
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 24;
-    Scheduler s(*model().model, *model().tokenizer, c);
+    EngineCore s(*model().model, *model().tokenizer, c);
     int64_t most = 0;
     for (int i = 0; i < 400; ++i) {
         auto h = s.add(request_of({random_tokens(rng, 20)}, random_tokens(rng, 3), 1, "tenant-" + std::to_string(i)));
         ASSERT_TRUE(h.ok()) << h.status().to_string();
         run_all(s);
-        most = std::max(most, s.num_registered_documents());
+        most = std::max(most, s.scheduler().num_registered_documents());
     }
     EXPECT_LE(most, 2 * 24 + 64 + 1);
     EXPECT_GT(most, 24);  // it did fill up: the bound was what held it
@@ -218,7 +218,7 @@ TEST(Documents, TheRegistryStaysBoundedByThePoolWhateverClientsSend) {
     const auto doc = random_tokens(rng, 20);
     ASSERT_TRUE(s.add(request_of({doc}, random_tokens(rng, 3), 1, "keep")).ok());
     run_all(s);
-    EXPECT_TRUE(s.document_tokens("keep", s.document_id("keep", doc)).has_value());
+    EXPECT_TRUE(s.scheduler().document_tokens("keep", s.scheduler().document_id("keep", doc)).has_value());
 }
 
 }  // namespace

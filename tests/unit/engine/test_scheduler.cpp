@@ -81,7 +81,7 @@ TEST_P(SchedulerTest, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
             // A pool of 26 blocks: any one request fits, ten at once do not.
             EngineConfig c = config(mode, 1);
             c.kv_num_blocks = 26;
-            Scheduler s(*model().model, *model().tokenizer, c);
+            EngineCore s(*model().model, *model().tokenizer, c);
             std::vector<std::shared_ptr<RequestHandle>> handles;
             for (const auto& r : w.requests) handles.push_back(*s.add(r));
             while (s.step()) {
@@ -93,10 +93,10 @@ TEST_P(SchedulerTest, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
                                          " attempt " + std::to_string(attempt);
                 testing_support::expect_same_greedy(mode, w.requests[i], want[i], r.token_ids, what);
             }
-            preemptions = s.stats().preemptions;
+            preemptions = s.scheduler().stats().preemptions;
             std::printf("[memory pressure] %-10s pool %d blocks: %lld preemptions, %lld steps\n", cache_mode_name(mode),
-                        s.kv_cache().pool().num_blocks(), (long long)preemptions, (long long)s.stats().steps);
-            expect_pool_whole(s);
+                        s.scheduler().kv_cache().pool().num_blocks(), (long long)preemptions, (long long)s.scheduler().stats().steps);
+            expect_pool_whole(s.scheduler());
         }
         EXPECT_GT(preemptions, 0) << cache_mode_name(mode) << ": no workload overflowed the pool";
     }
@@ -129,24 +129,24 @@ TEST_P(SchedulerTest, SixtyFourConcurrentRequestsOverTenSharedDocuments) {
 
 TEST_P(SchedulerTest, ASharedMissingSegmentIsComputedOnce) {
     const auto w = make_workload(testing::test_seed() + 200, 1, 5, 1);
-    Scheduler s(*model().model, *model().tokenizer,
+    EngineCore s(*model().model, *model().tokenizer,
                 config(CacheMode::kLazy, 8, 8));  // 8-row steps: the job spans steps
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (const auto& r : w.requests) handles.push_back(*s.add(r));
     while (s.step()) {
     }
-    EXPECT_EQ(s.stats().segment_jobs, 1);
-    EXPECT_EQ(s.stats().segment_misses, 1);
-    EXPECT_EQ(s.stats().segment_hits, 4);
+    EXPECT_EQ(s.scheduler().stats().segment_jobs, 1);
+    EXPECT_EQ(s.scheduler().stats().segment_misses, 1);
+    EXPECT_EQ(s.scheduler().stats().segment_hits, 4);
     for (auto& h : handles) EXPECT_EQ(h->wait().finish_reason, "length");
-    expect_pool_whole(s);
+    expect_pool_whole(s.scheduler());
 }
 
 TEST_P(SchedulerTest, CancellingAtRandomPointsLeavesThePoolWhole) {
     std::mt19937_64 rng(testing::test_seed() + 300);
     for (CacheMode mode : {CacheMode::kLazy, CacheMode::kBlockAttn, CacheMode::kPrefix}) {
         const auto w = make_workload(rng(), 8, 24, 3, 20);
-        Scheduler s(*model().model, *model().tokenizer, config(mode, 2, 32));
+        EngineCore s(*model().model, *model().tokenizer, config(mode, 2, 32));
         std::vector<std::shared_ptr<RequestHandle>> handles;
         for (const auto& r : w.requests) handles.push_back(*s.add(r));
         int cancelled = 0;
@@ -164,8 +164,8 @@ TEST_P(SchedulerTest, CancellingAtRandomPointsLeavesThePoolWhole) {
             EXPECT_TRUE(reason == "length" || reason == "cancelled") << reason;
         }
         EXPECT_GT(cancelled, 0);
-        EXPECT_EQ(s.stats().requests_cancelled + s.stats().requests_finished, 24);
-        expect_pool_whole(s);
+        EXPECT_EQ(s.scheduler().stats().requests_cancelled + s.scheduler().stats().requests_finished, 24);
+        expect_pool_whole(s.scheduler());
     }
 }
 
@@ -174,7 +174,7 @@ TEST_P(SchedulerTest, NoRequestWaitsUnboundedlyUnderASteadyStream) {
     EngineConfig c = config(CacheMode::kLazy, 1, 48);
     c.kv_num_blocks = 48;
     c.max_num_seqs = 6;
-    Scheduler s(*model().model, *model().tokenizer, c);
+    EngineCore s(*model().model, *model().tokenizer, c);
     std::vector<std::shared_ptr<RequestHandle>> handles;
     size_t next = 0;
     int64_t worst_wait = 0;
@@ -182,12 +182,12 @@ TEST_P(SchedulerTest, NoRequestWaitsUnboundedlyUnderASteadyStream) {
     while (next < w.requests.size() || !s.idle()) {
         for (int i = 0; i < 2 && next < w.requests.size(); ++i) {  // two new requests per step
             handles.push_back(*s.add(w.requests[next++]));
-            submitted_at[handles.back()->id()] = s.num_steps();
+            submitted_at[handles.back()->id()] = s.scheduler().num_steps();
         }
         s.step();
         for (const auto& [id, at] : submitted_at) {
-            const SequenceState* st = s.find(id);
-            if (st != nullptr && st->admit_step < 0) worst_wait = std::max(worst_wait, s.num_steps() - at);
+            const SequenceState* st = s.scheduler().find(id);
+            if (st != nullptr && st->admit_step < 0) worst_wait = std::max(worst_wait, s.scheduler().num_steps() - at);
         }
     }
     std::printf("[fairness] longest wait for admission: %lld steps\n", (long long)worst_wait);
@@ -195,13 +195,13 @@ TEST_P(SchedulerTest, NoRequestWaitsUnboundedlyUnderASteadyStream) {
     // (60 requests, each done in ~9 steps) and never starves.
     EXPECT_LE(worst_wait, 200);
     for (auto& h : handles) EXPECT_EQ(h->wait().finish_reason, "length");
-    expect_pool_whole(s);
+    expect_pool_whole(s.scheduler());
 }
 
 TEST_P(SchedulerTest, ARequestThatCannotFitIsRefusedWithTheReason) {
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 32;
-    Scheduler s(*model().model, *model().tokenizer, c);
+    EngineCore s(*model().model, *model().tokenizer, c);
     RagRequest r;
     r.segments.push_back(std::vector<int32_t>(1000, 7));
     r.tail = {5, 6, 7};

@@ -48,22 +48,22 @@ Trace run(int32_t cap) {
 
     EngineConfig c = config(CacheMode::kLazy, 8, 64);
     c.max_prefill_while_decoding = cap;
-    Scheduler s(*model().model, *model().tokenizer, c);
+    EngineCore s(*model().model, *model().tokenizer, c);
     Trace t;
     std::vector<std::shared_ptr<RequestHandle>> handles{*s.add(longer)};
-    while (s.find(handles[0]->id())->num_generated == 0) s.step();
+    while (s.scheduler().find(handles[0]->id())->num_generated == 0) s.step();
     for (const auto& r : late) handles.push_back(*s.add(r));
     std::vector<int32_t> last_generated(handles.size(), 0), gap(handles.size(), 0);
     while (!s.idle()) {
-        const SchedulerStats before = s.stats();
+        const SchedulerStats before = s.scheduler().stats();
         // Whether prefill work waits (a late request admitted or queued with its prompt not done).
         bool prefill_waiting = false;
         for (size_t i = 1; i < handles.size(); ++i) {
-            const SequenceState* st = s.find(handles[i]->id());
+            const SequenceState* st = s.scheduler().find(handles[i]->id());
             prefill_waiting |= st != nullptr && st->num_generated == 0;
         }
         s.step();
-        const SchedulerStats after = s.stats();
+        const SchedulerStats after = s.scheduler().stats();
         const int64_t mixed_rows = after.mixed.prefill_rows - before.mixed.prefill_rows;
         const int64_t prefill_only_rows = after.prefill_only.prefill_rows - before.prefill_only.prefill_rows;
         if (after.mixed.steps > before.mixed.steps) {
@@ -77,7 +77,7 @@ Trace run(int32_t cap) {
             after.decode_only.steps + after.mixed.steps > before.decode_only.steps + before.mixed.steps;
         if (decoded && prefill_waiting && mixed_rows == 0) t.prefill_stalled = true;
         for (size_t i = 0; i < handles.size(); ++i) {
-            const SequenceState* st = s.find(handles[i]->id());
+            const SequenceState* st = s.scheduler().find(handles[i]->id());
             if (st == nullptr || st->num_generated == 0) continue;
             gap[i] = st->num_generated > last_generated[i] ? 0 : gap[i] + 1;
             last_generated[i] = st->num_generated;
@@ -94,7 +94,7 @@ Trace run(int32_t cap) {
         EXPECT_EQ(r.finish_reason, "length");
         t.outputs.push_back(r.token_ids);
     }
-    s.check_integrity();
+    s.scheduler().check_integrity();
     return t;
 }
 

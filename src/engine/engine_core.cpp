@@ -1,0 +1,48 @@
+#include "engine/engine_core.h"
+
+#include "core/timer.h"
+#include "store/model_fingerprint.h"
+
+namespace lazyattn::engine {
+
+ModelFacts model_facts(const model::Model& model, const EngineConfig& config) {
+    ModelFacts facts;
+    facts.vocab_size = model.config().vocab_size;
+    facts.context_length = model.config().context_length;
+    facts.description = model.config().describe();
+    if (!config.kv_stores.empty() && segments_are_blocks(config.cache_mode)) {
+        const double t0 = now_ms();
+        facts.fingerprint = store::model_fingerprint(model);
+        facts.fingerprint_ms = now_ms() - t0;
+    }
+    return facts;
+}
+
+EngineCore::EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
+    : runner_(model, config),
+      scheduler_(model_facts(model, config), runner_.kv_memory(), config),
+      outputs_(tokenizer, scheduler_.context_length()) {}
+
+Status EngineCore::check_request(const RagRequest& request) const {
+    LA_RETURN_IF_ERROR(runner_.status());
+    return scheduler_.check_request(request);
+}
+
+Expected<std::shared_ptr<RequestHandle>> EngineCore::add(RagRequest request, RequestHandle::Callback callback,
+                                                         bool want_all_tail_logits) {
+    scheduler_.fit_default_max_tokens(request);
+    LA_RETURN_IF_ERROR(check_request(request));
+    auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));
+    LA_RETURN_IF_ERROR(scheduler_.enqueue(std::move(request), handle, want_all_tail_logits));
+    return handle;
+}
+
+bool EngineCore::step() {
+    const SchedulerOutput out = scheduler_.schedule();
+    if (out.empty()) return out.progressed;
+    const ModelRunnerOutput ran = runner_.run(out);
+    scheduler_.update(out, ran, outputs_);
+    return true;
+}
+
+}  // namespace lazyattn::engine

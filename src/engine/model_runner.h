@@ -1,0 +1,41 @@
+// ModelRunner: runs what the Scheduler planned (vLLM v1's GPUModelRunner). It owns the KV pool's
+// memory (allocated by the model's backend), the logits of a step and the forward call, and turns
+// the logits into one sampled token (with logprobs when asked) per sampling row and the prompt
+// logprobs of prompt rows. It decides nothing: which rows run, and what a token means for its
+// request, are the Scheduler's and the OutputProcessor's.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/kv_memory.h"
+#include "core/status.h"
+#include "engine/engine_config.h"
+#include "engine/scheduler_output.h"
+#include "model/model.h"
+
+namespace lazyattn::engine {
+
+class ModelRunner {
+public:
+    // Allocates the pool EngineConfig asks for (kv_num_blocks, else kv_cache_mb). When it cannot
+    // be had, status() says why and the pool is empty (every request is then refused with that
+    // status instead of the process dying of bad_alloc).
+    ModelRunner(model::Model& model, const EngineConfig& config);
+    const Status& status() const { return status_; }
+
+    // Runs the step's forward (block-attn copies first, inside it) and samples. Dies on a forward
+    // error: the plan was validated by construction, so an error is a bug, not bad input.
+    ModelRunnerOutput run(const SchedulerOutput& step);
+
+    backend::KvMemory& kv_memory() { return *kv_memory_; }
+    model::Model& model() { return model_; }
+
+private:
+    model::Model& model_;
+    Status status_;
+    std::unique_ptr<backend::KvMemory> kv_memory_;  // never null
+    std::vector<float> logits_;                     // reused across steps
+};
+
+}  // namespace lazyattn::engine
