@@ -25,8 +25,9 @@ struct Run {
     std::string out;
 };
 
-Run run_cli(const std::string& args) {
-    const std::string cmd = std::string(LAZYATTN_CLI_PATH) + " " + args + " 2>/dev/null";
+// stdout only, or with stderr after it (with_stderr: the error messages).
+Run run_cli(const std::string& args, bool with_stderr = false) {
+    const std::string cmd = std::string(LAZYATTN_CLI_PATH) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
     FILE* p = popen(cmd.c_str(), "r");
     std::string out;
     std::array<char, 4096> buf;
@@ -189,8 +190,12 @@ TEST(Cli, GenerateJsonHasTheDocumentedFields) {
 }
 
 TEST(Cli, AKvPoolLargerThanMemoryIsAnErrorNotACrash) {
-    // ~95 TiB: more than any machine has; refused with exit code 2 (it used to die of bad_alloc).
-    EXPECT_EQ(run_cli("generate " + model_arg() + " --prompt hi --max-tokens 1 --kv-cache-mb 100000000").exit_code, 2);
+    // ~95 TiB: more than any machine has; refused with exit code 2 (it used to die of bad_alloc),
+    // saying what the pool needs and which flag to lower (any usage error also exits with 2).
+    const auto r = run_cli("generate " + model_arg() + " --prompt hi --max-tokens 1 --kv-cache-mb 100000000", true);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.out.find("error: resource exhausted: the KV pool of"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("lower --kv-cache-mb"), std::string::npos) << r.out;
 }
 
 TEST(Cli, RepeatedRunsWithShuffledDocumentsReuseEveryDocument) {

@@ -234,9 +234,13 @@ TEST_P(ServingEngineHealth, ReportsWorkAndProgress) {
     });
     ASSERT_TRUE(handle.ok());
     while (tokens.load() == 0) std::this_thread::yield();
+    // Held mid-step, the engine makes no progress: the clock runs from the last progress.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
     h = engine.health();
     EXPECT_TRUE(h.has_work);
-    EXPECT_GE(h.ms_since_progress, 0);
+    EXPECT_GE(h.ms_since_progress, 25);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    EXPECT_GT(engine.health().ms_since_progress, h.ms_since_progress) << "the clock must keep running while stuck";
     release.set_value();
     EXPECT_EQ((*handle)->wait().finish_reason, "length");
     engine.shutdown(false);  // joins the thread: its last snapshot is taken

@@ -1,0 +1,154 @@
+// The Scheduler without a model: a real Scheduler and OutputProcessor over a small host pool,
+// stepped with a fake runner that checks each plan against the pool and answers with scripted
+// tokens. Scheduler policy (admission, preemption, fairness, pins, quotas, cancellation) is
+// tested here in milliseconds; the engine tests check the same policy with a model's forward.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backend/kv_memory.h"
+#include "core/check.h"
+#include "engine/output_processor.h"
+#include "engine/scheduler.h"
+#include "engine/sequence_state.h"
+#include "test_vocab_builder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lazyattn::engine::testing_support {
+
+// 256 byte tokens and one end-of-generation token.
+inline const tokenizer::Tokenizer& byte_tokenizer() {
+    static const std::unique_ptr<tokenizer::Tokenizer> tok = [] {
+        auto d = tokenizer::testing_support::make_byte_vocab({{"<eos>", tokenizer::TokenType::kControl}}, {"a b"});
+        d.eos_id = 256;
+        auto tok = tokenizer::Tokenizer::from_vocab(d);
+        LA_CHECK_MSG(tok.ok(), "%s", tok.status().to_string().c_str());
+        return std::move(tok).value();
+    }();
+    return *tok;
+}
+constexpr int32_t kEos = 256;
+constexpr int32_t kVocab = 257;
+
+// What the fake runner answers for a sampling row: by default the letters a..z in turn (a
+// request's n-th token is 'a' + n % 26, whatever the batch around it).
+using TokenScript = std::function<int32_t(const SequenceState&)>;
+inline int32_t alphabet(const SequenceState& s) { return 'a' + s.num_generated % 26; }
+
+struct StepRecord {
+    int32_t rows = 0, decode_rows = 0;
+    std::set<uint64_t> tails;  // requests with a tail chunk in the step
+};
+
+class PolicyHarness {
+public:
+    explicit PolicyHarness(EngineConfig config, int32_t context_length = 4096)
+        : memory_(shape(config)),
+          scheduler_(facts(context_length), memory_, prepared(config)),
+          outputs_(byte_tokenizer(), scheduler_.context_length()) {}
+
+    Scheduler& scheduler() { return scheduler_; }
+
+    Expected<std::shared_ptr<RequestHandle>> add(RagRequest r) {
+        LA_RETURN_IF_ERROR(scheduler_.check_request(r));
+        auto h = std::make_shared<RequestHandle>(next_id_++);
+        LA_RETURN_IF_ERROR(scheduler_.enqueue(std::move(r), h));
+        return h;
+    }
+
+    // add() that must succeed (the test fails with the reason otherwise).
+    std::shared_ptr<RequestHandle> submit(RagRequest r) {
+        auto h = add(std::move(r));
+        if (!h.ok()) {
+            ADD_FAILURE() << "refused: " << h.status().to_string();
+            return std::make_shared<RequestHandle>(0);
+        }
+        return *h;
+    }
+
+    // One schedule -> fake run -> update; false when nothing moved.
+    bool step() {
+        const SchedulerOutput out = scheduler_.schedule();
+        if (out.empty()) return out.progressed;
+        const kv::KvShape& sh = memory_.shape();
+        const Status valid = out.batch.validate(sh.num_blocks, sh.block_size, kVocab);
+        EXPECT_TRUE(valid.ok()) << valid.to_string();
+        StepRecord rec{out.batch.num_rows(), out.num_decode_rows, {}};
+        ModelRunnerOutput ran;
+        size_t rows = 0;
+        for (const TailChunk& t : out.tails) rows += size_t(t.all_logits ? t.end - t.begin : 1);
+        logits_.assign(rows * kVocab, 0.0f);
+        size_t row = 0;
+        for (const TailChunk& t : out.tails) {
+            rec.tails.insert(t.seq->id);
+            TailResult r;
+            r.num_logit_rows = t.all_logits ? t.end - t.begin : 1;
+            r.logits = logits_.data() + row * kVocab;
+            row += size_t(r.num_logit_rows);
+            if (t.sample) r.token = script(*t.seq);
+            ran.tails.push_back(std::move(r));
+        }
+        steps.push_back(rec);
+        scheduler_.update(out, ran, outputs_);
+        return true;
+    }
+    void run_all(int max_steps = 100000) {
+        for (int i = 0; i < max_steps && step();) ++i;
+    }
+    // Every reference returned, the index and pins consistent.
+    void expect_pool_whole() {
+        scheduler_.check_integrity();
+        EXPECT_EQ(scheduler_.kv_cache().num_free(), scheduler_.kv_cache().pool().num_blocks());
+    }
+
+    TokenScript script = alphabet;
+    std::vector<StepRecord> steps;
+
+private:
+    static kv::KvShape shape(const EngineConfig& c) {
+        kv::KvShape s;
+        s.num_layers = 1;
+        s.num_kv_heads = 1;
+        s.head_dim = 4;
+        s.block_size = c.block_size;
+        s.num_blocks = c.kv_num_blocks;
+        return s;
+    }
+    static ModelFacts facts(int32_t context_length) { return {kVocab, context_length, "fake model", {}, 0}; }
+    static const EngineConfig& prepared(EngineConfig& c) {
+        c.check_integrity = true;
+        c.cache_hash_key = 7;
+        return c;
+    }
+
+    backend::HostKvMemory memory_;
+    Scheduler scheduler_;
+    OutputProcessor outputs_;
+    std::vector<float> logits_;
+    uint64_t next_id_ = 1;
+};
+
+inline std::vector<int32_t> letters(int n, int seed) {
+    std::vector<int32_t> t(n);
+    for (int i = 0; i < n; ++i) t[i] = 'A' + (seed * 7 + i * 3) % 26;
+    return t;
+}
+
+inline RagRequest request(std::vector<std::vector<int32_t>> docs, int tail_tokens, int max_tokens,
+                          const std::string& tenant = "", int seed = 1) {
+    RagRequest r;
+    r.tenant = tenant;
+    r.segments = std::move(docs);
+    r.tail = letters(tail_tokens, seed + 100);
+    r.max_tokens = max_tokens;
+    r.ignore_eos = false;
+    return r;
+}
+
+}  // namespace lazyattn::engine::testing_support

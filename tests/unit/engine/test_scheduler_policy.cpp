@@ -1,0 +1,240 @@
+// Scheduler policy without a model (policy_harness.h): admission, preemption, fairness, shared
+// segment jobs, pins and quotas, cancellation, the queue bound, and the finish reasons the
+// OutputProcessor gives. Each test runs in milliseconds.
+#include <algorithm>
+#include <map>
+
+#include "policy_harness.h"
+
+namespace lazyattn::engine {
+namespace {
+
+using testing_support::kEos;
+using testing_support::letters;
+using testing_support::PolicyHarness;
+using testing_support::request;
+
+EngineConfig config(int32_t num_blocks, int32_t block_size = 4, int32_t max_batch_tokens = 64) {
+    EngineConfig c;
+    c.cache_mode = CacheMode::kLazy;
+    c.block_size = block_size;
+    c.kv_num_blocks = num_blocks;
+    c.max_batch_tokens = max_batch_tokens;
+    return c;
+}
+
+std::string expected_letters(int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += char('a' + i % 26);
+    return s;
+}
+
+TEST(SchedulerPolicy, AdmitsFirstComeFirstServedUpToMaxNumSeqs) {
+    EngineConfig c = config(256);
+    c.max_num_seqs = 2;
+    PolicyHarness h(c);
+    std::vector<std::shared_ptr<RequestHandle>> hs;
+    for (int i = 0; i < 3; ++i) hs.push_back(h.submit(request({letters(8, i)}, 3, 4, "", i)));
+    ASSERT_TRUE(h.step());
+    EXPECT_GE(h.scheduler().find(hs[0]->id())->admit_step, 0);
+    EXPECT_GE(h.scheduler().find(hs[1]->id())->admit_step, 0);
+    EXPECT_LT(h.scheduler().find(hs[2]->id())->admit_step, 0) << "the third waits for a slot";
+    EXPECT_EQ(h.scheduler().stats().num_running, 2);
+    h.run_all();
+    for (auto& x : hs) {
+        const RagResult r = x->wait();
+        EXPECT_EQ(r.finish_reason, "length");
+        EXPECT_EQ(r.text, expected_letters(4));
+    }
+    h.expect_pool_whole();
+}
+
+TEST(SchedulerPolicy, PreemptsTheNewestWhenBlocksRunOutAndStillFinishesEveryRequest) {
+    // Each request alone needs 2 document + 16 tail blocks at its peak; 24 blocks cannot hold
+    // three at once, so decode growth preempts the newest, which recomputes later.
+    std::map<int, std::string> texts;
+    for (int32_t blocks : {1024, 24}) {
+        PolicyHarness h(config(blocks));
+        std::vector<std::shared_ptr<RequestHandle>> hs;
+        for (int i = 0; i < 3; ++i) hs.push_back(h.submit(request({letters(8, i)}, 4, 56, "", i)));
+        h.run_all();
+        for (size_t i = 0; i < hs.size(); ++i) {
+            const RagResult r = hs[i]->wait();
+            ASSERT_EQ(r.finish_reason, "length") << r.status.to_string();
+            EXPECT_EQ(r.text, expected_letters(56));
+        }
+        if (blocks == 24) {
+            EXPECT_GT(h.scheduler().stats().preemptions, 0);
+            // The first admitted is never the victim while newer ones run.
+            EXPECT_EQ(hs[0]->stats().preemptions, 0);
+        } else {
+            EXPECT_EQ(h.scheduler().stats().preemptions, 0);
+        }
+        h.expect_pool_whole();
+    }
+}
+
+TEST(SchedulerPolicy, ALongDocumentDoesNotHoldBackAShortPromptBehindIt) {
+    PolicyHarness h(config(1024, 4, 64));
+    auto long_h = h.submit(request({letters(2000, 1)}, 3, 2, "", 1));
+    ASSERT_TRUE(h.step());
+    auto short_h = h.submit(request({letters(12, 2)}, 3, 2, "", 2));
+    int steps = 0;
+    while (short_h->stats().num_generated == 0 && !short_h->finished() && h.step()) ++steps;
+    // The short prompt gets half the budget every step: 15 tokens take one step, a few at most.
+    EXPECT_LE(steps, 3);
+    EXPECT_FALSE(long_h->finished()) << "the long document should still be computing";
+    h.run_all();
+    EXPECT_EQ(long_h->wait().finish_reason, "length");
+    EXPECT_EQ(short_h->wait().finish_reason, "length");
+    h.expect_pool_whole();
+}
+
+TEST(SchedulerPolicy, DecodeRowsComeFirstAndPrefillIsCappedWhileDecoding) {
+    EngineConfig c = config(2048, 4, 256);
+    c.max_prefill_while_decoding = 32;
+    PolicyHarness h(c);
+    auto first = h.submit(request({letters(8, 1)}, 3, 40, "", 1));
+    while (first->stats().num_generated == 0 && h.step()) {
+    }
+    h.run_all(1);  // the first decode step
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(h.add(request({letters(300, 10 + i)}, 3, 2, "", 10 + i)).ok());
+    h.run_all();
+    int mixed = 0;
+    for (const auto& s : h.steps) {
+        if (s.decode_rows == 0) continue;
+        EXPECT_LE(s.rows - s.decode_rows, 32) << "prefill rows beside decode rows must stay under the cap";
+        mixed += s.rows > s.decode_rows;
+    }
+    EXPECT_GT(mixed, 0);
+    h.expect_pool_whole();
+}
+
+TEST(SchedulerPolicy, ADocumentSharedByConcurrentRequestsIsComputedOnce) {
+    PolicyHarness h(config(512));
+    const auto doc = letters(40, 3);
+    std::vector<std::shared_ptr<RequestHandle>> hs;
+    for (int i = 0; i < 4; ++i) hs.push_back(h.submit(request({doc, letters(8, 20 + i)}, 3, 2, "", i)));
+    h.run_all();
+    const SchedulerStats st = h.scheduler().stats();
+    EXPECT_EQ(st.segment_jobs, 5) << "one job for the shared document, one per private one";
+    for (auto& x : hs) EXPECT_EQ(x->wait().finish_reason, "length");
+    // A second wave finds every document cached.
+    auto again = h.submit(request({letters(8, 21), doc}, 3, 2, "", 9));
+    h.run_all();
+    EXPECT_EQ(again->wait().stats.segments_hit, 2);
+    h.expect_pool_whole();
+}
+
+TEST(SchedulerPolicy, PinsCountPerTenantRespectTheQuotaAndStayPrivate) {
+    EngineConfig c = config(200);
+    c.max_pinned_blocks_per_tenant = 12;
+    PolicyHarness h(c);
+    const auto a = letters(40, 4), b = letters(40, 5);  // 10 blocks each
+    ASSERT_TRUE(h.add(request({a, b}, 3, 1, "t1")).ok());
+    h.run_all();
+    EXPECT_EQ(h.scheduler().pin_document("t2", a).status().code(), StatusCode::kNotFound)
+        << "another tenant's document must not be pinnable";
+    ASSERT_TRUE(h.scheduler().pin_document("t1", a).ok());
+    ASSERT_TRUE(h.scheduler().pin_document("t1", a).ok()) << "a second pin of the same document costs nothing";
+    EXPECT_EQ(h.scheduler().num_pinned_blocks(), 10);
+    EXPECT_EQ(h.scheduler().pin_document("t1", b).status().code(), StatusCode::kResourceExhausted)
+        << "20 blocks is over the tenant's quota of 12";
+    const std::string id = h.scheduler().document_id("t1", a);
+    EXPECT_EQ(h.scheduler().unpin_document("t2", id).code(), StatusCode::kNotFound);
+    ASSERT_TRUE(h.scheduler().unpin_document("t1", id).ok());
+    EXPECT_EQ(h.scheduler().num_pinned_blocks(), 10) << "two pins need two unpins";
+    ASSERT_TRUE(h.scheduler().unpin_document("t1", id).ok());
+    EXPECT_EQ(h.scheduler().num_pinned_blocks(), 0);
+    h.expect_pool_whole();
+}
+
+TEST(SchedulerPolicy, PinsNeverTakeMoreThanTheirShareOfThePool) {
+    EngineConfig c = config(40);
+    c.max_pinned_fraction = 0.5;
+    PolicyHarness h(c);
+    const auto a = letters(48, 6), b = letters(48, 7);  // 12 blocks each
+    ASSERT_TRUE(h.add(request({a}, 3, 1)).ok());
+    ASSERT_TRUE(h.add(request({b}, 3, 1)).ok());
+    h.run_all();
+    ASSERT_TRUE(h.scheduler().pin_document("", a).ok());
+    EXPECT_EQ(h.scheduler().pin_document("", b).status().code(), StatusCode::kResourceExhausted)
+        << "24 pinned blocks would pass half of 40";
+    // A request needing more than the unpinned blocks is refused when added, naming the pins.
+    const Status st = h.add(request({letters(120, 8)}, 3, 8)).status();  // 30 + 3 > 40 - 12
+    EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(st.message().find("pinned"), std::string::npos) << st.message();
+    ASSERT_TRUE(h.scheduler().unpin_document("", h.scheduler().document_id("", a)).ok());
+    h.expect_pool_whole();
+}
+
+TEST(SchedulerPolicy, CancellingRunningAndWaitingRequestsReturnsEveryBlock) {
+    EngineConfig c = config(64);
+    c.max_num_seqs = 2;
+    PolicyHarness h(c);
+    std::vector<std::shared_ptr<RequestHandle>> hs;
+    for (int i = 0; i < 4; ++i) hs.push_back(h.submit(request({letters(20, 30 + i)}, 3, 100, "", i)));
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(h.step());
+    hs[0]->cancel();  // running
+    hs[3]->cancel();  // waiting
+    ASSERT_TRUE(h.step());
+    EXPECT_EQ(hs[0]->wait().finish_reason, "cancelled");
+    EXPECT_EQ(hs[3]->wait().finish_reason, "cancelled");
+    EXPECT_EQ(h.scheduler().find(hs[0]->id()), nullptr);
+    EXPECT_EQ(h.scheduler().stats().requests_cancelled, 2);
+    hs[1]->cancel();
+    hs[2]->cancel();
+    h.run_all();
+    EXPECT_TRUE(h.scheduler().idle());
+    h.expect_pool_whole();
+}
+
+TEST(SchedulerPolicy, AFullQueueRefusesAtOnceAndQueuesNothing) {
+    EngineConfig c = config(64);
+    c.max_queue = 2;
+    PolicyHarness h(c);
+    ASSERT_TRUE(h.add(request({letters(8, 1)}, 3, 2)).ok());
+    ASSERT_TRUE(h.add(request({letters(8, 2)}, 3, 2)).ok());
+    const Status st = h.add(request({letters(8, 3)}, 3, 2)).status();
+    EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+    EXPECT_EQ(h.scheduler().stats().num_waiting, 2);
+    h.run_all();
+    h.expect_pool_whole();
+}
+
+TEST(SchedulerPolicy, EndOfGenerationAndStopStringsFinishWithStopAndHoldBackNoText) {
+    PolicyHarness h(config(128));
+    h.script = [](const SequenceState& s) { return s.num_generated == 3 ? kEos : 'x' + s.num_generated; };
+    auto eos = h.submit(request({letters(8, 1)}, 3, 20));
+    RagRequest r = request({letters(8, 2)}, 3, 20);
+    r.stop = make_stop_strings({"yz"});
+    auto stop = h.submit(std::move(r));
+    RagRequest ignore = request({letters(8, 3)}, 3, 5);
+    ignore.ignore_eos = true;
+    auto ignored = h.submit(std::move(ignore));
+    h.run_all();
+    const RagResult a = eos->wait(), b = stop->wait(), c = ignored->wait();
+    EXPECT_EQ(a.finish_reason, "stop");
+    EXPECT_EQ(a.text, "xyz");
+    EXPECT_EQ(a.token_ids.back(), kEos);
+    EXPECT_EQ(b.finish_reason, "stop");
+    EXPECT_EQ(b.text, "x") << "the text before the stop string, nothing held back";
+    EXPECT_EQ(c.finish_reason, "length");
+    EXPECT_EQ(c.token_ids.size(), 5u);
+    h.expect_pool_whole();
+}
+
+TEST(SchedulerPolicy, AContextFullRequestEndsWithLength) {
+    PolicyHarness h(config(128), /*context_length=*/40);
+    auto x = h.submit(request({letters(20, 1)}, 4, 100));
+    h.run_all();
+    const RagResult r = x->wait();
+    EXPECT_EQ(r.finish_reason, "length");
+    // Positions 24..39 hold 16 generated tokens; the 17th is sampled from position 39's logits
+    // and ends the request, as it has no position left to be computed at.
+    EXPECT_EQ(int(r.token_ids.size()), 40 - 24 + 1);
+    h.expect_pool_whole();
+}
+
+}  // namespace
+}  // namespace lazyattn::engine
