@@ -29,30 +29,10 @@ Status EngineConfig::validate() const {
     return {};
 }
 
-namespace {
-
-uint64_t random_key() {
-    std::random_device rd;
-    return (uint64_t(rd()) << 32) ^ uint64_t(rd());
-}
-
-}  // namespace
-
 Scheduler::Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config)
-    : model_(model), config_(config), kv_memory_(kv_memory), kv_(kv_memory.shape()), pins_(kv_.pool().num_blocks()) {
-    const std::string& fingerprint = model.description;
-    const bool rotated = keys_stored_rotated(config.cache_mode);
-    const uint64_t key = config.cache_hash_key != 0 ? config.cache_hash_key : random_key();
-    segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", fingerprint, key);
-    tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", fingerprint, key);
-    prefix_seed_ = kv::hash_seed("prefix", fingerprint, key);
-    status_ = open_store();
-}
-
-ChainSeeds Scheduler::seeds_for(const std::string& tenant) const {
-    return {kv::hash_salt(segment_seed_, tenant), kv::hash_salt(tail_seed_, tenant),
-            kv::hash_salt(prefix_seed_, tenant)};
-}
+    : model_(model),
+      config_(config),
+      kv_(model.description, model.fingerprint, model.fingerprint_ms, kv_memory, config) {}
 
 Status Scheduler::validate(const RagRequest& r) const {
     const int32_t vocab = vocab_size(), ctx = context_length();
@@ -92,49 +72,10 @@ Status Scheduler::validate(const RagRequest& r) const {
     return r.sampling.validate();
 }
 
-int64_t Scheduler::blocks_needed(const RagRequest& r) const {
-    // Worst case for one request alone: every segment computed (twice for block-attn's copies),
-    // plus the tail grown to its last generated token.
-    const int32_t bs = kv_.block_size();
-    const int64_t ctx = context_length();
-    int64_t blocks = 0, total = int64_t(r.tail.size());
-    for (size_t d = 0; d < r.segments.size(); ++d) {
-        const int64_t n = (int64_t(r.segments[d].size()) + bs - 1) / bs;
-        if (segments_are_blocks(config_.cache_mode)) {
-            blocks += n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1);
-            blocks += (r.recompute_tokens(d, bs) + bs - 1) / bs;
-        }
-        total += int64_t(r.segments[d].size());
-    }
-    const int64_t tail = segments_are_blocks(config_.cache_mode) ? int64_t(r.tail.size()) : total;
-    const int64_t grown = std::min(tail + r.max_tokens, ctx);
-    return blocks + (grown + bs - 1) / bs;
-}
-
-Status Scheduler::check_fits(const RagRequest& r, const ChainSeeds& seeds) const {
-    int64_t need = blocks_needed(r);
-    const int32_t total = kv_.pool().num_blocks(), pinned = pins_.num_pinned();
-    if (pinned > 0 && segments_are_blocks(config_.cache_mode)) {
-        // The tenant's pinned documents are in the pool already (within the pinned blocks).
-        for (size_t d = 0; d < r.segments.size(); ++d) {
-            const auto& seg = r.segments[d];
-            if (seg.empty() || std::find(r.segments.begin(), r.segments.begin() + d, seg) != r.segments.begin() + d) {
-                continue;
-            }
-            need -= pins_.document_blocks(kv::hash_chain(seeds.segment, seg, kv_.block_size()).back());
-        }
-    }
-    if (need <= total - pinned) return {};
-    return resource_exhausted("request needs up to " + std::to_string(need) + " KV blocks but the whole pool has " +
-                              std::to_string(total) + ", of which " + std::to_string(pinned) +
-                              " are pinned by documents, leaving " + std::to_string(total - pinned) +
-                              " (raise --kv-cache-mb, unpin documents or shorten the request)");
-}
-
 void Scheduler::fit_default_max_tokens(RagRequest& r) const {
     if (!r.max_tokens_is_default || r.max_tokens <= 1) return;
-    const ChainSeeds seeds = seeds_for(r.tenant);
-    if (check_fits(r, seeds).ok()) return;
+    const ChainSeeds seeds = kv_.seeds_for(r.tenant);
+    if (kv_.check_fits(r, seeds, context_length()).ok()) return;
     // The largest default that fits (the blocks needed grow with max_tokens); none fitting leaves
     // it for check_request to refuse.
     const int32_t wanted = r.max_tokens;
@@ -142,16 +83,16 @@ void Scheduler::fit_default_max_tokens(RagRequest& r) const {
     while (hi - lo > 1) {
         const int32_t mid = lo + (hi - lo) / 2;
         r.max_tokens = mid;
-        (check_fits(r, seeds).ok() ? lo : hi) = mid;
+        (kv_.check_fits(r, seeds, context_length()).ok() ? lo : hi) = mid;
     }
     r.max_tokens = lo > 0 ? lo : wanted;
 }
 
 Status Scheduler::check_request(const RagRequest& request) const {
-    LA_RETURN_IF_ERROR(status_);
-    if (kv_.pool().num_blocks() == 0) return resource_exhausted("the KV pool has no blocks");
+    LA_RETURN_IF_ERROR(kv_.status());
+    if (kv_.num_blocks() == 0) return resource_exhausted("the KV pool has no blocks");
     LA_RETURN_IF_ERROR(validate(request));
-    return check_fits(request, seeds_for(request.tenant));
+    return kv_.check_fits(request, kv_.seeds_for(request.tenant), context_length());
 }
 
 Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits) {
@@ -160,7 +101,7 @@ Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> han
     }
     auto s = std::make_unique<SequenceState>();
     s->id = handle->id();
-    s->seeds = seeds_for(request.tenant);
+    s->seeds = kv_.seeds_for(request.tenant);
     s->handle = std::move(handle);
     s->want_all_tail_logits = want_all_tail_logits;
     s->sampler = std::make_unique<Sampler>(request.sampling);
@@ -179,7 +120,7 @@ Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> han
 }
 
 void Scheduler::finish(SequenceState& s, const std::string& reason, Status status) {
-    if (s.admitted) release_kv(s);
+    if (s.admitted) kv_.free(s);
     const double t_end = now_ms();
     RequestStats& st = s.stats;
     st.num_generated = s.num_generated;
@@ -191,8 +132,8 @@ void Scheduler::finish(SequenceState& s, const std::string& reason, Status statu
     if (s.request.prompt_logprobs >= 0) {
         s.handle->set_prompt_logprobs(std::move(s.prompt_logprobs), std::move(s.prompt_top_logprobs));
     }
-    if (documents_listener_ && documents_version_ != documents_version_heard_) {
-        documents_version_heard_ = documents_version_;
+    if (documents_listener_ && kv_.documents_version() != documents_version_heard_) {
+        documents_version_heard_ = kv_.documents_version();
         documents_listener_();
     }
     ++(reason == "cancelled" ? stats_.requests_cancelled
@@ -226,13 +167,13 @@ bool Scheduler::reap_cancelled() {
 bool Scheduler::fail_unfittable() {
     // Pins taken since a request was queued may have left it no room: fail it now rather than
     // let it block the queue's head forever. Pins change rarely, so check only after a change.
-    const uint64_t version = pins_.version();
+    const uint64_t version = kv_.pins_version();
     if (version == checked_pin_version_) return false;
     checked_pin_version_ = version;
     bool any = false;
     for (auto& s : waiting_) {
         if (s->handle->finished()) continue;
-        Status st = check_fits(s->request, s->seeds);
+        Status st = kv_.check_fits(s->request, s->seeds, context_length());
         if (st.ok()) continue;
         finish(*s, "error", std::move(st));
         any = true;
@@ -242,7 +183,7 @@ bool Scheduler::fail_unfittable() {
 }
 
 void Scheduler::preempt(SequenceState& s) {
-    release_kv(s);
+    kv_.free(s);
     s.tail_logits.clear();  // recomputed from the start
     ++s.stats.preemptions;
     ++stats_.preemptions;
@@ -265,12 +206,14 @@ SchedulerStats Scheduler::stats() const {
     s.steps = step_count_;
     s.num_waiting = int32_t(waiting_.size());
     s.num_running = int32_t(running_.size());
-    s.blocks_total = kv_.pool().num_blocks();
-    s.blocks_free = kv_.num_free();
-    s.blocks_used = kv_.num_used();
-    s.blocks_cached_free = kv_.num_cached_free();
-    s.blocks_pinned = pins_.num_pinned();
-    if (store_ != nullptr) s.store = store_->stats();
+    s.segment_jobs = kv_.num_jobs_started();
+    const kv::KvCache& cache = kv_.kv_cache();
+    s.blocks_total = cache.pool().num_blocks();
+    s.blocks_free = cache.num_free();
+    s.blocks_used = cache.num_used();
+    s.blocks_cached_free = cache.num_cached_free();
+    s.blocks_pinned = kv_.num_pinned_blocks();
+    if (kv_.segment_store() != nullptr) s.store = kv_.segment_store()->stats();
     return s;
 }
 
@@ -285,29 +228,13 @@ const SequenceState* Scheduler::find(uint64_t id) const {
 }
 
 void Scheduler::check_integrity() const {
-    kv_.check_integrity();
-    std::vector<int32_t> refs(kv_.pool().num_blocks(), 0);
+    std::vector<const SequenceState*> requests;
     for (const auto& s : running_) {
         LA_CHECK_MSG(s->admitted, "request %llu is running but not admitted", (unsigned long long)s->id);
-        for (kv::BlockId b : s->kv.held) ++refs[b];
+        requests.push_back(s.get());
     }
     for (const auto& s : waiting_) LA_CHECK_MSG(s->kv.held.empty(), "a waiting request holds blocks");
-    for (const auto& [id, job] : jobs_) {
-        LA_CHECK_MSG(job.num_users > 0, "segment job %lld has no users", (long long)id);
-        for (kv::BlockId b : job.blocks) ++refs[b];
-        for (kv::BlockId b : job.anchor_blocks) ++refs[b];
-    }
-    for (const auto& [tenant, docs] : documents_) {
-        for (const auto& [id, doc] : docs) {
-            LA_CHECK_MSG((doc.pin_count > 0) == !doc.pinned_blocks.empty(), "document %s: %d pins, %zu blocks",
-                         id.c_str(), doc.pin_count, doc.pinned_blocks.size());
-            for (kv::BlockId b : doc.pinned_blocks) ++refs[b];
-        }
-    }
-    for (kv::BlockId b = 0; b < kv_.pool().num_blocks(); ++b) {
-        LA_CHECK_MSG(refs[b] == kv_.pool().ref_count(b), "block %d: %d references held, pool counts %d", b, refs[b],
-                     kv_.pool().ref_count(b));
-    }
+    kv_.check_integrity(requests);
 }
 
 }  // namespace lazyattn::engine

@@ -1,240 +1,15 @@
-// Scheduler: admitting a request. Segments are looked up one by one under a seed that knows only
-// the model and the KV variant (so order never affects hits); a segment another admitted request
-// is still computing is joined, not computed twice; the rest become segment jobs in freshly
-// allocated blocks. Lookups take their references before anything is allocated, so allocation
-// (which may evict cached blocks) can never evict a block this request is about to reuse; and
-// nothing is allocated until the whole admission is known to fit.
+// Scheduler: admitting a request: its KV placed by the KvManager (or "does not fit": it waits),
+// then the admission's statistics.
 #include <algorithm>
 
-#include "core/check.h"
 #include "core/timer.h"
 #include "engine/scheduler.h"
 
 namespace lazyattn::engine {
-namespace {
-
-int32_t blocks_for(int64_t tokens, int32_t block_size) { return int32_t((tokens + block_size - 1) / block_size); }
-
-}  // namespace
-
-int64_t Scheduler::find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const {
-    for (const auto& [id, job] : jobs_) {
-        if (job.seed == seed && job.tokens == tokens) return id;
-    }
-    return -1;
-}
-
-kv::BlockHash Scheduler::segment_seed(const SequenceState& s, size_t d) const {
-    kv::BlockHash seed = s.seeds.segment;
-    if (s.request.anchor_tokens(d) > 0) {
-        // An anchored document's KV depends on the preamble it was encoded after.
-        const auto chain = kv::hash_chain(seed, s.request.segments[0], kv_.block_size());
-        seed = kv::hash_salt(chain.back(), "anchored");
-    }
-    if (!config_.position_aware_segments) return seed;
-    const int32_t where[1] = {s.kv.segments[d].logical_start};
-    return kv::hash_block(seed, where);
-}
-
-kv::BlockHash Scheduler::tail_seed(const SequenceState& s) const {
-    if (!segments_are_blocks(config_.cache_mode)) return s.seeds.prefix;
-    const kv::BlockHash seed = kv::hash_segment_list(s.seeds.tail, s.request.segments);
-    // The tail's KV depends on how it read the documents.
-    return s.request.reuse.is_plain() ? seed : kv::hash_salt(seed, s.request.reuse.name());
-}
-
-void Scheduler::match_segments(SequenceState& s, std::vector<size_t>* needs_job) {
-    const auto& segments = s.request.segments;
-    const int32_t bs = kv_.block_size();
-    ActiveRequest& ar = s.kv;
-    ar.segments.clear();
-    s.segment_jobs.clear();
-    needs_job->clear();
-    if (!segments_are_blocks(config_.cache_mode)) return;  // flattened into the tail
-    ar.segments.assign(segments.size(), {});
-    s.segment_jobs.assign(segments.size(), -1);
-    int32_t logical = 0;
-    for (size_t d = 0; d < segments.size(); ++d) {
-        ar.segments[d].num_tokens = int32_t(segments[d].size());
-        ar.segments[d].logical_start = logical;
-        ar.segments[d].stored_base = s.request.anchor_tokens(d);
-        logical += int32_t(segments[d].size());
-    }
-    // Join running jobs, match cached blocks (references taken); repeats are filled in later.
-    for (size_t d = 0; d < segments.size(); ++d) {
-        SegmentPlacement& place = ar.segments[d];
-        if (segments[d].empty() ||
-            std::find(segments.begin(), segments.begin() + d, segments[d]) != segments.begin() + d) {
-            continue;
-        }
-        const kv::BlockHash seed = segment_seed(s, d);
-        if (const int64_t job = find_job(seed, segments[d]); job >= 0) {
-            s.segment_jobs[d] = job;
-            ++jobs_[job].num_users;
-            place.blocks = jobs_[job].blocks;
-            for (kv::BlockId b : place.blocks) kv_.ref(b);
-            ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
-            continue;
-        }
-        place.blocks = kv_.match(seed, segments[d], place.num_tokens);
-        ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
-        if (int64_t(place.blocks.size()) * bs < place.num_tokens) needs_job->push_back(d);
-    }
-}
-
-void Scheduler::start_jobs(SequenceState& s, const std::vector<size_t>& needs_job) {
-    if (!segments_are_blocks(config_.cache_mode)) return;  // flattened into the tail
-    const auto& segments = s.request.segments;
-    const int32_t bs = kv_.block_size();
-    ActiveRequest& ar = s.kv;
-    // The misses become jobs in fresh blocks (the request and the job each hold a reference).
-    for (size_t d : needs_job) {
-        SegmentPlacement& place = ar.segments[d];
-        const int32_t num_present = int32_t(place.blocks.size());
-        const int32_t cached = num_present * bs;
-        auto fresh = kv_.allocate(blocks_for(place.num_tokens, bs) - num_present);
-        LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
-                     fresh.status().to_string().c_str());
-        place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
-        ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
-        if (load_segment(s, d, num_present)) {  // from a store tier: a hit, nothing to compute
-            s.admission.hits += 1;
-            s.admission.from_store += 1;
-            s.admission.reused += place.num_tokens;
-            continue;
-        }
-        s.admission.misses += 1;
-        s.admission.reused += cached;
-        s.admission.computed += place.num_tokens - cached;
-        SegmentJob job;
-        job.seed = segment_seed(s, d);
-        job.tokens = segments[d];
-        job.blocks = place.blocks;
-        job.num_computed = cached;
-        job.num_users = 1;
-        job.storable = store_ != nullptr && segment_storable(s, d);
-        job.store_variant = store::segment_variant(keys_stored_rotated(config_.cache_mode), s.request.tenant);
-        for (kv::BlockId b : job.blocks) kv_.ref(b);
-        if (const int32_t anchor = s.request.anchor_tokens(d); anchor > 0) {
-            // Segment 0 (the preamble) was matched or made a job before any document.
-            job.anchor_tokens = anchor;
-            job.anchor_blocks = ar.segments[0].blocks;
-            for (kv::BlockId b : job.anchor_blocks) kv_.ref(b);
-            job.anchor_job = s.segment_jobs[0];
-            if (job.anchor_job >= 0) ++jobs_.at(job.anchor_job).num_users;
-        }
-        s.segment_jobs[d] = next_job_id_;
-        jobs_.emplace(next_job_id_++, std::move(job));
-        ++stats_.segment_jobs;
-    }
-    for (size_t d = 0; d < segments.size(); ++d) {
-        if (segments[d].empty()) continue;
-        const size_t first = size_t(std::find(segments.begin(), segments.end(), segments[d]) - segments.begin());
-        if (first == d) {
-            // Not a job: cached or joined, so a hit.
-            if (std::find(needs_job.begin(), needs_job.end(), d) != needs_job.end()) continue;
-            s.admission.hits += 1;
-            s.admission.reused += int32_t(segments[d].size());
-            continue;
-        }
-        // A repeat reads the first occurrence's blocks (a hit too).
-        s.admission.hits += 1;
-        s.admission.reused += int32_t(segments[d].size());
-        SegmentPlacement& place = ar.segments[d];
-        place.blocks = ar.segments[first].blocks;
-        s.segment_jobs[d] = s.segment_jobs[first];
-        if (s.segment_jobs[d] >= 0) ++jobs_[s.segment_jobs[d]].num_users;
-        for (kv::BlockId b : place.blocks) kv_.ref(b);
-        ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
-    }
-}
-
-void Scheduler::match_tail(SequenceState& s) {
-    ActiveRequest& ar = s.kv;
-    const kv::BlockHash seed = tail_seed(s);
-    if (segments_are_blocks(config_.cache_mode)) {
-        ar.tail_start = 0;
-        for (const auto& seg : s.request.segments) ar.tail_start += int32_t(seg.size());
-    }
-    ar.num_tail_computed = 0;
-    ar.num_prompt_tail = int32_t(ar.tail_tokens.size());
-    // Cached tail blocks have no logits: a request that wants every tail row (raw logits or
-    // prompt logprobs) computes them all.
-    if (config_.cache_mode != CacheMode::kNone && !s.all_tail_rows()) {
-        // At least the last prompt token is computed: its logits start generation.
-        ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail - 1);
-        ar.held.insert(ar.held.end(), ar.tail_blocks.begin(), ar.tail_blocks.end());
-        ar.num_tail_computed = int32_t(ar.tail_blocks.size()) * kv_.block_size();
-    }
-}
-
-int64_t Scheduler::fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job) const {
-    const int32_t bs = kv_.block_size();
-    const ActiveRequest& ar = s.kv;
-    int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
-    for (size_t d : needs_job)
-        fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
-    for (size_t d = 0; d < ar.segments.size(); ++d) fresh += blocks_for(s.request.recompute_tokens(d, bs), bs);
-    if (config_.cache_mode == CacheMode::kBlockAttn && !running_.empty()) {
-        // Room for the private copies too, or requests would preempt each other in turn as
-        // their copies are made.
-        for (const auto& place : ar.segments) fresh += blocks_for(place.num_tokens, bs);
-    }
-    return fresh;
-}
-
-void Scheduler::start_patches(SequenceState& s) {
-    ActiveRequest& ar = s.kv;
-    ar.num_patch_tokens = ar.num_patch_computed = 0;
-    if (!segments_are_blocks(config_.cache_mode)) return;
-    for (size_t d = 0; d < ar.segments.size(); ++d) {
-        SegmentPlacement& place = ar.segments[d];
-        place.patch_tokens = s.request.recompute_tokens(d, kv_.block_size());
-        if (place.patch_tokens == 0) continue;
-        auto fresh = kv_.allocate(blocks_for(place.patch_tokens, kv_.block_size()));
-        LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
-                     fresh.status().to_string().c_str());
-        place.patch_blocks = std::move(fresh).value();
-        ar.held.insert(ar.held.end(), place.patch_blocks.begin(), place.patch_blocks.end());
-        ar.num_patch_tokens += place.patch_tokens;
-    }
-}
-
-bool Scheduler::ensure_tail_capacity(SequenceState& s, int32_t num_tokens) {
-    ActiveRequest& ar = s.kv;
-    const int32_t need = blocks_for(num_tokens, kv_.block_size()) - int32_t(ar.tail_blocks.size());
-    if (need <= 0) return true;
-    auto fresh = kv_.allocate(need);
-    if (!fresh.ok()) return false;
-    ar.tail_blocks.insert(ar.tail_blocks.end(), fresh->begin(), fresh->end());
-    ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
-    return true;
-}
 
 bool Scheduler::try_admit(SequenceState& s) {
-    ActiveRequest& ar = s.kv;
-    ar = ActiveRequest();
-    if (segments_are_blocks(config_.cache_mode)) {
-        ar.tail_tokens = s.request.tail;
-    } else {  // prefix, none: one causal sequence over the flattened prompt
-        for (const auto& seg : s.request.segments) ar.tail_tokens.insert(ar.tail_tokens.end(), seg.begin(), seg.end());
-        ar.tail_tokens.insert(ar.tail_tokens.end(), s.request.tail.begin(), s.request.tail.end());
-    }
-    // Tokens generated before a preemption are recomputed as part of the tail.
-    s.admission = {};
-    ar.tail_tokens.insert(ar.tail_tokens.end(), s.history.end() - s.num_generated, s.history.end());
-    std::vector<size_t> needs_job;
-    match_segments(s, &needs_job);
-    match_tail(s);
-    // Allocation evicts cached blocks, so allocate only once the whole admission is known to
-    // fit: a request that must keep waiting never flushes the cache.
-    if (fresh_blocks_needed(s, needs_job) > kv_.num_free()) {
-        release_kv(s);
-        return false;
-    }
-    start_jobs(s, needs_job);
-    start_patches(s);
-    LA_CHECK(ensure_tail_capacity(s, ar.num_prompt_tail));
+    if (!kv_.allocate(s, !running_.empty())) return false;
+    const ActiveRequest& ar = s.kv;
     s.admitted = true;
     s.admit_order = next_admit_order_++;
     const bool first_admission = s.admit_step < 0;
@@ -242,7 +17,7 @@ bool Scheduler::try_admit(SequenceState& s) {
         s.admit_step = step_count_;
         s.t_admit = now_ms();
     }
-    note_documents(s);
+    kv_.note_documents(s);
     RequestStats& st = s.stats;
     // What the request found cached is decided when it first arrives: after a preemption it is
     // re-admitted against blocks it computed itself, so counting those again would report more
@@ -255,76 +30,12 @@ bool Scheduler::try_admit(SequenceState& s) {
     }
     st.prefill_tokens += s.admission.computed + ar.num_prompt_tail - ar.num_tail_computed + ar.num_patch_tokens;
     st.recomputed_tokens += ar.num_patch_tokens;
-    st.peak_blocks = std::max(st.peak_blocks, kv_.num_used());
+    st.peak_blocks = std::max(st.peak_blocks, kv_.kv_cache().num_used());
     stats_.prompt_tokens_reused += s.admission.reused + ar.num_tail_computed;
     stats_.segment_hits += s.admission.hits;
     stats_.segment_misses += s.admission.misses;
     stats_.segment_store_hits += s.admission.from_store;
     return true;
-}
-
-Status Scheduler::materialize_copies(SequenceState& s) {
-    // Block-Attention: a private copy of every segment's KV, keys re-rotated by delta =
-    // logical_start - stored_base (R(delta) R(b + i) k = R(logical_start + i) k); attention is
-    // then plain (delta 0). The
-    // request reads only its copy; the cached original returns to the cache. The copy itself is
-    // memory work: it joins this step's plan (pending_copies_), and the model's forward has the
-    // backend make it before any of the step's rows are stored, so the original's content is
-    // read before anything allocated after its release can overwrite it.
-    for (SegmentPlacement& place : s.kv.segments) {
-        if (place.num_tokens == 0 || place.private_copy) continue;
-        auto copy = kv_.allocate(int32_t(place.blocks.size()));
-        if (!copy.ok()) return copy.status();
-        s.kv.held.insert(s.kv.held.end(), copy->begin(), copy->end());
-        pending_copies_.push_back(
-            {s.id, {place.blocks, *copy, place.num_tokens, place.logical_start - place.stored_base}});
-        for (kv::BlockId b : place.blocks) s.kv.held.erase(std::find(s.kv.held.begin(), s.kv.held.end(), b));
-        kv_.release(place.blocks);
-        place.blocks = std::move(copy).value();
-        place.stored_base = place.logical_start;
-        place.private_copy = true;
-    }
-    return {};
-}
-
-void Scheduler::drop_job(int64_t job_id) {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end() || --it->second.num_users > 0) return;
-    // Nobody needs the unfinished segment any more: drop the job and its blocks.
-    const int64_t anchor_job = it->second.anchor_job;
-    kv_.release(it->second.blocks);
-    kv_.release(it->second.anchor_blocks);
-    jobs_.erase(it);
-    if (anchor_job >= 0) drop_job(anchor_job);
-}
-
-void Scheduler::release_kv(SequenceState& s) {
-    // Tail first, then segments from last to first, each chain from its end (KvCache::release):
-    // eviction then takes a request's least reusable blocks first, never a document's head
-    // before its end. `held` is the same references as a multiset.
-    size_t released = s.kv.tail_blocks.size();
-    kv_.release(s.kv.tail_blocks);
-    for (auto it = s.kv.segments.rbegin(); it != s.kv.segments.rend(); ++it) {
-        kv_.release(it->patch_blocks);
-        kv_.release(it->blocks);
-        released += it->blocks.size() + it->patch_blocks.size();
-    }
-    LA_CHECK_MSG(released == s.kv.held.size(), "released %zu blocks of %zu held", released, s.kv.held.size());
-    s.kv.held.clear();
-    // Copies planned into blocks just released are moot (and must not write them any more).
-    pending_copies_.erase(
-        std::remove_if(pending_copies_.begin(), pending_copies_.end(), [&](const auto& c) { return c.first == s.id; }),
-        pending_copies_.end());
-    // Later segments first: an anchored document's job lets go of its preamble's job.
-    for (auto j = s.segment_jobs.rbegin(); j != s.segment_jobs.rend(); ++j) {
-        const int64_t job_id = *j;
-        *j = -1;
-        if (job_id >= 0) drop_job(job_id);
-    }
-    s.kv.segments.clear();
-    s.kv.tail_blocks.clear();
-    s.admitted = false;
-    s.materialized = false;
 }
 
 }  // namespace lazyattn::engine

@@ -147,9 +147,9 @@ SchedulerOutput Scheduler::plan_step() {
 
 void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
     std::vector<PrefillItem> items;
-    for (auto& [id, job] : jobs_) {
+    for (const auto& [id, job] : kv_.jobs()) {
         // An anchored document waits for its preamble's job (which, older, comes first).
-        if (job.done() || (job.anchor_job >= 0 && jobs_.count(job.anchor_job) > 0)) continue;
+        if (job.done() || (job.anchor_job >= 0 && kv_.jobs().count(job.anchor_job) > 0)) continue;
         items.push_back({id, nullptr, job.num_computed, int32_t(job.tokens.size()) - job.num_computed});
     }
     for (auto& s : running_) {
@@ -175,7 +175,7 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
             plan.tails.push_back(tail_chunk(*it.seq, it.done, it.done + it.take, it.seq->all_tail_rows()));
             continue;
         }
-        const SegmentJob& job = jobs_.at(it.job_id);
+        const SegmentJob& job = kv_.jobs().at(it.job_id);
         const std::vector<int32_t> chunk(job.tokens.begin() + it.done, job.tokens.begin() + it.done + it.take);
         if (job.anchor_tokens > 0) {
             add_anchored_sequence(plan.batch, chunk, it.done, job.blocks, {job.anchor_blocks, job.anchor_tokens},

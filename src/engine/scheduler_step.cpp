@@ -26,12 +26,12 @@ bool Scheduler::admit_waiting() {
     while (!waiting_.empty() && int32_t(running_.size()) < config_.max_num_seqs) {
         SequenceState& s = *waiting_.front();
         if (!try_admit(s)) {
-            if (!running_.empty() || !jobs_.empty()) break;  // first come, first served: it waits for room
+            if (!running_.empty() || !kv_.jobs().empty()) break;  // first come, first served: it waits for room
             // Nothing runs, so nothing will free blocks: waiting would be forever.
             finish(s, "error",
                    resource_exhausted("request does not fit the KV blocks left free by pinned documents (" +
-                                      std::to_string(pins_.num_pinned()) + " of " +
-                                      std::to_string(kv_.pool().num_blocks()) + " pinned)"));
+                                      std::to_string(kv_.num_pinned_blocks()) + " of " +
+                                      std::to_string(kv_.num_blocks()) + " pinned)"));
             waiting_.pop_front();
             progressed = true;
             continue;
@@ -48,7 +48,7 @@ void Scheduler::make_decode_room() {
     for (size_t i = 0; i < running_.size(); ++i) {
         SequenceState& s = *running_[i];
         if (!s.prompt_done() || s.kv.num_tail_computed >= int32_t(s.kv.tail_tokens.size())) continue;
-        while (!ensure_tail_capacity(s, int32_t(s.kv.tail_tokens.size()))) {
+        while (!kv_.grow_tail(s, int32_t(s.kv.tail_tokens.size()))) {
             if (!preempt_for(&s)) break;  // s itself was the newest: it waits
         }
         if (i >= running_.size() || running_[i].get() != &s) i = size_t(-1);  // the list changed: rescan
@@ -60,7 +60,7 @@ void Scheduler::make_block_attn_copies() {
     for (size_t i = 0; i < running_.size(); ++i) {
         SequenceState& s = *running_[i];
         if (s.materialized || !s.segments_ready()) continue;
-        while (!materialize_copies(s).ok()) {
+        while (!kv_.make_private_copies(s).ok()) {
             if (!preempt_for(&s)) break;
         }
         if (i < running_.size() && running_[i].get() == &s && s.admitted)
@@ -86,8 +86,7 @@ SchedulerOutput Scheduler::schedule() {
 
     SchedulerOutput out = plan_step();
     // Block-attn's copies made this step run in its forward, before any row is stored.
-    for (auto& [id, copy] : pending_copies_) out.batch.kv_copies.push_back(std::move(copy));
-    pending_copies_.clear();
+    out.batch.kv_copies = kv_.take_copies();
     out.progressed = progressed || !out.empty();
     return out;
 }
@@ -106,7 +105,8 @@ void Scheduler::update(const SchedulerOutput& out, const ModelRunnerOutput& ran,
         kind.forward_ms += ran.forward_ms;
     }
     ++stats_.batch_rows[bucket(out.batch.num_rows())];
-    for (auto& s : running_) s->stats.peak_blocks = std::max(s->stats.peak_blocks, kv_.num_used());
+    const int32_t used = kv_.kv_cache().num_used();
+    for (auto& s : running_) s->stats.peak_blocks = std::max(s->stats.peak_blocks, used);
 
     for (const JobChunk& r : out.jobs) on_job_progress(r.job_id, r.n);
     for (const PatchChunk& r : out.patches) {
@@ -133,10 +133,7 @@ void Scheduler::update(const SchedulerOutput& out, const ModelRunnerOutput& ran,
             // Published before the first token, so a stream can echo the prompt with them.
             s.handle->set_prompt_logprobs(s.prompt_logprobs, s.prompt_top_logprobs);
         }
-        if (was_prompt && s.prompt_done() && config_.cache_mode != CacheMode::kNone) {
-            kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail),
-                        s.kv.tail_blocks, false);
-        }
+        if (was_prompt && s.prompt_done()) kv_.publish_tail(s);
         if (!s.prompt_done()) continue;
         if (!t.sample) {  // nothing more to generate (max_tokens reached, or 0)
             outputs.flush(s);
@@ -158,25 +155,14 @@ void Scheduler::update(const SchedulerOutput& out, const ModelRunnerOutput& ran,
 }
 
 void Scheduler::on_job_progress(int64_t job_id, int32_t n) {
-    auto it = jobs_.find(job_id);
-    LA_CHECK(it != jobs_.end());
-    SegmentJob& job = it->second;
-    job.num_computed += n;
     stats_.prompt_tokens_computed += n;
     stats_.segment_job_tokens += n;
-    if (!job.done()) return;
-    kv_.publish(job.seed, job.tokens, job.blocks, true);
-    if (job.storable) store_segment(job.store_variant, job.tokens, job.blocks);
-    for (auto& s : running_) {
+    if (!kv_.advance_job(job_id, n)) return;
+    for (auto& s : running_) {  // their segment's KV is ready
         for (int64_t& j : s->segment_jobs) {
             if (j == job_id) j = -1;
         }
     }
-    kv_.release(job.blocks);  // the users keep their own references
-    kv_.release(job.anchor_blocks);
-    const int64_t anchor_job = job.anchor_job;
-    jobs_.erase(it);
-    if (anchor_job >= 0) drop_job(anchor_job);  // finished first, so normally gone already
 }
 
 }  // namespace lazyattn::engine

@@ -1,4 +1,4 @@
-// Scheduler: the document registry behind /v1/documents, one per tenant. A document is a segment
+// KvManager: the document registry behind /v1/documents, one per tenant. A document is a segment
 // known by a keyed hash of its content under the tenant's seed; pinning holds references on its
 // blocks so eviction never takes it. Pins are counted (each pin needs its unpin) and capped: all
 // pins together at max_pinned_fraction of the pool, one account's (an API key's, over all its
@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "core/timer.h"
-#include "engine/scheduler.h"
+#include "engine/kv_manager.h"
 #include "engine/tenant.h"
 
 namespace lazyattn::engine {
@@ -30,15 +30,15 @@ int32_t blocks_for(int64_t tokens, int32_t block_size) { return int32_t((tokens 
 
 }  // namespace
 
-std::string Scheduler::document_id(const std::string& tenant, const std::vector<int32_t>& tokens) const {
+std::string KvManager::document_id(const std::string& tenant, const std::vector<int32_t>& tokens) const {
     return id_of(chain_end(seeds_for(tenant).segment, tokens, kv_.block_size()));
 }
 
-DocumentInfo Scheduler::info(const std::string& id, const DocumentEntry& e) const {
+DocumentInfo KvManager::info(const std::string& id, const DocumentEntry& e) const {
     return {id, int32_t(e.tokens.size()), e.pin_count > 0, e.pin_count, e.last_used_ms};
 }
 
-void Scheduler::note_documents(const SequenceState& s) {
+void KvManager::note_documents(const SequenceState& s) {
     // Anchored documents are cached per preamble, not under the registry's seed: not listed.
     if (!segments_are_blocks(config_.cache_mode) || s.request.reuse.anchored) return;
     const auto& segments = s.request.segments;
@@ -57,7 +57,7 @@ void Scheduler::note_documents(const SequenceState& s) {
     if (num_document_entries_ > 2 * int64_t(kv_.pool().num_blocks()) + 64) prune_documents();
 }
 
-void Scheduler::prune_documents() {
+void KvManager::prune_documents() {
     for (auto t = documents_.begin(); t != documents_.end();) {
         const kv::BlockHash seed = seeds_for(t->first).segment;
         for (auto it = t->second.begin(); it != t->second.end();) {
@@ -72,7 +72,7 @@ void Scheduler::prune_documents() {
     }
 }
 
-Status Scheduler::check_pin_room(const std::string& tenant, int32_t num_new) const {
+Status KvManager::check_pin_room(const std::string& tenant, int32_t num_new) const {
     const int32_t total = kv_.pool().num_blocks(), pinned = pins_.num_pinned();
     const int32_t cap = int32_t(config_.max_pinned_fraction * total);
     if (pinned + num_new > cap) {
@@ -92,7 +92,7 @@ Status Scheduler::check_pin_room(const std::string& tenant, int32_t num_new) con
     return {};
 }
 
-Expected<DocumentInfo> Scheduler::pin_document(const std::string& tenant, const std::vector<int32_t>& tokens) {
+Expected<DocumentInfo> KvManager::pin_document(const std::string& tenant, const std::vector<int32_t>& tokens) {
     if (!segments_are_blocks(config_.cache_mode)) {
         return unsupported(std::string("documents are cached as segments only in the lazy, lazy-k and block-attn "
                                        "cache modes (this engine runs '") +
@@ -138,7 +138,7 @@ Expected<DocumentInfo> Scheduler::pin_document(const std::string& tenant, const 
     return info(id, e);
 }
 
-Status Scheduler::unpin_document(const std::string& tenant, const std::string& id) {
+Status KvManager::unpin_document(const std::string& tenant, const std::string& id) {
     auto t = documents_.find(tenant);
     if (t == documents_.end()) return not_found("no pinned document " + id);
     auto it = t->second.find(id);
@@ -152,7 +152,7 @@ Status Scheduler::unpin_document(const std::string& tenant, const std::string& i
     return {};
 }
 
-std::vector<DocumentInfo> Scheduler::list_documents(const std::string& tenant) {
+std::vector<DocumentInfo> KvManager::list_documents(const std::string& tenant) {
     std::vector<DocumentInfo> out;
     auto t = documents_.find(tenant);
     if (t == documents_.end()) return out;
@@ -172,7 +172,7 @@ std::vector<DocumentInfo> Scheduler::list_documents(const std::string& tenant) {
     return out;
 }
 
-std::map<std::string, std::vector<DocumentInfo>> Scheduler::list_all_documents() {
+std::map<std::string, std::vector<DocumentInfo>> KvManager::list_all_documents() {
     std::vector<std::string> tenants;
     for (const auto& [tenant, entries] : documents_) tenants.push_back(tenant);
     std::map<std::string, std::vector<DocumentInfo>> out;
@@ -182,7 +182,7 @@ std::map<std::string, std::vector<DocumentInfo>> Scheduler::list_all_documents()
     return out;
 }
 
-std::optional<std::vector<int32_t>> Scheduler::document_tokens(const std::string& tenant, const std::string& id) const {
+std::optional<std::vector<int32_t>> KvManager::document_tokens(const std::string& tenant, const std::string& id) const {
     auto t = documents_.find(tenant);
     if (t == documents_.end()) return std::nullopt;
     auto it = t->second.find(id);
