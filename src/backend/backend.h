@@ -15,6 +15,7 @@
 #include "backend/kv_memory.h"
 #include "core/status.h"
 #include "kernels/params/attention_params.h"
+#include "kernels/params/attention_step.h"
 #include "kernels/params/matmul_params.h"
 #include "kernels/params/rope_params.h"
 
@@ -124,6 +125,13 @@ public:
         }
     }
     virtual void rope_apply(const kernels::RopeApplyParams& p) = 0;
+    // Plans the step's attention once, before the layers (the layout every layer's call
+    // shares); each call with AttentionParams::planned then runs that plan. Backends without a
+    // plan ignore it (each call plans for itself).
+    virtual Status plan_attention(const kernels::AttentionStep& step) {
+        (void)step;
+        return {};
+    }
     virtual void attention(const kernels::AttentionParams& p) = 0;
 
     // The KV pool in this backend's memory, or kResourceExhausted naming the size when it
@@ -143,6 +151,13 @@ public:
         return nullptr;
     }
     virtual void embedding_lookup(const EmbeddingParams& p) = 0;
+    // Greedy sampling where the logits live (a device backend): tokens[r] (host memory) = the
+    // first index of the largest of logits[r, 0:vocab_size) (backend memory), so a step
+    // downloads one id per row instead of its logits. Only where device_argmax() is true.
+    virtual bool device_argmax() const { return false; }
+    virtual void argmax_rows(const float* logits, int32_t num_rows, int32_t vocab_size, int32_t* tokens) {
+        (void)logits, (void)num_rows, (void)vocab_size, (void)tokens;
+    }
     // Waits until every op issued so far has finished (a no-op where ops run synchronously).
     virtual void synchronize() {}
 };

@@ -44,10 +44,26 @@ ModelRunner::ModelRunner(model::Model& model, const EngineConfig& config)
 
 ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
     ModelRunnerOutput out;
+    // Where every row with logits is a plain greedy choice (or unused), the backend may pick the
+    // tokens where the logits live and return one id per row.
+    bool greedy = !step.tails.empty();
+    for (const TailChunk& t : step.tails) {
+        greedy &= !t.all_logits && (!t.sample || t.seq->request.sampling.plain_greedy());
+    }
     const double t0 = now_ms();
-    const Status st = model_.forward(step.batch, *kv_memory_, &logits_);
+    const Status st = model_.forward(step.batch, *kv_memory_, &logits_, greedy ? &greedy_tokens_ : nullptr);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
     out.forward_ms = now_ms() - t0;
+    if (greedy && !greedy_tokens_.empty()) {
+        LA_CHECK(greedy_tokens_.size() == step.tails.size());
+        ++num_device_sampled_steps_;
+        out.tails.resize(step.tails.size());
+        for (size_t i = 0; i < step.tails.size(); ++i) {
+            out.tails[i].num_logit_rows = 1;
+            if (step.tails[i].sample) out.tails[i].token = greedy_tokens_[i];
+        }
+        return out;
+    }
 
     const int32_t vocab = model_.config().vocab_size;
     size_t row = 0;

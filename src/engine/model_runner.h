@@ -29,6 +29,8 @@ public:
     ModelRunnerOutput run(const SchedulerOutput& step);
 
     backend::KvMemory& kv_memory() { return *kv_memory_; }
+    // Steps whose tokens the backend sampled where the logits live (no logits downloaded).
+    int64_t num_device_sampled_steps() const { return num_device_sampled_steps_; }
     model::Model& model() { return model_; }
 
 private:
@@ -36,6 +38,8 @@ private:
     Status status_;
     std::unique_ptr<backend::KvMemory> kv_memory_;  // never null
     std::vector<float> logits_;                     // reused across steps
+    std::vector<int32_t> greedy_tokens_;            // one per logit row, when sampled on the device
+    int64_t num_device_sampled_steps_ = 0;
 };
 
 }  // namespace lazyattn::engine

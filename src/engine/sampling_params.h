@@ -32,6 +32,12 @@ struct SamplingParams {
     static constexpr int32_t kMaxLogprobs = 20;
 
     Status validate() const;
+    // The next token is the argmax of the raw logits: greedy, nothing changes the logits, no
+    // logprobs asked (what a device backend may sample where the logits live).
+    bool plain_greedy() const {
+        return temperature <= 0.0f && repetition_penalty == 1.0f && presence_penalty == 0.0f &&
+               frequency_penalty == 0.0f && logit_bias.empty() && logprobs < 0;
+    }
 };
 
 }  // namespace lazyattn::engine

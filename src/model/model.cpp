@@ -149,7 +149,8 @@ Status Model::upload_plan(const ForwardBatch& batch, StepPlan* plan) {
     return {};
 }
 
-Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits) {
+Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
+                      std::vector<int32_t>* greedy_tokens) {
     const kv::KvShape& shape = kv.shape();
     if (shape.num_layers != config_.num_layers || shape.num_kv_heads != config_.num_kv_heads ||
         shape.head_dim != config_.head_dim) {
@@ -176,6 +177,22 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     LA_RETURN_IF_ERROR(up_.reserve(be, n * config_.ffn_dim));
     StepPlan plan{};
     LA_RETURN_IF_ERROR(upload_plan(batch, &plan));
+    // Once per step: every layer's attention shares the layout.
+    kernels::AttentionStep step;
+    step.seqs = batch.seqs.data();
+    step.num_seqs = int32_t(batch.seqs.size());
+    step.spans = batch.spans.data();
+    step.num_spans = int32_t(batch.spans.size());
+    step.block_ids = batch.block_ids.data();
+    step.num_block_ids = int32_t(batch.block_ids.size());
+    step.q_pos = batch.positions.data();
+    step.num_rows = n;
+    step.num_heads = config_.num_heads;
+    step.num_kv_heads = config_.num_kv_heads;
+    step.head_dim = config_.head_dim;
+    step.block_size = shape.block_size;
+    step.kv_dtype = shape.dtype;
+    LA_RETURN_IF_ERROR(be.plan_attention(step));
 
     const Linear& embd = weights_.token_embd;
     const void* embd_prepared = weights_.lm_head.out_dim == 0 ? embd.prepared.get() : embedding_prepared_.get();
@@ -189,7 +206,11 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     LA_RETURN_IF_ERROR(normed_.reserve(be, num_out * hidden));
     be.gather_rows(x_.data(), plan.logit_rows, int32_t(num_out), hidden, gathered_.data());
     be.rmsnorm(gathered_.data(), output_norm_, normed_.data(), num_out, hidden, config_.norm_eps);
-    logits->resize(num_out * config_.vocab_size);
+    // Greedy rows sampled where the logits are: one id per row comes back, not the logits
+    // (the final soft-cap is monotonic, so it cannot change the argmax).
+    const bool on_device = greedy_tokens != nullptr && be.device_argmax() && !be.host_memory();
+    if (greedy_tokens != nullptr) greedy_tokens->clear();
+    logits->resize(on_device ? 0 : num_out * config_.vocab_size);
     // A host-memory backend writes the logits in place; any other writes its own array, read back.
     float* out = logits->data();
     if (!be.host_memory()) {
@@ -197,7 +218,10 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
         out = logits_.data();
     }
     if (num_out > 0) be.matmul(weights_.output().params(normed_.data(), out, num_out));
-    if (!be.host_memory() && num_out > 0) {
+    if (on_device && num_out > 0) {
+        greedy_tokens->resize(size_t(num_out));
+        be.argmax_rows(out, int32_t(num_out), config_.vocab_size, greedy_tokens->data());
+    } else if (!be.host_memory() && num_out > 0) {
         be.download(logits->data(), out, sizeof(float) * logits->size());
     }
     be.synchronize();
@@ -267,6 +291,7 @@ void Model::run_attention(int32_t layer, const ForwardBatch& batch, const StepPl
     ap.sliding_window = c.is_sliding(layer) ? c.sliding_window : 0;
     ap.max_queries_per_seq = plan.max_queries_per_seq;
     ap.max_kv_tokens = plan.max_kv_tokens;
+    ap.planned = true;
     be.attention(ap);
 
     be.matmul(w.wo.params(attn_.data(), h_.data(), n));

@@ -43,7 +43,11 @@ public:
     // `kv` (the backend's pool) at its slot, attends as the plan says and returns logits for
     // batch.logit_rows in `logits` ([logit_rows.size(), vocab]). A plan of copies only returns
     // no logits.
-    Status forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits);
+    // `greedy_tokens` (optional): every logit row is greedy, so a backend that can sample where
+    // the logits live (Backend::device_argmax) fills it with one token per logit row and leaves
+    // `logits` empty; otherwise it stays empty and `logits` holds the rows.
+    Status forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
+                   std::vector<int32_t>* greedy_tokens = nullptr);
 
 private:
     Model() = default;

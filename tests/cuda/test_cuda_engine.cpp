@@ -151,13 +151,42 @@ TEST_F(CudaEngine, GreedyOutputEqualsTheCpuEngine) {
         std::printf("[cuda engine] prompt %d: relative logit difference to the CPU %.2e\n", len,
                     testing::max_relative_difference(*got, *want));
         testing::expect_close(*got, *want, kCpuVsCudaLogitTol, 1.0, "cuda vs cpu");
+        const int64_t device_steps = gpu->core().runner().num_device_sampled_steps();
         auto a = cpu->run(req), b = gpu->run(req);
         ASSERT_TRUE(a.ok() && b.ok()) << a.status().to_string() << b.status().to_string();
         ASSERT_EQ(a->token_ids.size(), 16u);
+        // Greedy tokens were picked on the device (one id per row downloaded, not the logits).
+        EXPECT_GE(gpu->core().runner().num_device_sampled_steps() - device_steps, 16);
+        EXPECT_EQ(cpu->core().runner().num_device_sampled_steps(), 0);
         testing::expect_greedy_equal_up_to_a_near_tie(*cpu, model_on(backend::Device::kCpu).model->config().vocab_size,
                                                       req, a->token_ids, b->token_ids, kCpuVsCudaLogitTol,
                                                       "prompt of " + std::to_string(len) + " tokens");
     }
+}
+
+TEST_F(CudaEngine, AMixedStepGivesEachRequestWhatItGetsAlone) {
+    // One request decodes while another's prompt is prefilled in the same steps: the plan sends
+    // the decode row to the decode kernel and the prompt rows to the prefill kernel.
+    std::mt19937_64 rng(testing::test_seed() + 3);
+    auto gpu = make_engine(backend::Device::kCuda, engine::CacheMode::kLazy);
+    const auto first = request_of({random_tokens(rng, 20)}, random_tokens(rng, 5), 12);
+    const auto second = request_of({random_tokens(rng, 60)}, random_tokens(rng, 30), 4);
+    auto alone_first = gpu->run(first), alone_second = gpu->run(second);
+    ASSERT_TRUE(alone_first.ok() && alone_second.ok());
+    auto gpu2 = make_engine(backend::Device::kCuda, engine::CacheMode::kLazy);
+    engine::EngineCore& core = gpu2->core();
+    auto h1 = core.add(first);
+    ASSERT_TRUE(h1.ok());
+    while ((*h1)->stats().num_generated == 0 && core.step()) {
+    }
+    const int64_t mixed_before = core.scheduler().stats().mixed.steps;
+    auto h2 = core.add(second);
+    ASSERT_TRUE(h2.ok());
+    while (core.step()) {
+    }
+    EXPECT_GT(core.scheduler().stats().mixed.steps, mixed_before) << "no step carried decode and prefill rows";
+    EXPECT_EQ((*h1)->wait().token_ids, alone_first->token_ids);
+    EXPECT_EQ((*h2)->wait().token_ids, alone_second->token_ids);
 }
 
 TEST_F(CudaEngine, LazyLazyKAndBlockAttnAgreeOnTheCudaBackend) {

@@ -122,6 +122,22 @@ CaseResult run_case(const Case& c, std::mt19937_64& rng) {
     backend->attention(p);
     // fp32 accumulation with online softmax against a double reference.
     testing::expect_close(got, want, 2e-4, 1e-2, "attention");
+    // Planned once per step (as the model does before its layers), every layer's call gives
+    // the bits of a call that plans for itself; one plan serves layers with and without a
+    // sliding window (the decode items differ by window).
+    auto planned_backend = backend::make_cpu_backend(2);
+    EXPECT_TRUE(planned_backend->plan_attention(kernels::step_of(p)).ok());
+    for (const int32_t window : {c.sliding_window, 0, 7, c.sliding_window}) {
+        AttentionParams layer = p;
+        layer.sliding_window = window;
+        std::vector<float> alone(want.size(), -7.0f), planned(want.size(), -5.0f);
+        layer.out = alone.data();
+        backend->attention(layer);
+        layer.planned = true;
+        layer.out = planned.data();
+        planned_backend->attention(layer);
+        EXPECT_EQ(planned, alone) << "planned and unplanned attention differ at window " << window;
+    }
     return {std::move(want), std::move(got)};
 }
 

@@ -263,9 +263,7 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
 // not depend on the thread count or on the other sequences of the batch.
 constexpr int32_t kDecodeChunkBlocks = 32;
 
-struct DecodeItem {
-    int32_t seq, kvh, span, block_begin, block_end;  // blocks of the span, [begin, end)
-};
+using DecodeItem = AttentionPlan::DecodeItem;
 
 // One item: partial softmax state for the `group` heads, written to m, l, o ([group], [group],
 // [group * d]).
@@ -312,30 +310,14 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
     shift_for_bias(m, group, span.logit_bias);  // the partial's scores count as s + b
 }
 
-void attention_decode(const AttentionParams& p, const std::vector<int32_t>& decode_seqs,
-                      simd::AttendDecodeBlockFn attend_block, ThreadPool& pool) {
+void attention_decode(const AttentionParams& p, AttentionPlan& plan, simd::AttendDecodeBlockFn attend_block,
+                      ThreadPool& pool) {
     const int32_t group = p.num_heads / p.num_kv_heads;
     const int32_t d = p.head_dim, bs = p.block_size;
-    std::vector<DecodeItem> items;
-    std::vector<int32_t> first_item;  // per (decode sequence, KV head): its first item
-    for (int32_t s : decode_seqs) {
-        const AttentionSeq& seq = p.seqs[s];
-        const int32_t pos = p.q_pos[seq.query_start];
-        for (int32_t h = 0; h < p.num_kv_heads; ++h) {
-            first_item.push_back(int32_t(items.size()));
-            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
-                const AttentionSpan& span = p.spans[si];
-                int32_t first, end;
-                p.visible_range(span, pos, &first, &end);
-                if (first >= end) continue;
-                const int32_t blocks = (end + bs - 1) / bs;
-                for (int32_t b = first / bs; b < blocks; b += kDecodeChunkBlocks) {
-                    items.push_back({s, h, si, b, std::min(blocks, b + kDecodeChunkBlocks)});
-                }
-            }
-        }
-    }
-    first_item.push_back(int32_t(items.size()));
+    const std::vector<int32_t>& decode_seqs = plan.decode_seqs;
+    const AttentionPlan::DecodeItems& planned = plan.decode_items(p);
+    const std::vector<DecodeItem>& items = planned.items;
+    const std::vector<int32_t>& first_item = planned.first_item;
     const int64_t per_item = int64_t(group) * (d + 2);
     thread_local std::vector<float> partial;
     partial.resize(items.size() * per_item);
@@ -383,43 +365,16 @@ void attention_decode(const AttentionParams& p, const std::vector<int32_t>& deco
 // (block ids remapped to scratch slots; entries other sequences use keep their pool ids).
 struct WideBlocks {
     std::vector<float> k, v;
-    std::vector<int32_t> block_ids;
-    std::unordered_map<int32_t, int32_t> slot_of;
 };
 
 // Scratch above this many bytes is not worth it: the tasks widen per tile instead.
 constexpr int64_t kMaxWideBytes = int64_t(64) << 20;
 
-bool widen_for_prefill(const AttentionParams& p, const std::vector<int32_t>& seqs, WideBlocks& w, ThreadPool& pool,
+// Widens the plan's prefill blocks of this layer into fp32 scratch; *wide then reads them.
+void widen_for_prefill(const AttentionParams& p, const AttentionPlan& plan, WideBlocks& w, ThreadPool& pool,
                        AttentionParams* wide) {
-    const int32_t bs = p.block_size;
-    int64_t num_entries = 0;
-    for (int32_t s = 0; s < p.num_seqs; ++s) {
-        for (int32_t si = p.seqs[s].span_begin; si < p.seqs[s].span_end; ++si) {
-            const AttentionSpan& span = p.spans[si];
-            num_entries = std::max<int64_t>(num_entries, span.block_offset + (span.num_tokens + bs - 1) / bs);
-        }
-    }
-    w.block_ids.assign(p.block_ids, p.block_ids + num_entries);
-    w.slot_of.clear();
-    std::vector<int32_t> blocks;  // pool id per scratch slot
-    for (int32_t s : seqs) {
-        const AttentionSeq& seq = p.seqs[s];
-        const int32_t last_pos = p.q_pos[seq.query_start + seq.num_queries - 1];
-        for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
-            const AttentionSpan& span = p.spans[si];
-            if (span.logical_start > last_pos || span.num_tokens <= 0) continue;
-            const int32_t visible = std::min(span.num_tokens, last_pos - span.logical_start + 1);
-            for (int32_t b = 0; b < (visible + bs - 1) / bs; ++b) {
-                const int32_t id = p.block_ids[span.block_offset + b];
-                auto [it, fresh] = w.slot_of.emplace(id, int32_t(blocks.size()));
-                if (fresh) blocks.push_back(id);
-                w.block_ids[span.block_offset + b] = it->second;
-            }
-        }
-    }
-    const int64_t per_block = int64_t(p.num_kv_heads) * bs * p.head_dim;
-    if (int64_t(blocks.size()) * per_block * 8 > kMaxWideBytes) return false;
+    const int64_t per_block = int64_t(p.num_kv_heads) * p.block_size * p.head_dim;
+    const std::vector<int32_t>& blocks = plan.wide_blocks;
     w.k.resize(blocks.size() * per_block);
     w.v.resize(blocks.size() * per_block);
     pool.parallel_for(
@@ -433,66 +388,129 @@ bool widen_for_prefill(const AttentionParams& p, const std::vector<int32_t>& seq
     *wide = p;
     wide->k_cache = w.k.data();
     wide->v_cache = w.v.data();
-    wide->block_ids = w.block_ids.data();
+    wide->block_ids = plan.wide_block_ids.data();
     wide->kv_dtype = kernels::KvDtype::kF32;
-    return true;
 }
 
 }  // namespace
 
-void attention(const AttentionParams& p, ThreadPool& pool) {
-    const int32_t group = p.num_heads / p.num_kv_heads;
-    LA_CHECK(group <= kMaxGroup && p.num_heads % p.num_kv_heads == 0);
-    // Tasks: (sequence, kv head, chunk of query rows[, query heads]).
-    enum { kRows, kTile };
-    struct Task {
-        int32_t seq, kvh, begin, end;  // query rows
-        int kind;
-        int32_t g_begin, g_end;  // query heads of the group (kRows)
-    };
+void AttentionPlan::build(const kernels::AttentionStep& step) {
+    step_ = step;
+    built_ = true;
+    tasks.clear();
+    decode_seqs.clear();
+    by_window_.clear();
+    wide_blocks.clear();
+    wide_block_ids.clear();
+    const int32_t group = step.num_heads / step.num_kv_heads;
     // The tile kernel serves sequences with several query rows (prefill); decode rows, and
     // shapes it does not cover, take attend_rows.
-    const simd::AttendBlockFn attend_block = simd::attend_block_q16();
-    const bool tile_ok = attend_block != nullptr && p.block_size == simd::kAttnBlockKeys && p.head_dim % 16 == 0 &&
-                         p.head_dim <= 512 && group <= simd::kAttnTileLanes;
+    tile_ok = simd::attend_block_q16() != nullptr && step.block_size == simd::kAttnBlockKeys &&
+              step.head_dim % 16 == 0 && step.head_dim <= 512 && group <= simd::kAttnTileLanes;
     const int32_t tile_rows = tile_ok ? simd::kAttnTileLanes / group : 0;
-    const simd::AttendDecodeBlockFn decode_block = simd::attend_decode_block();
-    const bool decode_ok = decode_block != nullptr && p.block_size == simd::kDecodeBlockKeys && p.head_dim % 16 == 0 &&
-                           p.head_dim <= simd::kDecodeMaxHeadDim;
+    decode_ok = simd::attend_decode_block() != nullptr && step.block_size == simd::kDecodeBlockKeys &&
+                step.head_dim % 16 == 0 && step.head_dim <= simd::kDecodeMaxHeadDim;
     // Decode rows take attention_decode where the CPU has it; otherwise attend_rows one query
     // head per task, so that the few tasks of a decode step spread evenly over the threads.
-    std::vector<Task> tasks;
-    std::vector<int32_t> decode_seqs;
-    for (int32_t s = 0; s < p.num_seqs; ++s) {
-        const AttentionSeq& seq = p.seqs[s];
+    std::vector<int32_t> prefill_seqs;
+    for (int32_t s = 0; s < step.num_seqs; ++s) {
+        const AttentionSeq& seq = step.seqs[s];
         if (decode_ok && seq.num_queries == 1) {
             decode_seqs.push_back(s);
             continue;
         }
+        if (seq.num_queries > 0) prefill_seqs.push_back(s);
         const bool tiled = tile_ok && seq.num_queries >= 2;
         const int32_t heads_per_task = seq.num_queries == 1 ? 1 : group;
-        const int32_t step = tiled ? tile_rows : kRowsPerTask;
-        for (int32_t r = 0; r < seq.num_queries; r += step) {
+        const int32_t rows = tiled ? tile_rows : kRowsPerTask;
+        for (int32_t r = 0; r < seq.num_queries; r += rows) {
             const int32_t begin = seq.query_start + r;
-            const int32_t end = seq.query_start + std::min(seq.num_queries, r + step);
-            for (int32_t h = 0; h < p.num_kv_heads; ++h) {
+            const int32_t end = seq.query_start + std::min(seq.num_queries, r + rows);
+            for (int32_t h = 0; h < step.num_kv_heads; ++h) {
                 for (int32_t g = 0; g < group; g += heads_per_task) {
-                    tasks.push_back({s, h, begin, end, tiled ? kTile : kRows, g, std::min(group, g + heads_per_task)});
+                    tasks.push_back({s, h, begin, end, tiled, g, std::min(group, g + heads_per_task)});
                 }
             }
         }
     }
-    if (!decode_seqs.empty()) attention_decode(p, decode_seqs, decode_block, pool);
+    if (step.kv_dtype == kernels::KvDtype::kF32 || prefill_seqs.empty()) return;
+    // Prefill tasks read every block of their sequence once per query tile; with a 16-bit cache
+    // each block would be widened once per tile (tens of times). Instead the blocks they read
+    // are widened once per layer into fp32 scratch slots (block ids remapped; entries other
+    // sequences use keep their pool ids).
+    const int32_t bs = step.block_size;
+    wide_block_ids.assign(step.block_ids, step.block_ids + step.num_block_ids);
+    std::unordered_map<int32_t, int32_t> slot_of;
+    for (int32_t s : prefill_seqs) {
+        const AttentionSeq& seq = step.seqs[s];
+        const int32_t last_pos = step.q_pos[seq.query_start + seq.num_queries - 1];
+        for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+            const AttentionSpan& span = step.spans[si];
+            if (span.logical_start > last_pos || span.num_tokens <= 0) continue;
+            const int32_t visible = std::min(span.num_tokens, last_pos - span.logical_start + 1);
+            for (int32_t b = 0; b < (visible + bs - 1) / bs; ++b) {
+                const int32_t id = step.block_ids[span.block_offset + b];
+                auto [it, fresh] = slot_of.emplace(id, int32_t(wide_blocks.size()));
+                if (fresh) wide_blocks.push_back(id);
+                wide_block_ids[span.block_offset + b] = it->second;
+            }
+        }
+    }
+    const int64_t per_block = int64_t(step.num_kv_heads) * bs * step.head_dim;
+    if (int64_t(wide_blocks.size()) * per_block * 8 > kMaxWideBytes) {
+        wide_blocks.clear();
+        wide_block_ids.clear();
+    }
+}
+
+const AttentionPlan::DecodeItems& AttentionPlan::decode_items(const AttentionParams& p) {
+    for (const DecodeItems& d : by_window_) {
+        if (d.sliding_window == p.sliding_window) return d;
+    }
+    DecodeItems& out = by_window_.emplace_back();
+    out.sliding_window = p.sliding_window;
+    const int32_t bs = p.block_size;
+    for (int32_t s : decode_seqs) {
+        const AttentionSeq& seq = step_.seqs[s];
+        const int32_t pos = step_.q_pos[seq.query_start];
+        for (int32_t h = 0; h < p.num_kv_heads; ++h) {
+            out.first_item.push_back(int32_t(out.items.size()));
+            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+                const AttentionSpan& span = step_.spans[si];
+                int32_t first, end;
+                p.visible_range(span, pos, &first, &end);
+                if (first >= end) continue;
+                const int32_t blocks = (end + bs - 1) / bs;
+                for (int32_t b = first / bs; b < blocks; b += kDecodeChunkBlocks) {
+                    out.items.push_back({s, h, si, b, std::min(blocks, b + kDecodeChunkBlocks)});
+                }
+            }
+        }
+    }
+    out.first_item.push_back(int32_t(out.items.size()));
+    return out;
+}
+
+void attention(const AttentionParams& p, ThreadPool& pool) {
+    AttentionPlan plan;
+    plan.build(kernels::step_of(p));
+    attention(p, plan, pool);
+}
+
+void attention(const AttentionParams& p, AttentionPlan& plan, ThreadPool& pool) {
+    const int32_t group = p.num_heads / p.num_kv_heads;
+    LA_CHECK(group <= kMaxGroup && p.num_heads % p.num_kv_heads == 0);
+    LA_CHECK(plan.built());
+    if (!plan.decode_seqs.empty()) attention_decode(p, plan, simd::attend_decode_block(), pool);
+    const std::vector<AttentionPlan::Task>& tasks = plan.tasks;
     if (tasks.empty()) return;
+    const simd::AttendBlockFn attend_block = simd::attend_block_q16();
     AttentionParams wide_params;
     const AttentionParams* tp = &p;  // what the tasks below read
-    if (p.kv_dtype != kernels::KvDtype::kF32) {
-        std::vector<int32_t> seqs;
-        for (const Task& t : tasks) {
-            if (seqs.empty() || seqs.back() != t.seq) seqs.push_back(t.seq);
-        }
+    if (p.kv_dtype != kernels::KvDtype::kF32 && !plan.wide_block_ids.empty()) {
         thread_local WideBlocks wide;
-        if (widen_for_prefill(p, seqs, wide, pool, &wide_params)) tp = &wide_params;
+        widen_for_prefill(p, plan, wide, pool, &wide_params);
+        tp = &wide_params;
     }
     const AttentionParams& pt = *tp;
     const int32_t d = p.head_dim;
@@ -503,8 +521,8 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
             cs(p.rope.rotary_dims + 2);
         std::unique_ptr<TileScratch> tile;
         for (size_t i = next++; i < tasks.size(); i = next++) {
-            const Task& t = tasks[i];
-            if (t.kind == kTile) {
+            const AttentionPlan::Task& t = tasks[i];
+            if (t.tile) {
                 if (!tile) tile = std::make_unique<TileScratch>(d, p.rope.rotary_dims);
                 attend_tile(pt, p.seqs[t.seq], t.kvh, t.begin, t.end, attend_block, *tile);
                 continue;

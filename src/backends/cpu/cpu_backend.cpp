@@ -62,7 +62,17 @@ public:
     }
     void add_inplace(float* x, const float* y, int64_t n) override { cpu::add_inplace(x, y, n); }
     void rope_apply(const kernels::RopeApplyParams& p) override { cpu::rope_apply(p, pool_); }
-    void attention(const kernels::AttentionParams& p) override { cpu::attention(p, pool_); }
+    Status plan_attention(const kernels::AttentionStep& step) override {
+        step_plan_.build(step);
+        return {};
+    }
+    void attention(const kernels::AttentionParams& p) override {
+        if (p.planned && step_plan_.built()) {
+            cpu::attention(p, step_plan_, pool_);
+        } else {
+            cpu::attention(p, pool_);
+        }
+    }
 
     Expected<std::unique_ptr<backend::KvMemory>> allocate_kv(const kv::KvShape& shape) override {
         LA_ASSIGN_OR_RETURN(auto kv, backend::HostKvMemory::allocate(shape));
@@ -81,6 +91,7 @@ public:
 private:
     backend::HostKvScratch kv_scratch_;
     ThreadPool pool_;
+    cpu::AttentionPlan step_plan_;  // the current step's (plan_attention)
     std::vector<uint8_t> scratch_;  // quantized activations
     WeightArena weight_arena_;
 };

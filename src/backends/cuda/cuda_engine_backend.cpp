@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend_array.h"
+#include "backends/cuda/attention_decode.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_kv_memory.h"
@@ -121,6 +122,40 @@ public:
         record(cuda_->embedding(x, rows, out, num_rows, dim, INT32_MAX));
     }
     void rope_apply(const kernels::RopeApplyParams& p) override { record(cuda_->rope_apply(p)); }
+    // Once per step: decode sequences (one query row) and prefill sequences go to their own
+    // kernels, so a mixed step's decode rows take the split-K decode kernel instead of a
+    // prefill tile each; both sequence lists are uploaded and the split is chosen here, once.
+    Status plan_attention(const kernels::AttentionStep& step) override {
+        plan_ = {};
+        std::vector<kernels::AttentionSeq> decode, prefill;
+        for (int32_t i = 0; i < step.num_seqs; ++i) {
+            const kernels::AttentionSeq& seq = step.seqs[i];
+            if (seq.num_queries <= 0) continue;
+            int32_t tokens = 0;
+            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) tokens += step.spans[si].num_tokens;
+            if (seq.num_queries == 1) {
+                decode.push_back(seq);
+                plan_.decode_max_kv_tokens = std::max(plan_.decode_max_kv_tokens, tokens);
+            } else {
+                prefill.push_back(seq);
+                plan_.prefill_max_kv_tokens = std::max(plan_.prefill_max_kv_tokens, tokens);
+                plan_.prefill_max_queries = std::max(plan_.prefill_max_queries, seq.num_queries);
+            }
+        }
+        LA_RETURN_IF_ERROR(decode_seqs_.assign(*this, decode.data(), int64_t(decode.size())));
+        LA_RETURN_IF_ERROR(prefill_seqs_.assign(*this, prefill.data(), int64_t(prefill.size())));
+        plan_.num_decode = int32_t(decode.size());
+        plan_.num_prefill = int32_t(prefill.size());
+        CudaAttentionParams shape{};
+        shape.num_seqs = plan_.num_decode;
+        shape.num_heads = step.num_heads;
+        shape.num_kv_heads = step.num_kv_heads;
+        shape.head_dim = step.head_dim;
+        shape.max_kv_tokens = plan_.decode_max_kv_tokens;
+        plan_.decode_splits = decode_num_splits(shape, cuda_->num_sms());
+        plan_.valid = true;
+        return {};
+    }
     void attention(const kernels::AttentionParams& p) override {
         if (p.kv_dtype != kernels::KvDtype::kBF16) {
             record(invalid_argument("cuda attention: the KV pool must be bf16"));
@@ -147,7 +182,34 @@ public:
         c.max_queries_per_seq = p.max_queries_per_seq;
         c.max_kv_tokens = p.max_kv_tokens;
         c.num_splits = 0;
-        record(cuda_->attention(c));
+        if (!p.planned || !plan_.valid) {
+            record(cuda_->attention(c));
+            return;
+        }
+        if (plan_.num_decode > 0) {
+            CudaAttentionParams d = c;
+            d.seqs = decode_seqs_.data();
+            d.num_seqs = plan_.num_decode;
+            d.max_queries_per_seq = 1;
+            d.max_kv_tokens = plan_.decode_max_kv_tokens;
+            d.num_splits = plan_.decode_splits;
+            record(cuda_->attention_decode(d));
+        }
+        if (plan_.num_prefill > 0) {
+            CudaAttentionParams f = c;
+            f.seqs = prefill_seqs_.data();
+            f.num_seqs = plan_.num_prefill;
+            f.max_queries_per_seq = plan_.prefill_max_queries;
+            f.max_kv_tokens = plan_.prefill_max_kv_tokens;
+            record(cuda_->attention_prefill(f));
+        }
+    }
+    bool device_argmax() const override { return true; }
+    void argmax_rows(const float* logits, int32_t num_rows, int32_t vocab_size, int32_t* tokens) override {
+        Status st = argmax_ids_.reserve(*this, std::max<int64_t>(num_rows, 1));
+        if (!st.ok()) return record(st);
+        record(cuda_->argmax(logits, vocab_size, num_rows, vocab_size, argmax_ids_.data()));
+        download(tokens, argmax_ids_.data(), sizeof(int32_t) * size_t(num_rows));
     }
 
     Expected<std::unique_ptr<backend::KvMemory>> allocate_kv(const kv::KvShape& shape) override {
@@ -239,6 +301,15 @@ private:
     Status error_;
     backend::BackendArray<__nv_bfloat16> x_bf16_;  // a matmul's input in bf16
     backend::BackendArray<int32_t> copy_blocks_;   // a copy's source and destination block lists
+    // The step's plan (plan_attention): its decode and prefill sequences on the device.
+    struct StepPlan {
+        bool valid = false;
+        int32_t num_decode = 0, num_prefill = 0;
+        int32_t decode_max_kv_tokens = 0, prefill_max_kv_tokens = 0, prefill_max_queries = 0;
+        int decode_splits = 1;
+    } plan_;
+    backend::BackendArray<kernels::AttentionSeq> decode_seqs_, prefill_seqs_;
+    backend::BackendArray<int32_t> argmax_ids_;  // greedy tokens before their download
 };
 
 }  // namespace

@@ -77,6 +77,9 @@ struct AttentionParams {
     // sequence and the most tokens one sequence's spans hold.
     int32_t max_queries_per_seq = 0;
     int32_t max_kv_tokens = 0;
+    // The backend planned this step's layout (Backend::plan_attention) and this call shares it:
+    // the backend runs its plan instead of planning again. False: the call plans for itself.
+    bool planned = false;
 
     // Tokens [first, end) of a span (its token t sits at logical_start + t) that a query at
     // logical position `pos` sees; empty (first >= end) when none.
