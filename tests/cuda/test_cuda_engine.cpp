@@ -177,8 +177,10 @@ TEST_F(CudaEngine, AMixedStepGivesEachRequestWhatItGetsAlone) {
     engine::EngineCore& core = gpu2->core();
     auto h1 = core.add(first);
     ASSERT_TRUE(h1.ok());
-    while ((*h1)->stats().num_generated == 0 && core.step()) {
+    const uint64_t id = (*h1)->id();
+    while (core.scheduler().find(id) != nullptr && core.scheduler().find(id)->num_generated < 2 && core.step()) {
     }
+    ASSERT_FALSE((*h1)->finished()) << "the first request should still be decoding";
     const int64_t mixed_before = core.scheduler().stats().mixed.steps;
     auto h2 = core.add(second);
     ASSERT_TRUE(h2.ok());
