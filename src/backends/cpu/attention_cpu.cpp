@@ -116,8 +116,7 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
             if (first >= end) continue;
             // Rotate the raw query once per span: to p - delta when keys are stored rotated
             // (lazy), to p when each key is rotated to its logical position below (lazy-k).
-            const int32_t delta = span.logical_start - span.stored_base;
-            rope_cos_sin(p.rope, p.keys_rotated ? pos - delta : pos, cs);
+            rope_cos_sin(p.rope, p.query_rope_position(span, pos), cs);
             for (int32_t g = g_begin; g < g_end; ++g) {
                 const float* q = p.q + (int64_t(row) * p.num_heads + kvh * group + g) * d;
                 rope_rotate_with(p.rope, cs, q, qrot + g * d, d);
@@ -131,7 +130,7 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
                 const float *k, *v;
                 block_kv(p, block, kvh, n, kbuf, vbuf, &k, &v);
                 if (!p.keys_rotated) {
-                    rotate_keys(p.rope, k, krot, n, d, span.logical_start + t0, cs);
+                    rotate_keys(p.rope, k, krot, n, d, span.key_position(t0), cs);
                     k = krot;
                 }
                 for (int32_t g = g_begin; g < g_end; ++g) {
@@ -201,7 +200,6 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
         // Lane q sees the span's tokens [first[q], vis[q]) (nothing when vis is 0).
         int32_t vis[L] = {}, first[L] = {};
         int32_t max_vis = 0, min_first = span.num_tokens;
-        const int32_t delta = span.logical_start - span.stored_base;
         for (int32_t r = 0; r < rows; ++r) {
             const int32_t pos = p.q_pos[row_begin + r];
             int32_t f, n;
@@ -209,7 +207,7 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
             if (f >= n) continue;
             max_vis = std::max(max_vis, n);
             min_first = std::min(min_first, f);
-            rope_cos_sin(p.rope, p.keys_rotated ? pos - delta : pos, t.cs);
+            rope_cos_sin(p.rope, p.query_rope_position(span, pos), t.cs);
             for (int32_t g = 0; g < group; ++g) {
                 const int lane = r * group + g;
                 vis[lane] = n;
@@ -227,7 +225,7 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
             const float *k, *v;
             block_kv(p, block, kvh, n, t.kbuf, t.vbuf, &k, &v);
             if (!p.keys_rotated) {
-                rotate_keys(p.rope, k, t.krot, n, d, span.logical_start + t0, t.cs);
+                rotate_keys(p.rope, k, t.krot, n, d, span.key_position(t0), t.cs);
                 k = t.krot;
             }
             if (n < B) {  // pad: slots past the span's tokens may hold anything
@@ -279,8 +277,7 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
     const AttentionSpan& span = p.spans[it.span];
     int32_t first, end;
     p.visible_range(span, pos, &first, &end);
-    const int32_t delta = span.logical_start - span.stored_base;
-    rope_cos_sin(p.rope, p.keys_rotated ? pos - delta : pos, cs);
+    rope_cos_sin(p.rope, p.query_rope_position(span, pos), cs);
     for (int32_t g = 0; g < group; ++g) {
         const float* q = p.q + (int64_t(row) * p.num_heads + it.kvh * group + g) * d;
         rope_rotate_with(p.rope, cs, q, qrot + g * d, d);
@@ -304,7 +301,7 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
         const float *k, *v;
         block_kv(p, block, it.kvh, n, kbuf, vbuf, &k, &v);
         if (!p.keys_rotated) {
-            rotate_keys(p.rope, k, krot, n, d, span.logical_start + t0, cs);
+            rotate_keys(p.rope, k, krot, n, d, span.key_position(t0), cs);
             k = krot;
         }
         attend_block(qrot, group, k, v, d, j0, n, m, l, o);
@@ -408,8 +405,10 @@ bool widen_for_prefill(const AttentionParams& p, const std::vector<int32_t>& seq
         const int32_t last_pos = p.q_pos[seq.query_start + seq.num_queries - 1];
         for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
             const AttentionSpan& span = p.spans[si];
-            if (span.logical_start > last_pos || span.num_tokens <= 0) continue;
-            const int32_t visible = std::min(span.num_tokens, last_pos - span.logical_start + 1);
+            // Causal reach of the last row; the window only hides keys, so widening from the span's
+            // start covers every block any row of the sequence reads.
+            const int32_t visible = kernels::span_causal_end(span, last_pos);
+            if (visible == 0) continue;
             for (int32_t b = 0; b < (visible + bs - 1) / bs; ++b) {
                 const int32_t id = p.block_ids[span.block_offset + b];
                 auto [it, fresh] = w.slot_of.emplace(id, int32_t(blocks.size()));
