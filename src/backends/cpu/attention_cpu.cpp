@@ -13,6 +13,7 @@
 #include "backends/cpu/simd/attention_tile.h"
 #include "backends/cpu/simd/rope_rotate.h"
 #include "core/check.h"
+#include "core/cpu_features.h"
 
 namespace lazyattn::backends::cpu {
 namespace {
@@ -96,8 +97,8 @@ struct HeadState {
 
 // Attends `num_rows` query rows of one sequence for the query heads of KV head `kvh`.
 // Scratch sizes: qrot [group * d], krot, kbuf, vbuf [block_size * d], scores [group * block_size],
-// acc [group * d], cs [rotary_dims].
-__attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_rows(
+// acc [group * d], cs [rotary_dims]. Compiled once per instruction set below (attend_rows_kernel).
+__attribute__((always_inline)) inline void attend_rows_body(
     const AttentionParams& p, const AttentionSeq& seq, int32_t kvh, int32_t row_begin, int32_t row_end, int32_t g_begin,
     int32_t g_end, float* qrot, float* krot, float* kbuf, float* vbuf, float* scores, float* acc, float* cs) {
     const int32_t d = p.head_dim;
@@ -163,6 +164,36 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
         }
     }
 }
+
+// The portable per-row kernel, compiled for each instruction set; the compiler vectorizes the
+// loops of the body for the target. Chosen through core/cpu_features.h like every other kernel,
+// so LAZYATTN_CPU_ISA lowers it too.
+#define LA_ATTEND_ROWS_PARAMS                                                                                   \
+    const AttentionParams &p, const AttentionSeq &seq, int32_t kvh, int32_t row_begin, int32_t row_end,        \
+        int32_t g_begin, int32_t g_end, float *qrot, float *krot, float *kbuf, float *vbuf, float *scores, \
+        float *acc, float *cs
+#define LA_ATTEND_ROWS_ARGS p, seq, kvh, row_begin, row_end, g_begin, g_end, qrot, krot, kbuf, vbuf, scores, acc, cs
+
+void attend_rows_portable(LA_ATTEND_ROWS_PARAMS) { attend_rows_body(LA_ATTEND_ROWS_ARGS); }
+__attribute__((target("avx2"))) void attend_rows_avx2(LA_ATTEND_ROWS_PARAMS) { attend_rows_body(LA_ATTEND_ROWS_ARGS); }
+__attribute__((target("arch=x86-64-v4"))) void attend_rows_avx512(LA_ATTEND_ROWS_PARAMS) {
+    attend_rows_body(LA_ATTEND_ROWS_ARGS);
+}
+
+using AttendRowsFn = void (*)(LA_ATTEND_ROWS_PARAMS);
+
+AttendRowsFn attend_rows_kernel() {
+    static const AttendRowsFn fn = [] {
+        const CpuFeatures& cpu = cpu_features();
+        if (cpu.has_x86_64_v4()) return attend_rows_avx512;
+        if (cpu.avx2) return attend_rows_avx2;
+        return attend_rows_portable;
+    }();
+    return fn;
+}
+
+#undef LA_ATTEND_ROWS_PARAMS
+#undef LA_ATTEND_ROWS_ARGS
 
 // Scratch of one thread for attend_tile (64-byte aligned where the kernel needs it).
 struct TileScratch {
@@ -439,6 +470,11 @@ bool widen_for_prefill(const AttentionParams& p, const std::vector<int32_t>& seq
 
 }  // namespace
 
+CpuIsa attention_rows_isa() {
+    const AttendRowsFn fn = attend_rows_kernel();
+    return fn == attend_rows_avx512 ? CpuIsa::kAvx512 : fn == attend_rows_avx2 ? CpuIsa::kAvx2 : CpuIsa::kScalar;
+}
+
 void attention(const AttentionParams& p, ThreadPool& pool) {
     const int32_t group = p.num_heads / p.num_kv_heads;
     LA_CHECK(group <= kMaxGroup && p.num_heads % p.num_kv_heads == 0);
@@ -494,6 +530,7 @@ void attention(const AttentionParams& p, ThreadPool& pool) {
         if (widen_for_prefill(p, seqs, wide, pool, &wide_params)) tp = &wide_params;
     }
     const AttentionParams& pt = *tp;
+    const AttendRowsFn attend_rows = attend_rows_kernel();
     const int32_t d = p.head_dim;
     std::atomic<size_t> next{0};
     pool.run_on_all([&](int, int) {
