@@ -8,6 +8,7 @@
 
 #include "backend/device.h"
 #include "bench/rag_workload.h"
+#include "engine/cache_mode.h"
 #include "engine/engine_config.h"
 #include "engine/sampling_params.h"
 
@@ -70,7 +71,7 @@ struct BenchRagOptions {
     CommonOptions common;
     bench::WorkloadConfig workload;
     std::vector<double> zipf{2.1};  // the main run uses the first
-    std::vector<std::string> modes{"lazy", "lazy-k", "block-attn", "prefix", "none"};
+    std::vector<std::string> modes = engine::cache_mode_names();
     int32_t clients = 4;
     // The KV budget (the whole pool, cached documents and in-flight requests together): in
     // documents' worth when kv_budget_docs > 0 (sized from the model's KV bytes per token), else
@@ -85,7 +86,7 @@ struct BenchRagOptions {
     std::vector<double> skew_sweep;         // empty: skipped
     std::vector<double> rates;              // empty: skipped
     std::vector<int32_t> capacity_docs;     // empty: skipped
-    std::vector<std::string> sweep_modes{"lazy", "lazy-k", "block-attn", "prefix", "none"};
+    std::vector<std::string> sweep_modes = engine::cache_mode_names();
     int32_t sweep_requests = 20;
     int32_t sweep_warmup_requests = -1;  // -1: as warmup_requests (capped below sweep_requests)
     std::string json_path;

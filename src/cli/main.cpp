@@ -46,8 +46,7 @@ int main(int argc, char** argv) {
     g->add_option("--kv-cache-mb", gen.kv_cache_mb, "KV cache pool size in MiB")->check(CLI::PositiveNumber);
     g->add_option("--doc", gen.doc_files, "a document file, cached as its own segment (repeatable)");
     g->add_option("--doc-text", gen.doc_texts, "a document given inline (repeatable)");
-    g->add_option("--cache-mode", gen.cache_mode, "lazy | lazy-k | block-attn | prefix | none")
-        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+    g->add_option("--cache-mode", gen.cache_mode, cache_mode_help())->check(cache_mode_check());
     g->add_option("--repeat", gen.repeat, "run the request N times in one process")->check(CLI::Range(1, 100000));
     g->add_flag("--shuffle-docs", gen.shuffle_docs, "re-order the documents before each repeated run");
 
@@ -75,7 +74,7 @@ int main(int argc, char** argv) {
     d->add_option("--runs", demo.runs, "runs per question (documents shuffled after the first)")
         ->check(CLI::Range(1, 100));
     d->add_option("--modes", demo.modes, "cache modes to compare")
-        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+        ->check(cache_mode_check());
 
     BenchSpeedOptions speed;
     CLI::App* bench = app.add_subcommand("bench", "benchmarks");
@@ -133,7 +132,7 @@ int main(int argc, char** argv) {
                    "warm-up requests per sweep point (default: --warmup-requests)")
         ->check(CLI::Range(0, 1000000));
     br->add_option("--sweep-modes", rag.sweep_modes, "cache modes of the budget, skew and rate sweeps")
-        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"}));
+        ->check(cache_mode_check());
     br->add_option("--json", rag.json_path, "write all results to this JSON file");
     br->add_option("--export-workload", rag.export_workload_path, "write the request stream (token ids) as JSON");
 

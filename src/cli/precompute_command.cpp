@@ -85,7 +85,7 @@ CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o) {
         ->envname("LAZYATTN_ARG_API_KEY");
     pc->add_option("--cache-salt", o.cache_salt, "compute for requests sending this cache_salt");
     pc->add_option("--cache-mode", o.cache_mode, "lazy (also serves block-attn) or lazy-k")
-        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn"}));
+        ->check(cache_mode_check(/*segments_only=*/true));
     pc->add_option("--kv-cache-mb", o.kv_cache_mb, "the RAM pool the documents are computed in")
         ->check(CLI::Range(1, 1 << 20));
     pc->add_option("--max-batch-tokens", o.max_batch_tokens, "rows per forward step")->check(CLI::Range(1, 1 << 20));
