@@ -1,5 +1,6 @@
-// The subcommands of the lazyattn binary. Each fills its options struct from the command line in
-// main and returns the process exit code (0 ok, 1 run-time error, 2 bad arguments).
+// The subcommands of the lazyattn binary: their options and run functions. Each command's file
+// also registers its options (cli/command.h); the run functions return the process exit code
+// (0 ok, 1 run-time error, 2 bad arguments).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,12 @@ struct GenerateOptions {
     std::string cache_mode = "lazy";
     int32_t repeat = 1;         // runs of the same request in one process
     bool shuffle_docs = false;  // re-order the documents before every run after the first
+};
+
+// `lazyattn info`.
+struct InfoOptions {
+    CommonOptions common;
+    std::string chat_template;  // as serve's --chat-template ("" = the model file's own)
 };
 
 struct BenchSpeedOptions {

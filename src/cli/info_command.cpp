@@ -6,6 +6,7 @@
 #include <map>
 
 #include "backends/cpu/typed_matmul.h"
+#include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/vocab_description.h"
@@ -81,5 +82,21 @@ int run_info(const CommonOptions& o, const std::string& chat_template) {
     print_type_mix(**file);
     return 0;
 }
+
+namespace {
+
+CLI::App* add_info_command(CLI::App& parent, InfoOptions& o) {
+    CLI::App* i = parent.add_subcommand("info", "print the model description");
+    add_common_options(i, o.common, false);
+    i->add_option("--chat-template", o.chat_template,
+                  "describe this chat template instead of the model file's: chatml | llama3 | a .jinja file");
+    return i;
+}
+
+int run_info_options(const InfoOptions& o) { return run_info(o.common, o.chat_template); }
+
+}  // namespace
+
+std::unique_ptr<Command> info_command() { return make_command<InfoOptions>(add_info_command, run_info_options); }
 
 }  // namespace lazyattn::cli

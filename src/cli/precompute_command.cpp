@@ -1,3 +1,4 @@
+#include "cli/command.h"
 #include "cli/precompute_command.h"
 
 #include <algorithm>
@@ -192,6 +193,10 @@ int run_precompute(const PrecomputeOptions& o) {
                  (long long)computed, (long long)tokens_computed, seconds, (long long)present, (long long)duplicate,
                  (long long)too_long, (long long)written, (long long)errors);
     return errors > 0 || st.writes_dropped > 0 ? 1 : 0;
+}
+
+std::unique_ptr<Command> precompute_command() {
+    return make_command<PrecomputeOptions>(add_precompute_command, run_precompute);
 }
 
 }  // namespace lazyattn::cli

@@ -34,7 +34,11 @@ struct CpuFeatures {
     bool has_x86_64_v4() const { return has_avx2_fma() && has_avx512_bw_vl() && avx512dq && avx512cd; }
     // The widest tier every flag of which is present (for reports).
     CpuIsa widest() const;
-    bool operator==(const CpuFeatures&) const = default;
+    // Spelled out (not `= default`): nvcc compiles headers that include this one as C++17.
+    bool operator==(const CpuFeatures& o) const {
+        return avx2 == o.avx2 && fma == o.fma && f16c == o.f16c && avx512f == o.avx512f && avx512bw == o.avx512bw &&
+               avx512vl == o.avx512vl && avx512vnni == o.avx512vnni && avx512dq == o.avx512dq && avx512cd == o.avx512cd;
+    }
 };
 
 // The hardware as probed (no environment limit).

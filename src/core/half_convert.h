@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "core/cpu_features.h"
-
 namespace lazyattn {
+
+enum class CpuIsa;  // core/cpu_features.h
 
 void fp16_to_fp32_n(const uint16_t* src, float* dst, int64_t n);
 void fp32_to_fp16_n(const float* src, uint16_t* dst, int64_t n);
