@@ -22,7 +22,7 @@
 #include "loader/ggml_type.h"
 
 using namespace lazyattn;
-using W = kernels::WeightType;
+using W = kernels::GgmlType;
 
 namespace {
 

@@ -24,7 +24,7 @@ namespace lazyattn::backend {
 // Rows of an embedding table looked up by token id.
 struct EmbeddingParams {
     const void* table;  // [vocab, dim] rows of `type` (a GGUF row layout, or fp32)
-    kernels::WeightType type;
+    kernels::GgmlType type;
     int64_t dim;
     // The backend's own copy of the table (Backend::prepare_embedding, or prepare_weight's when
     // the table is also the LM head), or nullptr: a host backend reads `table`.
@@ -107,7 +107,7 @@ public:
     }
     // A weight matrix in the backend's preferred layout, made once at load and passed back as
     // MatmulParams::w_prepared; nullptr when the backend computes on w as it is.
-    virtual std::shared_ptr<const void> prepare_weight(const void* w, kernels::WeightType type, int64_t in_dim,
+    virtual std::shared_ptr<const void> prepare_weight(const void* w, kernels::GgmlType type, int64_t in_dim,
                                                        int64_t out_dim) {
         (void)w, (void)type, (void)in_dim, (void)out_dim;
         return nullptr;
@@ -145,7 +145,7 @@ public:
     virtual void kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& p) = 0;
     // The embedding table in the backend's layout when it is not also the LM head (tied tables
     // come from prepare_weight); nullptr when the backend reads the table as it is.
-    virtual std::shared_ptr<const void> prepare_embedding(const void* table, kernels::WeightType type,
+    virtual std::shared_ptr<const void> prepare_embedding(const void* table, kernels::GgmlType type,
                                                           int64_t vocab_size, int64_t dim) {
         (void)table, (void)type, (void)vocab_size, (void)dim;
         return nullptr;

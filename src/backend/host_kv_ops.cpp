@@ -64,12 +64,12 @@ void host_kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& 
 
 void host_embedding_lookup(const EmbeddingParams& p) {
     const auto t = static_cast<loader::GgmlType>(p.type);
-    const size_t row_bytes = p.type == kernels::WeightType::kF32 ? sizeof(float) * size_t(p.dim)
+    const size_t row_bytes = p.type == kernels::GgmlType::kF32 ? sizeof(float) * size_t(p.dim)
                                                                   : loader::ggml_row_size(t, p.dim);
     for (int32_t r = 0; r < p.num_rows; ++r) {
         const auto* row = static_cast<const uint8_t*>(p.table) + size_t(p.ids[r]) * row_bytes;
         float* out = p.out + int64_t(r) * p.dim;
-        if (p.type == kernels::WeightType::kF32) {
+        if (p.type == kernels::GgmlType::kF32) {
             std::memcpy(out, row, row_bytes);
         } else {
             const Status st = loader::dequantize_row(t, row, out, p.dim);

@@ -17,7 +17,7 @@ public:
         kernels::ref::rmsnorm(x, w, out, rows, dim, eps);
     }
     void matmul(const kernels::MatmulParams& p) override {
-        if (p.w_type == kernels::WeightType::kF32) {
+        if (p.w_type == kernels::GgmlType::kF32) {
             kernels::ref::matmul(p.x, static_cast<const float*>(p.w), p.bias, p.y, p.num_rows, p.in_dim, p.out_dim);
             return;
         }

@@ -17,6 +17,7 @@
 
 #include "bench/proportions.h"
 #include "bench/quality_tasks.h"
+#include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "core/progress.h"
@@ -294,6 +295,37 @@ int run_bench_quality(const BenchQualityOptions& o) {
     }
     if (!o.json_path.empty()) std::ofstream(o.json_path) << out.dump(1);
     return 0;
+}
+
+namespace {
+
+CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
+    CLI::App* bq = parent.add_subcommand(
+        "quality", "answer accuracy per cache mode and document reuse setting, with confidence intervals");
+    add_common_options(bq, o.common);
+    bq->add_option("--data", o.data_path, "QA JSONL file (its questions, and filler prose for the tasks)");
+    bq->add_option("--variants", o.variants,
+                   "MODE[:REUSE], e.g. none lazy lazy:anchor lazy:anchor+bias=-1 (REUSE: anchor, scale=X, bias=X "
+                   "joined by +)");
+    bq->add_option("--questions", o.num_questions, "synthetic questions (split over families x doc counts)")
+        ->check(CLI::Range(1, 100000));
+    bq->add_option("--seed", o.seed, "seed of the synthetic questions");
+    bq->add_option("--families", o.families, "synthetic task families")
+        ->check(CLI::IsMember({"kv", "hop", "agg"}));
+    bq->add_option("--doc-counts", o.doc_counts, "documents per synthetic question")->check(CLI::Range(2, 64));
+    bq->add_option("--max-prompt-words", o.max_prompt_words, "cap on a synthetic prompt's documents, in words")
+        ->check(CLI::Range(100, 100000));
+    bq->add_flag("!--no-wiki", o.wiki, "leave out the 2Wiki sample's questions");
+    bq->add_option("--concurrency", o.concurrency, "requests in flight")->check(CLI::Range(1, 256));
+    bq->add_flag("--fp32", o.fp32, "dequantize all weights to fp32");
+    bq->add_option("--json", o.json_path, "write results (and every reply) to this JSON file");
+    return bq;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> bench_quality_command() {
+    return make_command<BenchQualityOptions>(add_bench_quality_command, run_bench_quality);
 }
 
 }  // namespace lazyattn::cli

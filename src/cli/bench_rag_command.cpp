@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/rag_runner.h"
+#include "cli/command.h"
 #include "cli/bench_rag_report.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
@@ -239,5 +240,63 @@ int run_bench_rag(const BenchRagOptions& o) {
     if (!o.json_path.empty()) std::printf("\nwrote %s\n", o.json_path.c_str());
     return 0;
 }
+
+namespace {
+
+CLI::App* add_bench_rag_command(CLI::App& parent, BenchRagOptions& o) {
+    CLI::App* br = parent.add_subcommand("rag", "the RAG serving benchmark: every cache mode on one request stream");
+    add_common_options(br, o.common);
+    br->add_option("--docs", o.workload.num_docs, "documents in the pool")->check(CLI::Range(1, 1000000));
+    br->add_option("--doc-tokens", o.workload.doc_tokens, "tokens per document")->check(CLI::Range(1, 1000000));
+    br->add_option("--k", o.workload.docs_per_request, "documents per request")->check(CLI::Range(1, 1000));
+    br->add_option("--zipf", o.zipf, "Zipf exponent of document popularity (0 = uniform)")
+        ->check(CLI::NonNegativeNumber);
+    br->add_option("--tail-tokens", o.workload.tail_tokens, "question tokens")->check(CLI::Range(1, 100000));
+    br->add_option("--output-tokens", o.workload.output_tokens, "tokens generated per request")
+        ->check(CLI::Range(0, 100000));
+    br->add_option("--requests", o.workload.num_requests, "requests in the stream")->check(CLI::Range(1, 1000000));
+    br->add_option("--clients", o.clients, "concurrent clients (closed loop)")->check(CLI::Range(1, 4096));
+    br->add_option("--seed", o.workload.seed, "workload seed");
+    br->add_option("--modes", o.modes,
+                   "cache modes, each optionally with document reuse settings: MODE[:REUSE], e.g. lazy:anchor "
+                   "(see bench quality)");
+    br->add_option("--preamble-tokens", o.workload.preamble_tokens,
+                   "a shared preamble (system prompt) of this many tokens before the documents")
+        ->check(CLI::Range(0, 4096));
+    br->add_option("--kv-cache-mb,--kv-budget-mib", o.kv_cache_mb, "KV budget (the whole pool) per mode, in MiB")
+        ->check(CLI::PositiveNumber);
+    br->add_option("--kv-budget-docs", o.kv_budget_docs,
+                   "KV budget (the whole pool) in documents' worth, sized from the model's KV bytes per token "
+                   "(replaces --kv-cache-mb)")
+        ->check(CLI::PositiveNumber);
+    br->add_option("--warmup-requests", o.warmup_requests,
+                   "the stream's first requests run (filling the cache) but are left out of the statistics")
+        ->check(CLI::Range(0, 1000000));
+    br->add_option("--max-batch-tokens", o.max_batch_tokens, "rows per step")->check(CLI::PositiveNumber);
+    br->add_option("--max-prefill-while-decoding", o.max_prefill_while_decoding,
+                   "prefill rows a step may carry while requests decode (0: up to --max-batch-tokens)")
+        ->check(CLI::NonNegativeNumber);
+    br->add_option("--data", o.workload.passages_path, "QA file whose passages make up the documents");
+    br->add_flag("!--no-floor", o.floor, "skip the all-cached floor run");
+    br->add_option("--budget-sweep-docs", o.budget_sweep_docs,
+                   "KV budgets in documents for the TTFT/throughput-vs-budget sweep")
+        ->check(CLI::PositiveNumber);
+    br->add_option("--skew-sweep", o.skew_sweep, "Zipf exponents for the throughput-vs-skew sweep");
+    br->add_option("--rates", o.rates, "Poisson arrival rates (req/s) for the TTFT-vs-rate sweep");
+    br->add_option("--capacity-docs", o.capacity_docs, "pool capacities (in documents) for the capacity sweep");
+    br->add_option("--sweep-requests", o.sweep_requests, "requests per sweep point")->check(CLI::Range(1, 1000000));
+    br->add_option("--sweep-warmup-requests", o.sweep_warmup_requests,
+                   "warm-up requests per sweep point (default: --warmup-requests)")
+        ->check(CLI::Range(0, 1000000));
+    br->add_option("--sweep-modes", o.sweep_modes, "cache modes of the budget, skew and rate sweeps")
+        ->check(cache_mode_check());
+    br->add_option("--json", o.json_path, "write all results to this JSON file");
+    br->add_option("--export-workload", o.export_workload_path, "write the request stream (token ids) as JSON");
+    return br;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> bench_rag_command() { return make_command<BenchRagOptions>(add_bench_rag_command, run_bench_rag); }
 
 }  // namespace lazyattn::cli

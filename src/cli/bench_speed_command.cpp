@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "engine/engine.h"
@@ -71,6 +72,24 @@ int run_bench_speed(const BenchSpeedOptions& o) {
         }
     }
     return 0;
+}
+
+namespace {
+
+CLI::App* add_bench_speed_command(CLI::App& parent, BenchSpeedOptions& o) {
+    CLI::App* bs = parent.add_subcommand("speed", "prefill and decode tokens per second");
+    add_common_options(bs, o.common);
+    bs->add_option("--prompt-tokens", o.prompt_tokens, "prompt length")->check(CLI::Range(1, 1 << 20));
+    bs->add_option("--gen-tokens", o.gen_tokens, "decode steps")->check(CLI::Range(1, 1 << 20));
+    bs->add_option("--reps", o.reps, "repetitions")->check(CLI::Range(1, 1000));
+    bs->add_flag("--json", o.json, "one JSON line per repetition");
+    return bs;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> bench_speed_command() {
+    return make_command<BenchSpeedOptions>(add_bench_speed_command, run_bench_speed);
 }
 
 }  // namespace lazyattn::cli

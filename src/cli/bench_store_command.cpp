@@ -1,3 +1,4 @@
+#include "cli/command.h"
 #include "cli/bench_store_command.h"
 
 #include <unistd.h>
@@ -52,8 +53,8 @@ engine::RagRequest request_over(const bench::Workload& w, const std::vector<int3
 
 }  // namespace
 
-CLI::App* add_bench_store_command(CLI::App* bench, BenchStoreOptions& o) {
-    CLI::App* bs = bench->add_subcommand(
+CLI::App* add_bench_store_command(CLI::App& parent, BenchStoreOptions& o) {
+    CLI::App* bs = parent.add_subcommand(
         "store",
         "TTFT of a k-document request whose documents come from recompute, the RAM pool, each --kv-store "
         "tier (disk, Redis) and the all-cached floor, side by side");
@@ -255,6 +256,10 @@ int run_bench_store(const BenchStoreOptions& o) {
         if (!f) return fail(io_error("cannot write " + o.json_path));
     }
     return 0;
+}
+
+std::unique_ptr<Command> bench_store_command() {
+    return make_command<BenchStoreOptions>(add_bench_store_command, run_bench_store);
 }
 
 }  // namespace lazyattn::cli

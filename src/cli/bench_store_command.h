@@ -25,7 +25,7 @@ struct BenchStoreOptions {
     std::string json_path;
 };
 
-CLI::App* add_bench_store_command(CLI::App* bench, BenchStoreOptions& o);
+CLI::App* add_bench_store_command(CLI::App& parent, BenchStoreOptions& o);
 int run_bench_store(const BenchStoreOptions& o);
 
 }  // namespace lazyattn::cli

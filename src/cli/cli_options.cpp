@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "engine/cache_mode.h"
 
 namespace lazyattn::cli {
 
@@ -59,6 +60,10 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
         ->default_str(std::to_string(o.kv_store_tier.max_bytes >> 20));
 }
 
+CLI::Validator cache_mode_check(bool segments_only) { return CLI::IsMember(engine::cache_mode_names(segments_only)); }
+
+std::string cache_mode_help() { return engine::cache_mode_choices(); }
+
 void configure_logging(const CommonOptions& o) {
     log::configure(log::parse_level(o.log_level).value(),
                    o.log_format == "json" ? log::Format::kJson : log::Format::kText);
@@ -78,7 +83,6 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     const auto seconds = CLI::Range(0.001, 1e9);
     CLI::App* sv = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, documents, metrics)");
     add_common_options(sv, o.common);
-    const auto modes = CLI::IsMember({"lazy", "lazy-k", "block-attn", "prefix", "none"});
     sv->add_option("--host", o.host, "address to listen on");
     sv->add_option("--port", o.port, "port to listen on (0 = any free port)")->check(CLI::Range(0, 65535));
     sv->add_option("--served-model-name,--alias", o.served_model_name,
@@ -86,7 +90,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     sv->add_option("-c,--ctx-size,--max-model-len", o.max_model_len,
                    "cap the context length below the model's (0 = the model's)")
         ->check(non_negative);
-    sv->add_option("--cache-mode", o.cache_mode, "lazy | lazy-k | block-attn | prefix | none")->check(modes);
+    sv->add_option("--cache-mode", o.cache_mode, cache_mode_help())->check(cache_mode_check());
     sv->add_option("--kv-cache-mb", o.kv_cache_mb, "KV cache pool size in MiB")->check(positive);
     sv->add_option("--kv-blocks", o.kv_blocks, "exact KV pool size in blocks (overrides --kv-cache-mb)")
         ->check(non_negative);

@@ -15,6 +15,10 @@ namespace lazyattn::cli {
 // --model/-m, --threads/-t, --log-level, --log-format and (with_kv: commands that compute)
 // --kv-dtype/--kv-cache-dtype and --device.
 void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv = true);
+// The cache-mode choices of engine/cache_mode.h's table as a CLI11 check (segments_only: the
+// modes that cache segments), and the help text listing them.
+CLI::Validator cache_mode_check(bool segments_only = false);
+std::string cache_mode_help();
 // Applies --log-level and --log-format (checked by the parser) to the process's logger.
 void configure_logging(const CommonOptions& o);
 

@@ -1,5 +1,6 @@
-// The subcommands of the lazyattn binary. Each fills its options struct from the command line in
-// main and returns the process exit code (0 ok, 1 run-time error, 2 bad arguments).
+// The subcommands of the lazyattn binary: their options and run functions. Each command's file
+// also registers its options (cli/command.h); the run functions return the process exit code
+// (0 ok, 1 run-time error, 2 bad arguments).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "backend/device.h"
 #include "bench/rag_workload.h"
+#include "engine/cache_mode.h"
 #include "engine/engine_config.h"
 #include "engine/sampling_params.h"
 
@@ -50,6 +52,12 @@ struct GenerateOptions {
     bool shuffle_docs = false;  // re-order the documents before every run after the first
 };
 
+// `lazyattn info`.
+struct InfoOptions {
+    CommonOptions common;
+    std::string chat_template;  // as serve's --chat-template ("" = the model file's own)
+};
+
 struct BenchSpeedOptions {
     CommonOptions common;
     int32_t prompt_tokens = 512;
@@ -70,7 +78,7 @@ struct BenchRagOptions {
     CommonOptions common;
     bench::WorkloadConfig workload;
     std::vector<double> zipf{2.1};  // the main run uses the first
-    std::vector<std::string> modes{"lazy", "lazy-k", "block-attn", "prefix", "none"};
+    std::vector<std::string> modes = engine::cache_mode_names();
     int32_t clients = 4;
     // The KV budget (the whole pool, cached documents and in-flight requests together): in
     // documents' worth when kv_budget_docs > 0 (sized from the model's KV bytes per token), else
@@ -85,7 +93,7 @@ struct BenchRagOptions {
     std::vector<double> skew_sweep;         // empty: skipped
     std::vector<double> rates;              // empty: skipped
     std::vector<int32_t> capacity_docs;     // empty: skipped
-    std::vector<std::string> sweep_modes{"lazy", "lazy-k", "block-attn", "prefix", "none"};
+    std::vector<std::string> sweep_modes = engine::cache_mode_names();
     int32_t sweep_requests = 20;
     int32_t sweep_warmup_requests = -1;  // -1: as warmup_requests (capped below sweep_requests)
     std::string json_path;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
@@ -127,5 +128,38 @@ int run_generate(const GenerateOptions& o) {
     }
     return 0;
 }
+
+namespace {
+
+CLI::App* add_generate_command(CLI::App& parent, GenerateOptions& o) {
+    CLI::App* g = parent.add_subcommand("generate", "generate text for one prompt");
+    add_common_options(g, o.common);
+    g->add_option("--prompt", o.prompt, "the prompt text")->required();
+    g->add_flag("--chat", o.chat, "wrap the prompt in the model's chat template");
+    g->add_option("--system", o.system, "system message (with --chat)");
+    g->add_option("--chat-template", o.chat_template,
+                  "chat template: chatml | llama3 | a .jinja file (default: the model file's own)");
+    g->add_option("--max-tokens", o.max_tokens, "tokens to generate at most")->check(CLI::NonNegativeNumber);
+    g->add_option("--temperature", o.sampling.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
+    g->add_option("--top-k", o.sampling.top_k, "0 = off")->check(CLI::NonNegativeNumber);
+    g->add_option("--top-p", o.sampling.top_p, "1 = off")->check(CLI::Range(0.0, 1.0));
+    g->add_option("--min-p", o.sampling.min_p, "0 = off")->check(CLI::Range(0.0, 1.0));
+    g->add_option("--repeat-penalty", o.sampling.repetition_penalty, "1 = off")->check(CLI::PositiveNumber);
+    g->add_option("--seed", o.sampling.seed, "random seed");
+    g->add_option("--stop", o.stop, "stop string (repeatable)");
+    g->add_flag("--ignore-eos", o.ignore_eos, "keep generating past end-of-generation tokens");
+    g->add_flag("--json", o.json, "print one JSON object instead of streaming text");
+    g->add_option("--kv-cache-mb", o.kv_cache_mb, "KV cache pool size in MiB")->check(CLI::PositiveNumber);
+    g->add_option("--doc", o.doc_files, "a document file, cached as its own segment (repeatable)");
+    g->add_option("--doc-text", o.doc_texts, "a document given inline (repeatable)");
+    g->add_option("--cache-mode", o.cache_mode, cache_mode_help())->check(cache_mode_check());
+    g->add_option("--repeat", o.repeat, "run the request N times in one process")->check(CLI::Range(1, 100000));
+    g->add_flag("--shuffle-docs", o.shuffle_docs, "re-order the documents before each repeated run");
+    return g;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> generate_command() { return make_command<GenerateOptions>(add_generate_command, run_generate); }
 
 }  // namespace lazyattn::cli

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "backends/cpu/typed_matmul.h"
+#include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/vocab_description.h"
@@ -34,7 +35,7 @@ void print_type_mix(const loader::GgufFile& file) {
     for (const auto& [type, m] : mix) {
         const auto t = static_cast<loader::GgmlType>(type);
         const std::string how = model::weight_type_in_place(t)
-                                    ? backends::cpu::describe_weight_compute(static_cast<kernels::WeightType>(type))
+                                    ? backends::cpu::describe_weight_compute(static_cast<kernels::GgmlType>(type))
                                     : "refused at load (no kernel for this type)";
         char line[96];
         std::snprintf(line, sizeof line, "  %-7s %5d tensors %10.1f MiB  ", loader::ggml_type_name(t), m.count,
@@ -81,5 +82,21 @@ int run_info(const CommonOptions& o, const std::string& chat_template) {
     print_type_mix(**file);
     return 0;
 }
+
+namespace {
+
+CLI::App* add_info_command(CLI::App& parent, InfoOptions& o) {
+    CLI::App* i = parent.add_subcommand("info", "print the model description");
+    add_common_options(i, o.common, false);
+    i->add_option("--chat-template", o.chat_template,
+                  "describe this chat template instead of the model file's: chatml | llama3 | a .jinja file");
+    return i;
+}
+
+int run_info_options(const InfoOptions& o) { return run_info(o.common, o.chat_template); }
+
+}  // namespace
+
+std::unique_ptr<Command> info_command() { return make_command<InfoOptions>(add_info_command, run_info_options); }
 
 }  // namespace lazyattn::cli

@@ -1,3 +1,4 @@
+#include "cli/command.h"
 #include "cli/precompute_command.h"
 
 #include <algorithm>
@@ -85,7 +86,7 @@ CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o) {
         ->envname("LAZYATTN_ARG_API_KEY");
     pc->add_option("--cache-salt", o.cache_salt, "compute for requests sending this cache_salt");
     pc->add_option("--cache-mode", o.cache_mode, "lazy (also serves block-attn) or lazy-k")
-        ->check(CLI::IsMember({"lazy", "lazy-k", "block-attn"}));
+        ->check(cache_mode_check(/*segments_only=*/true));
     pc->add_option("--kv-cache-mb", o.kv_cache_mb, "the RAM pool the documents are computed in")
         ->check(CLI::Range(1, 1 << 20));
     pc->add_option("--max-batch-tokens", o.max_batch_tokens, "rows per forward step")->check(CLI::Range(1, 1 << 20));
@@ -192,6 +193,10 @@ int run_precompute(const PrecomputeOptions& o) {
                  (long long)computed, (long long)tokens_computed, seconds, (long long)present, (long long)duplicate,
                  (long long)too_long, (long long)written, (long long)errors);
     return errors > 0 || st.writes_dropped > 0 ? 1 : 0;
+}
+
+std::unique_ptr<Command> precompute_command() {
+    return make_command<PrecomputeOptions>(add_precompute_command, run_precompute);
 }
 
 }  // namespace lazyattn::cli

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/qa_dataset.h"
+#include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "engine/engine.h"
@@ -104,5 +105,23 @@ int run_rag_demo(const RagDemoOptions& o) {
     }
     return 0;
 }
+
+namespace {
+
+CLI::App* add_rag_demo_command(CLI::App& parent, RagDemoOptions& o) {
+    CLI::App* d = parent.add_subcommand("demo", "RAG demo: 2WikiMultihopQA questions, documents shuffled between runs");
+    add_common_options(d, o.common);
+    d->add_option("--data", o.data_path, "JSONL file of questions with documents");
+    d->add_option("--questions", o.num_questions, "questions to ask")->check(CLI::Range(1, 1000));
+    d->add_option("--runs", o.runs, "runs per question (documents shuffled after the first)")
+        ->check(CLI::Range(1, 100));
+    d->add_option("--modes", o.modes, "cache modes to compare")
+        ->check(cache_mode_check());
+    return d;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> rag_demo_command() { return make_command<RagDemoOptions>(add_rag_demo_command, run_rag_demo); }
 
 }  // namespace lazyattn::cli

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "core/log.h"
@@ -147,5 +148,7 @@ int run_serve(const ServeOptions& o) {
     log::info("stopped");
     return 0;
 }
+
+std::unique_ptr<Command> serve_command() { return make_command<ServeOptions>(add_serve_command, run_serve); }
 
 }  // namespace lazyattn::cli

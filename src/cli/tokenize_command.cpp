@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "loader/gguf_file.h"
@@ -41,5 +42,22 @@ int run_tokenize(const TokenizeOptions& o) {
     }
     return 0;
 }
+
+namespace {
+
+CLI::App* add_tokenize_command(CLI::App& parent, TokenizeOptions& o) {
+    CLI::App* tk = parent.add_subcommand("tokenize", "print the token ids of a text (as the server's /tokenize)");
+    add_common_options(tk, o.common, false);
+    tk->add_option("text,--prompt", o.text, "the text to tokenize")->required();
+    tk->add_flag("--add-special", o.add_special, "add BOS/EOS as the model's metadata asks");
+    tk->add_flag("--parse-special", o.parse_special, "special-token text becomes the special token");
+    tk->add_flag("--pieces", o.pieces, "print each token's text beside its id");
+    tk->add_flag("--json", o.json, "one JSON object: tokens, count, pieces");
+    return tk;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> tokenize_command() { return make_command<TokenizeOptions>(add_tokenize_command, run_tokenize); }
 
 }  // namespace lazyattn::cli

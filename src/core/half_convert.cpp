@@ -1,32 +1,16 @@
 #include "core/half_convert.h"
 
-#include <cpuid.h>
 #include <immintrin.h>
 
+#include "core/cpu_features.h"
 #include "core/fp16.h"
 
 namespace lazyattn {
 namespace {
 
-bool has_avx512() {
-    static const bool yes = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl");
-    }();
-    return yes;
-}
-
-bool has_f16c() {
-    static const bool yes = [] {
-        __builtin_cpu_init();
-        // F16C is CPUID.1:ECX bit 29, read directly: clang's __builtin_cpu_supports has no "f16c".
-        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-        const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
-        return __builtin_cpu_supports("avx2") && f16c;
-    }();
-    return yes;
-}
+// The conversions honour LAZYATTN_CPU_ISA like every other SIMD path (core/cpu_features.h).
+bool has_avx512() { return cpu_features().has_avx512_bw_vl(); }
+bool has_f16c() { return cpu_features().has_avx2_f16c(); }
 
 __attribute__((target("avx2,f16c"))) void fp16_to_fp32_f16c(const uint16_t* src, float* dst, int64_t n) {
     int64_t i = 0;
@@ -89,6 +73,11 @@ LA_AVX512 void fp32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n) {
 }
 
 }  // namespace
+
+CpuIsa half_convert_isa() {
+    if (has_avx512()) return CpuIsa::kAvx512;
+    return has_f16c() ? CpuIsa::kAvx2 : CpuIsa::kScalar;
+}
 
 void fp16_to_fp32_n(const uint16_t* src, float* dst, int64_t n) {
     if (has_avx512()) return fp16_to_fp32_avx512(src, dst, n);

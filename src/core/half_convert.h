@@ -7,9 +7,14 @@
 
 namespace lazyattn {
 
+enum class CpuIsa;  // core/cpu_features.h
+
 void fp16_to_fp32_n(const uint16_t* src, float* dst, int64_t n);
 void fp32_to_fp16_n(const float* src, uint16_t* dst, int64_t n);
 void bf16_to_fp32_n(const uint16_t* src, float* dst, int64_t n);
 void fp32_to_bf16_n(const float* src, uint16_t* dst, int64_t n);
+
+// The instruction set the conversions above use (cpu_features(), so LAZYATTN_CPU_ISA caps it).
+CpuIsa half_convert_isa();
 
 }  // namespace lazyattn

@@ -1,33 +1,62 @@
 #include "engine/cache_mode.h"
 
+#include <iterator>
 #include <string>
 
 namespace lazyattn::engine {
 
-Expected<CacheMode> parse_cache_mode(std::string_view name) {
-    if (name == "lazy") return CacheMode::kLazy;
-    if (name == "lazy-k") return CacheMode::kLazyK;
-    if (name == "block-attn") return CacheMode::kBlockAttn;
-    if (name == "prefix") return CacheMode::kPrefix;
-    if (name == "none") return CacheMode::kNone;
-    return invalid_argument("unknown cache mode '" + std::string(name) +
-                            "' (expected lazy, lazy-k, block-attn, prefix or none)");
+namespace {
+
+constexpr CacheModeInfo kCacheModes[] = {
+    {CacheMode::kLazy, "lazy", "segments cached rotated at local positions; the kernel rotates the query per span",
+     true, true},
+    {CacheMode::kLazyK, "lazy-k", "segments cached unrotated; the kernel rotates each key to its logical position",
+     true, false},
+    {CacheMode::kBlockAttn, "block-attn", "segments cached as in lazy, copied per request and re-rotated", true, true},
+    {CacheMode::kPrefix, "prefix", "prefix caching over the flattened prompt (block hash chain from the start)",
+     false, true},
+    {CacheMode::kNone, "none", "recompute everything", false, true},
+};
+
+}  // namespace
+
+std::span<const CacheModeInfo> cache_modes() { return kCacheModes; }
+
+const CacheModeInfo& cache_mode_info(CacheMode mode) {
+    for (const CacheModeInfo& m : kCacheModes) {
+        if (m.mode == mode) return m;
+    }
+    return kCacheModes[0];  // unreachable: every enumerator has a row (tested)
 }
 
-const char* cache_mode_name(CacheMode mode) {
-    switch (mode) {
-        case CacheMode::kLazy:
-            return "lazy";
-        case CacheMode::kLazyK:
-            return "lazy-k";
-        case CacheMode::kBlockAttn:
-            return "block-attn";
-        case CacheMode::kPrefix:
-            return "prefix";
-        case CacheMode::kNone:
-            return "none";
+Expected<CacheMode> parse_cache_mode(std::string_view name) {
+    for (const CacheModeInfo& m : kCacheModes) {
+        if (name == m.name) return m.mode;
     }
-    return "?";
+    // "(expected lazy, lazy-k, block-attn, prefix or none)"
+    std::string expected;
+    const size_t n = std::size(kCacheModes);
+    for (size_t i = 0; i < n; ++i) {
+        expected += i == 0 ? "" : i + 1 == n ? " or " : ", ";
+        expected += kCacheModes[i].name;
+    }
+    return invalid_argument("unknown cache mode '" + std::string(name) + "' (expected " + expected + ")");
+}
+
+const char* cache_mode_name(CacheMode mode) { return cache_mode_info(mode).name; }
+
+std::vector<std::string> cache_mode_names(bool segments_only) {
+    std::vector<std::string> names;
+    for (const CacheModeInfo& m : kCacheModes) {
+        if (!segments_only || m.segments_are_blocks) names.emplace_back(m.name);
+    }
+    return names;
+}
+
+std::string cache_mode_choices() {
+    std::string out;
+    for (const CacheModeInfo& m : kCacheModes) out += (out.empty() ? "" : " | ") + std::string(m.name);
+    return out;
 }
 
 const char* kv_dtype_name(kernels::KvDtype dtype) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/check.h"
+#include "kernels/params/attention_params.h"
 
 namespace lazyattn::engine {
 namespace {
@@ -317,7 +318,8 @@ Status KvManager::make_private_copies(SequenceState& s) {
         if (!copy.ok()) return copy.status();
         s.kv.held.insert(s.kv.held.end(), copy->begin(), copy->end());
         pending_copies_.push_back(
-            {s.id, {place.blocks, *copy, place.num_tokens, place.logical_start - place.stored_base}});
+            {s.id, {place.blocks, *copy, place.num_tokens,
+              kernels::rotation_delta(place.logical_start, place.stored_base)}});
         for (kv::BlockId b : place.blocks) s.kv.held.erase(std::find(s.kv.held.begin(), s.kv.held.end(), b));
         kv_.release(place.blocks);
         place.blocks = std::move(copy).value();

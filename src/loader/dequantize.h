@@ -1,17 +1,12 @@
-// Dequantization of GGUF tensor data to fp32: one plain scalar function per type, written from
-// the block layouts of the GGUF specification. These are the truth the quantized kernels are
-// tested against.
+// Dequantization of GGUF tensor data to fp32 lives with the kernels it is the truth for
+// (kernels/ref/dequantize_ref.h); the loader and its users call it from there.
 #pragma once
 
-#include <cstdint>
-
-#include "core/status.h"
+#include "kernels/ref/dequantize_ref.h"
 #include "loader/ggml_type.h"
 
 namespace lazyattn::loader {
 
-// Converts `n` consecutive elements starting at `src` (which must start on a block boundary;
-// n a multiple of the block size) to fp32. Unsupported types give kUnsupported.
-Status dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
+using kernels::ref::dequantize_row;
 
 }  // namespace lazyattn::loader

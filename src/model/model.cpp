@@ -49,7 +49,7 @@ Status Model::prepare_weights() {
     auto prepare = [&](Linear& lin) -> Status {
         LA_ASSIGN_OR_RETURN(lin.bias_resident, resident(lin.bias));
         if (lin.out_dim == 0) return {};
-        if (lin.type != kernels::WeightType::kF32 && lin.w_quant != nullptr) {
+        if (lin.type != kernels::GgmlType::kF32 && lin.w_quant != nullptr) {
             lin.prepared = backend_->prepare_weight(lin.w_quant, lin.type, lin.in_dim, lin.out_dim);
             if (lin.prepared != nullptr) {
                 file_->drop_resident(

@@ -32,7 +32,7 @@ Expected<std::vector<float>> read_tensor(const loader::GgufFile& file, const std
     return out;
 }
 
-// Matrices of these types are computed on in place (kernels::WeightType); any other type is
+// Matrices of these types are computed on in place (kernels::GgmlType); any other type is
 // refused rather than widened to fp32, which would multiply the memory a file needs.
 constexpr loader::GgmlType kInPlaceTypes[] = {
     loader::GgmlType::kF32,  loader::GgmlType::kF16,  loader::GgmlType::kBF16, loader::GgmlType::kQ4_0,
@@ -60,7 +60,7 @@ Expected<Linear> read_linear(const loader::GgufFile& file, const std::string& pr
             return corrupt("tensor '" + info->name + "' has shape " + shape_string(info->dims) + ", expected " +
                            shape_string({in_dim, out_dim}));
         }
-        lin.type = static_cast<kernels::WeightType>(info->type);
+        lin.type = static_cast<kernels::GgmlType>(info->type);
         lin.w_quant = file.tensor_data(*info);
     } else {
         LA_ASSIGN_OR_RETURN(lin.w_f32, read_tensor(file, prefix + ".weight", {in_dim, out_dim}));

@@ -14,7 +14,6 @@
 
 namespace lazyattn::loader {
 class GgufFile;
-enum class GgmlType : uint32_t;
 }  // namespace lazyattn::loader
 
 namespace lazyattn::model {
@@ -22,7 +21,7 @@ namespace lazyattn::model {
 struct Linear {
     std::vector<float> w_f32;       // [out_dim, in_dim] fp32 copy (only with dequantize_all)
     const void* w_quant = nullptr;  // the rows inside the mapped file (any type), else null
-    kernels::WeightType type = kernels::WeightType::kF32;
+    kernels::GgmlType type = kernels::GgmlType::kF32;
     std::shared_ptr<const void> prepared;  // the backend's layout of w_quant (Backend::prepare_weight)
     std::vector<float> bias;               // [out_dim] or empty
     const float* bias_resident = nullptr;  // the backend's copy of bias (Model::resident), if made
@@ -63,7 +62,7 @@ struct ModelWeights {
 };
 
 // True for the GGUF types whose matrices are computed on in place.
-bool weight_type_in_place(loader::GgmlType t);
+bool weight_type_in_place(kernels::GgmlType t);
 
 // Reads every tensor the config needs, checking each tensor's shape. The file must outlive the
 // weights (quantized matrices point into it).

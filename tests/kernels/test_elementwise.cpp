@@ -92,7 +92,7 @@ TEST_P(ElementwiseTest, MatmulWithBias) {
          b = testing::random_floats(rng, out);
     std::vector<float> want(rows * out), got(rows * out);
     kernels::ref::matmul(x.data(), w.data(), b.data(), want.data(), rows, in, out);
-    be->matmul({x.data(), w.data(), kernels::WeightType::kF32, b.data(), got.data(), rows, in, out});
+    be->matmul({x.data(), w.data(), kernels::GgmlType::kF32, b.data(), got.data(), rows, in, out});
     // Sums of 99 products of magnitude <= 1: bound the error by the terms, not the result.
     testing::expect_close(got, want, 1e-4, 1.0, "matmul");
 }

@@ -16,11 +16,11 @@ namespace {
 
 using backends::cpu::simd::num_quant_kernel_sets;
 using backends::cpu::simd::quant_kernel_set;
-using kernels::QuantWeight;
+using kernels::GgmlType;
 
-constexpr QuantWeight kTypes[] = {QuantWeight::kQ4_0, QuantWeight::kQ4_1, QuantWeight::kQ8_0};
+constexpr GgmlType kTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0};
 
-std::vector<uint8_t> quantize_weights(QuantWeight t, const std::vector<float>& w) {
+std::vector<uint8_t> quantize_weights(GgmlType t, const std::vector<float>& w) {
     auto q = loader::quantize(static_cast<loader::GgmlType>(t), w.data(), int64_t(w.size()));
     EXPECT_TRUE(q.ok());
     return *q;
@@ -53,7 +53,7 @@ TEST(QuantKernels, DotProductsMatchReference) {
     std::mt19937_64 rng(testing::test_seed() + 1);
     for (int set = 0; set < num_quant_kernel_sets(); ++set) {
         const auto& k = quant_kernel_set(set);
-        for (QuantWeight t : kTypes) {
+        for (GgmlType t : kTypes) {
             const int64_t n = 1536, nb = n / 32;
             const auto w = quantize_weights(t, testing::random_floats(rng, n));
             const size_t stride = nb * kernels::activation_block_bytes(t);
@@ -90,7 +90,7 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
     for (int set = 0; set < num_quant_kernel_sets(); ++set) {
         const auto* g = quant_kernel_set(set).gemm;
         if (g == nullptr) continue;
-        for (QuantWeight t : kTypes) {
+        for (GgmlType t : kTypes) {
             for (int64_t n : {32, 96, 576}) {
                 const int64_t nb = n / 32, out = 37, rows = 9;
                 const auto w = quantize_weights(t, testing::random_floats(rng, out * n));
@@ -116,7 +116,7 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                 for (bool pairs : {true, false}) {
                     std::vector<uint8_t> scratch(backends::cpu::simd::QuantActs::bytes(rows, nb));
                     const auto a =
-                        backends::cpu::simd::QuantActs::in(scratch.data(), rows, nb, pairs && t != QuantWeight::kQ8_0);
+                        backends::cpu::simd::QuantActs::in(scratch.data(), rows, nb, pairs && t != GgmlType::kQ8_0);
                     for (int64_t r = 0; r < rows; ++r) g->prepare_row(x.data() + r * n, a, r, t);
                     for (int64_t r = 0; r < rows; ++r) {
                         for (int64_t b = 0; b < nb; ++b) {
@@ -188,7 +188,7 @@ TEST_P(QuantMatmulTest, BackendMatchesReferenceAndDequantizedFp32) {
     const auto [rows, in, out] = GetParam();
     std::mt19937_64 rng(testing::test_seed() + rows * 7 + out);
     auto be = backend::make_cpu_backend(2);
-    for (QuantWeight t : kTypes) {
+    for (GgmlType t : kTypes) {
         const auto wf = testing::random_floats(rng, int64_t(out) * in);
         const auto w = quantize_weights(t, wf);
         const auto x = testing::random_floats(rng, int64_t(rows) * in, -4, 4);
@@ -196,7 +196,7 @@ TEST_P(QuantMatmulTest, BackendMatchesReferenceAndDequantizedFp32) {
         std::vector<float> want(int64_t(rows) * out);
         kernels::ref::quant_matmul(t, w.data(), x.data(), want.data(), rows, in, out);
         // As loaded (GGUF layout) and, where the CPU has repacked kernels, as the backend prepares it.
-        const auto wt = static_cast<kernels::WeightType>(t);
+        const auto wt = static_cast<kernels::GgmlType>(t);
         const auto prepared = be->prepare_weight(w.data(), wt, in, out);
         std::vector<const void*> layouts{nullptr};
         if (prepared != nullptr) layouts.push_back(prepared.get());
@@ -255,7 +255,7 @@ TEST(QuantMatmulShared, SharedInputEqualsOneByOne) {
     auto be = backend::make_cpu_backend(2);
     const int64_t in = 576;
     const int64_t outs[] = {576, 192, 37};
-    for (QuantWeight t : {QuantWeight::kQ4_1, QuantWeight::kQ4_0, QuantWeight::kQ8_0}) {
+    for (GgmlType t : {GgmlType::kQ4_1, GgmlType::kQ4_0, GgmlType::kQ8_0}) {
         for (int64_t rows : {1, 3, 9}) {
             const auto x = testing::random_floats(rng, rows * in, -3, 3);
             std::vector<std::vector<uint8_t>> w;
@@ -264,14 +264,14 @@ TEST(QuantMatmulShared, SharedInputEqualsOneByOne) {
             std::vector<kernels::MatmulParams> ps;
             for (int i = 0; i < 3; ++i) {
                 w.push_back(quantize_weights(t, testing::random_floats(rng, outs[i] * in)));
-                prepared.push_back(be->prepare_weight(w[i].data(), static_cast<kernels::WeightType>(t), in, outs[i]));
+                prepared.push_back(be->prepare_weight(w[i].data(), static_cast<kernels::GgmlType>(t), in, outs[i]));
                 one[i].assign(rows * outs[i], -1.0f);
                 fused[i].assign(rows * outs[i], -2.0f);
             }
             for (int i = 0; i < 3; ++i) {
-                be->matmul({x.data(), w[i].data(), static_cast<kernels::WeightType>(t), nullptr, one[i].data(), rows,
+                be->matmul({x.data(), w[i].data(), static_cast<kernels::GgmlType>(t), nullptr, one[i].data(), rows,
                             in, outs[i], prepared[i].get()});
-                ps.push_back({x.data(), w[i].data(), static_cast<kernels::WeightType>(t), nullptr, fused[i].data(),
+                ps.push_back({x.data(), w[i].data(), static_cast<kernels::GgmlType>(t), nullptr, fused[i].data(),
                               rows, in, outs[i], prepared[i].get()});
             }
             be->matmuls(ps.data(), 3);

@@ -17,8 +17,8 @@ namespace {
 
 using backends::cpu::simd::num_quant_kernel_sets;
 using backends::cpu::simd::quant_kernel_set;
-using kernels::WeightType;
-using W = kernels::WeightType;
+using kernels::GgmlType;
+using W = kernels::GgmlType;
 
 constexpr W kTypes[] = {W::kQ5_0, W::kQ5_1, W::kQ2_K, W::kQ3_K, W::kQ4_K, W::kQ5_K, W::kQ6_K, W::kF16, W::kBF16};
 constexpr W kKQuants[] = {W::kQ2_K, W::kQ3_K, W::kQ4_K, W::kQ5_K, W::kQ6_K};

@@ -13,6 +13,7 @@
 #include "backends/cpu/simd/attention_tile.h"
 #include "backends/cpu/simd/rope_rotate.h"
 #include "core/check.h"
+#include "core/cpu_features.h"
 
 namespace lazyattn::backends::cpu {
 namespace {
@@ -96,8 +97,8 @@ struct HeadState {
 
 // Attends `num_rows` query rows of one sequence for the query heads of KV head `kvh`.
 // Scratch sizes: qrot [group * d], krot, kbuf, vbuf [block_size * d], scores [group * block_size],
-// acc [group * d], cs [rotary_dims].
-__attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_rows(
+// acc [group * d], cs [rotary_dims]. Compiled once per instruction set below (attend_rows_kernel).
+__attribute__((always_inline)) inline void attend_rows_body(
     const AttentionParams& p, const AttentionSeq& seq, int32_t kvh, int32_t row_begin, int32_t row_end, int32_t g_begin,
     int32_t g_end, float* qrot, float* krot, float* kbuf, float* vbuf, float* scores, float* acc, float* cs) {
     const int32_t d = p.head_dim;
@@ -116,8 +117,7 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
             if (first >= end) continue;
             // Rotate the raw query once per span: to p - delta when keys are stored rotated
             // (lazy), to p when each key is rotated to its logical position below (lazy-k).
-            const int32_t delta = span.logical_start - span.stored_base;
-            rope_cos_sin(p.rope, p.keys_rotated ? pos - delta : pos, cs);
+            rope_cos_sin(p.rope, p.query_rope_position(span, pos), cs);
             for (int32_t g = g_begin; g < g_end; ++g) {
                 const float* q = p.q + (int64_t(row) * p.num_heads + kvh * group + g) * d;
                 rope_rotate_with(p.rope, cs, q, qrot + g * d, d);
@@ -131,7 +131,7 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
                 const float *k, *v;
                 block_kv(p, block, kvh, n, kbuf, vbuf, &k, &v);
                 if (!p.keys_rotated) {
-                    rotate_keys(p.rope, k, krot, n, d, span.logical_start + t0, cs);
+                    rotate_keys(p.rope, k, krot, n, d, span.key_position(t0), cs);
                     k = krot;
                 }
                 for (int32_t g = g_begin; g < g_end; ++g) {
@@ -164,6 +164,36 @@ __attribute__((target_clones("default", "avx2", "arch=x86-64-v4"))) void attend_
         }
     }
 }
+
+// The portable per-row kernel, compiled for each instruction set; the compiler vectorizes the
+// loops of the body for the target. Chosen through core/cpu_features.h like every other kernel,
+// so LAZYATTN_CPU_ISA lowers it too.
+#define LA_ATTEND_ROWS_PARAMS                                                                                   \
+    const AttentionParams &p, const AttentionSeq &seq, int32_t kvh, int32_t row_begin, int32_t row_end,        \
+        int32_t g_begin, int32_t g_end, float *qrot, float *krot, float *kbuf, float *vbuf, float *scores, \
+        float *acc, float *cs
+#define LA_ATTEND_ROWS_ARGS p, seq, kvh, row_begin, row_end, g_begin, g_end, qrot, krot, kbuf, vbuf, scores, acc, cs
+
+void attend_rows_portable(LA_ATTEND_ROWS_PARAMS) { attend_rows_body(LA_ATTEND_ROWS_ARGS); }
+__attribute__((target("avx2,fma"))) void attend_rows_avx2(LA_ATTEND_ROWS_PARAMS) { attend_rows_body(LA_ATTEND_ROWS_ARGS); }
+__attribute__((target("arch=x86-64-v4"))) void attend_rows_avx512(LA_ATTEND_ROWS_PARAMS) {
+    attend_rows_body(LA_ATTEND_ROWS_ARGS);
+}
+
+using AttendRowsFn = void (*)(LA_ATTEND_ROWS_PARAMS);
+
+AttendRowsFn attend_rows_kernel() {
+    static const AttendRowsFn fn = [] {
+        const CpuFeatures& cpu = cpu_features();
+        if (cpu.has_x86_64_v4()) return attend_rows_avx512;
+        if (cpu.has_avx2_fma()) return attend_rows_avx2;
+        return attend_rows_portable;
+    }();
+    return fn;
+}
+
+#undef LA_ATTEND_ROWS_PARAMS
+#undef LA_ATTEND_ROWS_ARGS
 
 // Scratch of one thread for attend_tile (64-byte aligned where the kernel needs it).
 struct TileScratch {
@@ -201,7 +231,6 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
         // Lane q sees the span's tokens [first[q], vis[q]) (nothing when vis is 0).
         int32_t vis[L] = {}, first[L] = {};
         int32_t max_vis = 0, min_first = span.num_tokens;
-        const int32_t delta = span.logical_start - span.stored_base;
         for (int32_t r = 0; r < rows; ++r) {
             const int32_t pos = p.q_pos[row_begin + r];
             int32_t f, n;
@@ -209,7 +238,7 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
             if (f >= n) continue;
             max_vis = std::max(max_vis, n);
             min_first = std::min(min_first, f);
-            rope_cos_sin(p.rope, p.keys_rotated ? pos - delta : pos, t.cs);
+            rope_cos_sin(p.rope, p.query_rope_position(span, pos), t.cs);
             for (int32_t g = 0; g < group; ++g) {
                 const int lane = r * group + g;
                 vis[lane] = n;
@@ -227,7 +256,7 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
             const float *k, *v;
             block_kv(p, block, kvh, n, t.kbuf, t.vbuf, &k, &v);
             if (!p.keys_rotated) {
-                rotate_keys(p.rope, k, t.krot, n, d, span.logical_start + t0, t.cs);
+                rotate_keys(p.rope, k, t.krot, n, d, span.key_position(t0), t.cs);
                 k = t.krot;
             }
             if (n < B) {  // pad: slots past the span's tokens may hold anything
@@ -277,8 +306,7 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
     const AttentionSpan& span = p.spans[it.span];
     int32_t first, end;
     p.visible_range(span, pos, &first, &end);
-    const int32_t delta = span.logical_start - span.stored_base;
-    rope_cos_sin(p.rope, p.keys_rotated ? pos - delta : pos, cs);
+    rope_cos_sin(p.rope, p.query_rope_position(span, pos), cs);
     for (int32_t g = 0; g < group; ++g) {
         const float* q = p.q + (int64_t(row) * p.num_heads + it.kvh * group + g) * d;
         rope_rotate_with(p.rope, cs, q, qrot + g * d, d);
@@ -302,7 +330,7 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
         const float *k, *v;
         block_kv(p, block, it.kvh, n, kbuf, vbuf, &k, &v);
         if (!p.keys_rotated) {
-            rotate_keys(p.rope, k, krot, n, d, span.logical_start + t0, cs);
+            rotate_keys(p.rope, k, krot, n, d, span.key_position(t0), cs);
             k = krot;
         }
         attend_block(qrot, group, k, v, d, j0, n, m, l, o);
@@ -394,6 +422,11 @@ void widen_for_prefill(const AttentionParams& p, const AttentionPlan& plan, Wide
 
 }  // namespace
 
+CpuIsa attention_rows_isa() {
+    const AttendRowsFn fn = attend_rows_kernel();
+    return fn == attend_rows_avx512 ? CpuIsa::kAvx512 : fn == attend_rows_avx2 ? CpuIsa::kAvx2 : CpuIsa::kScalar;
+}
+
 void AttentionPlan::build(const kernels::AttentionStep& step) {
     step_ = step;
     built_ = true;
@@ -446,8 +479,10 @@ void AttentionPlan::build(const kernels::AttentionStep& step) {
         const int32_t last_pos = step.q_pos[seq.query_start + seq.num_queries - 1];
         for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
             const AttentionSpan& span = step.spans[si];
-            if (span.logical_start > last_pos || span.num_tokens <= 0) continue;
-            const int32_t visible = std::min(span.num_tokens, last_pos - span.logical_start + 1);
+            // Causal reach of the last row; the window only hides keys, so widening from the span's
+            // start covers every block any row of the sequence reads.
+            const int32_t visible = kernels::span_causal_end(span, last_pos);
+            if (visible <= 0) continue;
             for (int32_t b = 0; b < (visible + bs - 1) / bs; ++b) {
                 const int32_t id = step.block_ids[span.block_offset + b];
                 auto [it, fresh] = slot_of.emplace(id, int32_t(wide_blocks.size()));
@@ -513,6 +548,7 @@ void attention(const AttentionParams& p, AttentionPlan& plan, ThreadPool& pool) 
         tp = &wide_params;
     }
     const AttentionParams& pt = *tp;
+    const AttendRowsFn attend_rows = attend_rows_kernel();
     const int32_t d = p.head_dim;
     std::atomic<size_t> next{0};
     pool.run_on_all([&](int, int) {

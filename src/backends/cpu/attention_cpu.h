@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/params/attention_params.h"
 #include "kernels/params/attention_step.h"
@@ -58,5 +59,9 @@ private:
 void attention(const kernels::AttentionParams& p, AttentionPlan& plan, ThreadPool& pool);
 // Plans for itself, then runs (a call outside a planned step: kernel tests, tools).
 void attention(const kernels::AttentionParams& p, ThreadPool& pool);
+
+// The instruction set of the per-row kernel that serves shapes the AVX-512 tiles do not (and
+// every shape under LAZYATTN_CPU_ISA=avx2|scalar).
+CpuIsa attention_rows_isa();
 
 }  // namespace lazyattn::backends::cpu

@@ -29,7 +29,7 @@ public:
             typed_matmul(p, pool_, scratch_);
             return;
         }
-        if (p.w_type != kernels::WeightType::kF32) {
+        if (p.w_type != kernels::GgmlType::kF32) {
             quant_matmul(p, pool_, scratch_);
             return;
         }
@@ -45,7 +45,7 @@ public:
             for (int64_t r = 0; r < p.num_rows; ++r) add_inplace(p.y + r * p.out_dim, p.bias, p.out_dim);
         }
     }
-    std::shared_ptr<const void> prepare_weight(const void* w, kernels::WeightType type, int64_t in_dim,
+    std::shared_ptr<const void> prepare_weight(const void* w, kernels::GgmlType type, int64_t in_dim,
                                                int64_t out_dim) override {
         if (is_typed_weight(type)) return prepare_typed_weight(w, type, in_dim, out_dim, weight_arena_, pool_);
         return prepare_quant_weight(w, type, in_dim, out_dim, weight_arena_);

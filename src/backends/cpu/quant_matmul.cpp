@@ -10,11 +10,11 @@
 namespace lazyattn::backends::cpu {
 namespace {
 
-using kernels::QuantWeight;
+using kernels::GgmlType;
 
 // The types this file serves (the others go to typed_matmul.cpp).
-bool is_tiled_quant(kernels::WeightType t) {
-    return t == kernels::WeightType::kQ4_0 || t == kernels::WeightType::kQ4_1 || t == kernels::WeightType::kQ8_0;
+bool is_tiled_quant(kernels::GgmlType t) {
+    return t == kernels::GgmlType::kQ4_0 || t == kernels::GgmlType::kQ4_1 || t == kernels::GgmlType::kQ8_0;
 }
 using simd::QuantActs;
 
@@ -24,7 +24,7 @@ constexpr int64_t kGemmMinRows = 8;
 // The register-tiled path (quant_gemm.h): gemv for decode, repacked tiles for prefill.
 void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKernels& g, ThreadPool& pool,
                         std::vector<uint8_t>& scratch) {
-    const QuantWeight type = static_cast<QuantWeight>(p.w_type);
+    const GgmlType type = p.w_type;
     const int kind = simd::QuantGemmKernels::kind(type);
     const int64_t nb = p.in_dim / kernels::kQuantBlock;
     const size_t rb = nb * kernels::weight_block_bytes(type);
@@ -33,7 +33,7 @@ void quant_matmul_tiled(const kernels::MatmulParams& p, const simd::QuantGemmKer
     const bool r16 =
         p.w_prepared != nullptr && g.pack_from_r16[kind] != nullptr;  // prefill tiles from the repacked form
     scratch.resize(QuantActs::bytes(p.num_rows, nb));
-    const QuantActs a = QuantActs::in(scratch.data(), p.num_rows, nb, !gemm && type != QuantWeight::kQ8_0);
+    const QuantActs a = QuantActs::in(scratch.data(), p.num_rows, nb, !gemm && type != GgmlType::kQ8_0);
     pool.parallel_for(
         p.num_rows, [&](int64_t r) { g.prepare_row(p.x + r * p.in_dim, a, r, type); }, 8);
     const int threads = pool.num_threads();
@@ -79,7 +79,7 @@ void quant_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
         quant_matmul_tiled(p, *k.gemm, pool, scratch);
         return;
     }
-    const QuantWeight type = static_cast<QuantWeight>(p.w_type);
+    const GgmlType type = p.w_type;
     const int64_t nb = p.in_dim / kernels::kQuantBlock;
     const size_t x_row_bytes = nb * kernels::activation_block_bytes(type);
     const size_t w_row_bytes = nb * kernels::weight_block_bytes(type);
@@ -128,7 +128,7 @@ bool quant_matmul_shared_input(const kernels::MatmulParams* ps, int count, Threa
                                std::vector<uint8_t>& scratch) {
     const auto* g = simd::quant_kernels().gemm;
     if (g == nullptr || count < 1 || !is_tiled_quant(ps[0].w_type)) return false;
-    const QuantWeight type = static_cast<QuantWeight>(ps[0].w_type);
+    const GgmlType type = ps[0].w_type;
     const int kind = simd::QuantGemmKernels::kind(type);
     if (g->gemv_r16[kind] == nullptr || ps[0].num_rows >= kGemmMinRows) return false;
     for (int i = 0; i < count; ++i) {
@@ -182,11 +182,11 @@ uint8_t* WeightArena::allocate(size_t bytes) {
     return p;
 }
 
-std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::WeightType wt, int64_t in_dim, int64_t out_dim,
+std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::GgmlType wt, int64_t in_dim, int64_t out_dim,
                                                  WeightArena& arena) {
     const auto* g = simd::quant_kernels().gemm;
     if (!is_tiled_quant(wt) || g == nullptr || in_dim % kernels::kQuantBlock != 0) return nullptr;
-    const QuantWeight type = static_cast<QuantWeight>(wt);
+    const GgmlType type = wt;
     const int kind = simd::QuantGemmKernels::kind(type);
     if (g->repack_r16[kind] == nullptr) return nullptr;
     const int64_t nb = in_dim / kernels::kQuantBlock;

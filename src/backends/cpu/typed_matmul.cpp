@@ -10,28 +10,28 @@
 namespace lazyattn::backends::cpu {
 namespace {
 
-using kernels::WeightType;
+using kernels::GgmlType;
 using kernels::ref::ActFormat;
 
 // Bytes of one weight row of n elements.
-size_t weight_row_bytes(WeightType t, int64_t n) {
+size_t weight_row_bytes(GgmlType t, int64_t n) {
     switch (t) {
-        case WeightType::kF16:
-        case WeightType::kBF16:
+        case GgmlType::kF16:
+        case GgmlType::kBF16:
             return size_t(n) * 2;
-        case WeightType::kQ5_0:
+        case GgmlType::kQ5_0:
             return size_t(n / 32) * 22;
-        case WeightType::kQ5_1:
+        case GgmlType::kQ5_1:
             return size_t(n / 32) * 24;
-        case WeightType::kQ2_K:
+        case GgmlType::kQ2_K:
             return size_t(n / 256) * 84;
-        case WeightType::kQ3_K:
+        case GgmlType::kQ3_K:
             return size_t(n / 256) * 110;
-        case WeightType::kQ4_K:
+        case GgmlType::kQ4_K:
             return size_t(n / 256) * 144;
-        case WeightType::kQ5_K:
+        case GgmlType::kQ5_K:
             return size_t(n / 256) * 176;
-        case WeightType::kQ6_K:
+        case GgmlType::kQ6_K:
             return size_t(n / 256) * 210;
         default:
             return 0;
@@ -40,7 +40,7 @@ size_t weight_row_bytes(WeightType t, int64_t n) {
 
 }  // namespace
 
-bool is_typed_weight(WeightType t) { return weight_row_bytes(t, 256) != 0; }
+bool is_typed_weight(GgmlType t) { return weight_row_bytes(t, 256) != 0; }
 
 void typed_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch) {
     const auto& k = simd::quant_kernels();
@@ -127,7 +127,7 @@ void typed_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<
     });
 }
 
-std::shared_ptr<const void> prepare_typed_weight(const void* w, WeightType t, int64_t in_dim, int64_t out_dim,
+std::shared_ptr<const void> prepare_typed_weight(const void* w, GgmlType t, int64_t in_dim, int64_t out_dim,
                                                  WeightArena& arena, ThreadPool& pool) {
     const auto& k = simd::quant_kernels();
     if (k.typed->r16 == nullptr || k.typed->r16(t) == nullptr || !kernels::ref::has_kquant_r16(t) ||
@@ -145,10 +145,10 @@ std::shared_ptr<const void> prepare_typed_weight(const void* w, WeightType t, in
     return owner;
 }
 
-std::string describe_weight_compute(WeightType t) {
+std::string describe_weight_compute(GgmlType t) {
     const auto& k = simd::quant_kernels();
-    if (t == WeightType::kF32) return "in place, fp32 GEMM (OpenBLAS)";
-    const bool block32 = t == WeightType::kQ4_0 || t == WeightType::kQ4_1 || t == WeightType::kQ8_0;
+    if (t == GgmlType::kF32) return "in place, fp32 GEMM (OpenBLAS)";
+    const bool block32 = t == GgmlType::kQ4_0 || t == GgmlType::kQ4_1 || t == GgmlType::kQ8_0;
     const bool repacked = (block32 && k.gemm != nullptr) || (k.typed->r16 != nullptr && k.typed->r16(t) != nullptr);
     if (!block32 && !is_typed_weight(t)) return "not supported";
     const ActFormat fmt = kernels::ref::activation_format(t);

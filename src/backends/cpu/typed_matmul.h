@@ -18,17 +18,17 @@
 namespace lazyattn::backends::cpu {
 
 // True for the types typed_matmul serves.
-bool is_typed_weight(kernels::WeightType t);
+bool is_typed_weight(kernels::GgmlType t);
 
 // Runs on p.w_prepared when it is set (prepare_typed_weight), else on the file's bytes.
 void typed_matmul(const kernels::MatmulParams& p, ThreadPool& pool, std::vector<uint8_t>& scratch);
 
 // Q4_K/Q5_K/Q6_K repacked into `arena` for this CPU's kernels (kernels/ref/kquant_r16_ref.h:
 // groups of 16 rows, lanes = rows), or nullptr where the CPU or the type has no such kernels.
-std::shared_ptr<const void> prepare_typed_weight(const void* w, kernels::WeightType t, int64_t in_dim, int64_t out_dim,
+std::shared_ptr<const void> prepare_typed_weight(const void* w, kernels::GgmlType t, int64_t in_dim, int64_t out_dim,
                                                  WeightArena& arena, ThreadPool& pool);
 
 // How the CPU backend computes weights of `t` on this host, for `lazyattn info`.
-std::string describe_weight_compute(kernels::WeightType t);
+std::string describe_weight_compute(kernels::GgmlType t);
 
 }  // namespace lazyattn::backends::cpu

@@ -54,9 +54,9 @@ struct DecodeSplitArgs {
     float* lse_part;  // [num_splits, num_seqs, num_heads], log2-sum-exp2 of the scaled scores
 };
 
+// Keys of a span a query at pos reaches causally; the sliding window is masked per key below.
 __device__ __forceinline__ int span_visible(const kernels::AttentionSpan& s, int pos) {
-    const int v = pos - s.logical_start + 1;
-    return s.num_tokens <= 0 ? 0 : min(max(v, 0), s.num_tokens);
+    return kernels::span_causal_end(s, pos);
 }
 
 // Position in a sequence's list of key tiles: span index and first token of the tile.
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(128)
         const kernels::AttentionSpan span = p.spans[comp_c.span];
         const int n = min(T, comp_c.visible - comp_c.t0);
         if constexpr (KEYS_ROTATED) {
-            const int delta = span.logical_start - span.stored_base;
+            const int delta = span.delta();
             if (delta != cur_delta) {
                 decode_load_query<D, GP>(p.rope, q_p, j, delta, q);
                 cur_delta = delta;
@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(128)
         }
         const bf16* ks = stage_k(i % S::kStages);
         const bf16* vs = stage_v(i % S::kStages);
-        const int key_pos0 = span.logical_start + comp_c.t0;
+        const int key_pos0 = span.key_position(comp_c.t0);
 #pragma unroll
         for (int kk = 0; kk < KPS; kk += 2) {
             const int ra = sw * KPS + kk, rb = ra + 1;
@@ -309,8 +309,8 @@ __global__ void __launch_bounds__(128)
             unpack_bf16x8(*reinterpret_cast<const uint4*>(vs + ra * D + 8 * j), va);
             unpack_bf16x8(*reinterpret_cast<const uint4*>(vs + rb * D + 8 * j), vb);
             const int window = p.sliding_window;  // keys behind it are masked like padding
-            const bool valid_a = ra < n && (window <= 0 || pos - (key_pos0 + ra) < window);
-            const bool valid_b = rb < n && (window <= 0 || pos - (key_pos0 + rb) < window);
+            const bool valid_a = ra < n && kernels::in_window(pos, key_pos0 + ra, window);
+            const bool valid_b = rb < n && kernels::in_window(pos, key_pos0 + rb, window);
             // The span's temperature and log-weight (the query carries scale * log2(e)).
             const float span_bias = span.logit_bias * kLog2e;
 #pragma unroll

@@ -192,14 +192,14 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
 
         const kernels::AttentionSpan span = p.spans[comp_c.span];
         const int n = min(BN, comp_c.visible - comp_c.t0);
-        const int key_pos0 = span.logical_start + comp_c.t0;
+        const int key_pos0 = span.key_position(comp_c.t0);
         bf16* ks = k_stage(i & 1);
         const bf16* vs = v_stage(i & 1);
         if constexpr (!KEYS_ROTATED) {
             prefill_rotate_keys<D>(p.rope, ks, n, key_pos0);
             __syncthreads();
         } else {
-            const int delta = span.logical_start - span.stored_base;
+            const int delta = span.delta();
             if (delta != cur_delta) {  // uniform over the CTA
                 for (int i = threadIdx.x; i < p.rope.rotary_dims / 2; i += S::kThreads) {
                     delta_cs[i] = rope_cos_sin(p.rope, -delta, i);
@@ -228,7 +228,10 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
         }
 
         const int window = p.sliding_window;
-        const bool full = n == BN && key_pos0 + BN - 1 <= min_pos && (window <= 0 || max_pos - key_pos0 < window);
+        // Every row sees the whole tile iff the earliest row sees its last key and the latest row
+        // its first (visibility is monotone in both positions).
+        const bool full = n == BN && kernels::key_visible(min_pos, key_pos0 + BN - 1, window) &&
+                          kernels::key_visible(max_pos, key_pos0, window);
         // The span's temperature and log-weight (AttentionSpan::logit_scale, logit_bias).
         const float span_scale = qscale * span.logit_scale, span_bias = span.logit_bias * kLog2e;
         float mx_a = -INFINITY, mx_b = -INFINITY;
@@ -240,8 +243,7 @@ __global__ void __launch_bounds__(128) attention_prefill_kernel(const CudaAttent
                 if (!full) {
                     const int col = 8 * nt + 2 * t + (e & 1);
                     const int row_p = e < 2 ? pos_a : pos_b;
-                    if (col >= n || key_pos0 + col > row_p) x = -INFINITY;
-                    if (window > 0 && row_p - (key_pos0 + col) >= window) x = -INFINITY;
+                    if (col >= n || !kernels::key_visible(row_p, key_pos0 + col, window)) x = -INFINITY;
                 }
                 s[nt][e] = x;
             }

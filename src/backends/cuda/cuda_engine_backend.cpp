@@ -102,11 +102,11 @@ public:
         }
         record(s);
     }
-    std::shared_ptr<const void> prepare_weight(const void* w, kernels::WeightType type, int64_t in_dim,
+    std::shared_ptr<const void> prepare_weight(const void* w, kernels::GgmlType type, int64_t in_dim,
                                                int64_t out_dim) override {
         return upload_matrix(w, type, out_dim, in_dim);
     }
-    std::shared_ptr<const void> prepare_embedding(const void* table, kernels::WeightType type, int64_t vocab_size,
+    std::shared_ptr<const void> prepare_embedding(const void* table, kernels::GgmlType type, int64_t vocab_size,
                                                   int64_t dim) override {
         return upload_matrix(table, type, vocab_size, dim);
     }
@@ -270,7 +270,7 @@ private:
 
     // The matrix [rows, cols] of GGUF `type` (fp32 included) dequantized on the host a chunk of
     // rows at a time, rounded to bf16 and uploaded; nullptr (the error kept) on failure.
-    std::shared_ptr<const void> upload_matrix(const void* src, kernels::WeightType type, int64_t rows, int64_t cols) {
+    std::shared_ptr<const void> upload_matrix(const void* src, kernels::GgmlType type, int64_t rows, int64_t cols) {
         auto m = std::make_shared<DeviceMatrix>();
         m->rows = rows;
         m->cols = cols;

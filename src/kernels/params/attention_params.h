@@ -9,7 +9,18 @@
 
 #include "kernels/params/kv_dtype.h"
 
+// The span rule below is shared with the CUDA kernels, which call it from device code.
+#if defined(__CUDACC__)
+#define LA_SPAN_RULE __host__ __device__ inline
+#else
+#define LA_SPAN_RULE inline
+#endif
+
 namespace lazyattn::kernels {
+
+// Δ of keys rotated at stored_base + i that sit at logical_start + i: the offset by which the
+// query is rotated back (lazy) or the stored keys are re-rotated forward (block-attn's copies).
+LA_SPAN_RULE int32_t rotation_delta(int32_t logical_start, int32_t stored_base) { return logical_start - stored_base; }
 
 // One contiguous run of cached tokens a sequence reads, in whole blocks.
 struct AttentionSpan {
@@ -21,7 +32,52 @@ struct AttentionSpan {
     // log-weight per span (document rescaling, engine::DocumentReuse). 1 and 0 leave it plain.
     float logit_scale = 1.0f;
     float logit_bias = 0.0f;
+
+    // Δ: how far the span sits from where its keys were rotated. Rotating the raw query to
+    // p - Δ scores every stored key as if it had been rotated at its logical position
+    // (<R(p) q, R(S + i) k> = <R(p - Δ) q, R(i) k>, docs/design.md §2).
+    LA_SPAN_RULE int32_t delta() const { return rotation_delta(logical_start, stored_base); }
+    // Logical position of the span's token t (what lazy-k rotates the key to, and what the
+    // causal and sliding-window masks compare with the query's position).
+    LA_SPAN_RULE int32_t key_position(int32_t t) const { return logical_start + t; }
 };
+
+// ---- The span rule: what a query at logical position `pos` sees of a span, and how. ----
+// Every optimized kernel (CPU and CUDA) reads spans through these; the scalar reference
+// (kernels/ref/reference_ops.cpp) writes the rule again from its definition on purpose.
+
+// Position the raw query is rotated to for a span: p - Δ when the keys are stored rotated, p when
+// the kernel rotates each key to its logical position itself (lazy-k).
+LA_SPAN_RULE int32_t query_rope_position(const AttentionSpan& span, int32_t pos, bool keys_rotated) {
+    return keys_rotated ? pos - span.delta() : pos;
+}
+
+// Causality: tokens [0, end) of the span sit at logical positions <= pos.
+LA_SPAN_RULE int32_t span_causal_end(const AttentionSpan& span, int32_t pos) {
+    const int64_t n = span.num_tokens > 0 ? span.num_tokens : 0;
+    const int64_t end = int64_t(pos) - span.logical_start + 1;
+    return int32_t(end < 0 ? 0 : end < n ? end : n);
+}
+
+// Sliding window (llama.cpp's rule): a query at pos sees a key at key_pos only if
+// pos - key_pos < window. window 0: no window.
+LA_SPAN_RULE bool in_window(int32_t pos, int32_t key_pos, int32_t window) {
+    return window <= 0 || int64_t(pos) - key_pos < window;
+}
+
+// Whether a query at pos sees a key at logical position key_pos at all (causal and window).
+LA_SPAN_RULE bool key_visible(int32_t pos, int32_t key_pos, int32_t window) {
+    return key_pos <= pos && in_window(pos, key_pos, window);
+}
+
+// Tokens [*first, *end) of a span that a query at `pos` sees under `window`; empty (first >= end)
+// when none.
+LA_SPAN_RULE void span_visible_range(const AttentionSpan& span, int32_t pos, int32_t window, int32_t* first,
+                                     int32_t* end) {
+    *end = span_causal_end(span, pos);
+    const int64_t f = window > 0 ? int64_t(pos) - span.logical_start - window + 1 : 0;
+    *first = f <= 0 ? 0 : f < *end ? int32_t(f) : *end;
+}
 
 // One sequence of the batch: its query rows and the spans it attends to.
 struct AttentionSeq {
@@ -84,10 +140,11 @@ struct AttentionParams {
     // Tokens [first, end) of a span (its token t sits at logical_start + t) that a query at
     // logical position `pos` sees; empty (first >= end) when none.
     void visible_range(const AttentionSpan& span, int32_t pos, int32_t* first, int32_t* end) const {
-        const int64_t last = int64_t(pos) - span.logical_start;  // the span's last visible token
-        *end = int32_t(std::max<int64_t>(0, std::min<int64_t>(span.num_tokens, last + 1)));
-        *first = sliding_window > 0 ? int32_t(std::max<int64_t>(0, last - sliding_window + 1)) : 0;
-        if (*first > *end) *first = *end;
+        span_visible_range(span, pos, sliding_window, first, end);
+    }
+    // Position the raw query is rotated to for this span (see query_rope_position).
+    int32_t query_rope_position(const AttentionSpan& span, int32_t pos) const {
+        return kernels::query_rope_position(span, pos, keys_rotated);
     }
 
     // Offset in elements of (block, kv head)'s first key, and its address.

@@ -4,33 +4,38 @@
 
 #include <cstdint>
 
+#include "kernels/params/ggml_type.h"
+
 namespace lazyattn::kernels {
 
-// Weight element types, numbered as GGUF's tensor types: every type llama-quantize writes for
-// the presets Q4_0..Q6_K, F16 and BF16 (mixed embedding/output types included).
-enum class WeightType : uint32_t {
-    kF32 = 0,
-    kF16 = 1,
-    kQ4_0 = 2,
-    kQ4_1 = 3,
-    kQ5_0 = 6,
-    kQ5_1 = 7,
-    kQ8_0 = 8,
-    kQ2_K = 10,
-    kQ3_K = 11,
-    kQ4_K = 12,
-    kQ5_K = 13,
-    kQ6_K = 14,
-    kBF16 = 30,
-};
-
-// The types with a direct kernel (all of the above).
-inline bool is_weight_type(uint32_t t) { return t <= 3 || (t >= 6 && t <= 8) || (t >= 10 && t <= 14) || t == 30; }
+// The weight types with a direct kernel: every type llama-quantize writes for the presets
+// Q4_0..Q6_K, F16 and BF16 (mixed embedding/output types included): F32, F16, BF16, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q8_0, Q2_K..Q6_K.
+inline bool is_weight_type(uint32_t t) {
+    switch (static_cast<GgmlType>(t)) {
+        case GgmlType::kF32:
+        case GgmlType::kF16:
+        case GgmlType::kBF16:
+        case GgmlType::kQ4_0:
+        case GgmlType::kQ4_1:
+        case GgmlType::kQ5_0:
+        case GgmlType::kQ5_1:
+        case GgmlType::kQ8_0:
+        case GgmlType::kQ2_K:
+        case GgmlType::kQ3_K:
+        case GgmlType::kQ4_K:
+        case GgmlType::kQ5_K:
+        case GgmlType::kQ6_K:
+            return true;
+        default:
+            return false;
+    }
+}
 
 struct MatmulParams {
     const float* x;  // [num_rows, in_dim]
     const void* w;   // [out_dim, in_dim] row-major (GGUF's layout: dims[0] = in_dim), w_type
-    WeightType w_type;
+    GgmlType w_type;
     const float* bias;  // [out_dim] or nullptr
     float* y;           // [num_rows, out_dim]
     int64_t num_rows;

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/params/ggml_type.h"
+
 namespace lazyattn::kernels {
 
 constexpr int kQuantBlock = 32;
@@ -42,16 +44,14 @@ static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block size");
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36,
               "GGUF block sizes");
 
-// Weight formats with a direct kernel, numbered as GGUF's tensor types.
-enum class QuantWeight : uint32_t { kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8 };
-
-// The activation format each weight format is multiplied with.
-inline bool uses_q8_1(QuantWeight w) { return w == QuantWeight::kQ4_1; }
-inline size_t weight_block_bytes(QuantWeight w) {
-    return w == QuantWeight::kQ4_0   ? sizeof(BlockQ4_0)
-           : w == QuantWeight::kQ4_1 ? sizeof(BlockQ4_1)
+// The legacy block formats with a register-tiled kernel (GgmlType Q4_0, Q4_1, Q8_0): their
+// block sizes and the activation format each is multiplied with.
+constexpr bool uses_q8_1(GgmlType w) { return w == GgmlType::kQ4_1; }
+constexpr size_t weight_block_bytes(GgmlType w) {
+    return w == GgmlType::kQ4_0   ? sizeof(BlockQ4_0)
+           : w == GgmlType::kQ4_1 ? sizeof(BlockQ4_1)
                                      : sizeof(BlockQ8_0);
 }
-inline size_t activation_block_bytes(QuantWeight w) { return uses_q8_1(w) ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0); }
+constexpr size_t activation_block_bytes(GgmlType w) { return uses_q8_1(w) ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0); }
 
 }  // namespace lazyattn::kernels

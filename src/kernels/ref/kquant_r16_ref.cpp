@@ -15,13 +15,13 @@ struct Geometry {
     size_t scales_at;  // offset of the scales in the main part
 };
 
-Geometry geometry(WeightType t) {
+Geometry geometry(GgmlType t) {
     switch (t) {
-        case WeightType::kQ4_K:
+        case GgmlType::kQ4_K:
             return {144, 16, 128, 0, 0, 2048};
-        case WeightType::kQ5_K:
+        case GgmlType::kQ5_K:
             return {176, 48, 128, 16, 32, 2560};
-        case WeightType::kQ6_K:
+        case GgmlType::kQ6_K:
             return {210, 0, 128, 128, 64, 3072};
         default:
             return {};
@@ -36,24 +36,24 @@ float load_half(const uint8_t* p) {
 
 }  // namespace
 
-bool has_kquant_r16(WeightType t) { return t == WeightType::kQ4_K || t == WeightType::kQ5_K || t == WeightType::kQ6_K; }
+bool has_kquant_r16(GgmlType t) { return t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K; }
 
-size_t kquant_r16_main_bytes(WeightType t) {
+size_t kquant_r16_main_bytes(GgmlType t) {
     switch (t) {
-        case WeightType::kQ4_K:
+        case GgmlType::kQ4_K:
             return 2304;
-        case WeightType::kQ5_K:
+        case GgmlType::kQ5_K:
             return 2816;
-        case WeightType::kQ6_K:
+        case GgmlType::kQ6_K:
             return 3328;
         default:
             return 0;
     }
 }
 
-size_t kquant_r16_tail_bytes(WeightType t) { return t == WeightType::kQ6_K ? 32 : 64; }
+size_t kquant_r16_tail_bytes(GgmlType t) { return t == GgmlType::kQ6_K ? 32 : 64; }
 
-void repack_kquant_r16(WeightType t, const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t n, int64_t g_begin,
+void repack_kquant_r16(GgmlType t, const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t n, int64_t g_begin,
                        int64_t g_end, uint8_t* dst) {
     const Geometry geo = geometry(t);
     const int64_t nsb = n / kSuperBlock;
@@ -72,7 +72,7 @@ void repack_kquant_r16(WeightType t, const uint8_t* w, size_t w_row_bytes, int64
                 for (size_t j = 0; j < geo.qh_n / 4; ++j)
                     std::memcpy(m + 64 * (geo.qs_n / 4 + j) + 4 * i, b + geo.qh + 4 * j, 4);
                 uint8_t* sc = m + geo.scales_at;
-                if (t == WeightType::kQ6_K) {
+                if (t == GgmlType::kQ6_K) {
                     for (int k = 0; k < 16; ++k) sc[16 * k + i] = b[192 + k];
                     std::memcpy(tl + 2 * i, b + 208, 2);
                 } else {
@@ -90,7 +90,7 @@ void repack_kquant_r16(WeightType t, const uint8_t* w, size_t w_row_bytes, int64
     }
 }
 
-void unpack_kquant_r16(WeightType t, const uint8_t* r16, int64_t n, int64_t row, int64_t sb, KUnpacked* u) {
+void unpack_kquant_r16(GgmlType t, const uint8_t* r16, int64_t n, int64_t row, int64_t sb, KUnpacked* u) {
     const Geometry geo = geometry(t);
     const int64_t nsb = n / kSuperBlock;
     const size_t main = kquant_r16_main_bytes(t), tail = kquant_r16_tail_bytes(t);
@@ -103,7 +103,7 @@ void unpack_kquant_r16(WeightType t, const uint8_t* r16, int64_t n, int64_t row,
     auto qs = [&](int j) { return m[64 * (j / 4) + 4 * i + j % 4]; };
     auto qh = [&](int j) { return m[64 * (geo.qs_n / 4 + j / 4) + 4 * i + j % 4]; };
     const uint8_t* sc = m + geo.scales_at;
-    if (t == WeightType::kQ6_K) {
+    if (t == GgmlType::kQ6_K) {
         for (int h = 0; h < 2; ++h)
             for (int k = 0; k < 4; ++k)
                 for (int l = 0; l < 32; ++l) {
@@ -119,7 +119,7 @@ void unpack_kquant_r16(WeightType t, const uint8_t* r16, int64_t n, int64_t row,
         u->d = u->dmin = load_half(tl + 2 * i);
         return;
     }
-    const bool q5 = t == WeightType::kQ5_K;
+    const bool q5 = t == GgmlType::kQ5_K;
     for (int c = 0; c < 4; ++c)
         for (int l = 0; l < 32; ++l) {
             const uint8_t v = qs(32 * c + l);
@@ -135,7 +135,7 @@ void unpack_kquant_r16(WeightType t, const uint8_t* r16, int64_t n, int64_t row,
     u->dmin = load_half(tl + 32 + 2 * i);
 }
 
-void gemv_kquant_r16(WeightType t, const uint8_t* r16, int64_t n, int64_t out_dim, const BlockQ8_K* x, float* y) {
+void gemv_kquant_r16(GgmlType t, const uint8_t* r16, int64_t n, int64_t out_dim, const BlockQ8_K* x, float* y) {
     KUnpacked u;
     for (int64_t o = 0; o < out_dim; ++o) {
         float s = 0.0f;

@@ -39,27 +39,27 @@ namespace lazyattn::kernels::ref {
 constexpr int kR16KRows = 16;
 
 // True for the types with this layout (Q4_K, Q5_K, Q6_K).
-bool has_kquant_r16(WeightType t);
-size_t kquant_r16_main_bytes(WeightType t);  // per group and super-block
-size_t kquant_r16_tail_bytes(WeightType t);
+bool has_kquant_r16(GgmlType t);
+size_t kquant_r16_main_bytes(GgmlType t);  // per group and super-block
+size_t kquant_r16_tail_bytes(GgmlType t);
 // A group is rounded up to 64 bytes (Q6_K with an odd number of super-blocks: 32 more).
-inline size_t kquant_r16_group_bytes(WeightType t, int64_t n) {
+inline size_t kquant_r16_group_bytes(GgmlType t, int64_t n) {
     return (size_t(n / kSuperBlock) * (kquant_r16_main_bytes(t) + kquant_r16_tail_bytes(t)) + 63) / 64 * 64;
 }
 inline int64_t kquant_r16_groups(int64_t out_dim) { return (out_dim + kR16KRows - 1) / kR16KRows; }
-inline size_t kquant_r16_bytes(WeightType t, int64_t out_dim, int64_t n) {
+inline size_t kquant_r16_bytes(GgmlType t, int64_t out_dim, int64_t n) {
     return size_t(kquant_r16_groups(out_dim)) * kquant_r16_group_bytes(t, n);
 }
 
 // Repacks groups [g_begin, g_end) of a matrix of out_dim GGUF rows (w_row_bytes apart, n
 // elements each) into dst (the whole matrix's buffer, kquant_r16_bytes).
-void repack_kquant_r16(WeightType t, const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t n, int64_t g_begin,
+void repack_kquant_r16(GgmlType t, const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t n, int64_t g_begin,
                        int64_t g_end, uint8_t* dst);
 
 // Row `row`, super-block `sb` of a repacked matrix, in the common form.
-void unpack_kquant_r16(WeightType t, const uint8_t* r16, int64_t n, int64_t row, int64_t sb, KUnpacked* u);
+void unpack_kquant_r16(GgmlType t, const uint8_t* r16, int64_t n, int64_t row, int64_t sb, KUnpacked* u);
 
 // y[o] = dot(row o, x) for o < out_dim on the repacked matrix (x: n / 256 Q8_K blocks).
-void gemv_kquant_r16(WeightType t, const uint8_t* r16, int64_t n, int64_t out_dim, const BlockQ8_K* x, float* y);
+void gemv_kquant_r16(GgmlType t, const uint8_t* r16, int64_t n, int64_t out_dim, const BlockQ8_K* x, float* y);
 
 }  // namespace lazyattn::kernels::ref

@@ -40,48 +40,15 @@ void k4_scales(const uint8_t* s, KUnpacked* u) {
     }
 }
 
-// Bytes per block and elements per block of each type (GGUF).
-void block_geometry(WeightType t, size_t* bytes, int64_t* elems) {
-    switch (t) {
-        case WeightType::kQ5_0:
-            *bytes = 22, *elems = 32;
-            return;
-        case WeightType::kQ5_1:
-            *bytes = 24, *elems = 32;
-            return;
-        case WeightType::kQ2_K:
-            *bytes = 84, *elems = 256;
-            return;
-        case WeightType::kQ3_K:
-            *bytes = 110, *elems = 256;
-            return;
-        case WeightType::kQ4_K:
-            *bytes = 144, *elems = 256;
-            return;
-        case WeightType::kQ5_K:
-            *bytes = 176, *elems = 256;
-            return;
-        case WeightType::kQ6_K:
-            *bytes = 210, *elems = 256;
-            return;
-        case WeightType::kF16:
-        case WeightType::kBF16:
-            *bytes = 2, *elems = 1;
-            return;
-        case WeightType::kQ4_0:
-            *bytes = 18, *elems = 32;
-            return;
-        case WeightType::kQ4_1:
-            *bytes = 20, *elems = 32;
-            return;
-        case WeightType::kQ8_0:
-            *bytes = 34, *elems = 32;
-            return;
-        case WeightType::kF32:
-            *bytes = 4, *elems = 1;
-            return;
+// Bytes per block and elements per block of a weight type, from the one GGUF type table
+// (kernels/params/ggml_type.h); 0 bytes for a type that is not a weight type.
+void block_geometry(GgmlType t, size_t* bytes, int64_t* elems) {
+    const GgmlTypeTraits traits = ggml_type_traits(t);
+    if (!is_weight_type(static_cast<uint32_t>(t)) || traits.block_size == 0) {
+        *bytes = 0, *elems = 1;
+        return;
     }
-    *bytes = 0, *elems = 1;
+    *bytes = traits.type_size, *elems = traits.block_size;
 }
 
 // Q5_0 {half d; u8 qh[4]; u8 qs[16]} / Q5_1 {half d; half m; u8 qh[4]; u8 qs[16]}: 5-bit q,
@@ -214,17 +181,17 @@ void unpack_q6_K(const uint8_t* b, KUnpacked* u) {
     u->d = u->dmin = load_half(b + 208);
 }
 
-UnpackFn unpack_function(WeightType type) {
+UnpackFn unpack_function(GgmlType type) {
     switch (type) {
-        case WeightType::kQ2_K:
+        case GgmlType::kQ2_K:
             return unpack_q2_K;
-        case WeightType::kQ3_K:
+        case GgmlType::kQ3_K:
             return unpack_q3_K;
-        case WeightType::kQ4_K:
+        case GgmlType::kQ4_K:
             return unpack_q4_K;
-        case WeightType::kQ5_K:
+        case GgmlType::kQ5_K:
             return unpack_q5_K;
-        case WeightType::kQ6_K:
+        case GgmlType::kQ6_K:
             return unpack_q6_K;
         default:
             return nullptr;
@@ -271,25 +238,25 @@ void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
     }
 }
 
-ActFormat activation_format(WeightType type) {
+ActFormat activation_format(GgmlType type) {
     switch (type) {
-        case WeightType::kF32:
-        case WeightType::kF16:
-        case WeightType::kBF16:
+        case GgmlType::kF32:
+        case GgmlType::kF16:
+        case GgmlType::kBF16:
             return ActFormat::kF32;
-        case WeightType::kQ4_1:
-        case WeightType::kQ5_1:
+        case GgmlType::kQ4_1:
+        case GgmlType::kQ5_1:
             return ActFormat::kQ8_1;
-        case WeightType::kQ4_0:
-        case WeightType::kQ5_0:
-        case WeightType::kQ8_0:
+        case GgmlType::kQ4_0:
+        case GgmlType::kQ5_0:
+        case GgmlType::kQ8_0:
             return ActFormat::kQ8_0;
         default:
             return ActFormat::kQ8_K;
     }
 }
 
-size_t activation_row_bytes(WeightType type, int64_t n) {
+size_t activation_row_bytes(GgmlType type, int64_t n) {
     switch (activation_format(type)) {
         case ActFormat::kF32:
             return size_t(n) * 4;
@@ -303,7 +270,7 @@ size_t activation_row_bytes(WeightType type, int64_t n) {
     return 0;
 }
 
-void prepare_activation_row(WeightType type, const float* x, void* y, int64_t n) {
+void prepare_activation_row(GgmlType type, const float* x, void* y, int64_t n) {
     switch (activation_format(type)) {
         case ActFormat::kF32:
             std::memcpy(y, x, size_t(n) * 4);
@@ -320,22 +287,22 @@ void prepare_activation_row(WeightType type, const float* x, void* y, int64_t n)
     }
 }
 
-float vec_dot_typed(WeightType type, const void* wv, const void* x, int64_t n) {
+float vec_dot_typed(GgmlType type, const void* wv, const void* x, int64_t n) {
     const auto* w = static_cast<const uint8_t*>(wv);
     switch (type) {
-        case WeightType::kQ4_0:
-        case WeightType::kQ4_1:
-        case WeightType::kQ8_0:
-            return vec_dot(static_cast<QuantWeight>(type), w, x, n);
-        case WeightType::kQ5_0:
+        case GgmlType::kQ4_0:
+        case GgmlType::kQ4_1:
+        case GgmlType::kQ8_0:
+            return vec_dot(type, w, x, n);
+        case GgmlType::kQ5_0:
             return dot_q5_0(w, static_cast<const BlockQ8_0*>(x), n / 32);
-        case WeightType::kQ5_1:
+        case GgmlType::kQ5_1:
             return dot_q5_1(w, static_cast<const BlockQ8_1*>(x), n / 32);
-        case WeightType::kF16:
+        case GgmlType::kF16:
             return dot_16bit(false, w, static_cast<const float*>(x), n);
-        case WeightType::kBF16:
+        case GgmlType::kBF16:
             return dot_16bit(true, w, static_cast<const float*>(x), n);
-        case WeightType::kF32:
+        case GgmlType::kF32:
             break;
         default: {
             size_t bytes;
@@ -347,7 +314,7 @@ float vec_dot_typed(WeightType type, const void* wv, const void* x, int64_t n) {
     return 0.0f;
 }
 
-void typed_matmul(WeightType type, const void* w, const float* x, float* y, int64_t num_rows, int64_t in_dim,
+void typed_matmul(GgmlType type, const void* w, const float* x, float* y, int64_t num_rows, int64_t in_dim,
                   int64_t out_dim) {
     size_t bytes;
     int64_t elems;

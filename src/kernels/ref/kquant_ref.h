@@ -36,7 +36,7 @@ void unpack_q6_K(const uint8_t* b, KUnpacked* u);
 using UnpackFn = void (*)(const uint8_t* b, KUnpacked* u);
 // Q4_K/Q5_K: the 6-bit scale and min of sub-block j (0..7) from the 12 packed scale bytes.
 void k4_scale_min(const uint8_t* s, int j, int* scale, int* min);
-UnpackFn unpack_function(WeightType type);  // nullptr for a non-K type
+UnpackFn unpack_function(GgmlType type);  // nullptr for a non-K type
 
 // The super-block's term of the dot product (the formula above), in a fixed float order.
 float dot_unpacked(const KUnpacked& u, const BlockQ8_K& x);
@@ -52,18 +52,18 @@ void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n);
 
 // The activation format of a weight type.
 enum class ActFormat { kF32, kQ8_0, kQ8_1, kQ8_K };
-ActFormat activation_format(WeightType type);
+ActFormat activation_format(GgmlType type);
 // Bytes of one activation row of n elements in that format.
-size_t activation_row_bytes(WeightType type, int64_t n);
+size_t activation_row_bytes(GgmlType type, int64_t n);
 // Quantizes (or copies) one fp32 row of n elements into the format.
-void prepare_activation_row(WeightType type, const float* x, void* y, int64_t n);
+void prepare_activation_row(GgmlType type, const float* x, void* y, int64_t n);
 
 // Dot product of one weight row (n elements) of `type` with one activation row in its format.
-// Covers every WeightType except kF32.
-float vec_dot_typed(WeightType type, const void* w_row, const void* x_row, int64_t n);
+// Covers every GgmlType except kF32.
+float vec_dot_typed(GgmlType type, const void* w_row, const void* x_row, int64_t n);
 
 // y[r, o] = dot(w row o, x row r) for any type but kF32; x fp32 [num_rows, in_dim].
-void typed_matmul(WeightType type, const void* w, const float* x, float* y, int64_t num_rows, int64_t in_dim,
+void typed_matmul(GgmlType type, const void* w, const float* x, float* y, int64_t num_rows, int64_t in_dim,
                   int64_t out_dim);
 
 }  // namespace lazyattn::kernels::ref

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/check.h"
 #include "core/fp16.h"
 
 namespace lazyattn::kernels::ref {
@@ -69,20 +70,23 @@ void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
     for (int64_t i = 0; i < n / kQuantBlock; ++i) y[i].s = fp32_to_fp16(quantize_block(x + i * kQuantBlock, y[i]));
 }
 
-float vec_dot(QuantWeight type, const void* w, const void* x, int64_t n) {
+float vec_dot(GgmlType type, const void* w, const void* x, int64_t n) {
     const int64_t nb = n / kQuantBlock;
     switch (type) {
-        case QuantWeight::kQ4_0:
+        case GgmlType::kQ4_0:
             return dot_q4_0(static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(x), nb);
-        case QuantWeight::kQ4_1:
+        case GgmlType::kQ4_1:
             return dot_q4_1(static_cast<const BlockQ4_1*>(w), static_cast<const BlockQ8_1*>(x), nb);
-        case QuantWeight::kQ8_0:
+        case GgmlType::kQ8_0:
             return dot_q8_0(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(x), nb);
+        default:
+            break;
     }
+    LA_CHECK_MSG(false, "vec_dot: not a q4_0/q4_1/q8_0 weight type");
     return 0.0f;
 }
 
-void quant_matmul(QuantWeight type, const void* w, const float* x, float* y, int64_t num_rows, int64_t in_dim,
+void quant_matmul(GgmlType type, const void* w, const float* x, float* y, int64_t num_rows, int64_t in_dim,
                   int64_t out_dim) {
     const int64_t nb = in_dim / kQuantBlock;
     const size_t x_row_bytes = nb * activation_block_bytes(type), w_row_bytes = nb * weight_block_bytes(type);

@@ -15,10 +15,10 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n);
 
 // Dot product of one weight row (n elements) with one quantized activation row.
-float vec_dot(QuantWeight type, const void* w_row, const void* x_row, int64_t n);
+float vec_dot(GgmlType type, const void* w_row, const void* x_row, int64_t n);
 
 // y[r, o] = dot(w row o, x row r): x is fp32 [num_rows, in_dim], quantized here.
-void quant_matmul(QuantWeight type, const void* w, const float* x, float* y, int64_t num_rows, int64_t in_dim,
+void quant_matmul(GgmlType type, const void* w, const float* x, float* y, int64_t num_rows, int64_t in_dim,
                   int64_t out_dim);
 
 }  // namespace lazyattn::kernels::ref

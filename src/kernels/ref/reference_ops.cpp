@@ -95,15 +95,19 @@ const float* cache_row(const void* cache, const AttentionParams& p, const Attent
     return row.data();
 }
 
-// Sliding window, written from its definition (not through AttentionParams::visible_range, which
-// the optimized kernels use): the key at logical position k is hidden from the query at p when
-// p - k >= window.
+// Sliding window, written from its definition (not through the span rule of
+// kernels/params/attention_params.h, which the optimized kernels use): the key at logical
+// position k is hidden from the query at p when p - k >= window.
 bool masked_by_window(const AttentionParams& p, const AttentionSpan& span, int32_t t, int32_t pos) {
     return p.sliding_window > 0 && int64_t(pos) - (int64_t(span.logical_start) + t) >= p.sliding_window;
 }
 
 }  // namespace
 
+// An independent statement of the span rule (docs/design.md §2): causality, the window and
+// the query's rotation p - (logical_start - stored_base) are spelled out here rather than taken
+// from AttentionSpan::delta / span_visible_range, so that a mistake there shows up as a
+// difference between the kernels and this reference instead of being shared by both.
 void attention(const AttentionParams& p) {
     const int32_t d = p.head_dim;
     const int32_t group = p.num_heads / p.num_kv_heads;

@@ -7,7 +7,7 @@
 
 #include "backends/cpu/simd/attention_decode.h"
 #include "backends/cpu/simd/exp_avx512.h"
-#include "backends/cpu/simd/isa_limit.h"
+#include "core/cpu_features.h"
 
 // GCC 12 flags the undefined upper lanes inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -131,8 +131,7 @@ AttendDecodeBlockF16Fn attend_decode_block_f16() {
 
 AttendDecodeBlockFn attend_decode_block() {
     static const AttendDecodeBlockFn fn = [] {
-        __builtin_cpu_init();
-        return isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")
+        return cpu_features().has_avx512_fma()
                    ? attend_decode_block_avx512
                    : nullptr;
     }();

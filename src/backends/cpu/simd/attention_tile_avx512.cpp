@@ -6,7 +6,7 @@
 
 #include "backends/cpu/simd/attention_tile.h"
 #include "backends/cpu/simd/exp_avx512.h"
-#include "backends/cpu/simd/isa_limit.h"
+#include "core/cpu_features.h"
 
 // GCC 12 flags the undefined upper lanes inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -70,8 +70,7 @@ LA_AVX512 void attend_block_avx512(const float* qt, const float* k, const float*
 
 AttendBlockFn attend_block_q16() {
     static const AttendBlockFn fn = [] {
-        __builtin_cpu_init();
-        return isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")
+        return cpu_features().has_avx512_fma()
                    ? attend_block_avx512
                    : nullptr;
     }();

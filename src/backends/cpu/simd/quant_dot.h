@@ -31,8 +31,8 @@ struct QuantKernels {
     // Q5_0/Q5_1, K-quants, F16/BF16 (typed_dot.h).
     const TypedDotKernels* typed;
 
-    DotRowsFn dot(kernels::QuantWeight w) const {
-        return w == kernels::QuantWeight::kQ4_0 ? dot_q4_0 : w == kernels::QuantWeight::kQ4_1 ? dot_q4_1 : dot_q8_0;
+    DotRowsFn dot(kernels::GgmlType w) const {
+        return w == kernels::GgmlType::kQ4_0 ? dot_q4_0 : w == kernels::GgmlType::kQ4_1 ? dot_q4_1 : dot_q8_0;
     }
 };
 

@@ -54,7 +54,7 @@ struct QuantActs {
 };
 
 // Quantizes fp32 row r (in_dim = a.nb * 32 values) into `a`, for weights of type `w`.
-using PrepareRowFn = void (*)(const float* x, const QuantActs& a, int64_t r, kernels::QuantWeight w);
+using PrepareRowFn = void (*)(const float* x, const QuantActs& a, int64_t r, kernels::GgmlType w);
 // y[r * y_stride + o] = dot(weight row o, activation row r) (+ bias[o]) for o in [o_begin, o_end),
 // r < num_rows <= 4. w points at weight row 0; rows are w_row_bytes apart.
 using GemvFn = void (*)(const uint8_t* w, size_t w_row_bytes, int64_t o_begin, int64_t o_end, const QuantActs& a,
@@ -79,14 +79,14 @@ constexpr size_t kPackedBytesPerRowBlock = 40;  // 32 u8 values + fp32 d and m
 // are zero (d = 0). The same bytes per weight as GGUF, but a decode step takes 16 rows per
 // instruction instead of unpacking scales per block and row.
 constexpr int kR16Rows = 16;
-inline size_t r16_block_bytes(kernels::QuantWeight w) {
-    return w == kernels::QuantWeight::kQ4_1 ? 320 : w == kernels::QuantWeight::kQ8_0 ? 544 : 288;
+inline size_t r16_block_bytes(kernels::GgmlType w) {
+    return w == kernels::GgmlType::kQ4_1 ? 320 : w == kernels::GgmlType::kQ8_0 ? 544 : 288;
 }
 inline int64_t r16_groups(int64_t out_dim) { return (out_dim + kR16Rows - 1) / kR16Rows; }
-inline size_t r16_bytes(kernels::QuantWeight w, int64_t out_dim, int64_t nb) {
+inline size_t r16_bytes(kernels::GgmlType w, int64_t out_dim, int64_t nb) {
     return size_t(r16_groups(out_dim)) * size_t(nb) * r16_block_bytes(w);
 }
-inline bool has_r16(kernels::QuantWeight) { return true; }
+inline bool has_r16(kernels::GgmlType) { return true; }
 
 // Repacks GGUF rows (out_dim rows of w_row_bytes) into `dst` (r16_bytes, any alignment).
 using RepackR16Fn = void (*)(const uint8_t* w, size_t w_row_bytes, int64_t out_dim, int64_t nb, uint8_t* dst);
@@ -109,8 +109,8 @@ struct QuantGemmKernels {
     GemvR16Fn gemv_r16[3];
     PackTileR16Fn pack_from_r16[3];
 
-    static int kind(kernels::QuantWeight w) {
-        return w == kernels::QuantWeight::kQ4_0 ? 0 : w == kernels::QuantWeight::kQ4_1 ? 1 : 2;
+    static int kind(kernels::GgmlType w) {
+        return w == kernels::GgmlType::kQ4_0 ? 0 : w == kernels::GgmlType::kQ4_1 ? 1 : 2;
     }
 };
 

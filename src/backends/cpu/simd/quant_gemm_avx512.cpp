@@ -16,15 +16,18 @@
 namespace lazyattn::backends::cpu::simd {
 namespace {
 
-using kernels::QuantWeight;
+using kernels::GgmlType;
 
 #define LA_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
-enum Kind { kQ4_0 = 0, kQ4_1 = 1, kQ8_0 = 2 };
+// The three block types, named short for the templates below.
+constexpr GgmlType kQ4_0 = GgmlType::kQ4_0, kQ4_1 = GgmlType::kQ4_1, kQ8_0 = GgmlType::kQ8_0;
 
-// GGUF block geometry per kind: bytes per block and offset of qs.
-constexpr size_t kBlockBytes[3] = {18, 20, 34};
-constexpr size_t kQsOffset[3] = {2, 4, 2};
+// GGUF block geometry: bytes per block (kernels/params/quant_blocks.h) and offset of qs.
+template <GgmlType K>
+constexpr size_t kBlockBytes = kernels::weight_block_bytes(K);
+template <GgmlType K>
+constexpr size_t kQsOffset = K == kQ4_1 ? 4 : 2;
 
 inline uint32_t load_u32(const void* p) {
     uint32_t v;
@@ -37,11 +40,11 @@ LA_AVX512 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 // ---- activations --------------------------------------------------------------------------
 
 // One block of 32, as kernels::ref::quantize_block: d = amax / 127, q = nearest-even(x * 127 / amax).
-LA_AVX512 void prepare_row_avx512(const float* x, const QuantActs& a, int64_t r, QuantWeight w) {
+LA_AVX512 void prepare_row_avx512(const float* x, const QuantActs& a, int64_t r, GgmlType w) {
     int8_t* qs = a.qs_row(r);
     float* ds = a.ds_row(r);
     int32_t* corr = a.corr_row(r);
-    const int32_t corr_scale = w == QuantWeight::kQ4_0 ? -8 : w == QuantWeight::kQ8_0 ? -128 : 0;
+    const int32_t corr_scale = w == GgmlType::kQ4_0 ? -8 : w == GgmlType::kQ8_0 ? -128 : 0;
     for (int64_t b = 0; b < a.nb; ++b) {
         const __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
         const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
@@ -80,25 +83,25 @@ LA_AVX512 void prepare_row_avx512(const float* x, const QuantActs& a, int64_t r,
 // ---- gemv: lanes = k, two blocks per register ----------------------------------------------
 
 // The 64 weight values of blocks b0, b1 as u8, in the order the activations use.
-template <int K>
+template <GgmlType K>
 LA_AVX512 inline __m512i load_weight_pair(const uint8_t* b0, const uint8_t* b1) {
     if constexpr (K == kQ8_0) {
-        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + kQsOffset[K]));
-        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + kQsOffset[K]));
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + kQsOffset<K>));
+        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + kQsOffset<K>));
         return _mm512_xor_si512(_mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1), _mm512_set1_epi8(char(0x80)));
     } else {
         const __m256i t = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQsOffset[K]))),
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQsOffset[K])), 1);
+            _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQsOffset<K>))),
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQsOffset<K>)), 1);
         const __m512i both = _mm512_inserti64x4(_mm512_zextsi256_si512(t), _mm256_srli_epi16(t, 4), 1);
         return _mm512_and_si512(both, _mm512_set1_epi8(0x0f));  // b0 lo, b1 lo, b0 hi, b1 hi
     }
 }
 
 // NW weight rows x R activation rows, all block pairs.
-template <int K, int NW, int R>
+template <GgmlType K, int NW, int R>
 LA_AVX512 void gemv_tile(const uint8_t* w, size_t rb, const QuantActs& a, float* y, int64_t ys, const float* bias) {
-    constexpr size_t bs = kBlockBytes[K];
+    constexpr size_t bs = kBlockBytes<K>;
     // Lane -> which of the pair's two scales (element 0 or 2 of (d0 d0' d1 d1')).
     const __m512i scale_idx = K == kQ8_0 ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2)
                                          : _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2);
@@ -159,7 +162,7 @@ LA_AVX512 void gemv_tile(const uint8_t* w, size_t rb, const QuantActs& a, float*
     }
 }
 
-template <int K, int R>
+template <GgmlType K, int R>
 LA_AVX512 void gemv_rows(const uint8_t* w, size_t rb, int64_t o0, int64_t o1, const QuantActs& a, float* y, int64_t ys,
                          const float* bias) {
     // Several weight rows share each activation load. Not for Q8_0: interleaving its 34-byte-block
@@ -171,7 +174,7 @@ LA_AVX512 void gemv_rows(const uint8_t* w, size_t rb, int64_t o0, int64_t o1, co
     for (; o < o1; ++o) gemv_tile<K, 1, R>(w + o * rb, rb, a, y + o, ys, bias ? bias + o : nullptr);
 }
 
-template <int K>
+template <GgmlType K>
 LA_AVX512 void gemv_avx512(const uint8_t* w, size_t rb, int64_t o0, int64_t o1, const QuantActs& a, int rows, float* y,
                            int64_t ys, const float* bias) {
     switch (rows) {
@@ -195,9 +198,9 @@ LA_AVX512 void gemv_avx512(const uint8_t* w, size_t rb, int64_t o0, int64_t o1, 
 // Per block, kPackedBlockBytes: u8 values as [8 groups of 4 k][32 rows][4], then d[32], m[32].
 constexpr size_t kPackedBlockBytes = kGemmTileRows * kPackedBytesPerRowBlock;
 
-template <int K>
+template <GgmlType K>
 LA_AVX512 void pack_avx512(const uint8_t* w, size_t rb, int nw, int64_t nb, uint8_t* packed) {
-    constexpr size_t bs = kBlockBytes[K];
+    constexpr size_t bs = kBlockBytes<K>;
     for (int64_t b = 0; b < nb; ++b) {
         uint8_t* pb = packed + b * kPackedBlockBytes;
         auto* d = reinterpret_cast<float*>(pb + 1024);
@@ -208,11 +211,11 @@ LA_AVX512 void pack_avx512(const uint8_t* w, size_t rb, int nw, int64_t nb, uint
             if (i < nw) {
                 const uint8_t* blk = w + i * rb + b * bs;
                 if constexpr (K == kQ8_0) {
-                    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQsOffset[K]));
+                    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQsOffset<K>));
                     _mm256_store_si256(reinterpret_cast<__m256i*>(v),
                                        _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80))));
                 } else {
-                    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQsOffset[K]));
+                    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQsOffset<K>));
                     const __m128i mask = _mm_set1_epi8(0x0f);
                     _mm_store_si128(reinterpret_cast<__m128i*>(v), _mm_and_si128(q, mask));
                     _mm_store_si128(reinterpret_cast<__m128i*>(v + 4), _mm_and_si128(_mm_srli_epi16(q, 4), mask));
@@ -227,7 +230,7 @@ LA_AVX512 void pack_avx512(const uint8_t* w, size_t rb, int nw, int64_t nb, uint
     }
 }
 
-template <int K, int MR>
+template <GgmlType K, int MR>
 LA_AVX512 void gemm_rows(const uint8_t* packed, int64_t nb, const QuantActs& a, int64_t r, float* y, int64_t ys, int nw,
                          const float* bias) {
     __m512 acc[2][MR];
@@ -283,7 +286,7 @@ LA_AVX512 void gemm_rows(const uint8_t* packed, int64_t nb, const QuantActs& a, 
     }
 }
 
-template <int K>
+template <GgmlType K>
 LA_AVX512 void gemm_tile_avx512(const uint8_t* packed, int64_t nb, const QuantActs& a, int64_t r0, int64_t r1, float* y,
                                 int64_t ys, int nw, const float* bias) {
     int64_t r = r0;
@@ -305,19 +308,19 @@ LA_AVX512 void gemm_tile_avx512(const uint8_t* packed, int64_t nb, const QuantAc
 
 // ---- weights repacked at load: groups of 16 rows, lanes = rows, 4-bit (quant_gemm.h) ----------
 
-template <int K>
+template <GgmlType K>
 constexpr size_t kR16BlockBytes = K == kQ4_1   ? 320
                                   : K == kQ8_0 ? 544
                                                : 288;
 // Q8_0's software prefetch distance (from memory it was 1.5x Q4_0's time per byte without).
 constexpr size_t kR16Prefetch = 8192;
 // Quant vectors per block (each 16 rows x 4 bytes); the fp16 d follow them.
-template <int K>
+template <GgmlType K>
 constexpr int kR16Vectors = K == kQ8_0 ? 8 : 4;
 
-template <int K>
+template <GgmlType K>
 void repack_r16(const uint8_t* w, size_t rb, int64_t out_dim, int64_t nb, uint8_t* dst) {
-    constexpr size_t bs = kBlockBytes[K], d_at = 64 * kR16Vectors<K>;
+    constexpr size_t bs = kBlockBytes<K>, d_at = 64 * kR16Vectors<K>;
     for (int64_t g = 0; g < r16_groups(out_dim); ++g) {
         for (int64_t b = 0; b < nb; ++b) {
             uint8_t* pb = dst + (g * nb + b) * kR16BlockBytes<K>;
@@ -325,7 +328,7 @@ void repack_r16(const uint8_t* w, size_t rb, int64_t out_dim, int64_t nb, uint8_
             for (int i = 0; i < kR16Rows && g * kR16Rows + i < out_dim; ++i) {
                 const uint8_t* blk = w + (g * kR16Rows + i) * rb + b * bs;
                 for (int t = 0; t < kR16Vectors<K>; ++t) {
-                    uint32_t v = load_u32(blk + kQsOffset[K] + 4 * t);
+                    uint32_t v = load_u32(blk + kQsOffset<K> + 4 * t);
                     if constexpr (K == kQ8_0) v ^= 0x80808080u;  // q + 128
                     std::memcpy(pb + 64 * t + 4 * i, &v, 4);
                 }
@@ -337,7 +340,7 @@ void repack_r16(const uint8_t* w, size_t rb, int64_t out_dim, int64_t nb, uint8_
 }
 
 // NG groups (16 rows each) x R activation rows, all blocks. pw: the first group's block 0.
-template <int K, int NG, int R>
+template <GgmlType K, int NG, int R>
 LA_AVX512 void gemv_r16_groups(const uint8_t* pw, int64_t nb, const QuantActs& a, __m512 acc[NG][R]) {
     constexpr size_t bb = kR16BlockBytes<K>;
     const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -413,7 +416,7 @@ LA_AVX512 inline void store_r16(int64_t g, const __m512* acc_g, int64_t out_dim,
     for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + r * ys + o, mask, _mm512_add_ps(acc_g[r], bv));
 }
 
-template <int K, int R>
+template <GgmlType K, int R>
 LA_AVX512 void gemv_r16_rows(const uint8_t* r16, int64_t nb, int64_t g0, int64_t g1, int64_t out_dim,
                              const QuantActs& a, float* y, int64_t ys, const float* bias) {
     constexpr int NG = R <= 2 ? 2 : 1;
@@ -432,7 +435,7 @@ LA_AVX512 void gemv_r16_rows(const uint8_t* r16, int64_t nb, int64_t g0, int64_t
     }
 }
 
-template <int K>
+template <GgmlType K>
 LA_AVX512 void gemv_r16_avx512(const uint8_t* r16, int64_t nb, int64_t g0, int64_t g1, int64_t out_dim,
                                const QuantActs& a, int rows, float* y, int64_t ys, const float* bias) {
     switch (rows) {
@@ -451,7 +454,7 @@ LA_AVX512 void gemv_r16_avx512(const uint8_t* r16, int64_t nb, int64_t g0, int64
     }
 }
 
-template <int K>
+template <GgmlType K>
 LA_AVX512 void pack_from_r16_avx512(const uint8_t* r16, int64_t nb, int64_t tile, int64_t num_groups, uint8_t* packed) {
     constexpr size_t bb = kR16BlockBytes<K>;
     const __m512i low4 = _mm512_set1_epi8(0x0f);

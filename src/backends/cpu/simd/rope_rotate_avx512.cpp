@@ -2,7 +2,7 @@
 // CPU check.
 #include <immintrin.h>
 
-#include "backends/cpu/simd/isa_limit.h"
+#include "core/cpu_features.h"
 #include "backends/cpu/simd/rope_rotate.h"
 
 namespace lazyattn::backends::cpu::simd {
@@ -39,10 +39,7 @@ __attribute__((target("avx2,fma,avx512f"))) void rope_rotate_avx512(const float*
 }  // namespace
 
 RopeRotateFn rope_rotate_kernel(int32_t head_dim, int32_t rotary_dims) {
-    static const bool ok = [] {
-        __builtin_cpu_init();
-        return isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-    }();
+    static const bool ok = cpu_features().has_avx512_fma();
     if (!ok || rotary_dims % 32 != 0 || head_dim % 16 != 0 || rotary_dims > head_dim) return nullptr;
     return rope_rotate_avx512;
 }

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "backends/cpu/simd/exp_avx512.h"
-#include "backends/cpu/simd/isa_limit.h"
+#include "core/cpu_features.h"
 #include "backends/cpu/simd/swiglu.h"
 
 namespace lazyattn::backends::cpu::simd {
@@ -27,8 +27,7 @@ __attribute__((target("avx2,fma,avx512f"))) void swiglu_avx512(const float* gate
 
 SwigluFn swiglu_kernel() {
     static const SwigluFn fn = [] {
-        __builtin_cpu_init();
-        return isa_limit() >= IsaLimit::kAvx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")
+        return cpu_features().has_avx512_fma()
                    ? swiglu_avx512
                    : nullptr;
     }();

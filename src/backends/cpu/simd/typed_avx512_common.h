@@ -64,6 +64,6 @@ using tilepack::kKTileMn;
 using tilepack::kKTileQ;
 
 // The repacked K-quant kernels (typed_dot_r16_avx512.cpp) for Q4_K, Q5_K, Q6_K; nullptr otherwise.
-const TypedR16* r16_of(kernels::WeightType t);
+const TypedR16* r16_of(kernels::GgmlType t);
 
 }  // namespace lazyattn::backends::cpu::simd::avx512

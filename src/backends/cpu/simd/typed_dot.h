@@ -43,15 +43,15 @@ struct TypedR16 {
 struct TypedDotKernels {
     TypedDotFn q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, f16, bf16;
     // The prefill tile kernels of a type, or nullptr (then prefill runs the row dots).
-    const TypedTile* (*tile)(kernels::WeightType t) = nullptr;
+    const TypedTile* (*tile)(kernels::GgmlType t) = nullptr;
     // Quantizes one fp32 row to Q8_K blocks exactly as kernels::ref::quantize_row_q8_K does, or
     // nullptr (then the reference runs).
     void (*quantize_q8_k)(const float* x, void* y, int64_t n) = nullptr;
     // The kernels on weights repacked at load, or nullptr (then the weight stays as in the file).
-    const TypedR16* (*r16)(kernels::WeightType t) = nullptr;
+    const TypedR16* (*r16)(kernels::GgmlType t) = nullptr;
 
-    TypedDotFn get(kernels::WeightType t) const {
-        using W = kernels::WeightType;
+    TypedDotFn get(kernels::GgmlType t) const {
+        using W = kernels::GgmlType;
         switch (t) {
             case W::kQ5_0:
                 return q5_0;

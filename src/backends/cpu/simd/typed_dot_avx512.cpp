@@ -419,8 +419,8 @@ const TypedTile kTileQ6K = {pack_kquant<kunpack::unpack_q6_K, 210>, kquant_tile,
 const TypedTile kTileF16 = {pack_16bit<false>, ftile, ftile_bytes};
 const TypedTile kTileBF16 = {pack_16bit<true>, ftile, ftile_bytes};
 
-const TypedTile* tile_of(kernels::WeightType t) {
-    using W = kernels::WeightType;
+const TypedTile* tile_of(kernels::GgmlType t) {
+    using W = kernels::GgmlType;
     switch (t) {
         case W::kQ2_K:
             return &kTileQ2K;

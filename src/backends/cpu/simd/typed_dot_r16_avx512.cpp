@@ -166,7 +166,7 @@ LA_512 void r16_q6_group(const uint8_t* gd, int64_t nsb, const uint8_t* x, size_
     }
 }
 
-template <kernels::WeightType T, int R>
+template <kernels::GgmlType T, int R>
 LA_512 void r16_gemv_rows(const uint8_t* r16, int64_t n, int64_t g0, int64_t g1, int64_t out_dim, const uint8_t* x,
                           size_t stride, float* y, int64_t ys, const float* bias) {
     const int64_t nsb = n / kernels::kSuperBlock;
@@ -174,10 +174,10 @@ LA_512 void r16_gemv_rows(const uint8_t* r16, int64_t n, int64_t g0, int64_t g1,
     for (int64_t g = g0; g < g1; ++g) {
         __m512 acc[R];
         const uint8_t* gd = r16 + g * group_bytes;
-        if constexpr (T == kernels::WeightType::kQ6_K) {
+        if constexpr (T == kernels::GgmlType::kQ6_K) {
             r16_q6_group<R>(gd, nsb, x, stride, acc);
         } else {
-            r16_q45_group<T == kernels::WeightType::kQ5_K, R>(gd, nsb, x, stride, acc);
+            r16_q45_group<T == kernels::GgmlType::kQ5_K, R>(gd, nsb, x, stride, acc);
         }
         const int64_t o = g * kernels::ref::kR16KRows;
         const int64_t cnt = std::min<int64_t>(16, out_dim - o);
@@ -187,7 +187,7 @@ LA_512 void r16_gemv_rows(const uint8_t* r16, int64_t n, int64_t g0, int64_t g1,
     }
 }
 
-template <kernels::WeightType T>
+template <kernels::GgmlType T>
 LA_512 void r16_gemv(const uint8_t* r16, int64_t n, int64_t g0, int64_t g1, int64_t out_dim, const uint8_t* x,
                      size_t stride, int rows, float* y, int64_t ys, const float* bias) {
     switch (rows) {
@@ -208,7 +208,7 @@ LA_512 void r16_gemv(const uint8_t* r16, int64_t n, int64_t g0, int64_t g1, int6
 
 // Group g of a repacked matrix into the prefill tile layout (pack_kquant's): the quads are
 // unpacked to u8 with SIMD, the scales and mins per 16 written per row.
-template <kernels::WeightType T>
+template <kernels::GgmlType T>
 LA_512 void r16_pack_tile(const uint8_t* r16, int64_t n, int64_t g, uint8_t* packed) {
     const int64_t nsb = n / kernels::kSuperBlock;
     const uint8_t* gd = r16 + g * kernels::ref::kquant_r16_group_bytes(T, n);
@@ -219,7 +219,7 @@ LA_512 void r16_pack_tile(const uint8_t* r16, int64_t n, int64_t g, uint8_t* pac
         auto* mn = reinterpret_cast<int16_t*>(t + kKTileMn);
         auto* dm = reinterpret_cast<float*>(t + kKTileDm);
         uint8_t* tq = t + kKTileQ;
-        if constexpr (T == kernels::WeightType::kQ6_K) {
+        if constexpr (T == kernels::GgmlType::kQ6_K) {
             const uint8_t* m = gd + sb * kR16Q6Main;
             for (int h = 0; h < 2; ++h)
                 for (int u = 0; u < 8; ++u) {
@@ -253,7 +253,7 @@ LA_512 void r16_pack_tile(const uint8_t* r16, int64_t n, int64_t g, uint8_t* pac
             }
             _mm512_store_ps(dm, d);
         } else {
-            constexpr bool kQ5 = T == kernels::WeightType::kQ5_K;
+            constexpr bool kQ5 = T == kernels::GgmlType::kQ5_K;
             constexpr size_t kMain = kR16Q45Main<kQ5>, kSc = kR16Q45Sc<kQ5>;
             const uint8_t* m = gd + sb * kMain;
             for (int c = 0; c < 4; ++c)
@@ -291,14 +291,14 @@ LA_512 void r16_pack_tile(const uint8_t* r16, int64_t n, int64_t g, uint8_t* pac
     }
 }
 
-const TypedR16 kR16Q4K = {r16_gemv<kernels::WeightType::kQ4_K>, r16_pack_tile<kernels::WeightType::kQ4_K>};
-const TypedR16 kR16Q5K = {r16_gemv<kernels::WeightType::kQ5_K>, r16_pack_tile<kernels::WeightType::kQ5_K>};
-const TypedR16 kR16Q6K = {r16_gemv<kernels::WeightType::kQ6_K>, r16_pack_tile<kernels::WeightType::kQ6_K>};
+const TypedR16 kR16Q4K = {r16_gemv<kernels::GgmlType::kQ4_K>, r16_pack_tile<kernels::GgmlType::kQ4_K>};
+const TypedR16 kR16Q5K = {r16_gemv<kernels::GgmlType::kQ5_K>, r16_pack_tile<kernels::GgmlType::kQ5_K>};
+const TypedR16 kR16Q6K = {r16_gemv<kernels::GgmlType::kQ6_K>, r16_pack_tile<kernels::GgmlType::kQ6_K>};
 
 }  // namespace
 
-const TypedR16* r16_of(kernels::WeightType t) {
-    using W = kernels::WeightType;
+const TypedR16* r16_of(kernels::GgmlType t) {
+    using W = kernels::GgmlType;
     return t == W::kQ4_K ? &kR16Q4K : t == W::kQ5_K ? &kR16Q5K : t == W::kQ6_K ? &kR16Q6K : nullptr;
 }
 

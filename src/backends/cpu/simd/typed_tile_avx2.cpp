@@ -130,12 +130,12 @@ LA_AVX2 void kquant_tile(const uint8_t* packed, int64_t n, const uint8_t* x, siz
 
 // --- The 32-element block types: Q4_0, Q5_0, Q8_0 (Q8_0 activations), Q4_1, Q5_1 (Q8_1).
 
-template <Block32 kType, int R>
+template <GgmlType kType, int R>
 LA_AVX2 void block32_rows(const uint8_t* packed, int64_t nb, const uint8_t* x, size_t stride, float* y,
                           int64_t y_stride, int num_w_rows, const float* bias) {
-    constexpr bool kMin = kType == Block32::kQ4_1 || kType == Block32::kQ5_1;
-    constexpr bool kSigned = kType == Block32::kQ8_0;
-    constexpr int kOffset = kType == Block32::kQ4_0 ? 8 : kType == Block32::kQ5_0 ? 16 : 0;
+    constexpr bool kMin = kType == GgmlType::kQ4_1 || kType == GgmlType::kQ5_1;
+    constexpr bool kSigned = kType == GgmlType::kQ8_0;
+    constexpr int kOffset = kType == GgmlType::kQ4_0 ? 8 : kType == GgmlType::kQ5_0 ? 16 : 0;
     // Activation block: Q8_0 {half d; s8 qs[32]} or Q8_1 {half d; half s = d * sum(qs); s8 qs[32]}.
     constexpr size_t kXBytes = kMin ? sizeof(kernels::BlockQ8_1) : sizeof(kernels::BlockQ8_0);
     constexpr size_t kXQs = kMin ? 4 : 2;
@@ -193,7 +193,7 @@ LA_AVX2 void block32_rows(const uint8_t* packed, int64_t nb, const uint8_t* x, s
     for (int r = 0; r < R; ++r) store_row(y + r * y_stride, acc[r][0], acc[r][1], num_w_rows, bias);
 }
 
-template <Block32 kType>
+template <GgmlType kType>
 LA_AVX2 void block32_tile(const uint8_t* packed, int64_t n, const uint8_t* x, size_t stride, int64_t rows, float* y,
                           int64_t y_stride, int num_w_rows, const float* bias) {
     by_three(
@@ -241,18 +241,18 @@ const TypedTile kTileQ3K = {pack_kquant<kunpack::unpack_q3_K, 110>, kquant_tile,
 const TypedTile kTileQ4K = {pack_kquant<kunpack::unpack_q4_K, 144>, kquant_tile, ktile_bytes};
 const TypedTile kTileQ5K = {pack_kquant<kunpack::unpack_q5_K, 176>, kquant_tile, ktile_bytes};
 const TypedTile kTileQ6K = {pack_kquant<kunpack::unpack_q6_K, 210>, kquant_tile, ktile_bytes};
-const TypedTile kTileQ4_0 = {pack_block32<Block32::kQ4_0, 18>, block32_tile<Block32::kQ4_0>, b32tile_bytes};
-const TypedTile kTileQ4_1 = {pack_block32<Block32::kQ4_1, 20>, block32_tile<Block32::kQ4_1>, b32tile_bytes};
-const TypedTile kTileQ5_0 = {pack_block32<Block32::kQ5_0, 22>, block32_tile<Block32::kQ5_0>, b32tile_bytes};
-const TypedTile kTileQ5_1 = {pack_block32<Block32::kQ5_1, 24>, block32_tile<Block32::kQ5_1>, b32tile_bytes};
-const TypedTile kTileQ8_0 = {pack_block32<Block32::kQ8_0, 34>, block32_tile<Block32::kQ8_0>, b32tile_bytes};
+const TypedTile kTileQ4_0 = {pack_block32<GgmlType::kQ4_0, 18>, block32_tile<GgmlType::kQ4_0>, b32tile_bytes};
+const TypedTile kTileQ4_1 = {pack_block32<GgmlType::kQ4_1, 20>, block32_tile<GgmlType::kQ4_1>, b32tile_bytes};
+const TypedTile kTileQ5_0 = {pack_block32<GgmlType::kQ5_0, 22>, block32_tile<GgmlType::kQ5_0>, b32tile_bytes};
+const TypedTile kTileQ5_1 = {pack_block32<GgmlType::kQ5_1, 24>, block32_tile<GgmlType::kQ5_1>, b32tile_bytes};
+const TypedTile kTileQ8_0 = {pack_block32<GgmlType::kQ8_0, 34>, block32_tile<GgmlType::kQ8_0>, b32tile_bytes};
 const TypedTile kTileF16 = {pack_16bit<false>, ftile, ftile_bytes};
 const TypedTile kTileBF16 = {pack_16bit<true>, ftile, ftile_bytes};
 
 }  // namespace
 
-const TypedTile* avx2_tile_of(kernels::WeightType t) {
-    using W = kernels::WeightType;
+const TypedTile* avx2_tile_of(kernels::GgmlType t) {
+    using W = kernels::GgmlType;
     switch (t) {
         case W::kQ2_K:
             return &kTileQ2K;
@@ -283,8 +283,8 @@ const TypedTile* avx2_tile_of(kernels::WeightType t) {
     }
 }
 
-const TypedTile* avx2_q5_tile_of(kernels::WeightType t) {
-    return t == kernels::WeightType::kQ5_0 || t == kernels::WeightType::kQ5_1 ? avx2_tile_of(t) : nullptr;
+const TypedTile* avx2_q5_tile_of(kernels::GgmlType t) {
+    return t == kernels::GgmlType::kQ5_0 || t == kernels::GgmlType::kQ5_1 ? avx2_tile_of(t) : nullptr;
 }
 
 }  // namespace lazyattn::backends::cpu::simd

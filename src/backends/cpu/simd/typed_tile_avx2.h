@@ -7,8 +7,8 @@
 namespace lazyattn::backends::cpu::simd {
 
 // K-quants, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, F16/BF16; nullptr for fp32.
-const TypedTile* avx2_tile_of(kernels::WeightType t);
+const TypedTile* avx2_tile_of(kernels::GgmlType t);
 // Q5_0/Q5_1 only.
-const TypedTile* avx2_q5_tile_of(kernels::WeightType t);
+const TypedTile* avx2_q5_tile_of(kernels::GgmlType t);
 
 }  // namespace lazyattn::backends::cpu::simd

@@ -94,19 +94,21 @@ constexpr size_t kB32TileQ = 0, kB32TileD = 512, kB32TileM = 576, kB32TileBytes 
 
 inline size_t b32tile_bytes(int64_t n) { return size_t(n / 32) * kB32TileBytes; }
 
-enum class Block32 { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0 };
+// The 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) are template arguments of type
+// kernels::GgmlType.
+using kernels::GgmlType;
 
 // The 32 quants of one GGUF block as bytes, its scale d and min m (0 where the type has none).
-template <Block32 kType>
+template <GgmlType kType>
 LA_TILEPACK inline void block32_quants(const uint8_t* blk, uint8_t* q, float* d, float* m) {
-    constexpr bool kHasMin = kType == Block32::kQ4_1 || kType == Block32::kQ5_1;
+    constexpr bool kHasMin = kType == GgmlType::kQ4_1 || kType == GgmlType::kQ5_1;
     *d = kunpack::half(blk);
     *m = kHasMin ? kunpack::half(blk + 2) : 0.0f;
-    if constexpr (kType == Block32::kQ8_0) {
+    if constexpr (kType == GgmlType::kQ8_0) {
         std::memcpy(q, blk + 2, 32);
         return;
     }
-    constexpr bool kFive = kType == Block32::kQ5_0 || kType == Block32::kQ5_1;
+    constexpr bool kFive = kType == GgmlType::kQ5_0 || kType == GgmlType::kQ5_1;
     const size_t qs = (kHasMin ? 4 : 2) + (kFive ? 4 : 0);  // after d (and m) (and the fifth bits)
     uint32_t qh = 0;
     if (kFive) std::memcpy(&qh, blk + qs - 4, 4);
@@ -116,7 +118,7 @@ LA_TILEPACK inline void block32_quants(const uint8_t* blk, uint8_t* q, float* d,
     }
 }
 
-template <Block32 kType, size_t kBlockBytes>
+template <GgmlType kType, size_t kBlockBytes>
 LA_TILEPACK void pack_block32(const uint8_t* w, size_t w_row_bytes, int num_w_rows, int64_t n, uint8_t* packed) {
     std::memset(packed, 0, b32tile_bytes(n));
     for (int row = 0; row < num_w_rows; ++row) {

@@ -1,11 +1,11 @@
 // The block geometry table for every ggml type number lazyattn knows. Types lazyattn cannot
 // dequantize (the IQ and ternary families) still get their geometry, so a file holding them
 // parses and the error appears only when such a tensor is actually used.
-#include "loader/ggml_type.h"
+#include "kernels/params/ggml_type.h"
 
 #include "core/check.h"
 
-namespace lazyattn::loader {
+namespace lazyattn::kernels {
 
 namespace {
 
@@ -74,4 +74,4 @@ size_t ggml_row_size(GgmlType type, int64_t n) {
     return static_cast<size_t>(n / t.block_size) * t.type_size;
 }
 
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::kernels

@@ -2,15 +2,16 @@
 // ggml block struct (ggml-common.h) and states, per element, which bits it reads: slow and
 // obvious on purpose, since the optimised kernels are tested against these. Blocks are read
 // with memcpy, so `src` needs no particular alignment. Little-endian hosts only (as GGUF).
-#include "loader/dequantize.h"
+#include "kernels/ref/dequantize_ref.h"
 
 #include <bit>
 #include <cstring>
 #include <string>
 
 #include "core/fp16.h"
+#include "kernels/ref/kquant_ref.h"
 
-namespace lazyattn::loader {
+namespace lazyattn::kernels::ref {
 
 static_assert(std::endian::native == std::endian::little, "GGUF data is little-endian");
 
@@ -151,18 +152,7 @@ void block_q3_K(const uint8_t* b, float* y) {
     }
 }
 
-// The 6-bit scale and min of sub-block j (0..7) of Q4_K/Q5_K, packed in 12 bytes: for j < 4
-// the low 6 bits of s[j] and s[j+4]; for j >= 4 the nibbles of s[j+4] plus the top two bits of
-// s[j-4] (scale) and s[j] (min).
-void k4_scale_min(const uint8_t* s, int j, int* scale, int* min) {
-    if (j < 4) {
-        *scale = s[j] & 63;
-        *min = s[j + 4] & 63;
-    } else {
-        *scale = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-        *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
+// The 6-bit scale and min of a Q4_K/Q5_K sub-block: k4_scale_min (kernels/ref/kquant_ref.h).
 
 // Q4_K {half d; half dmin; u8 scales[12]; u8 qs[128]}. Element e: chunk c = e / 64 uses
 // qs[32*c .. 32*c+32); its first 32 elements are the low nibbles (sub-block 2c), the next 32 the
@@ -311,4 +301,4 @@ Status dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
     return {};
 }
 
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::kernels::ref
