@@ -209,10 +209,14 @@ int run_logits(const std::string& model, const std::string& request_path, const 
         auto eng = make_engine(lm, variant.mode);
         req.reuse = variant.reuse;
         const auto logits = value_or_die(eng->tail_logits(req), "tail logits (" + spec + ")");
-        if (logits.size() != req.tail.size() * size_t(vocab)) die("unexpected logits size for " + spec);
+        // Full attention (none, prefix) flattens the prompt: its rows are every prompt token's;
+        // the tail's are the last ones.
+        const size_t want = req.tail.size() * size_t(vocab);
+        if (logits.size() < want || logits.size() % size_t(vocab) != 0) die("unexpected logits size for " + spec);
+        const float* rows = logits.data() + (logits.size() - want);
         const std::string path = out_dir + "/" + spec + ".f32";
         std::ofstream f(path, std::ios::binary);
-        f.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
+        f.write(reinterpret_cast<const char*>(rows), std::streamsize(want * sizeof(float)));
         if (!f) die("writing " + path + " failed");
         layout["variants"].push_back(spec);
     }

@@ -32,7 +32,7 @@ case "${1:-}" in
 esac
 case "$DEVICE" in cpu|cuda) ;; *) die "--device must be cpu or cuda, not '$DEVICE'" ;; esac
 
-want="$(sha256sum "$REQ" "$0" "$ROOT/scripts/finetune/torch_cpu_stubs.py" | sha256sum | cut -c1-16)-$DEVICE"
+want="$(cat "$REQ" "$ROOT/scripts/finetune/install.sh" "$ROOT/scripts/finetune/torch_cpu_stubs.py" | sha256sum | cut -c1-16)-$DEVICE"
 if [ -f "$VENV/.installed" ] && [ "$(cat "$VENV/.installed")" = "$want" ]; then
   log "already installed in $VENV"
   echo "$VENV/bin/python"
