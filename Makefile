@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test cuda-test bench fuzz golden format clean
+.PHONY: all deps build run test cuda-test bench finetune fuzz golden format clean
 
 all: build
 
@@ -33,6 +33,12 @@ cuda-test:
 
 bench: build
 	./scripts/run_bench.sh
+
+# Block fine-tuning (docs/finetune.md): the embedded model by default, a CPU-sized run; the last
+# line printed is the produced GGUF. FINETUNE_ARGS replaces the arguments (scripts/finetune/finetune.py --help).
+FINETUNE_ARGS ?= --minutes 50 --threads 1 --doc-counts 2 4 6 8 --max-prompt-words 300
+finetune:
+	@BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) ./scripts/finetune/run.sh $(FINETUNE_ARGS)
 
 fuzz:
 	./scripts/run_fuzz.sh $${FUZZ_SECONDS:-600} $${FUZZ_TARGET:-gguf}

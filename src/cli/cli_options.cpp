@@ -121,7 +121,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(CLI::IsMember({"health", "metrics", "none"}));
     sv->add_option("--document-reuse", o.document_reuse,
                    "how requests that do not say read cached documents: plain, or anchor, scale=X, bias=X joined "
-                   "by + (docs/api.md)");
+                   "by + (docs/api.md); default: the model's (anchor for a model block fine-tuned anchored, "
+                   "else plain)");
     sv->add_option("--max-tokens-cap", o.max_tokens_cap, "most tokens one request may generate (clamped)")
         ->check(positive);
     sv->add_option("--header-timeout", o.header_timeout_s, "seconds a client has to send a request's headers")

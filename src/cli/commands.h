@@ -157,7 +157,9 @@ struct ServeOptions {
     double stats_interval_s = 10;
     double max_pinned_fraction = 0.5;      // pinned documents' share of the KV pool at most
     int32_t pin_quota_blocks = 0;          // per tenant; 0 = only the global share
-    std::string document_reuse = "plain";  // requests' default (engine::parse_document_reuse)
+    // Requests' default (engine::parse_document_reuse); "" = the model's: anchor for a model block
+    // fine-tuned anchored (lazyattn.block_finetuned), else plain.
+    std::string document_reuse;
 };
 
 int run_generate(const GenerateOptions& options);

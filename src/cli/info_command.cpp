@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/vocab_description.h"
+#include "engine/block_finetune.h"
 #include "loader/gguf_file.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
@@ -60,6 +61,21 @@ void print_chat_template(const loader::GgufFile& file, const std::string& choice
     }
 }
 
+// Whether the model was block fine-tuned (scripts/finetune/), for which layout, and so which
+// document_reuse `serve` gives requests that do not say.
+void print_block_finetuned(const loader::GgufFile& file) {
+    auto layout = engine::block_finetuned_layout(file);
+    std::cout << "block fine-tuned: ";
+    if (!layout.ok()) {
+        std::cout << "unreadable: " << layout.status().message() << "\n";
+    } else if (!*layout) {
+        std::cout << "no (" << engine::kBlockFinetunedKey << " absent; serve's default document_reuse: plain)\n";
+    } else {
+        std::cout << **layout << " (" << engine::kBlockFinetunedKey << "; serve's default document_reuse: "
+                  << (**layout == "anchored" ? "anchor" : "plain") << ")\n";
+    }
+}
+
 }  // namespace
 
 int run_info(const CommonOptions& o, const std::string& chat_template) {
@@ -79,6 +95,7 @@ int run_info(const CommonOptions& o, const std::string& chat_template) {
               << config->describe();
     std::cout << describe_vocabulary(**file) << "\n";
     print_chat_template(**file, chat_template);
+    print_block_finetuned(**file);
     print_type_mix(**file);
     return 0;
 }

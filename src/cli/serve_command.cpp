@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "core/log.h"
+#include "engine/block_finetune.h"
 #include "engine/loaded_model.h"
 #include "engine/serving_engine.h"
 #include "server/api_keys.h"
@@ -77,9 +78,15 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.health_needs_key = !open("health");
     sc.metrics_needs_key = !open("metrics");
     sc.max_tokens_cap = o.max_tokens_cap;
-    auto reuse = engine::parse_document_reuse(o.document_reuse);
-    if (!reuse.ok()) return invalid_argument("--document-reuse: " + reuse.status().message());
-    sc.document_reuse = *reuse;
+    if (o.document_reuse.empty()) {
+        // Not said: the model's own (a block fine-tuned model names the layout it was trained for).
+        LA_ASSIGN_OR_RETURN(auto file, open_model_gguf(model_path));
+        LA_ASSIGN_OR_RETURN(sc.document_reuse, engine::model_default_document_reuse(*file));
+    } else {
+        auto reuse = engine::parse_document_reuse(o.document_reuse);
+        if (!reuse.ok()) return invalid_argument("--document-reuse: " + reuse.status().message());
+        sc.document_reuse = *reuse;
+    }
     sc.health_stall_s = o.health_stall_s;
     sc.stats_interval_s = o.stats_interval_s;
     LA_RETURN_IF_ERROR(sc.validate());
@@ -138,6 +145,9 @@ int run_serve(const ServeOptions& o) {
         sc->host.c_str(), http.port(), sc->model_id.c_str(), o.cache_mode.c_str(),
         engine::kv_dtype_name(o.common.kv_dtype), int(eng.stats().blocks_total), ec->block_size,
         sc->api_keys.empty() ? "" : ", API keys required");
+    std::printf("lazyattn serve: requests that do not say read documents with document_reuse %s%s\n",
+                sc->document_reuse.name().c_str(),
+                o.document_reuse.empty() ? " (the model's default: docs/finetune.md)" : "");
     std::fflush(stdout);
 
     int sig = 0;
