@@ -123,6 +123,17 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                    "how requests that do not say read cached documents: plain, or anchor, scale=X, bias=X joined "
                    "by + (docs/api.md); default: the model's (anchor for a model block fine-tuned anchored, "
                    "else plain)");
+    sv->add_option("--documents-from", o.documents_from,
+                   "where requests find documents inside their messages: none, parts (a message's text parts), "
+                   "delimiter (its text cut at --document-delimiter); docs/api.md")
+        ->check(CLI::IsMember({"none", "parts", "delimiter"}));
+    sv->add_option("--document-delimiter", o.document_delimiter,
+                   "the text between documents inside a message (\\n \\t understood), or regex:PATTERN; "
+                   "implies --documents-from delimiter");
+    sv->add_option("--documents-message", o.documents_message,
+                   "which message holds them: auto (the last user message, else the system message), last_user, "
+                   "system, or an index");
+    sv->add_option("--max-documents", o.max_documents, "most documents one request may carry")->check(positive);
     sv->add_option("--max-tokens-cap", o.max_tokens_cap, "most tokens one request may generate (clamped)")
         ->check(positive);
     sv->add_option("--header-timeout", o.header_timeout_s, "seconds a client has to send a request's headers")

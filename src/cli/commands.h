@@ -160,6 +160,11 @@ struct ServeOptions {
     // Requests' default (engine::parse_document_reuse); "" = the model's: anchor for a model block
     // fine-tuned anchored (lazyattn.block_finetuned), else plain.
     std::string document_reuse;
+    // Documents inside messages (server/message_documents.h; docs/api.md).
+    std::string documents_from = "none";
+    std::string document_delimiter;  // \n \t \r \\ understood; "regex:" for a PCRE2 pattern
+    std::string documents_message = "auto";
+    int32_t max_documents = 256;
 };
 
 int run_generate(const GenerateOptions& options);

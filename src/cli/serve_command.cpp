@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <tuple>
 
 #include "cli/command.h"
 #include "cli/commands.h"
@@ -87,6 +88,27 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
         if (!reuse.ok()) return invalid_argument("--document-reuse: " + reuse.status().message());
         sc.document_reuse = *reuse;
     }
+    LA_ASSIGN_OR_RETURN(sc.documents_from.source, server::parse_documents_source(o.documents_from));
+    if (!o.document_delimiter.empty()) {
+        // A pattern keeps its backslashes for PCRE2 (which reads \n itself); a literal's are escapes.
+        std::string spec = o.document_delimiter;
+        if (spec.rfind("regex:", 0) != 0) {
+            auto literal = server::unescape_delimiter(spec);
+            if (!literal.ok()) return invalid_argument("--document-delimiter: " + literal.status().message());
+            spec = *literal;
+        }
+        auto delimiter = server::Delimiter::compile(spec);
+        if (!delimiter.ok()) return invalid_argument("--document-delimiter: " + delimiter.status().message());
+        sc.documents_from.delimiter = *delimiter;
+        if (sc.documents_from.source == server::DocumentsSource::kNone)
+            sc.documents_from.source = server::DocumentsSource::kDelimiter;
+    }
+    {
+        auto message = server::parse_documents_message(o.documents_message);
+        if (!message.ok()) return invalid_argument("--documents-message: " + message.status().message());
+        std::tie(sc.documents_from.message, sc.documents_from.index) = *message;
+    }
+    sc.max_documents = o.max_documents;
     sc.health_stall_s = o.health_stall_s;
     sc.stats_interval_s = o.stats_interval_s;
     LA_RETURN_IF_ERROR(sc.validate());
@@ -148,6 +170,9 @@ int run_serve(const ServeOptions& o) {
     std::printf("lazyattn serve: requests that do not say read documents with document_reuse %s%s\n",
                 sc->document_reuse.name().c_str(),
                 o.document_reuse.empty() ? " (the model's default: docs/finetune.md)" : "");
+    if (sc->documents_from.enabled()) {
+        std::printf("lazyattn serve: documents inside messages: %s\n", sc->documents_from.describe().c_str());
+    }
     std::fflush(stdout);
 
     int sig = 0;

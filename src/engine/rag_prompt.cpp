@@ -9,22 +9,24 @@ std::string format_document(const std::string& title, const std::string& text) {
     return title.empty() ? text + "\n\n" : "Title: " + title + "\n" + text + "\n\n";
 }
 
-Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat,
-                               const std::vector<tokenizer::ChatMessage>& messages) {
-    if (messages.empty()) return invalid_argument("the conversation is empty");
-    LA_ASSIGN_OR_RETURN(auto pieces, chat.render(messages, true));
-    const int32_t last = int32_t(messages.size()) - 1;
-    auto at = std::find_if(pieces.begin(), pieces.end(), [last](const auto& p) { return p.message == last; });
+Expected<ChatSplit> split_rendered_chat(std::vector<tokenizer::ChatPiece> pieces, int32_t message) {
+    auto at = std::find_if(pieces.begin(), pieces.end(), [message](const auto& p) { return p.message == message; });
     if (at == pieces.end()) {
-        return invalid_argument(
-            "the chat template does not write the last message's content as given (nor stripped), so the "
-            "question cannot be placed after the documents");
+        return invalid_argument("the chat template does not write the content of messages[" + std::to_string(message) +
+                                "] as given (nor stripped), so documents cannot be placed around it");
     }
     ChatSplit split;
     split.preamble.assign(std::make_move_iterator(pieces.begin()), std::make_move_iterator(at));
     split.question = std::move(at->text);
     split.suffix.assign(std::make_move_iterator(at + 1), std::make_move_iterator(pieces.end()));
     return split;
+}
+
+Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat,
+                               const std::vector<tokenizer::ChatMessage>& messages) {
+    if (messages.empty()) return invalid_argument("the conversation is empty");
+    LA_ASSIGN_OR_RETURN(auto pieces, chat.render(messages, true));
+    return split_rendered_chat(std::move(pieces), int32_t(messages.size()) - 1);
 }
 
 Expected<RagRequest> assemble_rag_request(const tokenizer::Tokenizer& tok,

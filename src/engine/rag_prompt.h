@@ -38,6 +38,9 @@ struct ChatSplit {
 // kInvalidArgument for no messages.
 Expected<ChatSplit> split_chat(const tokenizer::ChatTemplate& chat,
                                const std::vector<tokenizer::ChatMessage>& messages);
+// The same around message `message`'s content of an already rendered conversation (documents
+// inside an earlier message: everything after its content, later turns included, is the suffix).
+Expected<ChatSplit> split_rendered_chat(std::vector<tokenizer::ChatPiece> pieces, int32_t message);
 // Lays a prompt out as segments and tail: segment 0 = BOS (when the model wants one and the
 // preamble does not start with it already) + preamble, present when the preamble is non-empty or
 // BOS must precede documents, and marked first_segment_is_preamble; each document a segment;

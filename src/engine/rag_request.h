@@ -67,6 +67,13 @@ struct RagRequest {
         return int32_t(std::min<int64_t>(rounded, int64_t(segments[d].size())));
     }
 
+    // Prompt tokens in document segments (the preamble is not a document).
+    int32_t num_document_tokens() const {
+        int64_t n = 0;
+        for (size_t d = first_segment_is_preamble ? 1 : 0; d < segments.size(); ++d) n += int64_t(segments[d].size());
+        return int32_t(std::min<int64_t>(n, INT32_MAX));
+    }
+
     int32_t num_prompt_tokens() const {
         int64_t n = int64_t(tail.size());
         for (const auto& s : segments) n += int64_t(s.size());
@@ -76,6 +83,7 @@ struct RagRequest {
 
 struct RequestStats {
     int32_t num_prompt_tokens = 0;
+    int32_t document_tokens = 0;    // of those, in document segments (RagRequest::num_document_tokens)
     int32_t prefill_tokens = 0;     // prompt tokens computed for this request (segment jobs included)
     int32_t recomputed_tokens = 0;  // of those, document tokens recomputed privately (DocumentReuse)
     int32_t reused_tokens = 0;      // prompt tokens served from cache

@@ -112,6 +112,7 @@ Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> han
         s->prompt_top_logprobs.assign(request.tail.size(), {});
     }
     s->stats.num_prompt_tokens = request.num_prompt_tokens();
+    s->stats.document_tokens = request.num_document_tokens();
     s->t_submit = now_ms();
     s->submit_step = step_count_;
     s->request = std::move(request);

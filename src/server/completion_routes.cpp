@@ -114,6 +114,7 @@ engine::RequestEvent next_event_or_cancel(ServerContext& ctx, engine::RequestHan
 std::vector<std::pair<std::string, double>> access_log_fields(const engine::RequestStats& u) {
     return {{"prompt_tokens", u.num_prompt_tokens},
             {"cached_tokens", u.reused_tokens},
+            {"document_tokens", u.document_tokens},
             {"generated_tokens", u.num_generated},
             {"ttft_ms", u.ttft_ms}};
 }

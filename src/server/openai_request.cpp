@@ -61,22 +61,33 @@ Err read_bool(const json& body, const char* key, bool& out) {
     return std::nullopt;
 }
 
-// Chat content: a string, or a list of {"type": "text", "text": ...} parts joined together.
-Err read_content(const json& v, const std::string& param, std::string& out) {
+// Chat content: a string, or a list of {"type": "text", "text": ...} parts joined together (and
+// kept as parts, which documents_from may read). A part may name a registered document by "id"
+// instead of carrying text (documents_from parts only; RequestBuilder refuses it otherwise).
+Err read_content(const json& v, const std::string& param, std::string& out, std::vector<ContentPart>& parts) {
     if (v.is_null()) return std::nullopt;
     if (v.is_string()) return read_string(v, param, out);
     if (!v.is_array()) return type_error(param, "a string or a list of text parts");
     for (size_t i = 0; i < v.size(); ++i) {
         const std::string p = param + "[" + std::to_string(i) + "]";
         const json& part = v[i];
-        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text")) {
+        const bool by_id = part.is_object() && !part.contains("text") && part.contains("id");
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" ||
+            (!part.contains("text") && !by_id)) {
             return invalid_request(
                 "'" + p + "' must be a {\"type\": \"text\", \"text\": ...} part (only text is supported)", p,
                 "unsupported_content");
         }
-        std::string text;
-        if (auto e = read_string(part["text"], p + ".text", text)) return e;
-        out += text;
+        ContentPart cp;
+        if (part.contains("text")) {
+            if (auto e = read_string(part["text"], p + ".text", cp.text)) return e;
+        }
+        if (part.contains("id") && !part["id"].is_null()) {
+            if (auto e = read_string(part["id"], p + ".id", cp.id)) return e;
+            if (by_id && cp.id.empty()) return value_error(p + ".id", "must not be empty");
+        }
+        out += cp.text;
+        parts.push_back(std::move(cp));
     }
     return std::nullopt;
 }
@@ -99,10 +110,12 @@ Err parse_messages(const json& body, GenerationRequest& out) {
         if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
             return value_error(p + ".role", "must be system, developer, user or assistant (got '" + msg.role + "')");
         }
+        std::vector<ContentPart> parts;
         if (m.contains("content")) {
-            if (auto e = read_content(m.at("content"), p + ".content", msg.content)) return e;
+            if (auto e = read_content(m.at("content"), p + ".content", msg.content, parts)) return e;
         }
         out.messages.push_back(std::move(msg));
+        out.message_parts.push_back(std::move(parts));
     }
     if (out.messages.back().role != "user") {
         return value_error("messages", "must end with a user message");
@@ -413,6 +426,63 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
     return std::nullopt;
 }
 
+// `documents_from`: "parts" | "delimiter" | "none", or {"source", "message", "delimiter"};
+// `document_delimiter`: a literal or "regex:PATTERN" (implies the delimiter source).
+Err parse_documents_from(const json& body, GenerationRequest& out) {
+    auto set_delimiter = [&](const json& v, const std::string& param) -> Err {
+        std::string spec;
+        if (auto e = read_string(v, param, spec)) return e;
+        auto d = Delimiter::compile(spec);
+        if (!d.ok()) return value_error(param, d.status().message());
+        out.document_delimiter = *d;
+        return std::nullopt;
+    };
+    auto set_source = [&](const json& v, const std::string& param) -> Err {
+        std::string name;
+        if (auto e = read_string(v, param, name)) return e;
+        auto src = parse_documents_source(name);
+        if (!src.ok()) return value_error(param, src.status().message());
+        out.documents_source = *src;
+        return std::nullopt;
+    };
+    if (!absent(body, "document_delimiter")) {
+        if (auto e = set_delimiter(body.at("document_delimiter"), "document_delimiter")) return e;
+        out.documents_source = DocumentsSource::kDelimiter;
+    }
+    if (absent(body, "documents_from")) return std::nullopt;
+    const json& v = body.at("documents_from");
+    if (v.is_string()) return set_source(v, "documents_from");
+    if (!v.is_object()) return type_error("documents_from", "a string or an object");
+    for (const auto& [key, value] : v.items()) {
+        if (key != "source" && key != "message" && key != "delimiter") {
+            return value_error("documents_from", "has an unknown field '" + key + "' (source, message, delimiter)");
+        }
+    }
+    if (!absent(v, "delimiter")) {
+        if (auto e = set_delimiter(v.at("delimiter"), "documents_from.delimiter")) return e;
+        out.documents_source = DocumentsSource::kDelimiter;
+    }
+    if (!absent(v, "source")) {
+        if (auto e = set_source(v.at("source"), "documents_from.source")) return e;
+    }
+    if (!absent(v, "message")) {
+        const json& m = v.at("message");
+        if (m.is_number_integer()) {
+            if (m.get<int64_t>() < 0 || m.get<int64_t>() > 100000) {
+                return value_error("documents_from.message", "must be a message index, auto, last_user or system");
+            }
+            out.documents_message = std::make_pair(DocumentsFrom::Message::kIndex, int32_t(m.get<int64_t>()));
+        } else {
+            std::string name;
+            if (auto e = read_string(m, "documents_from.message", name)) return e;
+            auto msg = parse_documents_message(name);
+            if (!msg.ok()) return value_error("documents_from.message", msg.status().message());
+            out.documents_message = *msg;
+        }
+    }
+    return std::nullopt;
+}
+
 std::optional<ApiError> parse_generation_request(const json& body, bool chat, GenerationRequest& out) {
     if (!body.is_object()) return invalid_request("the request body must be a JSON object", "", "invalid_type");
     out.chat = chat;
@@ -432,6 +502,7 @@ std::optional<ApiError> parse_generation_request(const json& body, bool chat, Ge
     if (auto e = parse_stream(body, out)) return e;
     if (auto e = parse_cache_salt(body, out.cache_salt)) return e;
     if (auto e = parse_document_reuse_field(body, out.document_reuse)) return e;
+    if (auto e = parse_documents_from(body, out)) return e;
     return refuse_unsupported(body, chat);
 }
 

@@ -6,7 +6,8 @@
 //
 // Extensions: `cache_salt` (vLLM's: requests share cached KV only with the same salt),
 // `documents` (strings, or {"text", "title"?} objects, or {"id"} naming a cached
-// document), `document_reuse` (how the question reads cached documents: "anchor+bias=-1" or
+// document), `documents_from` ("parts", "delimiter", "none", or {"source", "message",
+// "delimiter"}) and `document_delimiter` (documents inside a message: server/message_documents.h), `document_reuse` (how the question reads cached documents: "anchor+bias=-1" or
 // {"anchored", "logit_scale", "logit_bias"}; engine::DocumentReuse), `top_k`, `min_p`,
 // `repetition_penalty`, `ignore_eos`. `logit_bias` follows OpenAI (bounded: kMaxLogitBias).
 #pragma once
@@ -20,6 +21,7 @@
 #include "engine/document_reuse.h"
 #include "engine/sampling_params.h"
 #include "server/api_error.h"
+#include "server/message_documents.h"
 #include "tokenizer/chat_template.h"
 
 namespace lazyattn::server {
@@ -40,6 +42,8 @@ struct GenerationRequest {
     std::string prompt;                            // completions: text prompt
     std::vector<int32_t> prompt_tokens;            // completions: prompt given as token ids
     std::vector<tokenizer::ChatMessage> messages;  // chat
+    // Per message, its text parts when its content was a list (empty for a string content).
+    std::vector<std::vector<ContentPart>> message_parts;
     std::vector<DocumentRef> documents;
     engine::SamplingParams sampling;
     bool seed_given = false;
@@ -56,6 +60,11 @@ struct GenerationRequest {
     bool include_usage = false;  // stream_options.include_usage
     std::string cache_salt;      // isolates the request's cache entries (as vLLM's cache_salt)
     std::optional<engine::DocumentReuse> document_reuse;  // not given: the server's default
+    // Documents inside messages (`documents_from`, `document_delimiter`); each not given: the
+    // server's setting (ServerConfig::documents_from).
+    std::optional<DocumentsSource> documents_source;
+    std::optional<std::pair<DocumentsFrom::Message, int32_t>> documents_message;
+    std::shared_ptr<const Delimiter> document_delimiter;
 };
 
 // Longest cache_salt accepted (it only names a namespace).

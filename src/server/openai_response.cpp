@@ -16,7 +16,9 @@ json usage_json(const engine::RequestStats& s) {
     return {{"prompt_tokens", s.num_prompt_tokens},
             {"completion_tokens", s.num_generated},
             {"total_tokens", s.num_prompt_tokens + s.num_generated},
-            {"prompt_tokens_details", {{"cached_tokens", s.reused_tokens}}}};
+            // document_tokens: an extension (prompt tokens in document segments), so that a client can
+            // tell how much of its documents the cache served.
+            {"prompt_tokens_details", {{"cached_tokens", s.reused_tokens}, {"document_tokens", s.document_tokens}}}};
 }
 
 json envelope(const ResponseMeta& meta, const char* object) {

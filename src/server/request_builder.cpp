@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 
+#include "core/log.h"
 #include "engine/rag_prompt.h"
 
 namespace lazyattn::server {
@@ -34,10 +36,13 @@ size_t text_bytes(const GenerationRequest& r) {
 
 RequestBuilder::RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
                                int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup,
-                               engine::DocumentReuse default_reuse)
+                               engine::DocumentReuse default_reuse, DocumentsFrom documents_from,
+                               int32_t max_documents)
     : tokenizer_(tokenizer),
       chat_(std::move(chat)),
       default_reuse_(default_reuse),
+      documents_from_(std::move(documents_from)),
+      max_documents_(max_documents),
       context_length_(context_length),
       max_tokens_cap_(max_tokens_cap),
       max_token_bytes_(longest_token_bytes(tokenizer)),
@@ -71,23 +76,81 @@ Expected<std::vector<std::vector<int32_t>>> RequestBuilder::document_segments(co
     return segments;
 }
 
+Expected<DocumentsFrom> RequestBuilder::documents_from(const GenerationRequest& r) const {
+    DocumentsFrom from = documents_from_;
+    if (r.documents_source) from.source = *r.documents_source;
+    if (r.documents_message) std::tie(from.message, from.index) = *r.documents_message;
+    if (r.document_delimiter) from.delimiter = r.document_delimiter;
+    if (from.source == DocumentsSource::kDelimiter && !from.delimiter) {
+        return invalid_argument("documents_from 'delimiter' needs a delimiter (documents_from.delimiter, "
+                                "document_delimiter, or the server's --document-delimiter)");
+    }
+    if (!r.chat && (r.documents_source || r.documents_message) && from.enabled()) {
+        return invalid_argument("documents_from reads chat messages; /v1/completions takes `documents`");
+    }
+    return from;
+}
+
 Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, const std::string& tenant) const {
     if (!may_fit_context(text_bytes(r))) {
         return out_of_range("the prompt's text (" + std::to_string(text_bytes(r)) +
                             " bytes) cannot fit the context length of " + std::to_string(context_length_) + " tokens");
     }
+    if (int32_t(r.documents.size()) > max_documents_) {
+        return invalid_argument("the request has " + std::to_string(r.documents.size()) + " documents; at most " +
+                                std::to_string(max_documents_) + " per request (--max-documents)");
+    }
+    LA_ASSIGN_OR_RETURN(const DocumentsFrom from, documents_from(r));
     engine::ChatSplit split;  // a completion: no preamble or suffix
     split.question = r.prompt;
+    std::vector<DocumentRef> documents = r.documents;
     if (r.chat) {
         if (!chat_) return unsupported("the model has no chat template; use /v1/completions");
-        LA_ASSIGN_OR_RETURN(split, engine::split_chat(*chat_, r.messages));  // refuses no messages
+        if (r.messages.empty()) return invalid_argument("the conversation is empty");
+        LA_ASSIGN_OR_RETURN(auto pieces, chat_->render(r.messages, true));
+        MessageDocuments found;
+        if (from.enabled()) {
+            std::vector<std::string> roles, content(r.messages.size());
+            for (const auto& m : r.messages) roles.push_back(m.role);
+            for (const auto& p : pieces) {
+                if (p.message >= 0 && p.message < int32_t(content.size())) content[p.message] = p.text;
+            }
+            LA_ASSIGN_OR_RETURN(found, find_message_documents(from, roles, content, r.message_parts, max_documents_));
+        }
+        for (size_t m = 0; m < r.message_parts.size(); ++m) {
+            for (const ContentPart& part : r.message_parts[m]) {
+                if (part.text.empty() && !part.id.empty() && int32_t(m) != found.message) {
+                    return invalid_argument("messages[" + std::to_string(m) + "] has a part by id ('" + part.id +
+                                            "') outside the documents documents_from parts reads");
+                }
+            }
+        }
+        if (found.documents.empty()) {
+            if (from.enabled()) log::debug("documents_from found no documents; the prompt is laid out as sent",
+                                           {{"documents_from", from.describe()}});
+            LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), int32_t(r.messages.size()) - 1));
+        } else {
+            if (!documents.empty()) {
+                return invalid_argument("the request carries documents both in `documents` and inside messages[" +
+                                        std::to_string(found.message) + "] (documents_from): send them one way");
+            }
+            LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), found.message));
+            if (!found.before.empty()) split.preamble.push_back({found.before, false, found.message});
+            split.question = std::move(found.after);
+            for (auto& d : found.documents) {
+                DocumentRef ref;
+                ref.text = std::move(d.text);
+                ref.id = std::move(d.id);
+                documents.push_back(std::move(ref));
+            }
+        }
     }
-    LA_ASSIGN_OR_RETURN(auto documents, document_segments(r.documents, tenant));
+    LA_ASSIGN_OR_RETURN(auto segments, document_segments(documents, tenant));
     const auto question_tokens =
         r.prompt_tokens.empty() ? tokenizer_.encode(split.question, false, false) : r.prompt_tokens;
     LA_ASSIGN_OR_RETURN(
         engine::RagRequest req,
-        engine::assemble_rag_request(tokenizer_, split.preamble, std::move(documents), question_tokens, split.suffix));
+        engine::assemble_rag_request(tokenizer_, split.preamble, std::move(segments), question_tokens, split.suffix));
     req.sampling = r.sampling;
     if (!r.seed_given) req.sampling.seed = random_seed();
     req.max_tokens = std::min(r.max_tokens >= 0 ? r.max_tokens : (r.chat ? context_length_ : 16), max_tokens_cap_);

@@ -4,7 +4,9 @@
 // everything the chat template renders before the last user message's content (system message,
 // earlier turns, the user header) is segment 0, preceded by BOS when the model wants one; each
 // document is a segment of its own (formatted by format_document, tokenized alone, no special
-// tokens parsed from it); the last user message plus the assistant header is the tail. A plain
+// tokens parsed from it); the last user message plus the assistant header is the tail.
+// Documents found inside a message (documents_from: server/message_documents.h) are laid out the
+// same way in place: what the template renders before them is segment 0, what follows the tail. A plain
 // completion has no segment 0: documents, then the prompt as the tail. A document named by id
 // alone is replaced by the tokens the engine cached for it, so it is a segment hit by design.
 #pragma once
@@ -33,14 +35,20 @@ public:
     // default_reuse: for requests that do not say (`document_reuse`); its anchoring applies
     // only where the prompt has a preamble, while a request that asks for it without one is
     // refused by the engine.
+    // documents_from: where requests that do not say find documents inside their messages;
+    // max_documents: the most documents one request may carry (either way).
     RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
                    int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup,
-                   engine::DocumentReuse default_reuse = {});
+                   engine::DocumentReuse default_reuse = {}, DocumentsFrom documents_from = {},
+                   int32_t max_documents = kDefaultMaxDocuments);
+
+    static constexpr int32_t kDefaultMaxDocuments = 256;
 
     // kNotFound for an unknown document id (looked up in `tenant`); kInvalidArgument for an empty
     // tail; kOutOfRange when the texts are too long for the context, found BEFORE tokenizing
     // them when their bytes alone prove it; kUnsupported for a chat request when the model has
-    // no chat template. max_tokens not given: 16 for completions (as OpenAI), the rest of the
+    // no chat template; kInvalidArgument for documents both in `documents` and inside the
+    // messages, or more than max_documents. max_tokens not given: 16 for completions (as OpenAI), the rest of the
     // context for chat; never above the cap. No seed given: a random one.
     Expected<engine::RagRequest> build(const GenerationRequest& request, const std::string& tenant) const;
 
@@ -56,6 +64,8 @@ public:
     std::vector<int32_t> document_tokens(const DocumentRef& document) const;
 
 private:
+    // The request's documents_from, its unset parts taken from the server's.
+    Expected<DocumentsFrom> documents_from(const GenerationRequest& request) const;
     // Each document's tokens, in order; kNotFound for an unknown id.
     Expected<std::vector<std::vector<int32_t>>> document_segments(const std::vector<DocumentRef>& documents,
                                                                   const std::string& tenant) const;
@@ -63,6 +73,8 @@ private:
     const tokenizer::Tokenizer& tokenizer_;
     std::optional<tokenizer::ChatTemplate> chat_;
     engine::DocumentReuse default_reuse_;
+    DocumentsFrom documents_from_;
+    int32_t max_documents_;
     int32_t context_length_;
     int32_t max_tokens_cap_;
     int32_t max_token_bytes_;

@@ -14,6 +14,9 @@ Status ServerConfig::validate() const {
     if (!(shutdown_timeout_s >= 0)) return invalid_argument("the shutdown timeout must be >= 0");
     if (max_tokens_cap <= 0) return invalid_argument("the max-tokens cap must be positive");
     if (!(health_stall_s > 0)) return invalid_argument("the health stall limit must be positive");
+    if (max_documents <= 0) return invalid_argument("--max-documents must be positive");
+    if (documents_from.source == DocumentsSource::kDelimiter && !documents_from.delimiter)
+        return invalid_argument("--documents-from delimiter needs --document-delimiter");
     if (model_id.empty()) return invalid_argument("the model id must not be empty");
     for (const std::string& k : api_keys) {
         if (k.empty()) return invalid_argument("an API key must not be empty");

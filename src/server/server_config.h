@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "engine/document_reuse.h"
 #include "http/http_limits.h"
+#include "server/message_documents.h"
 
 namespace lazyattn::server {
 
@@ -28,6 +29,10 @@ struct ServerConfig {
     double stats_interval_s = 10;  // a stats log line this often while busy
     // How requests that do not say read their documents (`--document-reuse`).
     engine::DocumentReuse document_reuse;
+    // Where requests that do not say find documents inside their messages (--documents-from,
+    // --document-delimiter, --documents-message), and the most documents one request may carry.
+    DocumentsFrom documents_from;
+    int32_t max_documents = 256;
     Status validate() const;
 };
 

@@ -1,0 +1,263 @@
+#include "server/message_documents.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace lazyattn::server {
+namespace {
+
+// Bounds on one match attempt of a client's pattern (PCRE2's interpreter, no JIT, so that every
+// limit applies): backtracking steps, nesting depth and heap. A catastrophic pattern such as
+// (a+)+$ on a long run of a's hits the step limit within milliseconds.
+constexpr uint32_t kMatchLimit = 200000;
+constexpr uint32_t kDepthLimit = 2000;
+constexpr uint32_t kHeapLimitKiB = 4096;
+
+struct MatchResources {
+    pcre2_match_context* context = pcre2_match_context_create(nullptr);
+    MatchResources() {
+        pcre2_set_match_limit(context, kMatchLimit);
+        pcre2_set_depth_limit(context, kDepthLimit);
+        pcre2_set_heap_limit(context, kHeapLimitKiB);
+    }
+    ~MatchResources() { pcre2_match_context_free(context); }
+};
+
+pcre2_match_context* match_context() {
+    thread_local MatchResources r;
+    return r.context;
+}
+
+bool blank(const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+std::string rtrim(std::string s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    return s;
+}
+
+int32_t first_role(const std::vector<std::string>& roles, const char* role) {
+    for (size_t i = 0; i < roles.size(); ++i) {
+        if (roles[i] == role) return int32_t(i);
+    }
+    return -1;
+}
+
+int32_t last_role(const std::vector<std::string>& roles, const char* role) {
+    for (size_t i = roles.size(); i-- > 0;) {
+        if (roles[i] == role) return int32_t(i);
+    }
+    return -1;
+}
+
+Status too_many(int32_t message, size_t found, int32_t max_documents) {
+    return invalid_argument("messages[" + std::to_string(message) + "] holds " + std::to_string(found) +
+                            " documents; at most " + std::to_string(max_documents) +
+                            " per request (--max-documents)");
+}
+
+// Parts: every part but the last is a document; the last is text after them.
+Expected<MessageDocuments> from_parts(int32_t m, const std::string& content, const std::vector<ContentPart>& parts,
+                                      int32_t max_documents) {
+    MessageDocuments out;
+    if (parts.size() < 2) return out;
+    out.message = m;
+    std::string joined;
+    for (const ContentPart& p : parts) joined += p.text;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+        if (parts[i].id.empty() && blank(parts[i].text)) continue;  // empty parts are skipped
+        out.documents.push_back({parts[i].text, parts[i].text.empty() ? parts[i].id : std::string()});
+    }
+    // The template writes the content as given, or trimmed (Llama-3): the question then loses
+    // its trailing whitespace as it would have.
+    out.after = content.size() < joined.size() ? rtrim(parts.back().text) : parts.back().text;
+    if (int32_t(out.documents.size()) > max_documents) return too_many(m, out.documents.size(), max_documents);
+    return out;
+}
+
+// Delimiter: chunks c0..cn between matches; see the header for which are documents.
+Expected<MessageDocuments> from_delimiter(int32_t m, bool question_message, const std::string& text,
+                                          const Delimiter& delimiter, int32_t max_documents) {
+    MessageDocuments out;
+    LA_ASSIGN_OR_RETURN(auto matches, delimiter.find_all(text));
+    if (matches.empty()) return out;
+    const size_t n = matches.size();
+    auto chunk = [&](size_t i) {  // c_i
+        const size_t b = i == 0 ? 0 : matches[i - 1].second;
+        const size_t e = i == n ? text.size() : matches[i].first;
+        return text.substr(b, e - b);
+    };
+    out.message = m;
+    out.before = text.substr(0, matches[0].second);
+    const size_t last_doc = question_message ? n - 1 : n;
+    for (size_t i = 1; i <= last_doc; ++i) {
+        std::string c = chunk(i);
+        if (!blank(c)) out.documents.push_back({std::move(c), ""});
+    }
+    if (int32_t(out.documents.size()) > max_documents) return too_many(m, out.documents.size(), max_documents);
+    if (question_message) out.after = text.substr(matches[n - 1].first);
+    return out;
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<const Delimiter>> Delimiter::compile(const std::string& spec) {
+    static const std::string kRegex = "regex:";
+    std::shared_ptr<Delimiter> d(new Delimiter());
+    d->spec_ = spec;
+    const bool pattern = spec.compare(0, kRegex.size(), kRegex) == 0;
+    const std::string body = pattern ? spec.substr(kRegex.size()) : spec;
+    if (body.empty()) return invalid_argument("the document delimiter is empty");
+    if (body.size() > kMaxBytes) {
+        return invalid_argument("the document delimiter is longer than " + std::to_string(kMaxBytes) + " bytes");
+    }
+    if (!pattern) {
+        d->literal_ = body;
+        return std::shared_ptr<const Delimiter>(std::move(d));
+    }
+    int error = 0;
+    PCRE2_SIZE offset = 0;
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(body.data()), body.size(),
+                                     PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C, &error, &offset, nullptr);
+    if (code == nullptr) {
+        PCRE2_UCHAR message[256];
+        pcre2_get_error_message(error, message, sizeof message);
+        return invalid_argument("the document delimiter pattern does not compile at offset " + std::to_string(offset) +
+                                ": " + reinterpret_cast<const char*>(message));
+    }
+    d->code_ = code;
+    // A pattern that can match nothing would cut everywhere.
+    pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
+    const int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(""), 0, 0, 0, md, match_context());
+    pcre2_match_data_free(md);
+    if (rc >= 0) return invalid_argument("the document delimiter pattern matches the empty string");
+    return std::shared_ptr<const Delimiter>(std::move(d));
+}
+
+Delimiter::~Delimiter() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
+
+Expected<std::vector<std::pair<size_t, size_t>>> Delimiter::find_all(const std::string& text) const {
+    std::vector<std::pair<size_t, size_t>> out;
+    if (code_ == nullptr) {
+        for (size_t at = text.find(literal_); at != std::string::npos; at = text.find(literal_, at + literal_.size())) {
+            out.emplace_back(at, at + literal_.size());
+        }
+        return out;
+    }
+    auto* code = static_cast<pcre2_code*>(code_);
+    pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
+    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    Status status;
+    for (size_t from = 0; from <= text.size();) {
+        // The text is valid UTF-8 (checked when the request was parsed).
+        const int rc = pcre2_match(code, subject, text.size(), from, PCRE2_NO_UTF_CHECK, md, match_context());
+        if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc < 0) {
+            status = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT
+                         ? invalid_argument("the document delimiter pattern is too expensive on this text "
+                                              "(PCRE2's match limits)")
+                         : invalid_argument("the document delimiter pattern failed (PCRE2 error " +
+                                            std::to_string(rc) + ")");
+            break;
+        }
+        const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+        if (ov[1] <= ov[0]) {  // a lookaround-only match: empty here although not on ""
+            status = invalid_argument("the document delimiter pattern matched an empty string");
+            break;
+        }
+        out.emplace_back(size_t(ov[0]), size_t(ov[1]));
+        from = ov[1];
+    }
+    pcre2_match_data_free(md);
+    if (!status.ok()) return status;
+    return out;
+}
+
+Expected<std::string> unescape_delimiter(const std::string& value) {
+    std::string out;
+    for (size_t i = 0; i < value.size(); ++i) {
+        if (value[i] != '\\' || i + 1 == value.size()) {
+            out += value[i];
+            continue;
+        }
+        const char c = value[++i];
+        switch (c) {
+            case 'n': out += '\n'; break;
+            case 't': out += '\t'; break;
+            case 'r': out += '\r'; break;
+            case '\\': out += '\\'; break;
+            default:
+                return invalid_argument(std::string("unknown escape \\") + c +
+                                        " in the document delimiter (\\n \\t \\r \\\\ are understood)");
+        }
+    }
+    return out;
+}
+
+std::string DocumentsFrom::describe() const {
+    if (source == DocumentsSource::kNone) return "none";
+    std::string s = source == DocumentsSource::kParts ? "parts" : "delimiter " + delimiter->spec();
+    switch (message) {
+        case Message::kAuto: return s + " (message auto)";
+        case Message::kLastUser: return s + " (message last_user)";
+        case Message::kSystem: return s + " (message system)";
+        case Message::kIndex: return s + " (message " + std::to_string(index) + ")";
+    }
+    return s;
+}
+
+Expected<DocumentsSource> parse_documents_source(const std::string& name) {
+    if (name == "none") return DocumentsSource::kNone;
+    if (name == "parts") return DocumentsSource::kParts;
+    if (name == "delimiter") return DocumentsSource::kDelimiter;
+    return invalid_argument("unknown documents source '" + name + "' (none, parts, delimiter)");
+}
+
+Expected<std::pair<DocumentsFrom::Message, int32_t>> parse_documents_message(const std::string& name) {
+    using M = DocumentsFrom::Message;
+    if (name == "auto") return std::make_pair(M::kAuto, -1);
+    if (name == "last_user") return std::make_pair(M::kLastUser, -1);
+    if (name == "system") return std::make_pair(M::kSystem, -1);
+    if (!name.empty() && name.size() <= 6 && std::all_of(name.begin(), name.end(), ::isdigit)) {
+        return std::make_pair(M::kIndex, int32_t(std::stoi(name)));
+    }
+    return invalid_argument("unknown documents message '" + name + "' (auto, last_user, system, or an index)");
+}
+
+Expected<MessageDocuments> find_message_documents(const DocumentsFrom& from, const std::vector<std::string>& roles,
+                                                  const std::vector<std::string>& content,
+                                                  const std::vector<std::vector<ContentPart>>& parts,
+                                                  int32_t max_documents) {
+    using M = DocumentsFrom::Message;
+    if (!from.enabled() || roles.empty()) return MessageDocuments{};
+    const int32_t last_user = last_role(roles, "user");
+    auto at = [&](int32_t m) -> Expected<MessageDocuments> {
+        if (m < 0) return MessageDocuments{};
+        // Only the last message's tail is the question; documents elsewhere end where the message does.
+        const bool question = m == int32_t(roles.size()) - 1;
+        if (from.source == DocumentsSource::kParts) return from_parts(m, content[m], parts[m], max_documents);
+        return from_delimiter(m, question, content[m], *from.delimiter, max_documents);
+    };
+    switch (from.message) {
+        case M::kLastUser: return at(last_user);
+        case M::kSystem: return at(first_role(roles, "system"));
+        case M::kIndex:
+            if (from.index >= int32_t(roles.size())) {
+                return invalid_argument("the documents message index " + std::to_string(from.index) +
+                                        " is past the last message (" + std::to_string(roles.size()) + " messages)");
+            }
+            return at(from.index);
+        case M::kAuto: {
+            LA_ASSIGN_OR_RETURN(auto found, at(last_user));
+            if (!found.documents.empty()) return found;
+            return at(first_role(roles, "system"));
+        }
+    }
+    return MessageDocuments{};
+}
+
+}  // namespace lazyattn::server

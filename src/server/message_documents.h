@@ -1,0 +1,104 @@
+// Documents inside chat messages: RAG frameworks (LangChain, LlamaIndex, Haystack) put the
+// retrieved passages into a message, either as its text parts or joined by a separator, instead of
+// lazyattn's `documents` field. This finds them there so that they become cached segments in
+// place, each laid out exactly as a `documents` entry (engine::format_document), so a passage is
+// the same segment whichever way it arrives.
+//
+// Two sources (docs/api.md, "Documents inside messages"):
+//   parts      the chosen message's content is a list of text parts: every part but the last is a
+//              document; the last stays text after them (the question, in the last user message).
+//   delimiter  the chosen message's text is cut at every delimiter match into c0..cn: c0 (and the
+//              first match) is text before the documents, c1..c(n-1) are documents, and cn is a
+//              document too unless the message is the last user message, where cn (with the
+//              match before it) is the question. Empty chunks are skipped.
+// The message: auto (the last user message where it yields a document, else the first system
+// message), last_user, system (the first), or an index into messages.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace lazyattn::server {
+
+// A literal string or a PCRE2 pattern ("regex:..."), compiled once. Matching is bounded: a
+// pattern that backtracks catastrophically fails (kInvalidArgument) instead of spinning.
+class Delimiter {
+public:
+    // Longest pattern or literal accepted.
+    static constexpr size_t kMaxBytes = 1024;
+    // kInvalidArgument: empty, too long, not compilable, or matching the empty string.
+    static Expected<std::shared_ptr<const Delimiter>> compile(const std::string& spec);
+    ~Delimiter();
+    Delimiter(const Delimiter&) = delete;
+    Delimiter& operator=(const Delimiter&) = delete;
+
+    // [begin, end) of every non-overlapping match in text, left to right.
+    Expected<std::vector<std::pair<size_t, size_t>>> find_all(const std::string& text) const;
+    const std::string& spec() const { return spec_; }
+
+private:
+    Delimiter() = default;
+    std::string spec_;
+    std::string literal_;  // when not a pattern
+    void* code_ = nullptr;  // pcre2_code_8*
+};
+
+// "\n", "\t", "\r", "\\" in a command-line value, for literal delimiters typed in a shell.
+Expected<std::string> unescape_delimiter(const std::string& value);
+
+enum class DocumentsSource { kNone, kParts, kDelimiter };
+
+struct DocumentsFrom {
+    DocumentsSource source = DocumentsSource::kNone;
+    // kAuto, kLastUser, kSystem, or kIndex with `index` (into messages).
+    enum class Message { kAuto, kLastUser, kSystem, kIndex } message = Message::kAuto;
+    int32_t index = -1;
+    std::shared_ptr<const Delimiter> delimiter;  // set for kDelimiter
+
+    bool enabled() const { return source != DocumentsSource::kNone; }
+    std::string describe() const;
+};
+
+// "none", "parts", "delimiter".
+Expected<DocumentsSource> parse_documents_source(const std::string& name);
+// "auto", "last_user", "system" or a non-negative index.
+Expected<std::pair<DocumentsFrom::Message, int32_t>> parse_documents_message(const std::string& name);
+
+// One text part of a message's content (`id` names a registered document when text is empty).
+struct ContentPart {
+    std::string text;
+    std::string id;
+};
+
+// A document found in a message: its text, or the id of a registered document.
+struct MessageDocument {
+    std::string text;
+    std::string id;
+};
+
+// Where a message's documents are: the message's rendered content is `before`, the documents,
+// then `after`.
+struct MessageDocuments {
+    int32_t message = -1;
+    std::string before;
+    std::vector<MessageDocument> documents;
+    std::string after;
+};
+
+// `content` is each message's content as the chat template rendered it (what the model would
+// read), `parts` each message's text parts (empty for a string content), `roles` the roles. The
+// result has no documents when the source finds none (the prompt is then laid out as usual).
+// kInvalidArgument: more than max_documents documents (naming the limit), or a chosen index out
+// of range, or a pattern too expensive on the text.
+Expected<MessageDocuments> find_message_documents(const DocumentsFrom& from, const std::vector<std::string>& roles,
+                                                  const std::vector<std::string>& content,
+                                                  const std::vector<std::vector<ContentPart>>& parts,
+                                                  int32_t max_documents);
+
+}  // namespace lazyattn::server

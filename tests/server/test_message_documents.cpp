@@ -1,0 +1,278 @@
+// Documents inside chat messages (server/message_documents.h): the delimiter (literal and bounded
+// PCRE2), which chunks and parts become documents, and the layout RequestBuilder gives them,
+// which must equal the `documents` field's for the same passages.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "engine/loaded_model.h"
+#include "engine/rag_prompt.h"
+#include "server/message_documents.h"
+#include "server/openai_request.h"
+#include "server/request_builder.h"
+#include "synthetic_model_fixture.h"
+
+namespace lazyattn::server {
+namespace {
+
+using json = nlohmann::json;
+using Ranges = std::vector<std::pair<size_t, size_t>>;
+
+std::shared_ptr<const Delimiter> delimiter(const std::string& spec) {
+    auto d = Delimiter::compile(spec);
+    EXPECT_TRUE(d.ok()) << spec << ": " << d.status().to_string();
+    return d.ok() ? *d : nullptr;
+}
+
+TEST(Delimiter, LiteralAndPatternFindEveryMatchLeftToRight) {
+    EXPECT_EQ(*delimiter("\n\n")->find_all("a\n\nb\n\n\nc"), (Ranges{{1, 3}, {4, 6}}));
+    EXPECT_EQ(*delimiter("regex:\\n\\n *")->find_all("x\n\n    y\n\nz"), (Ranges{{1, 7}, {8, 10}}));
+    EXPECT_TRUE(delimiter("@@")->find_all("no match here")->empty());
+    // UTF-8 around the match: offsets are bytes.
+    EXPECT_EQ(*delimiter("regex:—")->find_all("é—ü"), (Ranges{{2, 5}}));
+}
+
+TEST(Delimiter, BadSpecsAreRefusedWhenCompiled) {
+    for (const std::string spec : {"", "regex:", "regex:((", "regex:x*", "regex:(?=a)|b?", "regex:\\C"}) {
+        auto d = Delimiter::compile(spec);
+        EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument) << spec;
+    }
+    EXPECT_FALSE(Delimiter::compile(std::string(Delimiter::kMaxBytes + 1, 'x')).ok());
+    EXPECT_TRUE(Delimiter::compile(std::string(Delimiter::kMaxBytes, 'x')).ok());
+}
+
+TEST(Delimiter, ACatastrophicPatternFailsFastInsteadOfSpinning) {
+    auto d = delimiter("regex:(a+)+$");
+    const std::string text = std::string(20000, 'a') + "b";
+    const auto t0 = std::chrono::steady_clock::now();
+    auto found = d->find_all(text);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_FALSE(found.ok());
+    EXPECT_NE(found.status().message().find("too expensive"), std::string::npos);
+    EXPECT_LT(s, 5.0);  // a guard against an unbounded match, not a timing assertion
+}
+
+TEST(Delimiter, AZeroLengthMatchInContextIsRefused) {
+    auto d = delimiter("regex:(?<=a)(?=b)|zz");  // cannot match "" alone, but does between a and b
+    EXPECT_FALSE(d->find_all("ab").ok());
+}
+
+TEST(Delimiter, CommandLineEscapes) {
+    EXPECT_EQ(*unescape_delimiter("\\n\\n"), "\n\n");
+    EXPECT_EQ(*unescape_delimiter("a\\tb\\\\c\\r"), "a\tb\\c\r");
+    EXPECT_FALSE(unescape_delimiter("\\q").ok());
+}
+
+DocumentsFrom from_delimiter(const std::string& spec, DocumentsFrom::Message m = DocumentsFrom::Message::kAuto) {
+    DocumentsFrom f;
+    f.source = DocumentsSource::kDelimiter;
+    f.delimiter = delimiter(spec);
+    f.message = m;
+    return f;
+}
+
+std::vector<std::string> texts(const MessageDocuments& found) {
+    std::vector<std::string> out;
+    for (const auto& d : found.documents) out.push_back(d.text);
+    return out;
+}
+
+TEST(FindMessageDocuments, TheLastUserMessageKeepsItsLastChunkAsTheQuestion) {
+    const std::vector<std::string> roles = {"system", "user"};
+    const std::vector<std::string> content = {"Be brief.", "Context:\n\n    P1\n\n    P2\n\nQuestion: Q?"};
+    auto found = find_message_documents(from_delimiter("regex:\\n\\n *"), roles, content, {{}, {}}, 8);
+    ASSERT_TRUE(found.ok()) << found.status().to_string();
+    EXPECT_EQ(found->message, 1);
+    EXPECT_EQ(found->before, "Context:\n\n    ");
+    EXPECT_EQ(texts(*found), (std::vector<std::string>{"P1", "P2"}));
+    EXPECT_EQ(found->after, "\n\nQuestion: Q?");
+}
+
+TEST(FindMessageDocuments, AutoFallsBackToTheSystemMessageWhereEveryChunkAfterTheFirstIsADocument) {
+    const std::vector<std::string> roles = {"system", "user"};
+    const std::vector<std::string> content = {"Use the context:\n\nP1\n\n\n\nP2", "Who?"};
+    auto found = find_message_documents(from_delimiter("\n\n"), roles, content, {{}, {}}, 8);
+    ASSERT_TRUE(found.ok());
+    EXPECT_EQ(found->message, 0);
+    EXPECT_EQ(found->before, "Use the context:\n\n");
+    EXPECT_EQ(texts(*found), (std::vector<std::string>{"P1", "P2"}));  // the empty chunk is skipped
+    EXPECT_EQ(found->after, "");
+    // Asked for the last user message only: none there.
+    auto none = find_message_documents(from_delimiter("\n\n", DocumentsFrom::Message::kLastUser), roles, content,
+                                       {{}, {}}, 8);
+    ASSERT_TRUE(none.ok());
+    EXPECT_TRUE(none->documents.empty());
+}
+
+TEST(FindMessageDocuments, MoreDocumentsThanTheLimitIsRefusedNamingIt) {
+    auto found = find_message_documents(from_delimiter("|"), {"user"}, {"x|a|b|c|q"}, {{}}, 2);
+    ASSERT_FALSE(found.ok());
+    EXPECT_NE(found.status().message().find("at most 2"), std::string::npos) << found.status().message();
+    EXPECT_TRUE(find_message_documents(from_delimiter("|"), {"user"}, {"x|a|b|q"}, {{}}, 2).ok());
+}
+
+TEST(FindMessageDocuments, PartsButTheLastAreDocumentsAndIdsPassThrough) {
+    DocumentsFrom f;
+    f.source = DocumentsSource::kParts;
+    const std::vector<std::vector<ContentPart>> parts = {{{"P1", ""}, {"", "doc-7"}, {"  ", ""}, {"Q? ", ""}}};
+    auto found = find_message_documents(f, {"user"}, {"P1  Q? "}, parts, 8);
+    ASSERT_TRUE(found.ok());
+    ASSERT_EQ(found->documents.size(), 2u);  // the blank part is skipped
+    EXPECT_EQ(found->documents[0].text, "P1");
+    EXPECT_EQ(found->documents[1].id, "doc-7");
+    EXPECT_EQ(found->before, "");
+    EXPECT_EQ(found->after, "Q? ");
+    // A template that trims the content trims the question's end too.
+    EXPECT_EQ(find_message_documents(f, {"user"}, {"P1  Q?"}, parts, 8)->after, "Q?");
+    // One part is no documents; an index past the end is refused.
+    EXPECT_TRUE(find_message_documents(f, {"user"}, {"Q?"}, {{{"Q?", ""}}}, 8)->documents.empty());
+    f.message = DocumentsFrom::Message::kIndex;
+    f.index = 3;
+    EXPECT_FALSE(find_message_documents(f, {"user"}, {"Q?"}, {{}}, 8).ok());
+}
+
+class MessageDocumentsLayout : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        loader::SyntheticModelOptions o;
+        auto lm = engine::load_model(testing::synthetic_model_path(o, "server-units"), 1);
+        ASSERT_TRUE(lm.ok()) << lm.status().to_string();
+        model_ = new engine::LoadedModel(std::move(lm).value());
+        auto chat = tokenizer::chat_template_from_gguf(model_->model->gguf());
+        ASSERT_TRUE(chat.ok());
+        chat_ = *chat;
+    }
+    RequestBuilder builder(DocumentsFrom from = {}, DocumentLookup lookup = {}) const {
+        return RequestBuilder(*model_->tokenizer, chat_, 512, 4096, std::move(lookup), {}, std::move(from), 16);
+    }
+    static GenerationRequest parse(const json& body) {
+        GenerationRequest g;
+        auto e = parse_generation_request(body, true, g);
+        EXPECT_FALSE(e) << (e ? e->message : "");
+        return g;
+    }
+    const tokenizer::Tokenizer& tok() const { return *model_->tokenizer; }
+    static inline engine::LoadedModel* model_ = nullptr;
+    static inline tokenizer::ChatTemplate chat_;
+};
+
+json text_part(const std::string& t) { return {{"type", "text"}, {"text", t}}; }
+
+TEST_F(MessageDocumentsLayout, PartsGiveExactlyTheDocumentsFieldsLayout) {
+    auto parts = parse({{"messages", {{{"role", "user"}, {"content", {text_part("P one"), text_part("P two"),
+                                                                       text_part("Who?")}}}}},
+                        {"documents_from", "parts"}});
+    auto fields = parse({{"messages", {{{"role", "user"}, {"content", "Who?"}}}}, {"documents", {"P one", "P two"}}});
+    auto a = builder().build(parts, ""), b = builder().build(fields, "");
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(a->segments, b->segments);
+    EXPECT_EQ(a->tail, b->tail);
+    EXPECT_EQ(a->num_document_tokens(), b->num_document_tokens());
+    EXPECT_GT(a->num_document_tokens(), 0);
+    // Without documents_from (request or server) the parts are one message, as before.
+    parts.documents_source.reset();
+    auto plain = builder().build(parts, "");
+    ASSERT_TRUE(plain.ok());
+    EXPECT_EQ(plain->num_document_tokens(), 0);
+    // The server's setting applies where the request says nothing.
+    DocumentsFrom server;
+    server.source = DocumentsSource::kParts;
+    EXPECT_EQ(builder(server).build(parts, "")->segments, b->segments);
+}
+
+TEST_F(MessageDocumentsLayout, ADelimitedSystemMessageIsSplitInPlaceAndReorderingKeepsTheSegments) {
+    auto request = [&](const std::string& p1, const std::string& p2) {
+        return parse({{"messages",
+                       {{{"role", "system"}, {"content", "Use the context.\n\n" + p1 + "\n\n" + p2}},
+                        {{"role", "user"}, {"content", "Who?"}}}},
+                      {"documents_from", {{"source", "delimiter"}, {"message", "system"}, {"delimiter", "\n\n"}}}});
+    };
+    auto a = builder().build(request("alpha text", "beta text"), "");
+    auto b = builder().build(request("beta text", "alpha text"), "");
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    ASSERT_TRUE(b.ok());
+    ASSERT_EQ(a->segments.size(), 3u);
+    ASSERT_TRUE(a->first_segment_is_preamble);
+    EXPECT_EQ(a->segments[0], b->segments[0]);
+    EXPECT_EQ(a->segments[1], b->segments[2]);
+    EXPECT_EQ(a->segments[2], b->segments[1]);
+    EXPECT_EQ(a->tail, b->tail);
+    // Each document is laid out as a `documents` entry is.
+    EXPECT_EQ(a->segments[1], tok().encode(engine::format_document("", "alpha text"), false, false));
+    // The preamble is what the template renders up to the documents; the tail the rest.
+    const std::vector<tokenizer::ChatMessage> msgs = {{"system", "Use the context.\n\nalpha text\n\nbeta text"},
+                                                      {"user", "Who?"}};
+    const std::string rendered = *chat_.apply(msgs, true);
+    const std::string head = tok().decode(a->segments[0], true), tail = tok().decode(a->tail, true);
+    EXPECT_EQ(head, rendered.substr(0, rendered.find("alpha text")));
+    EXPECT_EQ(tail, rendered.substr(rendered.find("beta text") + std::string("beta text").size()));
+}
+
+TEST_F(MessageDocumentsLayout, PartsByIdResolveInTheTenantAndBadCombinationsAreRefused) {
+    const std::vector<int32_t> cached = {5, 6, 7};
+    auto lookup = [&](const std::string& tenant, const std::string& id) -> std::optional<std::vector<int32_t>> {
+        if (tenant == "t" && id == "doc-7") return cached;
+        return std::nullopt;
+    };
+    json by_id = {{"type", "text"}, {"id", "doc-7"}};
+    auto g = parse({{"messages", {{{"role", "user"}, {"content", {by_id, text_part("Who?")}}}}},
+                    {"documents_from", "parts"}});
+    auto got = builder({}, lookup).build(g, "t");
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_EQ(got->segments.back(), cached);
+    EXPECT_EQ(builder({}, lookup).build(g, "other").status().code(), StatusCode::kNotFound);
+    // A part by id where documents_from does not read it.
+    g.documents_source.reset();
+    EXPECT_EQ(builder({}, lookup).build(g, "t").status().code(), StatusCode::kInvalidArgument);
+    // Documents both ways.
+    auto both = parse({{"messages", {{{"role", "user"}, {"content", {text_part("P"), text_part("Q")}}}}},
+                       {"documents_from", "parts"},
+                       {"documents", {"D"}}});
+    EXPECT_EQ(builder().build(both, "").status().code(), StatusCode::kInvalidArgument);
+    // The delimiter source with no delimiter anywhere; the documents limit on `documents` too.
+    auto no_delim = parse({{"messages", {{{"role", "user"}, {"content", "Q"}}}}, {"documents_from", "delimiter"}});
+    EXPECT_EQ(builder().build(no_delim, "").status().code(), StatusCode::kInvalidArgument);
+    auto many = parse({{"messages", {{{"role", "user"}, {"content", "Q"}}}}, {"documents", json(std::vector<std::string>(17, "d"))}});
+    auto refused = builder().build(many, "");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("at most 16"), std::string::npos);
+}
+
+TEST_F(MessageDocumentsLayout, ADelimiterThatNeverOccursLeavesThePromptAsSent) {
+    auto g = parse({{"messages", {{{"role", "user"}, {"content", "Who?"}}}}, {"document_delimiter", "@@@"}});
+    auto plain = parse({{"messages", {{{"role", "user"}, {"content", "Who?"}}}}});
+    auto a = builder().build(g, ""), b = builder().build(plain, "");
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a->segments, b->segments);
+    EXPECT_EQ(a->tail, b->tail);
+}
+
+TEST(DocumentsFromField, MalformedValuesNameTheField) {
+    struct Case {
+        json value;
+        std::string param;
+    } cases[] = {
+        {{{"documents_from", 3}}, "documents_from"},
+        {{{"documents_from", "everything"}}, "documents_from"},
+        {{{"documents_from", {{"source", "parts"}, {"extra", 1}}}}, "documents_from"},
+        {{{"documents_from", {{"message", -1}}}}, "documents_from.message"},
+        {{{"documents_from", {{"message", "assistant"}}}}, "documents_from.message"},
+        {{{"documents_from", {{"delimiter", "regex:(("}}}}, "documents_from.delimiter"},
+        {{{"document_delimiter", "regex:a*"}}, "document_delimiter"},
+        {{{"document_delimiter", 5}}, "document_delimiter"},
+    };
+    for (const Case& c : cases) {
+        json body = c.value;
+        body["messages"] = {{{"role", "user"}, {"content", "q"}}};
+        GenerationRequest g;
+        auto e = parse_generation_request(body, true, g);
+        ASSERT_TRUE(e) << body.dump();
+        EXPECT_EQ(e->http_status, 400);
+        EXPECT_EQ(e->param, c.param) << body.dump();
+    }
+}
+
+}  // namespace
+}  // namespace lazyattn::server
