@@ -198,6 +198,21 @@ TEST(Cli, AKvPoolLargerThanMemoryIsAnErrorNotACrash) {
     EXPECT_NE(r.out.find("lower --kv-cache-mb"), std::string::npos) << r.out;
 }
 
+TEST(Cli, ServeRefusesADocumentDelimiterItCannotUseAtStartUp) {
+    // Refused before a port opens, naming the flag and the reason.
+    for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+             {"--document-delimiter 'regex:(('", "does not compile"},
+             {"--document-delimiter 'regex:x*'", "matches the empty string"},
+             {"--document-delimiter '\\q'", "unknown escape"},
+             {"--documents-from delimiter", "needs --document-delimiter"},
+             {"--documents-message assistant", "unknown documents message"}}) {
+        const auto r = run_cli("serve " + model_arg() + " --port 0 " + flags, true);
+        EXPECT_NE(r.exit_code, 0) << flags;
+        EXPECT_NE(r.out.find(says), std::string::npos) << flags << ": " << r.out;
+        EXPECT_EQ(r.out.find("listening on"), std::string::npos) << flags;
+    }
+}
+
 TEST(Cli, RepeatedRunsWithShuffledDocumentsReuseEveryDocument) {
     const std::string docs =
         "--doc-text 'the quick brown fox jumps over the lazy dog' "
