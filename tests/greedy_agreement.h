@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 
 namespace lazyattn::testing {
 
@@ -27,7 +27,7 @@ constexpr double kBf16LogitTol = 5e-2;
 // `request`; `got` another computation's.
 // `rel_tol` is the per-logit tolerance the two computations are held to elsewhere
 // (|a - b| <= rel_tol * max(|b|, 1)), so two logits closer than the sum of theirs are a tie.
-inline void expect_greedy_equal_up_to_a_near_tie(engine::Engine& reference, int32_t vocab_size,
+inline void expect_greedy_equal_up_to_a_near_tie(engine::SyncEngine& reference, int32_t vocab_size,
                                                  const engine::RagRequest& request, const std::vector<int32_t>& want,
                                                  const std::vector<int32_t>& got, double rel_tol,
                                                  const std::string& what) {

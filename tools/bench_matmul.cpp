@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backends/cpu/simd/quant_dot.h"
+#include "backend/cpu/simd/quant_dot.h"
 #include "core/fp16.h"
 #include "loader/ggml_type.h"
 
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
     };
-    std::printf("isa %s, %d threads, %lld x %lld weights, median of %d\n\n", backends::cpu::simd::quant_kernels().isa,
+    std::printf("isa %s, %d threads, %lld x %lld weights, median of %d\n\n", backend::cpu::simd::quant_kernels().isa,
                 threads, (long long)out_dim, (long long)dim, reps);
     std::printf("| type | rows | ms | weight GB/s | ms per weight byte vs Q4_0 |\n|---|---:|---:|---:|---:|\n");
     std::map<int64_t, double> q4_per_byte;

@@ -40,7 +40,7 @@
 #include "bench/qa_dataset.h"
 #include "bench/quality_tasks.h"
 #include "engine/document_reuse.h"
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
 #include "loader/gguf_file.h"
@@ -178,12 +178,12 @@ la::engine::LoadedModel load(const std::string& model, bool fp32, int threads) {
     return value_or_die(la::engine::load_model(model, threads, wo), "cannot load " + model);
 }
 
-std::unique_ptr<la::engine::Engine> make_engine(la::engine::LoadedModel& lm, la::engine::CacheMode mode) {
+std::unique_ptr<la::engine::SyncEngine> make_engine(la::engine::LoadedModel& lm, la::engine::CacheMode mode) {
     la::engine::EngineConfig ec;
     ec.cache_mode = mode;
     ec.kv_dtype = la::kernels::KvDtype::kF32;
     ec.kv_cache_mb = 256;
-    return value_or_die(la::engine::Engine::create(*lm.model, *lm.tokenizer, ec), "engine");
+    return value_or_die(la::engine::SyncEngine::create(*lm.model, *lm.tokenizer, ec), "engine");
 }
 
 int run_logits(const std::string& model, const std::string& request_path, const std::string& out_dir,

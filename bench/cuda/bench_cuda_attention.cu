@@ -27,13 +27,13 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/attention_decode.h"
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/cuda_check.h"
+#include "backend/cuda/attention_decode.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
 
 using lazyattn::Status;
-using lazyattn::backends::cuda::CudaAttentionParams;
-using lazyattn::backends::cuda::CudaBackend;
+using lazyattn::backend::cuda::CudaAttentionParams;
+using lazyattn::backend::cuda::CudaBackend;
 using lazyattn::kernels::AttentionSeq;
 using lazyattn::kernels::AttentionSpan;
 
@@ -165,7 +165,7 @@ double copy_bandwidth(cudaStream_t stream) {
     BENCH_CHECK(cudaMemset(a, 1, bytes));
     BENCH_CHECK(cudaDeviceSynchronize());
     const double t = time_op(stream, [&] {
-        return lazyattn::backends::cuda::cuda_status(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream),
+        return lazyattn::backend::cuda::cuda_status(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream),
                                                      "cudaMemcpyAsync");
     });
     BENCH_CHECK(cudaFree(a));
@@ -283,7 +283,7 @@ void bench_decode(CudaBackend& be, const Model& m, const Cache& cache, const Rop
                     const double bytes = 2.0 * 2.0 * double(batch) * ctx * m.kv_heads * m.head_dim;
                     const double gbps = bytes / t * 1e-9;
                     if (mode == Mode::kLazy) lazy_t = t;
-                    const int splits = lazyattn::backends::cuda::decode_num_splits(p, be.num_sms());
+                    const int splits = lazyattn::backend::cuda::decode_num_splits(p, be.num_sms());
                     std::printf(
                         "decode %-4s b=%-3d ctx=%-5d doc=%-4d %-6s splits=%-3d %9.1f us %7.0f GB/s %5.1f%% of copy  "
                         "x%.2f vs lazy%s\n",
@@ -382,7 +382,7 @@ int main(int argc, char** argv) {
         }
     }
     std::string why;
-    if (!lazyattn::backends::cuda::cuda_device_available(&why)) {
+    if (!lazyattn::backend::cuda::cuda_device_available(&why)) {
         std::fprintf(stderr, "bench_cuda_attention: no CUDA device: %s\n", why.c_str());
         return 1;
     }

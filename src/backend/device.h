@@ -16,7 +16,7 @@ const char* device_name(Device d);  // "cpu" | "cuda"
 // "cpu" | "cuda"; anything else is kInvalidArgument naming the choices.
 Expected<Device> parse_device(const std::string& name);
 
-// How a program that links a CUDA backend makes it (backends/cuda: make_cuda_engine_backend);
+// How a program that links a CUDA backend makes it (backend/cuda: make_cuda_engine_backend);
 // installed by the program at startup, so that only programs built for CUDA link its runtime.
 using CudaBackendFactory = Expected<std::unique_ptr<Backend>> (*)(int num_threads);
 void set_cuda_backend_factory(CudaBackendFactory factory);

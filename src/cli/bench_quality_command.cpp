@@ -22,7 +22,7 @@
 #include "cli/model_path.h"
 #include "core/progress.h"
 #include "core/timer.h"
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
 
@@ -66,7 +66,7 @@ std::string accuracy_cell(const std::vector<bool>& c) {
 Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::ChatTemplate>& chat,
                     const std::vector<Variant>& variants, const std::vector<bench::QualityTask>& tasks,
                     const BenchQualityOptions& o, std::map<std::string, std::vector<Answer>>& answers) {
-    std::map<engine::CacheMode, std::unique_ptr<engine::Engine>> engines;
+    std::map<engine::CacheMode, std::unique_ptr<engine::SyncEngine>> engines;
     for (const Variant& v : variants) {
         if (engines.count(v.mode)) continue;
         engine::EngineConfig ec;
@@ -74,7 +74,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
         ec.cache_mode = v.mode;
         ec.kv_cache_mb = 1024;
         ec.check_integrity = false;
-        LA_ASSIGN_OR_RETURN(engines[v.mode], engine::Engine::create(*lm.model, *lm.tokenizer, ec));
+        LA_ASSIGN_OR_RETURN(engines[v.mode], engine::SyncEngine::create(*lm.model, *lm.tokenizer, ec));
     }
     for (const Variant& v : variants) answers[v.name].assign(tasks.size(), {});
     ProgressBar bar("questions x variants", int64_t(tasks.size() * variants.size()));

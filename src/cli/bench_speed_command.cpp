@@ -9,7 +9,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 
 namespace lazyattn::cli {
@@ -45,7 +45,7 @@ int run_bench_speed(const BenchSpeedOptions& o) {
     ec.cache_mode = engine::CacheMode::kNone;
     ec.max_batch_tokens = std::max(o.prompt_tokens, 1);
     ec.check_integrity = false;
-    engine::Engine gen(*lm->model, *lm->tokenizer, ec);
+    engine::SyncEngine gen(*lm->model, *lm->tokenizer, ec);
     engine::RagRequest req;
     req.tail = make_prompt(*lm->tokenizer, o.prompt_tokens);
     req.max_tokens = o.gen_tokens + 1;  // the first token comes from prefill; then gen_tokens decode steps

@@ -19,7 +19,7 @@
 #include "cli/model_path.h"
 #include "cli/store_json.h"
 #include "core/progress.h"
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 
 namespace lazyattn::cli {
@@ -35,7 +35,7 @@ int fail(const Status& st, int code = 1) {
 struct Source {
     std::string name;    // "recompute", "ram", "disk", "redis", "floor"
     std::string detail;  // the tier's location, or how the source is made
-    std::unique_ptr<engine::Engine> engine;
+    std::unique_ptr<engine::SyncEngine> engine;
     std::vector<double> ttft_ms;
     int64_t docs_from_store = 0, docs_from_ram = 0, docs_computed = 0;
 };
@@ -138,10 +138,10 @@ int run_bench_store(const BenchStoreOptions& o) {
     base.check_integrity = false;
     base.kv_store_max_pending_writes = std::max(64, 2 * wc.num_docs);
     base.kv_store_tier = o.common.kv_store_tier;
-    auto make_engine = [&](std::vector<std::string> stores) -> Expected<std::unique_ptr<engine::Engine>> {
+    auto make_engine = [&](std::vector<std::string> stores) -> Expected<std::unique_ptr<engine::SyncEngine>> {
         engine::EngineConfig ec = base;
         ec.kv_stores = std::move(stores);
-        return engine::Engine::create(*lm->model, *lm->tokenizer, ec);
+        return engine::SyncEngine::create(*lm->model, *lm->tokenizer, ec);
     };
 
     // Every document into every tier first, by a writer engine of its own (flushed, then gone).

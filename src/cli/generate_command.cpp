@@ -14,7 +14,7 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
 
@@ -88,9 +88,9 @@ int run_generate(const GenerateOptions& o) {
     if (!chat.ok()) return fail(chat.status());
 
     engine::RagPromptText text{o.system, *docs, o.prompt};
-    auto created = engine::Engine::create(*lm->model, *lm->tokenizer, ec);
+    auto created = engine::SyncEngine::create(*lm->model, *lm->tokenizer, ec);
     if (!created.ok()) return fail(created.status(), 2);  // e.g. a KV pool larger than memory
-    engine::Engine& eng = **created;
+    engine::SyncEngine& eng = **created;
     std::mt19937_64 rng(o.sampling.seed);
     for (int run = 0; run < o.repeat; ++run) {
         if (run > 0 && o.shuffle_docs) std::shuffle(text.documents.begin(), text.documents.end(), rng);

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <map>
 
-#include "backends/cpu/typed_matmul.h"
+#include "backend/cpu/typed_matmul.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
@@ -36,7 +36,7 @@ void print_type_mix(const loader::GgufFile& file) {
     for (const auto& [type, m] : mix) {
         const auto t = static_cast<loader::GgmlType>(type);
         const std::string how = model::weight_type_in_place(t)
-                                    ? backends::cpu::describe_weight_compute(static_cast<kernels::GgmlType>(type))
+                                    ? backend::cpu::describe_weight_compute(static_cast<kernels::GgmlType>(type))
                                     : "refused at load (no kernel for this type)";
         char line[96];
         std::snprintf(line, sizeof line, "  %-7s %5d tensors %10.1f MiB  ", loader::ggml_type_name(t), m.count,

@@ -15,14 +15,14 @@
 
 #ifdef LAZYATTN_CUDA_BUILT
 #include "backend/device.h"
-#include "backends/cuda/cuda_engine_backend.h"
+#include "backend/cuda/cuda_engine_backend.h"
 #endif
 
 int main(int argc, char** argv) {
     using namespace lazyattn::cli;
 #ifdef LAZYATTN_CUDA_BUILT
     // --device cuda makes the CUDA backend this binary links (backend::make_backend).
-    lazyattn::backend::set_cuda_backend_factory(&lazyattn::backends::cuda::make_cuda_engine_backend);
+    lazyattn::backend::set_cuda_backend_factory(&lazyattn::backend::cuda::make_cuda_engine_backend);
 #endif
     CLI::App app{"lazyattn: a RAG inference engine with position-agnostic document KV caching"};
     app.require_subcommand(1);

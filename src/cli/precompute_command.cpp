@@ -14,7 +14,7 @@
 #include "cli/store_json.h"
 #include "core/progress.h"
 #include "core/timer.h"
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
 #include "server/api_keys.h"
@@ -118,9 +118,9 @@ int run_precompute(const PrecomputeOptions& o) {
     ec.max_batch_tokens = o.max_batch_tokens;
     ec.cache_mode = *mode;
     ec.kv_store_max_pending_writes = std::max(64, 2 * o.batch_docs);  // a batch is flushed before the next
-    auto created = engine::Engine::create(*lm->model, *lm->tokenizer, ec);
+    auto created = engine::SyncEngine::create(*lm->model, *lm->tokenizer, ec);
     if (!created.ok()) return fail(created.status(), 2);
-    engine::Engine& eng = **created;
+    engine::SyncEngine& eng = **created;
     engine::Scheduler& sched = eng.scheduler();
     if (sched.segment_store() == nullptr) return fail(invalid_argument("no store opened"), 2);
     const int32_t max_tokens = sched.context_length() - 2;  // room for the one-token tail

@@ -13,7 +13,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "engine/rag_prompt.h"
 
@@ -62,7 +62,7 @@ int run_rag_demo(const RagDemoOptions& o) {
         engine::EngineConfig ec;
         ec.kv_dtype = o.common.kv_dtype;
         ec.cache_mode = *mode;
-        engine::Engine eng(*lm->model, *lm->tokenizer, ec);
+        engine::SyncEngine eng(*lm->model, *lm->tokenizer, ec);
         ModeTotals t;
         std::mt19937_64 rng(7);
         std::printf("\n=== cache mode: %s\n", mode_name.c_str());

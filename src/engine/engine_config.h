@@ -1,4 +1,4 @@
-// Run-time settings of an Engine (the model's hyperparameters live in ModelConfig).
+// Run-time settings of the engine (SyncEngine, ServingEngine); the model's hyperparameters live in ModelConfig.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // EngineCore: one step as schedule -> run -> update (vLLM v1's EngineCore). It owns the three
 // parts: the Scheduler (policy: what runs), the ModelRunner (the KV pool's memory, the forward,
 // sampling) and the OutputProcessor (what a token means: text, stop strings, finish reasons).
-// Both faces of the engine step through it: Engine (one caller, synchronous) and ServingEngine
+// Both faces of the engine step through it: SyncEngine (one caller, synchronous) and ServingEngine
 // (its inference thread). Single-threaded, as the Scheduler.
 #pragma once
 

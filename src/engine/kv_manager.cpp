@@ -83,8 +83,8 @@ Status KvManager::check_fits(const RagRequest& r, const ChainSeeds& seeds, int32
 }
 
 bool KvManager::allocate(SequenceState& s, bool others_running) {
-    ActiveRequest& ar = s.kv;
-    ar = ActiveRequest();
+    RequestKv& ar = s.kv;
+    ar = RequestKv();
     if (segments_are_blocks(config_.cache_mode)) {
         ar.tail_tokens = s.request.tail;
     } else {  // prefix, none: one causal sequence over the flattened prompt
@@ -138,7 +138,7 @@ kv::BlockHash KvManager::tail_seed(const SequenceState& s) const {
 void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job) {
     const auto& segments = s.request.segments;
     const int32_t bs = kv_.block_size();
-    ActiveRequest& ar = s.kv;
+    RequestKv& ar = s.kv;
     ar.segments.clear();
     s.segment_jobs.clear();
     needs_job->clear();
@@ -178,7 +178,7 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
     if (!segments_are_blocks(config_.cache_mode)) return;  // flattened into the tail
     const auto& segments = s.request.segments;
     const int32_t bs = kv_.block_size();
-    ActiveRequest& ar = s.kv;
+    RequestKv& ar = s.kv;
     // The misses become jobs in fresh blocks (the request and the job each hold a reference).
     for (size_t d : needs_job) {
         SegmentPlacement& place = ar.segments[d];
@@ -242,7 +242,7 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
 }
 
 void KvManager::match_tail(SequenceState& s) {
-    ActiveRequest& ar = s.kv;
+    RequestKv& ar = s.kv;
     const kv::BlockHash seed = tail_seed(s);
     if (segments_are_blocks(config_.cache_mode)) {
         ar.tail_start = 0;
@@ -263,7 +263,7 @@ void KvManager::match_tail(SequenceState& s) {
 int64_t KvManager::fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job,
                                        bool others_running) const {
     const int32_t bs = kv_.block_size();
-    const ActiveRequest& ar = s.kv;
+    const RequestKv& ar = s.kv;
     int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
     for (size_t d : needs_job)
         fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
@@ -277,7 +277,7 @@ int64_t KvManager::fresh_blocks_needed(const SequenceState& s, const std::vector
 }
 
 void KvManager::start_patches(SequenceState& s) {
-    ActiveRequest& ar = s.kv;
+    RequestKv& ar = s.kv;
     ar.num_patch_tokens = ar.num_patch_computed = 0;
     if (!segments_are_blocks(config_.cache_mode)) return;
     for (size_t d = 0; d < ar.segments.size(); ++d) {
@@ -294,7 +294,7 @@ void KvManager::start_patches(SequenceState& s) {
 }
 
 bool KvManager::grow_tail(SequenceState& s, int32_t num_tokens) {
-    ActiveRequest& ar = s.kv;
+    RequestKv& ar = s.kv;
     const int32_t need = blocks_for(num_tokens, kv_.block_size()) - int32_t(ar.tail_blocks.size());
     if (need <= 0) return true;
     auto fresh = kv_.allocate(need);

@@ -9,7 +9,7 @@ namespace lazyattn::engine {
 
 bool Scheduler::try_admit(SequenceState& s) {
     if (!kv_.allocate(s, !running_.empty())) return false;
-    const ActiveRequest& ar = s.kv;
+    const RequestKv& ar = s.kv;
     s.admitted = true;
     s.admit_order = next_admit_order_++;
     const bool first_admission = s.admit_step < 0;

@@ -93,7 +93,7 @@ void Scheduler::add_patch_rows(model::ForwardBatch& b, SequenceState& s, int32_t
 
 void Scheduler::add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits) {
     const int32_t bs = kv_.block_size();
-    const ActiveRequest& ar = s.kv;
+    const RequestKv& ar = s.kv;
     const int32_t span_begin = int32_t(b.spans.size());
     add_segment_spans(b, s);
     b.spans.push_back({int32_t(b.block_ids.size()), end, ar.tail_start, ar.tail_start});
@@ -155,7 +155,7 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
     for (auto& s : running_) {
         if (s->prompt_done() || !s->segments_ready()) continue;
         if (config_.cache_mode == CacheMode::kBlockAttn && !s->materialized) continue;
-        const ActiveRequest& ar = s->kv;
+        const RequestKv& ar = s->kv;
         if (!ar.patches_done()) {  // recomputed document tokens come before the tail
             items.push_back({-1, s.get(), ar.num_patch_computed, ar.num_patch_tokens - ar.num_patch_computed, 0, true});
             continue;

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/active_request.h"
+#include "engine/request_kv.h"
 #include "engine/rag_request.h"
 #include "engine/request_handle.h"
 #include "engine/sampler.h"
@@ -66,7 +66,7 @@ struct SequenceState {
     // KV state (valid while admitted).
     bool admitted = false;
     uint64_t admit_order = 0;           // larger = admitted later (the preemption victim)
-    ActiveRequest kv;                   // placements, tail blocks and counters, references held
+    RequestKv kv;                   // placements, tail blocks and counters, references held
     std::vector<int64_t> segment_jobs;  // per segment: job id, or -1 when its KV is ready
     bool materialized = false;          // block-attn: private re-rotated copies made
     struct AdmissionCounts {

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/cuda/cuda_attention_params.h"
+#include "backend/cuda/cuda_attention_params.h"
 #include "cuda_test_util.h"
 
 namespace lazyattn::cuda_test {
@@ -146,8 +146,8 @@ inline kernels::RopeParams rope_params(const HostBatch& b, const float* inv_freq
             b.rope.table_positions};
 }
 
-inline backends::cuda::CudaAttentionParams device_params(const HostBatch& b, const DeviceBatch& d, bool keys_rotated) {
-    backends::cuda::CudaAttentionParams p{};
+inline backend::cuda::CudaAttentionParams device_params(const HostBatch& b, const DeviceBatch& d, bool keys_rotated) {
+    backend::cuda::CudaAttentionParams p{};
     p.q = d.q.get();
     p.q_pos = d.q_pos.get();
     p.out = d.out.get();

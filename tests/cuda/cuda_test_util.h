@@ -20,7 +20,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "core/check.h"
 #include "kernels/params/attention_params.h"
 #include "kernels/ref/reference_ops.h"
@@ -29,7 +29,7 @@
 
 namespace lazyattn::cuda_test {
 
-using backends::cuda::CudaBackend;
+using backend::cuda::CudaBackend;
 using bf16 = __nv_bfloat16;
 
 constexpr bool is_emulated() {

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend.h"
 
 namespace lazyattn::cuda_test {
 
@@ -24,7 +24,7 @@ inline bool gpu_required() { return gpu_required(std::getenv("LAZYATTN_REQUIRE_G
 #define LA_SKIP_WITHOUT_CUDA_DEVICE()                                                                 \
     do {                                                                                              \
         std::string la_why_;                                                                          \
-        if (!::lazyattn::backends::cuda::cuda_device_available(&la_why_)) {                           \
+        if (!::lazyattn::backend::cuda::cuda_device_available(&la_why_)) {                           \
             if (::lazyattn::cuda_test::gpu_required()) {                                              \
                 FAIL() << "no CUDA device and LAZYATTN_REQUIRE_GPU is set: " << la_why_;              \
             }                                                                                         \

@@ -201,7 +201,7 @@ TEST_F(CudaTest, AttentionDispatchAndEmptyRows) {
 }
 
 TEST_F(CudaTest, AttentionRejectsBadShapes) {
-    backends::cuda::CudaAttentionParams p{};
+    backend::cuda::CudaAttentionParams p{};
     p.num_seqs = 0;
     p.num_heads = 6;
     p.num_kv_heads = 4;

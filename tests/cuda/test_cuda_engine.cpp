@@ -1,5 +1,5 @@
 // The whole engine on the CUDA backend (CudaEngineBackend), run on the CPU emulator: a small
-// synthetic Llama through engine::Engine on --device cuda against the CPU engine, and lazy ==
+// synthetic Llama through engine::SyncEngine on --device cuda against the CPU engine, and lazy ==
 // lazy-k == block-attn on the CUDA backend.
 //
 // Tolerances. The CUDA backend rounds every GEMM input (weights and activations) to bf16 and
@@ -18,8 +18,8 @@
 #include <random>
 
 #include "backend/device.h"
-#include "backends/cuda/cuda_engine_backend.h"
-#include "engine/engine.h"
+#include "backend/cuda/cuda_engine_backend.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "greedy_agreement.h"
 #include "random_inputs.h"
@@ -51,7 +51,7 @@ engine::LoadedModel& model_on(backend::Device device) {
     static std::map<backend::Device, engine::LoadedModel> models;
     auto it = models.find(device);
     if (it == models.end()) {
-        backend::set_cuda_backend_factory(&backends::cuda::make_cuda_engine_backend);
+        backend::set_cuda_backend_factory(&backend::cuda::make_cuda_engine_backend);
         auto lm = engine::load_model(tiny_path(), device, 2);
         EXPECT_TRUE(lm.ok()) << lm.status().to_string();
         it = models.emplace(device, std::move(lm).value()).first;
@@ -59,14 +59,14 @@ engine::LoadedModel& model_on(backend::Device device) {
     return it->second;
 }
 
-std::unique_ptr<engine::Engine> make_engine(backend::Device device, engine::CacheMode mode) {
+std::unique_ptr<engine::SyncEngine> make_engine(backend::Device device, engine::CacheMode mode) {
     auto& lm = model_on(device);
     engine::EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = 8;
     c.kv_dtype = kernels::KvDtype::kBF16;
     c.check_integrity = true;
-    return std::make_unique<engine::Engine>(*lm.model, *lm.tokenizer, c);
+    return std::make_unique<engine::SyncEngine>(*lm.model, *lm.tokenizer, c);
 }
 
 std::vector<int32_t> random_tokens(std::mt19937_64& rng, int32_t n) {
@@ -104,7 +104,7 @@ TEST_F(CudaEngine, RefusesAKvPoolTheKernelsCannotRead) {
 }
 
 TEST_F(CudaEngine, RefusesAnArchitectureWhoseOpsItLacksAtLoad) {
-    backend::set_cuda_backend_factory(&backends::cuda::make_cuda_engine_backend);
+    backend::set_cuda_backend_factory(&backend::cuda::make_cuda_engine_backend);
     auto lm = engine::load_model(tiny_path("gemma3"), backend::Device::kCuda, 2);
     ASSERT_FALSE(lm.ok());
     EXPECT_EQ(lm.status().code(), StatusCode::kUnsupported);
@@ -116,7 +116,7 @@ TEST_F(CudaEngine, RefusesAnArchitectureWhoseOpsItLacksAtLoad) {
 // prepared apart from the LM head) and Qwen3 (q/k head norms: RMSNorm over rows of head_dim)
 // against the CPU.
 TEST_F(CudaEngine, Qwen2AndQwen3LogitsAndTokensEqualTheCpuEngine) {
-    backend::set_cuda_backend_factory(&backends::cuda::make_cuda_engine_backend);
+    backend::set_cuda_backend_factory(&backend::cuda::make_cuda_engine_backend);
     for (const std::string arch : {"qwen2", "qwen3"}) {
         const std::string path = tiny_path(arch, /*tied_embeddings=*/arch != "qwen2");
         auto cpu_lm = engine::load_model(path, backend::Device::kCpu, 2);
@@ -125,7 +125,7 @@ TEST_F(CudaEngine, Qwen2AndQwen3LogitsAndTokensEqualTheCpuEngine) {
         engine::EngineConfig c;
         c.kv_cache_mb = 8;
         c.kv_dtype = kernels::KvDtype::kBF16;
-        engine::Engine cpu(*cpu_lm->model, *cpu_lm->tokenizer, c), gpu(*gpu_lm->model, *gpu_lm->tokenizer, c);
+        engine::SyncEngine cpu(*cpu_lm->model, *cpu_lm->tokenizer, c), gpu(*gpu_lm->model, *gpu_lm->tokenizer, c);
         std::mt19937_64 rng(testing::test_seed() + 3);
         const auto req = request_of({random_tokens(rng, 21)}, random_tokens(rng, 9), 16);
         auto want = cpu.tail_logits(req), got = gpu.tail_logits(req);

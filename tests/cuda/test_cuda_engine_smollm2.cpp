@@ -1,4 +1,4 @@
-// The embedded SmolLM2-135M (Q4_1) through engine::Engine on the CUDA backend in the emulator,
+// The embedded SmolLM2-135M (Q4_1) through engine::SyncEngine on the CUDA backend in the emulator,
 // against the CPU engine on the golden prompts (tests/data/golden_greedy.json, raw-text cases),
 // 16 generated tokens each.
 //
@@ -22,8 +22,8 @@
 #include <fstream>
 
 #include "backend/device.h"
-#include "backends/cuda/cuda_engine_backend.h"
-#include "engine/engine.h"
+#include "backend/cuda/cuda_engine_backend.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "require_cuda_device.h"
 
@@ -58,7 +58,7 @@ engine::LoadedModel& smollm2_on(backend::Device device) {
     static std::map<backend::Device, engine::LoadedModel> models;
     auto it = models.find(device);
     if (it == models.end()) {
-        backend::set_cuda_backend_factory(&backends::cuda::make_cuda_engine_backend);
+        backend::set_cuda_backend_factory(&backend::cuda::make_cuda_engine_backend);
         // The CPU computes on the Q4_1 weights dequantized to fp32 (and fp32 activations), so the
         // two engines differ only by the CUDA backend's bf16 rounding of weights and GEMM inputs.
         model::WeightOptions o;
@@ -70,13 +70,13 @@ engine::LoadedModel& smollm2_on(backend::Device device) {
     return it->second;
 }
 
-std::unique_ptr<engine::Engine> make_engine(backend::Device device) {
+std::unique_ptr<engine::SyncEngine> make_engine(backend::Device device) {
     auto& lm = smollm2_on(device);
     engine::EngineConfig c;
     c.cache_mode = engine::CacheMode::kLazy;
     c.kv_cache_mb = 16;
     c.kv_dtype = kernels::KvDtype::kBF16;
-    return std::make_unique<engine::Engine>(*lm.model, *lm.tokenizer, c);
+    return std::make_unique<engine::SyncEngine>(*lm.model, *lm.tokenizer, c);
 }
 
 TEST(CudaEngineSmolLM2, GreedyOutputEqualsTheCpuEngineOnTheGoldenPrompts) {

@@ -11,8 +11,8 @@
 #include <random>
 
 #include "attention_test_batch.h"
-#include "backends/cuda/kv_copy_rotate.h"
-#include "backends/cuda/kv_store.h"
+#include "backend/cuda/kv_copy_rotate.h"
+#include "backend/cuda/kv_store.h"
 
 namespace lazyattn::cuda_test {
 namespace {
@@ -88,7 +88,7 @@ TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
     const kernels::RopeParams rp = rope_params(b, d.inv_freq.get(), d.table.get());
 
     // lazy: keys rotated at their stored positions (d.k / d.v); lazy-k: raw keys.
-    backends::cuda::KvStoreParams sp{k_rows.get(), v_rows.get(), dslots.get(), dpos.get(), d.k.get(), d.v.get(), n,
+    backend::cuda::KvStoreParams sp{k_rows.get(), v_rows.get(), dslots.get(), dpos.get(), d.k.get(), d.v.get(), n,
                                      kvh,          dim,          bs,           rp};
     LA_ASSERT_OK(backend().kv_store(sp));
     DeviceBuffer<bf16> k_raw(b.k), v_raw(b.v);
@@ -123,7 +123,7 @@ TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
             std::vector<int32_t> dst(nb);
             for (auto& x : dst) x = next_block++;
             DeviceBuffer<int32_t> dsrc(src), ddst(dst);
-            const backends::cuda::KvCopyRotateParams cp{k_blk.get(),
+            const backend::cuda::KvCopyRotateParams cp{k_blk.get(),
                                                         v_blk.get(),
                                                         0,
                                                         1,

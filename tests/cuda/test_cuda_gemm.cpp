@@ -6,13 +6,13 @@
 // (The emulated build computes the same interface with a host loop: there is no cuBLAS on a CPU.)
 #include <random>
 
-#include "backends/cuda/cublas_gemm.h"
+#include "backend/cuda/cublas_gemm.h"
 #include "cuda_test_util.h"
 
 namespace lazyattn::cuda_test {
 namespace {
 
-using backends::cuda::GemmOutType;
+using backend::cuda::GemmOutType;
 
 TEST_F(CudaTest, GemmMatchesReference) {
     std::mt19937_64 rng(testing::test_seed() + 31);
@@ -49,8 +49,8 @@ TEST_F(CudaTest, GemmMatchesReference) {
 // Operands at offsets (as Q/K/V slices of a fused projection are): each pointer alignment gets
 // its own cached plan (an aligned plan may use loads an offset view cannot), and results match.
 TEST_F(CudaTest, GemmOnOffsetOperandsGetsItsOwnPlan) {
-    using backends::cuda::CublasGemm;
-    using backends::cuda::pointer_alignment;
+    using backend::cuda::CublasGemm;
+    using backend::cuda::pointer_alignment;
     EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t(4096))), 256u);
     EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t(4096 + 2))), 2u);
     EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t(4096 + 48))), 16u);

@@ -11,8 +11,8 @@
 #include <random>
 
 #include "attention_test_batch.h"
-#include "backends/cuda/kv_copy_rotate.h"
-#include "backends/cuda/kv_store.h"
+#include "backend/cuda/kv_copy_rotate.h"
+#include "backend/cuda/kv_store.h"
 
 namespace lazyattn::cuda_test {
 namespace {

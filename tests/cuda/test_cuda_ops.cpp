@@ -15,8 +15,8 @@
 #include <numeric>
 #include <random>
 
-#include "backends/cuda/kv_copy_rotate.h"
-#include "backends/cuda/kv_store.h"
+#include "backend/cuda/kv_copy_rotate.h"
+#include "backend/cuda/kv_store.h"
 #include "cuda_test_util.h"
 
 namespace lazyattn::cuda_test {

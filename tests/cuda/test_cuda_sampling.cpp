@@ -12,10 +12,10 @@
 #include <numeric>
 #include <random>
 
-#include "backends/cuda/sampling.h"
+#include "backend/cuda/sampling.h"
 #include "cuda_test_util.h"
 #ifdef LA_CUDA_EMULATE
-#include "backends/cuda/emu/cuda_emulator.h"
+#include "backend/cuda/emu/cuda_emulator.h"
 #endif
 
 namespace lazyattn::cuda_test {

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/token_logprobs.h"
 #include "real_model_fixture.h"
 #include "server/server_process.h"
@@ -33,7 +33,7 @@ TEST(EvalServer, LoglikelihoodRequestMatchesADirectForwardPass) {
     // The same tail, run directly: row i's logits predict tail token i + 1.
     engine::EngineConfig c;
     c.kv_cache_mb = 64;
-    engine::Engine direct(*lm.model, *lm.tokenizer, c);
+    engine::SyncEngine direct(*lm.model, *lm.tokenizer, c);
     engine::RagRequest req;
     if (lm.tokenizer->add_bos()) req.tail.push_back(lm.tokenizer->bos_id());
     req.tail.insert(req.tail.end(), ids.begin(), ids.end());

@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "real_model_fixture.h"
 #include "tokenizer/chat_template.h"
 
@@ -37,7 +37,7 @@ TEST_P(GoldenLlamaCpp, LogitsAtEveryPosition) {
     LA_REQUIRE_REAL_MODEL();
     auto* lm = testing::real_model();
     const auto golden = testing::load_golden("golden_logits.json");
-    engine::Engine gen(*lm->model, *lm->tokenizer, config());
+    engine::SyncEngine gen(*lm->model, *lm->tokenizer, config());
     const int32_t vocab = lm->model->config().vocab_size;
     double worst_cosine = 1.0;
     std::vector<double> cosines;
@@ -91,7 +91,7 @@ TEST_P(GoldenLlamaCpp, GreedyContinuations) {
     LA_REQUIRE_REAL_MODEL();
     auto* lm = testing::real_model();
     const auto golden = testing::load_golden("golden_greedy.json");
-    engine::Engine gen(*lm->model, *lm->tokenizer, config());
+    engine::SyncEngine gen(*lm->model, *lm->tokenizer, config());
     int identical = 0, total = 0;
     for (const auto& c : golden["cases"]) {
         engine::RagRequest req;

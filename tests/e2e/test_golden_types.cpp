@@ -20,7 +20,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "real_model_fixture.h"
 
 namespace lazyattn {
@@ -43,7 +43,7 @@ TEST_P(GoldenTypes, LogProbabilitiesMatchLlamaCppTeacherForced) {
     }
     auto lm = engine::load_model(path, 2);
     ASSERT_TRUE(lm.ok()) << lm.status().to_string();
-    engine::Engine gen(*lm->model, *lm->tokenizer, engine::EngineConfig{});
+    engine::SyncEngine gen(*lm->model, *lm->tokenizer, engine::EngineConfig{});
     const int32_t vocab = lm->model->config().vocab_size;
 
     std::vector<double> cosines;

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <random>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/rag_prompt.h"
 #include "random_inputs.h"
 #include "real_model_fixture.h"
@@ -44,13 +44,13 @@ engine::LoadedModel* fp32_model() {
     return model;
 }
 
-engine::Engine make_engine(engine::CacheMode mode) {
+engine::SyncEngine make_engine(engine::CacheMode mode) {
     auto* lm = fp32_model();
     engine::EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = 256;
     c.kv_dtype = kernels::KvDtype::kF32;  // exact math: the variants agree to float rounding
-    return engine::Engine(*lm->model, *lm->tokenizer, c);
+    return engine::SyncEngine(*lm->model, *lm->tokenizer, c);
 }
 
 TEST(LazyEquivalenceSmolLM2, ThreeVariantsAgreeOnRealPassages) {

@@ -6,19 +6,19 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/cpu/attention_cpu.h"
-#include "backends/cpu/simd/attention_decode.h"
-#include "backends/cpu/simd/attention_tile.h"
-#include "backends/cpu/simd/quant_dot.h"
-#include "backends/cpu/simd/rope_rotate.h"
-#include "backends/cpu/simd/swiglu.h"
+#include "backend/cpu/attention_cpu.h"
+#include "backend/cpu/simd/attention_decode.h"
+#include "backend/cpu/simd/attention_tile.h"
+#include "backend/cpu/simd/quant_dot.h"
+#include "backend/cpu/simd/rope_rotate.h"
+#include "backend/cpu/simd/swiglu.h"
 #include "core/cpu_features.h"
 #include "core/half_convert.h"
 
 namespace lazyattn {
 namespace {
 
-using namespace backends::cpu;
+using namespace backend::cpu;
 
 TEST(CpuFeatures, LimitClearsTheTiersAboveIt) {
     CpuFeatures all;

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "backend/backend.h"
-#include "backends/cpu/simd/quant_dot.h"
+#include "backend/cpu/simd/quant_dot.h"
 #include "core/fp16.h"
 #include "kernels/ref/quant_ref.h"
 #include "loader/dequantize.h"
@@ -14,8 +14,8 @@
 namespace lazyattn {
 namespace {
 
-using backends::cpu::simd::num_quant_kernel_sets;
-using backends::cpu::simd::quant_kernel_set;
+using backend::cpu::simd::num_quant_kernel_sets;
+using backend::cpu::simd::quant_kernel_set;
 using kernels::GgmlType;
 
 constexpr GgmlType kTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0};
@@ -114,9 +114,9 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                     return kernels::ref::vec_dot(t, w.data() + o * rb, ref_x.data(), n);
                 };
                 for (bool pairs : {true, false}) {
-                    std::vector<uint8_t> scratch(backends::cpu::simd::QuantActs::bytes(rows, nb));
+                    std::vector<uint8_t> scratch(backend::cpu::simd::QuantActs::bytes(rows, nb));
                     const auto a =
-                        backends::cpu::simd::QuantActs::in(scratch.data(), rows, nb, pairs && t != GgmlType::kQ8_0);
+                        backend::cpu::simd::QuantActs::in(scratch.data(), rows, nb, pairs && t != GgmlType::kQ8_0);
                     for (int64_t r = 0; r < rows; ++r) g->prepare_row(x.data() + r * n, a, r, t);
                     for (int64_t r = 0; r < rows; ++r) {
                         for (int64_t b = 0; b < nb; ++b) {
@@ -124,7 +124,7 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                             EXPECT_EQ(a.ds_row(r)[2 * b + 1], fp16_to_fp32(xq[r * nb + b].s));
                         }
                     }
-                    const int kind = backends::cpu::simd::QuantGemmKernels::kind(t);
+                    const int kind = backend::cpu::simd::QuantGemmKernels::kind(t);
                     auto check = [&](const std::vector<float>& y, const char* path) {
                         for (int64_t r = 0; r < rows; ++r) {
                             for (int64_t o = 0; o < out; ++o) {
@@ -145,11 +145,11 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                     }
                     // gemm on tiles repacked per call (natural order)
                     std::vector<uint8_t> buf(
-                        backends::cpu::simd::kGemmTileRows * nb * backends::cpu::simd::kPackedBytesPerRowBlock + 64);
+                        backend::cpu::simd::kGemmTileRows * nb * backend::cpu::simd::kPackedBytesPerRowBlock + 64);
                     auto* packed =
                         reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
-                    for (int64_t o0 = 0; o0 < out; o0 += backends::cpu::simd::kGemmTileRows) {
-                        const int nw = int(std::min<int64_t>(backends::cpu::simd::kGemmTileRows, out - o0));
+                    for (int64_t o0 = 0; o0 < out; o0 += backend::cpu::simd::kGemmTileRows) {
+                        const int nw = int(std::min<int64_t>(backend::cpu::simd::kGemmTileRows, out - o0));
                         g->pack[kind](w.data() + o0 * rb, rb, nw, nb, packed);
                         g->gemm_tile[kind](packed, nb, a, 0, rows, y.data() + o0, out, nw, nullptr);
                     }
@@ -157,9 +157,9 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                     if (g->repack_r16[kind] == nullptr) continue;
                     // Weights repacked at load (16-row groups): gemv in two slices of groups, as two
                     // threads would split it, and gemm tiles unpacked from the repacked form.
-                    std::vector<uint8_t> r16(backends::cpu::simd::r16_bytes(t, out, nb));
+                    std::vector<uint8_t> r16(backend::cpu::simd::r16_bytes(t, out, nb));
                     g->repack_r16[kind](w.data(), rb, out, nb, r16.data());
-                    const int64_t groups = (out + backends::cpu::simd::kR16Rows - 1) / backends::cpu::simd::kR16Rows;
+                    const int64_t groups = (out + backend::cpu::simd::kR16Rows - 1) / backend::cpu::simd::kR16Rows;
                     std::fill(y.begin(), y.end(), -9.0f);
                     for (int64_t r = 0; r < rows; r += 4) {
                         for (const auto [g0, g1] : {std::pair<int64_t, int64_t>{0, 1}, {1, groups}}) {
@@ -169,9 +169,9 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                     }
                     check(y, "gemv on repacked weights");
                     std::fill(y.begin(), y.end(), -9.0f);
-                    for (int64_t tile = 0; tile * backends::cpu::simd::kGemmTileRows < out; ++tile) {
-                        const int64_t o0 = tile * backends::cpu::simd::kGemmTileRows;
-                        const int nw = int(std::min<int64_t>(backends::cpu::simd::kGemmTileRows, out - o0));
+                    for (int64_t tile = 0; tile * backend::cpu::simd::kGemmTileRows < out; ++tile) {
+                        const int64_t o0 = tile * backend::cpu::simd::kGemmTileRows;
+                        const int nw = int(std::min<int64_t>(backend::cpu::simd::kGemmTileRows, out - o0));
                         g->pack_from_r16[kind](r16.data(), nb, tile, groups, packed);
                         g->gemm_tile[kind](packed, nb, a, 0, rows, y.data() + o0, out, nw, nullptr);
                     }

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "backend/backend.h"
-#include "backends/cpu/simd/quant_dot.h"
+#include "backend/cpu/simd/quant_dot.h"
 #include "core/fp16.h"
 #include "kernels/ref/kquant_r16_ref.h"
 #include "kernels/ref/kquant_ref.h"
@@ -15,8 +15,8 @@
 namespace lazyattn {
 namespace {
 
-using backends::cpu::simd::num_quant_kernel_sets;
-using backends::cpu::simd::quant_kernel_set;
+using backend::cpu::simd::num_quant_kernel_sets;
+using backend::cpu::simd::quant_kernel_set;
 using kernels::GgmlType;
 using W = kernels::GgmlType;
 
@@ -414,7 +414,7 @@ TEST(TypedKernels, R16KernelsOfEverySetMatchReference) {
 TEST(TypedKernels, CpuBackendMatmulMatchesReference) {
     std::mt19937_64 rng(testing::test_seed() + 14);
     auto cpu = backend::make_cpu_backend(3);
-    const auto& best = backends::cpu::simd::quant_kernels();
+    const auto& best = backend::cpu::simd::quant_kernels();
     for (W t : kTypes) {
         const int64_t in = row_len(t, 512 + 99), out = 37;
         const auto w = random_weights(t, out, in, rng);

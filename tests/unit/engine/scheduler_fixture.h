@@ -16,13 +16,13 @@
 #include <gtest/gtest.h>
 
 #include "backend/device.h"
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/engine_config.h"
 #include "engine/loaded_model.h"
 #include "greedy_agreement.h"
 #include "synthetic_model_fixture.h"
 #ifdef LAZYATTN_ENGINE_TESTS_ON_CUDA
-#include "backends/cuda/cuda_engine_backend.h"
+#include "backend/cuda/cuda_engine_backend.h"
 #include "require_cuda_device.h"
 #endif
 
@@ -50,7 +50,7 @@ inline LoadedModel& model_on(backend::Device device) {
     std::string tag = "sched";
     if (device == backend::Device::kCuda) {
 #ifdef LAZYATTN_ENGINE_TESTS_ON_CUDA
-        backend::set_cuda_backend_factory(&backends::cuda::make_cuda_engine_backend);
+        backend::set_cuda_backend_factory(&backend::cuda::make_cuda_engine_backend);
 #endif
         // A head size the CUDA kernels take (64), and one head: every kernel thread is a fiber in
         // the emulator, so the smallest such model keeps these tests within minutes there.
@@ -86,7 +86,7 @@ inline void expect_same_greedy(CacheMode mode, const RagRequest& request, const 
         EXPECT_EQ(got, want) << what;
         return;
     }
-    Engine reference(*model().model, *model().tokenizer, config(mode, 32));
+    SyncEngine reference(*model().model, *model().tokenizer, config(mode, 32));
     testing::expect_greedy_equal_up_to_a_near_tie(reference, model().model->config().vocab_size, request, want, got,
                                                   testing::kBf16LogitTol, what);
 }

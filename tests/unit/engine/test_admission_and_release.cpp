@@ -5,7 +5,7 @@
 // error Status, not a crash.
 #include <algorithm>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/serving_engine.h"
 #include "random_inputs.h"
 #include "scheduler_fixture.h"
@@ -61,7 +61,7 @@ TEST_P(FairPrefill, AShortPromptIsNotHeldBehindALongDocument) {
     }
     EXPECT_EQ((*short_h)->wait().finish_reason, "length");
     // Chunking the document differently changes nothing it computes.
-    Engine alone(*model().model, *model().tokenizer, config(CacheMode::kLazy, 8, 64));
+    SyncEngine alone(*model().model, *model().tokenizer, config(CacheMode::kLazy, 8, 64));
     testing_support::expect_same_greedy(CacheMode::kLazy, long_req, alone.run(long_req)->token_ids,
                                         (*long_h)->wait().token_ids, "the long request");
     testing_support::expect_same_greedy(CacheMode::kLazy, short_req, alone.run(short_req)->token_ids,
@@ -98,7 +98,7 @@ TEST_P(Release, AFinishedRequestFreesItsDocumentTailFirst) {
     std::mt19937_64 rng(testing::test_seed() + 820);
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 20;
-    Engine e(*model().model, *model().tokenizer, c);
+    SyncEngine e(*model().model, *model().tokenizer, c);
     const auto doc = random_tokens(rng, 64);  // four blocks
     ASSERT_EQ(e.run(request_of({doc}, random_tokens(rng, 3), 1))->stats.segments_missed, 1);
     // 17 blocks evict exactly one block of the document (15 never used, the first request's
@@ -113,7 +113,7 @@ TEST_P(Release, AFinishedRequestFreesItsDocumentTailFirst) {
 
 TEST_P(RequestStats, PeakBlocksIsRecorded) {
     std::mt19937_64 rng(testing::test_seed() + 830);
-    Engine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 4));
+    SyncEngine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 4));
     // Three blocks of document, one of tail (5 prompt tokens + 7 computed generated ones).
     const auto r = e.run(request_of({random_tokens(rng, 40)}, random_tokens(rng, 5), 8));
     ASSERT_TRUE(r.ok());
@@ -122,7 +122,7 @@ TEST_P(RequestStats, PeakBlocksIsRecorded) {
 
 TEST_P(TailLogits, EveryTailRowEvenWhenTheTailIsCached) {
     std::mt19937_64 rng(testing::test_seed() + 840);
-    Engine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 4));
+    SyncEngine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 4));
     const RagRequest req = request_of({random_tokens(rng, 20)}, random_tokens(rng, 40), 4);
     ASSERT_TRUE(e.run(req).ok());  // caches the tail's two full blocks
     const auto first = e.tail_logits(req), second = e.tail_logits(req);
@@ -136,14 +136,14 @@ TEST_P(TailLogits, EveryTailRowEvenWhenTheTailIsCached) {
 TEST_P(KvPool, APoolTooLargeForTheMachineIsAnErrorStatus) {
     EngineConfig c = config(CacheMode::kLazy, 1);
     c.kv_num_blocks = 2000000000;
-    auto e = Engine::create(*model().model, *model().tokenizer, c);
+    auto e = SyncEngine::create(*model().model, *model().tokenizer, c);
     ASSERT_FALSE(e.ok());
     EXPECT_EQ(e.status().code(), StatusCode::kResourceExhausted);
     EXPECT_NE(e.status().message().find("MiB"), std::string::npos) << e.status().message();
     EXPECT_EQ(ServingEngine::create(*model().model, *model().tokenizer, c).status().code(),
               StatusCode::kResourceExhausted);
     // Constructed directly, the engine refuses work with the same error.
-    Engine direct(*model().model, *model().tokenizer, c);
+    SyncEngine direct(*model().model, *model().tokenizer, c);
     EXPECT_EQ(direct.run(request_of({}, {5, 6, 7}, 2)).status().code(), StatusCode::kResourceExhausted);
 }
 

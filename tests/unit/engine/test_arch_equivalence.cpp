@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "random_inputs.h"
 #include "synthetic_model_fixture.h"
@@ -50,14 +50,14 @@ LoadedModel& model_of(const std::string& tag) {
     return it->second;
 }
 
-std::unique_ptr<Engine> make_engine(const std::string& tag, CacheMode mode) {
+std::unique_ptr<SyncEngine> make_engine(const std::string& tag, CacheMode mode) {
     auto& lm = model_of(tag);
     EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = 8;
     c.kv_dtype = kernels::KvDtype::kF32;
     c.check_integrity = true;
-    return std::make_unique<Engine>(*lm.model, *lm.tokenizer, c);
+    return std::make_unique<SyncEngine>(*lm.model, *lm.tokenizer, c);
 }
 
 RagRequest request_of(std::vector<std::vector<int32_t>> segments, std::vector<int32_t> tail) {
@@ -86,7 +86,7 @@ private:
 
 const char* const kArchitectures[] = {"llama3", "qwen3", "gemma3", "phi3", "phi3-partial"};
 
-void expect_pool_whole(const Engine& e) {
+void expect_pool_whole(const SyncEngine& e) {
     e.check_integrity();
     EXPECT_EQ(e.kv_cache().num_free(), e.kv_cache().pool().num_blocks()) << "blocks leaked";
 }

@@ -7,7 +7,7 @@
 // requests that cannot take a setting are refused; nothing leaks, also under preemption.
 #include <algorithm>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "random_inputs.h"
 #include "synthetic_model_fixture.h"
@@ -35,8 +35,8 @@ EngineConfig config(CacheMode mode) {
     return c;
 }
 
-std::unique_ptr<Engine> make_engine(CacheMode mode) {
-    return std::make_unique<Engine>(*tiny_model().model, *tiny_model().tokenizer, config(mode));
+std::unique_ptr<SyncEngine> make_engine(CacheMode mode) {
+    return std::make_unique<SyncEngine>(*tiny_model().model, *tiny_model().tokenizer, config(mode));
 }
 
 class Tokens {
@@ -73,7 +73,7 @@ DocumentReuse anchored() {
     return r;
 }
 
-void expect_pool_whole(const Engine& e) {
+void expect_pool_whole(const SyncEngine& e) {
     e.check_integrity();
     EXPECT_EQ(e.kv_cache().num_free(), e.kv_cache().pool().num_blocks()) << "blocks leaked";
 }

@@ -6,7 +6,7 @@
 #include <map>
 #include <numeric>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "random_inputs.h"
 #include "synthetic_model_fixture.h"
@@ -30,7 +30,7 @@ LoadedModel& tiny_model(int32_t context_length = 4096) {
 }
 
 // fp32 KV unless told otherwise: the equivalences below are exact math, checked to float rounding.
-std::unique_ptr<Engine> make_engine(CacheMode mode, int32_t kv_mb = 16, int32_t ctx = 4096,
+std::unique_ptr<SyncEngine> make_engine(CacheMode mode, int32_t kv_mb = 16, int32_t ctx = 4096,
                                     kernels::KvDtype kv_dtype = kernels::KvDtype::kF32) {
     auto& lm = tiny_model(ctx);
     EngineConfig c;
@@ -38,7 +38,7 @@ std::unique_ptr<Engine> make_engine(CacheMode mode, int32_t kv_mb = 16, int32_t 
     c.kv_cache_mb = kv_mb;
     c.kv_dtype = kv_dtype;
     c.check_integrity = true;
-    return std::make_unique<Engine>(*lm.model, *lm.tokenizer, c);
+    return std::make_unique<SyncEngine>(*lm.model, *lm.tokenizer, c);
 }
 
 class Documents {
@@ -65,7 +65,7 @@ RagRequest request_of(std::vector<std::vector<int32_t>> segments, std::vector<in
     return r;
 }
 
-void expect_pool_whole(const Engine& e) {
+void expect_pool_whole(const SyncEngine& e) {
     e.check_integrity();
     EXPECT_EQ(e.kv_cache().num_free(), e.kv_cache().pool().num_blocks()) << "blocks leaked";
 }
@@ -159,7 +159,7 @@ TEST(LazyEquivalence, OneSegmentBlockAttnEqualsFullAttention) {
 }
 
 // Admits requests and runs their prompts (nothing generated yet: they stay live).
-std::vector<std::shared_ptr<RequestHandle>> start(Engine& e, const std::vector<RagRequest>& reqs) {
+std::vector<std::shared_ptr<RequestHandle>> start(SyncEngine& e, const std::vector<RagRequest>& reqs) {
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (auto r : reqs) {
         r.max_tokens = 2;
@@ -177,7 +177,7 @@ std::vector<std::shared_ptr<RequestHandle>> start(Engine& e, const std::vector<R
     return handles;
 }
 
-void drain(Engine& e) {
+void drain(SyncEngine& e) {
     while (e.core().step()) {
     }
 }

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/sampler.h"
 #include "engine/token_logprobs.h"
 #include "scheduler_fixture.h"
@@ -165,7 +165,7 @@ RagRequest small_request(uint64_t seed, int32_t num_segments, int32_t tail_len, 
 }
 
 TEST(EngineLogprobs, GreedyRunReportsTheSampledTokenAsTheBestAlternative) {
-    Engine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 16));
+    SyncEngine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 16));
     RagRequest r = small_request(3, 2, 9, 8);
     const RagResult plain = e.run(r).value();
     EXPECT_TRUE(plain.token_logprobs.empty());
@@ -216,7 +216,7 @@ TEST(EngineLogprobs, GreedyRunReportsTheSampledTokenAsTheBestAlternative) {
 }
 
 TEST(EngineLogprobs, OutOfRangeLogprobsAreRefused) {
-    Engine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 16));
+    SyncEngine e(*model().model, *model().tokenizer, config(CacheMode::kLazy, 16));
     RagRequest r = small_request(4, 0, 5, 2);
     r.sampling.logprobs = 21;
     EXPECT_FALSE(e.run(r).ok());
@@ -266,7 +266,7 @@ TEST(PromptLogprobs, MatchTheTailLogitsInEveryMode) {
         for (int32_t num_segments : {0, 2}) {
             SCOPED_TRACE(std::string(cache_mode_name(mode)) + " segments " + std::to_string(num_segments));
             // A small batch budget: the prompt's rows arrive over several steps.
-            Engine e(*model().model, *model().tokenizer, config(mode, 16, 8));
+            SyncEngine e(*model().model, *model().tokenizer, config(mode, 16, 8));
             RagRequest r = small_request(11 + num_segments, num_segments, 13, 3);
             const std::vector<float> logits = e.tail_logits(r).value();
             r.prompt_logprobs = 4;
@@ -285,7 +285,7 @@ TEST(PromptLogprobs, MatchTheTailLogitsInEveryMode) {
 
 TEST(PromptLogprobs, CachedTailBlocksAreNotReused) {
     const int32_t vocab = model().model->config().vocab_size;
-    Engine e(*model().model, *model().tokenizer, config(CacheMode::kPrefix, 16));
+    SyncEngine e(*model().model, *model().tokenizer, config(CacheMode::kPrefix, 16));
     RagRequest r = small_request(21, 0, 40, 2);  // more than a block: the prompt is cached
     const std::vector<float> logits = e.tail_logits(r).value();
     ASSERT_TRUE(e.run(r).ok());  // caches the prompt's blocks
@@ -309,12 +309,12 @@ TEST(PromptLogprobs, SurvivePreemption) {
             }
             std::vector<RagResult> alone;
             {
-                Engine e(*model().model, *model().tokenizer, config(CacheMode::kNone, 16));
+                SyncEngine e(*model().model, *model().tokenizer, config(CacheMode::kNone, 16));
                 for (const auto& r : reqs) alone.push_back(e.run(r).value());
             }
             EngineConfig c = config(CacheMode::kNone, 16, 16);
             c.kv_num_blocks = 8;
-            Engine e(*model().model, *model().tokenizer, c);
+            SyncEngine e(*model().model, *model().tokenizer, c);
             std::vector<std::shared_ptr<RequestHandle>> handles;
             for (const auto& r : reqs) handles.push_back(e.core().add(r).value());
             while (!e.core().idle()) e.core().step();
@@ -353,10 +353,10 @@ TEST(PromptLogprobs, RealModelMatchesForwardPassLogSoftmax) {
     r.max_tokens = 0;
     for (CacheMode mode : {CacheMode::kNone, CacheMode::kPrefix}) {
         SCOPED_TRACE(cache_mode_name(mode));
-        Engine reference(*lm->model, *lm->tokenizer, config(mode, 16));
+        SyncEngine reference(*lm->model, *lm->tokenizer, config(mode, 16));
         const std::vector<float> logits = reference.tail_logits(r).value();
         ASSERT_EQ(logits.size(), r.tail.size() * size_t(vocab));
-        Engine e(*lm->model, *lm->tokenizer, config(mode, 16));
+        SyncEngine e(*lm->model, *lm->tokenizer, config(mode, 16));
         RagRequest with = r;
         with.prompt_logprobs = 5;
         const RagResult res = e.run(with).value();

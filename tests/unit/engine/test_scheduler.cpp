@@ -9,7 +9,7 @@
 #include <map>
 #include <thread>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "engine/serving_engine.h"
 #include "random_inputs.h"
@@ -58,7 +58,7 @@ Workload make_workload(uint64_t seed, int num_docs, int num_requests, int k, int
 
 // Each request alone, one after another, on a large pool.
 std::vector<std::vector<int32_t>> one_by_one(CacheMode mode, const std::vector<RagRequest>& reqs) {
-    Engine e(*model().model, *model().tokenizer, config(mode, 32));
+    SyncEngine e(*model().model, *model().tokenizer, config(mode, 32));
     std::vector<std::vector<int32_t>> out;
     for (const auto& r : reqs) out.push_back(e.run(r)->token_ids);
     return out;

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "engine/loaded_model.h"
 #include "synthetic_model_fixture.h"
 
@@ -89,7 +89,7 @@ TEST(GoldenArchLlamaCpp, LogProbsAndGreedyContinuationsMatchLlamaCpp) {
         ASSERT_TRUE(lm.ok()) << lm.status().to_string();
         engine::EngineConfig config;
         config.kv_dtype = kernels::KvDtype::kF32;
-        engine::Engine eng(*lm->model, *lm->tokenizer, config);
+        engine::SyncEngine eng(*lm->model, *lm->tokenizer, config);
         const int32_t vocab = lm->model->config().vocab_size;
         double worst = 0;
         for (const auto& prompt : arch["prompts"]) {

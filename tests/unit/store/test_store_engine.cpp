@@ -1,4 +1,4 @@
-// The store in the engine: a second engine (a fresh Engine over the same directory, as a
+// The store in the engine: a second engine (a fresh SyncEngine over the same directory, as a
 // restarted process would be) serves documents a first engine computed with no document token
 // prefilled and the same greedy output; a corrupt entry is never used; variants (lazy-k's raw
 // keys, another tenant) never read each other's entries; a full RAM pool loses nothing the
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/engine.h"
+#include "engine/sync_engine.h"
 #include "random_inputs.h"
 #include "scheduler_fixture.h"
 #include "store/disk_tier.h"
@@ -52,7 +52,7 @@ Docs make_docs(uint64_t seed) {
 }
 
 RagResult run(const EngineConfig& c, const RagRequest& r, SchedulerStats* stats = nullptr) {
-    Engine engine(*model().model, *model().tokenizer, c);
+    SyncEngine engine(*model().model, *model().tokenizer, c);
     EXPECT_TRUE(engine.status().ok()) << engine.status().to_string();
     auto result = engine.run(r);
     EXPECT_TRUE(result.ok()) << result.status().to_string();
@@ -144,7 +144,7 @@ TEST(StoreEngine, EvictionFromASmallPoolLosesNothingTheStoreHolds) {
     std::vector<std::vector<int32_t>> docs;
     for (int i = 0; i < 12; ++i) docs.push_back(random_tokens(rng, 64));
     const auto tail = random_tokens(rng, 4);
-    Engine engine(*model().model, *model().tokenizer, c);
+    SyncEngine engine(*model().model, *model().tokenizer, c);
     std::vector<RagResult> first;
     for (int i = 0; i < 6; ++i) first.push_back(*engine.run(request_of({docs[2 * i], docs[2 * i + 1]}, tail)));
     const int64_t computed = engine.scheduler().stats().segment_job_tokens;

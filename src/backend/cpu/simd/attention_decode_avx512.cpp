@@ -1,0 +1,141 @@
+// AVX-512 implementation of attention_decode.h. Compiled for baseline x86-64; the function is
+// returned only after a CPU check.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "backend/cpu/simd/attention_decode.h"
+#include "backend/cpu/simd/exp_avx512.h"
+#include "core/cpu_features.h"
+
+// GCC 12 flags the undefined upper lanes inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace lazyattn::backend::cpu::simd {
+namespace {
+
+#define LA_AVX512 __attribute__((target("avx2,fma,avx512f")))
+
+// Sums each of 16 vectors into one lane: result[j] = sum of the lanes of a[j].
+LA_AVX512 inline __m512 transpose_sum16(__m512 a[16]) {
+    // 16 -> 8: each 128-bit lane holds (a_j, a_j+1) partial sums interleaved.
+    __m512 b[8];
+    for (int i = 0; i < 8; ++i) {
+        b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    }
+    // 8 -> 4: each 128-bit lane holds partial sums of four consecutive vectors, in order.
+    __m512 c[4];
+    for (int i = 0; i < 4; ++i) {
+        const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+        c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    // 4 -> 2: across 128-bit lanes. e[i] = [vectors 8i..8i+3 (two halves), 8i+4..8i+7 (two halves)].
+    __m512 e[2];
+    for (int i = 0; i < 2; ++i) {
+        e[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    // 2 -> 1: lane group q holds vectors 4q..4q+3.
+    return _mm512_add_ps(_mm512_shuffle_f32x4(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// 16 keys or values from fp32, or from fp16 widened in the register.
+template <bool F16>
+LA_AVX512 inline __m512 load16(const void* base, int64_t i) {
+    if constexpr (F16) {
+        return _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
+    } else {
+        return _mm512_loadu_ps(static_cast<const float*>(base) + i);
+    }
+}
+
+// D > 0: the head dim as a compile-time constant (rows stay in registers); D == 0: d at run time.
+// F16: k and v are fp16 (read as they are stored, no widening pass).
+template <int D, bool F16 = false>
+LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const void* v, int d_runtime, int first,
+                            int n, float* m, float* l, float* o) {
+    const int d = D > 0 ? D : d_runtime;
+    const int C = d / 16;  // vectors per row
+    const __mmask16 visible = __mmask16(((n >= 16 ? 0xffffu : (1u << n) - 1) >> first) << first);
+    const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int h = 0; h < num_heads; ++h) {
+        const float* qh = q + h * d;
+        __m512 qv[kDecodeMaxHeadDim / 16];
+        for (int c = 0; c < C; ++c) qv[c] = _mm512_loadu_ps(qh + 16 * c);
+        __m512 dots[16];
+        for (int j = 0; j < 16; ++j) {
+            __m512 acc = _mm512_mul_ps(qv[0], load16<F16>(k, j * d));
+            for (int c = 1; c < C; ++c) acc = _mm512_fmadd_ps(qv[c], load16<F16>(k, j * d + 16 * c), acc);
+            dots[j] = acc;
+        }
+        const __m512 s = _mm512_mask_mov_ps(neg_inf, visible, transpose_sum16(dots));
+        const float m_old = m[h];
+        const float m_new = std::max(m_old, _mm512_reduce_max_ps(s));
+        // m_old = -inf (first block) gives corr ~ 0, and l and o are 0 then.
+        const __m512 p = _mm512_maskz_mov_ps(visible, exp16(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
+        const float corr =
+            m_old == m_new ? 1.0f : _mm_cvtss_f32(_mm512_castps512_ps128(exp16(_mm512_set1_ps(m_old - m_new))));
+        l[h] = l[h] * corr + _mm512_reduce_add_ps(p);
+        alignas(64) float pw[16];
+        _mm512_store_ps(pw, p);
+        float* oh = o + h * d;
+        __m512 acc[kDecodeMaxHeadDim / 16];
+        const __m512 cv = _mm512_set1_ps(corr);
+        for (int c = 0; c < C; ++c) acc[c] = _mm512_mul_ps(_mm512_loadu_ps(oh + 16 * c), cv);
+        for (int j = first; j < n; ++j) {
+            const __m512 w = _mm512_set1_ps(pw[j]);
+            for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(w, load16<F16>(v, j * d + 16 * c), acc[c]);
+        }
+        for (int c = 0; c < C; ++c) _mm512_storeu_ps(oh + 16 * c, acc[c]);
+        m[h] = m_new;
+    }
+}
+
+LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d, int first,
+                                          int n, float* m, float* l, float* o) {
+    switch (d) {
+        case 64:
+            return attend_heads<64>(q, num_heads, k, v, d, first, n, m, l, o);
+        case 128:
+            return attend_heads<128>(q, num_heads, k, v, d, first, n, m, l, o);
+        case 256:
+            return attend_heads<256>(q, num_heads, k, v, d, first, n, m, l, o);
+        default:
+            return attend_heads<0>(q, num_heads, k, v, d, first, n, m, l, o);  // other multiples of 16
+    }
+}
+
+LA_AVX512 void attend_decode_block_f16_avx512(const float* q, int num_heads, const uint16_t* k, const uint16_t* v,
+                                              int d, int first, int n, float* m, float* l, float* o) {
+    switch (d) {
+        case 64:
+            return attend_heads<64, true>(q, num_heads, k, v, d, first, n, m, l, o);
+        case 128:
+            return attend_heads<128, true>(q, num_heads, k, v, d, first, n, m, l, o);
+        case 256:
+            return attend_heads<256, true>(q, num_heads, k, v, d, first, n, m, l, o);
+        default:
+            return attend_heads<0, true>(q, num_heads, k, v, d, first, n, m, l, o);
+    }
+}
+
+}  // namespace
+
+AttendDecodeBlockF16Fn attend_decode_block_f16() {
+    return attend_decode_block() != nullptr ? attend_decode_block_f16_avx512 : nullptr;
+}
+
+AttendDecodeBlockFn attend_decode_block() {
+    static const AttendDecodeBlockFn fn = [] {
+        return cpu_features().has_avx512_fma()
+                   ? attend_decode_block_avx512
+                   : nullptr;
+    }();
+    return fn;
+}
+
+}  // namespace lazyattn::backend::cpu::simd
