@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "loader/synthetic_model.h"
+#include "synthetic/synthetic_model.h"
 
 namespace lazyattn::testing {
 

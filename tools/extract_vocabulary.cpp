@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "loader/gguf_file.h"
-#include "loader/synthetic_preset.h"
+#include "synthetic/synthetic_preset.h"
 
 int main(int argc, char** argv) {
     if (argc != 3) {

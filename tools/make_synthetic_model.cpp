@@ -9,7 +9,7 @@
 #include <string>
 
 #include "loader/gguf_file.h"
-#include "loader/synthetic_model.h"
+#include "synthetic/synthetic_model.h"
 #include "model/model_config.h"
 
 namespace la = lazyattn;

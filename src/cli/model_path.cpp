@@ -1,7 +1,7 @@
 #include "cli/model_path.h"
 
 #include "loader/embedded_model.h"
-#include "loader/synthetic_preset.h"
+#include "synthetic/synthetic_preset.h"
 
 namespace lazyattn::cli {
 

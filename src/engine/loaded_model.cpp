@@ -5,7 +5,7 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "loader/embedded_model.h"
-#include "loader/synthetic_preset.h"
+#include "synthetic/synthetic_preset.h"
 
 namespace lazyattn::engine {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "loader/synthetic_model.h"
+#include "synthetic/synthetic_model.h"
 
 int main(int argc, char** argv) {
     if (argc < 2) {

@@ -9,8 +9,8 @@
 
 #include "loader/dequantize.h"
 #include "loader/gguf_file.h"
-#include "loader/synthetic_model.h"
-#include "loader/synthetic_vocab.h"
+#include "synthetic/synthetic_model.h"
+#include "synthetic/synthetic_vocab.h"
 #include "loader_test_util.h"
 #include "model/model_config.h"
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "loader/gguf_file.h"
-#include "loader/synthetic_preset.h"
+#include "synthetic/synthetic_preset.h"
 #include "model/model_config.h"
 
 namespace lazyattn::loader {

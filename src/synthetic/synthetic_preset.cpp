@@ -4,7 +4,7 @@
 // synthetic_model.cpp's rule (0.5 / sqrt(fan_in), clamped to [0.02, 0.1]; norms 1 +- 0.02), and
 // every chunk draws from its own generator seeded by (seed, tensor name, chunk index): the same
 // spec gives the same bytes on any number of threads.
-#include "loader/synthetic_preset.h"
+#include "synthetic/synthetic_preset.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -25,7 +25,7 @@
 #include "loader/gguf_file.h"
 #include "loader/gguf_writer.h"
 #include "loader/quantize.h"
-#include "loader/synthetic_model.h"
+#include "synthetic/synthetic_model.h"
 
 namespace lazyattn::loader {
 namespace {

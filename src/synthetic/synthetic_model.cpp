@@ -4,7 +4,7 @@
 // they matter. Gemma's norm weights are written as llama.cpp's converter stores them, with the
 // "1 +" of Gemma's RMSNorm already added. Each tensor draws from its own generator seeded by
 // (seed, tensor name), so adding a tensor never changes the values of another.
-#include "loader/synthetic_model.h"
+#include "synthetic/synthetic_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 
 #include "loader/gguf_writer.h"
 #include "loader/quantize.h"
-#include "loader/synthetic_vocab.h"
+#include "synthetic/synthetic_vocab.h"
 
 namespace lazyattn::loader {
 

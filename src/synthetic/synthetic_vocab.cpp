@@ -2,7 +2,7 @@
 // split (a word is an optional leading space plus a run of letters, of digits, or of other
 // symbols; whitespace runs stand alone), so every merge stays inside what a GPT-2-style
 // pre-tokenizer produces and the learned merges are usable by the real tokenizer.
-#include "loader/synthetic_vocab.h"
+#include "synthetic/synthetic_vocab.h"
 
 #include <map>
 #include <set>
