@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/rag_prompt.h"
+#include "engine/request/rag_prompt.h"
 
 namespace lazyattn::bench {
 

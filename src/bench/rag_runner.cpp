@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "core/timer.h"
-#include "engine/request_handle.h"
+#include "engine/request/request_handle.h"
 #include "engine/engine_core.h"
 
 namespace lazyattn::bench {

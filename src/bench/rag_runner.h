@@ -13,7 +13,7 @@
 #include "bench/rag_stats.h"
 #include "bench/rag_workload.h"
 #include "engine/engine_config.h"
-#include "engine/scheduler.h"
+#include "engine/scheduler/scheduler.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 

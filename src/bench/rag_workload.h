@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/rag_request.h"
+#include "engine/request/rag_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyattn::bench {

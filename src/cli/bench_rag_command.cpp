@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "core/progress.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 
 #include <memory>
 

@@ -12,7 +12,7 @@
 #include "bench/rag_runner.h"
 #include "cli/bench_rag_report.h"
 #include "cli/commands.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 
 namespace lazyattn::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 
 namespace lazyattn::cli {
 namespace {

@@ -20,7 +20,7 @@
 #include "cli/store_json.h"
 #include "core/progress.h"
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 
 namespace lazyattn::cli {
 namespace {

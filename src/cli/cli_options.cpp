@@ -5,7 +5,7 @@
 #include <map>
 
 #include "core/log.h"
-#include "engine/cache_mode.h"
+#include "engine/request/cache_mode.h"
 
 namespace lazyattn::cli {
 

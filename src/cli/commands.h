@@ -9,9 +9,9 @@
 
 #include "backend/device.h"
 #include "bench/rag_workload.h"
-#include "engine/cache_mode.h"
+#include "engine/request/cache_mode.h"
 #include "engine/engine_config.h"
-#include "engine/sampling_params.h"
+#include "engine/request/sampling_params.h"
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/vocab_description.h"
-#include "engine/block_finetune.h"
+#include "engine/loading/block_finetune.h"
 #include "loader/gguf_file.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"

@@ -15,8 +15,8 @@
 #include "core/progress.h"
 #include "core/timer.h"
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
-#include "engine/rag_prompt.h"
+#include "engine/loading/loaded_model.h"
+#include "engine/request/rag_prompt.h"
 #include "server/api_keys.h"
 
 namespace lazyattn::cli {

@@ -14,8 +14,8 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
-#include "engine/rag_prompt.h"
+#include "engine/loading/loaded_model.h"
+#include "engine/request/rag_prompt.h"
 
 namespace lazyattn::cli {
 namespace {

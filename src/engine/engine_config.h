@@ -7,7 +7,7 @@
 
 #include "backend/device.h"
 #include "core/status.h"
-#include "engine/cache_mode.h"
+#include "engine/request/cache_mode.h"
 #include "kv/kv_shape.h"
 #include "model/model_config.h"
 #include "store/store_tier.h"

@@ -9,9 +9,9 @@
 
 #include "core/status.h"
 #include "engine/engine_config.h"
-#include "engine/model_runner.h"
-#include "engine/output_processor.h"
-#include "engine/scheduler.h"
+#include "engine/runner/model_runner.h"
+#include "engine/output/output_processor.h"
+#include "engine/scheduler/scheduler.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/token_logprobs.h"
+#include "engine/request/token_logprobs.h"
 #include "model/forward_batch.h"
 
 namespace lazyattn::engine {

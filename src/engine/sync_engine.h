@@ -10,7 +10,7 @@
 
 #include "core/status.h"
 #include "engine/engine_config.h"
-#include "engine/rag_request.h"
+#include "engine/request/rag_request.h"
 #include "engine/engine_core.h"
 
 namespace lazyattn::engine {

@@ -1,6 +1,6 @@
 #include "server/api_keys.h"
 
-#include "engine/tenant.h"
+#include "engine/request/tenant.h"
 
 #include <xxhash.h>
 

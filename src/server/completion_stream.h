@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/request_handle.h"
+#include "engine/request/request_handle.h"
 #include "http/http_message.h"
 #include "server/doorbell.h"
 #include "server/logprobs_json.h"

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "engine/request_handle.h"
-#include "engine/token_logprobs.h"
+#include "engine/request/request_handle.h"
+#include "engine/request/token_logprobs.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyattn::server {

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/rag_request.h"
-#include "engine/scheduler.h"
+#include "engine/request/rag_request.h"
+#include "engine/scheduler/scheduler.h"
 #include "engine/serving_engine.h"
 
 namespace lazyattn::server {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/document_reuse.h"
-#include "engine/sampling_params.h"
+#include "engine/request/document_reuse.h"
+#include "engine/request/sampling_params.h"
 #include "server/api_error.h"
 #include "server/message_documents.h"
 #include "tokenizer/chat_template.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/rag_request.h"
+#include "engine/request/rag_request.h"
 
 namespace lazyattn::server {
 

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "core/log.h"
-#include "engine/rag_prompt.h"
+#include "engine/request/rag_prompt.h"
 
 namespace lazyattn::server {
 namespace {

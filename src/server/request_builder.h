@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/rag_request.h"
+#include "engine/request/rag_request.h"
 #include "server/openai_request.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"

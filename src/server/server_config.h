@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/document_reuse.h"
+#include "engine/request/document_reuse.h"
 #include "http/http_limits.h"
 #include "server/message_documents.h"
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/timer.h"
-#include "engine/request_handle.h"
+#include "engine/request/request_handle.h"
 #include "server/metrics.h"
 
 namespace lazyattn::server {

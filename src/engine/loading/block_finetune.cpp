@@ -1,0 +1,22 @@
+#include "engine/loading/block_finetune.h"
+
+namespace lazyattn::engine {
+
+Expected<std::optional<std::string>> block_finetuned_layout(const loader::GgufFile& file) {
+    if (file.metadata().find(kBlockFinetunedKey) == file.metadata().end()) return std::optional<std::string>{};
+    auto v = file.get_string(kBlockFinetunedKey);
+    if (!v.ok()) return invalid_argument(std::string(kBlockFinetunedKey) + " must be a string (plain or anchored)");
+    if (*v != "plain" && *v != "anchored") {
+        return invalid_argument(std::string(kBlockFinetunedKey) + " is '" + *v + "'; it must be plain or anchored");
+    }
+    return std::optional<std::string>(*v);
+}
+
+Expected<DocumentReuse> model_default_document_reuse(const loader::GgufFile& file) {
+    LA_ASSIGN_OR_RETURN(auto layout, block_finetuned_layout(file));
+    DocumentReuse reuse;
+    reuse.anchored = layout && *layout == "anchored";
+    return reuse;
+}
+
+}  // namespace lazyattn::engine

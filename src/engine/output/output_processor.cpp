@@ -1,0 +1,32 @@
+#include "engine/output/output_processor.h"
+
+#include "engine/scheduler/sequence_state.h"
+
+namespace lazyattn::engine {
+
+RequestOutput& OutputProcessor::output_of(SequenceState& s) {
+    if (s.output == nullptr) s.output = std::make_unique<RequestOutput>(tokenizer_, StopMatcher(s.request.stop));
+    return *s.output;
+}
+
+std::string OutputProcessor::on_token(SequenceState& s, int32_t token, const TokenLogprobs* logprobs) {
+    const RagRequest& r = s.request;
+    TokenLogprobs lp = logprobs != nullptr ? *logprobs : TokenLogprobs{};
+    TokenLogprobs* want_lp = logprobs != nullptr ? &lp : nullptr;
+    if (!r.ignore_eos && tokenizer_.is_end_of_generation(token)) {
+        s.handle->push_token(token, "", want_lp);
+        return "stop";
+    }
+    RequestOutput& out = output_of(s);
+    s.handle->push_token(token, out.stops.push(out.decoder.push(token)), want_lp);
+    if (out.stops.stopped()) return "stop";
+    if (s.num_generated >= r.max_tokens || s.kv.next_position() >= context_length_) return "length";
+    return "";
+}
+
+void OutputProcessor::flush(SequenceState& s) {
+    RequestOutput& out = output_of(s);
+    s.handle->push_text(out.stops.push(out.decoder.flush()) + out.stops.flush());
+}
+
+}  // namespace lazyattn::engine

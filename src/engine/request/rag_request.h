@@ -1,0 +1,119 @@
+// A request as lazyattn sees it: segments (documents, optionally a system preamble first), each
+// tokenized alone, followed by a tail (the question; generated tokens extend it).
+#pragma once
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/request/document_reuse.h"
+#include "engine/request/sampling_params.h"
+#include "engine/request/token_logprobs.h"
+
+namespace lazyattn::engine {
+
+using StopStrings = std::shared_ptr<const std::vector<std::string>>;
+inline StopStrings make_stop_strings(std::vector<std::string> stops) {
+    if (stops.empty()) return nullptr;
+    return std::make_shared<const std::vector<std::string>>(std::move(stops));
+}
+
+struct RagRequest {
+    // Whose cache the request reads and fills: documents, pins and cached prompts are shared
+    // only within a tenant ("" = the default tenant).
+    std::string tenant;
+    std::vector<std::vector<int32_t>> segments;
+    // Segment 0 is template text (system prompt, earlier turns): cached like any segment but
+    // never listed as a document.
+    bool first_segment_is_preamble = false;
+    std::vector<int32_t> tail;  // must not be empty: its last token yields the first logits
+    SamplingParams sampling;
+    int32_t max_tokens = 128;
+    // Stop strings, shared read-only by every choice of a request (never copied per choice).
+    StopStrings stop;
+    bool ignore_eos = false;
+    // max_tokens is the server's default, not the client's: where the whole default cannot fit
+    // the KV pool it is lowered to what fits instead of refusing the request.
+    bool max_tokens_is_default = false;
+    // -1: none; k in [0, 20]: the logprob of every tail prompt token given what precedes it, plus
+    // its k most likely alternatives (RagResult::prompt_*; OpenAI's echo + logprobs, what
+    // lm-evaluation-harness's loglikelihood reads). Every tail row is then computed (cached tail
+    // blocks are not reused); the logits stay on the engine thread. The logprobs are of the raw
+    // model (no penalties, no temperature). In the prefix and none modes the segments are part of
+    // the causal prompt, so the first tail token gets the logprob given the last segment token;
+    // in the segment modes (lazy, lazy-k, block-attn), and when the request has no segments, the
+    // first tail token has nothing computed before it: NaN.
+    int32_t prompt_logprobs = -1;
+    // How the tail reads the documents (anchored encoding, rescaling); segment modes only.
+    DocumentReuse reuse;
+
+    // Segment d is a document encoded after the preamble (reuse.anchored): the preamble's length,
+    // which is where the document's keys start; 0 for a document encoded alone, and for the
+    // preamble itself.
+    int32_t anchor_tokens(size_t d) const {
+        if (!reuse.anchored || !first_segment_is_preamble || d == 0 || segments.empty()) return 0;
+        return int32_t(segments[0].size());
+    }
+
+    // Tokens of segment d recomputed privately (reuse.recompute_tokens rounded up to whole
+    // blocks, at most the segment); 0 for the preamble.
+    int32_t recompute_tokens(size_t d, int32_t block_size) const {
+        if (reuse.recompute_tokens <= 0 || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
+        const int64_t rounded = (int64_t(reuse.recompute_tokens) + block_size - 1) / block_size * block_size;
+        return int32_t(std::min<int64_t>(rounded, int64_t(segments[d].size())));
+    }
+
+    // Prompt tokens in document segments (the preamble is not a document).
+    int32_t num_document_tokens() const {
+        int64_t n = 0;
+        for (size_t d = first_segment_is_preamble ? 1 : 0; d < segments.size(); ++d) n += int64_t(segments[d].size());
+        return int32_t(std::min<int64_t>(n, INT32_MAX));
+    }
+
+    int32_t num_prompt_tokens() const {
+        int64_t n = int64_t(tail.size());
+        for (const auto& s : segments) n += int64_t(s.size());
+        return int32_t(std::min<int64_t>(n, INT32_MAX));
+    }
+};
+
+struct RequestStats {
+    int32_t num_prompt_tokens = 0;
+    int32_t document_tokens = 0;    // of those, in document segments (RagRequest::num_document_tokens)
+    int32_t prefill_tokens = 0;     // prompt tokens computed for this request (segment jobs included)
+    int32_t recomputed_tokens = 0;  // of those, document tokens recomputed privately (DocumentReuse)
+    int32_t reused_tokens = 0;      // prompt tokens served from cache
+    int32_t segments_hit = 0;
+    int32_t segments_missed = 0;
+    int32_t segments_from_store = 0;  // of the hits, loaded from a --kv-store tier, not the RAM pool
+    int32_t num_generated = 0;
+    int32_t peak_blocks = 0;  // blocks in use by the whole pool at this request's peak
+    int32_t preemptions = 0;  // times this request was preempted and recomputed
+    double queue_ms = 0;      // submission to admission
+    double ttft_ms = 0;       // submission to the first generated token
+    double decode_ms = 0;
+    double decode_tok_per_s = 0;
+};
+
+struct RagResult {
+    std::vector<int32_t> token_ids;  // generated tokens (an end-of-generation token included)
+    std::string text;                // generated text, up to a stop string
+    std::string finish_reason;       // "stop", "length", "cancelled" or "error"
+    Status status;                   // why, when finish_reason is "error"
+    RequestStats stats;
+    // When request.sampling.logprobs >= 0: per generated token (token_ids[i]), its logprob and
+    // the top alternatives (see Sampler for the distribution). Empty otherwise.
+    std::vector<float> token_logprobs;
+    std::vector<TopLogprobs> top_logprobs;
+    // When request.prompt_logprobs >= 0: per tail prompt token (request.tail[i]), log P(token |
+    // what precedes it) and the top alternatives at that position (NaN and empty where nothing
+    // precedes it; see RagRequest::prompt_logprobs). Empty otherwise.
+    std::vector<float> prompt_token_logprobs;
+    std::vector<TopLogprobs> prompt_top_logprobs;
+};
+
+}  // namespace lazyattn::engine

@@ -1,0 +1,77 @@
+// RequestHandle: what a caller holds for a submitted request. The engine thread pushes events
+// (text pieces with their tokens, then one final event); any thread may read them, block for the
+// next one, wait for the end, or ask for cancellation. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/request/rag_request.h"
+
+namespace lazyattn::engine {
+
+struct RequestEvent {
+    enum class Kind { kToken, kFinished };
+    Kind kind = Kind::kToken;
+    int32_t token_id = -1;      // kToken: the sampled token
+    std::string text;           // kToken: text this token completed (may be empty)
+    float logprob = 0;          // kToken with a token, when the request asked for logprobs: log P(token)
+    TopLogprobs top_logprobs;   // kToken: (token id, logprob), best first; empty unless asked
+    std::string finish_reason;  // kFinished: "stop", "length", "cancelled" or "error"
+    Status status;              // kFinished with "error": why
+};
+
+class RequestHandle {
+public:
+    using Callback = std::function<void(const RequestEvent&)>;
+    explicit RequestHandle(uint64_t id, Callback callback = {}) : id_(id), callback_(std::move(callback)) {}
+
+    uint64_t id() const { return id_; }
+    // Asks the engine to stop this request; its blocks return at the next step boundary.
+    void cancel() { cancel_requested_.store(true); }
+    bool cancel_requested() const { return cancel_requested_.load(); }
+
+    // Blocks until an event is available (or the timeout passes: nullopt).
+    std::optional<RequestEvent> next_event(int timeout_ms = -1);
+    // Blocks until the request has finished; returns the whole result.
+    RagResult wait();
+    bool finished() const;
+    RequestStats stats() const;
+
+    // Logits at every tail prompt position (only when the request asked for them).
+    std::vector<float> tail_logits() const;
+
+    // Engine side.
+    // `logprobs`: the token's logprobs when the request asked for them (also appended to the
+    // result's token_logprobs / top_logprobs); null otherwise.
+    void push_token(int32_t token, std::string text, TokenLogprobs* logprobs = nullptr);
+    void push_text(std::string text);  // held-back text released at the end (no new token)
+    void set_tail_logits(std::vector<float> logits);
+    // Prompt logprobs (RagRequest::prompt_logprobs), set before finish().
+    void set_prompt_logprobs(std::vector<float> logprobs, std::vector<TopLogprobs> top);
+    // The prompt logprobs published so far (once the prompt has run; see RagRequest::prompt_logprobs).
+    void prompt_logprobs(std::vector<float>* logprobs, std::vector<TopLogprobs>* top) const;
+    void finish(const std::string& reason, const RequestStats& stats, Status status = {});
+
+private:
+    const uint64_t id_;
+    Callback callback_;
+    std::atomic<bool> cancel_requested_{false};
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<RequestEvent> events_;
+    RagResult result_;
+    std::vector<float> tail_logits_;
+    Status status_;
+    bool finished_ = false;
+};
+
+}  // namespace lazyattn::engine

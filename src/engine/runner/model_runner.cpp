@@ -1,0 +1,96 @@
+#include "engine/runner/model_runner.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "core/check.h"
+#include "core/timer.h"
+#include "engine/scheduler/sequence_state.h"
+
+namespace lazyattn::engine {
+
+kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, int64_t pool_bytes,
+                         kernels::KvDtype dtype) {
+    kv::KvShape shape;
+    shape.dtype = dtype;
+    shape.num_layers = model.num_layers;
+    shape.num_kv_heads = model.num_kv_heads;
+    shape.head_dim = model.head_dim;
+    shape.block_size = block_size;
+    // Clamped: a pool too large for the block ids is refused when allocated, not wrapped around.
+    shape.num_blocks = int32_t(std::clamp<int64_t>(pool_bytes / shape.bytes_per_block(), 1, INT32_MAX));
+    return shape;
+}
+
+namespace {
+
+std::unique_ptr<backend::KvMemory> allocate_pool(model::Model& model, const EngineConfig& config, Status* status) {
+    kv::KvShape shape =
+        kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20, config.kv_dtype);
+    if (config.kv_num_blocks > 0) shape.num_blocks = config.kv_num_blocks;
+    auto memory = model.backend().allocate_kv(shape);
+    if (memory.ok()) return std::move(memory).value();
+    *status = memory.status();
+    shape.num_blocks = 0;
+    memory = model.backend().allocate_kv(shape);
+    LA_CHECK_MSG(memory.ok(), "an empty KV pool could not be allocated: %s", memory.status().to_string().c_str());
+    return std::move(memory).value();
+}
+
+}  // namespace
+
+ModelRunner::ModelRunner(model::Model& model, const EngineConfig& config)
+    : model_(model), kv_memory_(allocate_pool(model, config, &status_)) {}
+
+ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
+    ModelRunnerOutput out;
+    // Where every row with logits is a plain greedy choice (or unused), the backend may pick the
+    // tokens where the logits live and return one id per row.
+    bool greedy = !step.tails.empty();
+    for (const TailChunk& t : step.tails) {
+        greedy &= !t.all_logits && (!t.sample || t.seq->request.sampling.plain_greedy());
+    }
+    const double t0 = now_ms();
+    const Status st = model_.forward(step.batch, *kv_memory_, &logits_, greedy ? &greedy_tokens_ : nullptr);
+    LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
+    out.forward_ms = now_ms() - t0;
+    if (greedy && !greedy_tokens_.empty()) {
+        LA_CHECK(greedy_tokens_.size() == step.tails.size());
+        ++num_device_sampled_steps_;
+        out.tails.resize(step.tails.size());
+        for (size_t i = 0; i < step.tails.size(); ++i) {
+            out.tails[i].num_logit_rows = 1;
+            if (step.tails[i].sample) out.tails[i].token = greedy_tokens_[i];
+        }
+        return out;
+    }
+
+    const int32_t vocab = model_.config().vocab_size;
+    size_t row = 0;
+    out.tails.resize(step.tails.size());
+    for (size_t i = 0; i < step.tails.size(); ++i) {
+        const TailChunk& t = step.tails[i];
+        TailResult& r = out.tails[i];
+        r.num_logit_rows = t.all_logits ? t.end - t.begin : 1;
+        r.logits = logits_.data() + row * vocab;
+        row += size_t(r.num_logit_rows);
+        const SequenceState& s = *t.seq;
+        if (t.all_logits && t.prompt_logprobs >= 0) {
+            const auto& tail = s.request.tail;
+            for (int32_t j = t.begin; j < t.end; ++j) {
+                const int32_t k = j + 1 - t.prompt_offset;  // the request.tail token row j predicts
+                if (k < 0 || k >= int32_t(tail.size())) continue;
+                r.prompt_logprobs.emplace_back(
+                    k, token_logprobs(r.logits + size_t(j - t.begin) * vocab, vocab, tail[k], t.prompt_logprobs));
+            }
+        }
+        if (!t.sample) continue;
+        const float* last = r.logits + size_t(r.num_logit_rows - 1) * vocab;
+        r.has_logprobs = s.request.sampling.logprobs >= 0;
+        const size_t num_prompt = s.history.size() - size_t(s.num_generated);
+        r.token = s.sampler->sample(last, vocab, s.history, num_prompt, r.has_logprobs ? &r.logprobs : nullptr);
+    }
+    return out;
+}
+
+}  // namespace lazyattn::engine

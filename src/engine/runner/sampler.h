@@ -1,0 +1,52 @@
+// Sampler: picks the next token from logits. Order as in llama.cpp's default chain: repetition
+// penalty, presence and frequency penalties (OpenAI), logit_bias, top-k, top-p, min-p, temperature, then a
+// draw from the seeded generator; greedy when the temperature is zero. Deterministic for a given
+// seed.
+//
+// Logprobs (when SamplingParams::logprobs >= 0) are those of the model's distribution AFTER the
+// penalties and logit_bias but BEFORE temperature, top-k, top-p and min-p: log_softmax(penalized logits) over
+// the whole vocabulary. This is what vLLM reports by default ("processed" logits without the
+// sampling transforms) and does not depend on the temperature, so a greedy and a sampled run
+// report the same numbers for the same token. The top alternatives are the `logprobs` most likely
+// tokens, best first, ties broken by the lower id; at temperature 0 the sampled token is the first.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "engine/request/sampling_params.h"
+#include "engine/request/token_logprobs.h"
+
+namespace lazyattn::engine {
+
+class Sampler {
+public:
+    explicit Sampler(const SamplingParams& params);
+
+    // `history`: the prompt's tokens, then the tokens generated so far; its first
+    // `num_prompt_tokens` are the prompt. The repetition penalty reads the last repeat_last_n
+    // tokens of all of it; the presence and frequency penalties only the generated ones.
+    // `logprobs`: filled when not null and the params ask for logprobs (left alone otherwise).
+    int32_t sample(const float* logits, int32_t vocab_size, std::span<const int32_t> history, size_t num_prompt_tokens,
+                   TokenLogprobs* logprobs = nullptr);
+
+    // The logits after the penalties of the latest sample() (what logprobs are computed from).
+    const std::vector<float>& penalized_logits() const { return penalized_; }
+
+private:
+    void apply_repetition_penalty(std::span<const int32_t> history);
+    void apply_presence_frequency(std::span<const int32_t> generated);
+    int32_t draw();
+
+    SamplingParams params_;
+    std::mt19937_64 rng_;
+    std::vector<float> penalized_;
+    std::vector<int32_t> sorted_;
+    std::vector<std::pair<float, int32_t>> candidates_;
+};
+
+int32_t argmax(const float* logits, int32_t n);
+
+}  // namespace lazyattn::engine

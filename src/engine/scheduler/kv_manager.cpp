@@ -1,0 +1,425 @@
+// KvManager: placing requests' KV (kv_manager.h). Segments are looked up one by one under a
+// seed that knows only the model and the KV variant (so order never affects hits); a segment
+// another admitted request is still computing is joined, not computed twice; the rest become
+// segment jobs in freshly allocated blocks.
+#include "engine/scheduler/kv_manager.h"
+
+#include <algorithm>
+#include <climits>
+#include <random>
+
+#include "core/check.h"
+#include "kernels/params/attention_params.h"
+
+namespace lazyattn::engine {
+namespace {
+
+int32_t blocks_for(int64_t tokens, int32_t block_size) { return int32_t((tokens + block_size - 1) / block_size); }
+
+uint64_t random_key() {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ uint64_t(rd());
+}
+
+}  // namespace
+
+KvManager::KvManager(const std::string& model_description, const store::Fingerprint& fingerprint,
+                     double fingerprint_ms, backend::KvMemory& kv_memory, const EngineConfig& config)
+    : config_(config),
+      fingerprint_(fingerprint),
+      kv_memory_(kv_memory),
+      kv_(kv_memory.shape()),
+      pins_(kv_.pool().num_blocks()) {
+    const bool rotated = keys_stored_rotated(config.cache_mode);
+    const uint64_t key = config.cache_hash_key != 0 ? config.cache_hash_key : random_key();
+    segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", model_description, key);
+    tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", model_description, key);
+    prefix_seed_ = kv::hash_seed("prefix", model_description, key);
+    status_ = open_store(fingerprint_ms);
+}
+
+ChainSeeds KvManager::seeds_for(const std::string& tenant) const {
+    return {kv::hash_salt(segment_seed_, tenant), kv::hash_salt(tail_seed_, tenant),
+            kv::hash_salt(prefix_seed_, tenant)};
+}
+
+int64_t KvManager::blocks_needed(const RagRequest& r, int32_t context_length) const {
+    // Worst case for one request alone: every segment computed (twice for block-attn's copies),
+    // plus the tail grown to its last generated token.
+    const int32_t bs = kv_.block_size();
+    const int64_t ctx = context_length;
+    int64_t blocks = 0, total = int64_t(r.tail.size());
+    for (size_t d = 0; d < r.segments.size(); ++d) {
+        const int64_t n = (int64_t(r.segments[d].size()) + bs - 1) / bs;
+        if (segments_are_blocks(config_.cache_mode)) {
+            blocks += n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1);
+            blocks += (r.recompute_tokens(d, bs) + bs - 1) / bs;
+        }
+        total += int64_t(r.segments[d].size());
+    }
+    const int64_t tail = segments_are_blocks(config_.cache_mode) ? int64_t(r.tail.size()) : total;
+    const int64_t grown = std::min(tail + r.max_tokens, ctx);
+    return blocks + (grown + bs - 1) / bs;
+}
+
+Status KvManager::check_fits(const RagRequest& r, const ChainSeeds& seeds, int32_t context_length) const {
+    int64_t need = blocks_needed(r, context_length);
+    const int32_t total = kv_.pool().num_blocks(), pinned = pins_.num_pinned();
+    if (pinned > 0 && segments_are_blocks(config_.cache_mode)) {
+        // The tenant's pinned documents are in the pool already (within the pinned blocks).
+        for (size_t d = 0; d < r.segments.size(); ++d) {
+            const auto& seg = r.segments[d];
+            if (seg.empty() || std::find(r.segments.begin(), r.segments.begin() + d, seg) != r.segments.begin() + d) {
+                continue;
+            }
+            need -= pins_.document_blocks(kv::hash_chain(seeds.segment, seg, kv_.block_size()).back());
+        }
+    }
+    if (need <= total - pinned) return {};
+    return resource_exhausted("request needs up to " + std::to_string(need) + " KV blocks but the whole pool has " +
+                              std::to_string(total) + ", of which " + std::to_string(pinned) +
+                              " are pinned by documents, leaving " + std::to_string(total - pinned) +
+                              " (raise --kv-cache-mb, unpin documents or shorten the request)");
+}
+
+bool KvManager::allocate(SequenceState& s, bool others_running) {
+    RequestKv& ar = s.kv;
+    ar = RequestKv();
+    if (segments_are_blocks(config_.cache_mode)) {
+        ar.tail_tokens = s.request.tail;
+    } else {  // prefix, none: one causal sequence over the flattened prompt
+        for (const auto& seg : s.request.segments) ar.tail_tokens.insert(ar.tail_tokens.end(), seg.begin(), seg.end());
+        ar.tail_tokens.insert(ar.tail_tokens.end(), s.request.tail.begin(), s.request.tail.end());
+    }
+    // Tokens generated before a preemption are recomputed as part of the tail.
+    s.admission = {};
+    ar.tail_tokens.insert(ar.tail_tokens.end(), s.history.end() - s.num_generated, s.history.end());
+    std::vector<size_t> needs_job;
+    match_segments(s, &needs_job);
+    match_tail(s);
+    // Allocation evicts cached blocks, so allocate only once the whole admission is known to
+    // fit: a request that must keep waiting never flushes the cache.
+    if (fresh_blocks_needed(s, needs_job, others_running) > kv_.num_free()) {
+        free(s);
+        return false;
+    }
+    start_jobs(s, needs_job);
+    start_patches(s);
+    LA_CHECK(grow_tail(s, ar.num_prompt_tail));
+    return true;
+}
+
+int64_t KvManager::find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const {
+    for (const auto& [id, job] : jobs_) {
+        if (job.seed == seed && job.tokens == tokens) return id;
+    }
+    return -1;
+}
+
+kv::BlockHash KvManager::segment_seed(const SequenceState& s, size_t d) const {
+    kv::BlockHash seed = s.seeds.segment;
+    if (s.request.anchor_tokens(d) > 0) {
+        // An anchored document's KV depends on the preamble it was encoded after.
+        const auto chain = kv::hash_chain(seed, s.request.segments[0], kv_.block_size());
+        seed = kv::hash_salt(chain.back(), "anchored");
+    }
+    if (!config_.position_aware_segments) return seed;
+    const int32_t where[1] = {s.kv.segments[d].logical_start};
+    return kv::hash_block(seed, where);
+}
+
+kv::BlockHash KvManager::tail_seed(const SequenceState& s) const {
+    if (!segments_are_blocks(config_.cache_mode)) return s.seeds.prefix;
+    const kv::BlockHash seed = kv::hash_segment_list(s.seeds.tail, s.request.segments);
+    // The tail's KV depends on how it read the documents.
+    return s.request.reuse.is_plain() ? seed : kv::hash_salt(seed, s.request.reuse.name());
+}
+
+void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job) {
+    const auto& segments = s.request.segments;
+    const int32_t bs = kv_.block_size();
+    RequestKv& ar = s.kv;
+    ar.segments.clear();
+    s.segment_jobs.clear();
+    needs_job->clear();
+    if (!segments_are_blocks(config_.cache_mode)) return;  // flattened into the tail
+    ar.segments.assign(segments.size(), {});
+    s.segment_jobs.assign(segments.size(), -1);
+    int32_t logical = 0;
+    for (size_t d = 0; d < segments.size(); ++d) {
+        ar.segments[d].num_tokens = int32_t(segments[d].size());
+        ar.segments[d].logical_start = logical;
+        ar.segments[d].stored_base = s.request.anchor_tokens(d);
+        logical += int32_t(segments[d].size());
+    }
+    // Join running jobs, match cached blocks (references taken); repeats are filled in later.
+    for (size_t d = 0; d < segments.size(); ++d) {
+        SegmentPlacement& place = ar.segments[d];
+        if (segments[d].empty() ||
+            std::find(segments.begin(), segments.begin() + d, segments[d]) != segments.begin() + d) {
+            continue;
+        }
+        const kv::BlockHash seed = segment_seed(s, d);
+        if (const int64_t job = find_job(seed, segments[d]); job >= 0) {
+            s.segment_jobs[d] = job;
+            ++jobs_[job].num_users;
+            place.blocks = jobs_[job].blocks;
+            for (kv::BlockId b : place.blocks) kv_.ref(b);
+            ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
+            continue;
+        }
+        place.blocks = kv_.match(seed, segments[d], place.num_tokens);
+        ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
+        if (int64_t(place.blocks.size()) * bs < place.num_tokens) needs_job->push_back(d);
+    }
+}
+
+void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_job) {
+    if (!segments_are_blocks(config_.cache_mode)) return;  // flattened into the tail
+    const auto& segments = s.request.segments;
+    const int32_t bs = kv_.block_size();
+    RequestKv& ar = s.kv;
+    // The misses become jobs in fresh blocks (the request and the job each hold a reference).
+    for (size_t d : needs_job) {
+        SegmentPlacement& place = ar.segments[d];
+        const int32_t num_present = int32_t(place.blocks.size());
+        const int32_t cached = num_present * bs;
+        auto fresh = kv_.allocate(blocks_for(place.num_tokens, bs) - num_present);
+        LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
+                     fresh.status().to_string().c_str());
+        place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
+        ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
+        if (load_segment(s, d, num_present)) {  // from a store tier: a hit, nothing to compute
+            s.admission.hits += 1;
+            s.admission.from_store += 1;
+            s.admission.reused += place.num_tokens;
+            continue;
+        }
+        s.admission.misses += 1;
+        s.admission.reused += cached;
+        s.admission.computed += place.num_tokens - cached;
+        SegmentJob job;
+        job.seed = segment_seed(s, d);
+        job.tokens = segments[d];
+        job.blocks = place.blocks;
+        job.num_computed = cached;
+        job.num_users = 1;
+        job.storable = store_ != nullptr && segment_storable(s, d);
+        job.store_variant = store::segment_variant(keys_stored_rotated(config_.cache_mode), s.request.tenant);
+        for (kv::BlockId b : job.blocks) kv_.ref(b);
+        if (const int32_t anchor = s.request.anchor_tokens(d); anchor > 0) {
+            // Segment 0 (the preamble) was matched or made a job before any document.
+            job.anchor_tokens = anchor;
+            job.anchor_blocks = ar.segments[0].blocks;
+            for (kv::BlockId b : job.anchor_blocks) kv_.ref(b);
+            job.anchor_job = s.segment_jobs[0];
+            if (job.anchor_job >= 0) ++jobs_.at(job.anchor_job).num_users;
+        }
+        s.segment_jobs[d] = next_job_id_;
+        jobs_.emplace(next_job_id_++, std::move(job));
+        ++num_jobs_started_;
+    }
+    for (size_t d = 0; d < segments.size(); ++d) {
+        if (segments[d].empty()) continue;
+        const size_t first = size_t(std::find(segments.begin(), segments.end(), segments[d]) - segments.begin());
+        if (first == d) {
+            // Not a job: cached or joined, so a hit.
+            if (std::find(needs_job.begin(), needs_job.end(), d) != needs_job.end()) continue;
+            s.admission.hits += 1;
+            s.admission.reused += int32_t(segments[d].size());
+            continue;
+        }
+        // A repeat reads the first occurrence's blocks (a hit too).
+        s.admission.hits += 1;
+        s.admission.reused += int32_t(segments[d].size());
+        SegmentPlacement& place = ar.segments[d];
+        place.blocks = ar.segments[first].blocks;
+        s.segment_jobs[d] = s.segment_jobs[first];
+        if (s.segment_jobs[d] >= 0) ++jobs_[s.segment_jobs[d]].num_users;
+        for (kv::BlockId b : place.blocks) kv_.ref(b);
+        ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
+    }
+}
+
+void KvManager::match_tail(SequenceState& s) {
+    RequestKv& ar = s.kv;
+    const kv::BlockHash seed = tail_seed(s);
+    if (segments_are_blocks(config_.cache_mode)) {
+        ar.tail_start = 0;
+        for (const auto& seg : s.request.segments) ar.tail_start += int32_t(seg.size());
+    }
+    ar.num_tail_computed = 0;
+    ar.num_prompt_tail = int32_t(ar.tail_tokens.size());
+    // Cached tail blocks have no logits: a request that wants every tail row (raw logits or
+    // prompt logprobs) computes them all.
+    if (config_.cache_mode != CacheMode::kNone && !s.all_tail_rows()) {
+        // At least the last prompt token is computed: its logits start generation.
+        ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail - 1);
+        ar.held.insert(ar.held.end(), ar.tail_blocks.begin(), ar.tail_blocks.end());
+        ar.num_tail_computed = int32_t(ar.tail_blocks.size()) * kv_.block_size();
+    }
+}
+
+int64_t KvManager::fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job,
+                                       bool others_running) const {
+    const int32_t bs = kv_.block_size();
+    const RequestKv& ar = s.kv;
+    int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
+    for (size_t d : needs_job)
+        fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
+    for (size_t d = 0; d < ar.segments.size(); ++d) fresh += blocks_for(s.request.recompute_tokens(d, bs), bs);
+    if (config_.cache_mode == CacheMode::kBlockAttn && others_running) {
+        // Room for the private copies too, or requests would preempt each other in turn as
+        // their copies are made.
+        for (const auto& place : ar.segments) fresh += blocks_for(place.num_tokens, bs);
+    }
+    return fresh;
+}
+
+void KvManager::start_patches(SequenceState& s) {
+    RequestKv& ar = s.kv;
+    ar.num_patch_tokens = ar.num_patch_computed = 0;
+    if (!segments_are_blocks(config_.cache_mode)) return;
+    for (size_t d = 0; d < ar.segments.size(); ++d) {
+        SegmentPlacement& place = ar.segments[d];
+        place.patch_tokens = s.request.recompute_tokens(d, kv_.block_size());
+        if (place.patch_tokens == 0) continue;
+        auto fresh = kv_.allocate(blocks_for(place.patch_tokens, kv_.block_size()));
+        LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
+                     fresh.status().to_string().c_str());
+        place.patch_blocks = std::move(fresh).value();
+        ar.held.insert(ar.held.end(), place.patch_blocks.begin(), place.patch_blocks.end());
+        ar.num_patch_tokens += place.patch_tokens;
+    }
+}
+
+bool KvManager::grow_tail(SequenceState& s, int32_t num_tokens) {
+    RequestKv& ar = s.kv;
+    const int32_t need = blocks_for(num_tokens, kv_.block_size()) - int32_t(ar.tail_blocks.size());
+    if (need <= 0) return true;
+    auto fresh = kv_.allocate(need);
+    if (!fresh.ok()) return false;
+    ar.tail_blocks.insert(ar.tail_blocks.end(), fresh->begin(), fresh->end());
+    ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
+    return true;
+}
+
+Status KvManager::make_private_copies(SequenceState& s) {
+    // Block-Attention: a private copy of every segment's KV, keys re-rotated by delta =
+    // logical_start - stored_base (R(delta) R(b + i) k = R(logical_start + i) k); attention is
+    // then plain (delta 0). The
+    // request reads only its copy; the cached original returns to the cache. The copy itself is
+    // memory work: it joins this step's plan (pending_copies_), and the model's forward has the
+    // backend make it before any of the step's rows are stored, so the original's content is
+    // read before anything allocated after its release can overwrite it.
+    for (SegmentPlacement& place : s.kv.segments) {
+        if (place.num_tokens == 0 || place.private_copy) continue;
+        auto copy = kv_.allocate(int32_t(place.blocks.size()));
+        if (!copy.ok()) return copy.status();
+        s.kv.held.insert(s.kv.held.end(), copy->begin(), copy->end());
+        pending_copies_.push_back(
+            {s.id, {place.blocks, *copy, place.num_tokens,
+              kernels::rotation_delta(place.logical_start, place.stored_base)}});
+        for (kv::BlockId b : place.blocks) s.kv.held.erase(std::find(s.kv.held.begin(), s.kv.held.end(), b));
+        kv_.release(place.blocks);
+        place.blocks = std::move(copy).value();
+        place.stored_base = place.logical_start;
+        place.private_copy = true;
+    }
+    return {};
+}
+
+void KvManager::drop_job(int64_t job_id) {
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end() || --it->second.num_users > 0) return;
+    // Nobody needs the unfinished segment any more: drop the job and its blocks.
+    const int64_t anchor_job = it->second.anchor_job;
+    kv_.release(it->second.blocks);
+    kv_.release(it->second.anchor_blocks);
+    jobs_.erase(it);
+    if (anchor_job >= 0) drop_job(anchor_job);
+}
+
+void KvManager::free(SequenceState& s) {
+    // Tail first, then segments from last to first, each chain from its end (KvCache::release):
+    // eviction then takes a request's least reusable blocks first, never a document's head
+    // before its end. `held` is the same references as a multiset.
+    size_t released = s.kv.tail_blocks.size();
+    kv_.release(s.kv.tail_blocks);
+    for (auto it = s.kv.segments.rbegin(); it != s.kv.segments.rend(); ++it) {
+        kv_.release(it->patch_blocks);
+        kv_.release(it->blocks);
+        released += it->blocks.size() + it->patch_blocks.size();
+    }
+    LA_CHECK_MSG(released == s.kv.held.size(), "released %zu blocks of %zu held", released, s.kv.held.size());
+    s.kv.held.clear();
+    // Copies planned into blocks just released are moot (and must not write them any more).
+    pending_copies_.erase(
+        std::remove_if(pending_copies_.begin(), pending_copies_.end(), [&](const auto& c) { return c.first == s.id; }),
+        pending_copies_.end());
+    // Later segments first: an anchored document's job lets go of its preamble's job.
+    for (auto j = s.segment_jobs.rbegin(); j != s.segment_jobs.rend(); ++j) {
+        const int64_t job_id = *j;
+        *j = -1;
+        if (job_id >= 0) drop_job(job_id);
+    }
+    s.kv.segments.clear();
+    s.kv.tail_blocks.clear();
+    s.admitted = false;
+    s.materialized = false;
+}
+
+void KvManager::publish_tail(const SequenceState& s) {
+    if (config_.cache_mode == CacheMode::kNone) return;
+    kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail),
+                s.kv.tail_blocks, false);
+}
+
+std::vector<model::KvBlockCopy> KvManager::take_copies() {
+    std::vector<model::KvBlockCopy> out;
+    for (auto& [id, copy] : pending_copies_) out.push_back(std::move(copy));
+    pending_copies_.clear();
+    return out;
+}
+
+bool KvManager::advance_job(int64_t job_id, int32_t n) {
+    auto it = jobs_.find(job_id);
+    LA_CHECK(it != jobs_.end());
+    SegmentJob& job = it->second;
+    job.num_computed += n;
+    if (!job.done()) return false;
+    kv_.publish(job.seed, job.tokens, job.blocks, true);
+    if (job.storable) store_segment(job.store_variant, job.tokens, job.blocks);
+    kv_.release(job.blocks);  // the users keep their own references
+    kv_.release(job.anchor_blocks);
+    const int64_t anchor_job = job.anchor_job;
+    jobs_.erase(it);
+    if (anchor_job >= 0) drop_job(anchor_job);  // finished first, so normally gone already
+    return true;
+}
+
+void KvManager::check_integrity(const std::vector<const SequenceState*>& requests) const {
+    kv_.check_integrity();
+    std::vector<int32_t> refs(kv_.pool().num_blocks(), 0);
+    for (const SequenceState* s : requests) {
+        for (kv::BlockId b : s->kv.held) ++refs[b];
+    }
+    for (const auto& [id, job] : jobs_) {
+        LA_CHECK_MSG(job.num_users > 0, "segment job %lld has no users", (long long)id);
+        for (kv::BlockId b : job.blocks) ++refs[b];
+        for (kv::BlockId b : job.anchor_blocks) ++refs[b];
+    }
+    for (const auto& [tenant, docs] : documents_) {
+        for (const auto& [id, doc] : docs) {
+            LA_CHECK_MSG((doc.pin_count > 0) == !doc.pinned_blocks.empty(), "document %s: %d pins, %zu blocks",
+                         id.c_str(), doc.pin_count, doc.pinned_blocks.size());
+            for (kv::BlockId b : doc.pinned_blocks) ++refs[b];
+        }
+    }
+    for (kv::BlockId b = 0; b < kv_.pool().num_blocks(); ++b) {
+        LA_CHECK_MSG(refs[b] == kv_.pool().ref_count(b), "block %d: %d references held, pool counts %d", b, refs[b],
+                     kv_.pool().ref_count(b));
+    }
+}
+
+}  // namespace lazyattn::engine

@@ -1,0 +1,43 @@
+// RequestKv: the KV state of one admitted request: where each segment's KV lives and where it
+// sits logically, the tail's blocks and tokens, and every block reference the request holds.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/request/rag_request.h"
+#include "kv/block_pool.h"
+
+namespace lazyattn::engine {
+
+// One span the tail attends to (see kernels::AttentionSpan).
+struct SegmentPlacement {
+    std::vector<kv::BlockId> blocks;
+    int32_t num_tokens = 0;
+    int32_t logical_start = 0;
+    // Where the keys were rotated when stored: 0 for a shared segment encoded alone, the
+    // preamble's length for an anchored one, logical_start for a private copy.
+    int32_t stored_base = 0;
+    bool private_copy = false;  // block-attn: blocks are this request's re-rotated copy
+    // DocumentReuse::recompute_tokens: the first patch_tokens tokens recomputed in patch_blocks
+    // (this request's, keys at their logical positions); the span reads those instead.
+    std::vector<kv::BlockId> patch_blocks;
+    int32_t patch_tokens = 0;
+};
+
+struct RequestKv {
+    std::vector<SegmentPlacement> segments;
+    std::vector<kv::BlockId> tail_blocks;
+    std::vector<int32_t> tail_tokens;  // prompt tail, then generated tokens
+    int32_t tail_start = 0;            // logical position of tail token 0
+    int32_t num_tail_computed = 0;     // tail tokens whose K/V are in tail_blocks
+    int32_t num_prompt_tail = 0;
+    int32_t num_patch_tokens = 0;    // over every segment, computed in segment order before the tail
+    int32_t num_patch_computed = 0;
+    std::vector<kv::BlockId> held;  // one entry per reference this request holds
+
+    int32_t next_position() const { return tail_start + int32_t(tail_tokens.size()); }
+    bool patches_done() const { return num_patch_computed >= num_patch_tokens; }
+};
+
+}  // namespace lazyattn::engine
