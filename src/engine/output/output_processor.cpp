@@ -1,6 +1,6 @@
 #include "engine/output/output_processor.h"
 
-#include "engine/scheduler/sequence_state.h"
+#include "engine/sequence/sequence_state.h"
 
 namespace lazyattn::engine {
 

@@ -8,21 +8,13 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/output/stop_matcher.h"
 #include "engine/request/token_logprobs.h"
+#include "engine/sequence/request_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyattn::engine {
 
 struct SequenceState;
-
-// The text state of one request's generation (kept across preemptions: what was streamed stays
-// streamed).
-struct RequestOutput {
-    RequestOutput(const tokenizer::Tokenizer& tokenizer, const StopMatcher& stops) : decoder(tokenizer), stops(stops) {}
-    tokenizer::StreamDecoder decoder;
-    StopMatcher stops;
-};
 
 class OutputProcessor {
 public:

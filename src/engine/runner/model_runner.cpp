@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 #include "core/timer.h"
-#include "engine/scheduler/sequence_state.h"
+#include "engine/sequence/sequence_state.h"
 
 namespace lazyattn::engine {
 

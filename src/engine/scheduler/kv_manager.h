@@ -23,7 +23,7 @@
 #include "core/status.h"
 #include "engine/engine_config.h"
 #include "engine/scheduler/pin_ledger.h"
-#include "engine/scheduler/sequence_state.h"
+#include "engine/sequence/sequence_state.h"
 #include "kv/kv_cache.h"
 #include "model/forward_batch.h"
 #include "store/segment_store.h"

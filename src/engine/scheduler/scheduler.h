@@ -31,7 +31,7 @@
 #include "engine/engine_config.h"
 #include "engine/scheduler/kv_manager.h"
 #include "engine/request/request_handle.h"
-#include "engine/scheduler/sequence_state.h"
+#include "engine/sequence/sequence_state.h"
 #include "engine/scheduler_output.h"
 
 namespace lazyattn::engine {

@@ -14,7 +14,7 @@
 
 #include "engine/runner/batch_builder.h"
 #include "engine/scheduler/scheduler.h"
-#include "engine/scheduler/sequence_state.h"
+#include "engine/sequence/sequence_state.h"
 
 namespace lazyattn::engine {
 namespace {

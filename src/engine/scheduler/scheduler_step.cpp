@@ -8,7 +8,7 @@
 #include "core/timer.h"
 #include "engine/output/output_processor.h"
 #include "engine/scheduler/scheduler.h"
-#include "engine/scheduler/sequence_state.h"
+#include "engine/sequence/sequence_state.h"
 
 namespace lazyattn::engine {
 namespace {

@@ -11,16 +11,16 @@
 #include <optional>
 #include <vector>
 
-#include "engine/scheduler/request_kv.h"
+#include "engine/sequence/request_kv.h"
 #include "engine/request/rag_request.h"
 #include "engine/request/request_handle.h"
-#include "engine/runner/sampler.h"
+#include "engine/sequence/sampler.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
 
 namespace lazyattn::engine {
 
-struct RequestOutput;  // output_processor.h: the request's text state
+struct RequestOutput;  // request_output.h: the request's text state
 
 // The chain seeds of one tenant: the scheduler's keyed seeds salted with the tenant, so tenants
 // never share (or probe) each other's cached blocks.

@@ -1,4 +1,4 @@
-#include "engine/runner/sampler.h"
+#include "engine/sequence/sampler.h"
 
 #include <algorithm>
 #include <cmath>

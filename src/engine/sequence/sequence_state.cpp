@@ -1,6 +1,6 @@
-#include "engine/scheduler/sequence_state.h"
+#include "engine/sequence/sequence_state.h"
 
-#include "engine/output/output_processor.h"
+#include "engine/sequence/request_output.h"
 
 namespace lazyattn::engine {
 

@@ -1,4 +1,4 @@
-#include "engine/output/stop_matcher.h"
+#include "engine/sequence/stop_matcher.h"
 
 #include <algorithm>
 
