@@ -6,11 +6,12 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "engine/loaded_model.h"
-#include "engine/rag_prompt.h"
+#include "engine/loading/loaded_model.h"
+#include "engine/request/rag_prompt.h"
 #include "server/message_documents.h"
 #include "server/openai_request.h"
 #include "server/request_builder.h"
+#include "server_units_fixture.h"
 #include "synthetic_model_fixture.h"
 
 namespace lazyattn::server {
@@ -132,17 +133,8 @@ TEST(FindMessageDocuments, PartsButTheLastAreDocumentsAndIdsPassThrough) {
     EXPECT_FALSE(find_message_documents(f, {"user"}, {"Q?"}, {{}}, 8).ok());
 }
 
-class MessageDocumentsLayout : public ::testing::Test {
+class MessageDocumentsLayout : public ServerUnitsModel {
 protected:
-    static void SetUpTestSuite() {
-        loader::SyntheticModelOptions o;
-        auto lm = engine::load_model(testing::synthetic_model_path(o, "server-units"), 1);
-        ASSERT_TRUE(lm.ok()) << lm.status().to_string();
-        model_ = new engine::LoadedModel(std::move(lm).value());
-        auto chat = tokenizer::chat_template_from_gguf(model_->model->gguf());
-        ASSERT_TRUE(chat.ok());
-        chat_ = *chat;
-    }
     RequestBuilder builder(DocumentsFrom from = {}, DocumentLookup lookup = {}) const {
         return RequestBuilder(*model_->tokenizer, chat_, 512, 4096, std::move(lookup), {}, std::move(from), 16);
     }
@@ -153,8 +145,6 @@ protected:
         return g;
     }
     const tokenizer::Tokenizer& tok() const { return *model_->tokenizer; }
-    static inline engine::LoadedModel* model_ = nullptr;
-    static inline tokenizer::ChatTemplate chat_;
 };
 
 json text_part(const std::string& t) { return {{"type", "text"}, {"text", t}}; }

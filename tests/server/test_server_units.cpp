@@ -5,14 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/loaded_model.h"
-#include "engine/rag_prompt.h"
+#include "engine/loading/loaded_model.h"
+#include "engine/request/rag_prompt.h"
 #include "server/api_error.h"
 #include "server/http_util.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/request_builder.h"
 #include "server/sse.h"
+#include "server_units_fixture.h"
 #include "synthetic_model_fixture.h"
 
 namespace lazyattn::server {
@@ -204,23 +205,12 @@ TEST(Metrics, RendersPrometheusText) {
     }
 }
 
-class RequestBuilderTest : public ::testing::Test {
+class RequestBuilderTest : public ServerUnitsModel {
 protected:
-    static void SetUpTestSuite() {
-        loader::SyntheticModelOptions o;
-        auto lm = engine::load_model(testing::synthetic_model_path(o, "server-units"), 1);
-        ASSERT_TRUE(lm.ok()) << lm.status().to_string();
-        model_ = new engine::LoadedModel(std::move(lm).value());
-        auto chat = tokenizer::chat_template_from_gguf(model_->model->gguf());
-        ASSERT_TRUE(chat.ok());
-        chat_ = *chat;
-    }
     RequestBuilder builder(DocumentLookup lookup = {}, int32_t max_tokens_cap = 4096,
                            engine::DocumentReuse reuse = {}) const {
         return RequestBuilder(*model_->tokenizer, chat_, 512, max_tokens_cap, std::move(lookup), reuse);
     }
-    static inline engine::LoadedModel* model_ = nullptr;
-    static inline tokenizer::ChatTemplate chat_;
 };
 
 TEST_F(RequestBuilderTest, ChatLayoutEqualsBuildRagRequest) {
