@@ -47,12 +47,8 @@ std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req
                         "the model '" + gen.model + "' does not exist (this server runs '" + ctx.config.model_id + "')",
                         "invalid_request_error", "model", "model_not_found"};
     }
-    for (const auto& [id, bias] : gen.sampling.logit_bias) {
-        if (id >= ctx.tokenizer.vocab_size()) {
-            return invalid_request("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
-                                       std::to_string(ctx.tokenizer.vocab_size()) + ")",
-                                   "logit_bias", "invalid_value");
-        }
+    if (Status st = gen.sampling.check_vocabulary(ctx.tokenizer.vocab_size()); !st.ok()) {
+        return invalid_request(st.message(), "logit_bias", "invalid_value");
     }
     auto built = ctx.builder.build(gen, ctx.tenant(req, gen.cache_salt));
     if (!built.ok()) return generation_error(built.status(), chat);

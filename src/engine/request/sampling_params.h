@@ -32,6 +32,9 @@ struct SamplingParams {
     static constexpr int32_t kMaxLogprobs = 20;
 
     Status validate() const;
+    // kInvalidArgument when logit_bias names a token outside [0, vocab_size) (the engine checks
+    // every request; the server first, to name the field).
+    Status check_vocabulary(int32_t vocab_size) const;
     // The next token is the argmax of the raw logits: greedy, nothing changes the logits, no
     // logprobs asked (what a device backend may sample where the logits live).
     bool plain_greedy() const {

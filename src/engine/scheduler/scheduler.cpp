@@ -51,12 +51,7 @@ Status Scheduler::validate(const RagRequest& r) const {
     for (const auto& s : r.segments) {
         if (bad(s)) return invalid_argument("token id outside the vocabulary in a segment");
     }
-    for (const auto& [id, bias] : r.sampling.logit_bias) {
-        if (id < 0 || id >= vocab) {
-            return invalid_argument("logit_bias names token id " + std::to_string(id) +
-                                    ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
-        }
-    }
+    LA_RETURN_IF_ERROR(r.sampling.check_vocabulary(vocab));
     if (r.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
     LA_RETURN_IF_ERROR(r.reuse.validate());
     if (r.reuse.anchored && segments_are_blocks(config_.cache_mode) &&

@@ -6,6 +6,16 @@
 
 namespace lazyattn::engine {
 
+Status SamplingParams::check_vocabulary(int32_t vocab_size) const {
+    for (const auto& [id, bias] : logit_bias) {
+        if (id < 0 || id >= vocab_size) {
+            return invalid_argument("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
+                                    std::to_string(vocab_size) + ")");
+        }
+    }
+    return {};
+}
+
 Status SamplingParams::validate() const {
     if (!(temperature >= 0.0f) || !std::isfinite(temperature)) return invalid_argument("temperature must be >= 0");
     if (top_k < 0) return invalid_argument("top_k must be >= 0");
