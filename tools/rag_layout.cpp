@@ -39,10 +39,10 @@
 
 #include "bench/qa_dataset.h"
 #include "bench/quality_tasks.h"
-#include "engine/document_reuse.h"
+#include "engine/request/document_reuse.h"
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
-#include "engine/rag_prompt.h"
+#include "engine/loading/loaded_model.h"
+#include "engine/request/rag_prompt.h"
 #include "loader/gguf_file.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"

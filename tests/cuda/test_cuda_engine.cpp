@@ -20,7 +20,7 @@
 #include "backend/device.h"
 #include "backend/cuda/cuda_engine_backend.h"
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 #include "greedy_agreement.h"
 #include "random_inputs.h"
 #include "require_cuda_device.h"

@@ -24,7 +24,7 @@
 #include "backend/device.h"
 #include "backend/cuda/cuda_engine_backend.h"
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 #include "require_cuda_device.h"
 
 namespace lazyattn {

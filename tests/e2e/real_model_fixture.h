@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 
 namespace lazyattn::testing {
 

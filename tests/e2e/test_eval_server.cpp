@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "engine/sync_engine.h"
-#include "engine/token_logprobs.h"
+#include "engine/request/token_logprobs.h"
 #include "real_model_fixture.h"
 #include "server/server_process.h"
 

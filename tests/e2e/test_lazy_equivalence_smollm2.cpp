@@ -13,7 +13,7 @@
 #include <random>
 
 #include "engine/sync_engine.h"
-#include "engine/rag_prompt.h"
+#include "engine/request/rag_prompt.h"
 #include "random_inputs.h"
 #include "real_model_fixture.h"
 

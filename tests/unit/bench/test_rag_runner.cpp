@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/rag_runner.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 #include "synthetic_model_fixture.h"
 
 namespace lazyattn::bench {

@@ -14,9 +14,9 @@
 
 #include "backend/kv_memory.h"
 #include "core/check.h"
-#include "engine/output_processor.h"
-#include "engine/scheduler.h"
-#include "engine/sequence_state.h"
+#include "engine/output/output_processor.h"
+#include "engine/scheduler/scheduler.h"
+#include "engine/sequence/sequence_state.h"
 #include "test_vocab_builder.h"
 #include "tokenizer/tokenizer.h"
 

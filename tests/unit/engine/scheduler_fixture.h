@@ -18,7 +18,7 @@
 #include "backend/device.h"
 #include "engine/sync_engine.h"
 #include "engine/engine_config.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 #include "greedy_agreement.h"
 #include "synthetic_model_fixture.h"
 #ifdef LAZYATTN_ENGINE_TESTS_ON_CUDA

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "engine/cache_mode.h"
+#include "engine/request/cache_mode.h"
 
 namespace lazyattn::engine {
 namespace {

@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 #include "random_inputs.h"
 #include "synthetic_model_fixture.h"
 

@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "engine/sync_engine.h"
-#include "engine/sampler.h"
-#include "engine/token_logprobs.h"
+#include "engine/sequence/sampler.h"
+#include "engine/request/token_logprobs.h"
 #include "scheduler_fixture.h"
 
 namespace lazyattn::engine {

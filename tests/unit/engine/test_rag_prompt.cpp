@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "engine/rag_prompt.h"
+#include "engine/request/rag_prompt.h"
 #include "test_vocab_builder.h"
 #include "tokenizer/jinja_chat_template.h"
 

@@ -1,4 +1,4 @@
-#include "engine/sampler.h"
+#include "engine/sequence/sampler.h"
 
 #include <gtest/gtest.h>
 

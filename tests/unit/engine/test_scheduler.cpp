@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 #include "engine/serving_engine.h"
 #include "random_inputs.h"
 #include "scheduler_fixture.h"

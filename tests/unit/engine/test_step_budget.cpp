@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/scheduler.h"
+#include "engine/scheduler/scheduler.h"
 #include "random_inputs.h"
 #include "scheduler_fixture.h"
 

@@ -1,4 +1,4 @@
-#include "engine/stop_matcher.h"
+#include "engine/sequence/stop_matcher.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.h"
-#include "engine/batch_builder.h"
+#include "engine/runner/batch_builder.h"
 #include "kv/block_pool.h"
 #include "backend/kv_memory.h"
 #include "model/model.h"

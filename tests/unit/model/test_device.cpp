@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/device.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 
 namespace lazyattn {
 namespace {

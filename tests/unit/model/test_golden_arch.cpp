@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/sync_engine.h"
-#include "engine/loaded_model.h"
+#include "engine/loading/loaded_model.h"
 #include "synthetic_model_fixture.h"
 
 namespace lazyattn {

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "backend/backend.h"
-#include "engine/batch_builder.h"
+#include "engine/runner/batch_builder.h"
 #include "kv/block_pool.h"
 #include "model/model.h"
 #include "model_harness.h"
