@@ -12,6 +12,7 @@
 #include "engine/request/cache_mode.h"
 #include "engine/engine_config.h"
 #include "engine/request/sampling_params.h"
+#include "server/message_documents.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -164,7 +165,7 @@ struct ServeOptions {
     std::string documents_from = "none";
     std::string document_delimiter;  // \n \t \r \\ understood; "regex:" for a PCRE2 pattern
     std::string documents_message = "auto";
-    int32_t max_documents = 256;
+    int32_t max_documents = server::kDefaultMaxDocuments;
 };
 
 int run_generate(const GenerateOptions& options);

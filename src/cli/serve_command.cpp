@@ -90,14 +90,7 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     }
     LA_ASSIGN_OR_RETURN(sc.documents_from.source, server::parse_documents_source(o.documents_from));
     if (!o.document_delimiter.empty()) {
-        // A pattern keeps its backslashes for PCRE2 (which reads \n itself); a literal's are escapes.
-        std::string spec = o.document_delimiter;
-        if (spec.rfind("regex:", 0) != 0) {
-            auto literal = server::unescape_delimiter(spec);
-            if (!literal.ok()) return invalid_argument("--document-delimiter: " + literal.status().message());
-            spec = *literal;
-        }
-        auto delimiter = server::Delimiter::compile(spec);
+        auto delimiter = server::compile_command_line_delimiter(o.document_delimiter);
         if (!delimiter.ok()) return invalid_argument("--document-delimiter: " + delimiter.status().message());
         sc.documents_from.delimiter = *delimiter;
         if (sc.documents_from.source == server::DocumentsSource::kNone)

@@ -9,6 +9,10 @@
 namespace lazyattn::server {
 namespace {
 
+const std::string kRegexPrefix = "regex:";
+
+bool is_pattern(const std::string& spec) { return spec.compare(0, kRegexPrefix.size(), kRegexPrefix) == 0; }
+
 // Bounds on one match attempt of a client's pattern (PCRE2's interpreter, no JIT, so that every
 // limit applies): backtracking steps, nesting depth and heap. A catastrophic pattern such as
 // (a+)+$ on a long run of a's hits the step limit within milliseconds.
@@ -65,6 +69,10 @@ Expected<MessageDocuments> from_parts(int32_t m, const std::string& content, con
                                       int32_t max_documents) {
     MessageDocuments out;
     if (parts.size() < 2) return out;
+    if (parts.back().text.empty() && !parts.back().id.empty()) {
+        return invalid_argument("the last part of messages[" + std::to_string(m) +
+                                "] is the text after its documents; it cannot name a document by id");
+    }
     out.message = m;
     std::string joined;
     for (const ContentPart& p : parts) joined += p.text;
@@ -106,11 +114,10 @@ Expected<MessageDocuments> from_delimiter(int32_t m, bool question_message, cons
 }  // namespace
 
 Expected<std::shared_ptr<const Delimiter>> Delimiter::compile(const std::string& spec) {
-    static const std::string kRegex = "regex:";
     std::shared_ptr<Delimiter> d(new Delimiter());
     d->spec_ = spec;
-    const bool pattern = spec.compare(0, kRegex.size(), kRegex) == 0;
-    const std::string body = pattern ? spec.substr(kRegex.size()) : spec;
+    const bool pattern = is_pattern(spec);
+    const std::string body = pattern ? spec.substr(kRegexPrefix.size()) : spec;
     if (body.empty()) return invalid_argument("the document delimiter is empty");
     if (body.size() > kMaxBytes) {
         return invalid_argument("the document delimiter is longer than " + std::to_string(kMaxBytes) + " bytes");
@@ -198,6 +205,12 @@ Expected<std::string> unescape_delimiter(const std::string& value) {
     return out;
 }
 
+Expected<std::shared_ptr<const Delimiter>> compile_command_line_delimiter(const std::string& value) {
+    if (is_pattern(value)) return Delimiter::compile(value);
+    LA_ASSIGN_OR_RETURN(const std::string literal, unescape_delimiter(value));
+    return Delimiter::compile(literal);
+}
+
 std::string DocumentsFrom::describe() const {
     if (source == DocumentsSource::kNone) return "none";
     std::string s = source == DocumentsSource::kParts ? "parts" : "delimiter " + delimiter->spec();
@@ -222,7 +235,8 @@ Expected<std::pair<DocumentsFrom::Message, int32_t>> parse_documents_message(con
     if (name == "auto") return std::make_pair(M::kAuto, -1);
     if (name == "last_user") return std::make_pair(M::kLastUser, -1);
     if (name == "system") return std::make_pair(M::kSystem, -1);
-    if (!name.empty() && name.size() <= 6 && std::all_of(name.begin(), name.end(), ::isdigit)) {
+    const auto digit = [](unsigned char c) { return std::isdigit(c) != 0; };
+    if (!name.empty() && name.size() <= 6 && std::all_of(name.begin(), name.end(), digit)) {
         return std::make_pair(M::kIndex, int32_t(std::stoi(name)));
     }
     return invalid_argument("unknown documents message '" + name + "' (auto, last_user, system, or an index)");

@@ -51,6 +51,12 @@ private:
 
 // "\n", "\t", "\r", "\\" in a command-line value, for literal delimiters typed in a shell.
 Expected<std::string> unescape_delimiter(const std::string& value);
+// A delimiter as typed on the command line: a "regex:" pattern as it is (PCRE2 reads its own
+// escapes), a literal unescaped first.
+Expected<std::shared_ptr<const Delimiter>> compile_command_line_delimiter(const std::string& value);
+
+// The most documents one request may carry unless --max-documents says otherwise.
+inline constexpr int32_t kDefaultMaxDocuments = 256;
 
 enum class DocumentsSource { kNone, kParts, kDelimiter };
 

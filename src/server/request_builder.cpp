@@ -103,7 +103,8 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     LA_ASSIGN_OR_RETURN(const DocumentsFrom from, documents_from(r));
     engine::ChatSplit split;  // a completion: no preamble or suffix
     split.question = r.prompt;
-    std::vector<DocumentRef> documents = r.documents;
+    std::vector<DocumentRef> in_messages;                   // documents found inside a message
+    const std::vector<DocumentRef>* documents = &r.documents;  // the request's, unless found
     if (r.chat) {
         if (!chat_) return unsupported("the model has no chat template; use /v1/completions");
         if (r.messages.empty()) return invalid_argument("the conversation is empty");
@@ -130,7 +131,7 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
                                            {{"documents_from", from.describe()}});
             LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), int32_t(r.messages.size()) - 1));
         } else {
-            if (!documents.empty()) {
+            if (!r.documents.empty()) {
                 return invalid_argument("the request carries documents both in `documents` and inside messages[" +
                                         std::to_string(found.message) + "] (documents_from): send them one way");
             }
@@ -141,11 +142,12 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
                 DocumentRef ref;
                 ref.text = std::move(d.text);
                 ref.id = std::move(d.id);
-                documents.push_back(std::move(ref));
+                in_messages.push_back(std::move(ref));
             }
+            documents = &in_messages;
         }
     }
-    LA_ASSIGN_OR_RETURN(auto segments, document_segments(documents, tenant));
+    LA_ASSIGN_OR_RETURN(auto segments, document_segments(*documents, tenant));
     const auto question_tokens =
         r.prompt_tokens.empty() ? tokenizer_.encode(split.question, false, false) : r.prompt_tokens;
     LA_ASSIGN_OR_RETURN(

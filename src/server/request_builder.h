@@ -42,8 +42,6 @@ public:
                    engine::DocumentReuse default_reuse = {}, DocumentsFrom documents_from = {},
                    int32_t max_documents = kDefaultMaxDocuments);
 
-    static constexpr int32_t kDefaultMaxDocuments = 256;
-
     // kNotFound for an unknown document id (looked up in `tenant`); kInvalidArgument for an empty
     // tail; kOutOfRange when the texts are too long for the context, found BEFORE tokenizing
     // them when their bytes alone prove it; kUnsupported for a chat request when the model has

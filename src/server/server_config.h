@@ -32,7 +32,7 @@ struct ServerConfig {
     // Where requests that do not say find documents inside their messages (--documents-from,
     // --document-delimiter, --documents-message), and the most documents one request may carry.
     DocumentsFrom documents_from;
-    int32_t max_documents = 256;
+    int32_t max_documents = kDefaultMaxDocuments;
     Status validate() const;
 };
 

@@ -3,7 +3,6 @@
 // which must equal the `documents` field's for the same passages.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "engine/loading/loaded_model.h"
@@ -44,14 +43,12 @@ TEST(Delimiter, BadSpecsAreRefusedWhenCompiled) {
 }
 
 TEST(Delimiter, ACatastrophicPatternFailsFastInsteadOfSpinning) {
+    // Unbounded, this is exponential in the run of a's; the step limit refuses it instead (no
+    // timing is asserted: the error can only come from PCRE2's limits).
     auto d = delimiter("regex:(a+)+$");
-    const std::string text = std::string(20000, 'a') + "b";
-    const auto t0 = std::chrono::steady_clock::now();
-    auto found = d->find_all(text);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto found = d->find_all(std::string(20000, 'a') + "b");
     ASSERT_FALSE(found.ok());
     EXPECT_NE(found.status().message().find("too expensive"), std::string::npos);
-    EXPECT_LT(s, 5.0);  // a guard against an unbounded match, not a timing assertion
 }
 
 TEST(Delimiter, AZeroLengthMatchInContextIsRefused) {
@@ -126,6 +123,8 @@ TEST(FindMessageDocuments, PartsButTheLastAreDocumentsAndIdsPassThrough) {
     EXPECT_EQ(found->after, "Q? ");
     // A template that trims the content trims the question's end too.
     EXPECT_EQ(find_message_documents(f, {"user"}, {"P1  Q?"}, parts, 8)->after, "Q?");
+    // The last part cannot be a document by id (it is the text after them).
+    EXPECT_FALSE(find_message_documents(f, {"user"}, {"P1"}, {{{"P1", ""}, {"", "doc-7"}}}, 8).ok());
     // One part is no documents; an index past the end is refused.
     EXPECT_TRUE(find_message_documents(f, {"user"}, {"Q?"}, {{{"Q?", ""}}}, 8)->documents.empty());
     f.message = DocumentsFrom::Message::kIndex;
