@@ -17,6 +17,13 @@ int64_t physical_memory_bytes() {
 }  // namespace
 
 Expected<std::unique_ptr<HostKvMemory>> HostKvMemory::allocate(const kv::KvShape& shape) {
+    for (const kernels::KvDtype t : {shape.k_dtype, shape.v_dtype}) {
+        if (shape.head_dim % kernels::kv_dtype_group(t) != 0) {
+            return invalid_argument(std::string("KV type ") + kernels::kv_dtype_name(t) + " stores values in groups of " +
+                                    std::to_string(kernels::kv_dtype_group(t)) + " along the head dimension; this " +
+                                    "model's head_dim " + std::to_string(shape.head_dim) + " is not a multiple");
+        }
+    }
     const int64_t bytes = shape.bytes_per_block() * shape.num_blocks;
     const std::string what = kv_pool_needs(shape);
     if (bytes > physical_memory_bytes()) {
@@ -32,29 +39,29 @@ Expected<std::unique_ptr<HostKvMemory>> HostKvMemory::allocate(const kv::KvShape
 
 HostKvMemory::HostKvMemory(const kv::KvShape& shape) : KvMemory(shape) {
     for (int32_t l = 0; l < shape.num_layers; ++l) {
-        k_.emplace_back(size_t(shape.elements_per_layer() * element_bytes()));
-        v_.emplace_back(size_t(shape.elements_per_layer() * element_bytes()));
+        k_.emplace_back(size_t(shape.num_blocks * shape.k_bytes_per_block()));
+        v_.emplace_back(size_t(shape.num_blocks * shape.v_bytes_per_block()));
     }
 }
 
 Status HostKvMemory::read_block(int32_t block, void* host) const {
-    const size_t n = size_t(shape_.elements_per_block() * element_bytes());
+    const size_t nk = size_t(shape_.k_bytes_per_block()), nv = size_t(shape_.v_bytes_per_block());
     auto* out = static_cast<uint8_t*>(host);
     for (int32_t l = 0; l < shape_.num_layers; ++l) {
-        std::memcpy(out, k_[l].data() + size_t(block) * n, n);
-        std::memcpy(out + n, v_[l].data() + size_t(block) * n, n);
-        out += 2 * n;
+        std::memcpy(out, k_[l].data() + size_t(block) * nk, nk);
+        std::memcpy(out + nk, v_[l].data() + size_t(block) * nv, nv);
+        out += nk + nv;
     }
     return {};
 }
 
 Status HostKvMemory::write_block(int32_t block, const void* host) {
-    const size_t n = size_t(shape_.elements_per_block() * element_bytes());
+    const size_t nk = size_t(shape_.k_bytes_per_block()), nv = size_t(shape_.v_bytes_per_block());
     const auto* in = static_cast<const uint8_t*>(host);
     for (int32_t l = 0; l < shape_.num_layers; ++l) {
-        std::memcpy(k_[l].data() + size_t(block) * n, in, n);
-        std::memcpy(v_[l].data() + size_t(block) * n, in + n, n);
-        in += 2 * n;
+        std::memcpy(k_[l].data() + size_t(block) * nk, in, nk);
+        std::memcpy(v_[l].data() + size_t(block) * nv, in + nk, nv);
+        in += nk + nv;
     }
     return {};
 }

@@ -12,16 +12,15 @@ void host_kv_store(KvMemory& kv, int32_t layer, const float* k_rows, const float
                    int32_t num_rows) {
     const kv::KvShape& s = kv.shape();
     const int32_t d = s.head_dim, bs = s.block_size, nkv = s.num_kv_heads;
-    const int64_t eb = kernels::kv_dtype_bytes(s.dtype);
     auto* kc = static_cast<uint8_t*>(kv.k(layer));
     auto* vc = static_cast<uint8_t*>(kv.v(layer));
     for (int32_t r = 0; r < num_rows; ++r) {
         const int32_t block = slots[r] / bs, offset = slots[r] % bs;
         for (int32_t h = 0; h < nkv; ++h) {
-            const int64_t dst = ((int64_t(block) * nkv + h) * bs + offset) * d * eb;
+            const int64_t row = (int64_t(block) * nkv + h) * bs + offset;  // rows quantize on their own
             const int64_t src = (int64_t(r) * nkv + h) * d;
-            kernels::f32_to_kv(k_rows + src, s.dtype, kc + dst, d);
-            kernels::f32_to_kv(v_rows + src, s.dtype, vc + dst, d);
+            kernels::f32_to_kv(k_rows + src, s.k_dtype, kc + row * s.k_row_bytes(), d);
+            kernels::f32_to_kv(v_rows + src, s.v_dtype, vc + row * s.v_row_bytes(), d);
         }
     }
 }
@@ -30,12 +29,12 @@ void host_kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& 
                          const std::function<void(const kernels::RopeApplyParams&)>& rotate, HostKvScratch& scratch) {
     const kv::KvShape& s = kv.shape();
     const int32_t d = s.head_dim, bs = s.block_size, nkv = s.num_kv_heads;
-    const int64_t eb = kernels::kv_dtype_bytes(s.dtype);
     auto* kc = static_cast<uint8_t*>(kv.k(layer));
     auto* vc = static_cast<uint8_t*>(kv.v(layer));
     const int32_t num_blocks = (p.num_tokens + bs - 1) / bs;
-    // Row offset (in elements) of head h, token 0 of block b.
-    auto at = [&](int32_t b, int32_t h) { return ((int64_t(b) * nkv + h) * bs) * d; };
+    // Row index of head h, token 0 of block b.
+    auto at = [&](int32_t b, int32_t h) { return (int64_t(b) * nkv + h) * bs; };
+    const int64_t kr = s.k_row_bytes(), vr = s.v_row_bytes();
     // Gather every copied key of the span (block by block, head by head) so one rope call rotates them all.
     const int64_t rows = int64_t(p.num_tokens) * nkv;
     scratch.keys.resize(size_t(rows * d));
@@ -43,8 +42,8 @@ void host_kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& 
     for (int32_t b = 0; b < num_blocks; ++b) {
         const int32_t n = std::min(bs, p.num_tokens - b * bs);
         for (int32_t h = 0; h < nkv; ++h) {
-            kernels::kv_to_f32(kc + at(p.src_blocks[b], h) * eb, s.dtype, keys, int64_t(n) * d);
-            std::memcpy(vc + at(p.dst_blocks[b], h) * eb, vc + at(p.src_blocks[b], h) * eb, size_t(n) * d * eb);
+            kernels::kv_to_f32(kc + at(p.src_blocks[b], h) * kr, s.k_dtype, keys, int64_t(n) * d);
+            std::memcpy(vc + at(p.dst_blocks[b], h) * vr, vc + at(p.src_blocks[b], h) * vr, size_t(n * vr));
             keys += int64_t(n) * d;
         }
     }
@@ -56,7 +55,9 @@ void host_kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& 
     for (int32_t b = 0; b < num_blocks; ++b) {
         const int32_t n = std::min(bs, p.num_tokens - b * bs);
         for (int32_t h = 0; h < nkv; ++h) {
-            kernels::f32_to_kv(keys, s.dtype, kc + at(p.dst_blocks[b], h) * eb, int64_t(n) * d);
+            // A quantized key is dequantized, rotated and quantized again: one more rounding than
+            // lazy's keys get (docs/benchmarks.md measures it).
+            kernels::f32_to_kv(keys, s.k_dtype, kc + at(p.dst_blocks[b], h) * kr, int64_t(n) * d);
             keys += int64_t(n) * d;
         }
     }

@@ -32,21 +32,20 @@ public:
     KvMemory& operator=(const KvMemory&) = delete;
 
     const kv::KvShape& shape() const { return shape_; }
-    // Layer arrays ([num_blocks, num_kv_heads, block_size, head_dim] of shape().dtype) in the
-    // backend's memory: what AttentionParams::k_cache / v_cache point at.
+    // Layer arrays ([num_blocks, num_kv_heads, block_size, head_dim] of shape().k_dtype / v_dtype)
+    // in the backend's memory: what AttentionParams::k_cache / v_cache point at.
     virtual void* k(int32_t layer) = 0;
     virtual void* v(int32_t layer) = 0;
     const void* k(int32_t layer) const { return const_cast<KvMemory*>(this)->k(layer); }
     const void* v(int32_t layer) const { return const_cast<KvMemory*>(this)->v(layer); }
     // One block of every layer to or from host memory: shape().bytes_per_block() bytes laid out
-    // [layer][K, V][elements_per_block] (the unit a persistent store moves). The block must not
+    // [layer][K (k_bytes_per_block), V (v_bytes_per_block)] (the unit a persistent store moves). The block must not
     // be written by a step in flight (callers hold a reference on it). A device error (a lost
     // GPU) is returned, and the caller treats the block as unreadable: the store recomputes it.
     [[nodiscard]] virtual Status read_block(int32_t block, void* host) const = 0;
     [[nodiscard]] virtual Status write_block(int32_t block, const void* host) = 0;
 
 protected:
-    int64_t element_bytes() const { return kernels::kv_dtype_bytes(shape_.dtype); }
     kv::KvShape shape_;
 };
 

@@ -70,7 +70,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
     for (const Variant& v : variants) {
         if (engines.count(v.mode)) continue;
         engine::EngineConfig ec;
-        ec.kv_dtype = o.common.kv_dtype;
+        ec.kv_types = o.common.kv_types;
         ec.cache_mode = v.mode;
         ec.kv_cache_mb = 1024;
         ec.check_integrity = false;

@@ -169,7 +169,7 @@ int run_bench_rag(const BenchRagOptions& o) {
         std::ofstream(o.export_workload_path) << exported.dump();
     }
     engine::EngineConfig base;
-    base.kv_dtype = o.common.kv_dtype;
+    base.kv_types = o.common.kv_types;
     base.device = o.common.device;
     base.kv_stores = o.common.kv_stores;
     base.kv_store_tier = o.common.kv_store_tier;

@@ -8,7 +8,7 @@
 namespace lazyattn::cli {
 
 Expected<bench::KvBudget> rag_kv_budget(const BenchRagOptions& o, const model::ModelConfig& model, double docs) {
-    const kv::KvShape shape = engine::kv_shape_for(model, engine::EngineConfig{}.block_size, 0, o.common.kv_dtype);
+    const kv::KvShape shape = engine::kv_shape_for(model, engine::EngineConfig{}.block_size, 0, o.common.kv_types);
     if (docs > 0) return bench::kv_budget_for_docs(shape, docs, o.workload.doc_tokens);
     if (o.kv_budget_docs > 0) return bench::kv_budget_for_docs(shape, o.kv_budget_docs, o.workload.doc_tokens);
     return bench::kv_budget_for_mib(shape, o.kv_cache_mb, o.workload.doc_tokens);

@@ -40,7 +40,7 @@ int run_bench_speed(const BenchSpeedOptions& o) {
     }
     // Recompute mode: every repetition prefills the whole prompt, as the peer does.
     engine::EngineConfig ec;
-    ec.kv_dtype = o.common.kv_dtype;
+    ec.kv_types = o.common.kv_types;
     ec.device = o.common.device;
     ec.cache_mode = engine::CacheMode::kNone;
     ec.max_batch_tokens = std::max(o.prompt_tokens, 1);

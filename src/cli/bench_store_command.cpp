@@ -132,7 +132,7 @@ int run_bench_store(const BenchStoreOptions& o) {
     };
 
     engine::EngineConfig base;
-    base.kv_dtype = o.common.kv_dtype;
+    base.kv_types = o.common.kv_types;
     base.device = o.common.device;
     base.kv_cache_mb = o.kv_cache_mb;
     base.check_integrity = false;
@@ -248,7 +248,7 @@ int run_bench_store(const BenchStoreOptions& o) {
                               {"doc_tokens", o.doc_tokens},
                               {"tail_tokens", o.tail_tokens},
                               {"repetitions", o.repetitions},
-                              {"kv_dtype", engine::kv_dtype_name(o.common.kv_dtype)},
+                              {"kv_dtype", kernels::kv_types_name(o.common.kv_types)},
                               {"threads", lm->backend->num_threads()},
                               {"sources", rows}};
         std::ofstream f(o.json_path);

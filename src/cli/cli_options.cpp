@@ -17,21 +17,28 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
     cmd->add_option("--log-format", o.log_format, "log line format: text | json (one object per line)")
         ->check(CLI::IsMember({"text", "json"}));
     if (!with_kv) return;
-    // Parsed as a string so help and errors name the values ("auto" is vLLM's default spelling).
-    static const std::map<std::string, kernels::KvDtype> names{{"f16", kernels::KvDtype::kF16},
-                                                               {"auto", kernels::KvDtype::kF16},
-                                                               {"bf16", kernels::KvDtype::kBF16},
-                                                               {"f32", kernels::KvDtype::kF32}};
-    cmd->add_option_function<std::string>(
-           "--kv-dtype,--kv-cache-dtype",
-           [&o](const std::string& v) {
-               o.kv_dtype = names.at(v);
-               o.kv_dtype_chosen = v != "auto";
-           },
-           "KV cache element type: f16 (default on the CPU), bf16 (default on CUDA, whose kernels read bf16), "
-           "f32; 'auto' picks the device's default")
-        ->check(CLI::IsMember({"f16", "auto", "bf16", "f32"}))
-        ->type_name("f16|bf16|f32");
+    // Parsed as strings so help and errors name the values. --kv-dtype sets keys and values,
+    // llama.cpp's --cache-type-k / -v (-ctk / -ctv) one each; "auto" (vLLM's default spelling)
+    // leaves the device's default.
+    const auto kv_option = [&o, cmd](const char* names, bool keys, bool values, const char* help) {
+        cmd->add_option_function<std::string>(
+               names,
+               [&o, keys, values](const std::string& v) {
+                   const Expected<kernels::KvDtype> t = parse_kv_dtype_option(v);
+                   if (!t.ok()) throw CLI::ValidationError(t.status().message());
+                   const bool chosen = v != "auto";
+                   if (keys) o.kv_types.k = t.value(), o.k_dtype_chosen = chosen;
+                   if (values) o.kv_types.v = t.value(), o.v_dtype_chosen = chosen;
+               },
+               help)
+            ->type_name("f16|bf16|f32|q8_0|q4_0");
+    };
+    kv_option("--kv-dtype,--kv-cache-dtype", true, true,
+              "KV cache element type of keys and values: f16 (default on the CPU), bf16 (default on CUDA, whose "
+              "kernels read bf16), f32, q8_0 (8-bit, 1.9x the documents of f16 per MiB), q4_0 (4-bit, 3.6x); "
+              "'auto' picks the device's default");
+    kv_option("--cache-type-k", true, false, "element type of the cached keys alone (llama.cpp's -ctk)");
+    kv_option("--cache-type-v", false, true, "element type of the cached values alone (llama.cpp's -ctv)");
     cmd->add_option_function<std::string>(
            "--device", [&o](const std::string& v) { o.device = backend::parse_device(v).value(); },
            "where to compute: cpu (default) or cuda (refused with the reason where this build or machine has no "
@@ -40,7 +47,9 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
         ->type_name("cpu|cuda");
     // The KV type follows the device unless one was named: once both flags are read.
     cmd->parse_complete_callback([&o] {
-        if (!o.kv_dtype_chosen && o.device == backend::Device::kCuda) o.kv_dtype = kernels::KvDtype::kBF16;
+        if (o.device != backend::Device::kCuda) return;
+        if (!o.k_dtype_chosen) o.kv_types.k = kernels::KvDtype::kBF16;
+        if (!o.v_dtype_chosen) o.kv_types.v = kernels::KvDtype::kBF16;
     });
     cmd->add_option(
            "--kv-store", o.kv_stores,
@@ -161,8 +170,22 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     return sv;
 }
 
+Expected<kernels::KvDtype> parse_kv_dtype_option(const std::string& name) {
+    // vLLM's and llama.cpp's other spellings of the same types.
+    static const std::map<std::string, std::string> aliases{
+        {"auto", "f16"}, {"float16", "f16"}, {"half", "f16"}, {"bfloat16", "bf16"}, {"float32", "f32"}, {"float", "f32"}};
+    const auto alias = aliases.find(name);
+    if (const auto t = kernels::parse_kv_dtype(alias != aliases.end() ? alias->second : name)) return *t;
+    if (name.rfind("fp8", 0) == 0) {
+        return invalid_argument("KV type '" + name + "' is not supported: the 8-bit KV here is q8_0 (int8 with an " +
+                                "fp16 scale per 32 values, llama.cpp's format)");
+    }
+    return invalid_argument("KV type '" + name + "' is not one of f16, bf16, f32, q8_0, q4_0 (or auto)");
+}
+
 std::vector<std::string> normalize_arguments(int argc, char** argv) {
-    static const std::map<std::string, std::string> spellings{{"-np", "--parallel"}};
+    static const std::map<std::string, std::string> spellings{
+        {"-np", "--parallel"}, {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}};
     std::vector<std::string> out;
     for (int i = 0; i < argc; ++i) {
         auto it = spellings.find(argv[i]);

@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/status.h"
+#include "kernels/params/kv_dtype.h"
 
 namespace lazyattn::cli {
 
 // --model/-m, --threads/-t, --log-level, --log-format and (with_kv: commands that compute)
-// --kv-dtype/--kv-cache-dtype and --device.
+// --kv-dtype/--kv-cache-dtype, --cache-type-k/-v and --device.
 void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv = true);
 // The cache-mode choices of engine/cache_mode.h's table as a CLI11 check (segments_only: the
 // modes that cache segments), and the help text listing them.
@@ -27,7 +29,11 @@ void configure_logging(const CommonOptions& o);
 // reads LLAMA_ARG_*. A flag on the command line wins over the environment.
 CLI::App* add_serve_command(CLI::App& app, ServeOptions& o);
 
-// llama.cpp's multi-letter single-dash options ("-np") rewritten to their long names, which
+// A KV type as the command line spells it (ours, vLLM's and llama.cpp's names; "auto" is f16),
+// or kInvalidArgument naming the accepted ones.
+Expected<kernels::KvDtype> parse_kv_dtype_option(const std::string& name);
+
+// llama.cpp's multi-letter single-dash options ("-np", "-ctk", "-ctv") rewritten to their long names, which
 // CLI11 cannot declare as short options.
 std::vector<std::string> normalize_arguments(int argc, char** argv);
 

@@ -25,8 +25,9 @@ namespace lazyattn::cli {
 struct CommonOptions {
     std::string model_path;
     int32_t num_threads = 0;                             // 0: all hardware threads
-    kernels::KvDtype kv_dtype = kernels::KvDtype::kF16;  // --kv-dtype f32|f16|bf16
-    bool kv_dtype_chosen = false;                        // named on the command line (not 'auto')
+    // --kv-dtype, --cache-type-k / -v: f32|f16|bf16|q8_0|q4_0; *_chosen: named (not 'auto').
+    kernels::KvTypes kv_types = kernels::same_kv_types(kernels::KvDtype::kF16);
+    bool k_dtype_chosen = false, v_dtype_chosen = false;
     backend::Device device = backend::Device::kCpu;      // --device cpu|cuda
     std::vector<std::string> kv_stores;                  // --kv-store DIR|redis://HOST:PORT[/DB], in order
     store::TierOptions kv_store_tier;                    // --kv-store-timeout-ms, --kv-store-max-mib

@@ -70,7 +70,7 @@ int run_generate(const GenerateOptions& o) {
     auto mode = engine::parse_cache_mode(o.cache_mode);
     if (!mode.ok()) return fail(mode.status(), 2);
     engine::EngineConfig ec;
-    ec.kv_dtype = o.common.kv_dtype;
+    ec.kv_types = o.common.kv_types;
     ec.device = o.common.device;
     ec.kv_stores = o.common.kv_stores;
     ec.kv_store_tier = o.common.kv_store_tier;

@@ -110,7 +110,7 @@ int run_precompute(const PrecomputeOptions& o) {
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
     engine::EngineConfig ec;
-    ec.kv_dtype = o.common.kv_dtype;
+    ec.kv_types = o.common.kv_types;
     ec.device = o.common.device;
     ec.kv_stores = o.common.kv_stores;
     ec.kv_store_tier = o.common.kv_store_tier;

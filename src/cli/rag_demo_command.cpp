@@ -60,7 +60,7 @@ int run_rag_demo(const RagDemoOptions& o) {
             return 2;
         }
         engine::EngineConfig ec;
-        ec.kv_dtype = o.common.kv_dtype;
+        ec.kv_types = o.common.kv_types;
         ec.cache_mode = *mode;
         engine::SyncEngine eng(*lm->model, *lm->tokenizer, ec);
         ModeTotals t;

@@ -31,7 +31,7 @@ int fail(const Status& st, int code = 1) {
 
 Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     engine::EngineConfig ec;
-    ec.kv_dtype = o.common.kv_dtype;
+    ec.kv_types = o.common.kv_types;
     ec.device = o.common.device;
     ec.kv_stores = o.common.kv_stores;
     ec.kv_store_tier = o.common.kv_store_tier;
@@ -158,7 +158,7 @@ int run_serve(const ServeOptions& o) {
     std::printf(
         "lazyattn serve: listening on http://%s:%d (model %s, cache mode %s, KV %s, %d blocks of %d tokens%s)\n",
         sc->host.c_str(), http.port(), sc->model_id.c_str(), o.cache_mode.c_str(),
-        engine::kv_dtype_name(o.common.kv_dtype), int(eng.stats().blocks_total), ec->block_size,
+        kernels::kv_types_name(o.common.kv_types).c_str(), int(eng.stats().blocks_total), ec->block_size,
         sc->api_keys.empty() ? "" : ", API keys required");
     std::printf("lazyattn serve: requests that do not say read documents with document_reuse %s%s\n",
                 sc->document_reuse.name().c_str(),

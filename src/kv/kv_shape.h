@@ -1,8 +1,10 @@
 // KvShape: the KV pool's geometry, the one fact about KV memory the bookkeeping (block pool,
 // cache index, budgets) needs. The memory itself belongs to a backend (backend/kv_memory.h):
 // per layer one K and one V array laid out [num_blocks, num_kv_heads, block_size, head_dim], so
-// one head's keys of a block are contiguous (the attention kernels stream them). Elements are
-// fp32, fp16 or bf16: keys and values arrive in fp32 and are rounded once when stored.
+// one head's keys of a block are contiguous (the attention kernels stream them). K and V each
+// have an element type (kernels/params/kv_dtype.h: fp32, fp16, bf16, or q8_0 / q4_0 blocks along
+// head_dim); keys and values arrive in fp32 and are converted once when stored. Every size below
+// is in real bytes, scales included, so budgets count what the memory holds.
 #pragma once
 
 #include <cstdint>
@@ -19,14 +21,26 @@ struct KvShape {
     int32_t num_kv_heads = 0;
     int32_t block_size = 16;
     int32_t head_dim = 0;
-    KvDtype dtype = KvDtype::kF32;
+    KvDtype k_dtype = KvDtype::kF32;
+    KvDtype v_dtype = KvDtype::kF32;
 
+    kernels::KvTypes types() const { return {k_dtype, v_dtype}; }
+    void set_types(const kernels::KvTypes& t) {
+        k_dtype = t.k;
+        v_dtype = t.v;
+    }
     int64_t elements_per_block() const {  // K or V of one layer
         return int64_t(num_kv_heads) * block_size * head_dim;
     }
     int64_t elements_per_layer() const { return int64_t(num_blocks) * elements_per_block(); }
+    // One token's key (or value) row of one KV head.
+    int64_t k_row_bytes() const { return kernels::kv_bytes(k_dtype, head_dim); }
+    int64_t v_row_bytes() const { return kernels::kv_bytes(v_dtype, head_dim); }
+    // K (or V) of one layer of one block.
+    int64_t k_bytes_per_block() const { return int64_t(num_kv_heads) * block_size * k_row_bytes(); }
+    int64_t v_bytes_per_block() const { return int64_t(num_kv_heads) * block_size * v_row_bytes(); }
     int64_t bytes_per_block() const {  // K and V, all layers
-        return 2 * int64_t(num_layers) * elements_per_block() * kernels::kv_dtype_bytes(dtype);
+        return int64_t(num_layers) * (k_bytes_per_block() + v_bytes_per_block());
     }
 };
 

@@ -191,7 +191,8 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     step.num_kv_heads = config_.num_kv_heads;
     step.head_dim = config_.head_dim;
     step.block_size = shape.block_size;
-    step.kv_dtype = shape.dtype;
+    step.k_dtype = shape.k_dtype;
+    step.v_dtype = shape.v_dtype;
     LA_RETURN_IF_ERROR(be.plan_attention(step));
 
     const Linear& embd = weights_.token_embd;
@@ -276,7 +277,8 @@ void Model::run_attention(int32_t layer, const ForwardBatch& batch, const StepPl
     ap.out = attn_.data();
     ap.k_cache = kv.k(layer);
     ap.v_cache = kv.v(layer);
-    ap.kv_dtype = kv.shape().dtype;
+    ap.k_dtype = kv.shape().k_dtype;
+    ap.v_dtype = kv.shape().v_dtype;
     ap.block_ids = plan.block_ids;
     ap.spans = plan.spans;
     ap.seqs = plan.seqs;

@@ -13,12 +13,11 @@ Status export_segment_blocks(const backend::KvMemory& kv, std::span<const kv::Bl
     const int32_t last_rows = num_tokens - (int32_t(blocks.size()) - 1) * s.block_size;
     if (blocks.empty() || last_rows >= s.block_size) return {};
     // The last block's padding rows hold stale KV of whatever the block held before.
-    const int64_t row = int64_t(s.head_dim) * kernels::kv_dtype_bytes(s.dtype);
-    uint8_t* last = out + int64_t(blocks.size() - 1) * bpb;
-    for (int32_t part = 0; part < 2 * s.num_layers; ++part) {  // [layer][K, V]
-        for (int32_t h = 0; h < s.num_kv_heads; ++h) {
-            uint8_t* head = last + (int64_t(part) * s.num_kv_heads + h) * s.block_size * row;
-            std::memset(head + last_rows * row, 0, size_t((s.block_size - last_rows) * row));
+    uint8_t* part = out + int64_t(blocks.size() - 1) * bpb;
+    for (int32_t i = 0; i < 2 * s.num_layers; ++i) {  // [layer][K, V]
+        const int64_t row = i % 2 == 0 ? s.k_row_bytes() : s.v_row_bytes();
+        for (int32_t h = 0; h < s.num_kv_heads; ++h, part += s.block_size * row) {
+            std::memset(part + last_rows * row, 0, size_t((s.block_size - last_rows) * row));
         }
     }
     return {};

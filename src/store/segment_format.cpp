@@ -16,14 +16,14 @@ struct SegmentHeader {
     uint32_t header_bytes;  // sizeof(SegmentHeader): a later version may grow it
     uint64_t model_low, model_high;
     uint64_t variant;
-    int32_t dtype;
+    int32_t k_dtype;
     int32_t block_size;
     int32_t num_layers;
     int32_t num_kv_heads;
     int32_t head_dim;
     int32_t num_tokens;
     int32_t num_blocks;
-    int32_t reserved0;
+    int32_t v_dtype;
     uint64_t data_bytes;
     uint8_t reserved[48];
 };
@@ -42,7 +42,8 @@ SegmentHeader header_for(const SegmentMeta& m) {
     h.model_low = m.model.low;
     h.model_high = m.model.high;
     h.variant = m.variant;
-    h.dtype = int32_t(m.dtype);
+    h.k_dtype = int32_t(m.k_dtype);
+    h.v_dtype = int32_t(m.v_dtype);
     h.block_size = m.block_size;
     h.num_layers = m.num_layers;
     h.num_kv_heads = m.num_kv_heads;
@@ -53,18 +54,24 @@ SegmentHeader header_for(const SegmentMeta& m) {
     return h;
 }
 
+// A header's type field by name; a number no type has (a damaged or future entry) as itself.
+std::string dtype_name(int32_t t) {
+    return t >= 0 && t <= int32_t(kv::KvDtype::kQ4_0) ? kernels::kv_dtype_name(kv::KvDtype(t)) : std::to_string(t);
+}
+
 size_t tokens_bytes(size_t num_tokens) { return round_up(num_tokens * sizeof(int32_t), 64); }
 
 std::string describe(const SegmentHeader& h) {
     return "layers " + std::to_string(h.num_layers) + ", kv heads " + std::to_string(h.num_kv_heads) + ", head dim " +
-           std::to_string(h.head_dim) + ", block " + std::to_string(h.block_size) + ", dtype " +
-           std::to_string(h.dtype);
+           std::to_string(h.head_dim) + ", block " + std::to_string(h.block_size) + ", K " + dtype_name(h.k_dtype) +
+           ", V " + dtype_name(h.v_dtype);
 }
 
 }  // namespace
 
 int64_t SegmentMeta::block_bytes() const {
-    return 2 * int64_t(num_layers) * num_kv_heads * block_size * head_dim * kernels::kv_dtype_bytes(dtype);
+    const int64_t rows = int64_t(num_kv_heads) * block_size;
+    return int64_t(num_layers) * rows * (kernels::kv_bytes(k_dtype, head_dim) + kernels::kv_bytes(v_dtype, head_dim));
 }
 
 SegmentMeta segment_meta(const Fingerprint& model, uint64_t variant, const kv::KvShape& shape,
@@ -72,7 +79,8 @@ SegmentMeta segment_meta(const Fingerprint& model, uint64_t variant, const kv::K
     SegmentMeta m;
     m.model = model;
     m.variant = variant;
-    m.dtype = shape.dtype;
+    m.k_dtype = shape.k_dtype;
+    m.v_dtype = shape.v_dtype;
     m.block_size = shape.block_size;
     m.num_layers = shape.num_layers;
     m.num_kv_heads = shape.num_kv_heads;
@@ -138,7 +146,7 @@ Expected<const uint8_t*> verify_segment(std::span<const uint8_t> bytes, const Se
     // Layout first: a sound entry of another layout is foreign, and sizes are then computed from
     // the expected meta only (header fields never enter a size computation, so none overflows).
     const SegmentHeader want = header_for(expected);
-    if (h.dtype != want.dtype || h.block_size != want.block_size || h.num_layers != want.num_layers ||
+    if (h.k_dtype != want.k_dtype || h.v_dtype != want.v_dtype || h.block_size != want.block_size || h.num_layers != want.num_layers ||
         h.num_kv_heads != want.num_kv_heads || h.head_dim != want.head_dim) {
         return unsupported("segment entry layout (" + describe(h) + ") differs from the pool's (" + describe(want) +
                            ")");

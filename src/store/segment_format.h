@@ -4,8 +4,8 @@
 //   SegmentHeader (128 bytes, little-endian)
 //   token ids     int32[num_tokens], zero-padded to a multiple of 64 bytes
 //   KV data       block after block, each [layer][K, V][num_kv_heads, block_size, head_dim]
-//                 elements of `dtype` (KvMemory::read_block's layout, the pool's rows); the
-//                 padding rows of the last block are zero
+//                 elements of `k_dtype` / `v_dtype` (KvMemory::read_block's layout, the pool's
+//                 rows, q8_0 / q4_0 scales included); the padding rows of the last block are zero
 //   checksum      XXH3-128 of every byte before it (16 bytes)
 //
 // Under LazyAttention a document's KV depends only on the model, the KV variant (element type,
@@ -24,7 +24,8 @@
 namespace lazyattn::store {
 
 inline constexpr char kSegmentMagic[8] = {'L', 'A', 'Z', 'Y', 'K', 'V', 'S', 'G'};
-inline constexpr uint32_t kSegmentVersion = 1;
+// Version 2: K and V element types in the header (version 1 had one; its entries are misses).
+inline constexpr uint32_t kSegmentVersion = 2;
 
 struct Fingerprint {  // XXH3-128 of the model (model_fingerprint.h)
     uint64_t low = 0, high = 0;
@@ -35,7 +36,8 @@ struct Fingerprint {  // XXH3-128 of the model (model_fingerprint.h)
 struct SegmentMeta {
     Fingerprint model;
     uint64_t variant = 0;  // hash of (keys rotated or raw, tenant): see segment_variant()
-    kv::KvDtype dtype = kv::KvDtype::kF16;
+    kv::KvDtype k_dtype = kv::KvDtype::kF16;
+    kv::KvDtype v_dtype = kv::KvDtype::kF16;
     int32_t block_size = 16;
     int32_t num_layers = 0;
     int32_t num_kv_heads = 0;

@@ -64,7 +64,7 @@ std::unique_ptr<engine::SyncEngine> make_engine(backend::Device device, engine::
     engine::EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = 8;
-    c.kv_dtype = kernels::KvDtype::kBF16;
+    c.kv_types = kernels::same_kv_types(kernels::KvDtype::kBF16);
     c.check_integrity = true;
     return std::make_unique<engine::SyncEngine>(*lm.model, *lm.tokenizer, c);
 }
@@ -124,7 +124,7 @@ TEST_F(CudaEngine, Qwen2AndQwen3LogitsAndTokensEqualTheCpuEngine) {
         ASSERT_TRUE(cpu_lm.ok() && gpu_lm.ok()) << cpu_lm.status().to_string() << gpu_lm.status().to_string();
         engine::EngineConfig c;
         c.kv_cache_mb = 8;
-        c.kv_dtype = kernels::KvDtype::kBF16;
+        c.kv_types = kernels::same_kv_types(kernels::KvDtype::kBF16);
         engine::SyncEngine cpu(*cpu_lm->model, *cpu_lm->tokenizer, c), gpu(*gpu_lm->model, *gpu_lm->tokenizer, c);
         std::mt19937_64 rng(testing::test_seed() + 3);
         const auto req = request_of({random_tokens(rng, 21)}, random_tokens(rng, 9), 16);

@@ -75,7 +75,7 @@ std::unique_ptr<engine::SyncEngine> make_engine(backend::Device device) {
     engine::EngineConfig c;
     c.cache_mode = engine::CacheMode::kLazy;
     c.kv_cache_mb = 16;
-    c.kv_dtype = kernels::KvDtype::kBF16;
+    c.kv_types = kernels::same_kv_types(kernels::KvDtype::kBF16);
     return std::make_unique<engine::SyncEngine>(*lm.model, *lm.tokenizer, c);
 }
 

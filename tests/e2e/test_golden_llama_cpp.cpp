@@ -27,10 +27,10 @@ class GoldenLlamaCpp : public ::testing::TestWithParam<kernels::KvDtype> {
 protected:
     engine::EngineConfig config() const {
         engine::EngineConfig c;
-        c.kv_dtype = GetParam();
+        c.kv_types = kernels::same_kv_types(GetParam());
         return c;
     }
-    const char* dtype() const { return engine::kv_dtype_name(GetParam()); }
+    const char* dtype() const { return kernels::kv_dtype_name(GetParam()); }
 };
 
 TEST_P(GoldenLlamaCpp, LogitsAtEveryPosition) {
@@ -134,7 +134,7 @@ TEST_P(GoldenLlamaCpp, GreedyContinuations) {
 
 INSTANTIATE_TEST_SUITE_P(KvDtypes, GoldenLlamaCpp,
                          ::testing::Values(kernels::KvDtype::kF16, kernels::KvDtype::kF32, kernels::KvDtype::kBF16),
-                         [](const auto& info) { return std::string(engine::kv_dtype_name(info.param)); });
+                         [](const auto& info) { return std::string(kernels::kv_dtype_name(info.param)); });
 
 TEST(GoldenLlamaCppTemplates, ChatPromptsRenderAndTokenizeIdentically) {
     LA_REQUIRE_REAL_MODEL();

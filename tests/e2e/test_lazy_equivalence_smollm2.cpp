@@ -49,7 +49,7 @@ engine::SyncEngine make_engine(engine::CacheMode mode) {
     engine::EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = 256;
-    c.kv_dtype = kernels::KvDtype::kF32;  // exact math: the variants agree to float rounding
+    c.kv_types = kernels::same_kv_types(kernels::KvDtype::kF32);  // exact math: the variants agree to float rounding
     return engine::SyncEngine(*lm->model, *lm->tokenizer, c);
 }
 

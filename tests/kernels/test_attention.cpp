@@ -3,6 +3,7 @@
 // prefill (causal rows) and decode (one row per sequence).
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "backend/backend.h"
 #include "core/half_convert.h"
@@ -22,7 +23,8 @@ struct Case {
     std::vector<int32_t> num_queries;                // per sequence: query rows at the tail's end
     bool keys_rotated;
     bool neox;
-    kernels::KvDtype kv_dtype = kernels::KvDtype::kF32;
+    kernels::KvDtype kv_dtype = kernels::KvDtype::kF32;  // keys, and values unless v_dtype says
+    std::optional<kernels::KvDtype> v_dtype;
     // Segments get a random temperature and log-weight (AttentionSpan::logit_scale, logit_bias),
     // as document rescaling sets them; the tail stays plain.
     bool rescaled = false;
@@ -69,16 +71,12 @@ CaseResult run_case(const Case& c, std::mt19937_64& rng) {
     const int32_t num_blocks = next_block + 3;
     const int64_t cache_floats = int64_t(num_blocks) * c.num_kv_heads * bs * d;
     auto k = testing::random_floats(rng, cache_floats), v = testing::random_floats(rng, cache_floats);
-    // A 16-bit cache holds the same values rounded; the reference widens them as the kernels do.
-    std::vector<uint16_t> k16(cache_floats), v16(cache_floats);
-    if (c.kv_dtype == kernels::KvDtype::kF16) {
-        fp32_to_fp16_n(k.data(), k16.data(), cache_floats);
-        fp32_to_fp16_n(v.data(), v16.data(), cache_floats);
-    } else if (c.kv_dtype == kernels::KvDtype::kBF16) {
-        fp32_to_bf16_n(k.data(), k16.data(), cache_floats);
-        fp32_to_bf16_n(v.data(), v16.data(), cache_floats);
-    }
-    const bool wide = c.kv_dtype == kernels::KvDtype::kF32;
+    // A 16-bit or quantized cache holds the same values rounded or quantized (each row on its
+    // own); the reference reads them through its own dequantizer, the kernels through theirs.
+    const kernels::KvDtype kt = c.kv_dtype, vt = c.v_dtype.value_or(c.kv_dtype);
+    std::vector<uint8_t> kc(size_t(kernels::kv_bytes(kt, cache_floats))), vc(size_t(kernels::kv_bytes(vt, cache_floats)));
+    kernels::f32_to_kv(k.data(), kt, kc.data(), cache_floats);
+    kernels::f32_to_kv(v.data(), vt, vc.data(), cache_floats);
     const int32_t rows = int32_t(q_pos.size());
     auto q = testing::random_floats(rng, int64_t(rows) * c.num_heads * d, -2.0f, 2.0f);
     std::vector<float> inv_freq(d / 2);
@@ -87,9 +85,10 @@ CaseResult run_case(const Case& c, std::mt19937_64& rng) {
     AttentionParams p{};
     p.q = q.data();
     p.q_pos = q_pos.data();
-    p.k_cache = wide ? static_cast<const void*>(k.data()) : k16.data();
-    p.v_cache = wide ? static_cast<const void*>(v.data()) : v16.data();
-    p.kv_dtype = c.kv_dtype;
+    p.k_cache = kc.data();
+    p.v_cache = vc.data();
+    p.k_dtype = kt;
+    p.v_dtype = vt;
     p.block_ids = block_ids.data();
     p.spans = spans.data();
     p.seqs = seqs.data();
@@ -167,6 +166,22 @@ TEST_P(AttentionTest, MatchesReference) {
         decode.rescaled = true;
         run_case(decode, rng);
     }
+    // q8_0 and q4_0 caches (and K and V of different types, some without a decode kernel of
+    // their own: widened per block), through every path.
+    using kernels::KvDtype;
+    for (const auto [kt, vt] : {std::pair{KvDtype::kQ8_0, KvDtype::kQ8_0}, std::pair{KvDtype::kQ4_0, KvDtype::kQ4_0},
+                                std::pair{KvDtype::kQ8_0, KvDtype::kF16}, std::pair{KvDtype::kF16, KvDtype::kQ8_0},
+                                std::pair{KvDtype::kQ4_0, KvDtype::kQ8_0}}) {
+        Case prefill{num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated, false, kt, vt};
+        run_case(prefill, rng);
+        Case decode{num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 40, 7}}, {1, 1, 1}, keys_rotated, true,
+                    kt,        vt};
+        decode.rescaled = true;
+        run_case(decode, rng);
+        run_case({num_heads, num_kv_heads, head_dim, {{200, 33}, {40, 5}, {17, 64}}, {33, 1, 20}, keys_rotated, false,
+                  kt, vt},
+                 rng);
+    }
     // Mixed prefill rows and a tail longer than one task chunk.
     run_case({num_heads, num_kv_heads, head_dim, {{989}, {33, 7, 100}}, {99, 100}, keys_rotated, false}, rng);
     // 16-bit caches, through every path: prefill tiles, decode chunks, partial blocks.
@@ -202,7 +217,7 @@ TEST(AttentionWindow, MatchesReference) {
     for (const auto [heads, kv_heads, d] : {std::tuple{8, 2, 64}, std::tuple{4, 4, 128}, std::tuple{6, 3, 96}}) {
         for (const bool keys_rotated : {true, false}) {
             for (const int32_t window : {1, 5, 16, 17, 40, 1000}) {
-                for (const auto dtype : {kernels::KvDtype::kF32, kernels::KvDtype::kF16}) {
+                for (const auto dtype : {kernels::KvDtype::kF32, kernels::KvDtype::kF16, kernels::KvDtype::kQ8_0}) {
                     Case prefill{heads, kv_heads, d, {{1, 15, 16, 17, 53, 37}}, {37}, keys_rotated, false, dtype};
                     prefill.sliding_window = window;
                     run_case(prefill, rng);

@@ -42,21 +42,19 @@ inline void scale(float* y, float a, int32_t n) {
     for (int32_t i = 0; i < n; ++i) y[i] *= a;
 }
 
-// Rows [0, n) of the keys and values of (block, kv head) as fp32: in place for an fp32 cache,
-// otherwise widened into kbuf / vbuf ([block_size * head_dim] each).
+// Rows [0, n) of `cache` (one block and KV head) as fp32: in place for fp32, otherwise widened
+// (or dequantized) into buf ([block_size * head_dim]).
+inline const float* rows_f32(const void* cache, kernels::KvDtype dtype, int32_t n, int32_t d, float* buf) {
+    if (dtype == kernels::KvDtype::kF32) return static_cast<const float*>(cache);
+    kernels::kv_to_f32(cache, dtype, buf, int64_t(n) * d);
+    return buf;
+}
+
+// Rows [0, n) of the keys and values of (block, kv head) as fp32.
 inline void block_kv(const AttentionParams& p, int32_t block, int32_t kvh, int32_t n, float* kbuf, float* vbuf,
                      const float** k, const float** v) {
-    const void* kc = p.k_at(block, kvh);
-    const void* vc = p.v_at(block, kvh);
-    if (p.kv_dtype == kernels::KvDtype::kF32) {
-        *k = static_cast<const float*>(kc);
-        *v = static_cast<const float*>(vc);
-        return;
-    }
-    kernels::kv_to_f32(kc, p.kv_dtype, kbuf, int64_t(n) * p.head_dim);
-    kernels::kv_to_f32(vc, p.kv_dtype, vbuf, int64_t(n) * p.head_dim);
-    *k = kbuf;
-    *v = vbuf;
+    *k = rows_f32(p.k_at(block, kvh), p.k_dtype, n, p.head_dim, kbuf);
+    *v = rows_f32(p.v_at(block, kvh), p.v_dtype, n, p.head_dim, vbuf);
 }
 
 // lazy-k: rotates keys [0, n) of a block, key j to position first_pos + j, into krot (cs: scratch
@@ -315,16 +313,17 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
         l[g] = 0.0f;
     }
     std::fill(o, o + int64_t(group) * d, 0.0f);
-    const simd::AttendDecodeBlockF16Fn attend_f16 =
-        p.kv_dtype == kernels::KvDtype::kF16 && p.keys_rotated ? simd::attend_decode_block_f16() : nullptr;
+    // Keys stored rotated are read in place, whatever their type; lazy-k rotates each key as read,
+    // so its blocks are widened first.
+    const simd::AttendDecodeBlockStoredFn attend_stored =
+        p.keys_rotated ? simd::attend_decode_block_stored(p.k_dtype, p.v_dtype) : nullptr;
     for (int32_t b = it.block_begin; b < it.block_end; ++b) {
         const int32_t t0 = b * bs;
         const int32_t n = std::min(bs, end - t0);
         const int32_t j0 = std::max(0, first - t0);  // keys before it are outside the window
         const int32_t block = p.block_ids[span.block_offset + b];
-        if (attend_f16 != nullptr) {  // fp16 pool, keys stored rotated: read in place
-            attend_f16(qrot, group, static_cast<const uint16_t*>(p.k_at(block, it.kvh)),
-                       static_cast<const uint16_t*>(p.v_at(block, it.kvh)), d, j0, n, m, l, o);
+        if (attend_stored != nullptr) {
+            attend_stored(qrot, group, p.k_at(block, it.kvh), p.v_at(block, it.kvh), d, j0, n, m, l, o);
             continue;
         }
         const float *k, *v;
@@ -409,15 +408,15 @@ void widen_for_prefill(const AttentionParams& p, const AttentionPlan& plan, Wide
         int64_t(blocks.size()),
         [&](int64_t i) {
             // A block's heads are contiguous: one conversion per block and tensor.
-            kernels::kv_to_f32(p.k_at(blocks[i], 0), p.kv_dtype, w.k.data() + i * per_block, per_block);
-            kernels::kv_to_f32(p.v_at(blocks[i], 0), p.kv_dtype, w.v.data() + i * per_block, per_block);
+            kernels::kv_to_f32(p.k_at(blocks[i], 0), p.k_dtype, w.k.data() + i * per_block, per_block);
+            kernels::kv_to_f32(p.v_at(blocks[i], 0), p.v_dtype, w.v.data() + i * per_block, per_block);
         },
         4);
     *wide = p;
     wide->k_cache = w.k.data();
     wide->v_cache = w.v.data();
     wide->block_ids = plan.wide_block_ids.data();
-    wide->kv_dtype = kernels::KvDtype::kF32;
+    wide->k_dtype = wide->v_dtype = kernels::KvDtype::kF32;
 }
 
 }  // namespace
@@ -466,8 +465,9 @@ void AttentionPlan::build(const kernels::AttentionStep& step) {
             }
         }
     }
-    if (step.kv_dtype == kernels::KvDtype::kF32 || prefill_seqs.empty()) return;
-    // Prefill tasks read every block of their sequence once per query tile; with a 16-bit cache
+    const bool f32 = step.k_dtype == kernels::KvDtype::kF32 && step.v_dtype == kernels::KvDtype::kF32;
+    if (f32 || prefill_seqs.empty()) return;
+    // Prefill tasks read every block of their sequence once per query tile; with a 16-bit or quantized cache
     // each block would be widened once per tile (tens of times). Instead the blocks they read
     // are widened once per layer into fp32 scratch slots (block ids remapped; entries other
     // sequences use keep their pool ids).
@@ -542,7 +542,7 @@ void attention(const AttentionParams& p, AttentionPlan& plan, ThreadPool& pool) 
     const simd::AttendBlockFn attend_block = simd::attend_block_q16();
     AttentionParams wide_params;
     const AttentionParams* tp = &p;  // what the tasks below read
-    if (p.kv_dtype != kernels::KvDtype::kF32 && !plan.wide_block_ids.empty()) {
+    if (!plan.wide_block_ids.empty()) {
         thread_local WideBlocks wide;
         widen_for_prefill(p, plan, wide, pool, &wide_params);
         tp = &wide_params;

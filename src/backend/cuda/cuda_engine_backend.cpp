@@ -157,7 +157,7 @@ public:
         return {};
     }
     void attention(const kernels::AttentionParams& p) override {
-        if (p.kv_dtype != kernels::KvDtype::kBF16) {
+        if (p.k_dtype != kernels::KvDtype::kBF16 || p.v_dtype != kernels::KvDtype::kBF16) {
             record(invalid_argument("cuda attention: the KV pool must be bf16"));
             return;
         }

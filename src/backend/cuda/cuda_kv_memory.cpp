@@ -9,8 +9,10 @@
 namespace lazyattn::backend::cuda {
 
 Expected<std::unique_ptr<CudaKvMemory>> CudaKvMemory::allocate(const kv::KvShape& shape) {
-    if (shape.dtype != kernels::KvDtype::kBF16) {
-        return invalid_argument("--device cuda needs --kv-dtype bf16 (the CUDA attention kernels read bf16 KV)");
+    if (shape.k_dtype != kernels::KvDtype::kBF16 || shape.v_dtype != kernels::KvDtype::kBF16) {
+        return invalid_argument(std::string("KV type ") + kernels::kv_types_name(shape.types()) +
+                                " cannot be read on the CUDA device: its attention kernels read bf16 keys and values "
+                                "(--kv-dtype bf16, the default there)");
     }
     // Asked first, so an impossible pool is refused with the device's numbers (as the host
     // backend refuses one larger than the machine) instead of by whichever layer's cudaMalloc fails.
@@ -23,7 +25,7 @@ Expected<std::unique_ptr<CudaKvMemory>> CudaKvMemory::allocate(const kv::KvShape
     }
     cudaGetLastError();
     std::unique_ptr<CudaKvMemory> m(new CudaKvMemory(shape));
-    const size_t bytes = size_t(shape.elements_per_layer()) * size_t(m->element_bytes());
+    const size_t bytes = size_t(shape.num_blocks) * size_t(shape.k_bytes_per_block());  // bf16: K and V alike
     for (int32_t l = 0; l < shape.num_layers; ++l) {
         for (std::vector<void*>* arrays : {&m->k_, &m->v_}) {
             void* p = nullptr;
@@ -52,7 +54,7 @@ static Status copy_status(cudaError_t e, const char* what, int32_t block) {
 }
 
 Status CudaKvMemory::read_block(int32_t block, void* host) const {
-    const size_t n = size_t(shape_.elements_per_block()) * size_t(element_bytes());
+    const size_t n = size_t(shape_.k_bytes_per_block());  // bf16 K and V: the same size
     auto* out = static_cast<char*>(host);
     for (int32_t l = 0; l < shape_.num_layers; ++l) {
         LA_RETURN_IF_ERROR(copy_status(
@@ -67,7 +69,7 @@ Status CudaKvMemory::read_block(int32_t block, void* host) const {
 }
 
 Status CudaKvMemory::write_block(int32_t block, const void* host) {
-    const size_t n = size_t(shape_.elements_per_block()) * size_t(element_bytes());
+    const size_t n = size_t(shape_.k_bytes_per_block());  // bf16 K and V: the same size
     const auto* in = static_cast<const char*>(host);
     for (int32_t l = 0; l < shape_.num_layers; ++l) {
         LA_RETURN_IF_ERROR(copy_status(

@@ -59,16 +59,4 @@ std::string cache_mode_choices() {
     return out;
 }
 
-const char* kv_dtype_name(kernels::KvDtype dtype) {
-    switch (dtype) {
-        case kernels::KvDtype::kF32:
-            return "f32";
-        case kernels::KvDtype::kF16:
-            return "f16";
-        case kernels::KvDtype::kBF16:
-            return "bf16";
-    }
-    return "?";
-}
-
 }  // namespace lazyattn::engine

@@ -38,7 +38,6 @@ std::vector<std::string> cache_mode_names(bool segments_only = false);
 std::string cache_mode_choices();
 
 // The KV cache's element type by name: f32, f16 or bf16.
-const char* kv_dtype_name(kernels::KvDtype dtype);
 
 inline bool segments_are_blocks(CacheMode m) { return cache_mode_info(m).segments_are_blocks; }
 inline bool keys_stored_rotated(CacheMode m) { return cache_mode_info(m).keys_stored_rotated; }

@@ -10,9 +10,9 @@
 namespace lazyattn::engine {
 
 kv::KvShape kv_shape_for(const model::ModelConfig& model, int32_t block_size, int64_t pool_bytes,
-                         kernels::KvDtype dtype) {
+                         kernels::KvTypes types) {
     kv::KvShape shape;
-    shape.dtype = dtype;
+    shape.set_types(types);
     shape.num_layers = model.num_layers;
     shape.num_kv_heads = model.num_kv_heads;
     shape.head_dim = model.head_dim;
@@ -26,7 +26,7 @@ namespace {
 
 std::unique_ptr<backend::KvMemory> allocate_pool(model::Model& model, const EngineConfig& config, Status* status) {
     kv::KvShape shape =
-        kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20, config.kv_dtype);
+        kv_shape_for(model.config(), config.block_size, int64_t(config.kv_cache_mb) << 20, config.kv_types);
     if (config.kv_num_blocks > 0) shape.num_blocks = config.kv_num_blocks;
     auto memory = model.backend().allocate_kv(shape);
     if (memory.ok()) return std::move(memory).value();

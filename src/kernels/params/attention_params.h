@@ -109,8 +109,8 @@ struct AttentionParams {
     const float* q;            // [num_rows, num_heads, head_dim], unrotated
     const int32_t* q_pos;      // [num_rows] logical position of each query row
     float* out;                // [num_rows, num_heads, head_dim]
-    const void* k_cache;       // [num_blocks, num_kv_heads, block_size, head_dim] of kv_dtype
-    const void* v_cache;       // [num_blocks, num_kv_heads, block_size, head_dim] of kv_dtype
+    const void* k_cache;       // [num_blocks, num_kv_heads, block_size, head_dim] of k_dtype
+    const void* v_cache;       // [num_blocks, num_kv_heads, block_size, head_dim] of v_dtype
     const int32_t* block_ids;  // referenced by spans
     const AttentionSpan* spans;
     const AttentionSeq* seqs;  // [num_seqs]
@@ -122,7 +122,8 @@ struct AttentionParams {
     float scale;  // usually 1/sqrt(head_dim)
     RopeParams rope;
     bool keys_rotated;  // false: lazy-k (kernel rotates each key to its logical position)
-    KvDtype kv_dtype = KvDtype::kF32;
+    KvDtype k_dtype = KvDtype::kF32;
+    KvDtype v_dtype = KvDtype::kF32;
     // Sliding-window attention (Gemma 3's local layers): a query at logical position p sees a key
     // at logical position k iff k <= p and p - k < sliding_window. 0: no window (every k <= p).
     // The mask is on logical distance, which is what the kernel knows in every cache mode, so
@@ -147,15 +148,16 @@ struct AttentionParams {
         return kernels::query_rope_position(span, pos, keys_rotated);
     }
 
-    // Offset in elements of (block, kv head)'s first key, and its address.
+    // Offset in elements of (block, kv head)'s first key (a multiple of head_dim, so of every
+    // type's scale group), and the addresses of its first key and value.
     int64_t cache_offset(int32_t block, int32_t kv_head) const {
         return (int64_t(block) * num_kv_heads + kv_head) * block_size * head_dim;
     }
     const void* k_at(int32_t block, int32_t kv_head) const {
-        return static_cast<const char*>(k_cache) + cache_offset(block, kv_head) * kv_dtype_bytes(kv_dtype);
+        return static_cast<const char*>(k_cache) + kv_bytes(k_dtype, cache_offset(block, kv_head));
     }
     const void* v_at(int32_t block, int32_t kv_head) const {
-        return static_cast<const char*>(v_cache) + cache_offset(block, kv_head) * kv_dtype_bytes(kv_dtype);
+        return static_cast<const char*>(v_cache) + kv_bytes(v_dtype, cache_offset(block, kv_head));
     }
 };
 

@@ -22,7 +22,7 @@ struct AttentionStep {
     const int32_t* q_pos = nullptr;  // [num_rows]
     int32_t num_rows = 0;
     int32_t num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 0;
-    KvDtype kv_dtype = KvDtype::kF32;
+    KvDtype k_dtype = KvDtype::kF32, v_dtype = KvDtype::kF32;
 };
 
 // The step of an attention call whose arrays are in host memory (the CPU backends, tests).
@@ -45,7 +45,8 @@ inline AttentionStep step_of(const AttentionParams& p) {
     s.num_kv_heads = p.num_kv_heads;
     s.head_dim = p.head_dim;
     s.block_size = p.block_size;
-    s.kv_dtype = p.kv_dtype;
+    s.k_dtype = p.k_dtype;
+    s.v_dtype = p.v_dtype;
     return s;
 }
 

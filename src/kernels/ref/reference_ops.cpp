@@ -4,7 +4,9 @@
 #include <limits>
 #include <vector>
 
+#include "core/check.h"
 #include "core/fp16.h"
+#include "kernels/ref/dequantize_ref.h"
 
 namespace lazyattn::kernels::ref {
 
@@ -71,16 +73,25 @@ void rope_apply(const RopeApplyParams& p) {
 
 namespace {
 
-// Pointer to the key (or value) vector of token `t` of a span for kv head `kvh`.
-// Key or value t of a span for KV head kvh, widened to fp32 in `row` ([head_dim]).
-const float* cache_row(const void* cache, const AttentionParams& p, const AttentionSpan& span, int32_t t, int32_t kvh,
-                       std::vector<float>& row) {
+// Key or value t of a span for KV head kvh, widened to fp32 in `row` ([head_dim]). Written from
+// the element types' definitions: the quantized rows through the GGUF block dequantizer
+// (dequantize_ref.cpp), not kernels/params/kv_dtype.h's conversion that the kernels use.
+const float* cache_row(const void* cache, KvDtype dtype, const AttentionParams& p, const AttentionSpan& span,
+                       int32_t t, int32_t kvh, std::vector<float>& row) {
     const int32_t block = p.block_ids[span.block_offset + t / p.block_size];
     const int32_t slot = t % p.block_size;
     const int64_t index = p.cache_offset(block, kvh) + int64_t(slot) * p.head_dim;
     row.resize(p.head_dim);
+    if (dtype == KvDtype::kQ8_0 || dtype == KvDtype::kQ4_0) {
+        const int64_t row_bytes = p.head_dim / 32 * (dtype == KvDtype::kQ8_0 ? 34 : 18);
+        const auto* src = static_cast<const uint8_t*>(cache) + index / p.head_dim * row_bytes;
+        const Status st = dequantize_row(dtype == KvDtype::kQ8_0 ? GgmlType::kQ8_0 : GgmlType::kQ4_0, src, row.data(),
+                                         p.head_dim);
+        LA_CHECK(st.ok());
+        return row.data();
+    }
     for (int32_t i = 0; i < p.head_dim; ++i) {
-        switch (p.kv_dtype) {
+        switch (dtype) {
             case KvDtype::kF32:
                 row[i] = static_cast<const float*>(cache)[index + i];
                 break;
@@ -90,6 +101,8 @@ const float* cache_row(const void* cache, const AttentionParams& p, const Attent
             case KvDtype::kBF16:
                 row[i] = bf16_to_fp32(static_cast<const uint16_t*>(cache)[index + i]);
                 break;
+            default:
+                LA_CHECK(false);
         }
     }
     return row.data();
@@ -130,7 +143,7 @@ void attention(const AttentionParams& p) {
                     rope_rotate(q, qrot.data(), p.keys_rotated ? pos - delta : pos, d, p.rope);
                     for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
                         if (masked_by_window(p, span, t, pos)) continue;
-                        const float* k = cache_row(p.k_cache, p, span, t, kvh, krow);
+                        const float* k = cache_row(p.k_cache, p.k_dtype, p, span, t, kvh, krow);
                         if (!p.keys_rotated) {
                             rope_rotate(k, krot.data(), span.logical_start + t, d, p.rope);
                             k = krot.data();
@@ -150,7 +163,7 @@ void attention(const AttentionParams& p) {
                     const AttentionSpan& span = p.spans[si];
                     for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
                         if (masked_by_window(p, span, t, pos)) continue;
-                        const float* v = cache_row(p.v_cache, p, span, t, kvh, vrow);
+                        const float* v = cache_row(p.v_cache, p.v_dtype, p, span, t, kvh, vrow);
                         const double w = scores[k_index++] / denom;
                         for (int32_t i = 0; i < d; ++i) acc[i] += w * v[i];
                     }

@@ -93,7 +93,7 @@ kv::KvShape smollm2_f16() {  // SmolLM2-135M: 30 layers, 3 KV heads of 64, f16, 
     s.num_kv_heads = 3;
     s.head_dim = 64;
     s.block_size = 16;
-    s.dtype = kernels::KvDtype::kF16;
+    s.set_types(kernels::same_kv_types(kernels::KvDtype::kF16));
     return s;
 }
 
@@ -114,7 +114,7 @@ TEST(KvBudget, DocumentsFromKvBytesPerToken) {
     EXPECT_EQ(kv_budget_for_docs(smollm2_f16(), 1, 500)->num_blocks, 32);
     // f32 KV: twice the bytes, the same blocks per document.
     kv::KvShape f32 = smollm2_f16();
-    f32.dtype = kernels::KvDtype::kF32;
+    f32.set_types(kernels::same_kv_types(kernels::KvDtype::kF32));
     EXPECT_EQ(kv_budget_for_docs(f32, 10, 512)->bytes_per_token(), 46080);
     EXPECT_DOUBLE_EQ(kv_budget_for_docs(f32, 10, 512)->mib(), 225.0);
 }

@@ -73,7 +73,7 @@ inline EngineConfig config(CacheMode mode, int32_t kv_mb, int32_t max_batch_toke
     c.max_batch_tokens = max_batch_tokens;
     c.check_integrity = true;
     // The CUDA kernels read bf16 KV (--device cuda defaults to it).
-    if (device_under_test() == backend::Device::kCuda) c.kv_dtype = kernels::KvDtype::kBF16;
+    if (device_under_test() == backend::Device::kCuda) c.kv_types = kernels::same_kv_types(kernels::KvDtype::kBF16);
     return c;
 }
 

@@ -55,7 +55,7 @@ std::unique_ptr<SyncEngine> make_engine(const std::string& tag, CacheMode mode) 
     EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = 8;
-    c.kv_dtype = kernels::KvDtype::kF32;
+    c.kv_types = kernels::same_kv_types(kernels::KvDtype::kF32);
     c.check_integrity = true;
     return std::make_unique<SyncEngine>(*lm.model, *lm.tokenizer, c);
 }

@@ -30,7 +30,7 @@ EngineConfig config(CacheMode mode) {
     EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = 16;
-    c.kv_dtype = kernels::KvDtype::kF32;  // exact math, checked to float rounding
+    c.kv_types = kernels::same_kv_types(kernels::KvDtype::kF32);  // exact math, checked to float rounding
     c.check_integrity = true;
     return c;
 }

@@ -36,7 +36,7 @@ std::unique_ptr<SyncEngine> make_engine(CacheMode mode, int32_t kv_mb = 16, int3
     EngineConfig c;
     c.cache_mode = mode;
     c.kv_cache_mb = kv_mb;
-    c.kv_dtype = kv_dtype;
+    c.kv_types = kernels::same_kv_types(kv_dtype);
     c.check_integrity = true;
     return std::make_unique<SyncEngine>(*lm.model, *lm.tokenizer, c);
 }
@@ -133,7 +133,7 @@ TEST(LazyEquivalence, SixteenBitKvStaysWithinItsRounding) {
             testing::expect_close(*c, *want, bound, 1.0, "16-bit block-attn vs fp32");
         }
         std::printf("[kv dtype] %s: worst relative logit difference to fp32 KV: lazy %.2e, block-attn %.2e\n",
-                    engine::kv_dtype_name(dtype), worst_lazy, worst_block);
+                    kernels::kv_dtype_name(dtype), worst_lazy, worst_block);
         expect_pool_whole(*lazy);
         expect_pool_whole(*block);
     }

@@ -88,9 +88,21 @@ float rounded(KvDtype dtype, float x) {
     }
 }
 
+// Value i of a 64-value row x as the pool holds it: rounded once, or for q8_0 / q4_0 the row
+// quantized on its own (its 32-value groups, never mixed with another row's) and dequantized.
+float stored(KvDtype dtype, const float* x, int32_t i) {
+    if (!kernels::kv_dtype_quantized(dtype)) return rounded(dtype, x[i]);
+    std::vector<uint8_t> q(size_t(kernels::kv_bytes(dtype, 64)));
+    float back[64];
+    kernels::f32_to_kv(x, dtype, q.data(), 64);
+    kernels::kv_to_f32(q.data(), dtype, back, 64);
+    return back[i];
+}
+
 std::vector<float> read_layer(const backend::KvMemory& kv, bool keys, int32_t layer) {
     std::vector<float> out(size_t(kv.shape().elements_per_layer()));
-    kernels::kv_to_f32(keys ? kv.k(layer) : kv.v(layer), kv.shape().dtype, out.data(), int64_t(out.size()));
+    kernels::kv_to_f32(keys ? kv.k(layer) : kv.v(layer), keys ? kv.shape().k_dtype : kv.shape().v_dtype, out.data(),
+                       int64_t(out.size()));
     return out;
 }
 
@@ -105,7 +117,7 @@ TEST(HostKvMemory, AllocateRefusesAPoolLargerThanMemory) {
     for (auto& be : {backend::make_cpu_backend(1), backend::make_reference_backend()}) {
         auto refused = be->allocate_kv(shape);
         EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << be->name();
-        auto small = be->allocate_kv(kv::KvShape{2, 3, 1, 4, 4, KvDtype::kBF16});
+        auto small = be->allocate_kv(kv::KvShape{2, 3, 1, 4, 4, KvDtype::kBF16, KvDtype::kBF16});
         ASSERT_TRUE(small.ok()) << be->name();
         EXPECT_EQ((*small)->shape().num_blocks, 3);
     }
@@ -118,12 +130,17 @@ class KvMemoryTest : public ::testing::TestWithParam<KvDtype> {};
 TEST_P(KvMemoryTest, StoreRoundsOnceAndBlocksMoveThroughHost) {
     const KvDtype dtype = GetParam();
     std::mt19937_64 rng(testing::test_seed() + int(dtype));
-    kv::KvShape shape{2, 6, 3, 16, 64, dtype};
+    kv::KvShape shape{2, 6, 3, 16, 64, dtype, dtype};
     auto be = backend::make_cpu_backend(1);
     auto memory = be->allocate_kv(shape);
     ASSERT_TRUE(memory.ok()) << memory.status().to_string();
     backend::KvMemory& kv = **memory;
-    EXPECT_EQ(shape.bytes_per_block(), 2 * 2 * 3 * 16 * 64 * kernels::kv_dtype_bytes(dtype));
+    // Real bytes, scales included: 64 values are 2 blocks of 34 (q8_0) or 18 (q4_0) bytes.
+    const int64_t row_bytes = dtype == KvDtype::kF32   ? 256
+                              : dtype == KvDtype::kQ8_0 ? 68
+                              : dtype == KvDtype::kQ4_0 ? 36
+                                                        : 128;
+    EXPECT_EQ(shape.bytes_per_block(), 2 * 2 * 3 * 16 * row_bytes);
     const int32_t rows = 20, dim = 3 * 64;
     const auto k = testing::random_floats(rng, rows * dim), v = testing::random_floats(rng, rows * dim);
     std::vector<int32_t> slots(rows);
@@ -136,8 +153,9 @@ TEST_P(KvMemoryTest, StoreRoundsOnceAndBlocksMoveThroughHost) {
             for (int32_t h = 0; h < 3; ++h) {
                 for (int32_t i = 0; i < 64; ++i) {
                     const int64_t at = ((int64_t(block) * 3 + h) * 16 + t) * 64 + i;
-                    ASSERT_EQ(keys[at], rounded(dtype, k[r * dim + h * 64 + i])) << "layer " << layer << " row " << r;
-                    ASSERT_EQ(values[at], rounded(dtype, v[r * dim + h * 64 + i])) << "layer " << layer << " row " << r;
+                    ASSERT_EQ(keys[at], stored(dtype, k.data() + r * dim + h * 64, i)) << "layer " << layer << " row " << r;
+                    ASSERT_EQ(values[at], stored(dtype, v.data() + r * dim + h * 64, i))
+                        << "layer " << layer << " row " << r;
                 }
             }
         }
@@ -148,7 +166,7 @@ TEST_P(KvMemoryTest, StoreRoundsOnceAndBlocksMoveThroughHost) {
     std::vector<uint8_t> again(block.size());
     EXPECT_TRUE(kv.read_block(5, again.data()).ok());
     EXPECT_EQ(again, block);
-    const int64_t eb = kernels::kv_dtype_bytes(dtype), per_block = shape.elements_per_block() * eb;
+    const int64_t per_block = shape.k_bytes_per_block();
     for (int32_t layer = 0; layer < 2; ++layer) {  // [layer][K, V] as documented
         EXPECT_EQ(std::memcmp(block.data() + 2 * layer * per_block,
                               static_cast<const uint8_t*>(kv.k(layer)) + 2 * per_block, size_t(per_block)),
@@ -167,17 +185,18 @@ void old_copy_rotate(backend::KvMemory& kv, const std::vector<int32_t>& src, con
                      const std::function<void(const kernels::RopeApplyParams&)>& rope_apply) {
     const kv::KvShape& s = kv.shape();
     const int32_t d = s.head_dim, bs = s.block_size, nkv = s.num_kv_heads;
-    const int64_t eb = kernels::kv_dtype_bytes(s.dtype), n_block = s.elements_per_block();
+    const int64_t n_block = s.elements_per_block();
+    const int64_t row = s.k_row_bytes();  // K and V of one type here
     for (int32_t l = 0; l < s.num_layers; ++l) {
         auto* kc = static_cast<uint8_t*>(kv.k(l));
         auto* vc = static_cast<uint8_t*>(kv.v(l));
         for (int32_t b = 0; b * bs < num_tokens; ++b) {
             const int32_t n = std::min(bs, num_tokens - b * bs);
             for (int32_t h = 0; h < nkv; ++h) {
-                const int64_t from = ((int64_t(src[b]) * nkv + h) * bs) * d * eb;
-                const int64_t to = ((int64_t(dst[b]) * nkv + h) * bs) * d * eb;
-                std::memcpy(kc + to, kc + from, size_t(n) * d * eb);
-                std::memcpy(vc + to, vc + from, size_t(n) * d * eb);
+                const int64_t from = ((int64_t(src[b]) * nkv + h) * bs) * row;
+                const int64_t to = ((int64_t(dst[b]) * nkv + h) * bs) * row;
+                std::memcpy(kc + to, kc + from, size_t(n * row));
+                std::memcpy(vc + to, vc + from, size_t(n * row));
             }
         }
     }
@@ -187,9 +206,9 @@ void old_copy_rotate(backend::KvMemory& kv, const std::vector<int32_t>& src, con
     for (int32_t l = 0; l < s.num_layers; ++l) {
         auto* kc = static_cast<uint8_t*>(kv.k(l));
         for (int32_t b : dst) {
-            kernels::kv_to_f32(kc + b * n_block * eb, s.dtype, keys.data(), n_block);
+            kernels::kv_to_f32(kc + b * rows * row, s.k_dtype, keys.data(), n_block);
             rope_apply({keys.data(), positions.data(), rows, 1, d, rope});
-            kernels::f32_to_kv(keys.data(), s.dtype, kc + b * n_block * eb, n_block);
+            kernels::f32_to_kv(keys.data(), s.k_dtype, kc + b * rows * row, n_block);
         }
     }
 }
@@ -199,7 +218,7 @@ void old_copy_rotate(backend::KvMemory& kv, const std::vector<int32_t>& src, con
 // pool's type); values are copied exactly; the source and the rest of the destination are untouched.
 TEST_P(KvMemoryTest, CopyRotateMatchesTheOldSchedulerPath) {
     const KvDtype dtype = GetParam();
-    const kv::KvShape shape{3, 12, 2, 16, 64, dtype};
+    const kv::KvShape shape{3, 12, 2, 16, 64, dtype, dtype};
     std::vector<float> inv_freq(24);
     for (int32_t i = 0; i < 24; ++i) inv_freq[i] = float(std::pow(10000.0, -2.0 * i / 48));
     for (bool neox : {false, true}) {
@@ -253,7 +272,9 @@ TEST_P(KvMemoryTest, CopyRotateMatchesTheOldSchedulerPath) {
                                         const int64_t at_src = ((int64_t(from) * 2 + h) * 16 + t) * 64 + i;
                                         ASSERT_EQ(new_k[at], old_k[at]) << "layer " << l << " block " << blk;
                                         ASSERT_EQ(new_v[at], v0[at_src]) << "layer " << l << " block " << blk;
-                                        if (i >= 48 || delta == 0) {
+                                        // Unrotated dims keep their value, but a quantized row's
+                                        // group (dims 32..63) shares a scale with rotated dims.
+                                        if ((i >= 48 || delta == 0) && !kernels::kv_dtype_quantized(dtype)) {
                                             ASSERT_EQ(new_k[at], k0[at_src]);
                                         }
                                     } else {
@@ -269,7 +290,13 @@ TEST_P(KvMemoryTest, CopyRotateMatchesTheOldSchedulerPath) {
                 ++which;
             }
             // CPU against reference: the same rotation up to one rounding of the pool's type.
-            const float tol = dtype == KvDtype::kF32 ? 1e-5f : dtype == KvDtype::kF16 ? 2e-3f : 2e-2f;
+            // Quantized: one quantum of a value range of 2 (q8_0 2/127, q4_0 2/8), where the two
+            // backends' rotations round to different levels.
+            const float tol = dtype == KvDtype::kF32    ? 1e-5f
+                              : dtype == KvDtype::kF16  ? 2e-3f
+                              : dtype == KvDtype::kBF16 ? 2e-2f
+                              : dtype == KvDtype::kQ8_0 ? 2.0f / 127 + 1e-3f
+                                                        : 2.0f / 8 + 1e-2f;
             for (size_t l = 0; l < results[0].size(); ++l) {
                 for (size_t i = 0; i < results[0][l].size(); ++i) {
                     ASSERT_NEAR(results[0][l][i], results[1][l][i], tol) << "layer " << l << " element " << i;
@@ -279,7 +306,9 @@ TEST_P(KvMemoryTest, CopyRotateMatchesTheOldSchedulerPath) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, KvMemoryTest, ::testing::Values(KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16));
+INSTANTIATE_TEST_SUITE_P(Dtypes, KvMemoryTest,
+                         ::testing::Values(KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16, KvDtype::kQ8_0, KvDtype::kQ4_0),
+                         [](const auto& info) { return std::string(kernels::kv_dtype_name(info.param)); });
 
 }  // namespace
 }  // namespace lazyattn

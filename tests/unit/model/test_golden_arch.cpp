@@ -88,7 +88,7 @@ TEST(GoldenArchLlamaCpp, LogProbsAndGreedyContinuationsMatchLlamaCpp) {
         auto lm = engine::load_model(path, 2);
         ASSERT_TRUE(lm.ok()) << lm.status().to_string();
         engine::EngineConfig config;
-        config.kv_dtype = kernels::KvDtype::kF32;
+        config.kv_types = kernels::same_kv_types(kernels::KvDtype::kF32);
         engine::SyncEngine eng(*lm->model, *lm->tokenizer, config);
         const int32_t vocab = lm->model->config().vocab_size;
         double worst = 0;

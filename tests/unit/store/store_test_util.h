@@ -33,16 +33,16 @@ inline kv::KvShape small_shape(kv::KvDtype dtype = kv::KvDtype::kF16) {
     s.num_kv_heads = 2;
     s.block_size = 16;
     s.head_dim = 8;
-    s.dtype = dtype;
+    s.set_types(kernels::same_kv_types(dtype));
     return s;
 }
 
 inline void fill_random(backend::HostKvMemory& kv, uint64_t seed) {
     std::mt19937_64 rng(seed);
     const kv::KvShape& s = kv.shape();
-    const int64_t bytes = s.elements_per_layer() * kernels::kv_dtype_bytes(s.dtype);
     for (int32_t l = 0; l < s.num_layers; ++l) {
         for (void* p : {kv.k(l), kv.v(l)}) {
+            const int64_t bytes = s.num_blocks * (p == kv.k(l) ? s.k_bytes_per_block() : s.v_bytes_per_block());
             auto* b = static_cast<uint8_t*>(p);
             for (int64_t i = 0; i < bytes; ++i) b[i] = uint8_t(rng());
         }
@@ -66,10 +66,10 @@ inline std::vector<uint8_t> encode(const SegmentMeta& m, const backend::HostKvMe
 // Every block's bytes (K and V of every layer) of `blocks`, for comparing pools.
 inline std::vector<uint8_t> block_bytes(const backend::HostKvMemory& kv, const std::vector<kv::BlockId>& blocks) {
     const kv::KvShape& s = kv.shape();
-    const int64_t bb = s.elements_per_block() * kernels::kv_dtype_bytes(s.dtype);
     std::vector<uint8_t> out;
     for (int32_t l = 0; l < s.num_layers; ++l) {
         for (const void* p : {kv.k(l), kv.v(l)}) {
+            const int64_t bb = p == kv.k(l) ? s.k_bytes_per_block() : s.v_bytes_per_block();
             for (kv::BlockId b : blocks) {
                 const auto* base = static_cast<const uint8_t*>(p) + b * bb;
                 out.insert(out.end(), base, base + bb);

@@ -23,7 +23,7 @@ kv::KvShape shape_of(kv::KvDtype dtype, int32_t block_size = 16) {
     s.num_kv_heads = 2;
     s.block_size = block_size;
     s.head_dim = 8;
-    s.dtype = dtype;
+    s.set_types(kernels::same_kv_types(dtype));
     return s;
 }
 
@@ -37,10 +37,10 @@ std::vector<int32_t> tokens(int32_t n, int32_t base = 100) {
 std::vector<uint8_t> row_of(const backend::HostKvMemory& kv, bool key, int32_t layer, int32_t block, int32_t head,
                             int32_t row) {
     const kv::KvShape& s = kv.shape();
-    const int64_t eb = kernels::kv_dtype_bytes(s.dtype);
-    const int64_t off = ((int64_t(block) * s.num_kv_heads + head) * s.block_size + row) * s.head_dim * eb;
+    const int64_t rb = key ? s.k_row_bytes() : s.v_row_bytes();
+    const int64_t off = ((int64_t(block) * s.num_kv_heads + head) * s.block_size + row) * rb;
     const auto* base = static_cast<const uint8_t*>(key ? kv.k(layer) : kv.v(layer));
-    return {base + off, base + off + s.head_dim * eb};
+    return {base + off, base + off + rb};
 }
 
 std::vector<uint8_t> encode(const SegmentMeta& m, const backend::HostKvMemory& kv,
@@ -140,9 +140,17 @@ TEST(SegmentFormat, RefusesDamagedAndForeignEntries) {
     other = m;
     other.variant = segment_variant(false, "");
     EXPECT_EQ(verify_segment(good, other).status().code(), StatusCode::kUnsupported);
-    other = m;
-    other.dtype = kv::KvDtype::kBF16;
-    EXPECT_EQ(verify_segment(good, other).status().code(), StatusCode::kUnsupported);
+    // An entry of another K or V type is never misread as this pool's (its bytes would decode).
+    for (const kernels::KvTypes t : {kernels::KvTypes{kv::KvDtype::kQ8_0, m.v_dtype}, kernels::KvTypes{m.k_dtype,
+                                                                                                      kv::KvDtype::kBF16}}) {
+        other = m;
+        other.k_dtype = t.k;
+        other.v_dtype = t.v;
+        const auto refused = verify_segment(good, other);
+        EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported);
+        EXPECT_NE(refused.status().message().find(t.k == m.k_dtype ? "V bf16" : "K q8_0"), std::string::npos)
+            << refused.status().message();
+    }
     other = m;
     other.tokens[5] += 1;
     EXPECT_EQ(verify_segment(good, other).status().code(), StatusCode::kUnsupported);
@@ -156,15 +164,16 @@ TEST(SegmentFormat, RefusesDamagedAndForeignEntries) {
 TEST(SegmentFormat, KeysDifferByEverythingTheKvDependsOn) {
     const kv::KvShape s = shape_of(kv::KvDtype::kF16);
     const SegmentMeta m = segment_meta(kModel, segment_variant(true, ""), s, tokens(20));
-    SegmentMeta a = m, b = m, c = m, d = m;
+    SegmentMeta a = m, b = m, c = m, d = m, e = m;
     a.model.low ^= 1;
     b.variant = segment_variant(true, "tenant");
-    c.dtype = kv::KvDtype::kF32;
+    c.k_dtype = kv::KvDtype::kQ8_0;
     d.tokens.pop_back();
+    e.v_dtype = kv::KvDtype::kQ4_0;
     const std::string k = segment_key(m);
     EXPECT_EQ(k.size(), 32u);
     EXPECT_EQ(segment_key(m), k);
-    for (const SegmentMeta& x : {a, b, c, d}) EXPECT_NE(segment_key(x), k);
+    for (const SegmentMeta& x : {a, b, c, d, e}) EXPECT_NE(segment_key(x), k);
     EXPECT_NE(segment_variant(true, ""), segment_variant(false, ""));
 }
 

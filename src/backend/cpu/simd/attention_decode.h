@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "kernels/params/kv_dtype.h"
+
 namespace lazyattn::backend::cpu::simd {
 
 constexpr int kDecodeBlockKeys = 16;  // keys per block (the KV block size the fast path needs)
@@ -23,9 +25,11 @@ using AttendDecodeBlockFn = void (*)(const float* q, int num_heads, const float*
 // The AVX-512 kernel, or nullptr where the CPU lacks AVX-512F.
 AttendDecodeBlockFn attend_decode_block();
 
-// The same for keys and values stored as fp16, read as they are (widened in registers).
-using AttendDecodeBlockF16Fn = void (*)(const float* q, int num_heads, const uint16_t* k, const uint16_t* v, int d,
-                                        int first, int n, float* m, float* l, float* o);
-AttendDecodeBlockF16Fn attend_decode_block_f16();
+// The same for keys and values as the pool stores them (k of type k_type, v of v_type: 16-bit
+// widened, q8_0 / q4_0 dequantized in registers), or nullptr where the CPU lacks AVX-512F or
+// the pair has no kernel (the caller then widens each block into fp32 first).
+using AttendDecodeBlockStoredFn = void (*)(const float* q, int num_heads, const void* k, const void* v, int d,
+                                           int first, int n, float* m, float* l, float* o);
+AttendDecodeBlockStoredFn attend_decode_block_stored(kernels::KvDtype k_type, kernels::KvDtype v_type);
 
 }  // namespace lazyattn::backend::cpu::simd

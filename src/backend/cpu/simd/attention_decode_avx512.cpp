@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "backend/cpu/simd/attention_decode.h"
@@ -16,7 +17,7 @@
 namespace lazyattn::backend::cpu::simd {
 namespace {
 
-#define LA_AVX512 __attribute__((target("avx2,fma,avx512f")))
+#define LA_AVX512 __attribute__((target("avx2,fma,f16c,avx512f")))
 
 // Sums each of 16 vectors into one lane: result[j] = sum of the lanes of a[j].
 LA_AVX512 inline __m512 transpose_sum16(__m512 a[16]) {
@@ -42,20 +43,44 @@ LA_AVX512 inline __m512 transpose_sum16(__m512 a[16]) {
                          _mm512_shuffle_f32x4(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// 16 keys or values from fp32, or from fp16 widened in the register.
-template <bool F16>
-LA_AVX512 inline __m512 load16(const void* base, int64_t i) {
-    if constexpr (F16) {
-        return _mm512_cvtph_ps(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
+// Values [16c, 16c + 16) of row j (rows of d values of type T) as fp32, widened or dequantized
+// in the register: no pass over the block writes an fp32 copy.
+template <kernels::KvDtype T>
+LA_AVX512 inline __m512 load16(const void* base, int j, int c, int d) {
+    using kernels::KvDtype;
+    const auto* bytes = static_cast<const uint8_t*>(base);
+    if constexpr (T == KvDtype::kF32) {
+        return _mm512_loadu_ps(static_cast<const float*>(base) + int64_t(j) * d + 16 * c);
+    } else if constexpr (T == KvDtype::kF16) {
+        const auto* h = static_cast<const uint16_t*>(base) + int64_t(j) * d + 16 * c;
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+    } else if constexpr (T == KvDtype::kBF16) {
+        const auto* h = static_cast<const uint16_t*>(base) + int64_t(j) * d + 16 * c;
+        const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
     } else {
-        return _mm512_loadu_ps(static_cast<const float*>(base) + i);
+        // A 32-value block: fp16 scale, then 32 int8 (q8_0) or 16 bytes of nibbles (q4_0, the low
+        // nibbles are values 0..15, the high ones 16..31). Chunk c is half c & 1 of block c / 2.
+        constexpr int kBlockBytes = T == KvDtype::kQ8_0 ? 34 : 18;
+        const uint8_t* block = bytes + int64_t(j) * (d / 32) * kBlockBytes + (c >> 1) * kBlockBytes;
+        uint16_t half;
+        std::memcpy(&half, block, 2);
+        const __m512 scale = _mm512_set1_ps(_cvtsh_ss(half));
+        __m512i q;
+        if constexpr (T == KvDtype::kQ8_0) {
+            q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + 16 * (c & 1))));
+        } else {
+            const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2)));
+            const __m512i nib = (c & 1) ? _mm512_srli_epi32(b, 4) : _mm512_and_si512(b, _mm512_set1_epi32(0x0f));
+            q = _mm512_sub_epi32(nib, _mm512_set1_epi32(8));
+        }
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(q), scale);
     }
 }
 
 // D > 0: the head dim as a compile-time constant (rows stay in registers); D == 0: d at run time.
-// F16: k and v are fp16 (read as they are stored, no widening pass).
-template <int D, bool F16 = false>
+// KT, VT: the element types of k and v, read as they are stored.
+template <int D, kernels::KvDtype KT, kernels::KvDtype VT>
 LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const void* v, int d_runtime, int first,
                             int n, float* m, float* l, float* o) {
     const int d = D > 0 ? D : d_runtime;
@@ -68,8 +93,8 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const 
         for (int c = 0; c < C; ++c) qv[c] = _mm512_loadu_ps(qh + 16 * c);
         __m512 dots[16];
         for (int j = 0; j < 16; ++j) {
-            __m512 acc = _mm512_mul_ps(qv[0], load16<F16>(k, j * d));
-            for (int c = 1; c < C; ++c) acc = _mm512_fmadd_ps(qv[c], load16<F16>(k, j * d + 16 * c), acc);
+            __m512 acc = _mm512_mul_ps(qv[0], load16<KT>(k, j, 0, d));
+            for (int c = 1; c < C; ++c) acc = _mm512_fmadd_ps(qv[c], load16<KT>(k, j, c, d), acc);
             dots[j] = acc;
         }
         const __m512 s = _mm512_mask_mov_ps(neg_inf, visible, transpose_sum16(dots));
@@ -88,45 +113,57 @@ LA_AVX512 void attend_heads(const float* q, int num_heads, const void* k, const 
         for (int c = 0; c < C; ++c) acc[c] = _mm512_mul_ps(_mm512_loadu_ps(oh + 16 * c), cv);
         for (int j = first; j < n; ++j) {
             const __m512 w = _mm512_set1_ps(pw[j]);
-            for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(w, load16<F16>(v, j * d + 16 * c), acc[c]);
+            for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(w, load16<VT>(v, j, c, d), acc[c]);
         }
         for (int c = 0; c < C; ++c) _mm512_storeu_ps(oh + 16 * c, acc[c]);
         m[h] = m_new;
     }
 }
 
-LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d, int first,
-                                          int n, float* m, float* l, float* o) {
+template <kernels::KvDtype KT, kernels::KvDtype VT>
+LA_AVX512 void attend_decode_block_typed(const float* q, int num_heads, const void* k, const void* v, int d, int first,
+                                         int n, float* m, float* l, float* o) {
     switch (d) {
         case 64:
-            return attend_heads<64>(q, num_heads, k, v, d, first, n, m, l, o);
+            return attend_heads<64, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
         case 128:
-            return attend_heads<128>(q, num_heads, k, v, d, first, n, m, l, o);
+            return attend_heads<128, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
         case 256:
-            return attend_heads<256>(q, num_heads, k, v, d, first, n, m, l, o);
+            return attend_heads<256, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
         default:
-            return attend_heads<0>(q, num_heads, k, v, d, first, n, m, l, o);  // other multiples of 16
+            return attend_heads<0, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);  // other multiples of 16
     }
 }
 
-LA_AVX512 void attend_decode_block_f16_avx512(const float* q, int num_heads, const uint16_t* k, const uint16_t* v,
-                                              int d, int first, int n, float* m, float* l, float* o) {
-    switch (d) {
-        case 64:
-            return attend_heads<64, true>(q, num_heads, k, v, d, first, n, m, l, o);
-        case 128:
-            return attend_heads<128, true>(q, num_heads, k, v, d, first, n, m, l, o);
-        case 256:
-            return attend_heads<256, true>(q, num_heads, k, v, d, first, n, m, l, o);
-        default:
-            return attend_heads<0, true>(q, num_heads, k, v, d, first, n, m, l, o);
-    }
+LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d, int first,
+                                          int n, float* m, float* l, float* o) {
+    attend_decode_block_typed<kernels::KvDtype::kF32, kernels::KvDtype::kF32>(q, num_heads, k, v, d, first, n, m, l,
+                                                                              o);
 }
 
 }  // namespace
 
-AttendDecodeBlockF16Fn attend_decode_block_f16() {
-    return attend_decode_block() != nullptr ? attend_decode_block_f16_avx512 : nullptr;
+AttendDecodeBlockStoredFn attend_decode_block_stored(kernels::KvDtype k, kernels::KvDtype v) {
+    using kernels::KvDtype;
+    if (attend_decode_block() == nullptr) return nullptr;
+    // The pairs a pool is likely to hold (llama.cpp's -ctk / -ctv combinations in use); any other
+    // pair is widened per block into fp32 first, which is correct but slower.
+    static constexpr struct {
+        KvDtype k, v;
+        AttendDecodeBlockStoredFn fn;
+    } kPairs[] = {
+        {KvDtype::kF16, KvDtype::kF16, attend_decode_block_typed<KvDtype::kF16, KvDtype::kF16>},
+        {KvDtype::kBF16, KvDtype::kBF16, attend_decode_block_typed<KvDtype::kBF16, KvDtype::kBF16>},
+        {KvDtype::kQ8_0, KvDtype::kQ8_0, attend_decode_block_typed<KvDtype::kQ8_0, KvDtype::kQ8_0>},
+        {KvDtype::kQ4_0, KvDtype::kQ4_0, attend_decode_block_typed<KvDtype::kQ4_0, KvDtype::kQ4_0>},
+        {KvDtype::kQ8_0, KvDtype::kF16, attend_decode_block_typed<KvDtype::kQ8_0, KvDtype::kF16>},
+        {KvDtype::kQ4_0, KvDtype::kF16, attend_decode_block_typed<KvDtype::kQ4_0, KvDtype::kF16>},
+        {KvDtype::kQ4_0, KvDtype::kQ8_0, attend_decode_block_typed<KvDtype::kQ4_0, KvDtype::kQ8_0>},
+    };
+    for (const auto& p : kPairs) {
+        if (p.k == k && p.v == v) return p.fn;
+    }
+    return nullptr;
 }
 
 AttendDecodeBlockFn attend_decode_block() {
