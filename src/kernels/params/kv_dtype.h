@@ -29,7 +29,8 @@ constexpr bool kv_dtype_quantized(KvDtype t) { return t == KvDtype::kQ8_0 || t =
 // Values that share a scale (1 for the plain types): head_dim must be a multiple of it.
 constexpr int64_t kv_dtype_group(KvDtype t) { return kv_dtype_quantized(t) ? 32 : 1; }
 
-// Bytes of n consecutive values (n a multiple of kv_dtype_group(t)): scales included.
+// Bytes of n consecutive values, scales included (a partial group would take a whole block:
+// never zero for n > 0, though a pool refuses head dims its groups do not divide).
 constexpr int64_t kv_bytes(KvDtype t, int64_t n) {
     switch (t) {
         case KvDtype::kF32:
@@ -38,9 +39,9 @@ constexpr int64_t kv_bytes(KvDtype t, int64_t n) {
         case KvDtype::kBF16:
             return 2 * n;
         case KvDtype::kQ8_0:
-            return n / 32 * 34;  // BlockQ8_0: fp16 scale + 32 int8
+            return (n + 31) / 32 * 34;  // BlockQ8_0: fp16 scale + 32 int8
         case KvDtype::kQ4_0:
-            return n / 32 * 18;  // BlockQ4_0: fp16 scale + 16 bytes of nibbles
+            return (n + 31) / 32 * 18;  // BlockQ4_0: fp16 scale + 16 bytes of nibbles
     }
     return 0;
 }

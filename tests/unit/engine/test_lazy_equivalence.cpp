@@ -310,5 +310,82 @@ TEST(LazyEquivalence, OutOfBlocksIsAnErrorAndLeavesThePoolWhole) {
     expect_pool_whole(*lazy);
 }
 
+
+namespace quantized {
+
+// A tiny model with head_dim 32: q8_0 and q4_0 keep 32 values per scale along the head dimension.
+LoadedModel& model_for_quantized_kv() {
+    static LoadedModel lm = [] {
+        loader::SyntheticModelOptions o;
+        o.seed = 7;
+        o.head_dim = 32;
+        o.context_length = 4096;
+        auto loaded = load_model(testing::synthetic_model_path(o, "equiv-hd32"), 2);
+        EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
+        return std::move(loaded).value();
+    }();
+    return lm;
+}
+
+std::unique_ptr<SyncEngine> engine_of(LoadedModel& lm, CacheMode mode, kernels::KvDtype dtype) {
+    EngineConfig c;
+    c.cache_mode = mode;
+    c.kv_cache_mb = 16;
+    c.kv_types = kernels::same_kv_types(dtype);
+    c.check_integrity = true;
+    return std::make_unique<SyncEngine>(*lm.model, *lm.tokenizer, c);
+}
+
+// Quantized KV: lazy stores keys rotated from position 0 and quantizes them once; lazy-k
+// quantizes raw keys and rotates them as read; block-attn dequantizes, re-rotates and quantizes
+// its copies again. The three are then no longer the same function bit for bit (they quantize
+// different vectors), so each is held to the fp32-KV result within its format's noise instead:
+// the largest logit difference relative to the logits' scale (seen on this model: q8_0 ~5e-3,
+// q4_0 ~9e-2; the bounds leave 4x and 3x for other random documents).
+TEST(LazyEquivalence, QuantizedKvStaysWithinItsQuantization) {
+    LoadedModel& lm = model_for_quantized_kv();
+    for (const auto [dtype, bound] :
+         {std::pair{kernels::KvDtype::kQ8_0, 2e-2}, std::pair{kernels::KvDtype::kQ4_0, 3e-1}}) {
+        Documents docs(13);
+        auto exact = engine_of(lm, CacheMode::kLazy, kernels::KvDtype::kF32);
+        std::vector<std::pair<const char*, std::unique_ptr<SyncEngine>>> variants;
+        variants.emplace_back("lazy", engine_of(lm, CacheMode::kLazy, dtype));
+        variants.emplace_back("lazy-k", engine_of(lm, CacheMode::kLazyK, dtype));
+        variants.emplace_back("block-attn", engine_of(lm, CacheMode::kBlockAttn, dtype));
+        double worst[3] = {0, 0, 0};
+        for (const auto& segments : layouts(docs)) {
+            auto req = request_of(segments, docs.make(19));
+            auto want = exact->tail_logits(req);
+            ASSERT_TRUE(want.ok()) << want.status().to_string();
+            for (size_t i = 0; i < variants.size(); ++i) {
+                for (int pass = 0; pass < 2; ++pass) {  // computed, then read from the cache
+                    auto got = variants[i].second->tail_logits(req);
+                    ASSERT_TRUE(got.ok()) << got.status().to_string();
+                    const double diff = testing::max_relative_difference(*got, *want);
+                    worst[i] = std::max(worst[i], diff);
+                    EXPECT_LE(diff, bound) << variants[i].first << " pass " << pass;
+                }
+            }
+        }
+        std::printf("[kv dtype] %s: worst relative logit difference to fp32 KV: lazy %.2e, lazy-k %.2e, "
+                    "block-attn %.2e\n",
+                    kernels::kv_dtype_name(dtype), worst[0], worst[1], worst[2]);
+        for (auto& [name, e] : variants) expect_pool_whole(*e);
+    }
+}
+
+// A model whose head_dim is not a multiple of 32 cannot hold q8_0 rows: every request is refused
+// with the reason, nothing is computed on a misread pool.
+TEST(LazyEquivalence, QuantizedKvIsRefusedWhereTheHeadDimDoesNotSplitIntoGroups) {
+    auto e = engine_of(tiny_model(), CacheMode::kLazy, kernels::KvDtype::kQ8_0);  // head_dim 16
+    Documents docs(17);
+    auto r = e->run(request_of({docs.make(5)}, docs.make(4)));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("groups of 32"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("head_dim 16"), std::string::npos) << r.status().message();
+}
+
+}  // namespace quantized
+
 }  // namespace
 }  // namespace lazyattn::engine
