@@ -181,7 +181,7 @@ la::engine::LoadedModel load(const std::string& model, bool fp32, int threads) {
 std::unique_ptr<la::engine::SyncEngine> make_engine(la::engine::LoadedModel& lm, la::engine::CacheMode mode) {
     la::engine::EngineConfig ec;
     ec.cache_mode = mode;
-    ec.kv_dtype = la::kernels::KvDtype::kF32;
+    ec.kv_types = la::kernels::same_kv_types(la::kernels::KvDtype::kF32);
     ec.kv_cache_mb = 256;
     return value_or_die(la::engine::SyncEngine::create(*lm.model, *lm.tokenizer, ec), "engine");
 }

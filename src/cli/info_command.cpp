@@ -10,7 +10,9 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/vocab_description.h"
+#include "engine/engine_config.h"
 #include "engine/loading/block_finetune.h"
+#include "kernels/params/kv_dtype.h"
 #include "loader/gguf_file.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
@@ -76,6 +78,28 @@ void print_block_finetuned(const loader::GgufFile& file) {
     }
 }
 
+// What one cached token costs in each KV type (K and V of every layer, scales included) and how
+// many tokens a pool of the server's default size holds: the arithmetic --kv-dtype trades on.
+void print_kv_sizes(const model::ModelConfig& config) {
+    const int32_t pool_mib = engine::EngineConfig{}.kv_cache_mb;
+    std::cout << "KV per token (--kv-dtype; tokens in a " << pool_mib << " MiB pool):\n";
+    for (const kernels::KvDtype t : {kernels::KvDtype::kF32, kernels::KvDtype::kF16, kernels::KvDtype::kBF16,
+                                     kernels::KvDtype::kQ8_0, kernels::KvDtype::kQ4_0}) {
+        const kv::KvShape shape = engine::kv_shape_for(config, engine::EngineConfig{}.block_size,
+                                                       int64_t(pool_mib) << 20, kernels::same_kv_types(t));
+        char line[128];
+        if (config.head_dim % kernels::kv_dtype_group(t) != 0) {
+            std::snprintf(line, sizeof line, "  %-5s refused: head_dim %d is not a multiple of %lld\n",
+                          kernels::kv_dtype_name(t), config.head_dim, (long long)kernels::kv_dtype_group(t));
+        } else {
+            const double per_token = double(shape.bytes_per_block()) / shape.block_size;
+            std::snprintf(line, sizeof line, "  %-5s %8.1f KiB  %9lld tokens\n", kernels::kv_dtype_name(t),
+                          per_token / 1024.0, (long long)shape.num_blocks * shape.block_size);
+        }
+        std::cout << line;
+    }
+}
+
 }  // namespace
 
 int run_info(const CommonOptions& o, const std::string& chat_template) {
@@ -97,6 +121,7 @@ int run_info(const CommonOptions& o, const std::string& chat_template) {
     print_chat_template(**file, chat_template);
     print_block_finetuned(**file);
     print_type_mix(**file);
+    print_kv_sizes(*config);
     return 0;
 }
 

@@ -171,6 +171,29 @@ TEST(Cli, DeviceCudaIsRefusedWithTheReason) {
     EXPECT_NE(run_cli("bench speed --help").out.find("--device"), std::string::npos);
 }
 
+// KV types under our, llama.cpp's and vLLM's spellings; K and V apart; what cannot be is refused
+// with the reason: fp8 (naming q8_0), an unknown type, q8_0 on a head_dim 32 does not divide.
+TEST(Cli, KvTypesTakeEverySpellingAndRefuseWhatCannotBe) {
+    loader::SyntheticModelOptions o;
+    o.head_dim = 32;
+    const std::string hd32 = "--model " + testing::synthetic_model_path(o, "cli-hd32");
+    for (const std::string kv : {"--kv-dtype q8_0", "--kv-cache-dtype q4_0", "-ctk q8_0 -ctv f16",
+                                 "--cache-type-k q4_0 --cache-type-v q8_0", "--kv-cache-dtype bfloat16"}) {
+        const auto r = run_cli("generate " + hd32 + " --prompt 'the cat' --max-tokens 3 --ignore-eos --json " + kv, true);
+        EXPECT_EQ(r.exit_code, 0) << kv << ": " << r.out;
+        EXPECT_NE(r.out.find("\"token_ids\""), std::string::npos) << kv << ": " << r.out;
+    }
+    const auto fp8 = run_cli("generate " + hd32 + " --prompt hi --kv-cache-dtype fp8", true);
+    EXPECT_EQ(fp8.exit_code, 2);
+    EXPECT_NE(fp8.out.find("q8_0"), std::string::npos) << fp8.out;
+    EXPECT_EQ(run_cli("generate " + hd32 + " --prompt hi -ctk q5_1").exit_code, 2);
+    const auto hd16 = run_cli("generate " + model_arg() + " --prompt hi --max-tokens 1 --kv-dtype q4_0", true);
+    EXPECT_NE(hd16.exit_code, 0);
+    EXPECT_NE(hd16.out.find("groups of 32"), std::string::npos) << hd16.out;
+    const auto info = run_cli("info " + hd32);
+    EXPECT_NE(info.out.find("q4_0"), std::string::npos) << info.out;
+}
+
 TEST(Cli, BadModelFileIsARuntimeErrorNotACrash) {
     EXPECT_EQ(run_cli("info --model /nonexistent.gguf").exit_code, 1);
     EXPECT_EQ(run_cli("generate --prompt hi --model " LAZYATTN_SOURCE_DIR "/README.md").exit_code, 1);
