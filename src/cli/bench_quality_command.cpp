@@ -12,6 +12,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -66,15 +67,22 @@ std::string accuracy_cell(const std::vector<bool>& c) {
 Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::ChatTemplate>& chat,
                     const std::vector<Variant>& variants, const std::vector<bench::QualityTask>& tasks,
                     const BenchQualityOptions& o, std::map<std::string, std::vector<Answer>>& answers) {
-    std::map<engine::CacheMode, std::unique_ptr<engine::SyncEngine>> engines;
+    // One engine per (cache mode, KV types): variants of one mode and types share documents.
+    using EngineKey = std::tuple<engine::CacheMode, kernels::KvDtype, kernels::KvDtype>;
+    const auto key_of = [&o](const Variant& v) {
+        const kernels::KvTypes t = v.kv_types.value_or(o.common.kv_types);
+        return EngineKey{v.mode, t.k, t.v};
+    };
+    std::map<EngineKey, std::unique_ptr<engine::SyncEngine>> engines;
     for (const Variant& v : variants) {
-        if (engines.count(v.mode)) continue;
+        const EngineKey key = key_of(v);
+        if (engines.count(key)) continue;
         engine::EngineConfig ec;
-        ec.kv_types = o.common.kv_types;
+        ec.kv_types = {std::get<1>(key), std::get<2>(key)};
         ec.cache_mode = v.mode;
         ec.kv_cache_mb = 1024;
         ec.check_integrity = false;
-        LA_ASSIGN_OR_RETURN(engines[v.mode], engine::SyncEngine::create(*lm.model, *lm.tokenizer, ec));
+        LA_ASSIGN_OR_RETURN(engines[key], engine::SyncEngine::create(*lm.model, *lm.tokenizer, ec));
     }
     for (const Variant& v : variants) answers[v.name].assign(tasks.size(), {});
     ProgressBar bar("questions x variants", int64_t(tasks.size() * variants.size()));
@@ -82,7 +90,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
     const size_t window = size_t(std::max(1, o.concurrency));
     for (size_t first = 0; first < tasks.size(); first += window) {
         const size_t last = std::min(tasks.size(), first + window);
-        for (auto& [mode, eng] : engines) {
+        for (auto& [key, eng] : engines) {
             engine::EngineCore& sched = eng->core();
             struct InFlight {
                 const Variant* variant;
@@ -100,7 +108,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
                 // The small model restates the question first ("The access code of ... is").
                 req.max_tokens = t.family == "agg" ? 48 : 32;
                 for (const Variant& v : variants) {
-                    if (v.mode != mode) continue;
+                    if (key_of(v) != key) continue;
                     req.reuse = v.reuse;
                     LA_ASSIGN_OR_RETURN(auto h, sched.add(req));
                     in_flight.push_back({&v, i, std::move(h)});

@@ -205,6 +205,7 @@ int run_bench_rag(const BenchRagOptions& o) {
         }
         engine::EngineConfig ec = base;
         ec.cache_mode = variant->mode;
+        if (variant->kv_types) ec.kv_types = *variant->kv_types;  // "lazy@q8_0": its own KV types
         bench::Workload wv = *w;  // the same stream, read with this variant's settings
         for (auto& req : wv.requests) req.reuse = variant->reuse;
         auto r = run_one(wv, *lm, o, spec, ec);

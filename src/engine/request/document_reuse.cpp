@@ -77,8 +77,20 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
 }
 
 Expected<ReuseVariant> parse_reuse_variant(std::string_view spec) {
+    ReuseVariant v{std::string(spec), CacheMode::kLazy, {}, std::nullopt};
+    if (const size_t at = spec.find('@'); at != std::string_view::npos) {
+        const std::string_view kv = spec.substr(at + 1);
+        const size_t comma = kv.find(',');
+        const auto k = kernels::parse_kv_dtype(kv.substr(0, comma));
+        const auto vt = comma == std::string_view::npos ? k : kernels::parse_kv_dtype(kv.substr(comma + 1));
+        if (!k || !vt) {
+            return invalid_argument("KV types '" + std::string(kv) +
+                                    "' are not TYPE or KTYPE,VTYPE of f32, f16, bf16, q8_0, q4_0");
+        }
+        v.kv_types = kernels::KvTypes{*k, *vt};
+        spec = spec.substr(0, at);
+    }
     const size_t colon = spec.find(':');
-    ReuseVariant v{std::string(spec), CacheMode::kLazy, {}};
     LA_ASSIGN_OR_RETURN(v.mode, parse_cache_mode(spec.substr(0, colon)));
     if (colon != std::string_view::npos) {
         LA_ASSIGN_OR_RETURN(v.reuse, parse_document_reuse(spec.substr(colon + 1)));

@@ -22,10 +22,12 @@
 // full attention and ignore them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/status.h"
+#include "kernels/params/kv_dtype.h"
 #include "engine/request/cache_mode.h"
 
 namespace lazyattn::engine {
@@ -54,12 +56,14 @@ struct DocumentReuse {
 // naming the part.
 Expected<DocumentReuse> parse_document_reuse(std::string_view spec);
 
-// A cache mode with its reuse settings, as the benchmarks name them: "MODE[:REUSE]", e.g.
-// "lazy:anchor+recompute=16".
+// A cache mode with its reuse settings and, optionally, its own KV types, as the benchmarks
+// name them: "MODE[:REUSE][@KV]", e.g. "lazy:anchor+recompute=16", "lazy@q8_0" (keys and values
+// q8_0), "lazy@q8_0,f16" (keys q8_0, values f16). Without @KV the command's --kv-dtype holds.
 struct ReuseVariant {
     std::string name;  // the spec as given
     CacheMode mode;
     DocumentReuse reuse;
+    std::optional<kernels::KvTypes> kv_types;
 };
 Expected<ReuseVariant> parse_reuse_variant(std::string_view spec);
 
