@@ -35,6 +35,21 @@ struct EmbeddingParams {
     float* out;   // [num_rows, dim]
 };
 
+// One logit row's sampling, as engine::Sampler picks a token when nothing changes the logits
+// (no penalties, logit_bias or min-p): temperature <= 0 is greedy (the first index of the
+// maximum). Otherwise candidates in (logit descending, index ascending) order; top_k keeps the
+// first top_k (<= 0: off); top_p keeps the shortest prefix of those whose probabilities at
+// temperature 1, normalized over the kept set, reach top_p (>= 1: off); the token is the first
+// kept candidate at which the running sum of exp((logit - max) / temperature) reaches
+// uniform * (its total over the kept set). `uniform` in [0, 1) is drawn by the host's seeded
+// Sampler, so a run is the same whichever side samples.
+struct SampleRow {
+    float temperature = 0.0f;
+    int32_t top_k = 0;
+    float top_p = 1.0f;
+    float uniform = 0.0f;
+};
+
 // A block of backend memory (host memory for the CPU and reference backends). Its contents are
 // read and written by the backend's ops, and by the host only through upload and download.
 class Buffer {
@@ -145,18 +160,20 @@ public:
     virtual void kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& p) = 0;
     // The embedding table in the backend's layout when it is not also the LM head (tied tables
     // come from prepare_weight); nullptr when the backend reads the table as it is.
-    virtual std::shared_ptr<const void> prepare_embedding(const void* table, kernels::GgmlType type,
-                                                          int64_t vocab_size, int64_t dim) {
+    virtual std::shared_ptr<const void> prepare_embedding(const void* table, kernels::GgmlType type, int64_t vocab_size,
+                                                          int64_t dim) {
         (void)table, (void)type, (void)vocab_size, (void)dim;
         return nullptr;
     }
     virtual void embedding_lookup(const EmbeddingParams& p) = 0;
-    // Greedy sampling where the logits live (a device backend): tokens[r] (host memory) = the
-    // first index of the largest of logits[r, 0:vocab_size) (backend memory), so a step
-    // downloads one id per row instead of its logits. Only where device_argmax() is true.
-    virtual bool device_argmax() const { return false; }
-    virtual void argmax_rows(const float* logits, int32_t num_rows, int32_t vocab_size, int32_t* tokens) {
-        (void)logits, (void)num_rows, (void)vocab_size, (void)tokens;
+    // Sampling where the logits live (a device backend): tokens[r] (host memory) = the token
+    // rows[r] (host memory) picks from logits[r, 0:vocab_size) (backend memory), so a step
+    // downloads one id per row instead of its logits. Only where device_sampling() is true; the
+    // model calls it only for rows a SampleRow describes (no penalties, logit_bias or min-p).
+    virtual bool device_sampling() const { return false; }
+    virtual void sample_rows(const float* logits, int32_t num_rows, int32_t vocab_size, const SampleRow* rows,
+                             int32_t* tokens) {
+        (void)logits, (void)num_rows, (void)vocab_size, (void)rows, (void)tokens;
     }
     // Waits until every op issued so far has finished (a no-op where ops run synchronously).
     virtual void synchronize() {}

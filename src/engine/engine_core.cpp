@@ -24,6 +24,9 @@ EngineCore::EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenize
       outputs_(tokenizer, scheduler_.context_length()) {}
 
 Status EngineCore::check_request(const RagRequest& request) const {
+    // The only way to an empty KV pool: the runner could not allocate the one asked for, and its
+    // status says why. Checked here once (the Scheduler's check_fits would refuse every request
+    // against an empty pool too, without the reason).
     LA_RETURN_IF_ERROR(runner_.status());
     return scheduler_.check_request(request);
 }
@@ -40,7 +43,7 @@ Expected<std::shared_ptr<RequestHandle>> EngineCore::add(RagRequest request, Req
 bool EngineCore::step() {
     const SchedulerOutput out = scheduler_.schedule();
     if (out.empty()) return out.progressed;
-    const ModelRunnerOutput ran = runner_.run(out);
+    ModelRunnerOutput ran = runner_.run(out);
     scheduler_.update(out, ran, outputs_);
     return true;
 }

@@ -149,8 +149,14 @@ Status Model::upload_plan(const ForwardBatch& batch, StepPlan* plan) {
     return {};
 }
 
+bool Model::samples_on_device(const std::vector<backend::SampleRow>& rows) const {
+    if (!backend_->device_sampling() || backend_->host_memory()) return false;
+    if (config_.final_logit_softcap <= 0.0f) return true;
+    return std::all_of(rows.begin(), rows.end(), [](const backend::SampleRow& r) { return r.temperature <= 0.0f; });
+}
+
 Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
-                      std::vector<int32_t>* greedy_tokens) {
+                      const std::vector<backend::SampleRow>* sample_rows, std::vector<int32_t>* tokens) {
     const kv::KvShape& shape = kv.shape();
     if (shape.num_layers != config_.num_layers || shape.num_kv_heads != config_.num_kv_heads ||
         shape.head_dim != config_.head_dim) {
@@ -207,10 +213,13 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     LA_RETURN_IF_ERROR(normed_.reserve(be, num_out * hidden));
     be.gather_rows(x_.data(), plan.logit_rows, int32_t(num_out), hidden, gathered_.data());
     be.rmsnorm(gathered_.data(), output_norm_, normed_.data(), num_out, hidden, config_.norm_eps);
-    // Greedy rows sampled where the logits are: one id per row comes back, not the logits
-    // (the final soft-cap is monotonic, so it cannot change the argmax).
-    const bool on_device = greedy_tokens != nullptr && be.device_argmax() && !be.host_memory();
-    if (greedy_tokens != nullptr) greedy_tokens->clear();
+    // Rows sampled where the logits are: one id per row comes back, not the logits.
+    const bool on_device = sample_rows != nullptr && tokens != nullptr && samples_on_device(*sample_rows);
+    if (on_device && int64_t(sample_rows->size()) != num_out) {
+        return internal_error("forward: " + std::to_string(sample_rows->size()) + " sample rows for " +
+                              std::to_string(num_out) + " logit rows");
+    }
+    if (tokens != nullptr) tokens->clear();
     logits->resize(on_device ? 0 : num_out * config_.vocab_size);
     // A host-memory backend writes the logits in place; any other writes its own array, read back.
     float* out = logits->data();
@@ -220,8 +229,8 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     }
     if (num_out > 0) be.matmul(weights_.output().params(normed_.data(), out, num_out));
     if (on_device && num_out > 0) {
-        greedy_tokens->resize(size_t(num_out));
-        be.argmax_rows(out, int32_t(num_out), config_.vocab_size, greedy_tokens->data());
+        tokens->resize(size_t(num_out));
+        be.sample_rows(out, int32_t(num_out), config_.vocab_size, sample_rows->data(), tokens->data());
     } else if (!be.host_memory() && num_out > 0) {
         be.download(logits->data(), out, sizeof(float) * logits->size());
     }
@@ -236,8 +245,8 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
 
 void Model::run_kv_copies(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv) {
     for (const KvBlockCopy& c : batch.kv_copies) {
-        backend_->kv_copy_rotate(kv, layer,
-                                 {c.src_blocks.data(), c.dst_blocks.data(), c.num_tokens, c.delta, rerotation_rope(layer)});
+        backend_->kv_copy_rotate(
+            kv, layer, {c.src_blocks.data(), c.dst_blocks.data(), c.num_tokens, c.delta, rerotation_rope(layer)});
     }
 }
 

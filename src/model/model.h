@@ -43,11 +43,18 @@ public:
     // `kv` (the backend's pool) at its slot, attends as the plan says and returns logits for
     // batch.logit_rows in `logits` ([logit_rows.size(), vocab]). A plan of copies only returns
     // no logits.
-    // `greedy_tokens` (optional): every logit row is greedy, so a backend that can sample where
-    // the logits live (Backend::device_argmax) fills it with one token per logit row and leaves
-    // `logits` empty; otherwise it stays empty and `logits` holds the rows.
+    // `sample_rows` (optional, one per logit row, only where samples_on_device() said yes for
+    // them): the backend picks each row's token where the logits live and `tokens` receives one
+    // id per logit row, `logits` left empty. Without them `tokens` stays empty and `logits`
+    // holds the rows.
     Status forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
-                   std::vector<int32_t>* greedy_tokens = nullptr);
+                   const std::vector<backend::SampleRow>* sample_rows = nullptr,
+                   std::vector<int32_t>* tokens = nullptr);
+    // Whether forward() can sample `rows` on the device: the backend samples where its logits
+    // live (and they do not live on the host), and no row with a temperature meets the final
+    // soft-cap, which the host applies to downloaded logits (monotonic, so it never changes an
+    // argmax, but it changes the probabilities a sampled row draws from).
+    bool samples_on_device(const std::vector<backend::SampleRow>& rows) const;
 
 private:
     Model() = default;
@@ -91,7 +98,7 @@ private:
     ModelConfig config_;
     ModelWeights weights_;
     backend::Backend* backend_ = nullptr;
-    RopeTables rope_global_, rope_local_;  // local: sliding-window layers only
+    RopeTables rope_global_, rope_local_;                     // local: sliding-window layers only
     std::vector<std::unique_ptr<backend::Buffer>> resident_;  // what resident() uploaded
     std::vector<LayerNorms> norms_;
     const float* output_norm_ = nullptr;

@@ -17,10 +17,10 @@
 #include <cstdio>
 #include <random>
 
-#include "backend/device.h"
 #include "backend/cuda/cuda_engine_backend.h"
-#include "engine/sync_engine.h"
+#include "backend/device.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/sync_engine.h"
 #include "greedy_agreement.h"
 #include "random_inputs.h"
 #include "require_cuda_device.h"
@@ -191,22 +191,82 @@ TEST_F(CudaEngine, AMixedStepGivesEachRequestWhatItGetsAlone) {
     EXPECT_EQ((*h2)->wait().token_ids, alone_second->token_ids);
 }
 
+// Seeded temperature / top-k / top-p requests are sampled on the device (one id per row comes
+// back) with the draws of each request's own Sampler, and pick the tokens the host's Sampler
+// picks from the same logits. The host path compared with is this backend's: the same request
+// asking for logprobs, which only the host computes. (The CPU engine's logits differ from these
+// by bf16 rounding, enough to move a draw across a boundary between two tokens now and then.)
+TEST_F(CudaEngine, SeededSamplingOnTheDevicePicksTheHostSamplersTokens) {
+    std::mt19937_64 rng(testing::test_seed() + 4);
+    struct Setting {
+        float temperature;
+        int32_t top_k;
+        float top_p;
+    };
+    const Setting settings[] = {{0.8f, 0, 1.0f}, {1.5f, 5, 1.0f}, {1.0f, 0, 0.9f}, {0.7f, 8, 0.8f}};
+    constexpr int32_t kTokens = 12;
+    std::vector<engine::RagRequest> requests;
+    std::vector<std::vector<int32_t>> alone;
+    bool any_differs_from_greedy = false;
+    for (const Setting& setting : settings) {
+        auto req = request_of({random_tokens(rng, 13)}, random_tokens(rng, 7), kTokens);
+        req.sampling.temperature = setting.temperature;
+        req.sampling.top_k = setting.top_k;
+        req.sampling.top_p = setting.top_p;
+        req.sampling.seed = rng();
+        auto device = make_engine(backend::Device::kCuda, engine::CacheMode::kLazy);
+        auto host = make_engine(backend::Device::kCuda, engine::CacheMode::kLazy);
+        auto d = device->run(req);
+        ASSERT_TRUE(d.ok()) << d.status().to_string();
+        ASSERT_EQ(d->token_ids.size(), size_t(kTokens));
+        EXPECT_GE(device->core().runner().num_device_sampled_steps(), kTokens) << "not sampled on the device";
+        auto host_req = req;
+        host_req.sampling.logprobs = 0;
+        auto h = host->run(host_req);
+        ASSERT_TRUE(h.ok()) << h.status().to_string();
+        EXPECT_EQ(host->core().runner().num_device_sampled_steps(), 0) << "logprobs rows must take the host path";
+        EXPECT_EQ(d->token_ids, h->token_ids)
+            << "temperature " << setting.temperature << " top_k " << setting.top_k << " top_p " << setting.top_p;
+        auto greedy_req = req;
+        greedy_req.sampling.temperature = 0.0f;
+        auto g = device->run(greedy_req);
+        ASSERT_TRUE(g.ok());
+        any_differs_from_greedy |= g->token_ids != d->token_ids;
+        requests.push_back(req);
+        alone.push_back(d->token_ids);
+    }
+    EXPECT_TRUE(any_differs_from_greedy) << "the sampled runs all equal greedy: the draws were not used";
+
+    // All of them in the same steps: each row keeps its own settings and its own sampler's draws.
+    auto gpu = make_engine(backend::Device::kCuda, engine::CacheMode::kLazy);
+    engine::EngineCore& core = gpu->core();
+    std::vector<std::shared_ptr<engine::RequestHandle>> handles;
+    for (const auto& req : requests) {
+        auto h = core.add(req);
+        ASSERT_TRUE(h.ok()) << h.status().to_string();
+        handles.push_back(*h);
+    }
+    while (core.step()) {
+    }
+    for (size_t i = 0; i < handles.size(); ++i) EXPECT_EQ(handles[i]->wait().token_ids, alone[i]) << "request " << i;
+}
+
 TEST_F(CudaEngine, LazyLazyKAndBlockAttnAgreeOnTheCudaBackend) {
     std::mt19937_64 rng(testing::test_seed() + 2);
     auto lazy = make_engine(backend::Device::kCuda, engine::CacheMode::kLazy);
     auto lazy_k = make_engine(backend::Device::kCuda, engine::CacheMode::kLazyK);
     auto block = make_engine(backend::Device::kCuda, engine::CacheMode::kBlockAttn);
-    auto req = request_of({random_tokens(rng, 17), random_tokens(rng, 33), random_tokens(rng, 9)},
-                          random_tokens(rng, 11), 8);
+    auto req =
+        request_of({random_tokens(rng, 17), random_tokens(rng, 33), random_tokens(rng, 9)}, random_tokens(rng, 11), 8);
     for (int order = 0; order < 2; ++order) {
         // Twice each: the first run computes the documents, the second reads them from cache.
         for (int pass = 0; pass < 2; ++pass) {
             auto a = lazy->tail_logits(req), b = lazy_k->tail_logits(req), c = block->tail_logits(req);
-            ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.status().to_string() << b.status().to_string()
-                                                    << c.status().to_string();
-            std::printf("[cuda engine] order %d pass %d: relative logit difference to lazy: lazy-k %.2e, block-attn %.2e\n",
-                        order, pass, testing::max_relative_difference(*b, *a),
-                        testing::max_relative_difference(*c, *a));
+            ASSERT_TRUE(a.ok() && b.ok() && c.ok())
+                << a.status().to_string() << b.status().to_string() << c.status().to_string();
+            std::printf(
+                "[cuda engine] order %d pass %d: relative logit difference to lazy: lazy-k %.2e, block-attn %.2e\n",
+                order, pass, testing::max_relative_difference(*b, *a), testing::max_relative_difference(*c, *a));
             testing::expect_close(*b, *a, kModeLogitTol, 1.0, "lazy-k vs lazy");
             testing::expect_close(*c, *a, kModeLogitTol, 1.0, "block-attn vs lazy");
             auto ra = lazy->run(req), rb = lazy_k->run(req), rc = block->run(req);

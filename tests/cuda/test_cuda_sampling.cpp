@@ -15,7 +15,7 @@
 #include "backend/cuda/sampling.h"
 #include "cuda_test_util.h"
 #ifdef LA_CUDA_EMULATE
-#include "backend/cuda/emu/cuda_emulator.h"
+#include "support/cuda_emulator/cuda_emulator.h"
 #endif
 
 namespace lazyattn::cuda_test {

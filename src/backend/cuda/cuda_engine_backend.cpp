@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -95,8 +96,7 @@ public:
             } else if (p.x != first.x || p.in_dim != first.in_dim || p.num_rows != first.num_rows) {
                 s = internal_error("cuda matmuls: the products do not share one input");
             } else {
-                s = cuda_->gemm(
-                    {x_bf16_.data(), w->data(), p.y, GemmOutType::kF32, p.num_rows, p.out_dim, p.in_dim});
+                s = cuda_->gemm({x_bf16_.data(), w->data(), p.y, GemmOutType::kF32, p.num_rows, p.out_dim, p.in_dim});
                 if (s.ok() && p.bias != nullptr) s = cuda_->add_bias(p.y, p.bias, p.num_rows, p.out_dim);
             }
         }
@@ -204,12 +204,44 @@ public:
             record(cuda_->attention_prefill(f));
         }
     }
-    bool device_argmax() const override { return true; }
-    void argmax_rows(const float* logits, int32_t num_rows, int32_t vocab_size, int32_t* tokens) override {
-        Status st = argmax_ids_.reserve(*this, std::max<int64_t>(num_rows, 1));
+    bool device_sampling() const override { return true; }
+    // The kernel's settings go up as one upload (temperatures, top-p, draws, top-k: four words a
+    // row, after which the kernel writes the tokens), and only the tokens come back. An all-greedy
+    // step uploads nothing (the argmax needs no settings).
+    void sample_rows(const float* logits, int32_t num_rows, int32_t vocab_size, const backend::SampleRow* rows,
+                     int32_t* tokens) override {
+        const size_t n = size_t(num_rows);
+        Status st = sample_args_.reserve(*this, 5 * int64_t(std::max<int32_t>(num_rows, 1)));
         if (!st.ok()) return record(st);
-        record(cuda_->argmax(logits, vocab_size, num_rows, vocab_size, argmax_ids_.data()));
-        download(tokens, argmax_ids_.data(), sizeof(int32_t) * size_t(num_rows));
+        int32_t* ids = sample_args_.data() + 4 * n;
+        const bool greedy =
+            std::all_of(rows, rows + n, [](const backend::SampleRow& r) { return r.temperature <= 0.0f; });
+        if (greedy) {
+            record(cuda_->argmax(logits, vocab_size, num_rows, vocab_size, ids));
+        } else {
+            sample_staging_.resize(4 * n);
+            int32_t* w = sample_staging_.data();
+            for (size_t r = 0; r < n; ++r) {
+                w[r] = std::bit_cast<int32_t>(rows[r].temperature);
+                w[n + r] = std::bit_cast<int32_t>(rows[r].top_p);
+                w[2 * n + r] = std::bit_cast<int32_t>(rows[r].uniform);
+                w[3 * n + r] = rows[r].top_k;
+            }
+            upload(sample_args_.data(), sample_staging_.data(), sizeof(int32_t) * 4 * n);
+            const float* device_f = reinterpret_cast<const float*>(sample_args_.data());
+            SampleParams p{};
+            p.logits = logits;
+            p.row_stride = vocab_size;
+            p.num_rows = num_rows;
+            p.vocab_size = vocab_size;
+            p.temperature = device_f;
+            p.top_p = device_f + n;
+            p.uniform = device_f + 2 * n;
+            p.top_k = sample_args_.data() + 3 * n;
+            p.tokens = ids;
+            record(cuda_->sample(p));
+        }
+        download(tokens, ids, sizeof(int32_t) * n);
     }
 
     Expected<std::unique_ptr<backend::KvMemory>> allocate_kv(const kv::KvShape& shape) override {
@@ -309,7 +341,8 @@ private:
         int decode_splits = 1;
     } plan_;
     backend::BackendArray<kernels::AttentionSeq> decode_seqs_, prefill_seqs_;
-    backend::BackendArray<int32_t> argmax_ids_;  // greedy tokens before their download
+    backend::BackendArray<int32_t> sample_args_;  // sample_rows' settings, then its tokens
+    std::vector<int32_t> sample_staging_;         // the settings on the host, before their upload
 };
 
 }  // namespace

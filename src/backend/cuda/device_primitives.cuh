@@ -1,7 +1,7 @@
 // Device building blocks shared by the kernels: bf16 packing, warp reductions, and thin wrappers
 // over the PTX the kernels use (cp.async, ldmatrix, mma.sync m16n8k16 bf16). Every kernel reaches
 // hardware-specific instructions only through this file, so that with LA_CUDA_EMULATE the same
-// kernel sources compile as C++ and run on the CPU emulator (emu/cuda_emulator.h).
+// kernel sources compile as C++ and run on the CPU emulator (tests/support/cuda_emulator).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #ifdef LA_CUDA_EMULATE
-#include "backend/cuda/emu/cuda_emulator.h"
+#include "support/cuda_emulator/cuda_emulator.h"
 #define LA_SHARED static
 #define LA_DYNAMIC_SMEM(name) unsigned char* name = ::lazyattn::emu::dynamic_smem()
 // Launches `kernel` (a function pointer, not a template-id with commas) on the emulator.

@@ -9,16 +9,14 @@ RequestOutput& OutputProcessor::output_of(SequenceState& s) {
     return *s.output;
 }
 
-std::string OutputProcessor::on_token(SequenceState& s, int32_t token, const TokenLogprobs* logprobs) {
+std::string OutputProcessor::on_token(SequenceState& s, int32_t token, TokenLogprobs* logprobs) {
     const RagRequest& r = s.request;
-    TokenLogprobs lp = logprobs != nullptr ? *logprobs : TokenLogprobs{};
-    TokenLogprobs* want_lp = logprobs != nullptr ? &lp : nullptr;
     if (!r.ignore_eos && tokenizer_.is_end_of_generation(token)) {
-        s.handle->push_token(token, "", want_lp);
+        s.handle->push_token(token, "", logprobs);
         return "stop";
     }
     RequestOutput& out = output_of(s);
-    s.handle->push_token(token, out.stops.push(out.decoder.push(token)), want_lp);
+    s.handle->push_token(token, out.stops.push(out.decoder.push(token)), logprobs);
     if (out.stops.stopped()) return "stop";
     if (s.num_generated >= r.max_tokens || s.kv.next_position() >= context_length_) return "length";
     return "";

@@ -24,7 +24,9 @@ public:
 
     // The token just sampled for s (already counted in s.num_generated and s.history): streams
     // its text and returns the finish reason it causes ("stop" or "length"), or "" to go on.
-    std::string on_token(SequenceState& s, int32_t token, const TokenLogprobs* logprobs);
+    // `logprobs` (null when none were asked) is moved into the request's handle: the runner's
+    // output is not read after this step, so its top alternatives are not copied.
+    std::string on_token(SequenceState& s, int32_t token, TokenLogprobs* logprobs);
     // The request ends with "stop" or "length": releases the text held back.
     void flush(SequenceState& s);
 

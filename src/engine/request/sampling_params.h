@@ -35,11 +35,12 @@ struct SamplingParams {
     // kInvalidArgument when logit_bias names a token outside [0, vocab_size) (the engine checks
     // every request; the server first, to name the field).
     Status check_vocabulary(int32_t vocab_size) const;
-    // The next token is the argmax of the raw logits: greedy, nothing changes the logits, no
-    // logprobs asked (what a device backend may sample where the logits live).
-    bool plain_greedy() const {
-        return temperature <= 0.0f && repetition_penalty == 1.0f && presence_penalty == 0.0f &&
-               frequency_penalty == 0.0f && logit_bias.empty() && logprobs < 0;
+    // Nothing changes the logits before the draw and no logprobs are asked: the next token is
+    // the raw logits' argmax, or a temperature / top-k / top-p draw from them (min-p off), which
+    // is what a device backend may sample where the logits live (backend::SampleRow).
+    bool samples_raw_logits() const {
+        return repetition_penalty == 1.0f && presence_penalty == 0.0f && frequency_penalty == 0.0f &&
+               logit_bias.empty() && logprobs < 0 && (temperature <= 0.0f || min_p <= 0.0f);
     }
 };
 

@@ -43,25 +43,46 @@ std::unique_ptr<backend::KvMemory> allocate_pool(model::Model& model, const Engi
 ModelRunner::ModelRunner(model::Model& model, const EngineConfig& config)
     : model_(model), kv_memory_(allocate_pool(model, config, &status_)) {}
 
+bool ModelRunner::device_sample_rows(const SchedulerOutput& step) {
+    // Every row with logits must be one the device can pick from the raw logits (or unused): one
+    // row per tail, its request neither changing the logits nor asking for logprobs.
+    if (step.tails.empty()) return false;
+    for (const TailChunk& t : step.tails) {
+        if (t.all_logits || (t.sample && !t.seq->request.sampling.samples_raw_logits())) return false;
+    }
+    sample_rows_.assign(step.tails.size(), backend::SampleRow{});  // unused rows: greedy, no draw
+    for (size_t i = 0; i < step.tails.size(); ++i) {
+        if (!step.tails[i].sample) continue;
+        const SamplingParams& p = step.tails[i].seq->request.sampling;
+        sample_rows_[i].temperature = p.temperature;
+        sample_rows_[i].top_k = p.top_k;
+        sample_rows_[i].top_p = p.top_p;
+    }
+    if (!model_.samples_on_device(sample_rows_)) return false;
+    // Decided: only now are the draws taken, so a step sampled on the host draws them itself and
+    // each sampler's sequence of draws is the same on either side.
+    for (size_t i = 0; i < step.tails.size(); ++i) {
+        if (sample_rows_[i].temperature > 0.0f) sample_rows_[i].uniform = step.tails[i].seq->sampler->next_uniform();
+    }
+    return true;
+}
+
 ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
     ModelRunnerOutput out;
-    // Where every row with logits is a plain greedy choice (or unused), the backend may pick the
-    // tokens where the logits live and return one id per row.
-    bool greedy = !step.tails.empty();
-    for (const TailChunk& t : step.tails) {
-        greedy &= !t.all_logits && (!t.sample || t.seq->request.sampling.plain_greedy());
-    }
+    const bool on_device = device_sample_rows(step);
     const double t0 = now_ms();
-    const Status st = model_.forward(step.batch, *kv_memory_, &logits_, greedy ? &greedy_tokens_ : nullptr);
+    const Status st =
+        model_.forward(step.batch, *kv_memory_, &logits_, on_device ? &sample_rows_ : nullptr, &device_tokens_);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
     out.forward_ms = now_ms() - t0;
-    if (greedy && !greedy_tokens_.empty()) {
-        LA_CHECK(greedy_tokens_.size() == step.tails.size());
+    if (on_device) {
+        // The rows' draws were taken from their samplers already: the device must have used them.
+        LA_CHECK(device_tokens_.size() == step.tails.size());
         ++num_device_sampled_steps_;
         out.tails.resize(step.tails.size());
         for (size_t i = 0; i < step.tails.size(); ++i) {
             out.tails[i].num_logit_rows = 1;
-            if (step.tails[i].sample) out.tails[i].token = greedy_tokens_[i];
+            if (step.tails[i].sample) out.tails[i].token = device_tokens_[i];
         }
         return out;
     }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/kv_memory.h"
 #include "core/status.h"
 #include "engine/engine_config.h"
@@ -34,11 +35,16 @@ public:
     model::Model& model() { return model_; }
 
 private:
+    // Whether this step's tokens are sampled on the device; when so, sample_rows_ holds one row
+    // per tail with the draws taken from the requests' samplers.
+    bool device_sample_rows(const SchedulerOutput& step);
+
     model::Model& model_;
     Status status_;
     std::unique_ptr<backend::KvMemory> kv_memory_;  // never null
     std::vector<float> logits_;                     // reused across steps
-    std::vector<int32_t> greedy_tokens_;            // one per logit row, when sampled on the device
+    std::vector<backend::SampleRow> sample_rows_;   // one per logit row, when sampled on the device
+    std::vector<int32_t> device_tokens_;            // their tokens
     int64_t num_device_sampled_steps_ = 0;
 };
 

@@ -85,7 +85,6 @@ void Scheduler::fit_default_max_tokens(RagRequest& r) const {
 
 Status Scheduler::check_request(const RagRequest& request) const {
     LA_RETURN_IF_ERROR(kv_.status());
-    if (kv_.num_blocks() == 0) return resource_exhausted("the KV pool has no blocks");
     LA_RETURN_IF_ERROR(validate(request));
     return kv_.check_fits(request, kv_.seeds_for(request.tenant), context_length());
 }

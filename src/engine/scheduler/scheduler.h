@@ -29,10 +29,10 @@
 
 #include "core/status.h"
 #include "engine/engine_config.h"
-#include "engine/scheduler/kv_manager.h"
 #include "engine/request/request_handle.h"
-#include "engine/sequence/sequence_state.h"
+#include "engine/scheduler/kv_manager.h"
 #include "engine/scheduler_output.h"
+#include "engine/sequence/sequence_state.h"
 
 namespace lazyattn::engine {
 
@@ -104,8 +104,9 @@ public:
     // planned. progressed says whether anything moved; empty() outputs need no runner.
     SchedulerOutput schedule();
     // Applies what the runner computed for `out` (the last schedule()'s): counters, published
-    // blocks, prompt logprobs, sampled tokens through `outputs`, finished requests.
-    void update(const SchedulerOutput& out, const ModelRunnerOutput& ran, OutputProcessor& outputs);
+    // blocks, prompt logprobs, sampled tokens through `outputs`, finished requests. The logprobs
+    // in `ran` are moved into the requests (it is the step's own output, not read afterwards).
+    void update(const SchedulerOutput& out, ModelRunnerOutput& ran, OutputProcessor& outputs);
     bool idle() const { return waiting_.empty() && running_.empty(); }
 
     SchedulerStats stats() const;

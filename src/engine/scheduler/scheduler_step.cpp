@@ -91,7 +91,7 @@ SchedulerOutput Scheduler::schedule() {
     return out;
 }
 
-void Scheduler::update(const SchedulerOutput& out, const ModelRunnerOutput& ran, OutputProcessor& outputs) {
+void Scheduler::update(const SchedulerOutput& out, ModelRunnerOutput& ran, OutputProcessor& outputs) {
     if (out.batch.num_rows() == 0) return;  // block-attn copies only
     ++step_count_;
     {
@@ -117,14 +117,14 @@ void Scheduler::update(const SchedulerOutput& out, const ModelRunnerOutput& ran,
     LA_CHECK(ran.tails.size() == out.tails.size());
     for (size_t i = 0; i < out.tails.size(); ++i) {
         const TailChunk& t = out.tails[i];
-        const TailResult& r = ran.tails[i];
+        TailResult& r = ran.tails[i];
         SequenceState& s = *t.seq;
         if (t.all_logits && s.want_all_tail_logits) {
             s.tail_logits.insert(s.tail_logits.end(), r.logits, r.logits + size_t(r.num_logit_rows) * vocab);
         }
-        for (const auto& [k, lp] : r.prompt_logprobs) {
+        for (auto& [k, lp] : r.prompt_logprobs) {
             s.prompt_logprobs[k] = lp.logprob;
-            s.prompt_top_logprobs[k] = lp.top;
+            s.prompt_top_logprobs[k] = std::move(lp.top);
         }
         const bool was_prompt = !s.prompt_done();
         s.kv.num_tail_computed = t.end;

@@ -9,8 +9,8 @@ namespace lazyattn::engine {
 Status SamplingParams::check_vocabulary(int32_t vocab_size) const {
     for (const auto& [id, bias] : logit_bias) {
         if (id < 0 || id >= vocab_size) {
-            return invalid_argument("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
-                                    std::to_string(vocab_size) + ")");
+            return invalid_argument("logit_bias names token id " + std::to_string(id) +
+                                    ", outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
         }
     }
     return {};
@@ -49,7 +49,24 @@ int32_t argmax(const float* logits, int32_t n) {
     return best;
 }
 
+size_t pick_by_running_sum(std::span<const double> weights, double u) {
+    double total = 0.0;
+    for (double w : weights) total += w;
+    const double target = u * total;
+    double cum = 0.0;
+    for (size_t i = 0; i < weights.size(); ++i) {
+        cum += weights[i];
+        if (cum >= target) return i;
+    }
+    return weights.empty() ? 0 : weights.size() - 1;
+}
+
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+
+float Sampler::next_uniform() {
+    // The generator's top 24 bits: an integer below 2^24 times 2^-24 is exact in a float.
+    return float(rng_() >> 40) * 0x1p-24f;
+}
 
 int32_t Sampler::sample(const float* logits, int32_t vocab_size, std::span<const int32_t> history,
                         size_t num_prompt_tokens, TokenLogprobs* logprobs) {
@@ -134,8 +151,7 @@ int32_t Sampler::draw() {
     for (size_t i = 0; i < keep; ++i) {
         weights[i] = std::exp((double(candidates_[i].first) - max_logit) / params_.temperature);
     }
-    std::discrete_distribution<size_t> dist(weights.begin(), weights.end());
-    return candidates_[dist(rng_)].second;
+    return candidates_[pick_by_running_sum(weights, next_uniform())].second;
 }
 
 }  // namespace lazyattn::engine

@@ -3,6 +3,11 @@
 // draw from the seeded generator; greedy when the temperature is zero. Deterministic for a given
 // seed.
 //
+// The draw is one uniform u per sampled token (next_uniform()) and the explicit rule of
+// pick_by_running_sum(), the rule the device's sampling kernel follows too
+// (backend::SampleRow): a row sampled on the device with this sampler's u picks the token the
+// host would have.
+//
 // Logprobs (when SamplingParams::logprobs >= 0) are those of the model's distribution AFTER the
 // penalties and logit_bias but BEFORE temperature, top-k, top-p and min-p: log_softmax(penalized logits) over
 // the whole vocabulary. This is what vLLM reports by default ("processed" logits without the
@@ -35,6 +40,12 @@ public:
     // The logits after the penalties of the latest sample() (what logprobs are computed from).
     const std::vector<float>& penalized_logits() const { return penalized_; }
 
+    // The draw of the next token sampled at a temperature (greedy tokens draw none): u in
+    // [0, 1) from the seeded generator, a multiple of 2^-24 so that it is exactly a float and
+    // the device kernel, which takes u as a float, sees the number this sampler's own draw would
+    // use. sample() calls it; a caller sampling on the device calls it instead of sample().
+    float next_uniform();
+
 private:
     void apply_repetition_penalty(std::span<const int32_t> history);
     void apply_presence_frequency(std::span<const int32_t> generated);
@@ -48,5 +59,12 @@ private:
 };
 
 int32_t argmax(const float* logits, int32_t n);
+
+// The selection rule of every sampled draw, here and on the device: the first index at which the
+// running sum of `weights` (non-negative, in candidate order) reaches u * their total; the last
+// index when rounding leaves the sum short of it. The device sums in float and fixed point in
+// another order, so for a u within rounding (~1e-6 relative) of a boundary between two
+// candidates the two may pick neighbours; everywhere else they pick the same one.
+size_t pick_by_running_sum(std::span<const double> weights, double u);
 
 }  // namespace lazyattn::engine

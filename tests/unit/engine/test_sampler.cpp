@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 namespace lazyattn::engine {
@@ -71,6 +72,98 @@ TEST(Sampler, TopKTopPMinPRestrictTheCandidates) {
     EXPECT_EQ(draw_set(mp).size(), 2u);
     // Very low temperature is almost greedy; plain temperature 1 reaches token 2 too.
     EXPECT_GE(draw_set(base).size(), 3u);
+}
+
+// The selection rule shared with the device kernel: the first index whose running sum reaches
+// u * total (exactly at a boundary the lower index: the sum "reaches" it there).
+TEST(Sampler, PickByRunningSumIsTheFirstIndexReachingUTimesTheTotal) {
+    const std::vector<double> w{1.0, 2.0, 3.0, 4.0};  // total 10, running sums 1 3 6 10
+    EXPECT_EQ(pick_by_running_sum(w, 0.0), 0u);
+    EXPECT_EQ(pick_by_running_sum(w, 0.1), 0u);
+    EXPECT_EQ(pick_by_running_sum(w, 0.1001), 1u);
+    EXPECT_EQ(pick_by_running_sum(w, 0.3), 1u);
+    EXPECT_EQ(pick_by_running_sum(w, 0.45), 2u);
+    EXPECT_EQ(pick_by_running_sum(w, 0.61), 3u);
+    EXPECT_EQ(pick_by_running_sum(w, 0.999999), 3u);
+    // A zero weight is never picked unless it is first and u is 0 (the kernel's rule too).
+    const std::vector<double> z{1.0, 0.0, 1.0};
+    EXPECT_EQ(pick_by_running_sum(z, 0.5), 0u);
+    EXPECT_EQ(pick_by_running_sum(z, 0.5001), 2u);
+    // Rounding leaving the sum short of the target picks the last index.
+    EXPECT_EQ(pick_by_running_sum(w, 1.0 + 1e-12), 3u);
+}
+
+TEST(Sampler, NextUniformIsAnExactFloatInZeroOneAndSeeded) {
+    SamplingParams p;
+    p.seed = 11;
+    Sampler a(p), b(p);
+    for (int i = 0; i < 1000; ++i) {
+        const float u = a.next_uniform();
+        EXPECT_GE(u, 0.0f);
+        EXPECT_LT(u, 1.0f);
+        const double scaled = double(u) * double(1 << 24);  // a multiple of 2^-24
+        EXPECT_EQ(scaled, std::floor(scaled));
+        EXPECT_EQ(u, b.next_uniform());
+    }
+}
+
+// Empirical frequencies of `draws` seeded draws against `want` (the renormalized softmax):
+// within 5 standard errors of a binomial count, sqrt(p (1 - p) / draws), plus 1e-4 for the
+// 2^-24 grid of the draws. The seed is fixed, so this is a deterministic check of the rule, not
+// a flaky statistical one; 5 sigma leaves room for any seed.
+void expect_frequencies(const std::vector<float>& logits, const SamplingParams& p, const std::vector<double>& want,
+                        int draws) {
+    Sampler s(p);
+    std::vector<int> counts(logits.size(), 0);
+    for (int i = 0; i < draws; ++i) ++counts[s.sample(logits.data(), int32_t(logits.size()), {}, 0)];
+    for (size_t t = 0; t < logits.size(); ++t) {
+        const double f = double(counts[t]) / draws;
+        const double tol = 5.0 * std::sqrt(want[t] * (1.0 - want[t]) / draws) + 1e-4;
+        EXPECT_NEAR(f, want[t], tol) << "token " << t;
+        if (want[t] == 0.0) EXPECT_EQ(counts[t], 0) << "token " << t << " was truncated away";
+    }
+}
+
+// softmax(logits / temperature) over the tokens in `keep`, 0 elsewhere.
+std::vector<double> softmax_over(const std::vector<float>& logits, float temperature, const std::vector<int>& keep) {
+    std::vector<double> p(logits.size(), 0.0);
+    double sum = 0.0;
+    for (int t : keep) sum += p[t] = std::exp(double(logits[t]) / temperature);
+    for (double& x : p) x /= sum;
+    return p;
+}
+
+TEST(Sampler, TemperatureDrawsFollowTheSoftmax) {
+    const std::vector<float> logits{2.0f, 1.0f, 0.5f, 0.0f, -1.0f, 1.0f};
+    for (float temperature : {0.5f, 1.0f, 1.7f}) {
+        SamplingParams p;
+        p.temperature = temperature;
+        p.seed = 5;
+        expect_frequencies(logits, p, softmax_over(logits, temperature, {0, 1, 2, 3, 4, 5}), 100000);
+    }
+}
+
+TEST(Sampler, TopKAndTopPTruncateThenRenormalize) {
+    const std::vector<float> logits{5.0f, 4.0f, 3.0f, 0.0f, -5.0f, 4.0f};
+    SamplingParams k;
+    k.temperature = 1.3f;
+    k.top_k = 3;  // 0, then the tied 1 and 5 (ties by the lower id: both fit)
+    k.seed = 3;
+    expect_frequencies(logits, k, softmax_over(logits, 1.3f, {0, 1, 5}), 100000);
+    k.top_k = 2;  // 0 and 1: the tie at 4.0 is broken by the lower id
+    expect_frequencies(logits, k, softmax_over(logits, 1.3f, {0, 1}), 100000);
+    // At temperature 1: p(0) ~ 0.533, p(1) = p(5) ~ 0.196, p(2) ~ 0.072. top_p 0.8 keeps the
+    // shortest prefix reaching 0.8: 0, 1, 5 (0.924); temperature then reshapes only those.
+    SamplingParams tp;
+    tp.temperature = 0.6f;
+    tp.top_p = 0.8f;
+    tp.seed = 9;
+    expect_frequencies(logits, tp, softmax_over(logits, 0.6f, {0, 1, 5}), 100000);
+    // top-k first, then top-p over the top-k set's renormalized probabilities: of {0, 1}
+    // (0.731, 0.269) top_p 0.7 keeps 0 alone.
+    tp.top_k = 2;
+    tp.top_p = 0.7f;
+    expect_frequencies(logits, tp, softmax_over(logits, 0.6f, {0}), 2000);
 }
 
 TEST(SamplingParams, ValidateRejectsBadValues) {

@@ -1,7 +1,7 @@
 // The CPU emulator of cuda_emulator.h: fibers with a hand-written x86-64 context switch (no system
 // call per switch), a randomized round-robin scheduler per block, warp collectives, deferred
 // cp.async, guard-paged device memory, and the runtime API subset lazyattn calls.
-#include "backend/cuda/emu/cuda_emulator.h"
+#include "support/cuda_emulator/cuda_emulator.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <vector>
 
