@@ -21,7 +21,9 @@ enum class KvDtype : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_0 =
 struct KvTypes {
     KvDtype k = KvDtype::kF32;
     KvDtype v = KvDtype::kF32;
-    bool operator==(const KvTypes&) const = default;
+    // Written out: the CUDA sources include this header and compile as C++17.
+    bool operator==(const KvTypes& o) const { return k == o.k && v == o.v; }
+    bool operator!=(const KvTypes& o) const { return !(*this == o); }
 };
 constexpr KvTypes same_kv_types(KvDtype t) { return {t, t}; }
 

@@ -234,30 +234,29 @@ LA_AVX512 void attend_heads_grouped(const float* q, int num_heads, const void* k
     }
 }
 
+// The kernel for one head dim: quantized keys take the grouped kernel, the others attend_heads.
+template <int D, kernels::KvDtype KT, kernels::KvDtype VT>
+LA_AVX512 inline void attend_heads_of(const float* q, int num_heads, const void* k, const void* v, int d, int first,
+                                      int n, float* m, float* l, float* o) {
+    if constexpr (kernels::kv_dtype_quantized(KT)) {
+        attend_heads_grouped<D, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
+    } else {
+        attend_heads<D, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
+    }
+}
+
 template <kernels::KvDtype KT, kernels::KvDtype VT>
 LA_AVX512 void attend_decode_block_typed(const float* q, int num_heads, const void* k, const void* v, int d, int first,
                                          int n, float* m, float* l, float* o) {
-    if constexpr (kernels::kv_dtype_quantized(KT)) {
-        switch (d) {
-            case 64:
-                return attend_heads_grouped<64, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
-            case 128:
-                return attend_heads_grouped<128, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
-            case 256:
-                return attend_heads_grouped<256, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
-            default:
-                return attend_heads_grouped<0, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
-        }
-    }
     switch (d) {
         case 64:
-            return attend_heads<64, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
+            return attend_heads_of<64, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
         case 128:
-            return attend_heads<128, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
+            return attend_heads_of<128, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
         case 256:
-            return attend_heads<256, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
+            return attend_heads_of<256, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);
         default:
-            return attend_heads<0, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);  // other multiples of 16
+            return attend_heads_of<0, KT, VT>(q, num_heads, k, v, d, first, n, m, l, o);  // other multiples of 16
     }
 }
 
