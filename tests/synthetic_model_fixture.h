@@ -14,14 +14,14 @@
 
 namespace lazyattn::testing {
 
-inline std::string synthetic_model_path(const loader::SyntheticModelOptions& options, const std::string& tag) {
+inline std::string synthetic_model_path(const synthetic::SyntheticModelOptions& options, const std::string& tag) {
     static std::map<std::string, std::string> written;
     auto it = written.find(tag);
     if (it != written.end()) return it->second;
     const auto dir = std::filesystem::temp_directory_path() / ("lazyattn-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const std::string path = (dir / (tag + ".gguf")).string();
-    const Status st = loader::write_synthetic_model(path, options);
+    const Status st = synthetic::write_synthetic_model(path, options);
     EXPECT_TRUE(st.ok()) << st.to_string();
     written[tag] = path;
     return path;

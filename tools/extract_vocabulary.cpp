@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", source.status().to_string().c_str());
         return 1;
     }
-    const lazyattn::Status st = lazyattn::loader::write_vocabulary_gguf(**source, argv[2]);
+    const lazyattn::Status st = lazyattn::synthetic::write_vocabulary_gguf(**source, argv[2]);
     if (!st.ok()) {
         std::fprintf(stderr, "%s\n", st.to_string().c_str());
         return 1;

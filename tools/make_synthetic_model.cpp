@@ -15,7 +15,7 @@
 namespace la = lazyattn;
 
 int main(int argc, char** argv) {
-    la::loader::SyntheticModelOptions o;
+    la::synthetic::SyntheticModelOptions o;
     std::string path;
     std::string type = "f32";
     bool untied = false;
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     o.weight_type = it->second;
     o.tied_embeddings = !untied;
 
-    const la::Status written = la::loader::write_synthetic_model(path, o);
+    const la::Status written = la::synthetic::write_synthetic_model(path, o);
     if (!written.ok()) {
         std::fprintf(stderr, "error: %s\n", written.to_string().c_str());
         return 1;

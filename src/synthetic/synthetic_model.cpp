@@ -14,7 +14,9 @@
 #include "loader/quantize.h"
 #include "synthetic/synthetic_vocab.h"
 
-namespace lazyattn::loader {
+namespace lazyattn::synthetic {
+
+using namespace lazyattn::loader;  // the GGUF writer and reader this library drives
 
 namespace {
 
@@ -303,4 +305,4 @@ Status write_synthetic_model(const std::string& path, const SyntheticModelOption
     return b.writer().write(path);
 }
 
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::synthetic

@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "loader/ggml_type.h"
 
-namespace lazyattn::loader {
+namespace lazyattn::synthetic {
 
 struct SyntheticModelOptions {
     // "llama" (interleaved RoPE), "qwen2" (neox, qkv bias), "qwen3" (q/k head norms), "gemma3"
@@ -25,7 +25,7 @@ struct SyntheticModelOptions {
     // Type of the 2-D weight matrices (token_embd included): F32, F16, BF16, Q8_0, Q4_0, Q4_1,
     // Q5_0, Q5_1, Q2_K..Q6_K. Norms and biases are always F32. Quantized types need hidden and
     // ffn to be multiples of their block (32; 256 for the K-quants).
-    GgmlType weight_type = GgmlType::kF32;
+    loader::GgmlType weight_type = loader::GgmlType::kF32;
     bool tied_embeddings = true;  // false: also write output.weight
     float rope_freq_base = 10000.0f;
     int32_t head_dim = 0;  // attention.key_length; 0: hidden / heads (not written)
@@ -54,6 +54,6 @@ Status write_synthetic_model(const std::string& path, const SyntheticModelOption
 
 // ggml's llama_ftype number (general.file_type) for a file whose matrices are all `t` (the K
 // types as their _M mixes); 0 (all F32) for a type without one.
-uint32_t gguf_file_type(GgmlType t);
+uint32_t gguf_file_type(loader::GgmlType t);
 
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::synthetic

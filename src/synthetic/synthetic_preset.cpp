@@ -27,7 +27,9 @@
 #include "loader/quantize.h"
 #include "synthetic/synthetic_model.h"
 
-namespace lazyattn::loader {
+namespace lazyattn::synthetic {
+
+using namespace lazyattn::loader;  // the GGUF writer and reader this library drives
 namespace {
 
 // splitmix64 (as synthetic_model.cpp): fast and identical on every platform.
@@ -392,4 +394,4 @@ Status write_vocabulary_gguf(const GgufFile& source, const std::string& path) {
     return w.write(path);
 }
 
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::synthetic

@@ -19,8 +19,11 @@
 #include "loader/ggml_type.h"
 
 namespace lazyattn::loader {
-
 class GgufFile;
+}  // namespace lazyattn::loader
+
+namespace lazyattn::synthetic {
+
 
 struct SyntheticPreset {
     std::string name;  // "llama-1b"
@@ -46,7 +49,7 @@ const std::vector<SyntheticPreset>& synthetic_presets();
 
 struct SyntheticSpec {
     SyntheticPreset preset;
-    GgmlType weight_type = GgmlType::kQ4_K;  // the CPU's fast decode type
+    loader::GgmlType weight_type = loader::GgmlType::kQ4_K;  // the CPU's fast decode type
     uint64_t seed = 1;
     std::string canonical() const;  // "synthetic:llama-1b:Q4_K:seed=1"
 };
@@ -64,7 +67,7 @@ Expected<SyntheticSpec> parse_synthetic_spec(std::string_view model);
 // `tokenizer_source`; weights generated on `num_threads` threads (0: all cores), with a progress
 // bar on a terminal. Returns the path to open it by ("/proc/self/fd/N"); the image lives until
 // the process exits, and the same spec asked for again returns the same path.
-Expected<std::string> materialize_synthetic_model(const SyntheticSpec& spec, const GgufFile& tokenizer_source,
+Expected<std::string> materialize_synthetic_model(const SyntheticSpec& spec, const loader::GgufFile& tokenizer_source,
                                                   int num_threads);
 
 // The file a --model argument names: "" stays "" (the caller's default), a synthetic spec is
@@ -76,6 +79,6 @@ Expected<std::string> resolve_model_source(const std::string& model, const std::
 // Writes a vocabulary-only GGUF (general.architecture and the tokenizer.* metadata of `source`,
 // no tensors) to `path`: a few MiB that serve as a synthetic model's tokenizer on a machine
 // without the embedded model (the GPU bundle carries one, scripts/build_gpu_bundle.sh).
-Status write_vocabulary_gguf(const GgufFile& source, const std::string& path);
+Status write_vocabulary_gguf(const loader::GgufFile& source, const std::string& path);
 
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::synthetic

@@ -10,7 +10,7 @@
 
 #include "core/byte_unicode.h"
 
-namespace lazyattn::loader {
+namespace lazyattn::synthetic {
 
 namespace {
 
@@ -188,4 +188,4 @@ const std::string& synthetic_vocab_sample_text() {
     return kText;
 }
 
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::synthetic

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace lazyattn::loader {
+namespace lazyattn::synthetic {
 
 struct SyntheticVocab {
     std::vector<std::string> tokens;   // GPT-2 byte-alphabet spellings; id = index
@@ -33,4 +33,4 @@ SyntheticVocab build_synthetic_vocab(int max_merges = 300);
 // The built-in English sample text the merges are learned from.
 const std::string& synthetic_vocab_sample_text();
 
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::synthetic

@@ -33,7 +33,7 @@ constexpr double kCpuVsCudaLogitTol = testing::kBf16LogitTol;
 constexpr double kModeLogitTol = 3e-2;
 
 std::string tiny_path(const std::string& arch = "llama", bool tied_embeddings = true) {
-    loader::SyntheticModelOptions o;
+    synthetic::SyntheticModelOptions o;
     o.arch = arch;
     o.tied_embeddings = tied_embeddings;
     o.seed = 7;
@@ -96,11 +96,18 @@ protected:
 TEST_F(CudaEngine, RefusesAKvPoolTheKernelsCannotRead) {
     auto& lm = model_on(backend::Device::kCuda);
     ASSERT_EQ(lm.backend->name(), "cuda");
-    kv::KvShape shape{2, 4, 1, 16, 64, kernels::KvDtype::kF32};
-    auto kv = lm.backend->allocate_kv(shape);
-    ASSERT_FALSE(kv.ok());
-    EXPECT_EQ(kv.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(kv.status().message().find("--kv-dtype bf16"), std::string::npos) << kv.status().message();
+    // Refused at start-up naming the type and the device; q8_0 and q4_0 included (the CUDA
+    // kernels read bf16 only).
+    for (const kernels::KvDtype t : {kernels::KvDtype::kF32, kernels::KvDtype::kQ8_0, kernels::KvDtype::kQ4_0}) {
+        kv::KvShape shape{2, 4, 1, 16, 64, t, t};
+        auto kv = lm.backend->allocate_kv(shape);
+        ASSERT_FALSE(kv.ok());
+        EXPECT_EQ(kv.status().code(), StatusCode::kInvalidArgument);
+        const std::string& msg = kv.status().message();
+        EXPECT_NE(msg.find("--kv-dtype bf16"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(std::string("KV type ") + kernels::kv_dtype_name(t)), std::string::npos) << msg;
+        EXPECT_NE(msg.find("CUDA"), std::string::npos) << msg;
+    }
 }
 
 TEST_F(CudaEngine, RefusesAnArchitectureWhoseOpsItLacksAtLoad) {

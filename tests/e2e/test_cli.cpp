@@ -38,7 +38,7 @@ Run run_cli(const std::string& args, bool with_stderr = false) {
 }
 
 std::string model_arg() {
-    loader::SyntheticModelOptions o;
+    synthetic::SyntheticModelOptions o;
     return "--model " + testing::synthetic_model_path(o, "cli");
 }
 
@@ -174,7 +174,7 @@ TEST(Cli, DeviceCudaIsRefusedWithTheReason) {
 // KV types under our, llama.cpp's and vLLM's spellings; K and V apart; what cannot be is refused
 // with the reason: fp8 (naming q8_0), an unknown type, q8_0 on a head_dim 32 does not divide.
 TEST(Cli, KvTypesTakeEverySpellingAndRefuseWhatCannotBe) {
-    loader::SyntheticModelOptions o;
+    synthetic::SyntheticModelOptions o;
     o.head_dim = 32;
     const std::string hd32 = "--model " + testing::synthetic_model_path(o, "cli-hd32");
     for (const std::string kv : {"--kv-dtype q8_0", "--kv-cache-dtype q4_0", "-ctk q8_0 -ctv f16",

@@ -16,7 +16,7 @@ namespace lazyattn::testing {
 
 // A tiny random-weight model; its context is long enough for streams that run for seconds.
 inline std::string server_model_path(int32_t context_length = 4096) {
-    loader::SyntheticModelOptions o;
+    synthetic::SyntheticModelOptions o;
     o.context_length = context_length;
     return synthetic_model_path(o, "server-ctx" + std::to_string(context_length));
 }

@@ -14,7 +14,7 @@ class ServerUnitsModel : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         if (model_ != nullptr) return;
-        loader::SyntheticModelOptions o;
+        synthetic::SyntheticModelOptions o;
         auto lm = engine::load_model(testing::synthetic_model_path(o, "server-units"), 1);
         ASSERT_TRUE(lm.ok()) << lm.status().to_string();
         auto chat = tokenizer::chat_template_from_gguf(lm->model->gguf());

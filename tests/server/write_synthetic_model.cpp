@@ -10,9 +10,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: write_synthetic_model PATH [CONTEXT_LENGTH]\n");
         return 2;
     }
-    lazyattn::loader::SyntheticModelOptions o;
+    lazyattn::synthetic::SyntheticModelOptions o;
     if (argc > 2) o.context_length = std::atoi(argv[2]);
-    const lazyattn::Status st = lazyattn::loader::write_synthetic_model(argv[1], o);
+    const lazyattn::Status st = lazyattn::synthetic::write_synthetic_model(argv[1], o);
     if (!st.ok()) {
         std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
         return 1;

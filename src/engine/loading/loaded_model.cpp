@@ -20,7 +20,7 @@ Expected<LoadedModel> load_model(const std::string& model, backend::Device devic
     LA_ASSIGN_OR_RETURN(lm.backend, backend::make_backend(device, num_threads));
     // synthetic:NAME is generated in memory here; its tokenizer is the embedded model's.
     LA_ASSIGN_OR_RETURN(const std::string path,
-                        loader::resolve_model_source(model, loader::embedded_model_path(), num_threads));
+                        synthetic::resolve_model_source(model, loader::embedded_model_path(), num_threads));
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(path, ec);
     log::info("loading model", {{"path", model}, {"file_mib", ec ? -1.0 : double(bytes) / (1 << 20)}});

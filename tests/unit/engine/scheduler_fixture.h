@@ -43,7 +43,7 @@ inline LoadedModel& model_on(backend::Device device) {
     // (OpenBLAS's fp32 GEMM picks kernels by batch size, which can flip a near-tie). The CUDA
     // backend widens them to bf16 at load; its GEMMs and attention compute each row the same way
     // whatever the batch (no split-K at these lengths), so the same holds there.
-    loader::SyntheticModelOptions o;
+    synthetic::SyntheticModelOptions o;
     o.seed = 9;
     o.context_length = 2048;
     o.weight_type = loader::GgmlType::kQ8_0;

@@ -14,8 +14,8 @@
 namespace lazyattn::engine {
 namespace {
 
-loader::SyntheticModelOptions options_of(const std::string& tag) {
-    loader::SyntheticModelOptions o;
+synthetic::SyntheticModelOptions options_of(const std::string& tag) {
+    synthetic::SyntheticModelOptions o;
     o.seed = 31;
     o.num_layers = 3;
     o.context_length = 1024;

@@ -17,7 +17,7 @@ namespace {
 
 LoadedModel& tiny_model() {
     static LoadedModel lm = [] {
-        loader::SyntheticModelOptions o;
+        synthetic::SyntheticModelOptions o;
         o.seed = 9;
         auto m = load_model(testing::synthetic_model_path(o, "reuse"), 2);
         EXPECT_TRUE(m.ok()) << m.status().to_string();

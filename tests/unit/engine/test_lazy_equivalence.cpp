@@ -18,7 +18,7 @@ LoadedModel& tiny_model(int32_t context_length = 4096) {
     static std::map<int32_t, LoadedModel> models;
     auto it = models.find(context_length);
     if (it == models.end()) {
-        loader::SyntheticModelOptions o;
+        synthetic::SyntheticModelOptions o;
         o.seed = 5;
         o.context_length = context_length;
         const std::string path = testing::synthetic_model_path(o, "equiv-" + std::to_string(context_length));
@@ -316,7 +316,7 @@ namespace quantized {
 // A tiny model with head_dim 32: q8_0 and q4_0 keep 32 values per scale along the head dimension.
 LoadedModel& model_for_quantized_kv() {
     static LoadedModel lm = [] {
-        loader::SyntheticModelOptions o;
+        synthetic::SyntheticModelOptions o;
         o.seed = 7;
         o.head_dim = 32;
         o.context_length = 4096;

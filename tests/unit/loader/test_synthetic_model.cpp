@@ -14,8 +14,10 @@
 #include "loader_test_util.h"
 #include "model/model_config.h"
 
-namespace lazyattn::loader {
+namespace lazyattn::synthetic {
 namespace {
+
+using namespace lazyattn::loader;
 
 std::vector<uint8_t> read_all(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -221,4 +223,4 @@ TEST(SyntheticVocab, TokenizerMetadataInModel) {
 }
 
 }  // namespace
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::synthetic

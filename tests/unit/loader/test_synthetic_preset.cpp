@@ -11,8 +11,10 @@
 #include "synthetic/synthetic_preset.h"
 #include "model/model_config.h"
 
-namespace lazyattn::loader {
+namespace lazyattn::synthetic {
 namespace {
+
+using namespace lazyattn::loader;
 
 TEST(SyntheticPreset, SpecsParseAndBadOnesNameTheChoices) {
     auto s = parse_synthetic_spec("synthetic:llama-8b");
@@ -104,10 +106,12 @@ TEST(SyntheticPreset, TheImageLoadsWithTheEmbeddedTokenizerAndIsDeterministic) {
 }
 
 }  // namespace
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::synthetic
 
-namespace lazyattn::loader {
+namespace lazyattn::synthetic {
 namespace {
+
+using namespace lazyattn::loader;
 
 // The GPU bundle's tokenizer source: SmolLM2's vocabulary alone, which a synthetic model takes
 // in place of the whole model file.
@@ -133,4 +137,4 @@ TEST(SyntheticPreset, AVocabularyOnlyFileServesAsTheTokenizerSource) {
 }
 
 }  // namespace
-}  // namespace lazyattn::loader
+}  // namespace lazyattn::synthetic

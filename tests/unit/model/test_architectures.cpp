@@ -20,11 +20,11 @@ using testing::Harness;
 
 struct Variant {
     std::string tag;
-    loader::SyntheticModelOptions options;
+    synthetic::SyntheticModelOptions options;
 };
 
-loader::SyntheticModelOptions base(const std::string& arch) {
-    loader::SyntheticModelOptions o;
+synthetic::SyntheticModelOptions base(const std::string& arch) {
+    synthetic::SyntheticModelOptions o;
     o.arch = arch;
     o.seed = 21;
     o.num_layers = 3;

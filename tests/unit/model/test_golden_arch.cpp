@@ -21,8 +21,8 @@ namespace {
 
 // The options scripts/make_golden_arch.py passes to la_make_synthetic_model (ARCHITECTURES and
 // COMMON there).
-loader::SyntheticModelOptions options_of(const std::string& name) {
-    loader::SyntheticModelOptions o;
+synthetic::SyntheticModelOptions options_of(const std::string& name) {
+    synthetic::SyntheticModelOptions o;
     o.num_layers = 3;
     o.hidden = 64;
     o.num_heads = 4;

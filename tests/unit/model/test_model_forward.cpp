@@ -27,8 +27,8 @@ std::vector<int32_t> random_tokens(std::mt19937_64& rng, int32_t n, int32_t voca
     return t;
 }
 
-loader::SyntheticModelOptions llama_options() {
-    loader::SyntheticModelOptions o;
+synthetic::SyntheticModelOptions llama_options() {
+    synthetic::SyntheticModelOptions o;
     o.seed = 11;
     return o;
 }

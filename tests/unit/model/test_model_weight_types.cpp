@@ -15,8 +15,8 @@
 namespace lazyattn {
 namespace {
 
-loader::SyntheticModelOptions options_for(loader::GgmlType t) {
-    loader::SyntheticModelOptions o;
+synthetic::SyntheticModelOptions options_for(loader::GgmlType t) {
+    synthetic::SyntheticModelOptions o;
     o.seed = 21;
     o.weight_type = t;
     o.tied_embeddings = false;
