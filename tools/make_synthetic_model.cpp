@@ -9,8 +9,8 @@
 #include <string>
 
 #include "loader/gguf_file.h"
-#include "synthetic/synthetic_model.h"
 #include "model/model_config.h"
+#include "synthetic/synthetic_model.h"
 
 namespace la = lazyattn;
 

@@ -24,7 +24,6 @@ class GgufFile;
 
 namespace lazyattn::synthetic {
 
-
 struct SyntheticPreset {
     std::string name;  // "llama-1b"
     std::string like;  // the model whose shape it has

@@ -179,7 +179,8 @@ TEST(Cli, KvTypesTakeEverySpellingAndRefuseWhatCannotBe) {
     const std::string hd32 = "--model " + testing::synthetic_model_path(o, "cli-hd32");
     for (const std::string kv : {"--kv-dtype q8_0", "--kv-cache-dtype q4_0", "-ctk q8_0 -ctv f16",
                                  "--cache-type-k q4_0 --cache-type-v q8_0", "--kv-cache-dtype bfloat16"}) {
-        const auto r = run_cli("generate " + hd32 + " --prompt 'the cat' --max-tokens 3 --ignore-eos --json " + kv, true);
+        const auto r =
+            run_cli("generate " + hd32 + " --prompt 'the cat' --max-tokens 3 --ignore-eos --json " + kv, true);
         EXPECT_EQ(r.exit_code, 0) << kv << ": " << r.out;
         EXPECT_NE(r.out.find("\"token_ids\""), std::string::npos) << kv << ": " << r.out;
     }

@@ -14,7 +14,8 @@ namespace {
 class RagRunnerTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        auto lm = engine::load_model(testing::synthetic_model_path(synthetic::SyntheticModelOptions{}, "rag-runner"), 1);
+        auto lm =
+            engine::load_model(testing::synthetic_model_path(synthetic::SyntheticModelOptions{}, "rag-runner"), 1);
         ASSERT_TRUE(lm.ok()) << lm.status().to_string();
         model_ = new engine::LoadedModel(std::move(lm).value());
     }

@@ -16,9 +16,9 @@
 #include <gtest/gtest.h>
 
 #include "backend/device.h"
-#include "engine/sync_engine.h"
 #include "engine/engine_config.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/sync_engine.h"
 #include "greedy_agreement.h"
 #include "synthetic_model_fixture.h"
 #ifdef LAZYATTN_ENGINE_TESTS_ON_CUDA
@@ -64,7 +64,6 @@ inline LoadedModel& model_on(backend::Device device) {
 }
 
 inline LoadedModel& model() { return model_on(device_under_test()); }
-
 
 inline EngineConfig config(CacheMode mode, int32_t kv_mb, int32_t max_batch_tokens = 64) {
     EngineConfig c;
@@ -127,7 +126,7 @@ protected:
 
 }  // namespace lazyattn::engine::testing_support
 
-#define INSTANTIATE_ON_EACH_BACKEND(suite)                                                              \
-    INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                          \
+#define INSTANTIATE_ON_EACH_BACKEND(suite)                                                                    \
+    INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                                 \
                              ::testing::ValuesIn(::lazyattn::engine::testing_support::backends_under_test()), \
                              ::lazyattn::engine::testing_support::backend_test_name)

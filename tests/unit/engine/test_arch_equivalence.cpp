@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <map>
 
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/sync_engine.h"
 #include "random_inputs.h"
 #include "synthetic_model_fixture.h"
 

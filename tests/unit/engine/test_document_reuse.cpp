@@ -7,8 +7,8 @@
 // requests that cannot take a setting are refused; nothing leaks, also under preemption.
 #include <algorithm>
 
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/sync_engine.h"
 #include "random_inputs.h"
 #include "synthetic_model_fixture.h"
 
@@ -295,8 +295,8 @@ TEST(DocumentReuse, AnchoredRequestsUnderMemoryPressure) {
     while (s.step()) {
     }
     for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(handles[i]->wait().token_ids, want[i]) << "request " << i;
-    std::printf("[anchored under pressure] %lld preemptions, %lld segment jobs\n", (long long)s.scheduler().stats().preemptions,
-                (long long)s.scheduler().stats().segment_jobs);
+    std::printf("[anchored under pressure] %lld preemptions, %lld segment jobs\n",
+                (long long)s.scheduler().stats().preemptions, (long long)s.scheduler().stats().segment_jobs);
     s.scheduler().check_integrity();
     EXPECT_EQ(s.scheduler().kv_cache().num_free(), s.scheduler().kv_cache().pool().num_blocks());
 }

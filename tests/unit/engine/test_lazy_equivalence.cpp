@@ -6,8 +6,8 @@
 #include <map>
 #include <numeric>
 
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/sync_engine.h"
 #include "random_inputs.h"
 #include "synthetic_model_fixture.h"
 
@@ -31,7 +31,7 @@ LoadedModel& tiny_model(int32_t context_length = 4096) {
 
 // fp32 KV unless told otherwise: the equivalences below are exact math, checked to float rounding.
 std::unique_ptr<SyncEngine> make_engine(CacheMode mode, int32_t kv_mb = 16, int32_t ctx = 4096,
-                                    kernels::KvDtype kv_dtype = kernels::KvDtype::kF32) {
+                                        kernels::KvDtype kv_dtype = kernels::KvDtype::kF32) {
     auto& lm = tiny_model(ctx);
     EngineConfig c;
     c.cache_mode = mode;
@@ -310,7 +310,6 @@ TEST(LazyEquivalence, OutOfBlocksIsAnErrorAndLeavesThePoolWhole) {
     expect_pool_whole(*lazy);
 }
 
-
 namespace quantized {
 
 // A tiny model with head_dim 32: q8_0 and q4_0 keep 32 values per scale along the head dimension.
@@ -367,9 +366,10 @@ TEST(LazyEquivalence, QuantizedKvStaysWithinItsQuantization) {
                 }
             }
         }
-        std::printf("[kv dtype] %s: worst relative logit difference to fp32 KV: lazy %.2e, lazy-k %.2e, "
-                    "block-attn %.2e\n",
-                    kernels::kv_dtype_name(dtype), worst[0], worst[1], worst[2]);
+        std::printf(
+            "[kv dtype] %s: worst relative logit difference to fp32 KV: lazy %.2e, lazy-k %.2e, "
+            "block-attn %.2e\n",
+            kernels::kv_dtype_name(dtype), worst[0], worst[1], worst[2]);
         for (auto& [name, e] : variants) expect_pool_whole(*e);
     }
 }

@@ -9,10 +9,10 @@
 
 #include "loader/dequantize.h"
 #include "loader/gguf_file.h"
-#include "synthetic/synthetic_model.h"
-#include "synthetic/synthetic_vocab.h"
 #include "loader_test_util.h"
 #include "model/model_config.h"
+#include "synthetic/synthetic_model.h"
+#include "synthetic/synthetic_vocab.h"
 
 namespace lazyattn::synthetic {
 namespace {

@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "loader/gguf_file.h"
-#include "synthetic/synthetic_preset.h"
 #include "model/model_config.h"
+#include "synthetic/synthetic_preset.h"
 
 namespace lazyattn::synthetic {
 namespace {

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/sync_engine.h"
 #include "synthetic_model_fixture.h"
 
 namespace lazyattn {
