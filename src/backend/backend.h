@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backend/kv_memory.h"
+#include "core/check.h"
 #include "core/status.h"
 #include "kernels/params/attention_params.h"
 #include "kernels/params/attention_step.h"
@@ -148,6 +149,15 @@ public:
         return {};
     }
     virtual void attention(const kernels::AttentionParams& p) = 0;
+    // The attention mass each key of p's sequences receives from their query rows
+    // (kernels::ref::attention_mass's layout, into host memory): what selects document tokens by
+    // the question (DocumentReuse's @query). Only where attention_mass_supported(); the engine
+    // refuses such requests elsewhere, so the default is never reached.
+    virtual bool attention_mass_supported() const { return false; }
+    virtual void attention_mass(const kernels::AttentionParams& p, float* mass) {
+        (void)p, (void)mass;
+        LA_CHECK_MSG(false, "attention_mass on a backend without it");
+    }
 
     // The KV pool in this backend's memory, or kResourceExhausted naming the size when it
     // cannot be had.

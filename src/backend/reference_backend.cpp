@@ -34,6 +34,10 @@ public:
     }
     void rope_apply(const kernels::RopeApplyParams& p) override { kernels::ref::rope_apply(p); }
     void attention(const kernels::AttentionParams& p) override { kernels::ref::attention(p); }
+    bool attention_mass_supported() const override { return true; }
+    void attention_mass(const kernels::AttentionParams& p, float* mass) override {
+        kernels::ref::attention_mass(p, mass);
+    }
 
     Expected<std::unique_ptr<KvMemory>> allocate_kv(const kv::KvShape& shape) override {
         LA_ASSIGN_OR_RETURN(auto kv, HostKvMemory::allocate(shape));

@@ -23,9 +23,9 @@
 #include "cli/model_path.h"
 #include "core/progress.h"
 #include "core/timer.h"
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/rag_prompt.h"
+#include "engine/sync_engine.h"
 
 namespace lazyattn::cli {
 namespace {
@@ -82,6 +82,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
         ec.cache_mode = v.mode;
         ec.kv_cache_mb = 1024;
         ec.check_integrity = false;
+        ec.query_mass_layers = o.query_layers;
         LA_ASSIGN_OR_RETURN(engines[key], engine::SyncEngine::create(*lm.model, *lm.tokenizer, ec));
     }
     for (const Variant& v : variants) answers[v.name].assign(tasks.size(), {});
@@ -153,6 +154,10 @@ int run_bench_quality(const BenchQualityOptions& o) {
     if (!lm.ok()) {
         std::cerr << "error: " << lm.status().to_string() << "\n";
         return 1;
+    }
+    if (Status st = check_query_layers(o.query_layers, lm->model->config().num_layers); !st.ok()) {
+        std::cerr << "error: " << st.message() << "\n";
+        return 2;
     }
     auto tmpl = tokenizer::select_chat_template("", lm->model->gguf());
     if (!tmpl.ok()) {
@@ -313,13 +318,14 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
     add_common_options(bq, o.common);
     bq->add_option("--data", o.data_path, "QA JSONL file (its questions, and filler prose for the tasks)");
     bq->add_option("--variants", o.variants,
-                   "MODE[:REUSE], e.g. none lazy lazy:anchor lazy:anchor+bias=-1 (REUSE: anchor, scale=X, bias=X "
-                   "joined by +)");
+                   "MODE[:REUSE][@KV], e.g. none lazy lazy:anchor lazy:anchor+bias=-1 lazy:recompute=15%@query "
+                   "lazy@q8_0 (REUSE: anchor, scale=X, bias=X, recompute=N or recompute=P% with @first, @random, "
+                   "@query or @query-all, joined by +)");
+    add_query_layers_option(bq, o.query_layers);
     bq->add_option("--questions", o.num_questions, "synthetic questions (split over families x doc counts)")
         ->check(CLI::Range(1, 100000));
     bq->add_option("--seed", o.seed, "seed of the synthetic questions");
-    bq->add_option("--families", o.families, "synthetic task families")
-        ->check(CLI::IsMember({"kv", "hop", "agg"}));
+    bq->add_option("--families", o.families, "synthetic task families")->check(CLI::IsMember({"kv", "hop", "agg"}));
     bq->add_option("--doc-counts", o.doc_counts, "documents per synthetic question")->check(CLI::Range(2, 64));
     bq->add_option("--max-prompt-words", o.max_prompt_words, "cap on a synthetic prompt's documents, in words")
         ->check(CLI::Range(100, 100000));

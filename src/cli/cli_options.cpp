@@ -73,6 +73,24 @@ CLI::Validator cache_mode_check(bool segments_only) { return CLI::IsMember(engin
 
 std::string cache_mode_help() { return engine::cache_mode_choices(); }
 
+void add_query_layers_option(CLI::App* cmd, std::vector<int32_t>& layers) {
+    cmd->add_option("--query-layers", layers,
+                    "layers whose attention scores document tokens for recompute=P%@query (comma-separated, from "
+                    "0); default: every layer")
+        ->delimiter(',')
+        ->check(CLI::NonNegativeNumber);
+}
+
+Status check_query_layers(const std::vector<int32_t>& layers, int32_t num_layers) {
+    for (const int32_t l : layers) {
+        if (l < 0 || l >= num_layers) {
+            return invalid_argument("--query-layers: layer " + std::to_string(l) + " is not in the model's 0.." +
+                                    std::to_string(num_layers - 1));
+        }
+    }
+    return {};
+}
+
 void configure_logging(const CommonOptions& o) {
     log::configure(log::parse_level(o.log_level).value(),
                    o.log_format == "json" ? log::Format::kJson : log::Format::kText);
@@ -129,9 +147,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->delimiter(',')
         ->check(CLI::IsMember({"health", "metrics", "none"}));
     sv->add_option("--document-reuse", o.document_reuse,
-                   "how requests that do not say read cached documents: plain, or anchor, scale=X, bias=X joined "
-                   "by + (docs/api.md); default: the model's (anchor for a model block fine-tuned anchored, "
-                   "else plain)");
+                   "how requests that do not say read cached documents: plain, or anchor, scale=X, bias=X, "
+                   "recompute=N or recompute=P%[@first|@random|@query|@query-all] joined by + (docs/api.md); "
+                   "default: the model's (anchor for a model block fine-tuned anchored, else plain)");
+    add_query_layers_option(sv, o.query_layers);
     sv->add_option("--documents-from", o.documents_from,
                    "where requests find documents inside their messages: none, parts (a message's text parts), "
                    "delimiter (its text cut at --document-delimiter); docs/api.md")
@@ -172,8 +191,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
 
 Expected<kernels::KvDtype> parse_kv_dtype_option(const std::string& name) {
     // vLLM's and llama.cpp's other spellings of the same types.
-    static const std::map<std::string, std::string> aliases{
-        {"auto", "f16"}, {"float16", "f16"}, {"half", "f16"}, {"bfloat16", "bf16"}, {"float32", "f32"}, {"float", "f32"}};
+    static const std::map<std::string, std::string> aliases{{"auto", "f16"},      {"float16", "f16"}, {"half", "f16"},
+                                                            {"bfloat16", "bf16"}, {"float32", "f32"}, {"float", "f32"}};
     const auto alias = aliases.find(name);
     if (const auto t = kernels::parse_kv_dtype(alias != aliases.end() ? alias->second : name)) return *t;
     if (name.rfind("fp8", 0) == 0) {

@@ -24,6 +24,11 @@ std::string cache_mode_help();
 // Applies --log-level and --log-format (checked by the parser) to the process's logger.
 void configure_logging(const CommonOptions& o);
 
+// --query-layers: the layers whose attention scores document tokens for @query selection, on
+// `cmd` into `layers`; check_query_layers refuses any outside the model's [0, num_layers).
+void add_query_layers_option(CLI::App* cmd, std::vector<int32_t>& layers);
+Status check_query_layers(const std::vector<int32_t>& layers, int32_t num_layers);
+
 // `lazyattn serve` and its options; each is also read from LAZYATTN_ARG_<LONG_NAME> (dashes as
 // underscores, upper case: --max-num-seqs -> LAZYATTN_ARG_MAX_NUM_SEQS), as llama.cpp's server
 // reads LLAMA_ARG_*. A flag on the command line wins over the environment.

@@ -9,8 +9,8 @@
 
 #include "backend/device.h"
 #include "bench/rag_workload.h"
-#include "engine/request/cache_mode.h"
 #include "engine/engine_config.h"
+#include "engine/request/cache_mode.h"
 #include "engine/request/sampling_params.h"
 #include "server/message_documents.h"
 
@@ -24,15 +24,15 @@ namespace lazyattn::cli {
 
 struct CommonOptions {
     std::string model_path;
-    int32_t num_threads = 0;                             // 0: all hardware threads
+    int32_t num_threads = 0;  // 0: all hardware threads
     // --kv-dtype, --cache-type-k / -v: f32|f16|bf16|q8_0|q4_0; *_chosen: named (not 'auto').
     kernels::KvTypes kv_types = kernels::same_kv_types(kernels::KvDtype::kF16);
     bool k_dtype_chosen = false, v_dtype_chosen = false;
-    backend::Device device = backend::Device::kCpu;      // --device cpu|cuda
-    std::vector<std::string> kv_stores;                  // --kv-store DIR|redis://HOST:PORT[/DB], in order
-    store::TierOptions kv_store_tier;                    // --kv-store-timeout-ms, --kv-store-max-mib
-    std::string log_level = "info";                      // trace | debug | info | warn | error | off
-    std::string log_format = "text";                     // text | json
+    backend::Device device = backend::Device::kCpu;  // --device cpu|cuda
+    std::vector<std::string> kv_stores;              // --kv-store DIR|redis://HOST:PORT[/DB], in order
+    store::TierOptions kv_store_tier;                // --kv-store-timeout-ms, --kv-store-max-mib
+    std::string log_level = "info";                  // trace | debug | info | warn | error | off
+    std::string log_format = "text";                 // text | json
 };
 
 struct GenerateOptions {
@@ -116,6 +116,7 @@ struct BenchQualityOptions {
     int32_t concurrency = 4;  // requests in flight per variant
     bool fp32 = false;        // dequantize every weight (the variants then agree to float rounding)
     std::string json_path;
+    std::vector<int32_t> query_layers;  // engine::EngineConfig::query_mass_layers (empty: every layer)
 };
 
 // `lazyattn tokenize`: token ids of a text (no weights loaded).
@@ -131,6 +132,7 @@ struct TokenizeOptions {
 // `lazyattn serve`: the OpenAI-compatible HTTP server (src/server).
 struct ServeOptions {
     CommonOptions common;
+    std::vector<int32_t> query_layers;  // engine::EngineConfig::query_mass_layers (empty: every layer)
     std::string host = "127.0.0.1";
     int32_t port = 8080;  // 0: any free port (printed on startup)
     std::string cache_mode = "lazy";
@@ -157,8 +159,8 @@ struct ServeOptions {
     int32_t max_connections_per_client = 128;
     double health_stall_s = 60;
     double stats_interval_s = 10;
-    double max_pinned_fraction = 0.5;      // pinned documents' share of the KV pool at most
-    int32_t pin_quota_blocks = 0;          // per tenant; 0 = only the global share
+    double max_pinned_fraction = 0.5;  // pinned documents' share of the KV pool at most
+    int32_t pin_quota_blocks = 0;      // per tenant; 0 = only the global share
     // Requests' default (engine::parse_document_reuse); "" = the model's: anchor for a model block
     // fine-tuned anchored (lazyattn.block_finetuned), else plain.
     std::string document_reuse;

@@ -40,6 +40,7 @@ Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     ec.kv_num_blocks = o.kv_blocks;
     ec.max_batch_tokens = o.max_batch_tokens;
     ec.max_prefill_while_decoding = o.max_prefill_while_decoding;
+    ec.query_mass_layers = o.query_layers;
     ec.max_num_seqs = o.max_num_seqs;
     ec.max_queue = o.max_queue;
     ec.block_size = o.block_size;
@@ -148,6 +149,7 @@ int run_serve(const ServeOptions& o) {
 
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
+    if (Status st = check_query_layers(o.query_layers, lm->model->config().num_layers); !st.ok()) return fail(st, 2);
     auto chat = chat_template(o, lm->model->gguf());
     if (!chat.ok()) return fail(chat.status());
     auto created = engine::ServingEngine::create(*lm->model, *lm->tokenizer, *ec);

@@ -33,6 +33,9 @@ struct EngineConfig {
     // step, so no request starves. Steps without decode rows take max_batch_tokens.
     int32_t max_prefill_while_decoding = 128;
     int32_t max_num_seqs = 64;  // requests admitted (holding KV) at once
+    // Recompute selected by the question (@query): the layers whose attention mass scores the
+    // document tokens, summed; empty: every layer.
+    std::vector<int32_t> query_mass_layers;
     int32_t max_queue = 1024;   // requests waiting for admission before submit() refuses
     int32_t max_model_len = 0;  // 0: the model's context length; else a cap below it (-c, --max-model-len)
     // Pinned documents may hold at most this share of the pool, so requests always keep room

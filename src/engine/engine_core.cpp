@@ -10,6 +10,7 @@ ModelFacts model_facts(const model::Model& model, const EngineConfig& config) {
     facts.vocab_size = model.config().vocab_size;
     facts.context_length = model.config().context_length;
     facts.description = model.config().describe();
+    facts.measures_attention = model.backend().attention_mass_supported();
     if (!config.kv_stores.empty() && segments_are_blocks(config.cache_mode)) {
         const double t0 = now_ms();
         facts.fingerprint = store::model_fingerprint(model);

@@ -40,10 +40,21 @@ struct PatchChunk {
     int32_t n = 0;
 };
 
+// A chunk of the probe of a request that selects its recomputed rows by the question: prompt
+// tail rows run against the cached documents, no logits; the attention mass they give each key
+// comes back in ModelRunnerOutput::key_mass from mass_offset on (the request's segments in
+// order, then its tail span: Model::forward's layout).
+struct ProbeChunk {
+    SequenceState* seq = nullptr;
+    int32_t n = 0;
+    int64_t mass_offset = 0;
+};
+
 struct SchedulerOutput {
     model::ForwardBatch batch;  // the rows, spans and block-attn copies
     std::vector<JobChunk> jobs;
     std::vector<PatchChunk> patches;
+    std::vector<ProbeChunk> probes;
     std::vector<TailChunk> tails;
     int32_t num_decode_rows = 0;  // of the rows, one-token decode rows of running requests
     // Whether admission, cancellation or preemption changed anything while scheduling.
@@ -68,6 +79,7 @@ struct TailResult {
 
 struct ModelRunnerOutput {
     std::vector<TailResult> tails;  // one per SchedulerOutput::tails, same order
+    std::vector<float> key_mass;    // of the probes (batch.mass_seqs), when the step has any
     double forward_ms = 0;
 };
 

@@ -37,6 +37,22 @@ Status ForwardBatch::validate(int32_t num_blocks, int32_t block_size, int32_t vo
             span.block_offset + num_span_blocks > int32_t(block_ids.size())) {
             return internal_error("forward batch: span exceeds its block list");
         }
+        if (span.override_count < 0 || span.override_begin < 0 ||
+            int64_t(span.override_begin) + span.override_count > int64_t(overrides.size())) {
+            return internal_error("forward batch: span overrides outside the list");
+        }
+        // Sorted, each token once, inside the span, and slots inside the pool: the kernels
+        // binary-search them and read the slots unchecked.
+        for (int32_t i = 0; i < span.override_count; ++i) {
+            const kernels::KeyOverride& o = overrides[span.override_begin + i];
+            if (o.token < 0 || o.token >= span.num_tokens ||
+                (i > 0 && o.token <= overrides[span.override_begin + i - 1].token)) {
+                return internal_error("forward batch: span overrides unsorted or outside the span");
+            }
+            if (o.slot < 0 || o.slot >= num_blocks * block_size) {
+                return internal_error("forward batch: override slot out of range");
+            }
+        }
     }
     for (const KvBlockCopy& c : kv_copies) {
         const size_t num = size_t((int64_t(c.num_tokens) + block_size - 1) / block_size);
@@ -51,6 +67,9 @@ Status ForwardBatch::validate(int32_t num_blocks, int32_t block_size, int32_t vo
                 return internal_error("forward batch: a block copy writes a block it reads");
             }
         }
+    }
+    for (int32_t q : mass_seqs) {
+        if (q < 0 || q >= int32_t(seqs.size())) return internal_error("forward batch: measured sequence out of range");
     }
     for (int32_t r : logit_rows) {
         if (r < 0 || r >= int32_t(n)) return internal_error("forward batch: logit row out of range");

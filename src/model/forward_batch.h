@@ -29,9 +29,14 @@ struct ForwardBatch {
     std::vector<int32_t> slot_mapping;     // [num_rows] block * block_size + offset of its K/V
     std::vector<int32_t> block_ids;        // referenced by spans
     std::vector<kernels::AttentionSpan> spans;
+    std::vector<kernels::KeyOverride> overrides;  // referenced by spans (sparse recompute)
     std::vector<kernels::AttentionSeq> seqs;
     std::vector<int32_t> logit_rows;  // rows whose logits the step returns, in that order
-    bool keys_rotated = true;         // false for lazy-k: keys are stored raw
+    // Sequences whose query rows' attention mass per key the step measures (a request's probe,
+    // engine::DocumentReuse @query), summed over mass_layers (empty: every layer).
+    std::vector<int32_t> mass_seqs;
+    std::vector<int32_t> mass_layers;
+    bool keys_rotated = true;  // false for lazy-k: keys are stored raw
     // Run in order, in each layer before that layer's rows are stored (a copy's source may be a
     // block this step's rows or a later copy write to: it was released when the copy was planned).
     std::vector<KvBlockCopy> kv_copies;

@@ -136,6 +136,10 @@ Status Model::upload_plan(const ForwardBatch& batch, StepPlan* plan) {
     LA_ASSIGN_OR_RETURN(plan->block_ids, on_backend(batch.block_ids, block_ids_));
     LA_ASSIGN_OR_RETURN(plan->logit_rows, on_backend(batch.logit_rows, logit_rows_));
     LA_ASSIGN_OR_RETURN(plan->spans, on_backend(batch.spans, spans_));
+    plan->overrides = nullptr;
+    if (!batch.overrides.empty()) {
+        LA_ASSIGN_OR_RETURN(plan->overrides, on_backend(batch.overrides, overrides_));
+    }
     LA_ASSIGN_OR_RETURN(plan->seqs, on_backend(batch.seqs, seqs_));
     // Host-side facts a device kernel launch is shaped by (it cannot read the arrays above).
     plan->max_queries_per_seq = 0;
@@ -156,7 +160,8 @@ bool Model::samples_on_device(const std::vector<backend::SampleRow>& rows) const
 }
 
 Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
-                      const std::vector<backend::SampleRow>* sample_rows, std::vector<int32_t>* tokens) {
+                      const std::vector<backend::SampleRow>* sample_rows, std::vector<int32_t>* tokens,
+                      std::vector<float>* key_mass) {
     const kv::KvShape& shape = kv.shape();
     if (shape.num_layers != config_.num_layers || shape.num_kv_heads != config_.num_kv_heads ||
         shape.head_dim != config_.head_dim) {
@@ -183,11 +188,29 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     LA_RETURN_IF_ERROR(up_.reserve(be, n * config_.ffn_dim));
     StepPlan plan{};
     LA_RETURN_IF_ERROR(upload_plan(batch, &plan));
+    if (!batch.mass_seqs.empty()) {
+        if (key_mass == nullptr || !be.attention_mass_supported() || !be.host_memory()) {
+            return invalid_argument("forward: attention mass asked of a backend that cannot measure it");
+        }
+        mass_seqs_.clear();
+        int64_t total = 0;
+        for (const int32_t q : batch.mass_seqs) {
+            const kernels::AttentionSeq& seq = batch.seqs[size_t(q)];
+            mass_seqs_.push_back(seq);
+            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) total += batch.spans[size_t(si)].num_tokens;
+        }
+        key_mass->assign(size_t(total), 0.0f);
+        layer_mass_.resize(size_t(total));
+        plan.mass_seqs = mass_seqs_.data();
+        plan.num_mass_seqs = int32_t(mass_seqs_.size());
+        plan.key_mass = key_mass;
+    }
     // Once per step: every layer's attention shares the layout.
     kernels::AttentionStep step;
     step.seqs = batch.seqs.data();
     step.num_seqs = int32_t(batch.seqs.size());
     step.spans = batch.spans.data();
+    step.overrides = batch.overrides.empty() ? nullptr : batch.overrides.data();
     step.num_spans = int32_t(batch.spans.size());
     step.block_ids = batch.block_ids.data();
     step.num_block_ids = int32_t(batch.block_ids.size());
@@ -290,6 +313,7 @@ void Model::run_attention(int32_t layer, const ForwardBatch& batch, const StepPl
     ap.v_dtype = kv.shape().v_dtype;
     ap.block_ids = plan.block_ids;
     ap.spans = plan.spans;
+    ap.overrides = plan.overrides;
     ap.seqs = plan.seqs;
     ap.num_seqs = int32_t(batch.seqs.size());
     ap.num_heads = c.num_heads;
@@ -304,6 +328,18 @@ void Model::run_attention(int32_t layer, const ForwardBatch& batch, const StepPl
     ap.max_kv_tokens = plan.max_kv_tokens;
     ap.planned = true;
     be.attention(ap);
+    if (plan.key_mass != nullptr &&
+        (batch.mass_layers.empty() ||
+         std::find(batch.mass_layers.begin(), batch.mass_layers.end(), layer) != batch.mass_layers.end())) {
+        kernels::AttentionParams mp = ap;
+        mp.seqs = plan.mass_seqs;
+        mp.num_seqs = plan.num_mass_seqs;
+        mp.out = nullptr;
+        mp.planned = false;
+        be.attention_mass(mp, layer_mass_.data());
+        std::vector<float>& sum = *plan.key_mass;
+        for (size_t i = 0; i < sum.size(); ++i) sum[i] += layer_mass_[i];
+    }
 
     be.matmul(w.wo.params(attn_.data(), h_.data(), n));
     if (!w.attn_post_norm.empty()) {

@@ -28,6 +28,7 @@ public:
     const ModelConfig& config() const { return config_; }
     const loader::GgufFile& gguf() const { return *file_; }
     backend::Backend& backend() { return *backend_; }
+    const backend::Backend& backend() const { return *backend_; }
     // The RoPE of layer `layer` (Gemma 3's sliding-window layers have their own base): what its
     // queries and keys are rotated with.
     const kernels::RopeParams& rope(int32_t layer) const {
@@ -47,9 +48,12 @@ public:
     // them): the backend picks each row's token where the logits live and `tokens` receives one
     // id per logit row, `logits` left empty. Without them `tokens` stays empty and `logits`
     // holds the rows.
+    // With batch.mass_seqs, *key_mass gets the attention mass of their keys summed over the
+    // layers of batch.mass_layers (every layer when empty), in kernels::ref::attention_mass's
+    // layout over those sequences (kInvalidArgument where the backend cannot measure it).
     Status forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
-                   const std::vector<backend::SampleRow>* sample_rows = nullptr,
-                   std::vector<int32_t>* tokens = nullptr);
+                   const std::vector<backend::SampleRow>* sample_rows = nullptr, std::vector<int32_t>* tokens = nullptr,
+                   std::vector<float>* key_mass = nullptr);
     // Whether forward() can sample `rows` on the device: the backend samples where its logits
     // live (and they do not live on the host), and no row with a temperature meets the final
     // soft-cap, which the host applies to downloaded logits (monotonic, so it never changes an
@@ -84,8 +88,13 @@ private:
     struct StepPlan {
         const int32_t *token_ids, *positions, *store_positions, *slot_mapping, *block_ids, *logit_rows;
         const kernels::AttentionSpan* spans;
+        const kernels::KeyOverride* overrides;  // null when the step has none
         const kernels::AttentionSeq* seqs;
         int32_t max_queries_per_seq, max_kv_tokens;
+        // batch.mass_seqs' sequences (host memory) and where their mass is summed; null: none.
+        const kernels::AttentionSeq* mass_seqs;
+        int32_t num_mass_seqs;
+        std::vector<float>* key_mass;
     };
     Status upload_plan(const ForwardBatch& batch, StepPlan* plan);
     void run_layer(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv, int32_t n);
@@ -110,6 +119,9 @@ private:
     // The step's plan arrays in backend memory (unused on a host-memory backend).
     backend::BackendArray<int32_t> token_ids_, positions_, store_positions_, slot_mapping_, block_ids_, logit_rows_;
     backend::BackendArray<kernels::AttentionSpan> spans_;
+    backend::BackendArray<kernels::KeyOverride> overrides_;
+    std::vector<kernels::AttentionSeq> mass_seqs_;  // host copies of the measured sequences
+    std::vector<float> layer_mass_;                 // one layer's mass, before it is summed
     backend::BackendArray<kernels::AttentionSeq> seqs_;
 };
 

@@ -193,8 +193,8 @@ Err parse_logit_bias(const json& body, engine::SamplingParams& s) {
         for (char c : key) ok = ok && c >= '0' && c <= '9';
         if (ok) id = std::stoll(key);
         if (!ok || id > INT32_MAX) {
-            return value_error("logit_bias", "keys must be token ids (non-negative integers), got '" +
-                                                 key.substr(0, 32) + "'");
+            return value_error("logit_bias",
+                               "keys must be token ids (non-negative integers), got '" + key.substr(0, 32) + "'");
         }
         if (!bias.is_number() || !std::isfinite(bias.get<double>())) {
             return type_error("logit_bias", "an object whose values are numbers");
@@ -334,7 +334,8 @@ std::optional<ApiError> parse_token_ids(const json& value, const std::string& pa
 }
 
 std::optional<ApiError> check_cache_salt(const std::string& salt) {
-    if (!text::is_valid_utf8(salt)) return invalid_request("'cache_salt' is not valid UTF-8", "cache_salt", "invalid_utf8");
+    if (!text::is_valid_utf8(salt))
+        return invalid_request("'cache_salt' is not valid UTF-8", "cache_salt", "invalid_utf8");
     if (salt.size() > kMaxCacheSaltBytes) {
         return value_error("cache_salt", "must be at most " + std::to_string(kMaxCacheSaltBytes) + " bytes");
     }
@@ -386,8 +387,56 @@ std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::
     return std::nullopt;
 }
 
-// `document_reuse`: "plain" / "anchor+scale=X+bias=Y+recompute=N", or {"anchored": bool,
-// "logit_scale": x, "logit_bias": y, "recompute_tokens": n}.
+// `document_reuse.recompute`: a token count, or {"tokens": n} / {"share": x in (0, 1]} with an
+// optional "select": "first" | "random". Every error names the field under document_reuse.
+Err parse_recompute_field(const json& v, engine::DocumentReuse& reuse) {
+    static const std::string kKey = "document_reuse.recompute";
+    if (v.is_number()) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+            v.get<int64_t>() > engine::DocumentReuse::kMaxRecomputeTokens) {
+            return value_error(kKey, "must be a token count in [0, " +
+                                         std::to_string(engine::DocumentReuse::kMaxRecomputeTokens) +
+                                         "] or an object {tokens|share, select}");
+        }
+        reuse.recompute_tokens = int32_t(v.get<int64_t>());
+        return std::nullopt;
+    }
+    if (!v.is_object()) return type_error(kKey, "a token count or an object {tokens|share, select}");
+    for (const auto& [key, value] : v.items()) {
+        if (key != "tokens" && key != "share" && key != "select") {
+            return value_error(kKey, "has an unknown field '" + key + "' (tokens, share, select)");
+        }
+    }
+    if (v.contains("tokens") == v.contains("share")) return value_error(kKey, "takes one of 'tokens' or 'share'");
+    if (v.contains("tokens")) {
+        const json& t = v.at("tokens");
+        if (!t.is_number_integer() || t.get<int64_t>() < 1 ||
+            t.get<int64_t>() > engine::DocumentReuse::kMaxRecomputeTokens) {
+            return value_error(kKey + ".tokens", "must be an integer in [1, " +
+                                                     std::to_string(engine::DocumentReuse::kMaxRecomputeTokens) + "]");
+        }
+        reuse.recompute_tokens = int32_t(t.get<int64_t>());
+    } else {
+        const json& s = v.at("share");
+        if (!s.is_number() || !(s.get<double>() > 0.0 && s.get<double>() <= 1.0)) {
+            return value_error(kKey + ".share", "must be a number in (0, 1]");
+        }
+        reuse.recompute_share = float(s.get<double>());
+    }
+    if (v.contains("select")) {
+        const json& s = v.at("select");
+        const auto select = s.is_string() ? engine::parse_select(s.get<std::string>()) : std::nullopt;
+        if (!select) {
+            return value_error(kKey + ".select", "must be \"first\", \"random\", \"query\" or \"query-all\"");
+        }
+        reuse.recompute_select = *select;
+    }
+    return std::nullopt;
+}
+
+// `document_reuse`: "plain" / "anchor+scale=X+bias=Y+recompute=N" (or recompute=P%@SELECT), or
+// {"anchored": bool, "logit_scale": x, "logit_bias": y, "recompute_tokens": n,
+//  "recompute": n | {"tokens": n | "share": x, "select": s}}.
 Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentReuse>& out) {
     static const char* kKey = "document_reuse";
     if (absent(body, kKey)) return std::nullopt;
@@ -403,10 +452,14 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
     }
     if (!v.is_object()) return type_error(kKey, "a string or an object");
     for (const auto& [key, value] : v.items()) {
-        if (key != "anchored" && key != "logit_scale" && key != "logit_bias" && key != "recompute_tokens") {
+        if (key != "anchored" && key != "logit_scale" && key != "logit_bias" && key != "recompute_tokens" &&
+            key != "recompute") {
             return value_error(kKey, "has an unknown field '" + key +
-                                         "' (anchored, logit_scale, logit_bias, recompute_tokens)");
+                                         "' (anchored, logit_scale, logit_bias, recompute_tokens, recompute)");
         }
+    }
+    if (v.contains("recompute_tokens") && v.contains("recompute")) {
+        return value_error(kKey, "takes 'recompute' or 'recompute_tokens', not both");
     }
     if (auto e = read_bool(v, "anchored", reuse.anchored)) return e;
     double scale = reuse.logit_scale, bias = reuse.logit_bias;
@@ -419,6 +472,9 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
                                      std::to_string(engine::DocumentReuse::kMaxRecomputeTokens) + "]");
     }
     reuse.recompute_tokens = int32_t(recompute);
+    if (v.contains("recompute") && !v.at("recompute").is_null()) {
+        if (auto e = parse_recompute_field(v.at("recompute"), reuse)) return e;
+    }
     reuse.logit_scale = float(scale);
     reuse.logit_bias = float(bias);
     if (Status st = reuse.validate(); !st.ok()) return value_error(kKey, st.message());

@@ -1,7 +1,9 @@
 // Random attention batches in the layout the engine builds: per sequence, segments stored from
 // position 0 (stored_base 0, so delta = logical_start) back to back, then a tail stored at its
 // logical positions; the query rows are the tail's last num_queries tokens. Physical blocks are
-// shuffled; padding slots and unused blocks hold NaN, so a kernel that reads them fails.
+// shuffled; padding slots and unused blocks hold NaN, so a kernel that reads them fails. With
+// override_share, segment tokens are read from private rows (kernels::KeyOverride) and their
+// shared rows hold NaN, so a kernel that reads the shared row of an overridden token fails too.
 #pragma once
 
 #include <algorithm>
@@ -19,6 +21,7 @@ struct SeqSpec {
     int32_t tail;                   // tail length (>= 1)
     int32_t num_queries;            // query rows at the tail's end (1..tail)
     bool rescaled = false;          // segments get a random logit_scale and logit_bias
+    double override_share = 0.0;    // each segment token overridden by a private row with this probability
 };
 
 struct RopeSpec {
@@ -40,6 +43,7 @@ struct HostBatch {
     AttentionShape shape;
     std::vector<int32_t> block_ids;
     std::vector<kernels::AttentionSpan> spans;
+    std::vector<kernels::KeyOverride> overrides;
     std::vector<kernels::AttentionSeq> seqs;
     std::vector<int32_t> q_pos;
     int32_t num_blocks = 0;
@@ -90,11 +94,28 @@ inline HostBatch make_batch(const AttentionShape& shape, const RopeSpec& rope, c
         b.max_queries = std::max(b.max_queries, nq);
         b.max_kv_tokens = std::max(b.max_kv_tokens, kv_tokens);
     }
-    b.num_blocks = next_block + 3;
-    std::vector<int32_t> perm(b.num_blocks);
+    const int32_t shared_blocks = next_block + 3;
+    std::vector<int32_t> perm(shared_blocks);
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), rng);
     for (auto& id : b.block_ids) id = perm[id];
+    // Private rows in blocks past the shared ones, slots in a shuffled order.
+    for (size_t s = 0; s < specs.size(); ++s) {
+        for (int32_t si = b.seqs[s].span_begin; si + 1 < b.seqs[s].span_end; ++si) {
+            kernels::AttentionSpan& span = b.spans[si];
+            span.override_begin = int32_t(b.overrides.size());
+            for (int32_t t = 0; t < span.num_tokens; ++t) {
+                if (double(rng() % 1000) < specs[s].override_share * 1000) b.overrides.push_back({t, 0});
+            }
+            span.override_count = int32_t(b.overrides.size()) - span.override_begin;
+        }
+    }
+    const int32_t private_blocks = int32_t((b.overrides.size() + bs - 1) / bs);
+    std::vector<int32_t> private_slots(size_t(private_blocks) * bs);
+    std::iota(private_slots.begin(), private_slots.end(), shared_blocks * bs);
+    std::shuffle(private_slots.begin(), private_slots.end(), rng);
+    for (size_t i = 0; i < b.overrides.size(); ++i) b.overrides[i].slot = private_slots[i];
+    b.num_blocks = shared_blocks + private_blocks;
 
     const int64_t block_elems = int64_t(shape.num_kv_heads) * bs * shape.head_dim;
     b.k.assign(size_t(b.num_blocks * block_elems), bf16_nan());
@@ -110,6 +131,25 @@ inline HostBatch make_batch(const AttentionShape& shape, const RopeSpec& rope, c
             }
         }
     }
+    for (const kernels::AttentionSeq& seq : b.seqs) {
+        for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+            const kernels::AttentionSpan& span = b.spans[si];
+            for (int32_t i = 0; i < span.override_count; ++i) {
+                const kernels::KeyOverride& o = b.overrides[span.override_begin + i];
+                const int64_t shared = int64_t(b.block_ids[span.block_offset + o.token / bs]) * bs + o.token % bs;
+                for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
+                    const auto row = [&](int64_t slot) {
+                        return ((slot / bs * shape.num_kv_heads + h) * bs + slot % bs) * shape.head_dim;
+                    };
+                    for (int32_t e = 0; e < shape.head_dim; ++e) {
+                        b.k[row(o.slot) + e] = to_bf16(kv_dist(rng));
+                        b.v[row(o.slot) + e] = to_bf16(kv_dist(rng));
+                        b.k[row(shared) + e] = b.v[row(shared) + e] = bf16_nan();
+                    }
+                }
+            }
+        }
+    }
     b.q = testing::random_floats(rng, size_t(b.out_size()), -2.0f, 2.0f);
     b.inv_freq = rope_inv_freq(b.rope.rotary_dims);
     if (b.rope.table_positions > 0) b.table = rope_table(b.inv_freq, b.rope.position_scale, b.rope.table_positions);
@@ -120,6 +160,7 @@ inline HostBatch make_batch(const AttentionShape& shape, const RopeSpec& rope, c
 struct DeviceBatch {
     DeviceBuffer<int32_t> block_ids, q_pos;
     DeviceBuffer<kernels::AttentionSpan> spans;
+    DeviceBuffer<kernels::KeyOverride> overrides;
     DeviceBuffer<kernels::AttentionSeq> seqs;
     DeviceBuffer<float> q, out, inv_freq, table;
     DeviceBuffer<bf16> k, v;
@@ -128,6 +169,7 @@ struct DeviceBatch {
         : block_ids(b.block_ids),
           q_pos(b.q_pos),
           spans(b.spans),
+          overrides(b.overrides),
           seqs(b.seqs),
           q(b.q),
           out(size_t(b.out_size())),
@@ -155,6 +197,7 @@ inline backend::cuda::CudaAttentionParams device_params(const HostBatch& b, cons
     p.v_cache = d.v.get();
     p.block_ids = d.block_ids.get();
     p.spans = d.spans.get();
+    p.overrides = b.overrides.empty() ? nullptr : d.overrides.get();
     p.seqs = d.seqs.get();
     p.num_seqs = int32_t(b.seqs.size());
     p.num_heads = b.shape.num_heads;
@@ -183,6 +226,7 @@ inline std::vector<float> reference_output(const HostBatch& b, bool keys_rotated
     p.v_cache = v.data();
     p.block_ids = b.block_ids.data();
     p.spans = b.spans.data();
+    p.overrides = b.overrides.empty() ? nullptr : b.overrides.data();
     p.seqs = b.seqs.data();
     p.num_seqs = int32_t(b.seqs.size());
     p.num_heads = b.shape.num_heads;

@@ -151,6 +151,39 @@ TEST_P(CudaAttentionTest, SlidingWindowMatchesReference) {
     }
 }
 
+// Sparse recompute: a share of the segment tokens read from private rows (kernels::KeyOverride)
+// whose shared rows hold NaN, through decode (split and not) and prefill tiles.
+TEST_P(CudaAttentionTest, PrivateRowsOverrideSharedRows) {
+    const auto [head_dim, num_heads, num_kv_heads, keys_rotated] = GetParam();
+    if (num_heads > 12) GTEST_SKIP() << "the override rule is shape-independent; MHA and GQA 3 cover it";
+    std::mt19937_64 rng(testing::test_seed() * 17 + head_dim * 131 + num_heads * 17 + num_kv_heads + keys_rotated);
+    for (const double share : {0.1, 1.0}) {
+        std::vector<SeqSpec> decode_seqs{{{300, 17, 1, 16}, 15, 1}, {{15}, 1, 1}, {{40, 300}, 9, 1, true}};
+        for (SeqSpec& s : decode_seqs) s.override_share = share;
+        const HostBatch b = make_batch({num_heads, num_kv_heads, head_dim}, {}, decode_seqs, rng);
+        const std::vector<float> want = reference_output(b, keys_rotated);
+        DeviceBatch d(b);
+        for (int32_t splits : {1, 5}) {
+            auto p = device_params(b, d, keys_rotated);
+            p.num_splits = splits;
+            LA_ASSERT_OK(backend().attention_decode(p));
+            LA_ASSERT_OK(backend().synchronize());
+            expect_all_close(d.out.download(), want, kDecodeAtol, kDecodeRtol,
+                             describe(b, keys_rotated, "decode with private rows", splits));
+        }
+        const int32_t group = num_heads / num_kv_heads;
+        std::vector<SeqSpec> prefill_seqs{{{17, 40}, 90, 90}, {{33}, 20, 20}};
+        for (SeqSpec& s : prefill_seqs) s.override_share = share;
+        const HostBatch pb = make_batch({group, 1, head_dim}, {true, 0, 1.0f, 0}, prefill_seqs, rng);
+        const std::vector<float> pwant = reference_output(pb, keys_rotated);
+        DeviceBatch pd(pb);
+        LA_ASSERT_OK(backend().attention_prefill(device_params(pb, pd, keys_rotated)));
+        LA_ASSERT_OK(backend().synchronize());
+        expect_all_close(pd.out.download(), pwant, kPrefillAtol, kPrefillRtol,
+                         describe(pb, keys_rotated, "prefill with private rows", 0));
+    }
+}
+
 std::vector<AttnParam> attention_params() {
     std::vector<AttnParam> v;
     for (int d : {64, 128}) {

@@ -29,6 +29,11 @@ struct Case {
     // as document rescaling sets them; the tail stays plain.
     bool rescaled = false;
     int32_t sliding_window = 0;  // AttentionParams::sliding_window
+    // Sparse recompute: each segment token is overridden by a private row (KeyOverride) with this
+    // probability (1: every token); the tail stays shared.
+    double override_share = 0.0;
+    // Also compare Backend::attention_mass with the reference's (question-guided selection).
+    bool check_mass = false;
 };
 
 // What run_case computed: the reference's and the CPU kernel's outputs.
@@ -68,13 +73,32 @@ CaseResult run_case(const Case& c, std::mt19937_64& rng) {
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), rng);
     for (auto& b : block_ids) b = perm[b];
-    const int32_t num_blocks = next_block + 3;
+    // Private rows: segment tokens drawn with probability override_share, each given a slot in
+    // blocks past the shared ones (in a shuffled order, so neighbours do not sit together).
+    std::vector<kernels::KeyOverride> overrides;
+    for (const AttentionSeq& seq : seqs) {
+        for (int32_t si = seq.span_begin; si + 1 < seq.span_end; ++si) {
+            AttentionSpan& span = spans[si];
+            span.override_begin = int32_t(overrides.size());
+            for (int32_t t = 0; t < span.num_tokens; ++t) {
+                if (c.override_share > 0 && double(rng() % 1000) < c.override_share * 1000) overrides.push_back({t, 0});
+            }
+            span.override_count = int32_t(overrides.size()) - span.override_begin;
+        }
+    }
+    const int32_t private_blocks = int32_t((overrides.size() + bs - 1) / bs);
+    std::vector<int32_t> private_slots(size_t(private_blocks) * bs);
+    std::iota(private_slots.begin(), private_slots.end(), (next_block + 3) * bs);
+    std::shuffle(private_slots.begin(), private_slots.end(), rng);
+    for (size_t i = 0; i < overrides.size(); ++i) overrides[i].slot = private_slots[i];
+    const int32_t num_blocks = next_block + 3 + private_blocks;
     const int64_t cache_floats = int64_t(num_blocks) * c.num_kv_heads * bs * d;
     auto k = testing::random_floats(rng, cache_floats), v = testing::random_floats(rng, cache_floats);
     // A 16-bit or quantized cache holds the same values rounded or quantized (each row on its
     // own); the reference reads them through its own dequantizer, the kernels through theirs.
     const kernels::KvDtype kt = c.kv_dtype, vt = c.v_dtype.value_or(c.kv_dtype);
-    std::vector<uint8_t> kc(size_t(kernels::kv_bytes(kt, cache_floats))), vc(size_t(kernels::kv_bytes(vt, cache_floats)));
+    std::vector<uint8_t> kc(size_t(kernels::kv_bytes(kt, cache_floats))),
+        vc(size_t(kernels::kv_bytes(vt, cache_floats)));
     kernels::f32_to_kv(k.data(), kt, kc.data(), cache_floats);
     kernels::f32_to_kv(v.data(), vt, vc.data(), cache_floats);
     const int32_t rows = int32_t(q_pos.size());
@@ -112,6 +136,7 @@ CaseResult run_case(const Case& c, std::mt19937_64& rng) {
     p.rope = {inv_freq.data(), d, c.neox, 1.0f, table.data(), kTablePositions};
     p.keys_rotated = c.keys_rotated;
     p.sliding_window = c.sliding_window;
+    p.overrides = overrides.empty() ? nullptr : overrides.data();
 
     std::vector<float> want(int64_t(rows) * c.num_heads * d), got(want.size(), -7.0f);
     p.out = want.data();
@@ -136,6 +161,61 @@ CaseResult run_case(const Case& c, std::mt19937_64& rng) {
         layer.out = planned.data();
         planned_backend->attention(layer);
         EXPECT_EQ(planned, alone) << "planned and unplanned attention differ at window " << window;
+    }
+    if (c.check_mass) {
+        int64_t total = 0;
+        for (const AttentionSeq& seq : seqs) {
+            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) total += spans[si].num_tokens;
+        }
+        std::vector<float> mass_want(size_t(total), -1.0f), mass_got(size_t(total), -2.0f);
+        kernels::ref::attention_mass(p, mass_want.data());
+        EXPECT_TRUE(backend->attention_mass_supported());
+        backend->attention_mass(p, mass_got.data());
+        // Weights in [0, 1] summed over rows and heads: bounded absolutely.
+        testing::expect_close(mass_got, mass_want, 1e-4, 1.0, "attention mass");
+        // Each (row, head) that sees a key spreads a weight of exactly 1 over its keys.
+        int64_t at = 0;
+        for (const AttentionSeq& seq : seqs) {
+            double sum = 0.0;
+            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+                for (int32_t t = 0; t < spans[si].num_tokens; ++t) sum += mass_want[size_t(at++)];
+            }
+            EXPECT_NEAR(sum, double(seq.num_queries) * c.num_heads, 1e-6 * seq.num_queries * c.num_heads);
+        }
+    }
+    if (!overrides.empty()) {
+        // Private rows read in place of shared ones give the bits of a cache where they were
+        // written over the shared rows (every path: patched blocks, widened slots, decode).
+        std::vector<uint8_t> kw = kc, vw = vc;
+        const int64_t k_row = kernels::kv_bytes(kt, d), v_row = kernels::kv_bytes(vt, d);
+        for (const AttentionSeq& seq : seqs) {
+            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+                const AttentionSpan& span = spans[si];
+                for (int32_t i = 0; i < span.override_count; ++i) {
+                    const kernels::KeyOverride& o = overrides[span.override_begin + i];
+                    const int64_t shared = int64_t(block_ids[span.block_offset + o.token / bs]) * bs + o.token % bs;
+                    for (int32_t h = 0; h < c.num_kv_heads; ++h) {
+                        const auto row = [&](int64_t slot) {
+                            return (slot / bs * c.num_kv_heads + h) * bs + slot % bs;
+                        };
+                        std::copy_n(kc.begin() + row(o.slot) * k_row, k_row, kw.begin() + row(shared) * k_row);
+                        std::copy_n(vc.begin() + row(o.slot) * v_row, v_row, vw.begin() + row(shared) * v_row);
+                    }
+                }
+            }
+        }
+        AttentionParams written = p;
+        written.k_cache = kw.data();
+        written.v_cache = vw.data();
+        written.overrides = nullptr;
+        std::vector<float> expected(want.size(), -3.0f);
+        written.out = expected.data();
+        backend->attention(written);
+        EXPECT_EQ(got, expected) << "private rows read differently from rows written in place";
+        std::vector<float> ref_written(want.size(), -3.0f);
+        written.out = ref_written.data();
+        kernels::ref::attention(written);
+        EXPECT_EQ(want, ref_written) << "the reference reads private rows differently from rows in place";
     }
     return {std::move(want), std::move(got)};
 }
@@ -174,12 +254,19 @@ TEST_P(AttentionTest, MatchesReference) {
                                 std::pair{KvDtype::kQ4_0, KvDtype::kQ8_0}}) {
         Case prefill{num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated, false, kt, vt};
         run_case(prefill, rng);
-        Case decode{num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 40, 7}}, {1, 1, 1}, keys_rotated, true,
-                    kt,        vt};
+        Case decode{num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 40, 7}}, {1, 1, 1}, keys_rotated,
+                    true,      kt,           vt};
         decode.rescaled = true;
         run_case(decode, rng);
-        run_case({num_heads, num_kv_heads, head_dim, {{200, 33}, {40, 5}, {17, 64}}, {33, 1, 20}, keys_rotated, false,
-                  kt, vt},
+        run_case({num_heads,
+                  num_kv_heads,
+                  head_dim,
+                  {{200, 33}, {40, 5}, {17, 64}},
+                  {33, 1, 20},
+                  keys_rotated,
+                  false,
+                  kt,
+                  vt},
                  rng);
     }
     // Mixed prefill rows and a tail longer than one task chunk.
@@ -199,6 +286,39 @@ TEST_P(AttentionTest, MatchesReference) {
                   false,
                   dtype},
                  rng);
+    }
+}
+
+// Sparse recompute: a share of each segment's tokens read from private rows instead of the shared
+// ones (kernels::KeyOverride), on every path: prefill tiles and rows (widened slots of their own
+// for 16-bit and quantized caches, patched blocks for fp32), decode in place and widened, raw keys
+// (lazy-k), sliding windows; shares from a few tokens to every token.
+TEST_P(AttentionTest, PrivateRowsOverrideSharedRows) {
+    const auto [num_heads, num_kv_heads, head_dim, keys_rotated] = GetParam();
+    std::mt19937_64 rng(testing::test_seed() + num_heads * 171 + head_dim + keys_rotated);
+    using kernels::KvDtype;
+    for (const double share : {0.05, 0.3, 1.0}) {
+        for (const auto [kt, vt] :
+             {std::pair{KvDtype::kF32, KvDtype::kF32}, std::pair{KvDtype::kF16, KvDtype::kF16},
+              std::pair{KvDtype::kQ8_0, KvDtype::kQ8_0}, std::pair{KvDtype::kQ4_0, KvDtype::kF16}}) {
+            Case prefill{num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated,
+                         false,     kt,           vt};
+            prefill.override_share = share;
+            prefill.check_mass = true;
+            run_case(prefill, rng);
+            Case decode{num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 40, 7}}, {1, 1, 1}, keys_rotated,
+                        true,      kt,           vt};
+            decode.override_share = share;
+            decode.rescaled = share == 0.3;
+            run_case(decode, rng);
+            Case mixed{num_heads, num_kv_heads, head_dim, {{200, 33}, {40, 5}, {17, 64}}, {33, 1, 20}, keys_rotated,
+                       false,     kt,           vt};
+            mixed.override_share = share;
+            mixed.sliding_window = share == 0.05 ? 40 : 0;
+            mixed.check_mass = true;
+            mixed.rescaled = share == 1.0;
+            run_case(mixed, rng);
+        }
     }
 }
 

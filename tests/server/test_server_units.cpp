@@ -109,7 +109,32 @@ TEST(OpenAiRequest, RefusesBadFieldsNamingThem) {
         {{{"messages", user}, {"stream", "yes"}}, true, "stream", "invalid_type"},
         {{{"prompt", "p"}, {"document_reuse", "anchor+warp"}}, false, "document_reuse", "invalid_value"},
         {{{"prompt", "p"}, {"document_reuse", {{"logit_scale", 100}}}}, false, "document_reuse", "invalid_value"},
-        {{{"prompt", "p"}, {"document_reuse", {{"recompute", 16}}}}, false, "document_reuse", "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute_tokens", 16}, {"recompute", 16}}}},
+         false,
+         "document_reuse",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", {{"share", 1.5}}}}}},
+         false,
+         "document_reuse.recompute.share",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", {{"share", 0.1}, {"select", "best"}}}}}},
+         false,
+         "document_reuse.recompute.select",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", {{"tokens", 0}}}}}},
+         false,
+         "document_reuse.recompute.tokens",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", {{"tokens", 4}, {"share", 0.5}}}}}},
+         false,
+         "document_reuse.recompute",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", "all"}}}},
+         false,
+         "document_reuse.recompute",
+         "invalid_type"},
+        {{{"prompt", "p"}, {"document_reuse", "recompute=0%@random"}}, false, "document_reuse", "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", "recompute=15%@best"}}, false, "document_reuse", "invalid_value"},
         {{{"prompt", "p"}, {"document_reuse", 5}}, false, "document_reuse", "invalid_type"},
         {{{"messages", user}, {"stream_options", {{"include_usage", 1}}}},
          true,
@@ -279,6 +304,17 @@ TEST_F(RequestBuilderTest, DocumentReuseComesFromTheRequestOrTheServerDefault) {
     ASSERT_TRUE(a.ok()) << a.status().to_string();
     EXPECT_TRUE(a->reuse.anchored);
     EXPECT_FLOAT_EQ(a->reuse.logit_bias, -1.5f);
+    // The recompute budget in object form: a share and a selection, as the string form has them.
+    GenerationRequest sparse;
+    ASSERT_FALSE(parse({{"messages", {{{"role", "user"}, {"content", "q"}}}},
+                        {"documents", {"a passage"}},
+                        {"document_reuse", {{"recompute", {{"share", 0.15}, {"select", "random"}}}}}},
+                       true, &sparse));
+    auto s = builder().build(sparse, "");
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    EXPECT_FLOAT_EQ(s->reuse.recompute_share, 0.15f);
+    EXPECT_EQ(s->reuse.recompute_select, engine::RecomputeSelect::kRandom);
+    EXPECT_EQ(s->reuse, *engine::parse_document_reuse("recompute=15%@random"));
     engine::DocumentReuse server_default;
     server_default.anchored = true;
     server_default.logit_scale = 1.25f;

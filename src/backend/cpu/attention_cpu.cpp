@@ -12,6 +12,7 @@
 #include "backend/cpu/simd/attention_decode.h"
 #include "backend/cpu/simd/attention_tile.h"
 #include "backend/cpu/simd/rope_rotate.h"
+#include "backend/cpu/span_blocks.h"
 #include "core/check.h"
 #include "core/cpu_features.h"
 
@@ -42,42 +43,6 @@ inline void scale(float* y, float a, int32_t n) {
     for (int32_t i = 0; i < n; ++i) y[i] *= a;
 }
 
-// Rows [0, n) of `cache` (one block and KV head) as fp32: in place for fp32, otherwise widened
-// (or dequantized) into buf ([block_size * head_dim]).
-inline const float* rows_f32(const void* cache, kernels::KvDtype dtype, int32_t n, int32_t d, float* buf) {
-    if (dtype == kernels::KvDtype::kF32) return static_cast<const float*>(cache);
-    kernels::kv_to_f32(cache, dtype, buf, int64_t(n) * d);
-    return buf;
-}
-
-// Rows [0, n) of the keys and values of (block, kv head) as fp32.
-inline void block_kv(const AttentionParams& p, int32_t block, int32_t kvh, int32_t n, float* kbuf, float* vbuf,
-                     const float** k, const float** v) {
-    *k = rows_f32(p.k_at(block, kvh), p.k_dtype, n, p.head_dim, kbuf);
-    *v = rows_f32(p.v_at(block, kvh), p.v_dtype, n, p.head_dim, vbuf);
-}
-
-// lazy-k: rotates keys [0, n) of a block, key j to position first_pos + j, into krot (cs: scratch
-// for one position's angles when they are not in the table).
-inline void rotate_keys(const kernels::RopeParams& rope, const float* k, float* krot, int32_t n, int32_t d,
-                        int32_t first_pos, float* cs) {
-    const simd::RopeRotateFn fast = simd::rope_rotate_kernel(d, rope.rotary_dims);
-    for (int32_t j = 0; j < n; ++j) {
-        const int32_t pos = first_pos + j;
-        const float* angles = cs;
-        if (rope.cos_sin_table != nullptr && pos >= 0 && pos < rope.table_positions) {
-            angles = rope.cos_sin_table + int64_t(pos) * rope.rotary_dims;  // the table's row, no copy
-        } else {
-            rope_cos_sin(rope, pos, cs);
-        }
-        if (fast != nullptr) {
-            fast(angles, k + j * d, krot + j * d, d, rope.rotary_dims, rope.neox);
-        } else {
-            rope_rotate_with(rope, angles, k + j * d, krot + j * d, d);
-        }
-    }
-}
-
 // A span's logit_bias b needs no kernel support: the online-softmax state (m, l, o) holds
 // sum exp(s - m) over the keys so far, so lowering m by b first makes those keys' scores read
 // b lower than the span's raw ones, and raising m by b after the span restores the reference:
@@ -95,10 +60,13 @@ struct HeadState {
 
 // Attends `num_rows` query rows of one sequence for the query heads of KV head `kvh`.
 // Scratch sizes: qrot [group * d], krot, kbuf, vbuf [block_size * d], scores [group * block_size],
-// acc [group * d], cs [rotary_dims]. Compiled once per instruction set below (attend_rows_kernel).
-__attribute__((always_inline)) inline void attend_rows_body(
-    const AttentionParams& p, const AttentionSeq& seq, int32_t kvh, int32_t row_begin, int32_t row_end, int32_t g_begin,
-    int32_t g_end, float* qrot, float* krot, float* kbuf, float* vbuf, float* scores, float* acc, float* cs) {
+// acc [group * d], cs [rotary_dims], patch [span_block_scratch_bytes]. Compiled once per
+// instruction set below (attend_rows_kernel).
+__attribute__((always_inline)) inline void attend_rows_body(const AttentionParams& p, const AttentionSeq& seq,
+                                                            int32_t kvh, int32_t row_begin, int32_t row_end,
+                                                            int32_t g_begin, int32_t g_end, float* qrot, float* krot,
+                                                            float* kbuf, float* vbuf, float* scores, float* acc,
+                                                            float* cs, char* patch) {
     const int32_t d = p.head_dim;
     const int32_t bs = p.block_size;
     const int32_t group = p.num_heads / p.num_kv_heads;
@@ -125,9 +93,8 @@ __attribute__((always_inline)) inline void attend_rows_body(
             for (int32_t t0 = first / bs * bs; t0 < end; t0 += bs) {
                 const int32_t n = std::min(bs, end - t0);
                 const int32_t j0 = std::max(0, first - t0);  // keys before it are outside the window
-                const int32_t block = p.block_ids[span.block_offset + t0 / bs];
                 const float *k, *v;
-                block_kv(p, block, kvh, n, kbuf, vbuf, &k, &v);
+                block_kv(p, span_block_kv(p, span, t0 / bs, n, kvh, patch), n, kbuf, vbuf, &k, &v);
                 if (!p.keys_rotated) {
                     rotate_keys(p.rope, k, krot, n, d, span.key_position(t0), cs);
                     k = krot;
@@ -166,14 +133,17 @@ __attribute__((always_inline)) inline void attend_rows_body(
 // The portable per-row kernel, compiled for each instruction set; the compiler vectorizes the
 // loops of the body for the target. Chosen through core/cpu_features.h like every other kernel,
 // so LAZYATTN_CPU_ISA lowers it too.
-#define LA_ATTEND_ROWS_PARAMS                                                                                   \
-    const AttentionParams &p, const AttentionSeq &seq, int32_t kvh, int32_t row_begin, int32_t row_end,        \
-        int32_t g_begin, int32_t g_end, float *qrot, float *krot, float *kbuf, float *vbuf, float *scores, \
-        float *acc, float *cs
-#define LA_ATTEND_ROWS_ARGS p, seq, kvh, row_begin, row_end, g_begin, g_end, qrot, krot, kbuf, vbuf, scores, acc, cs
+#define LA_ATTEND_ROWS_PARAMS                                                                                          \
+    const AttentionParams &p, const AttentionSeq &seq, int32_t kvh, int32_t row_begin, int32_t row_end,                \
+        int32_t g_begin, int32_t g_end, float *qrot, float *krot, float *kbuf, float *vbuf, float *scores, float *acc, \
+        float *cs, char *patch
+#define LA_ATTEND_ROWS_ARGS \
+    p, seq, kvh, row_begin, row_end, g_begin, g_end, qrot, krot, kbuf, vbuf, scores, acc, cs, patch
 
 void attend_rows_portable(LA_ATTEND_ROWS_PARAMS) { attend_rows_body(LA_ATTEND_ROWS_ARGS); }
-__attribute__((target("avx2,fma"))) void attend_rows_avx2(LA_ATTEND_ROWS_PARAMS) { attend_rows_body(LA_ATTEND_ROWS_ARGS); }
+__attribute__((target("avx2,fma"))) void attend_rows_avx2(LA_ATTEND_ROWS_PARAMS) {
+    attend_rows_body(LA_ATTEND_ROWS_ARGS);
+}
 __attribute__((target("arch=x86-64-v4"))) void attend_rows_avx512(LA_ATTEND_ROWS_PARAMS) {
     attend_rows_body(LA_ATTEND_ROWS_ARGS);
 }
@@ -196,6 +166,7 @@ AttendRowsFn attend_rows_kernel() {
 // Scratch of one thread for attend_tile (64-byte aligned where the kernel needs it).
 struct TileScratch {
     std::vector<float> buf;
+    std::vector<char> patch;  // span_block_kv's
     float *qt, *ot, *m, *l, *kpad, *vpad, *krot, *kbuf, *vbuf, *cs;
     int32_t *nvis, *nfirst;
     TileScratch(int32_t d, int32_t rotary_dims) {
@@ -207,6 +178,7 @@ struct TileScratch {
         cs = vbuf + B * d;
         nvis = reinterpret_cast<int32_t*>(cs + rotary_dims + 2);
         nfirst = nvis + L;
+        patch.resize(span_block_scratch_bytes(B, d));
     }
 };
 
@@ -250,9 +222,8 @@ void attend_tile(const AttentionParams& p, const AttentionSeq& seq, int32_t kvh,
         shift_for_bias(t.m, L, -span.logit_bias);
         for (int32_t t0 = min_first / B * B; t0 < max_vis; t0 += B) {
             const int32_t n = std::min(B, max_vis - t0);
-            const int32_t block = p.block_ids[span.block_offset + t0 / B];
             const float *k, *v;
-            block_kv(p, block, kvh, n, t.kbuf, t.vbuf, &k, &v);
+            block_kv(p, span_block_kv(p, span, t0 / B, n, kvh, t.patch.data()), n, t.kbuf, t.vbuf, &k, &v);
             if (!p.keys_rotated) {
                 rotate_keys(p.rope, k, t.krot, n, d, span.key_position(t0), t.cs);
                 k = t.krot;
@@ -295,7 +266,8 @@ using DecodeItem = AttentionPlan::DecodeItem;
 // One item: partial softmax state for the `group` heads, written to m, l, o ([group], [group],
 // [group * d]).
 void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::AttendDecodeBlockFn attend_block,
-                        float* qrot, float* krot, float* kbuf, float* vbuf, float* cs, float* m, float* l, float* o) {
+                        float* qrot, float* krot, float* kbuf, float* vbuf, float* cs, char* patch, float* m, float* l,
+                        float* o) {
     const int32_t d = p.head_dim, bs = p.block_size;
     const int32_t group = p.num_heads / p.num_kv_heads;
     const AttentionSeq& seq = p.seqs[it.seq];
@@ -321,13 +293,13 @@ void attend_decode_item(const AttentionParams& p, const DecodeItem& it, simd::At
         const int32_t t0 = b * bs;
         const int32_t n = std::min(bs, end - t0);
         const int32_t j0 = std::max(0, first - t0);  // keys before it are outside the window
-        const int32_t block = p.block_ids[span.block_offset + b];
+        const BlockKv raw = span_block_kv(p, span, b, n, it.kvh, patch);
         if (attend_stored != nullptr) {
-            attend_stored(qrot, group, p.k_at(block, it.kvh), p.v_at(block, it.kvh), d, j0, n, m, l, o);
+            attend_stored(qrot, group, raw.k, raw.v, d, j0, n, m, l, o);
             continue;
         }
         const float *k, *v;
-        block_kv(p, block, it.kvh, n, kbuf, vbuf, &k, &v);
+        block_kv(p, raw, n, kbuf, vbuf, &k, &v);
         if (!p.keys_rotated) {
             rotate_keys(p.rope, k, krot, n, d, span.key_position(t0), cs);
             k = krot;
@@ -352,7 +324,9 @@ void attention_decode(const AttentionParams& p, AttentionPlan& plan, simd::Atten
     std::atomic<size_t> next{0};
     pool.run_on_all([&](int, int) {
         thread_local std::vector<float> scratch;
+        thread_local std::vector<char> patch;
         scratch.resize(int64_t(group) * d + 3 * int64_t(bs) * d + p.rope.rotary_dims + 2);
+        patch.resize(span_block_scratch_bytes(bs, d));
         float* qrot = scratch.data();
         float* krot = qrot + int64_t(group) * d;
         float* kbuf = krot + int64_t(bs) * d;
@@ -360,7 +334,8 @@ void attention_decode(const AttentionParams& p, AttentionPlan& plan, simd::Atten
         float* cs = vbuf + int64_t(bs) * d;
         for (size_t i = next++; i < items.size(); i = next++) {
             float* m = parts + i * per_item;
-            attend_decode_item(p, items[i], attend_block, qrot, krot, kbuf, vbuf, cs, m, m + group, m + 2 * group);
+            attend_decode_item(p, items[i], attend_block, qrot, krot, kbuf, vbuf, cs, patch.data(), m, m + group,
+                               m + 2 * group);
         }
     });
     // Merge each (sequence, KV head)'s partials in chunk order and normalize.
@@ -412,7 +387,17 @@ void widen_for_prefill(const AttentionParams& p, const AttentionPlan& plan, Wide
             kernels::kv_to_f32(p.v_at(blocks[i], 0), p.v_dtype, w.v.data() + i * per_block, per_block);
         },
         4);
+    // Private rows over their slots' copies (the slots were not shared with unpatched readers).
+    const int32_t d = p.head_dim, bs = p.block_size;
+    for (const AttentionPlan::WidePatch& o : plan.wide_patches) {
+        for (int32_t h = 0; h < p.num_kv_heads; ++h) {
+            const int64_t at = ((int64_t(o.wide_slot) * p.num_kv_heads + h) * bs + o.row) * d;
+            kernels::kv_to_f32(p.k_row(o.src_slot, h), p.k_dtype, w.k.data() + at, d);
+            kernels::kv_to_f32(p.v_row(o.src_slot, h), p.v_dtype, w.v.data() + at, d);
+        }
+    }
     *wide = p;
+    wide->overrides = nullptr;  // resolved into the scratch blocks above
     wide->k_cache = w.k.data();
     wide->v_cache = w.v.data();
     wide->block_ids = plan.wide_block_ids.data();
@@ -434,6 +419,7 @@ void AttentionPlan::build(const kernels::AttentionStep& step) {
     by_window_.clear();
     wide_blocks.clear();
     wide_block_ids.clear();
+    wide_patches.clear();
     const int32_t group = step.num_heads / step.num_kv_heads;
     // The tile kernel serves sequences with several query rows (prefill); decode rows, and
     // shapes it does not cover, take attend_rows.
@@ -485,6 +471,7 @@ void AttentionPlan::build(const kernels::AttentionStep& step) {
             if (visible <= 0) continue;
             for (int32_t b = 0; b < (visible + bs - 1) / bs; ++b) {
                 const int32_t id = step.block_ids[span.block_offset + b];
+                if (add_patched_block(step, span, b, id)) continue;
                 auto [it, fresh] = slot_of.emplace(id, int32_t(wide_blocks.size()));
                 if (fresh) wide_blocks.push_back(id);
                 wide_block_ids[span.block_offset + b] = it->second;
@@ -495,7 +482,25 @@ void AttentionPlan::build(const kernels::AttentionStep& step) {
     if (int64_t(wide_blocks.size()) * per_block * 8 > kMaxWideBytes) {
         wide_blocks.clear();
         wide_block_ids.clear();
+        wide_patches.clear();
     }
+}
+
+bool AttentionPlan::add_patched_block(const kernels::AttentionStep& step, const AttentionSpan& span, int32_t b,
+                                      int32_t id) {
+    if (span.override_count <= 0 || step.overrides == nullptr) return false;
+    const int32_t bs = step.block_size;
+    const kernels::KeyOverride* all = step.overrides + span.override_begin;
+    const kernels::KeyOverride* stop = all + span.override_count;
+    const auto before = [](const kernels::KeyOverride& o, int32_t t) { return o.token < t; };
+    const kernels::KeyOverride* o = std::lower_bound(all, stop, b * bs, before);
+    if (o == stop || o->token >= (b + 1) * bs) return false;
+    // Its own slot: other spans (or sequences) reading the same pool block see the shared rows.
+    const int32_t slot = int32_t(wide_blocks.size());
+    wide_blocks.push_back(id);
+    wide_block_ids[span.block_offset + b] = slot;
+    for (; o != stop && o->token < (b + 1) * bs; ++o) wide_patches.push_back({slot, o->token - b * bs, o->slot});
+    return true;
 }
 
 const AttentionPlan::DecodeItems& AttentionPlan::decode_items(const AttentionParams& p) {
@@ -555,6 +560,7 @@ void attention(const AttentionParams& p, AttentionPlan& plan, ThreadPool& pool) 
         std::vector<float> qrot(int64_t(group) * d), krot(int64_t(p.block_size) * d), kbuf(krot.size()),
             vbuf(krot.size()), scores(int64_t(group) * p.block_size), acc(int64_t(group) * d),
             cs(p.rope.rotary_dims + 2);
+        std::vector<char> patch(span_block_scratch_bytes(p.block_size, d));
         std::unique_ptr<TileScratch> tile;
         for (size_t i = next++; i < tasks.size(); i = next++) {
             const AttentionPlan::Task& t = tasks[i];
@@ -564,7 +570,7 @@ void attention(const AttentionParams& p, AttentionPlan& plan, ThreadPool& pool) 
                 continue;
             }
             attend_rows(pt, p.seqs[t.seq], t.kvh, t.begin, t.end, t.g_begin, t.g_end, qrot.data(), krot.data(),
-                        kbuf.data(), vbuf.data(), scores.data(), acc.data(), cs.data());
+                        kbuf.data(), vbuf.data(), scores.data(), acc.data(), cs.data(), patch.data());
         }
     });
 }

@@ -46,10 +46,21 @@ public:
     // and the step's block list with those entries remapped to their slots; empty when the
     // scratch would be too large (the tasks then widen per tile).
     std::vector<int32_t> wide_blocks, wide_block_ids;
+    // Rows of those slots that a span overrides with a private row (sparse recompute): a block
+    // with any gets a slot of its own, and its copy takes row `row` from the pool slot src_slot.
+    struct WidePatch {
+        int32_t wide_slot, row;
+        int32_t src_slot;
+    };
+    std::vector<WidePatch> wide_patches;
     // The decode kernel's items under p's sliding window (built on the first call with it).
     const DecodeItems& decode_items(const kernels::AttentionParams& p);
 
 private:
+    // Gives span block b (pool block id) a slot of its own with its private rows, if it has any.
+    bool add_patched_block(const kernels::AttentionStep& step, const kernels::AttentionSpan& span, int32_t b,
+                           int32_t id);
+
     kernels::AttentionStep step_;
     bool built_ = false;
     std::vector<DecodeItems> by_window_;

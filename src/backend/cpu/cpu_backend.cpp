@@ -5,11 +5,12 @@
 #include <thread>
 
 #include "backend/backend.h"
-#include "backend/host_kv_ops.h"
 #include "backend/cpu/attention_cpu.h"
+#include "backend/cpu/attention_mass_cpu.h"
 #include "backend/cpu/elementwise_cpu.h"
 #include "backend/cpu/quant_matmul.h"
 #include "backend/cpu/typed_matmul.h"
+#include "backend/host_kv_ops.h"
 #include "core/thread_pool.h"
 
 namespace lazyattn::backend::cpu {
@@ -72,6 +73,11 @@ public:
         } else {
             cpu::attention(p, pool_);
         }
+    }
+
+    bool attention_mass_supported() const override { return true; }
+    void attention_mass(const kernels::AttentionParams& p, float* mass) override {
+        cpu::attention_mass(p, mass, pool_);
     }
 
     Expected<std::unique_ptr<backend::KvMemory>> allocate_kv(const kv::KvShape& shape) override {

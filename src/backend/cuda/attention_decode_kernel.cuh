@@ -112,9 +112,10 @@ __device__ __forceinline__ void decode_load_tile(const CudaAttentionParams& p, c
         bf16* vd = vs + r * D + ch * 8;
         if (r < n) {
             const int t = t0 + r;
-            const int block = p.block_ids[span.block_offset + t / p.block_size];
+            // The span rule's slot: a private row where the span overrides t (sparse recompute).
+            const int64_t slot = kernels::span_key_slot(span, p.block_ids, p.overrides, p.block_size, t);
             const int64_t off =
-                ((int64_t(block) * p.num_kv_heads + kvh) * p.block_size + t % p.block_size) * D + ch * 8;
+                ((slot / p.block_size * p.num_kv_heads + kvh) * p.block_size + slot % p.block_size) * D + ch * 8;
             cp_async_16(kd, p.k_cache + off, 16);
             cp_async_16(vd, p.v_cache + off, 16);
         } else {

@@ -54,9 +54,10 @@ __device__ __forceinline__ void prefill_load_tile(const CudaAttentionParams& p, 
         const int dst = swz<D>(r, ch * 8);
         if (r < n) {
             const int t = t0 + r;
-            const int block = p.block_ids[span.block_offset + t / p.block_size];
+            // The span rule's slot: a private row where the span overrides t (sparse recompute).
+            const int64_t slot = kernels::span_key_slot(span, p.block_ids, p.overrides, p.block_size, t);
             const int64_t off =
-                ((int64_t(block) * p.num_kv_heads + kvh) * p.block_size + t % p.block_size) * D + ch * 8;
+                ((slot / p.block_size * p.num_kv_heads + kvh) * p.block_size + slot % p.block_size) * D + ch * 8;
             cp_async_16(ks + dst, p.k_cache + off, 16);
             cp_async_16(vs + dst, p.v_cache + off, 16);
         } else {

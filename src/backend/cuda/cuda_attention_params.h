@@ -20,7 +20,8 @@ struct CudaAttentionParams {
     const __nv_bfloat16* v_cache;  // [num_blocks, num_kv_heads, block_size, head_dim]
     const int32_t* block_ids;      // referenced by spans
     const kernels::AttentionSpan* spans;
-    const kernels::AttentionSeq* seqs;  // [num_seqs]
+    const kernels::KeyOverride* overrides;  // referenced by spans (null: none)
+    const kernels::AttentionSeq* seqs;      // [num_seqs]
     int32_t num_seqs;
     int32_t num_heads;
     int32_t num_kv_heads;

@@ -169,6 +169,7 @@ public:
         c.v_cache = static_cast<const __nv_bfloat16*>(p.v_cache);
         c.block_ids = p.block_ids;
         c.spans = p.spans;
+        c.overrides = p.overrides;
         c.seqs = p.seqs;
         c.num_seqs = p.num_seqs;
         c.num_heads = p.num_heads;

@@ -1,8 +1,11 @@
 #include "engine/request/document_reuse.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
+#include <random>
 
 namespace lazyattn::engine {
 namespace {
@@ -35,7 +38,109 @@ Status DocumentReuse::validate() const {
         return invalid_argument("document recompute tokens must be in [0, " + std::to_string(kMaxRecomputeTokens) +
                                 "], got " + std::to_string(recompute_tokens));
     }
+    if (!(recompute_share >= 0.0f && recompute_share <= 1.0f)) {
+        return invalid_argument("document recompute share must be in [0, 1] (0% to 100%), got " +
+                                number(recompute_share));
+    }
+    if (recompute_tokens > 0 && recompute_share > 0.0f) {
+        return invalid_argument("document recompute takes a token count or a share, not both");
+    }
+    if (recompute_select != RecomputeSelect::kFirst && !recomputes()) {
+        return invalid_argument("document recompute selection '" + std::string(select_name(recompute_select)) +
+                                "' needs a budget (recompute=N or recompute=P%)");
+    }
     return {};
+}
+
+int32_t DocumentReuse::recompute_count(int32_t n) const {
+    if (n <= 0) return 0;
+    // ceil(share * n), forgiving the float share's rounding (0.3f is 0.3000000119: 30% of 50
+    // tokens is 15, not 16): its relative error is under 1e-7.
+    if (recompute_share > 0.0f) {
+        return std::clamp(int32_t(std::ceil(double(recompute_share) * n * (1.0 - 1e-6))), 1, n);
+    }
+    return std::min(recompute_tokens, n);
+}
+
+int32_t recompute_row_count(const DocumentReuse& reuse, int32_t num_tokens, int32_t block_size) {
+    const int32_t n = reuse.recompute_count(num_tokens);
+    if (reuse.recompute_select != RecomputeSelect::kFirst || n == 0) return n;
+    // The first tokens are read as a span of their own, which starts and ends on a block edge.
+    const int64_t rounded = (int64_t(n) + block_size - 1) / block_size * block_size;
+    return int32_t(std::min<int64_t>(rounded, num_tokens));
+}
+
+std::vector<int32_t> recompute_rows(const DocumentReuse& reuse, const std::vector<int32_t>& tokens,
+                                    int32_t block_size) {
+    const int32_t n = int32_t(tokens.size());
+    const int32_t count = recompute_row_count(reuse, n, block_size);
+    std::vector<int32_t> rows(static_cast<size_t>(n));
+    std::iota(rows.begin(), rows.end(), 0);
+    if (selects_by_query(reuse.recompute_select)) return {};  // chosen after the probe (select_by_mass)
+    if (reuse.recompute_select == RecomputeSelect::kRandom && count < n) {
+        uint64_t seed = 0xcbf29ce484222325ull;  // FNV-1a over the tokens
+        for (const int32_t t : tokens) seed = (seed ^ uint32_t(t)) * 0x100000001b3ull;
+        std::mt19937_64 rng(seed);
+        for (int32_t i = 0; i < count; ++i) {  // partial Fisher-Yates: rows[0, count) is the sample
+            std::swap(rows[size_t(i)], rows[size_t(i + int32_t(rng() % uint64_t(n - i)))]);
+        }
+        rows.resize(size_t(count));
+        std::sort(rows.begin(), rows.end());
+        return rows;
+    }
+    rows.resize(size_t(count));
+    return rows;
+}
+
+std::vector<std::vector<int32_t>> select_by_mass(RecomputeSelect select, const std::vector<std::vector<float>>& mass,
+                                                 const std::vector<int32_t>& count) {
+    struct Key {
+        float mass;
+        int32_t doc, token;
+    };
+    const auto heavier = [](const Key& a, const Key& b) {
+        if (a.mass != b.mass) return a.mass > b.mass;
+        return a.doc != b.doc ? a.doc < b.doc : a.token < b.token;
+    };
+    std::vector<std::vector<int32_t>> rows(mass.size());
+    const auto take = [&](std::vector<Key>& keys, size_t n) {
+        n = std::min(n, keys.size());
+        std::partial_sort(keys.begin(), keys.begin() + int64_t(n), keys.end(), heavier);
+        for (size_t i = 0; i < n; ++i) rows[size_t(keys[i].doc)].push_back(keys[i].token);
+    };
+    std::vector<Key> keys;
+    size_t total = 0;
+    for (size_t d = 0; d < mass.size(); ++d) {
+        if (select == RecomputeSelect::kQuery) keys.clear();
+        for (size_t t = 0; t < mass[d].size(); ++t) keys.push_back({mass[d][t], int32_t(d), int32_t(t)});
+        if (select == RecomputeSelect::kQuery) take(keys, size_t(std::max(0, count[d])));
+        total += size_t(std::max(0, count[d]));
+    }
+    if (select == RecomputeSelect::kQueryAll) take(keys, total);
+    for (auto& r : rows) std::sort(r.begin(), r.end());
+    return rows;
+}
+
+std::string_view select_name(RecomputeSelect s) {
+    switch (s) {
+        case RecomputeSelect::kFirst:
+            return "first";
+        case RecomputeSelect::kRandom:
+            return "random";
+        case RecomputeSelect::kQuery:
+            return "query";
+        case RecomputeSelect::kQueryAll:
+            return "query-all";
+    }
+    return "?";
+}
+
+std::optional<RecomputeSelect> parse_select(std::string_view name) {
+    if (name == "first") return RecomputeSelect::kFirst;
+    if (name == "random") return RecomputeSelect::kRandom;
+    if (name == "query") return RecomputeSelect::kQuery;
+    if (name == "query-all") return RecomputeSelect::kQueryAll;
+    return std::nullopt;
 }
 
 std::string DocumentReuse::name() const {
@@ -44,7 +149,12 @@ std::string DocumentReuse::name() const {
     if (anchored) add("anchor");
     if (logit_scale != 1.0f) add("scale=" + number(logit_scale));
     if (logit_bias != 0.0f) add("bias=" + number(logit_bias));
-    if (recompute_tokens != 0) add("recompute=" + std::to_string(recompute_tokens));
+    if (recomputes()) {
+        std::string part = "recompute=";
+        part += recompute_share > 0.0f ? number(recompute_share * 100.0f) + "%" : std::to_string(recompute_tokens);
+        if (recompute_select != RecomputeSelect::kFirst) part += "@" + std::string(select_name(recompute_select));
+        add(part);
+    }
     return s.empty() ? "plain" : s;
 }
 
@@ -62,14 +172,32 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
         } else if (part.starts_with("bias=")) {
             LA_ASSIGN_OR_RETURN(r.logit_bias, parse_float(part, part.substr(5)));
         } else if (part.starts_with("recompute=")) {
-            const std::string_view n = part.substr(10);
-            const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), r.recompute_tokens);
-            if (ec != std::errc() || end != n.data() + n.size()) {
-                return invalid_argument("'" + std::string(part) + "': not a token count");
+            std::string_view n = part.substr(10);
+            if (const size_t at = n.find('@'); at != std::string_view::npos) {
+                const auto select = parse_select(n.substr(at + 1));
+                if (!select) {
+                    return invalid_argument("'" + std::string(part) + "': unknown selection '" +
+                                            std::string(n.substr(at + 1)) + "' (first, random, query, query-all)");
+                }
+                r.recompute_select = *select;
+                n = n.substr(0, at);
+            }
+            if (n.ends_with('%')) {
+                LA_ASSIGN_OR_RETURN(const float percent, parse_float(part, n.substr(0, n.size() - 1)));
+                if (!(percent > 0.0f && percent <= 100.0f)) {
+                    return invalid_argument("'" + std::string(part) + "': the share must be in (0%, 100%]");
+                }
+                r.recompute_share = percent / 100.0f;
+            } else {
+                const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), r.recompute_tokens);
+                if (ec != std::errc() || end != n.data() + n.size()) {
+                    return invalid_argument("'" + std::string(part) + "': not a token count or a share P%");
+                }
             }
         } else {
             return invalid_argument("unknown document reuse setting '" + std::string(part) +
-                                    "' (plain, or anchor, scale=X, bias=X, recompute=N joined by '+')");
+                                    "' (plain, or anchor, scale=X, bias=X, recompute=N[@SELECT] or "
+                                    "recompute=P%[@SELECT] joined by '+')");
         }
     }
     LA_RETURN_IF_ERROR(r.validate());
@@ -78,17 +206,19 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
 
 Expected<ReuseVariant> parse_reuse_variant(std::string_view spec) {
     ReuseVariant v{std::string(spec), CacheMode::kLazy, {}, std::nullopt};
-    if (const size_t at = spec.find('@'); at != std::string_view::npos) {
+    if (const size_t at = spec.rfind('@'); at != std::string_view::npos) {
         const std::string_view kv = spec.substr(at + 1);
         const size_t comma = kv.find(',');
         const auto k = kernels::parse_kv_dtype(kv.substr(0, comma));
         const auto vt = comma == std::string_view::npos ? k : kernels::parse_kv_dtype(kv.substr(comma + 1));
-        if (!k || !vt) {
-            return invalid_argument("KV types '" + std::string(kv) +
-                                    "' are not TYPE or KTYPE,VTYPE of f32, f16, bf16, q8_0, q4_0");
+        if (k && vt) {
+            v.kv_types = kernels::KvTypes{*k, *vt};
+            spec = spec.substr(0, at);
+        } else if (!parse_select(kv)) {
+            return invalid_argument("'@" + std::string(kv) +
+                                    "' is neither KV types (TYPE or KTYPE,VTYPE of f32, f16, bf16, q8_0, q4_0) nor "
+                                    "a recompute selection (first, random, query, query-all)");
         }
-        v.kv_types = kernels::KvTypes{*k, *vt};
-        spec = spec.substr(0, at);
     }
     const size_t colon = spec.find(':');
     LA_ASSIGN_OR_RETURN(v.mode, parse_cache_mode(spec.substr(0, colon)));

@@ -13,10 +13,15 @@
 //   logit_bias   inverse temperature) and shifted by this (the log of a weight on document
 //                tokens relative to the preamble and the tail); AttentionSpan carries both.
 //   recompute_tokens  each document's first N tokens (rounded up to whole KV blocks, at most the
-//                document) are recomputed in the request's private blocks with everything before
-//                them in view (preamble, earlier documents), in the manner of CacheBlend; the
-//                question reads those rows instead of the cached ones, and the rest of the
-//                document from the cache. The cached copy is never changed.
+//   recompute_share   document), or a share of its tokens, are recomputed in the request's
+//                private blocks with everything before them in view (preamble, earlier
+//                documents), in the manner of EPIC and CacheBlend; the question reads those rows
+//                instead of the cached ones, and the rest of the document from the cache. The
+//                cached copy is never changed.
+//   recompute_select  which tokens: the first ones (a prefix of whole blocks: the span is split
+//                in two), or a sparse set (random: a control at equal cost) that the kernels
+//                read as private rows overriding the shared ones (kernels::KeyOverride), rows
+//                stored in the document's own rotation frame.
 //
 // They apply to the segment cache modes (lazy, lazy-k, block-attn); prefix and none compute
 // full attention and ignore them.
@@ -25,40 +30,83 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
-#include "kernels/params/kv_dtype.h"
 #include "engine/request/cache_mode.h"
+#include "kernels/params/kv_dtype.h"
 
 namespace lazyattn::engine {
+
+// Which document tokens a recompute budget goes to.
+enum class RecomputeSelect {
+    kFirst,   // the first tokens of each document, in whole blocks ("recompute=N", EPIC-style)
+    kRandom,  // a uniform sample of each document's tokens, fixed by its tokens ("@random")
+    // By the question (FusionRAG-style): the tail is first run against the cached documents and
+    // each document token scored by the attention the tail's rows give it (softmax weights summed
+    // over the rows and all heads of every layer); the top tokens are recomputed, then the tail.
+    kQuery,     // the top tokens of each document, its own budget ("@query")
+    kQueryAll,  // the top tokens of all documents together, the same total ("@query-all")
+};
+
+// Whether the rows are chosen by a probe of the tail's attention (known only after it ran).
+inline bool selects_by_query(RecomputeSelect s) {
+    return s == RecomputeSelect::kQuery || s == RecomputeSelect::kQueryAll;
+}
 
 struct DocumentReuse {
     bool anchored = false;
     float logit_scale = 1.0f;
     float logit_bias = 0.0f;
     int32_t recompute_tokens = 0;
+    float recompute_share = 0.0f;  // of each document's tokens, (0, 1]; exclusive with the count
+    RecomputeSelect recompute_select = RecomputeSelect::kFirst;
 
     static constexpr int32_t kMaxRecomputeTokens = 4096;
 
     bool rescaled() const { return logit_scale != 1.0f || logit_bias != 0.0f; }
-    bool is_plain() const { return !anchored && !rescaled() && recompute_tokens == 0; }
-    // kInvalidArgument unless logit_scale is in [0.25, 4], logit_bias in [-8, 8] (finite) and
-    // recompute_tokens in [0, kMaxRecomputeTokens]. (A budget longer than a document recomputes
-    // the whole document: clamped per document, see RagRequest::recompute_tokens.)
+    bool recomputes() const { return recompute_tokens > 0 || recompute_share > 0.0f; }
+    bool is_plain() const { return !anchored && !rescaled() && !recomputes(); }
+    // kInvalidArgument unless logit_scale is in [0.25, 4], logit_bias in [-8, 8] (finite),
+    // recompute_tokens in [0, kMaxRecomputeTokens], recompute_share in [0, 1] and not both set,
+    // and a selection other than the first tokens has a budget. (A budget longer than a document
+    // recomputes the whole document: clamped per document, see RagRequest::recompute_rows.)
     Status validate() const;
-    // "plain", or the parts joined by '+': "anchor+scale=0.9+bias=-0.5+recompute=16"
-    // (parse_document_reuse's syntax).
+    // Tokens recomputed of a document of n tokens: the count or ceil(share * n), at most n.
+    int32_t recompute_count(int32_t n) const;
+    // "plain", or the parts joined by '+': "anchor+scale=0.9+bias=-0.5+recompute=16",
+    // "recompute=15%@random" (parse_document_reuse's syntax).
     std::string name() const;
     bool operator==(const DocumentReuse&) const = default;
 };
 
-// "plain", or '+'-joined parts: "anchor", "scale=X", "bias=X", "recompute=N". kInvalidArgument
-// naming the part.
+// The tokens of a document (`tokens`) that `reuse` recomputes, ascending: the first
+// recompute_count rounded up to whole blocks (at most the document) for kFirst; for kRandom a
+// uniform sample of recompute_count tokens drawn by a generator seeded with the document's
+// tokens, so a document gets the same sample in every request. Empty when reuse recomputes none.
+std::vector<int32_t> recompute_rows(const DocumentReuse& reuse, const std::vector<int32_t>& tokens, int32_t block_size);
+// Its size, without drawing the sample.
+int32_t recompute_row_count(const DocumentReuse& reuse, int32_t num_tokens, int32_t block_size);
+
+// Selection by the question: rows[d] (ascending) of each document d from the attention mass of
+// its tokens (mass[d][t]), the `count[d]` heaviest of each (kQuery), or the sum of the counts
+// heaviest over all documents together (kQueryAll); ties go to the earlier token.
+std::vector<std::vector<int32_t>> select_by_mass(RecomputeSelect select, const std::vector<std::vector<float>>& mass,
+                                                 const std::vector<int32_t>& count);
+
+// "first" / "random", and back.
+std::string_view select_name(RecomputeSelect s);
+std::optional<RecomputeSelect> parse_select(std::string_view name);
+
+// "plain", or '+'-joined parts: "anchor", "scale=X", "bias=X", "recompute=N" or "recompute=P%",
+// optionally followed by "@first" (the default) or "@random". kInvalidArgument naming the part.
 Expected<DocumentReuse> parse_document_reuse(std::string_view spec);
 
 // A cache mode with its reuse settings and, optionally, its own KV types, as the benchmarks
 // name them: "MODE[:REUSE][@KV]", e.g. "lazy:anchor+recompute=16", "lazy@q8_0" (keys and values
-// q8_0), "lazy@q8_0,f16" (keys q8_0, values f16). Without @KV the command's --kv-dtype holds.
+// q8_0), "lazy@q8_0,f16" (keys q8_0, values f16), "lazy:recompute=15%@random@q8_0". The last '@'
+// names KV types when what follows it is KV types; otherwise it belongs to the reuse setting.
+// Without @KV the command's --kv-dtype holds.
 struct ReuseVariant {
     std::string name;  // the spec as given
     CacheMode mode;

@@ -59,12 +59,30 @@ struct RagRequest {
         return int32_t(segments[0].size());
     }
 
-    // Tokens of segment d recomputed privately (reuse.recompute_tokens rounded up to whole
-    // blocks, at most the segment); 0 for the preamble.
-    int32_t recompute_tokens(size_t d, int32_t block_size) const {
-        if (reuse.recompute_tokens <= 0 || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
-        const int64_t rounded = (int64_t(reuse.recompute_tokens) + block_size - 1) / block_size * block_size;
-        return int32_t(std::min<int64_t>(rounded, int64_t(segments[d].size())));
+    // Tokens of segment d recomputed privately, ascending (recompute_rows in document_reuse.h);
+    // none for the preamble.
+    std::vector<int32_t> recompute_rows(size_t d, int32_t block_size) const {
+        if (!reuse.recomputes() || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return {};
+        return engine::recompute_rows(reuse, segments[d], block_size);
+    }
+    // How many (what the KV budget reserves for them). Selected over all documents together
+    // (@query-all), one document may take the whole request's budget: up to that, or all of it.
+    int32_t recompute_count(size_t d, int32_t block_size) const {
+        if (!reuse.recomputes() || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
+        const int32_t n = int32_t(segments[d].size());
+        if (reuse.recompute_select != RecomputeSelect::kQueryAll) {
+            return engine::recompute_row_count(reuse, n, block_size);
+        }
+        int64_t total = 0;
+        for (size_t e = first_segment_is_preamble ? 1 : 0; e < segments.size(); ++e) {
+            total += engine::recompute_row_count(reuse, int32_t(segments[e].size()), block_size);
+        }
+        return int32_t(std::min<int64_t>(total, n));
+    }
+    // The budget of document d alone (its share or count): what @query-all sums.
+    int32_t recompute_budget(size_t d, int32_t block_size) const {
+        if (!reuse.recomputes() || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
+        return engine::recompute_row_count(reuse, int32_t(segments[d].size()), block_size);
     }
 
     // Prompt tokens in document segments (the preamble is not a document).

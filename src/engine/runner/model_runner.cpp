@@ -71,8 +71,8 @@ ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
     ModelRunnerOutput out;
     const bool on_device = device_sample_rows(step);
     const double t0 = now_ms();
-    const Status st =
-        model_.forward(step.batch, *kv_memory_, &logits_, on_device ? &sample_rows_ : nullptr, &device_tokens_);
+    const Status st = model_.forward(step.batch, *kv_memory_, &logits_, on_device ? &sample_rows_ : nullptr,
+                                     &device_tokens_, step.probes.empty() ? nullptr : &out.key_mass);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
     out.forward_ms = now_ms() - t0;
     if (on_device) {

@@ -23,8 +23,8 @@ uint64_t random_key() {
 
 }  // namespace
 
-KvManager::KvManager(const std::string& model_description, const store::Fingerprint& fingerprint,
-                     double fingerprint_ms, backend::KvMemory& kv_memory, const EngineConfig& config)
+KvManager::KvManager(const std::string& model_description, const store::Fingerprint& fingerprint, double fingerprint_ms,
+                     backend::KvMemory& kv_memory, const EngineConfig& config)
     : config_(config),
       fingerprint_(fingerprint),
       kv_memory_(kv_memory),
@@ -53,7 +53,7 @@ int64_t KvManager::blocks_needed(const RagRequest& r, int32_t context_length) co
         const int64_t n = (int64_t(r.segments[d].size()) + bs - 1) / bs;
         if (segments_are_blocks(config_.cache_mode)) {
             blocks += n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1);
-            blocks += (r.recompute_tokens(d, bs) + bs - 1) / bs;
+            blocks += (r.recompute_count(d, bs) + bs - 1) / bs;
         }
         total += int64_t(r.segments[d].size());
     }
@@ -252,7 +252,9 @@ void KvManager::match_tail(SequenceState& s) {
     ar.num_prompt_tail = int32_t(ar.tail_tokens.size());
     // Cached tail blocks have no logits: a request that wants every tail row (raw logits or
     // prompt logprobs) computes them all.
-    if (config_.cache_mode != CacheMode::kNone && !s.all_tail_rows()) {
+    // Nor does a tail that selects by the question: its probe writes every tail row.
+    if (config_.cache_mode != CacheMode::kNone && !s.all_tail_rows() &&
+        !selects_by_query(s.request.reuse.recompute_select)) {
         // At least the last prompt token is computed: its logits start generation.
         ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail - 1);
         ar.held.insert(ar.held.end(), ar.tail_blocks.begin(), ar.tail_blocks.end());
@@ -267,7 +269,7 @@ int64_t KvManager::fresh_blocks_needed(const SequenceState& s, const std::vector
     int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
     for (size_t d : needs_job)
         fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
-    for (size_t d = 0; d < ar.segments.size(); ++d) fresh += blocks_for(s.request.recompute_tokens(d, bs), bs);
+    for (size_t d = 0; d < ar.segments.size(); ++d) fresh += blocks_for(s.request.recompute_count(d, bs), bs);
     if (config_.cache_mode == CacheMode::kBlockAttn && others_running) {
         // Room for the private copies too, or requests would preempt each other in turn as
         // their copies are made.
@@ -280,17 +282,52 @@ void KvManager::start_patches(SequenceState& s) {
     RequestKv& ar = s.kv;
     ar.num_patch_tokens = ar.num_patch_computed = 0;
     if (!segments_are_blocks(config_.cache_mode)) return;
+    const bool by_query = selects_by_query(s.request.reuse.recompute_select);
     for (size_t d = 0; d < ar.segments.size(); ++d) {
         SegmentPlacement& place = ar.segments[d];
-        place.patch_tokens = s.request.recompute_tokens(d, kv_.block_size());
-        if (place.patch_tokens == 0) continue;
-        auto fresh = kv_.allocate(blocks_for(place.patch_tokens, kv_.block_size()));
+        place.patch_rows = s.request.recompute_rows(d, kv_.block_size());
+        place.patch_tokens = int32_t(place.patch_rows.size());
+        place.sparse_patch = s.request.reuse.recompute_select != RecomputeSelect::kFirst;
+        // By the question: room for the most rows it may choose; which ones, the probe decides.
+        const int32_t room = by_query ? s.request.recompute_count(d, kv_.block_size()) : place.patch_tokens;
+        if (room == 0) continue;
+        if (by_query) {
+            place.query_mass.assign(size_t(place.num_tokens), 0.0f);
+            ar.probe_pending = true;
+        }
+        auto fresh = kv_.allocate(blocks_for(room, kv_.block_size()));
         LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
                      fresh.status().to_string().c_str());
         place.patch_blocks = std::move(fresh).value();
         ar.held.insert(ar.held.end(), place.patch_blocks.begin(), place.patch_blocks.end());
         ar.num_patch_tokens += place.patch_tokens;
     }
+}
+
+int32_t KvManager::select_by_query(SequenceState& s) {
+    RequestKv& ar = s.kv;
+    std::vector<size_t> docs;
+    std::vector<std::vector<float>> mass;
+    std::vector<int32_t> budget;
+    for (size_t d = 0; d < ar.segments.size(); ++d) {
+        if (ar.segments[d].query_mass.empty()) continue;
+        docs.push_back(d);
+        mass.push_back(std::move(ar.segments[d].query_mass));
+        budget.push_back(s.request.recompute_budget(d, kv_.block_size()));
+    }
+    const auto rows = select_by_mass(s.request.reuse.recompute_select, mass, budget);
+    int32_t chosen = 0;
+    for (size_t i = 0; i < docs.size(); ++i) {
+        SegmentPlacement& place = ar.segments[docs[i]];
+        place.query_mass.clear();
+        place.patch_rows = rows[i];
+        place.patch_tokens = int32_t(rows[i].size());
+        LA_CHECK(int64_t(place.patch_blocks.size()) * kv_.block_size() >= place.patch_tokens);
+        chosen += place.patch_tokens;
+    }
+    ar.num_patch_tokens += chosen;
+    ar.probe_pending = false;
+    return chosen;
 }
 
 bool KvManager::grow_tail(SequenceState& s, int32_t num_tokens) {
@@ -318,8 +355,8 @@ Status KvManager::make_private_copies(SequenceState& s) {
         if (!copy.ok()) return copy.status();
         s.kv.held.insert(s.kv.held.end(), copy->begin(), copy->end());
         pending_copies_.push_back(
-            {s.id, {place.blocks, *copy, place.num_tokens,
-              kernels::rotation_delta(place.logical_start, place.stored_base)}});
+            {s.id,
+             {place.blocks, *copy, place.num_tokens, kernels::rotation_delta(place.logical_start, place.stored_base)}});
         for (kv::BlockId b : place.blocks) s.kv.held.erase(std::find(s.kv.held.begin(), s.kv.held.end(), b));
         kv_.release(place.blocks);
         place.blocks = std::move(copy).value();
@@ -371,8 +408,8 @@ void KvManager::free(SequenceState& s) {
 
 void KvManager::publish_tail(const SequenceState& s) {
     if (config_.cache_mode == CacheMode::kNone) return;
-    kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail),
-                s.kv.tail_blocks, false);
+    kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail), s.kv.tail_blocks,
+                false);
 }
 
 std::vector<model::KvBlockCopy> KvManager::take_copies() {

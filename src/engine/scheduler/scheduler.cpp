@@ -60,6 +60,12 @@ Status Scheduler::validate(const RagRequest& r) const {
             "anchored document encoding needs a preamble to encode the documents after (a chat template or system "
             "prompt); this request has none");
     }
+    if (selects_by_query(r.reuse.recompute_select) && segments_are_blocks(config_.cache_mode) &&
+        !model_.measures_attention) {
+        return invalid_argument(
+            "recompute selected by the question (@query) measures attention on the host; this backend cannot (use "
+            "--device cpu, or @first / @random)");
+    }
     if (r.prompt_logprobs < -1 || r.prompt_logprobs > SamplingParams::kMaxLogprobs) {
         return invalid_argument("prompt_logprobs must be in [0, " + std::to_string(SamplingParams::kMaxLogprobs) +
                                 "] (or -1: none)");

@@ -80,6 +80,9 @@ struct ModelFacts {
     // Of the weights (store::model_fingerprint), when a persistent store is configured.
     store::Fingerprint fingerprint;
     double fingerprint_ms = 0;
+    // The backend measures attention mass (Backend::attention_mass): recompute selected by the
+    // question (@query) is possible.
+    bool measures_attention = false;
 };
 
 class Scheduler {
@@ -182,8 +185,17 @@ private:
     void finish(SequenceState& s, const std::string& reason, Status status = {});
     void drop_finished();
     void add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits);
+    // Tail rows [begin, end) of s as one sequence over its segments and the tail's own blocks,
+    // no logits; returns the first row.
+    int32_t add_tail_sequence(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
+    // The probe's rows (the prompt tail's [begin, end) against the cached documents), its
+    // sequence measured (batch.mass_seqs); returns where its mass starts in the step's.
+    int64_t add_probe_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
     // Rows [begin, end) of s's recomputed document tokens (all documents' in order), no logits.
     void add_patch_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
+    // A probe chunk ran: adds its mass to the documents' and, once the whole prompt tail has
+    // run, chooses the recomputed rows.
+    void on_probe(const ProbeChunk& r, const std::vector<float>& key_mass);
     // The spans of s's segments as its tail and patch rows read them.
     void add_segment_spans(model::ForwardBatch& b, const SequenceState& s);
 

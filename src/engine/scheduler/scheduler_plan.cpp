@@ -26,6 +26,7 @@ struct PrefillItem {
     int32_t left = 0;              // tokens still to compute
     int32_t take = 0;              // tokens planned this step
     bool patch = false;
+    bool probe = false;  // the prompt tail's probe (selection by the question)
 };
 
 // Hands out `budget` tokens in turns of at most `share`, items in order.
@@ -62,9 +63,19 @@ void Scheduler::add_segment_spans(model::ForwardBatch& b, const SequenceState& s
             b.block_ids.insert(b.block_ids.end(), blocks.begin() + first_block,
                                blocks.begin() + first_block + (n + bs - 1) / bs);
         };
-        // Recomputed tokens (whole blocks, or the whole segment) from the request's own blocks,
-        // the rest of the segment from where it is cached.
-        const int32_t r = place.patch_tokens;
+        const int32_t r = int32_t(place.patch_rows.size());  // none yet while a probe runs
+        if (place.sparse_patch && r > 0) {
+            // The whole segment from where it is cached, its recomputed rows overriding.
+            add(place.blocks, 0, place.num_tokens, place.logical_start, place.stored_base);
+            b.spans.back().override_begin = int32_t(b.overrides.size());
+            b.spans.back().override_count = r;
+            for (int32_t j = 0; j < r; ++j) {
+                b.overrides.push_back({place.patch_rows[j], place.patch_blocks[j / bs] * bs + j % bs});
+            }
+            continue;
+        }
+        // Recomputed first tokens (whole blocks, or the whole segment) from the request's own
+        // blocks, the rest of the segment from where it is cached.
         add(place.patch_blocks, 0, r, place.logical_start, place.logical_start);
         add(place.blocks, r / bs, place.num_tokens - r, place.logical_start + r, place.stored_base + r);
     }
@@ -83,29 +94,50 @@ void Scheduler::add_patch_rows(model::ForwardBatch& b, SequenceState& s, int32_t
         const SegmentPlacement& place = s.kv.segments[d];
         for (int32_t i = 0; i < place.patch_tokens; ++i, ++j) {
             if (j < begin || j >= end) continue;
-            b.token_ids.push_back(s.request.segments[d][i]);
-            b.positions.push_back(place.logical_start + i);
-            b.store_positions.push_back(place.logical_start + i);
+            const int32_t token = place.patch_rows[i];
+            b.token_ids.push_back(s.request.segments[d][token]);
+            b.positions.push_back(place.logical_start + token);
+            // A sparse row is read through the segment's span: keys in its rotation frame.
+            b.store_positions.push_back((place.sparse_patch ? place.stored_base : place.logical_start) + token);
             b.slot_mapping.push_back(place.patch_blocks[i / bs] * bs + i % bs);
         }
     }
 }
 
 void Scheduler::add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits) {
+    const int32_t first_row = add_tail_sequence(b, s, begin, end);
+    for (int32_t t = begin; t < end; ++t) {
+        if (all_logits || t == end - 1) b.logit_rows.push_back(first_row + t - begin);
+    }
+}
+
+int64_t Scheduler::add_probe_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end) {
+    // Where the mass of this sequence starts: after the earlier probes' sequences.
+    int64_t offset = 0;
+    for (const int32_t q : b.mass_seqs) {
+        for (int32_t si = b.seqs[q].span_begin; si < b.seqs[q].span_end; ++si) offset += b.spans[si].num_tokens;
+    }
+    b.mass_seqs.push_back(int32_t(b.seqs.size()));
+    add_tail_sequence(b, s, begin, end);
+    return offset;
+}
+
+int32_t Scheduler::add_tail_sequence(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end) {
     const int32_t bs = kv_.block_size();
     const RequestKv& ar = s.kv;
     const int32_t span_begin = int32_t(b.spans.size());
+    const int32_t first_row = b.num_rows();
     add_segment_spans(b, s);
     b.spans.push_back({int32_t(b.block_ids.size()), end, ar.tail_start, ar.tail_start});
     b.block_ids.insert(b.block_ids.end(), ar.tail_blocks.begin(), ar.tail_blocks.begin() + (end + bs - 1) / bs);
-    b.seqs.push_back({b.num_rows(), end - begin, span_begin, int32_t(b.spans.size())});
+    b.seqs.push_back({first_row, end - begin, span_begin, int32_t(b.spans.size())});
     for (int32_t t = begin; t < end; ++t) {
-        if (all_logits || t == end - 1) b.logit_rows.push_back(b.num_rows());
         b.token_ids.push_back(ar.tail_tokens[t]);
         b.positions.push_back(ar.tail_start + t);
         b.store_positions.push_back(ar.tail_start + t);
         b.slot_mapping.push_back(ar.tail_blocks[t / bs] * bs + t % bs);
     }
+    return first_row;
 }
 
 TailChunk Scheduler::tail_chunk(SequenceState& s, int32_t begin, int32_t end, bool all_logits) const {
@@ -142,6 +174,7 @@ SchedulerOutput Scheduler::plan_step() {
     }
     plan_prefill(plan, budget);
     for (const TailChunk& t : plan.tails) add_tail_rows(plan.batch, *t.seq, t.begin, t.end, t.all_logits);
+    if (!plan.probes.empty()) plan.batch.mass_layers = config_.query_mass_layers;
     return plan;
 }
 
@@ -156,6 +189,11 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
         if (s->prompt_done() || !s->segments_ready()) continue;
         if (config_.cache_mode == CacheMode::kBlockAttn && !s->materialized) continue;
         const RequestKv& ar = s->kv;
+        if (ar.probe_pending) {  // selection by the question: the probe comes before the patches
+            items.push_back(
+                {-1, s.get(), ar.num_probe_computed, ar.num_prompt_tail - ar.num_probe_computed, 0, false, true});
+            continue;
+        }
         if (!ar.patches_done()) {  // recomputed document tokens come before the tail
             items.push_back({-1, s.get(), ar.num_patch_computed, ar.num_patch_tokens - ar.num_patch_computed, 0, true});
             continue;
@@ -166,6 +204,11 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
     share_budget(items, budget, std::max(kv_.block_size(), budget / 2));
     for (const PrefillItem& it : items) {
         if (it.take == 0) continue;
+        if (it.seq != nullptr && it.probe) {
+            const int64_t offset = add_probe_rows(plan.batch, *it.seq, it.done, it.done + it.take);
+            plan.probes.push_back({it.seq, it.take, offset});
+            continue;
+        }
         if (it.seq != nullptr && it.patch) {
             add_patch_rows(plan.batch, *it.seq, it.done, it.done + it.take);
             plan.patches.push_back({it.seq, it.take});

@@ -113,6 +113,7 @@ void Scheduler::update(const SchedulerOutput& out, ModelRunnerOutput& ran, Outpu
         r.seq->kv.num_patch_computed += r.n;
         stats_.prompt_tokens_computed += r.n;
     }
+    for (const ProbeChunk& r : out.probes) on_probe(r, ran.key_mass);
     const int32_t vocab = vocab_size();
     LA_CHECK(ran.tails.size() == out.tails.size());
     for (size_t i = 0; i < out.tails.size(); ++i) {
@@ -152,6 +153,27 @@ void Scheduler::update(const SchedulerOutput& out, ModelRunnerOutput& ran, Outpu
     }
     drop_finished();
     if (config_.check_integrity) check_integrity();
+}
+
+void Scheduler::on_probe(const ProbeChunk& r, const std::vector<float>& key_mass) {
+    SequenceState& s = *r.seq;
+    RequestKv& ar = s.kv;
+    // The mass of the probe's keys: each segment's tokens in order (one span each while no rows
+    // are recomputed), then the tail's; the documents' is summed over the probe's chunks.
+    LA_CHECK(r.mass_offset >= 0);
+    const float* m = key_mass.data() + r.mass_offset;
+    for (SegmentPlacement& place : ar.segments) {
+        LA_CHECK(m + place.num_tokens <= key_mass.data() + key_mass.size());
+        for (size_t t = 0; t < place.query_mass.size(); ++t) place.query_mass[t] += m[t];
+        m += place.num_tokens;
+    }
+    ar.num_probe_computed += r.n;
+    stats_.prompt_tokens_computed += r.n;
+    s.stats.prefill_tokens += r.n;
+    if (ar.num_probe_computed < ar.num_prompt_tail) return;
+    const int32_t chosen = kv_.select_by_query(s);
+    s.stats.prefill_tokens += chosen;
+    s.stats.recomputed_tokens += chosen;
 }
 
 void Scheduler::on_job_progress(int64_t job_id, int32_t n) {

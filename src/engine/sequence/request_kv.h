@@ -19,10 +19,18 @@ struct SegmentPlacement {
     // preamble's length for an anchored one, logical_start for a private copy.
     int32_t stored_base = 0;
     bool private_copy = false;  // block-attn: blocks are this request's re-rotated copy
-    // DocumentReuse::recompute_tokens: the first patch_tokens tokens recomputed in patch_blocks
-    // (this request's, keys at their logical positions); the span reads those instead.
+    // DocumentReuse's recomputed tokens of the segment, ascending: token patch_rows[j] is
+    // recomputed into slot j of patch_blocks (this request's). A prefix (the first tokens) is
+    // read as a span of its own, keys at their logical positions; a sparse set (sparse_patch) as
+    // private rows overriding the shared ones (kernels::KeyOverride), keys in the segment's
+    // rotation frame (rotated at stored_base + token).
+    std::vector<int32_t> patch_rows;
     std::vector<kv::BlockId> patch_blocks;
     int32_t patch_tokens = 0;
+    bool sparse_patch = false;
+    // Selection by the question: the attention mass the tail's probe gave each token (summed
+    // over its rows, heads and layers); patch_rows are chosen from it when the probe ends.
+    std::vector<float> query_mass;
 };
 
 struct RequestKv {
@@ -32,8 +40,12 @@ struct RequestKv {
     int32_t tail_start = 0;            // logical position of tail token 0
     int32_t num_tail_computed = 0;     // tail tokens whose K/V are in tail_blocks
     int32_t num_prompt_tail = 0;
-    int32_t num_patch_tokens = 0;    // over every segment, computed in segment order before the tail
+    int32_t num_patch_tokens = 0;  // over every segment, computed in segment order before the tail
     int32_t num_patch_computed = 0;
+    // Selection by the question: the prompt tail runs once against the cached documents first
+    // (its attention measured), then the patches, then the tail again.
+    bool probe_pending = false;
+    int32_t num_probe_computed = 0;
     std::vector<kv::BlockId> held;  // one entry per reference this request holds
 
     int32_t next_position() const { return tail_start + int32_t(tail_tokens.size()); }

@@ -22,6 +22,16 @@ namespace lazyattn::kernels {
 // query is rotated back (lazy) or the stored keys are re-rotated forward (block-attn's copies).
 LA_SPAN_RULE int32_t rotation_delta(int32_t logical_start, int32_t stored_base) { return logical_start - stored_base; }
 
+// A token of a span that the request recomputed privately (sparse recompute, see
+// engine::DocumentReuse): the kernels read its key and value from `slot` (block id * block_size +
+// offset in the block) instead of the span's shared row. The private row is stored in the span's
+// rotation frame (rotated at stored_base + token, or raw in lazy-k), so the span's query rotation
+// serves both rows. The shared copy is never written.
+struct KeyOverride {
+    int32_t token;  // index in the span, [0, num_tokens)
+    int32_t slot;
+};
+
 // One contiguous run of cached tokens a sequence reads, in whole blocks.
 struct AttentionSpan {
     int32_t block_offset;   // index into AttentionParams::block_ids of the span's first block
@@ -32,6 +42,10 @@ struct AttentionSpan {
     // log-weight per span (document rescaling, engine::DocumentReuse). 1 and 0 leave it plain.
     float logit_scale = 1.0f;
     float logit_bias = 0.0f;
+    // The span's private rows: AttentionParams::overrides[override_begin, + override_count),
+    // sorted by token, each token at most once. 0: every row is the shared one.
+    int32_t override_begin = 0;
+    int32_t override_count = 0;
 
     // Δ: how far the span sits from where its keys were rotated. Rotating the raw query to
     // p - Δ scores every stored key as if it had been rotated at its logical position
@@ -77,6 +91,32 @@ LA_SPAN_RULE void span_visible_range(const AttentionSpan& span, int32_t pos, int
     *end = span_causal_end(span, pos);
     const int64_t f = window > 0 ? int64_t(pos) - span.logical_start - window + 1 : 0;
     *first = f <= 0 ? 0 : f < *end ? int32_t(f) : *end;
+}
+
+// Where token t of a span is read from: the private slot that overrides it (binary search over the
+// span's sorted overrides; `overrides` may be null when no span has any), else -1.
+LA_SPAN_RULE int32_t span_override_slot(const AttentionSpan& span, const KeyOverride* overrides, int32_t t) {
+    if (span.override_count <= 0 || overrides == nullptr) return -1;
+    int32_t lo = span.override_begin, hi = span.override_begin + span.override_count;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (overrides[mid].token < t) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < span.override_begin + span.override_count && overrides[lo].token == t ? overrides[lo].slot : -1;
+}
+
+// The cache slot (block id * block_size + offset) token t of a span is read from: its private row
+// where the span overrides it, else its shared row. Every kernel reads keys through this rule (the
+// CPU kernels a block at a time, see backend/cpu/span_blocks.h).
+LA_SPAN_RULE int64_t span_key_slot(const AttentionSpan& span, const int32_t* block_ids, const KeyOverride* overrides,
+                                   int32_t block_size, int32_t t) {
+    const int32_t own = span_override_slot(span, overrides, t);
+    if (own >= 0) return own;
+    return int64_t(block_ids[span.block_offset + t / block_size]) * block_size + t % block_size;
 }
 
 // One sequence of the batch: its query rows and the spans it attends to.
@@ -129,6 +169,8 @@ struct AttentionParams {
     // The mask is on logical distance, which is what the kernel knows in every cache mode, so
     // lazy, lazy-k and block-attn stay equal under it.
     int32_t sliding_window = 0;
+    // The spans' private rows (AttentionSpan::override_begin); null when no span has any.
+    const KeyOverride* overrides = nullptr;
     // Host-side facts of the plan for a device backend, which shapes its launch by them and
     // cannot read the arrays above (the host backends ignore them): the most query rows of one
     // sequence and the most tokens one sequence's spans hold.
@@ -158,6 +200,15 @@ struct AttentionParams {
     }
     const void* v_at(int32_t block, int32_t kv_head) const {
         return static_cast<const char*>(v_cache) + kv_bytes(v_dtype, cache_offset(block, kv_head));
+    }
+    // The key and value rows of a cache slot (block id * block_size + offset) for one KV head.
+    const void* k_row(int64_t slot, int32_t kv_head) const {
+        return static_cast<const char*>(k_at(int32_t(slot / block_size), kv_head)) +
+               kv_bytes(k_dtype, slot % block_size * head_dim);
+    }
+    const void* v_row(int64_t slot, int32_t kv_head) const {
+        return static_cast<const char*>(v_at(int32_t(slot / block_size), kv_head)) +
+               kv_bytes(v_dtype, slot % block_size * head_dim);
     }
 };
 

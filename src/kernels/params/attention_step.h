@@ -19,7 +19,8 @@ struct AttentionStep {
     int32_t num_spans = 0;
     const int32_t* block_ids = nullptr;  // referenced by spans
     int32_t num_block_ids = 0;
-    const int32_t* q_pos = nullptr;  // [num_rows]
+    const KeyOverride* overrides = nullptr;  // referenced by spans (null: none)
+    const int32_t* q_pos = nullptr;          // [num_rows]
     int32_t num_rows = 0;
     int32_t num_heads = 0, num_kv_heads = 0, head_dim = 0, block_size = 0;
     KvDtype k_dtype = KvDtype::kF32, v_dtype = KvDtype::kF32;
@@ -33,13 +34,15 @@ inline AttentionStep step_of(const AttentionParams& p) {
     s.spans = p.spans;
     s.q_pos = p.q_pos;
     s.block_ids = p.block_ids;
+    s.overrides = p.overrides;
     for (int32_t i = 0; i < p.num_seqs; ++i) {
         s.num_spans = std::max(s.num_spans, p.seqs[i].span_end);
         s.num_rows = std::max(s.num_rows, p.seqs[i].query_start + p.seqs[i].num_queries);
     }
     for (int32_t i = 0; i < s.num_spans; ++i) {
         const AttentionSpan& sp = p.spans[i];
-        s.num_block_ids = std::max(s.num_block_ids, sp.block_offset + (sp.num_tokens + p.block_size - 1) / p.block_size);
+        s.num_block_ids =
+            std::max(s.num_block_ids, sp.block_offset + (sp.num_tokens + p.block_size - 1) / p.block_size);
     }
     s.num_heads = p.num_heads;
     s.num_kv_heads = p.num_kv_heads;

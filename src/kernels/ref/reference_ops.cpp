@@ -1,5 +1,6 @@
 #include "kernels/ref/reference_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -76,17 +77,23 @@ namespace {
 // Key or value t of a span for KV head kvh, widened to fp32 in `row` ([head_dim]). Written from
 // the element types' definitions: the quantized rows through the GGUF block dequantizer
 // (dequantize_ref.cpp), not kernels/params/kv_dtype.h's conversion that the kernels use.
-const float* cache_row(const void* cache, KvDtype dtype, const AttentionParams& p, const AttentionSpan& span,
-                       int32_t t, int32_t kvh, std::vector<float>& row) {
-    const int32_t block = p.block_ids[span.block_offset + t / p.block_size];
-    const int32_t slot = t % p.block_size;
+const float* cache_row(const void* cache, KvDtype dtype, const AttentionParams& p, const AttentionSpan& span, int32_t t,
+                       int32_t kvh, std::vector<float>& row) {
+    // A private row where the span overrides t (sparse recompute), else the shared one; a plain
+    // scan, not the kernels' search (kernels::span_override_slot), so a slip there shows here.
+    int32_t own = -1;
+    for (int32_t i = 0; p.overrides != nullptr && i < span.override_count; ++i) {
+        if (p.overrides[span.override_begin + i].token == t) own = p.overrides[span.override_begin + i].slot;
+    }
+    const int32_t block = own >= 0 ? own / p.block_size : p.block_ids[span.block_offset + t / p.block_size];
+    const int32_t slot = own >= 0 ? own % p.block_size : t % p.block_size;
     const int64_t index = p.cache_offset(block, kvh) + int64_t(slot) * p.head_dim;
     row.resize(p.head_dim);
     if (dtype == KvDtype::kQ8_0 || dtype == KvDtype::kQ4_0) {
         const int64_t row_bytes = p.head_dim / 32 * (dtype == KvDtype::kQ8_0 ? 34 : 18);
         const auto* src = static_cast<const uint8_t*>(cache) + index / p.head_dim * row_bytes;
-        const Status st = dequantize_row(dtype == KvDtype::kQ8_0 ? GgmlType::kQ8_0 : GgmlType::kQ4_0, src, row.data(),
-                                         p.head_dim);
+        const Status st =
+            dequantize_row(dtype == KvDtype::kQ8_0 ? GgmlType::kQ8_0 : GgmlType::kQ4_0, src, row.data(), p.head_dim);
         LA_CHECK(st.ok());
         return row.data();
     }
@@ -117,62 +124,100 @@ bool masked_by_window(const AttentionParams& p, const AttentionSpan& span, int32
 
 }  // namespace
 
+namespace {
+
 // An independent statement of the span rule (docs/design.md §2): causality, the window and
 // the query's rotation p - (logical_start - stored_base) are spelled out here rather than taken
 // from AttentionSpan::delta / span_visible_range, so that a mistake there shows up as a
 // difference between the kernels and this reference instead of being shared by both.
+// Calls visit(span index, token, weight) for every key the row's head `h` sees, in span order,
+// with its softmax weight (two-pass, in double); returns whether it sees any.
+template <typename Visit>
+bool for_each_key_weight(const AttentionParams& p, const AttentionSeq& seq, int32_t row, int32_t h, Visit&& visit) {
+    const int32_t d = p.head_dim;
+    const int32_t kvh = h / (p.num_heads / p.num_kv_heads);
+    const int32_t pos = p.q_pos[row];
+    const float* q = p.q + (int64_t(row) * p.num_heads + h) * d;
+    std::vector<float> qrot(d), krot(d), krow;
+    std::vector<double> scores;
+    double max_score = -std::numeric_limits<double>::infinity();
+    for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+        const AttentionSpan& span = p.spans[si];
+        const int32_t delta = span.logical_start - span.stored_base;
+        rope_rotate(q, qrot.data(), p.keys_rotated ? pos - delta : pos, d, p.rope);
+        for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
+            if (masked_by_window(p, span, t, pos)) continue;
+            const float* k = cache_row(p.k_cache, p.k_dtype, p, span, t, kvh, krow);
+            if (!p.keys_rotated) {
+                rope_rotate(k, krot.data(), span.logical_start + t, d, p.rope);
+                k = krot.data();
+            }
+            double dot = 0.0;
+            for (int32_t i = 0; i < d; ++i) dot += double(qrot[i]) * k[i];
+            scores.push_back(dot * p.scale * span.logit_scale + span.logit_bias);
+            if (scores.back() > max_score) max_score = scores.back();
+        }
+    }
+    double denom = 0.0;
+    for (double& sc : scores) denom += (sc = std::exp(sc - max_score));
+    size_t k_index = 0;
+    for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+        const AttentionSpan& span = p.spans[si];
+        for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
+            if (masked_by_window(p, span, t, pos)) continue;
+            visit(si, t, scores[k_index++] / denom);
+        }
+    }
+    return !scores.empty();
+}
+
+}  // namespace
+
 void attention(const AttentionParams& p) {
     const int32_t d = p.head_dim;
     const int32_t group = p.num_heads / p.num_kv_heads;
-    std::vector<float> qrot(d), krot(d), krow, vrow;
-    std::vector<double> scores, acc(d);
+    std::vector<float> vrow;
+    std::vector<double> acc(d);
     for (int32_t s = 0; s < p.num_seqs; ++s) {
         const AttentionSeq& seq = p.seqs[s];
         for (int32_t qi = 0; qi < seq.num_queries; ++qi) {
             const int32_t row = seq.query_start + qi;
-            const int32_t pos = p.q_pos[row];
             for (int32_t h = 0; h < p.num_heads; ++h) {
-                const int32_t kvh = h / group;
-                const float* q = p.q + (int64_t(row) * p.num_heads + h) * d;
-                // Pass 1: scores of every visible key.
-                scores.clear();
-                double max_score = -std::numeric_limits<double>::infinity();
-                for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
-                    const AttentionSpan& span = p.spans[si];
-                    const int32_t delta = span.logical_start - span.stored_base;
-                    rope_rotate(q, qrot.data(), p.keys_rotated ? pos - delta : pos, d, p.rope);
-                    for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
-                        if (masked_by_window(p, span, t, pos)) continue;
-                        const float* k = cache_row(p.k_cache, p.k_dtype, p, span, t, kvh, krow);
-                        if (!p.keys_rotated) {
-                            rope_rotate(k, krot.data(), span.logical_start + t, d, p.rope);
-                            k = krot.data();
-                        }
-                        double dot = 0.0;
-                        for (int32_t i = 0; i < d; ++i) dot += double(qrot[i]) * k[i];
-                        scores.push_back(dot * p.scale * span.logit_scale + span.logit_bias);
-                        if (scores.back() > max_score) max_score = scores.back();
-                    }
-                }
-                // Pass 2: softmax-weighted sum of values, in the same key order.
-                double denom = 0.0;
-                for (double& sc : scores) denom += (sc = std::exp(sc - max_score));
                 std::fill(acc.begin(), acc.end(), 0.0);
-                size_t k_index = 0;
-                for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
-                    const AttentionSpan& span = p.spans[si];
-                    for (int32_t t = 0; t < span.num_tokens && span.logical_start + t <= pos; ++t) {
-                        if (masked_by_window(p, span, t, pos)) continue;
-                        const float* v = cache_row(p.v_cache, p.v_dtype, p, span, t, kvh, vrow);
-                        const double w = scores[k_index++] / denom;
-                        for (int32_t i = 0; i < d; ++i) acc[i] += w * v[i];
-                    }
-                }
+                const bool any = for_each_key_weight(p, seq, row, h, [&](int32_t si, int32_t t, double w) {
+                    const float* v = cache_row(p.v_cache, p.v_dtype, p, p.spans[si], t, h / group, vrow);
+                    for (int32_t i = 0; i < d; ++i) acc[i] += w * v[i];
+                });
                 float* out = p.out + (int64_t(row) * p.num_heads + h) * d;
-                for (int32_t i = 0; i < d; ++i) out[i] = scores.empty() ? 0.0f : float(acc[i]);
+                for (int32_t i = 0; i < d; ++i) out[i] = any ? float(acc[i]) : 0.0f;
             }
         }
     }
+}
+
+void attention_mass(const AttentionParams& p, float* mass) {
+    std::vector<int64_t> offset;  // of each span of each sequence, in mass
+    int64_t total = 0;
+    for (int32_t s = 0; s < p.num_seqs; ++s) {
+        for (int32_t si = p.seqs[s].span_begin; si < p.seqs[s].span_end; ++si) {
+            offset.push_back(total);
+            total += std::max(0, p.spans[si].num_tokens);
+        }
+    }
+    std::vector<double> sum(size_t(total), 0.0);
+    size_t first_span = 0;
+    for (int32_t s = 0; s < p.num_seqs; ++s) {
+        const AttentionSeq& seq = p.seqs[s];
+        for (int32_t qi = 0; qi < seq.num_queries; ++qi) {
+            for (int32_t h = 0; h < p.num_heads; ++h) {
+                for_each_key_weight(p, seq, seq.query_start + qi, h, [&](int32_t si, int32_t t, double w) {
+                    sum[size_t(offset[first_span + size_t(si - seq.span_begin)] + t)] += w;
+                });
+            }
+        }
+        first_span += size_t(seq.span_end - seq.span_begin);
+    }
+    for (int64_t i = 0; i < total; ++i) mass[i] = float(sum[size_t(i)]);
 }
 
 }  // namespace lazyattn::kernels::ref

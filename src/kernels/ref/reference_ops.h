@@ -32,4 +32,9 @@ void rope_apply(const RopeApplyParams& p);
 // distance), two-pass softmax in double.
 void attention(const AttentionParams& p);
 
+// The attention mass each key receives (Backend::attention_mass): for every sequence of p, for
+// each of its spans in order, num_tokens floats: the softmax weight of that key summed over
+// the sequence's query rows and all query heads (0 for keys no row sees). p.out is not used.
+void attention_mass(const AttentionParams& p, float* mass);
+
 }  // namespace lazyattn::kernels::ref

@@ -44,13 +44,22 @@ inline int32_t alphabet(const SequenceState& s) { return 'a' + s.num_generated %
 struct StepRecord {
     int32_t rows = 0, decode_rows = 0;
     std::set<uint64_t> tails;  // requests with a tail chunk in the step
+    int32_t probe_rows = 0;    // rows of probes (selection by the question)
+    std::vector<kernels::AttentionSpan> spans;
+    std::vector<kernels::KeyOverride> overrides;
 };
+
+// What the fake runner answers for a probe: the attention mass of token t of a span. By default
+// later tokens weigh more (a selection by it takes each document's last tokens).
+using MassScript = std::function<float(int32_t t)>;
+inline float later_weighs_more(int32_t t) { return float(t + 1); }
 
 class PolicyHarness {
 public:
-    explicit PolicyHarness(EngineConfig config, int32_t context_length = 4096)
+    // measures_attention: whether the fake backend measures attention (selection by the question).
+    explicit PolicyHarness(EngineConfig config, int32_t context_length = 4096, bool measures_attention = false)
         : memory_(shape(config)),
-          scheduler_(facts(context_length), memory_, prepared(config)),
+          scheduler_(facts(context_length, measures_attention), memory_, prepared(config)),
           outputs_(byte_tokenizer(), scheduler_.context_length()) {}
 
     Scheduler& scheduler() { return scheduler_; }
@@ -79,8 +88,15 @@ public:
         const kv::KvShape& sh = memory_.shape();
         const Status valid = out.batch.validate(sh.num_blocks, sh.block_size, kVocab);
         EXPECT_TRUE(valid.ok()) << valid.to_string();
-        StepRecord rec{out.batch.num_rows(), out.num_decode_rows, {}};
+        StepRecord rec{out.batch.num_rows(), out.num_decode_rows, {}, 0, out.batch.spans, out.batch.overrides};
         ModelRunnerOutput ran;
+        for (const int32_t q : out.batch.mass_seqs) {  // Model::forward's layout: spans in order
+            const kernels::AttentionSeq& seq = out.batch.seqs[size_t(q)];
+            rec.probe_rows += seq.num_queries;
+            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
+                for (int32_t t = 0; t < out.batch.spans[size_t(si)].num_tokens; ++t) ran.key_mass.push_back(mass(t));
+            }
+        }
         size_t rows = 0;
         for (const TailChunk& t : out.tails) rows += size_t(t.all_logits ? t.end - t.begin : 1);
         logits_.assign(rows * kVocab, 0.0f);
@@ -108,6 +124,7 @@ public:
     }
 
     TokenScript script = alphabet;
+    MassScript mass = later_weighs_more;
     std::vector<StepRecord> steps;
 
 private:
@@ -120,7 +137,9 @@ private:
         s.num_blocks = c.kv_num_blocks;
         return s;
     }
-    static ModelFacts facts(int32_t context_length) { return {kVocab, context_length, "fake model", {}, 0}; }
+    static ModelFacts facts(int32_t context_length, bool measures_attention) {
+        return {kVocab, context_length, "fake model", {}, 0, measures_attention};
+    }
     static const EngineConfig& prepared(EngineConfig& c) {
         c.check_integrity = true;
         c.cache_hash_key = 7;

@@ -109,24 +109,154 @@ DocumentReuse recompute(int32_t n, bool anchor = false) {
     return r;
 }
 
+DocumentReuse sparse(float share, bool anchor = false) {
+    DocumentReuse r;
+    r.recompute_share = share;
+    r.recompute_select = RecomputeSelect::kRandom;
+    r.anchored = anchor;
+    return r;
+}
+
+// Document tokens a request recomputes under `reuse` (the preamble is not a document).
+int32_t recomputed(const std::vector<std::vector<int32_t>>& docs, const DocumentReuse& reuse) {
+    int32_t n = 0;
+    for (const auto& d : docs) n += recompute_row_count(reuse, int32_t(d.size()), 16);
+    return n;
+}
+
 // A budget longer than every document recomputes them all with the whole prompt before them in
-// view: the tail then reads exactly the KV of causal attention over the flattened prompt.
+// view: the tail then reads exactly the KV of causal attention over the flattened prompt. Both
+// ways of reading recomputed rows: the first tokens as spans of their own, and every token as a
+// private row overriding the shared one (a 100% sample).
 TEST(DocumentReuse, RecomputingEveryTokenIsFullAttention) {
     Tokens tok(7);
     auto none = make_engine(CacheMode::kNone);
     for (CacheMode mode : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn}) {
+        for (const DocumentReuse& all : {recompute(4096), sparse(1.0f)}) {
+            auto seg = make_engine(mode);
+            std::vector<std::vector<int32_t>> docs{tok.make(17), tok.make(1), tok.make(40), tok.make(16)};
+            auto req = request_of(tok.make(9), docs, tok.make(11), all);
+            for (int pass = 0; pass < 2; ++pass) {
+                auto a = seg->run(req);
+                ASSERT_TRUE(a.ok()) << a.status().to_string();
+                EXPECT_EQ(a->stats.recomputed_tokens, 17 + 1 + 40 + 16);
+                auto la = seg->tail_logits(req), lb = none->tail_logits(req);
+                ASSERT_TRUE(la.ok() && lb.ok());
+                testing::expect_close(*la, std::vector<float>(lb->end() - la->size(), lb->end()), 1e-4, 1.0,
+                                      (std::string(cache_mode_name(mode)) + " " + all.name() + " vs none").c_str());
+                std::shuffle(req.segments.begin() + 1, req.segments.end(), tok.rng());
+            }
+            expect_pool_whole(*seg);
+        }
+    }
+}
+
+DocumentReuse by_query(float share, RecomputeSelect select = RecomputeSelect::kQuery, bool anchor = false) {
+    DocumentReuse r = sparse(share, anchor);
+    r.recompute_select = select;
+    return r;
+}
+
+// Selection by the question, both ways: a 100% budget recomputes every token after the probe,
+// so the tail (run again on top) reads exactly causal attention over the flattened prompt; the
+// probe's work and the chosen rows are counted.
+TEST(DocumentReuse, QuerySelectedRecomputeOfEverythingIsFullAttention) {
+    Tokens tok(11);
+    auto none = make_engine(CacheMode::kNone);
+    for (CacheMode mode : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn}) {
+        for (const RecomputeSelect select : {RecomputeSelect::kQuery, RecomputeSelect::kQueryAll}) {
+            auto seg = make_engine(mode);
+            std::vector<std::vector<int32_t>> docs{tok.make(17), tok.make(1), tok.make(40), tok.make(16)};
+            auto req = request_of(tok.make(9), docs, tok.make(11), by_query(1.0f, select));
+            for (int pass = 0; pass < 2; ++pass) {
+                auto run = seg->run(req);
+                ASSERT_TRUE(run.ok()) << run.status().to_string();
+                EXPECT_EQ(run->stats.recomputed_tokens, 17 + 1 + 40 + 16);
+                auto la = seg->tail_logits(req), lb = none->tail_logits(req);
+                ASSERT_TRUE(la.ok() && lb.ok()) << la.status().to_string();
+                testing::expect_close(
+                    *la, std::vector<float>(lb->end() - la->size(), lb->end()), 1e-4, 1.0,
+                    (std::string(cache_mode_name(mode)) + " " + req.reuse.name() + " vs none").c_str());
+                std::shuffle(req.segments.begin() + 1, req.segments.end(), tok.rng());
+            }
+            expect_pool_whole(*seg);
+        }
+    }
+}
+
+// A partial budget chosen by the question: the same rows in every segment mode (the mass is
+// measured on the same KV), so lazy == lazy-k == block-attn; each document gets its own budget
+// (@query) or the documents share the total (@query-all); the probe runs the prompt tail once
+// more; the cache is never written.
+TEST(DocumentReuse, QuerySelectedRecomputeAgreesAcrossModes) {
+    Tokens tok(12);
+    auto lazy = make_engine(CacheMode::kLazy), lazy_k = make_engine(CacheMode::kLazyK),
+         block = make_engine(CacheMode::kBlockAttn);
+    const auto preamble = tok.make(13);
+    std::vector<std::vector<int32_t>> docs{tok.make(35), tok.make(9), tok.make(16), tok.make(50)};
+    for (const DocumentReuse& reuse :
+         {by_query(0.25f), by_query(0.1f, RecomputeSelect::kQueryAll), by_query(0.3f, RecomputeSelect::kQuery, true)}) {
+        auto req = request_of(preamble, docs, tok.make(10), reuse);
+        auto a = lazy->tail_logits(req), b = lazy_k->tail_logits(req), c = block->tail_logits(req);
+        ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.status().to_string();
+        testing::expect_close(*b, *a, 1e-4, 1.0, (reuse.name() + ": lazy-k vs lazy").c_str());
+        testing::expect_close(*c, *a, 1e-4, 1.0, (reuse.name() + ": block-attn vs lazy").c_str());
+        auto ra = lazy->run(req);
+        ASSERT_TRUE(ra.ok());
+        EXPECT_EQ(ra->stats.recomputed_tokens, recomputed(docs, reuse));
+        // Prompt work: the documents (cached after the first call), the probe, the chosen rows
+        // and the tail.
+        EXPECT_EQ(ra->stats.prefill_tokens, 10 + recomputed(docs, reuse) + 10);
+        // Another selection than the first tokens or a sample (the tail's attention is not
+        // uniform): the answers differ from @random's at the same budget.
+        DocumentReuse sampled = reuse;
+        sampled.recompute_select = RecomputeSelect::kRandom;
+        auto d = lazy->tail_logits(request_of(preamble, docs, req.tail, sampled));
+        ASSERT_TRUE(d.ok());
+        EXPECT_GT(testing::max_relative_difference(*d, *a), 1e-6) << reuse.name();
+    }
+    auto plain = request_of(preamble, docs, tok.make(6), {});
+    auto cached = lazy->tail_logits(plain), fresh = make_engine(CacheMode::kLazy)->tail_logits(plain);
+    testing::expect_close(*cached, *fresh, 1e-5, 1.0, "plain after @query vs fresh");
+    expect_pool_whole(*lazy);
+    expect_pool_whole(*lazy_k);
+    expect_pool_whole(*block);
+}
+
+TEST(DocumentReuse, SelectionByMassTakesTheHeaviestTokens) {
+    const std::vector<std::vector<float>> mass{{0.1f, 0.5f, 0.2f, 0.5f}, {0.9f, 0.0f}, {0.3f, 0.05f, 0.4f}};
+    // Per document: its own budget; equal mass goes to the earlier token.
+    EXPECT_EQ(select_by_mass(RecomputeSelect::kQuery, mass, {2, 1, 1}),
+              (std::vector<std::vector<int32_t>>{{1, 3}, {0}, {2}}));
+    // Together: the 4 heaviest of all (0.9, 0.5, 0.5, 0.4), wherever they are.
+    EXPECT_EQ(select_by_mass(RecomputeSelect::kQueryAll, mass, {2, 1, 1}),
+              (std::vector<std::vector<int32_t>>{{1, 3}, {0}, {2}}));
+    EXPECT_EQ(select_by_mass(RecomputeSelect::kQueryAll, mass, {0, 1, 2}),
+              (std::vector<std::vector<int32_t>>{{1, 3}, {0}, {}}));
+    EXPECT_EQ(select_by_mass(RecomputeSelect::kQuery, mass, {9, 0, 3}),
+              (std::vector<std::vector<int32_t>>{{0, 1, 2, 3}, {}, {0, 1, 2}}));
+}
+
+// An anchored document's cached KV is the KV of causal attention over [preamble][document], so
+// recomputing any subset of its tokens rewrites rows with the values they already had: the tail
+// must read exactly full attention whatever the sample. This checks that the private rows sit
+// in the document's rotation frame and are read where the shared ones were, in every mode.
+TEST(DocumentReuse, SparseRecomputeOfAnAnchoredDocumentIsFullAttention) {
+    Tokens tok(10);
+    auto none = make_engine(CacheMode::kNone);
+    for (CacheMode mode : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn}) {
         auto seg = make_engine(mode);
-        std::vector<std::vector<int32_t>> docs{tok.make(17), tok.make(1), tok.make(40), tok.make(16)};
-        auto req = request_of(tok.make(9), docs, tok.make(11), recompute(4096));
-        for (int pass = 0; pass < 2; ++pass) {
-            auto a = seg->run(req);
-            ASSERT_TRUE(a.ok()) << a.status().to_string();
-            EXPECT_EQ(a->stats.recomputed_tokens, 17 + 1 + 40 + 16);
-            auto la = seg->tail_logits(req), lb = none->tail_logits(req);
-            ASSERT_TRUE(la.ok() && lb.ok());
-            testing::expect_close(*la, std::vector<float>(lb->end() - la->size(), lb->end()), 1e-4, 1.0,
-                                  (std::string(cache_mode_name(mode)) + " recompute-all vs none").c_str());
-            std::shuffle(req.segments.begin() + 1, req.segments.end(), tok.rng());
+        for (const float share : {0.05f, 0.3f, 0.7f}) {
+            auto req = request_of(tok.make(12), {tok.make(61)}, tok.make(9), sparse(share, true));
+            for (int pass = 0; pass < 2; ++pass) {  // the document computed, then cached
+                auto run = seg->run(req);
+                ASSERT_TRUE(run.ok()) << run.status().to_string();
+                EXPECT_EQ(run->stats.recomputed_tokens, recomputed({req.segments[1]}, req.reuse));
+                auto a = seg->tail_logits(req), b = none->tail_logits(req);
+                ASSERT_TRUE(a.ok() && b.ok());
+                testing::expect_close(*a, std::vector<float>(b->end() - a->size(), b->end()), 1e-4, 1.0,
+                                      (std::string(cache_mode_name(mode)) + " " + req.reuse.name()).c_str());
+            }
         }
         expect_pool_whole(*seg);
     }
@@ -138,7 +268,9 @@ TEST(DocumentReuse, PartialRecomputeAgreesAcrossModesAndLeavesTheCacheAlone) {
          block = make_engine(CacheMode::kBlockAttn);
     const auto preamble = tok.make(13);
     std::vector<std::vector<int32_t>> docs{tok.make(35), tok.make(9), tok.make(16), tok.make(50)};
-    for (const DocumentReuse& reuse : {recompute(1), recompute(16, true), recompute(20)}) {
+    DocumentReuse seven = sparse(0.0f, true);
+    seven.recompute_tokens = 7;
+    for (const DocumentReuse& reuse : {recompute(1), recompute(16, true), recompute(20), sparse(0.3f), seven}) {
         auto req = request_of(preamble, docs, tok.make(10), reuse);
         for (int pass = 0; pass < 2; ++pass) {
             auto a = lazy->tail_logits(req), b = lazy_k->tail_logits(req), c = block->tail_logits(req);
@@ -149,9 +281,17 @@ TEST(DocumentReuse, PartialRecomputeAgreesAcrossModesAndLeavesTheCacheAlone) {
             ASSERT_TRUE(ra.ok() && rc.ok());
             EXPECT_EQ(ra->token_ids, rc->token_ids);
             // Blocks of 16: budgets 1 and 16 recompute 16 tokens of each long document, 20
-            // rounds to 32; a 9-token document is recomputed whole.
-            const int32_t per = reuse.recompute_tokens > 16 ? 32 : 16;
-            EXPECT_EQ(ra->stats.recomputed_tokens, per + 9 + 16 + per);
+            // rounds to 32; a 9-token document is recomputed whole. Samples are not rounded:
+            // 30% is ceil(0.3 n) of each document, and a count of 7 is 7 of each (all longer).
+            if (reuse.recompute_select == RecomputeSelect::kFirst) {
+                const int32_t per = reuse.recompute_tokens > 16 ? 32 : 16;
+                EXPECT_EQ(ra->stats.recomputed_tokens, per + 9 + 16 + per);
+            } else if (reuse.recompute_share > 0.0f) {
+                EXPECT_EQ(ra->stats.recomputed_tokens, 11 + 3 + 5 + 15);
+            } else {
+                EXPECT_EQ(ra->stats.recomputed_tokens, 7 * 4);
+            }
+            EXPECT_EQ(ra->stats.recomputed_tokens, recomputed(docs, reuse));
             std::shuffle(req.segments.begin() + 1, req.segments.end(), tok.rng());
         }
     }
@@ -262,6 +402,37 @@ TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     EXPECT_FLOAT_EQ(parsed->logit_bias, -1.0f);
     EXPECT_EQ(parsed->recompute_tokens, 32);
     EXPECT_EQ(parse_document_reuse(parsed->name())->name(), parsed->name());
+    // Shares and selections: "recompute=P%[@first|@random]", and the variant syntax around them.
+    for (const char* bad : {"recompute=0%", "recompute=101%", "recompute=15%@best", "recompute=x%", "recompute=@random",
+                            "recompute=15%@", "recompute=nan%"}) {
+        EXPECT_FALSE(parse_document_reuse(bad).ok()) << bad;
+    }
+    auto share = parse_document_reuse("anchor+recompute=15%@random");
+    ASSERT_TRUE(share.ok()) << share.status().to_string();
+    EXPECT_FLOAT_EQ(share->recompute_share, 0.15f);
+    EXPECT_EQ(share->recompute_select, RecomputeSelect::kRandom);
+    EXPECT_EQ(share->name(), "anchor+recompute=15%@random");
+    EXPECT_EQ(*parse_document_reuse(share->name()), *share);
+    EXPECT_EQ(parse_document_reuse("recompute=8@first")->name(), "recompute=8");
+    DocumentReuse both = *share;
+    both.recompute_tokens = 4;
+    EXPECT_FALSE(both.validate().ok());
+    DocumentReuse unbudgeted;
+    unbudgeted.recompute_select = RecomputeSelect::kRandom;
+    EXPECT_FALSE(unbudgeted.validate().ok());
+    auto variant = parse_reuse_variant("lazy-k:recompute=25%@random@q8_0");
+    ASSERT_TRUE(variant.ok()) << variant.status().to_string();
+    EXPECT_EQ(variant->mode, CacheMode::kLazyK);
+    EXPECT_EQ(variant->reuse.recompute_select, RecomputeSelect::kRandom);
+    ASSERT_TRUE(variant->kv_types.has_value());
+    EXPECT_EQ(variant->kv_types->k, kernels::KvDtype::kQ8_0);
+    auto no_kv = parse_reuse_variant("lazy:recompute=25%@random");
+    ASSERT_TRUE(no_kv.ok());
+    EXPECT_FALSE(no_kv->kv_types.has_value());
+    EXPECT_FALSE(parse_reuse_variant("lazy:recompute=25%@q7").ok());
+    EXPECT_EQ(parse_document_reuse("recompute=10%@query-all")->recompute_select, RecomputeSelect::kQueryAll);
+    EXPECT_EQ(parse_reuse_variant("lazy:anchor+recompute=15%@query")->reuse.name(), "anchor+recompute=15%@query");
+    EXPECT_FALSE(parse_document_reuse("recompute@query").ok());
     expect_pool_whole(*e);
 }
 

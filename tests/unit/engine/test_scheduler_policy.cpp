@@ -13,6 +13,7 @@ using testing_support::kEos;
 using testing_support::letters;
 using testing_support::PolicyHarness;
 using testing_support::request;
+using testing_support::StepRecord;
 
 EngineConfig config(int32_t num_blocks, int32_t block_size = 4, int32_t max_batch_tokens = 64) {
     EngineConfig c;
@@ -186,6 +187,43 @@ TEST(SchedulerPolicy, CancellingRunningAndWaitingRequestsReturnsEveryBlock) {
     hs[2]->cancel();
     h.run_all();
     EXPECT_TRUE(h.scheduler().idle());
+    h.expect_pool_whole();
+}
+
+// Selection by the question: the prompt tail first runs as a probe against the documents (its
+// mass measured), then the rows the mass chose are recomputed as private rows overriding the
+// cached ones, then the tail runs again; where the backend cannot measure attention the request
+// is refused when added, naming the remedy.
+TEST(SchedulerPolicy, RecomputeChosenByTheQuestionProbesThenRecomputesTheHeaviestTokens) {
+    EngineConfig c = config(64);
+    RagRequest r = request({letters(20, 1), letters(7, 2)}, 5, 2);
+    r.reuse.recompute_share = 0.25f;
+    r.reuse.recompute_select = RecomputeSelect::kQuery;
+    {
+        PolicyHarness blind(c);
+        const Status st = blind.add(r).status();
+        EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+        EXPECT_NE(st.message().find("@query"), std::string::npos) << st.to_string();
+    }
+    PolicyHarness h(c, 4096, true);
+    auto handle = h.submit(r);
+    h.run_all();
+    EXPECT_TRUE(handle->finished());
+    int probe_rows = 0;
+    std::vector<int32_t> overridden;  // tokens overridden in the first step that reads any
+    for (const StepRecord& s : h.steps) {
+        probe_rows += s.probe_rows;
+        if (!overridden.empty() || s.overrides.empty()) continue;
+        for (const auto& span : s.spans) {
+            for (int32_t i = 0; i < span.override_count; ++i) {
+                overridden.push_back(s.overrides[size_t(span.override_begin + i)].token);
+            }
+        }
+    }
+    EXPECT_EQ(probe_rows, 5);  // the prompt tail once
+    // ceil(25% of 20) = 5 and ceil(25% of 7) = 2: the last tokens of each, the heaviest.
+    EXPECT_EQ(overridden, (std::vector<int32_t>{15, 16, 17, 18, 19, 5, 6}));
+    EXPECT_EQ(handle->wait().stats.recomputed_tokens, 7);
     h.expect_pool_whole();
 }
 
