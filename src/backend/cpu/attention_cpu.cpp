@@ -488,18 +488,16 @@ void AttentionPlan::build(const kernels::AttentionStep& step) {
 
 bool AttentionPlan::add_patched_block(const kernels::AttentionStep& step, const AttentionSpan& span, int32_t b,
                                       int32_t id) {
-    if (span.override_count <= 0 || step.overrides == nullptr) return false;
     const int32_t bs = step.block_size;
-    const kernels::KeyOverride* all = step.overrides + span.override_begin;
-    const kernels::KeyOverride* stop = all + span.override_count;
-    const auto before = [](const kernels::KeyOverride& o, int32_t t) { return o.token < t; };
-    const kernels::KeyOverride* o = std::lower_bound(all, stop, b * bs, before);
-    if (o == stop || o->token >= (b + 1) * bs) return false;
+    const kernels::KeyOverride *first, *end;
+    block_overrides(step.overrides, span, b * bs, bs, &first, &end);
+    if (first == end) return false;
     // Its own slot: other spans (or sequences) reading the same pool block see the shared rows.
     const int32_t slot = int32_t(wide_blocks.size());
     wide_blocks.push_back(id);
     wide_block_ids[span.block_offset + b] = slot;
-    for (; o != stop && o->token < (b + 1) * bs; ++o) wide_patches.push_back({slot, o->token - b * bs, o->slot});
+    for (const kernels::KeyOverride* o = first; o != end; ++o)
+        wide_patches.push_back({slot, o->token - b * bs, o->slot});
     return true;
 }
 

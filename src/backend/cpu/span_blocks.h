@@ -29,12 +29,13 @@ struct BlockKv {
     const void* v;
 };
 
-// The span's overrides of tokens [t0, t0 + n): [*first, *end) of p.overrides (empty when none).
-inline void block_overrides(const kernels::AttentionParams& p, const kernels::AttentionSpan& span, int32_t t0,
+// The span's overrides of tokens [t0, t0 + n): [*first, *end) of `overrides` (the step's list,
+// null when it has none; empty when the span has none there).
+inline void block_overrides(const kernels::KeyOverride* overrides, const kernels::AttentionSpan& span, int32_t t0,
                             int32_t n, const kernels::KeyOverride** first, const kernels::KeyOverride** end) {
     *first = *end = nullptr;
-    if (span.override_count <= 0 || p.overrides == nullptr) return;
-    const kernels::KeyOverride* all = p.overrides + span.override_begin;
+    if (span.override_count <= 0 || overrides == nullptr) return;
+    const kernels::KeyOverride* all = overrides + span.override_begin;
     const kernels::KeyOverride* stop = all + span.override_count;
     const auto before = [](const kernels::KeyOverride& o, int32_t t) { return o.token < t; };
     *first = std::lower_bound(all, stop, t0, before);
@@ -49,7 +50,7 @@ inline BlockKv span_block_kv(const kernels::AttentionParams& p, const kernels::A
     const int32_t block = p.block_ids[span.block_offset + b];
     const BlockKv shared{p.k_at(block, kvh), p.v_at(block, kvh)};
     const kernels::KeyOverride *first, *end;
-    block_overrides(p, span, t0, n, &first, &end);
+    block_overrides(p.overrides, span, t0, n, &first, &end);
     if (first == end) return shared;
     const int64_t k_row = kernels::kv_bytes(p.k_dtype, p.head_dim);
     const int64_t v_row = kernels::kv_bytes(p.v_dtype, p.head_dim);
