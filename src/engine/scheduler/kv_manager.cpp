@@ -155,10 +155,7 @@ void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
     // Join running jobs, match cached blocks (references taken); repeats are filled in later.
     for (size_t d = 0; d < segments.size(); ++d) {
         SegmentPlacement& place = ar.segments[d];
-        if (segments[d].empty() ||
-            std::find(segments.begin(), segments.begin() + d, segments[d]) != segments.begin() + d) {
-            continue;
-        }
+        if (segments[d].empty() || first_occurrence(s, d) != d) continue;
         const kv::BlockHash seed = segment_seed(s, d);
         if (const int64_t job = find_job(seed, segments[d]); job >= 0) {
             s.segment_jobs[d] = job;
@@ -172,6 +169,16 @@ void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
         ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
         if (int64_t(place.blocks.size()) * bs < place.num_tokens) needs_job->push_back(d);
     }
+}
+
+size_t KvManager::first_occurrence(const SequenceState& s, size_t d) const {
+    // The same tokens are the same KV only under the same seed: an anchored document equal to
+    // the preamble, or (position-keyed) a document at another slot, is another encoding.
+    const auto& segments = s.request.segments;
+    for (size_t e = 0; e < d; ++e) {
+        if (segments[e] == segments[d] && segment_seed(s, e) == segment_seed(s, d)) return e;
+    }
+    return d;
 }
 
 void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_job) {
@@ -221,7 +228,7 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
     }
     for (size_t d = 0; d < segments.size(); ++d) {
         if (segments[d].empty()) continue;
-        const size_t first = size_t(std::find(segments.begin(), segments.end(), segments[d]) - segments.begin());
+        const size_t first = first_occurrence(s, d);
         if (first == d) {
             // Not a job: cached or joined, so a hit.
             if (std::find(needs_job.begin(), needs_job.end(), d) != needs_job.end()) continue;
@@ -287,7 +294,7 @@ void KvManager::start_patches(SequenceState& s) {
         SegmentPlacement& place = ar.segments[d];
         place.patch_rows = s.request.recompute_rows(d, kv_.block_size());
         place.patch_tokens = int32_t(place.patch_rows.size());
-        place.sparse_patch = s.request.reuse.recompute_select != RecomputeSelect::kFirst;
+        place.sparse_patch = !reuse_splits_spans(s.request.reuse);
         // By the question: room for the most rows it may choose; which ones, the probe decides.
         const int32_t room = by_query ? s.request.recompute_count(d, kv_.block_size()) : place.patch_tokens;
         if (room == 0) continue;

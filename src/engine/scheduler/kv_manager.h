@@ -118,6 +118,9 @@ private:
     int64_t blocks_needed(const RagRequest& r, int32_t context_length) const;
     void match_segments(SequenceState& s, std::vector<size_t>* needs_job);
     void start_jobs(SequenceState& s, const std::vector<size_t>& needs_job);
+    // The first segment of s with segment d's tokens and seed (d itself when none before it):
+    // a repeat reads that one's blocks.
+    size_t first_occurrence(const SequenceState& s, size_t d) const;
     void match_tail(SequenceState& s);
     void start_patches(SequenceState& s);
     int64_t fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job,

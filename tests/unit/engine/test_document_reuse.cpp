@@ -92,11 +92,24 @@ TEST(DocumentReuse, OneAnchoredDocumentIsFullAttention) {
                 testing::expect_close(*a, std::vector<float>(b->end() - a->size(), b->end()), 1e-4, 1.0,
                                       (std::string(cache_mode_name(mode)) + " anchored vs none").c_str());
             }
-            // The plain encoding differs (the document did not see the preamble).
+            // The plain encoding differs (the document did not see the preamble), unless the two
+            // are one token and the same token: attending to two equal values is reading one.
+            if (p == 1 && d == 1 && req.segments[0] == req.segments[1]) continue;
             RagRequest plain = req;
             plain.reuse = {};
             auto c = seg->tail_logits(plain), b = none->tail_logits(req);
             EXPECT_GT(testing::max_relative_difference(*c, std::vector<float>(b->end() - c->size(), b->end())), 1e-3);
+        }
+        // A document with the preamble's very tokens is still its own (anchored) encoding, not a
+        // repeat of the preamble's plain one (once drawn by chance: a 1-token preamble and
+        // document from a small vocabulary).
+        for (const int32_t n : {1, 20}) {
+            const auto same = tok.make(n);
+            auto lone = request_of(same, {same}, tok.make(4), anchored());
+            auto c = seg->tail_logits(lone), e = none->tail_logits(lone);
+            ASSERT_TRUE(c.ok() && e.ok());
+            testing::expect_close(*c, std::vector<float>(e->end() - c->size(), e->end()), 1e-4, 1.0,
+                                  (std::string(cache_mode_name(mode)) + " document equal to the preamble").c_str());
         }
         expect_pool_whole(*seg);
     }
@@ -270,7 +283,10 @@ TEST(DocumentReuse, PartialRecomputeAgreesAcrossModesAndLeavesTheCacheAlone) {
     std::vector<std::vector<int32_t>> docs{tok.make(35), tok.make(9), tok.make(16), tok.make(50)};
     DocumentReuse seven = sparse(0.0f, true);
     seven.recompute_tokens = 7;
-    for (const DocumentReuse& reuse : {recompute(1), recompute(16, true), recompute(20), sparse(0.3f), seven}) {
+    DocumentReuse first_share = sparse(0.3f);
+    first_share.recompute_select = RecomputeSelect::kFirst;
+    for (const DocumentReuse& reuse :
+         {recompute(1), recompute(16, true), recompute(20), sparse(0.3f), seven, first_share}) {
         auto req = request_of(preamble, docs, tok.make(10), reuse);
         for (int pass = 0; pass < 2; ++pass) {
             auto a = lazy->tail_logits(req), b = lazy_k->tail_logits(req), c = block->tail_logits(req);
@@ -283,7 +299,7 @@ TEST(DocumentReuse, PartialRecomputeAgreesAcrossModesAndLeavesTheCacheAlone) {
             // Blocks of 16: budgets 1 and 16 recompute 16 tokens of each long document, 20
             // rounds to 32; a 9-token document is recomputed whole. Samples are not rounded:
             // 30% is ceil(0.3 n) of each document, and a count of 7 is 7 of each (all longer).
-            if (reuse.recompute_select == RecomputeSelect::kFirst) {
+            if (reuse_splits_spans(reuse)) {
                 const int32_t per = reuse.recompute_tokens > 16 ? 32 : 16;
                 EXPECT_EQ(ra->stats.recomputed_tokens, per + 9 + 16 + per);
             } else if (reuse.recompute_share > 0.0f) {
@@ -433,6 +449,12 @@ TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     EXPECT_EQ(parse_document_reuse("recompute=10%@query-all")->recompute_select, RecomputeSelect::kQueryAll);
     EXPECT_EQ(parse_reuse_variant("lazy:anchor+recompute=15%@query")->reuse.name(), "anchor+recompute=15%@query");
     EXPECT_FALSE(parse_document_reuse("recompute@query").ok());
+    auto served = parse_reuse_variant("lazy-k:default@q8_0");
+    ASSERT_TRUE(served.ok()) << served.status().to_string();
+    EXPECT_TRUE(served->model_default);
+    EXPECT_EQ(served->mode, CacheMode::kLazyK);
+    EXPECT_TRUE(served->kv_types.has_value());
+    EXPECT_FALSE(parse_reuse_variant("lazy:recompute=15%@random")->model_default);
     expect_pool_whole(*e);
 }
 
