@@ -23,6 +23,7 @@
 #include "cli/model_path.h"
 #include "core/progress.h"
 #include "core/timer.h"
+#include "engine/loading/block_finetune.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/rag_prompt.h"
 #include "engine/sync_engine.h"
@@ -158,6 +159,15 @@ int run_bench_quality(const BenchQualityOptions& o) {
     if (Status st = check_query_layers(o.query_layers, lm->model->config().num_layers); !st.ok()) {
         std::cerr << "error: " << st.message() << "\n";
         return 2;
+    }
+    for (Variant& v : variants) {  // "MODE:default": serve's default for this model
+        if (!v.model_default) continue;
+        auto reuse = engine::model_default_document_reuse(lm->model->gguf());
+        if (!reuse.ok()) {
+            std::cerr << "error: variant '" << v.name << "': " << reuse.status().to_string() << "\n";
+            return 1;
+        }
+        v.reuse = *reuse;
     }
     auto tmpl = tokenizer::select_chat_template("", lm->model->gguf());
     if (!tmpl.ok()) {
@@ -319,8 +329,9 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
     bq->add_option("--data", o.data_path, "QA JSONL file (its questions, and filler prose for the tasks)");
     bq->add_option("--variants", o.variants,
                    "MODE[:REUSE][@KV], e.g. none lazy lazy:anchor lazy:anchor+bias=-1 lazy:recompute=15%@query "
-                   "lazy@q8_0 (REUSE: anchor, scale=X, bias=X, recompute=N or recompute=P% with @first, @random, "
-                   "@query or @query-all, joined by +)");
+                   "lazy@q8_0 lazy:default (REUSE: anchor, scale=X, bias=X, recompute=N or recompute=P% with "
+                   "@first, @random, @query or @query-all, joined by +; or default: what serve does by default "
+                   "with this model)");
     add_query_layers_option(bq, o.query_layers);
     bq->add_option("--questions", o.num_questions, "synthetic questions (split over families x doc counts)")
         ->check(CLI::Range(1, 100000));

@@ -64,8 +64,8 @@ int32_t DocumentReuse::recompute_count(int32_t n) const {
 
 int32_t recompute_row_count(const DocumentReuse& reuse, int32_t num_tokens, int32_t block_size) {
     const int32_t n = reuse.recompute_count(num_tokens);
-    if (reuse.recompute_select != RecomputeSelect::kFirst || n == 0) return n;
-    // The first tokens are read as a span of their own, which starts and ends on a block edge.
+    if (!reuse_splits_spans(reuse) || n == 0) return n;
+    // The first N tokens are read as a span of their own, which starts and ends on a block edge.
     const int64_t rounded = (int64_t(n) + block_size - 1) / block_size * block_size;
     return int32_t(std::min<int64_t>(rounded, num_tokens));
 }
@@ -222,7 +222,9 @@ Expected<ReuseVariant> parse_reuse_variant(std::string_view spec) {
     }
     const size_t colon = spec.find(':');
     LA_ASSIGN_OR_RETURN(v.mode, parse_cache_mode(spec.substr(0, colon)));
-    if (colon != std::string_view::npos) {
+    if (colon != std::string_view::npos && spec.substr(colon + 1) == "default") {
+        v.model_default = true;
+    } else if (colon != std::string_view::npos) {
         LA_ASSIGN_OR_RETURN(v.reuse, parse_document_reuse(spec.substr(colon + 1)));
     }
     return v;

@@ -40,7 +40,9 @@ namespace lazyattn::engine {
 
 // Which document tokens a recompute budget goes to.
 enum class RecomputeSelect {
-    kFirst,   // the first tokens of each document, in whole blocks ("recompute=N", EPIC-style)
+    // The first tokens of each document (EPIC-style): "recompute=N" rounds N up to whole blocks,
+    // read as a span of their own; "recompute=P%" takes exactly ceil(P n), as private rows.
+    kFirst,
     kRandom,  // a uniform sample of each document's tokens, fixed by its tokens ("@random")
     // By the question (FusionRAG-style): the tail is first run against the cached documents and
     // each document token scored by the attention the tail's rows give it (softmax weights summed
@@ -81,10 +83,18 @@ struct DocumentReuse {
 };
 
 // The tokens of a document (`tokens`) that `reuse` recomputes, ascending: the first
-// recompute_count rounded up to whole blocks (at most the document) for kFirst; for kRandom a
+// recompute_count for kFirst (a count rounded up to whole blocks, at most the document); for kRandom a
 // uniform sample of recompute_count tokens drawn by a generator seeded with the document's
 // tokens, so a document gets the same sample in every request. Empty when reuse recomputes none.
 std::vector<int32_t> recompute_rows(const DocumentReuse& reuse, const std::vector<int32_t>& tokens, int32_t block_size);
+// Whether the recomputed rows are read as a span of their own (the first N tokens, rounded up
+// to whole blocks: "recompute=N"), rather than as private rows overriding the shared ones (a
+// share, "recompute=P%", is exactly ceil(P n) tokens whichever are chosen, so that selections
+// compare at equal cost).
+inline bool reuse_splits_spans(const DocumentReuse& r) {
+    return r.recompute_select == RecomputeSelect::kFirst && r.recompute_share <= 0.0f;
+}
+
 // Its size, without drawing the sample.
 int32_t recompute_row_count(const DocumentReuse& reuse, int32_t num_tokens, int32_t block_size);
 
@@ -103,7 +113,7 @@ std::optional<RecomputeSelect> parse_select(std::string_view name);
 Expected<DocumentReuse> parse_document_reuse(std::string_view spec);
 
 // A cache mode with its reuse settings and, optionally, its own KV types, as the benchmarks
-// name them: "MODE[:REUSE][@KV]", e.g. "lazy:anchor+recompute=16", "lazy@q8_0" (keys and values
+// name them: "MODE[:REUSE][@KV]" (REUSE may be "default": see model_default), e.g. "lazy:anchor+recompute=16", "lazy@q8_0" (keys and values
 // q8_0), "lazy@q8_0,f16" (keys q8_0, values f16), "lazy:recompute=15%@random@q8_0". The last '@'
 // names KV types when what follows it is KV types; otherwise it belongs to the reuse setting.
 // Without @KV the command's --kv-dtype holds.
@@ -112,6 +122,10 @@ struct ReuseVariant {
     CacheMode mode;
     DocumentReuse reuse;
     std::optional<kernels::KvTypes> kv_types;
+    // "MODE:default": whatever `serve` does by default with this model (its GGUF's block
+    // fine-tuning layout, model_default_document_reuse); the command fills `reuse` in once the
+    // model is loaded.
+    bool model_default = false;
 };
 Expected<ReuseVariant> parse_reuse_variant(std::string_view spec);
 
