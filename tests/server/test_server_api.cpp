@@ -136,6 +136,36 @@ TEST(ServerApi, ChatWithDocumentsReusesThemInAnyOrder) {
     EXPECT_EQ(metric_value(m, "lazyattn_prefix_cache_hits_total"), cached);
 }
 
+// Recompute chosen by the question, over a real socket: the object and string forms are served
+// (also as the server's default), the same documents answer again in another order, and a bad
+// share or selection is a 400 naming the nested field while the server keeps serving.
+TEST(ServerApi, RecomputeChosenByTheQuestionInEveryForm) {
+    ServerProcess s(server_args({"--document-reuse", "recompute=20%@query"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    json docs = {kDocs[0], kDocs[1], kDocs[2]};
+    for (const json& reuse :
+         {json{{"recompute", {{"share", 0.3}, {"select", "query"}}}}, json("anchor+recompute=25%@query-all"),
+          json{{"recompute", {{"tokens", 3}, {"select", "random"}}}}, json(nullptr)}) {
+        json extra = {{"documents", docs}};
+        if (!reuse.is_null()) extra["document_reuse"] = reuse;
+        const auto r = curl("POST", s.url("/v1/chat/completions"), completion_body(true, extra));
+        EXPECT_EQ(r.status, 200) << reuse << r.body;
+        EXPECT_TRUE(parse_or_null(r.body)["choices"][0]["message"]["content"].is_string()) << r.body;
+        std::swap(docs[0], docs[2]);
+    }
+    expect_api_error(
+        curl("POST", s.url("/v1/chat/completions"),
+             completion_body(true, {{"documents", docs}, {"document_reuse", {{"recompute", {{"share", 2}}}}}})),
+        400, "invalid_value");
+    const auto bad = curl(
+        "POST", s.url("/v1/chat/completions"),
+        completion_body(
+            true, {{"documents", docs}, {"document_reuse", {{"recompute", {{"share", 0.1}, {"select", "best"}}}}}}));
+    expect_api_error(bad, 400, "invalid_value");
+    EXPECT_EQ(parse_or_null(bad.body)["error"]["param"], "document_reuse.recompute.select") << bad.body;
+    EXPECT_EQ(curl("POST", s.url("/v1/chat/completions"), completion_body(true, {{"documents", docs}})).status, 200);
+}
+
 TEST(ServerApi, CompletionStreamEndsWithFinishReasonAndDone) {
     ServerProcess s(server_args());
     ASSERT_TRUE(s.started()) << s.log();

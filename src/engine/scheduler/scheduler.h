@@ -87,6 +87,10 @@ struct ModelFacts {
 
 class Scheduler {
 public:
+    // Selection by the question measures attention from the prompt tail's last rows only (the
+    // question ends the tail; the mass costs rows x keys per probed layer on the host).
+    static constexpr int32_t kProbeMeasuredRows = 256;
+
     // Plans over `kv_memory`'s blocks (the ModelRunner's pool; an empty one refuses everything).
     Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config);
 
@@ -188,8 +192,9 @@ private:
     // Tail rows [begin, end) of s as one sequence over its segments and the tail's own blocks,
     // no logits; returns the first row.
     int32_t add_tail_sequence(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
-    // The probe's rows (the prompt tail's [begin, end) against the cached documents), its
-    // sequence measured (batch.mass_seqs); returns where its mass starts in the step's.
+    // The probe's rows (the prompt tail's [begin, end) against the cached documents), the last
+    // kProbeMeasuredRows of the prompt tail measured (batch.mass_seqs); returns where this
+    // chunk's mass starts in the step's, or -1 when none of its rows is measured.
     int64_t add_probe_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
     // Rows [begin, end) of s's recomputed document tokens (all documents' in order), no logits.
     void add_patch_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);

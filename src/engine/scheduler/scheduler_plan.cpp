@@ -112,13 +112,20 @@ void Scheduler::add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t 
 }
 
 int64_t Scheduler::add_probe_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end) {
+    // Only the prompt tail's last kProbeMeasuredRows rows are measured (the question ends the
+    // tail): the mass costs rows x keys per layer on the host, so a long tail cannot make it
+    // unbounded. Rows before them run as a plain sequence (their K/V are what the measured rows
+    // attend to).
+    const int32_t measure_from = std::max(0, s.kv.num_prompt_tail - kProbeMeasuredRows);
+    if (begin < measure_from) add_tail_sequence(b, s, begin, std::min(end, measure_from));
+    if (end <= measure_from) return -1;
     // Where the mass of this sequence starts: after the earlier probes' sequences.
     int64_t offset = 0;
     for (const int32_t q : b.mass_seqs) {
         for (int32_t si = b.seqs[q].span_begin; si < b.seqs[q].span_end; ++si) offset += b.spans[si].num_tokens;
     }
     b.mass_seqs.push_back(int32_t(b.seqs.size()));
-    add_tail_sequence(b, s, begin, end);
+    add_tail_sequence(b, s, std::max(begin, measure_from), end);
     return offset;
 }
 

@@ -160,12 +160,13 @@ void Scheduler::on_probe(const ProbeChunk& r, const std::vector<float>& key_mass
     RequestKv& ar = s.kv;
     // The mass of the probe's keys: each segment's tokens in order (one span each while no rows
     // are recomputed), then the tail's; the documents' is summed over the probe's chunks.
-    LA_CHECK(r.mass_offset >= 0);
-    const float* m = key_mass.data() + r.mass_offset;
-    for (SegmentPlacement& place : ar.segments) {
-        LA_CHECK(m + place.num_tokens <= key_mass.data() + key_mass.size());
-        for (size_t t = 0; t < place.query_mass.size(); ++t) place.query_mass[t] += m[t];
-        m += place.num_tokens;
+    if (r.mass_offset >= 0) {  // else no row of this chunk is measured
+        const float* m = key_mass.data() + r.mass_offset;
+        for (SegmentPlacement& place : ar.segments) {
+            LA_CHECK(m + place.num_tokens <= key_mass.data() + key_mass.size());
+            for (size_t t = 0; t < place.query_mass.size(); ++t) place.query_mass[t] += m[t];
+            m += place.num_tokens;
+        }
     }
     ar.num_probe_computed += r.n;
     stats_.prompt_tokens_computed += r.n;

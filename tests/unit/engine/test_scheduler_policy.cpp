@@ -224,7 +224,21 @@ TEST(SchedulerPolicy, RecomputeChosenByTheQuestionProbesThenRecomputesTheHeavies
     // ceil(25% of 20) = 5 and ceil(25% of 7) = 2: the last tokens of each, the heaviest.
     EXPECT_EQ(overridden, (std::vector<int32_t>{15, 16, 17, 18, 19, 5, 6}));
     EXPECT_EQ(handle->wait().stats.recomputed_tokens, 7);
+    // A long prompt tail runs whole, but only its last rows are measured: the mass's cost is
+    // bounded whatever the tail.
     h.expect_pool_whole();
+    PolicyHarness roomy(config(256), 4096, true);
+    RagRequest long_tail = r;
+    long_tail.tail = letters(Scheduler::kProbeMeasuredRows + 150, 3);
+    auto second = roomy.submit(long_tail);
+    roomy.run_all();
+    ASSERT_TRUE(second->finished());
+    int measured = 0, rows = 0;
+    for (const StepRecord& s : roomy.steps) measured += s.probe_rows, rows += s.rows;
+    EXPECT_EQ(measured, Scheduler::kProbeMeasuredRows);
+    EXPECT_GE(rows, 2 * int(long_tail.tail.size()) + 27 + 7);  // the probe and the tail run whole
+    EXPECT_EQ(second->wait().stats.recomputed_tokens, 7);
+    roomy.expect_pool_whole();
 }
 
 TEST(SchedulerPolicy, AFullQueueRefusesAtOnceAndQueuesNothing) {
