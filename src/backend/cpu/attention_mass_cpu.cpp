@@ -37,7 +37,7 @@ void attention_mass(const kernels::AttentionParams& p, float* mass, ThreadPool& 
     pool.run_on_all([&](int thread, int) {
         std::vector<float>& acc = per_thread[size_t(thread)];
         acc.assign(size_t(total), 0.0f);
-        std::vector<float> qrot(size_t(group) * d), kbuf(size_t(bs) * d), vbuf(kbuf.size()), krot(kbuf.size()),
+        std::vector<float> qrot(size_t(group) * d), kbuf(size_t(bs) * d), krot(kbuf.size()),
             cs(size_t(p.rope.rotary_dims) + 2), scores;
         std::vector<int64_t> where;  // mass index of each scored key
         std::vector<char> patch(span_block_scratch_bytes(bs, d));

@@ -72,11 +72,11 @@ int32_t recompute_row_count(const DocumentReuse& reuse, int32_t num_tokens, int3
 
 std::vector<int32_t> recompute_rows(const DocumentReuse& reuse, const std::vector<int32_t>& tokens,
                                     int32_t block_size) {
+    if (selects_by_query(reuse.recompute_select)) return {};  // chosen after the probe (select_by_mass)
     const int32_t n = int32_t(tokens.size());
     const int32_t count = recompute_row_count(reuse, n, block_size);
     std::vector<int32_t> rows(static_cast<size_t>(n));
     std::iota(rows.begin(), rows.end(), 0);
-    if (selects_by_query(reuse.recompute_select)) return {};  // chosen after the probe (select_by_mass)
     if (reuse.recompute_select == RecomputeSelect::kRandom && count < n) {
         uint64_t seed = 0xcbf29ce484222325ull;  // FNV-1a over the tokens
         for (const int32_t t : tokens) seed = (seed ^ uint32_t(t)) * 0x100000001b3ull;

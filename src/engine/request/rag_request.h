@@ -68,16 +68,11 @@ struct RagRequest {
     // How many (what the KV budget reserves for them). Selected over all documents together
     // (@query-all), one document may take the whole request's budget: up to that, or all of it.
     int32_t recompute_count(size_t d, int32_t block_size) const {
+        if (reuse.recompute_select != RecomputeSelect::kQueryAll) return recompute_budget(d, block_size);
         if (!reuse.recomputes() || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
-        const int32_t n = int32_t(segments[d].size());
-        if (reuse.recompute_select != RecomputeSelect::kQueryAll) {
-            return engine::recompute_row_count(reuse, n, block_size);
-        }
         int64_t total = 0;
-        for (size_t e = first_segment_is_preamble ? 1 : 0; e < segments.size(); ++e) {
-            total += engine::recompute_row_count(reuse, int32_t(segments[e].size()), block_size);
-        }
-        return int32_t(std::min<int64_t>(total, n));
+        for (size_t e = 0; e < segments.size(); ++e) total += recompute_budget(e, block_size);
+        return int32_t(std::min<int64_t>(total, int64_t(segments[d].size())));
     }
     // The budget of document d alone (its share or count): what @query-all sums.
     int32_t recompute_budget(size_t d, int32_t block_size) const {
