@@ -159,6 +159,17 @@ public:
         LA_CHECK_MSG(false, "attention_mass on a backend without it");
     }
 
+    // out[r] = the squared distance of fresh keys and values of one layer's rows ([num_rows,
+    // num_kv_heads, head_dim], fp32, keys in the stored rotation frame) from the pool's at
+    // slots[r] (backend::host_kv_deviation), into host memory: what ranks document tokens for
+    // CacheBlend's selection (DocumentReuse's @deviation). Only where kv_deviation_supported().
+    virtual bool kv_deviation_supported() const { return false; }
+    virtual void kv_deviation(const KvMemory& kv, int32_t layer, const float* k_rows, const float* v_rows,
+                              const int32_t* slots, int32_t num_rows, float* out) {
+        (void)kv, (void)layer, (void)k_rows, (void)v_rows, (void)slots, (void)num_rows, (void)out;
+        LA_CHECK_MSG(false, "kv_deviation on a backend without it");
+    }
+
     // The KV pool in this backend's memory, or kResourceExhausted naming the size when it
     // cannot be had.
     virtual Expected<std::unique_ptr<KvMemory>> allocate_kv(const kv::KvShape& shape) = 0;

@@ -25,6 +25,31 @@ void host_kv_store(KvMemory& kv, int32_t layer, const float* k_rows, const float
     }
 }
 
+void host_kv_deviation(const KvMemory& kv, int32_t layer, const float* k_rows, const float* v_rows,
+                       const int32_t* slots, int32_t num_rows, float* out) {
+    const kv::KvShape& s = kv.shape();
+    const int32_t d = s.head_dim, bs = s.block_size, nkv = s.num_kv_heads;
+    const auto* kc = static_cast<const uint8_t*>(kv.k(layer));
+    const auto* vc = static_cast<const uint8_t*>(kv.v(layer));
+    std::vector<float> cached(size_t(d) * 2);
+    for (int32_t r = 0; r < num_rows; ++r) {
+        const int32_t block = slots[r] / bs, offset = slots[r] % bs;
+        double sum = 0;
+        for (int32_t h = 0; h < nkv; ++h) {
+            const int64_t row = (int64_t(block) * nkv + h) * bs + offset;
+            const int64_t src = (int64_t(r) * nkv + h) * d;
+            kernels::kv_to_f32(kc + row * s.k_row_bytes(), s.k_dtype, cached.data(), d);
+            kernels::kv_to_f32(vc + row * s.v_row_bytes(), s.v_dtype, cached.data() + d, d);
+            for (int32_t i = 0; i < d; ++i) {
+                const double dk = double(k_rows[src + i]) - cached[size_t(i)];
+                const double dv = double(v_rows[src + i]) - cached[size_t(d + i)];
+                sum += dk * dk + dv * dv;
+            }
+        }
+        out[r] = float(sum);
+    }
+}
+
 void host_kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& p,
                          const std::function<void(const kernels::RopeApplyParams&)>& rotate, HostKvScratch& scratch) {
     const kv::KvShape& s = kv.shape();
@@ -65,8 +90,8 @@ void host_kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& 
 
 void host_embedding_lookup(const EmbeddingParams& p) {
     const auto t = static_cast<loader::GgmlType>(p.type);
-    const size_t row_bytes = p.type == kernels::GgmlType::kF32 ? sizeof(float) * size_t(p.dim)
-                                                                  : loader::ggml_row_size(t, p.dim);
+    const size_t row_bytes =
+        p.type == kernels::GgmlType::kF32 ? sizeof(float) * size_t(p.dim) : loader::ggml_row_size(t, p.dim);
     for (int32_t r = 0; r < p.num_rows; ++r) {
         const auto* row = static_cast<const uint8_t*>(p.table) + size_t(p.ids[r]) * row_bytes;
         float* out = p.out + int64_t(r) * p.dim;

@@ -17,6 +17,13 @@ namespace lazyattn::backend {
 void host_kv_store(KvMemory& kv, int32_t layer, const float* k_rows, const float* v_rows, const int32_t* slots,
                    int32_t num_rows);
 
+// out[r] = sum over kv heads and dims of (k_rows - K[slot])^2 + (v_rows - V[slot])^2: how far
+// freshly computed keys/values ([num_rows, num_kv_heads, head_dim], fp32, keys in the stored
+// rotation frame) are from the ones the pool holds at slots[r] in `layer` (read as fp32). What
+// CacheBlend's selection ranks document tokens by (DocumentReuse's @deviation).
+void host_kv_deviation(const KvMemory& kv, int32_t layer, const float* k_rows, const float* v_rows,
+                       const int32_t* slots, int32_t num_rows, float* out);
+
 // Scratch a backend keeps between calls (only one step runs at a time).
 struct HostKvScratch {
     std::vector<float> keys;  // the span's copied keys in fp32, [rows, head_dim]

@@ -50,6 +50,11 @@ public:
     void kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& p) override {
         host_kv_copy_rotate(kv, layer, p, kernels::ref::rope_apply, scratch_);
     }
+    bool kv_deviation_supported() const override { return true; }
+    void kv_deviation(const KvMemory& kv, int32_t layer, const float* k, const float* v, const int32_t* slots,
+                      int32_t n, float* out) override {
+        host_kv_deviation(kv, layer, k, v, slots, n, out);
+    }
     void embedding_lookup(const EmbeddingParams& p) override { host_embedding_lookup(p); }
 
 private:

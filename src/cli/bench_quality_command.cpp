@@ -330,8 +330,10 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
     bq->add_option("--variants", o.variants,
                    "MODE[:REUSE][@KV], e.g. none lazy lazy:anchor lazy:anchor+bias=-1 lazy:recompute=15%@query "
                    "lazy@q8_0 lazy:default (REUSE: anchor, scale=X, bias=X, recompute=N or recompute=P% with "
-                   "@first, @random, @query or @query-all, joined by +; or default: what serve does by default "
-                   "with this model)");
+                   "@SELECT (" +
+                       engine::select_names() +
+                       "), joined by +; or default: what serve does by default "
+                       "with this model)");
     add_query_layers_option(bq, o.query_layers);
     bq->add_option("--questions", o.num_questions, "synthetic questions (split over families x doc counts)")
         ->check(CLI::Range(1, 100000));

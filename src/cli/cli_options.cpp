@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "engine/request/cache_mode.h"
+#include "engine/request/document_reuse.h"
 
 namespace lazyattn::cli {
 
@@ -148,8 +149,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(CLI::IsMember({"health", "metrics", "none"}));
     sv->add_option("--document-reuse", o.document_reuse,
                    "how requests that do not say read cached documents: plain, or anchor, scale=X, bias=X, "
-                   "recompute=N or recompute=P%[@first|@random|@query|@query-all] joined by + (docs/api.md); "
-                   "default: the model's (anchor for a model block fine-tuned anchored, else plain)");
+                   "recompute=N or recompute=P%[@SELECT] (SELECT: " +
+                       engine::select_names() +
+                       ") joined by + (docs/api.md); "
+                       "default: the model's (anchor for a model block fine-tuned anchored, else plain)");
     add_query_layers_option(sv, o.query_layers);
     sv->add_option("--documents-from", o.documents_from,
                    "where requests find documents inside their messages: none, parts (a message's text parts), "

@@ -11,6 +11,8 @@ ModelFacts model_facts(const model::Model& model, const EngineConfig& config) {
     facts.context_length = model.config().context_length;
     facts.description = model.config().describe();
     facts.measures_attention = model.backend().attention_mass_supported();
+    facts.measures_kv_deviation =
+        model.backend().kv_deviation_supported() && model.config().num_layers > model::Model::kDeviationLayer;
     if (!config.kv_stores.empty() && segments_are_blocks(config.cache_mode)) {
         const double t0 = now_ms();
         facts.fingerprint = store::model_fingerprint(model);

@@ -50,8 +50,22 @@ struct ProbeChunk {
     int64_t mass_offset = 0;
 };
 
+// A chunk of the KV-deviation measurement of a request that selects its recomputed rows by it
+// (@deviation): document tokens [begin, end) of those with a budget, in segment order, as rows
+// of SchedulerOutput::measure from `row` on; their deviations come back in
+// ModelRunnerOutput::kv_deviation at the same rows.
+struct DeviationChunk {
+    SequenceState* seq = nullptr;
+    int32_t begin = 0, end = 0;
+    int32_t row = 0;
+};
+
 struct SchedulerOutput {
     model::ForwardBatch batch;  // the rows, spans and block-attn copies
+    // Rows measured rather than computed (Model::measure_kv_deviation), after `batch` ran: they
+    // read only cached documents and store nothing.
+    model::ForwardBatch measure;
+    std::vector<DeviationChunk> deviations;
     std::vector<JobChunk> jobs;
     std::vector<PatchChunk> patches;
     std::vector<ProbeChunk> probes;
@@ -60,8 +74,8 @@ struct SchedulerOutput {
     // Whether admission, cancellation or preemption changed anything while scheduling.
     bool progressed = false;
 
-    // Nothing for the runner (no rows, no copies).
-    bool empty() const { return batch.num_rows() == 0 && batch.kv_copies.empty(); }
+    // Nothing for the runner (no rows, no copies, nothing measured).
+    bool empty() const { return batch.num_rows() == 0 && batch.kv_copies.empty() && measure.num_rows() == 0; }
 };
 
 // What the runner computed for one TailChunk.
@@ -78,8 +92,9 @@ struct TailResult {
 };
 
 struct ModelRunnerOutput {
-    std::vector<TailResult> tails;  // one per SchedulerOutput::tails, same order
-    std::vector<float> key_mass;    // of the probes (batch.mass_seqs), when the step has any
+    std::vector<TailResult> tails;    // one per SchedulerOutput::tails, same order
+    std::vector<float> key_mass;      // of the probes (batch.mass_seqs), when the step has any
+    std::vector<float> kv_deviation;  // one per row of SchedulerOutput::measure
     double forward_ms = 0;
 };
 

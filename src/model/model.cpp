@@ -159,22 +159,9 @@ bool Model::samples_on_device(const std::vector<backend::SampleRow>& rows) const
     return std::all_of(rows.begin(), rows.end(), [](const backend::SampleRow& r) { return r.temperature <= 0.0f; });
 }
 
-Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
-                      const std::vector<backend::SampleRow>* sample_rows, std::vector<int32_t>* tokens,
-                      std::vector<float>* key_mass) {
+Status Model::begin_step(const ForwardBatch& batch, backend::KvMemory& kv, StepPlan* plan) {
     const kv::KvShape& shape = kv.shape();
-    if (shape.num_layers != config_.num_layers || shape.num_kv_heads != config_.num_kv_heads ||
-        shape.head_dim != config_.head_dim) {
-        return internal_error("KV storage shape does not match the model");
-    }
-    LA_RETURN_IF_ERROR(batch.validate(shape.num_blocks, shape.block_size, config_.vocab_size));
     const int32_t n = batch.num_rows();
-    if (n == 0) {  // copies only
-        for (int32_t l = 0; l < config_.num_layers; ++l) run_kv_copies(l, batch, kv);
-        backend_->synchronize();
-        logits->clear();
-        return backend_->status();
-    }
     const int64_t hidden = config_.hidden_dim;
     const int64_t q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
     backend::Backend& be = *backend_;
@@ -186,25 +173,8 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     LA_RETURN_IF_ERROR(v_.reserve(be, n * kv_dim));
     LA_RETURN_IF_ERROR(gate_.reserve(be, n * config_.ffn_dim));
     LA_RETURN_IF_ERROR(up_.reserve(be, n * config_.ffn_dim));
-    StepPlan plan{};
-    LA_RETURN_IF_ERROR(upload_plan(batch, &plan));
-    if (!batch.mass_seqs.empty()) {
-        if (key_mass == nullptr || !be.attention_mass_supported() || !be.host_memory()) {
-            return invalid_argument("forward: attention mass asked of a backend that cannot measure it");
-        }
-        mass_seqs_.clear();
-        int64_t total = 0;
-        for (const int32_t q : batch.mass_seqs) {
-            const kernels::AttentionSeq& seq = batch.seqs[size_t(q)];
-            mass_seqs_.push_back(seq);
-            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) total += batch.spans[size_t(si)].num_tokens;
-        }
-        key_mass->assign(size_t(total), 0.0f);
-        layer_mass_.resize(size_t(total));
-        plan.mass_seqs = mass_seqs_.data();
-        plan.num_mass_seqs = int32_t(mass_seqs_.size());
-        plan.key_mass = key_mass;
-    }
+    *plan = StepPlan{};
+    LA_RETURN_IF_ERROR(upload_plan(batch, plan));
     // Once per step: every layer's attention shares the layout.
     kernels::AttentionStep step;
     step.seqs = batch.seqs.data();
@@ -227,7 +197,51 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     const Linear& embd = weights_.token_embd;
     const void* embd_prepared = weights_.lm_head.out_dim == 0 ? embd.prepared.get() : embedding_prepared_.get();
     be.embedding_lookup(
-        {embd.data(), embd.type, hidden, embd_prepared, plan.token_ids, n, config_.embedding_scale, x_.data()});
+        {embd.data(), embd.type, hidden, embd_prepared, plan->token_ids, n, config_.embedding_scale, x_.data()});
+    return {};
+}
+
+Status Model::check_kv_shape(const ForwardBatch& batch, const backend::KvMemory& kv) const {
+    const kv::KvShape& shape = kv.shape();
+    if (shape.num_layers != config_.num_layers || shape.num_kv_heads != config_.num_kv_heads ||
+        shape.head_dim != config_.head_dim) {
+        return internal_error("KV storage shape does not match the model");
+    }
+    return batch.validate(shape.num_blocks, shape.block_size, config_.vocab_size);
+}
+
+Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
+                      const std::vector<backend::SampleRow>* sample_rows, std::vector<int32_t>* tokens,
+                      std::vector<float>* key_mass) {
+    LA_RETURN_IF_ERROR(check_kv_shape(batch, kv));
+    const int32_t n = batch.num_rows();
+    if (n == 0) {  // copies only
+        for (int32_t l = 0; l < config_.num_layers; ++l) run_kv_copies(l, batch, kv);
+        backend_->synchronize();
+        logits->clear();
+        return backend_->status();
+    }
+    const int64_t hidden = config_.hidden_dim;
+    backend::Backend& be = *backend_;
+    if (!batch.mass_seqs.empty() && (key_mass == nullptr || !be.attention_mass_supported() || !be.host_memory())) {
+        return invalid_argument("forward: attention mass asked of a backend that cannot measure it");
+    }
+    StepPlan plan{};
+    LA_RETURN_IF_ERROR(begin_step(batch, kv, &plan));
+    if (!batch.mass_seqs.empty()) {
+        mass_seqs_.clear();
+        int64_t total = 0;
+        for (const int32_t q : batch.mass_seqs) {
+            const kernels::AttentionSeq& seq = batch.seqs[size_t(q)];
+            mass_seqs_.push_back(seq);
+            for (int32_t si = seq.span_begin; si < seq.span_end; ++si) total += batch.spans[size_t(si)].num_tokens;
+        }
+        key_mass->assign(size_t(total), 0.0f);
+        layer_mass_.resize(size_t(total));
+        plan.mass_seqs = mass_seqs_.data();
+        plan.num_mass_seqs = int32_t(mass_seqs_.size());
+        plan.key_mass = key_mass;
+    }
     for (int32_t l = 0; l < config_.num_layers; ++l) run_layer(l, batch, plan, kv, n);
 
     // Final norm and LM head, only for the rows whose logits are wanted.
@@ -266,6 +280,37 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     return {};
 }
 
+Status Model::measure_kv_deviation(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* deviation) {
+    LA_RETURN_IF_ERROR(check_kv_shape(batch, kv));
+    backend::Backend& be = *backend_;
+    if (!be.kv_deviation_supported() || !be.host_memory()) {
+        return invalid_argument("measure_kv_deviation: this backend cannot measure KV deviation");
+    }
+    if (config_.num_layers < kDeviationLayer + 1) {
+        return invalid_argument("measure_kv_deviation: the model has " + std::to_string(config_.num_layers) +
+                                " layer(s); the deviation is measured in layer " + std::to_string(kDeviationLayer));
+    }
+    if (!batch.kv_copies.empty() || !batch.logit_rows.empty() || !batch.mass_seqs.empty()) {
+        return invalid_argument("measure_kv_deviation: a measuring plan has no copies, logits or mass");
+    }
+    const int32_t n = batch.num_rows();
+    deviation->assign(size_t(n), 0.0f);
+    if (n == 0) return {};
+    StepPlan plan{};
+    LA_RETURN_IF_ERROR(begin_step(batch, kv, &plan));
+    // The layers before the measured one in full, nothing stored: the rows read the cached keys
+    // of their own tokens, equal to theirs in the first layer (the context has not reached them yet).
+    for (int32_t l = 0; l < kDeviationLayer; ++l) {
+        project_qkv(l, batch, plan, n);
+        attend(l, batch, plan, kv, n);
+        run_ffn(l, n);
+    }
+    project_qkv(kDeviationLayer, batch, plan, n);
+    be.kv_deviation(kv, kDeviationLayer, k_.data(), v_.data(), plan.slot_mapping, n, deviation->data());
+    be.synchronize();
+    return be.status();
+}
+
 void Model::run_kv_copies(int32_t layer, const ForwardBatch& batch, backend::KvMemory& kv) {
     for (const KvBlockCopy& c : batch.kv_copies) {
         backend_->kv_copy_rotate(
@@ -279,17 +324,22 @@ void Model::run_layer(int32_t layer, const ForwardBatch& batch, const StepPlan& 
     run_ffn(layer, n);
 }
 
-// x += [post_norm](W_o attention(rope(norm_q(W_q h)), rope(norm_k(W_k h)), W_v h)), h = norm(x).
 void Model::run_attention(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv,
                           int32_t n) {
+    project_qkv(layer, batch, plan, n);
+    run_kv_copies(layer, batch, kv);  // before this layer's rows are stored: they may reuse a copy's source
+    backend_->kv_store(kv, layer, k_.data(), v_.data(), plan.slot_mapping, n);
+    attend(layer, batch, plan, kv, n);
+}
+
+// q, k, v = rope(norm_q(W_q h)), rope(norm_k(W_k h)), W_v h with h = norm(x); keys rotated at
+// their store positions (where the pool keeps them), unless stored raw.
+void Model::project_qkv(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, int32_t n) {
     const LayerWeights& w = weights_.layers[layer];
     const LayerNorms& norm = norms_[layer];
     const ModelConfig& c = config_;
-    const int64_t hidden = c.hidden_dim;
-    const kernels::RopeParams& rope = this->rope(layer);
     backend::Backend& be = *backend_;
-
-    be.rmsnorm(x_.data(), norm.attn_norm, h_.data(), n, hidden, c.norm_eps);
+    be.rmsnorm(x_.data(), norm.attn_norm, h_.data(), n, c.hidden_dim, c.norm_eps);
     const kernels::MatmulParams qkv[] = {w.wq.params(h_.data(), q_.data(), n), w.wk.params(h_.data(), k_.data(), n),
                                          w.wv.params(h_.data(), v_.data(), n)};
     be.matmuls(qkv, 3);
@@ -298,10 +348,18 @@ void Model::run_attention(int32_t layer, const ForwardBatch& batch, const StepPl
         be.rmsnorm(k_.data(), norm.k_norm, k_.data(), int64_t(n) * c.num_kv_heads, c.head_dim, c.norm_eps);
     }
     if (batch.keys_rotated) {
-        be.rope_apply({k_.data(), plan.store_positions, n, c.num_kv_heads, c.head_dim, rope});
+        be.rope_apply({k_.data(), plan.store_positions, n, c.num_kv_heads, c.head_dim, rope(layer)});
     }
-    run_kv_copies(layer, batch, kv);  // before this layer's rows are stored: they may reuse a copy's source
-    be.kv_store(kv, layer, k_.data(), v_.data(), plan.slot_mapping, n);
+}
+
+// x += [post_norm](W_o attention(q, cached keys and values)).
+void Model::attend(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv, int32_t n) {
+    const LayerWeights& w = weights_.layers[layer];
+    const LayerNorms& norm = norms_[layer];
+    const ModelConfig& c = config_;
+    const int64_t hidden = c.hidden_dim;
+    const kernels::RopeParams& rope = this->rope(layer);
+    backend::Backend& be = *backend_;
 
     kernels::AttentionParams ap{};
     ap.q = q_.data();

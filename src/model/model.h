@@ -54,6 +54,15 @@ public:
     Status forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
                    const std::vector<backend::SampleRow>* sample_rows = nullptr, std::vector<int32_t>* tokens = nullptr,
                    std::vector<float>* key_mass = nullptr);
+    // CacheBlend's measurement (engine::DocumentReuse @deviation): each row is a cached document
+    // token placed in the request, with everything before it in view. Its layers before
+    // kDeviationLayer run in full without storing anything, then *deviation[r] is the squared
+    // distance of its keys and values in kDeviationLayer from the cached ones at
+    // batch.slot_mapping[r] (Backend::kv_deviation; keys rotated at store_positions[r], the
+    // cached copy's frame). Layer 0's keys need no context, so layer 1 is the first where the
+    // context shows. kInvalidArgument where the backend cannot measure it.
+    static constexpr int32_t kDeviationLayer = 1;
+    Status measure_kv_deviation(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* deviation);
     // Whether forward() can sample `rows` on the device: the backend samples where its logits
     // live (and they do not live on the host), and no row with a temperature meets the final
     // soft-cap, which the host applies to downloaded logits (monotonic, so it never changes an
@@ -97,6 +106,11 @@ private:
         std::vector<float>* key_mass;
     };
     Status upload_plan(const ForwardBatch& batch, StepPlan* plan);
+    Status check_kv_shape(const ForwardBatch& batch, const backend::KvMemory& kv) const;
+    // Scratch grown for the batch, its plan uploaded, attention planned, x = the rows' embeddings.
+    Status begin_step(const ForwardBatch& batch, backend::KvMemory& kv, StepPlan* plan);
+    void project_qkv(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, int32_t n);
+    void attend(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv, int32_t n);
     void run_layer(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv, int32_t n);
     void run_attention(int32_t layer, const ForwardBatch& batch, const StepPlan& plan, backend::KvMemory& kv,
                        int32_t n);

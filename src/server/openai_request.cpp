@@ -427,7 +427,7 @@ Err parse_recompute_field(const json& v, engine::DocumentReuse& reuse) {
         const json& s = v.at("select");
         const auto select = s.is_string() ? engine::parse_select(s.get<std::string>()) : std::nullopt;
         if (!select) {
-            return value_error(kKey + ".select", "must be \"first\", \"random\", \"query\" or \"query-all\"");
+            return value_error(kKey + ".select", "must be one of " + engine::select_names("\""));
         }
         reuse.recompute_select = *select;
     }

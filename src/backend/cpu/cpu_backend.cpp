@@ -92,6 +92,12 @@ public:
         backend::host_kv_copy_rotate(
             kv, layer, p, [this](const kernels::RopeApplyParams& r) { rope_apply(r); }, kv_scratch_);
     }
+    bool kv_deviation_supported() const override { return true; }
+    void kv_deviation(const backend::KvMemory& kv, int32_t layer, const float* k, const float* v, const int32_t* slots,
+                      int32_t n, float* out) override {
+        // A few thousand rows once per request: memory-bound, not worth threads.
+        backend::host_kv_deviation(kv, layer, k, v, slots, n, out);
+    }
     void embedding_lookup(const backend::EmbeddingParams& p) override { backend::host_embedding_lookup(p); }
 
 private:

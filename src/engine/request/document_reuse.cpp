@@ -72,7 +72,7 @@ int32_t recompute_row_count(const DocumentReuse& reuse, int32_t num_tokens, int3
 
 std::vector<int32_t> recompute_rows(const DocumentReuse& reuse, const std::vector<int32_t>& tokens,
                                     int32_t block_size) {
-    if (selects_by_query(reuse.recompute_select)) return {};  // chosen after the probe (select_by_mass)
+    if (selected_by_measure(reuse.recompute_select)) return {};  // chosen after measuring (select_by_mass)
     const int32_t n = int32_t(tokens.size());
     const int32_t count = recompute_row_count(reuse, n, block_size);
     std::vector<int32_t> rows(static_cast<size_t>(n));
@@ -108,39 +108,51 @@ std::vector<std::vector<int32_t>> select_by_mass(RecomputeSelect select, const s
         std::partial_sort(keys.begin(), keys.begin() + int64_t(n), keys.end(), heavier);
         for (size_t i = 0; i < n; ++i) rows[size_t(keys[i].doc)].push_back(keys[i].token);
     };
+    const bool per_document = select != RecomputeSelect::kQueryAll;
     std::vector<Key> keys;
     size_t total = 0;
     for (size_t d = 0; d < mass.size(); ++d) {
-        if (select == RecomputeSelect::kQuery) keys.clear();
+        if (per_document) keys.clear();
         for (size_t t = 0; t < mass[d].size(); ++t) keys.push_back({mass[d][t], int32_t(d), int32_t(t)});
-        if (select == RecomputeSelect::kQuery) take(keys, size_t(std::max(0, count[d])));
+        if (per_document) take(keys, size_t(std::max(0, count[d])));
         total += size_t(std::max(0, count[d]));
     }
-    if (select == RecomputeSelect::kQueryAll) take(keys, total);
+    if (!per_document) take(keys, total);
     for (auto& r : rows) std::sort(r.begin(), r.end());
     return rows;
 }
 
+namespace {
+
+// Every selection and its name, in the order the messages list them: the one table.
+constexpr std::pair<RecomputeSelect, std::string_view> kSelections[] = {
+    {RecomputeSelect::kFirst, "first"},         {RecomputeSelect::kRandom, "random"},
+    {RecomputeSelect::kQuery, "query"},         {RecomputeSelect::kQueryAll, "query-all"},
+    {RecomputeSelect::kDeviation, "deviation"},
+};
+
+}  // namespace
+
 std::string_view select_name(RecomputeSelect s) {
-    switch (s) {
-        case RecomputeSelect::kFirst:
-            return "first";
-        case RecomputeSelect::kRandom:
-            return "random";
-        case RecomputeSelect::kQuery:
-            return "query";
-        case RecomputeSelect::kQueryAll:
-            return "query-all";
+    for (const auto& [select, name] : kSelections) {
+        if (select == s) return name;
     }
     return "?";
 }
 
 std::optional<RecomputeSelect> parse_select(std::string_view name) {
-    if (name == "first") return RecomputeSelect::kFirst;
-    if (name == "random") return RecomputeSelect::kRandom;
-    if (name == "query") return RecomputeSelect::kQuery;
-    if (name == "query-all") return RecomputeSelect::kQueryAll;
+    for (const auto& [select, n] : kSelections) {
+        if (n == name) return select;
+    }
     return std::nullopt;
+}
+
+std::string select_names(std::string_view quote) {
+    std::string s;
+    for (const auto& [select, name] : kSelections) {
+        s += (s.empty() ? "" : ", ") + std::string(quote) + std::string(name) + std::string(quote);
+    }
+    return s;
 }
 
 std::string DocumentReuse::name() const {
@@ -177,7 +189,7 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
                 const auto select = parse_select(n.substr(at + 1));
                 if (!select) {
                     return invalid_argument("'" + std::string(part) + "': unknown selection '" +
-                                            std::string(n.substr(at + 1)) + "' (first, random, query, query-all)");
+                                            std::string(n.substr(at + 1)) + "' (" + select_names() + ")");
                 }
                 r.recompute_select = *select;
                 n = n.substr(0, at);
@@ -217,7 +229,8 @@ Expected<ReuseVariant> parse_reuse_variant(std::string_view spec) {
         } else if (!parse_select(kv)) {
             return invalid_argument("'@" + std::string(kv) +
                                     "' is neither KV types (TYPE or KTYPE,VTYPE of f32, f16, bf16, q8_0, q4_0) nor "
-                                    "a recompute selection (first, random, query, query-all)");
+                                    "a recompute selection (" +
+                                    select_names() + ")");
         }
     }
     const size_t colon = spec.find(':');

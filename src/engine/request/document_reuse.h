@@ -49,12 +49,19 @@ enum class RecomputeSelect {
     // over the rows and all heads of every layer); the top tokens are recomputed, then the tail.
     kQuery,     // the top tokens of each document, its own budget ("@query")
     kQueryAll,  // the top tokens of all documents together, the same total ("@query-all")
+    // CacheBlend's (EuroSys 2025): every document token is run through the first layer with
+    // everything before it in view, and the tokens whose layer-1 keys and values moved furthest
+    // from the cached ones (Model::measure_kv_deviation) are recomputed ("@deviation").
+    kDeviation,
 };
 
 // Whether the rows are chosen by a probe of the tail's attention (known only after it ran).
 inline bool selects_by_query(RecomputeSelect s) {
     return s == RecomputeSelect::kQuery || s == RecomputeSelect::kQueryAll;
 }
+// Whether the rows are chosen by a measurement made in the request (the tail's attention, or
+// the documents' KV deviation): known only after it ran, ranked by select_by_mass.
+inline bool selected_by_measure(RecomputeSelect s) { return selects_by_query(s) || s == RecomputeSelect::kDeviation; }
 
 struct DocumentReuse {
     bool anchored = false;
@@ -98,15 +105,18 @@ inline bool reuse_splits_spans(const DocumentReuse& r) {
 // Its size, without drawing the sample.
 int32_t recompute_row_count(const DocumentReuse& reuse, int32_t num_tokens, int32_t block_size);
 
-// Selection by the question: rows[d] (ascending) of each document d from the attention mass of
-// its tokens (mass[d][t]), the `count[d]` heaviest of each (kQuery), or the sum of the counts
-// heaviest over all documents together (kQueryAll); ties go to the earlier token.
+// Selection by a measurement: rows[d] (ascending) of each document d from the score of its
+// tokens (mass[d][t]: the question's attention mass, or the KV deviation), the `count[d]`
+// heaviest of each (kQuery, kDeviation), or the sum of the counts heaviest over all documents
+// together (kQueryAll); ties go to the earlier token.
 std::vector<std::vector<int32_t>> select_by_mass(RecomputeSelect select, const std::vector<std::vector<float>>& mass,
                                                  const std::vector<int32_t>& count);
 
-// "first" / "random", and back.
+// "first" / "random" / "query" / "query-all" / "deviation", and back; all of them as a list for
+// messages ("first, random, ...", each name between `quote`s).
 std::string_view select_name(RecomputeSelect s);
 std::optional<RecomputeSelect> parse_select(std::string_view name);
+std::string select_names(std::string_view quote = "");
 
 // "plain", or '+'-joined parts: "anchor", "scale=X", "bias=X", "recompute=N" or "recompute=P%",
 // optionally followed by "@first" (the default) or "@random". kInvalidArgument naming the part.

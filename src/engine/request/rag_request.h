@@ -99,6 +99,7 @@ struct RequestStats {
     int32_t document_tokens = 0;    // of those, in document segments (RagRequest::num_document_tokens)
     int32_t prefill_tokens = 0;     // prompt tokens computed for this request (segment jobs included)
     int32_t recomputed_tokens = 0;  // of those, document tokens recomputed privately (DocumentReuse)
+    int32_t deviation_rows = 0;     // document tokens measured for @deviation (two layers, not counted above)
     int32_t reused_tokens = 0;      // prompt tokens served from cache
     int32_t segments_hit = 0;
     int32_t segments_missed = 0;

@@ -74,6 +74,10 @@ ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
     const Status st = model_.forward(step.batch, *kv_memory_, &logits_, on_device ? &sample_rows_ : nullptr,
                                      &device_tokens_, step.probes.empty() ? nullptr : &out.key_mass);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
+    if (step.measure.num_rows() > 0) {
+        const Status ms = model_.measure_kv_deviation(step.measure, *kv_memory_, &out.kv_deviation);
+        LA_CHECK_MSG(ms.ok(), "KV deviation failed on a validated plan: %s", ms.to_string().c_str());
+    }
     out.forward_ms = now_ms() - t0;
     if (on_device) {
         // The rows' draws were taken from their samplers already: the device must have used them.

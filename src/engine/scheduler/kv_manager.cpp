@@ -289,18 +289,21 @@ void KvManager::start_patches(SequenceState& s) {
     RequestKv& ar = s.kv;
     ar.num_patch_tokens = ar.num_patch_computed = 0;
     if (!segments_are_blocks(config_.cache_mode)) return;
-    const bool by_query = selects_by_query(s.request.reuse.recompute_select);
+    ar.num_deviation_rows = ar.num_deviation_computed = 0;
+    const RecomputeSelect select = s.request.reuse.recompute_select;
+    const bool measured = selected_by_measure(select);
     for (size_t d = 0; d < ar.segments.size(); ++d) {
         SegmentPlacement& place = ar.segments[d];
         place.patch_rows = s.request.recompute_rows(d, kv_.block_size());
         place.patch_tokens = int32_t(place.patch_rows.size());
         place.sparse_patch = !reuse_splits_spans(s.request.reuse);
-        // By the question: room for the most rows it may choose; which ones, the probe decides.
-        const int32_t room = by_query ? s.request.recompute_count(d, kv_.block_size()) : place.patch_tokens;
+        // Chosen by a measurement: room for the most rows it may choose; which ones, it decides.
+        const int32_t room = measured ? s.request.recompute_count(d, kv_.block_size()) : place.patch_tokens;
         if (room == 0) continue;
-        if (by_query) {
-            place.query_mass.assign(size_t(place.num_tokens), 0.0f);
-            ar.probe_pending = true;
+        if (measured) {
+            place.selection_score.assign(size_t(place.num_tokens), 0.0f);
+            if (selects_by_query(select)) ar.probe_pending = true;
+            if (select == RecomputeSelect::kDeviation) ar.num_deviation_rows += place.num_tokens;
         }
         auto fresh = kv_.allocate(blocks_for(room, kv_.block_size()));
         LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
@@ -311,22 +314,22 @@ void KvManager::start_patches(SequenceState& s) {
     }
 }
 
-int32_t KvManager::select_by_query(SequenceState& s) {
+int32_t KvManager::select_by_score(SequenceState& s) {
     RequestKv& ar = s.kv;
     std::vector<size_t> docs;
-    std::vector<std::vector<float>> mass;
+    std::vector<std::vector<float>> score;
     std::vector<int32_t> budget;
     for (size_t d = 0; d < ar.segments.size(); ++d) {
-        if (ar.segments[d].query_mass.empty()) continue;
+        if (ar.segments[d].selection_score.empty()) continue;
         docs.push_back(d);
-        mass.push_back(std::move(ar.segments[d].query_mass));
+        score.push_back(std::move(ar.segments[d].selection_score));
         budget.push_back(s.request.recompute_budget(d, kv_.block_size()));
     }
-    const auto rows = select_by_mass(s.request.reuse.recompute_select, mass, budget);
+    const auto rows = select_by_mass(s.request.reuse.recompute_select, score, budget);
     int32_t chosen = 0;
     for (size_t i = 0; i < docs.size(); ++i) {
         SegmentPlacement& place = ar.segments[docs[i]];
-        place.query_mass.clear();
+        place.selection_score.clear();
         place.patch_rows = rows[i];
         place.patch_tokens = int32_t(rows[i].size());
         LA_CHECK(int64_t(place.patch_blocks.size()) * kv_.block_size() >= place.patch_tokens);

@@ -99,10 +99,10 @@ public:
     backend::KvMemory& kv_memory() { return kv_memory_; }
     int32_t block_size() const { return kv_.block_size(); }
     int32_t num_blocks() const { return kv_.pool().num_blocks(); }
-    // The probe of a request that selects by the question ended: chooses each document's
-    // recomputed rows from the mass it measured (select_by_mass) and schedules them; returns how
-    // many.
-    int32_t select_by_query(SequenceState& s);
+    // The measurement of a request that selects by one (the question's probe, or the KV
+    // deviation) ended: chooses each document's recomputed rows from the scores it left
+    // (select_by_mass) and schedules them; returns how many.
+    int32_t select_by_score(SequenceState& s);
     // The pool, the index and every reference held by `requests`, jobs and pins agree.
     void check_integrity(const std::vector<const SequenceState*>& requests) const;
 

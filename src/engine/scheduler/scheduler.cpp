@@ -66,6 +66,12 @@ Status Scheduler::validate(const RagRequest& r) const {
             "recompute selected by the question (@query) measures attention on the host; this backend cannot (use "
             "--device cpu, or @first / @random)");
     }
+    if (r.reuse.recompute_select == RecomputeSelect::kDeviation && segments_are_blocks(config_.cache_mode) &&
+        !model_.measures_kv_deviation) {
+        return invalid_argument(
+            "recompute selected by KV deviation (@deviation) measures the cached KV on the host, in the model's "
+            "second layer; this backend or model cannot (use --device cpu, or @first / @random)");
+    }
     if (r.prompt_logprobs < -1 || r.prompt_logprobs > SamplingParams::kMaxLogprobs) {
         return invalid_argument("prompt_logprobs must be in [0, " + std::to_string(SamplingParams::kMaxLogprobs) +
                                 "] (or -1: none)");

@@ -83,6 +83,9 @@ struct ModelFacts {
     // The backend measures attention mass (Backend::attention_mass): recompute selected by the
     // question (@query) is possible.
     bool measures_attention = false;
+    // The backend measures KV deviation (Backend::kv_deviation) and the model has a layer past
+    // the first: recompute selected by deviation (@deviation) is possible.
+    bool measures_kv_deviation = false;
 };
 
 class Scheduler {
@@ -90,6 +93,10 @@ public:
     // Selection by the question measures attention from the prompt tail's last rows only (the
     // question ends the tail; the mass costs rows x keys per probed layer on the host).
     static constexpr int32_t kProbeMeasuredRows = 256;
+    // A KV-deviation row runs one layer and a third of the next (Model::measure_kv_deviation),
+    // so a step's token budget counts this many of them as one row: 8 keeps a step's work near
+    // its budget on models of 12 layers and more (SmolLM2-135M has 30, where 8 is ~1/2 a row).
+    static constexpr int32_t kDeviationRowsPerToken = 8;
 
     // Plans over `kv_memory`'s blocks (the ModelRunner's pool; an empty one refuses everything).
     Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config);
@@ -196,6 +203,13 @@ private:
     // kProbeMeasuredRows of the prompt tail measured (batch.mass_seqs); returns where this
     // chunk's mass starts in the step's, or -1 when none of its rows is measured.
     int64_t add_probe_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
+    // KV-deviation rows [begin, end) of s (its documents with a budget, every token, in order),
+    // each placed at its logical position with everything before it in view and compared with
+    // its cached copy (not written), in the step's measuring batch.
+    void add_deviation_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
+    // A deviation chunk ran: records its rows' deviations and, once every row has been measured,
+    // chooses the recomputed rows.
+    void on_deviation(const DeviationChunk& r, const std::vector<float>& kv_deviation);
     // Rows [begin, end) of s's recomputed document tokens (all documents' in order), no logits.
     void add_patch_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
     // A probe chunk ran: adds its mass to the documents' and, once the whole prompt tail has

@@ -26,7 +26,8 @@ struct PrefillItem {
     int32_t left = 0;              // tokens still to compute
     int32_t take = 0;              // tokens planned this step
     bool patch = false;
-    bool probe = false;  // the prompt tail's probe (selection by the question)
+    bool probe = false;      // the prompt tail's probe (selection by the question)
+    bool deviation = false;  // KV-deviation rows, counted kDeviationRowsPerToken to a token
 };
 
 // Hands out `budget` tokens in turns of at most `share`, items in order.
@@ -101,6 +102,29 @@ void Scheduler::add_patch_rows(model::ForwardBatch& b, SequenceState& s, int32_t
             b.store_positions.push_back((place.sparse_patch ? place.stored_base : place.logical_start) + token);
             b.slot_mapping.push_back(place.patch_blocks[i / bs] * bs + i % bs);
         }
+    }
+}
+
+void Scheduler::add_deviation_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end) {
+    // As a patch row would be placed (one sequence over the whole layout: each row sees the
+    // preamble, earlier documents and its own document's earlier tokens, all as cached), but
+    // its slot is its cached copy's, read to compare, never written.
+    const int32_t bs = kv_.block_size();
+    const int32_t span_begin = int32_t(b.spans.size());
+    add_segment_spans(b, s);
+    b.seqs.push_back({b.num_rows(), end - begin, span_begin, int32_t(b.spans.size())});
+    b.keys_rotated = keys_stored_rotated(config_.cache_mode);
+    int32_t j = 0;  // index over the measured documents' tokens
+    for (size_t d = 0; d < s.kv.segments.size() && j < end; ++d) {
+        const SegmentPlacement& place = s.kv.segments[d];
+        const int32_t n = int32_t(place.selection_score.size());
+        for (int32_t t = std::max(0, begin - j); t < n && j + t < end; ++t) {
+            b.token_ids.push_back(s.request.segments[d][t]);
+            b.positions.push_back(place.logical_start + t);
+            b.store_positions.push_back(place.stored_base + t);
+            b.slot_mapping.push_back(place.blocks[t / bs] * bs + t % bs);
+        }
+        j += n;
     }
 }
 
@@ -196,6 +220,14 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
         if (s->prompt_done() || !s->segments_ready()) continue;
         if (config_.cache_mode == CacheMode::kBlockAttn && !s->materialized) continue;
         const RequestKv& ar = s->kv;
+        if (ar.deviation_pending()) {  // selection by KV deviation: measured before the patches
+            const int32_t per = kDeviationRowsPerToken;
+            PrefillItem it{-1, s.get(), ar.num_deviation_computed,
+                           (ar.num_deviation_rows - ar.num_deviation_computed + per - 1) / per};
+            it.deviation = true;
+            items.push_back(it);
+            continue;
+        }
         if (ar.probe_pending) {  // selection by the question: the probe comes before the patches
             items.push_back(
                 {-1, s.get(), ar.num_probe_computed, ar.num_prompt_tail - ar.num_probe_computed, 0, false, true});
@@ -211,6 +243,12 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
     share_budget(items, budget, std::max(kv_.block_size(), budget / 2));
     for (const PrefillItem& it : items) {
         if (it.take == 0) continue;
+        if (it.seq != nullptr && it.deviation) {
+            const int32_t end = std::min(it.seq->kv.num_deviation_rows, it.done + it.take * kDeviationRowsPerToken);
+            plan.deviations.push_back({it.seq, it.done, end, plan.measure.num_rows()});
+            add_deviation_rows(plan.measure, *it.seq, it.done, end);
+            continue;
+        }
         if (it.seq != nullptr && it.probe) {
             const int64_t offset = add_probe_rows(plan.batch, *it.seq, it.done, it.done + it.take);
             plan.probes.push_back({it.seq, it.take, offset});

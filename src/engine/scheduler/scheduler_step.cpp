@@ -92,7 +92,8 @@ SchedulerOutput Scheduler::schedule() {
 }
 
 void Scheduler::update(const SchedulerOutput& out, ModelRunnerOutput& ran, OutputProcessor& outputs) {
-    if (out.batch.num_rows() == 0) return;  // block-attn copies only
+    for (const DeviationChunk& r : out.deviations) on_deviation(r, ran.kv_deviation);
+    if (out.batch.num_rows() == 0) return;  // block-attn copies (or measurements) only
     ++step_count_;
     {
         const int32_t decode = out.num_decode_rows;
@@ -164,7 +165,7 @@ void Scheduler::on_probe(const ProbeChunk& r, const std::vector<float>& key_mass
         const float* m = key_mass.data() + r.mass_offset;
         for (SegmentPlacement& place : ar.segments) {
             LA_CHECK(m + place.num_tokens <= key_mass.data() + key_mass.size());
-            for (size_t t = 0; t < place.query_mass.size(); ++t) place.query_mass[t] += m[t];
+            for (size_t t = 0; t < place.selection_score.size(); ++t) place.selection_score[t] += m[t];
             m += place.num_tokens;
         }
     }
@@ -172,7 +173,27 @@ void Scheduler::on_probe(const ProbeChunk& r, const std::vector<float>& key_mass
     stats_.prompt_tokens_computed += r.n;
     s.stats.prefill_tokens += r.n;
     if (ar.num_probe_computed < ar.num_prompt_tail) return;
-    const int32_t chosen = kv_.select_by_query(s);
+    const int32_t chosen = kv_.select_by_score(s);
+    s.stats.prefill_tokens += chosen;
+    s.stats.recomputed_tokens += chosen;
+}
+
+void Scheduler::on_deviation(const DeviationChunk& r, const std::vector<float>& kv_deviation) {
+    SequenceState& s = *r.seq;
+    RequestKv& ar = s.kv;
+    LA_CHECK(r.row + (r.end - r.begin) <= int32_t(kv_deviation.size()));
+    int32_t j = 0;  // index over the measured documents' tokens
+    for (SegmentPlacement& place : ar.segments) {
+        const int32_t n = int32_t(place.selection_score.size());
+        for (int32_t t = std::max(0, r.begin - j); t < n && j + t < r.end; ++t) {
+            place.selection_score[size_t(t)] = kv_deviation[size_t(r.row + j + t - r.begin)];
+        }
+        j += n;
+    }
+    ar.num_deviation_computed += r.end - r.begin;
+    s.stats.deviation_rows += r.end - r.begin;
+    if (ar.deviation_pending()) return;
+    const int32_t chosen = kv_.select_by_score(s);
     s.stats.prefill_tokens += chosen;
     s.stats.recomputed_tokens += chosen;
 }

@@ -28,9 +28,10 @@ struct SegmentPlacement {
     std::vector<kv::BlockId> patch_blocks;
     int32_t patch_tokens = 0;
     bool sparse_patch = false;
-    // Selection by the question: the attention mass the tail's probe gave each token (summed
-    // over its rows, heads and layers); patch_rows are chosen from it when the probe ends.
-    std::vector<float> query_mass;
+    // Selection by a measurement: each token's score, the attention mass the tail's probe gave
+    // it (summed over its rows, heads and layers: @query) or its KV deviation (@deviation);
+    // patch_rows are chosen from it when the measurement ends. Empty: nothing to choose.
+    std::vector<float> selection_score;
 };
 
 struct RequestKv {
@@ -46,10 +47,15 @@ struct RequestKv {
     // (its attention measured), then the patches, then the tail again.
     bool probe_pending = false;
     int32_t num_probe_computed = 0;
+    // Selection by KV deviation: every token of the documents with a budget (in segment order)
+    // is measured first (Model::measure_kv_deviation), then the patches, then the tail.
+    int32_t num_deviation_rows = 0;
+    int32_t num_deviation_computed = 0;
     std::vector<kv::BlockId> held;  // one entry per reference this request holds
 
     int32_t next_position() const { return tail_start + int32_t(tail_tokens.size()); }
     bool patches_done() const { return num_patch_computed >= num_patch_tokens; }
+    bool deviation_pending() const { return num_deviation_computed < num_deviation_rows; }
 };
 
 }  // namespace lazyattn::engine

@@ -170,14 +170,15 @@ DocumentReuse by_query(float share, RecomputeSelect select = RecomputeSelect::kQ
     return r;
 }
 
-// Selection by the question, both ways: a 100% budget recomputes every token after the probe,
-// so the tail (run again on top) reads exactly causal attention over the flattened prompt; the
-// probe's work and the chosen rows are counted.
+// Selection by the question, both ways, and by KV deviation: a 100% budget recomputes every
+// token after the measurement, so the tail (run again on top) reads exactly causal attention
+// over the flattened prompt; the chosen rows are counted.
 TEST(DocumentReuse, QuerySelectedRecomputeOfEverythingIsFullAttention) {
     Tokens tok(11);
     auto none = make_engine(CacheMode::kNone);
     for (CacheMode mode : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn}) {
-        for (const RecomputeSelect select : {RecomputeSelect::kQuery, RecomputeSelect::kQueryAll}) {
+        for (const RecomputeSelect select :
+             {RecomputeSelect::kQuery, RecomputeSelect::kQueryAll, RecomputeSelect::kDeviation}) {
             auto seg = make_engine(mode);
             std::vector<std::vector<int32_t>> docs{tok.make(17), tok.make(1), tok.make(40), tok.make(16)};
             auto req = request_of(tok.make(9), docs, tok.make(11), by_query(1.0f, select));
@@ -197,18 +198,19 @@ TEST(DocumentReuse, QuerySelectedRecomputeOfEverythingIsFullAttention) {
     }
 }
 
-// A partial budget chosen by the question: the same rows in every segment mode (the mass is
-// measured on the same KV), so lazy == lazy-k == block-attn; each document gets its own budget
+// A partial budget chosen by the question or by KV deviation: the same rows in every segment
+// mode (measured on the same KV), so lazy == lazy-k == block-attn; each document gets its own budget
 // (@query) or the documents share the total (@query-all); the probe runs the prompt tail once
 // more; the cache is never written.
-TEST(DocumentReuse, QuerySelectedRecomputeAgreesAcrossModes) {
+TEST(DocumentReuse, MeasuredSelectionsAgreeAcrossModes) {
     Tokens tok(12);
     auto lazy = make_engine(CacheMode::kLazy), lazy_k = make_engine(CacheMode::kLazyK),
          block = make_engine(CacheMode::kBlockAttn);
     const auto preamble = tok.make(13);
     std::vector<std::vector<int32_t>> docs{tok.make(35), tok.make(9), tok.make(16), tok.make(50)};
     for (const DocumentReuse& reuse :
-         {by_query(0.25f), by_query(0.1f, RecomputeSelect::kQueryAll), by_query(0.3f, RecomputeSelect::kQuery, true)}) {
+         {by_query(0.25f), by_query(0.1f, RecomputeSelect::kQueryAll), by_query(0.3f, RecomputeSelect::kQuery, true),
+          by_query(0.2f, RecomputeSelect::kDeviation), by_query(0.3f, RecomputeSelect::kDeviation, true)}) {
         auto req = request_of(preamble, docs, tok.make(10), reuse);
         auto a = lazy->tail_logits(req), b = lazy_k->tail_logits(req), c = block->tail_logits(req);
         ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.status().to_string();
@@ -217,9 +219,12 @@ TEST(DocumentReuse, QuerySelectedRecomputeAgreesAcrossModes) {
         auto ra = lazy->run(req);
         ASSERT_TRUE(ra.ok());
         EXPECT_EQ(ra->stats.recomputed_tokens, recomputed(docs, reuse));
-        // Prompt work: the documents (cached after the first call), the probe, the chosen rows
-        // and the tail.
-        EXPECT_EQ(ra->stats.prefill_tokens, 10 + recomputed(docs, reuse) + 10);
+        // Prompt work: the documents (cached after the first call), the probe (by the question)
+        // or the measured document tokens (by deviation, two layers each: counted apart), the
+        // chosen rows and the tail.
+        const bool by_deviation = reuse.recompute_select == RecomputeSelect::kDeviation;
+        EXPECT_EQ(ra->stats.prefill_tokens, (by_deviation ? 0 : 10) + recomputed(docs, reuse) + 10);
+        EXPECT_EQ(ra->stats.deviation_rows, by_deviation ? 35 + 9 + 16 + 50 : 0);
         // Another selection than the first tokens or a sample (the tail's attention is not
         // uniform): the answers differ from @random's at the same budget.
         DocumentReuse sampled = reuse;
@@ -447,6 +452,8 @@ TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     EXPECT_FALSE(no_kv->kv_types.has_value());
     EXPECT_FALSE(parse_reuse_variant("lazy:recompute=25%@q7").ok());
     EXPECT_EQ(parse_document_reuse("recompute=10%@query-all")->recompute_select, RecomputeSelect::kQueryAll);
+    EXPECT_EQ(parse_document_reuse("recompute=15%@deviation")->recompute_select, RecomputeSelect::kDeviation);
+    EXPECT_EQ(parse_document_reuse("recompute=15%@deviation")->name(), "recompute=15%@deviation");
     EXPECT_EQ(parse_reuse_variant("lazy:anchor+recompute=15%@query")->reuse.name(), "anchor+recompute=15%@query");
     EXPECT_FALSE(parse_document_reuse("recompute@query").ok());
     auto served = parse_reuse_variant("lazy-k:default@q8_0");

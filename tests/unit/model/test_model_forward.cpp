@@ -144,6 +144,88 @@ TEST(ModelForward, InPlaceWeightTypesMatchReferenceBackend) {
     }
 }
 
+// Fills `blocks` with the KV of `tokens` at positions [0, n) (no logits).
+void encode(Harness& h, const std::vector<int32_t>& tokens, const std::vector<int32_t>& blocks) {
+    ForwardBatch b;
+    engine::add_plain_sequence(b, tokens, 0, blocks, kBlock, 0);
+    std::vector<float> logits;
+    ASSERT_TRUE(h.model->forward(b, *h.kv, &logits).ok());
+}
+
+// Rows measuring `doc` (cached in `doc_blocks`, keys rotated from `stored_base`) placed at
+// logical `start` after `before` (cached in `before_blocks` at 0), compared with the copy in
+// `compare_blocks` whose keys are rotated from `compare_base`.
+ForwardBatch deviation_rows(int32_t before, const std::vector<int32_t>& before_blocks, const std::vector<int32_t>& doc,
+                            const std::vector<int32_t>& doc_blocks, const std::vector<int32_t>& compare_blocks,
+                            int32_t compare_base) {
+    ForwardBatch b;
+    const int32_t n = int32_t(doc.size());
+    if (before > 0) {
+        b.spans.push_back({0, before, 0, 0});
+        b.block_ids.insert(b.block_ids.end(), before_blocks.begin(), before_blocks.end());
+    }
+    b.spans.push_back({int32_t(b.block_ids.size()), n, before, 0});
+    b.block_ids.insert(b.block_ids.end(), doc_blocks.begin(), doc_blocks.end());
+    b.seqs.push_back({0, n, 0, int32_t(b.spans.size())});
+    for (int32_t t = 0; t < n; ++t) {
+        b.token_ids.push_back(doc[size_t(t)]);
+        b.positions.push_back(before + t);
+        b.store_positions.push_back(compare_base + t);
+        const int32_t at = compare_base + t;
+        b.slot_mapping.push_back(compare_blocks[size_t(at / kBlock)] * kBlock + at % kBlock);
+    }
+    return b;
+}
+
+// CacheBlend's measurement: a document token placed after another document, with it in view,
+// gets layer-1 keys and values equal to full attention's over the two (deviation ~0 against
+// that copy) and far from its own encoded-alone copy; a document with nothing before it equals
+// its alone copy. On the CPU and the reference backend, which agree. Nothing is written.
+TEST(ModelForward, KvDeviationIsTheDistanceTheContextMovedEachToken) {
+    const std::string path = testing::synthetic_model_path(llama_options(), "llama");
+    std::vector<float> cpu_devs;
+    for (const bool reference : {false, true}) {
+        Harness h(path, reference ? backend::make_reference_backend() : backend::make_cpu_backend(2));
+        std::mt19937_64 rng(testing::test_seed() + 5);
+        const int32_t vocab = h.model->config().vocab_size;
+        const auto a = random_tokens(rng, 20, vocab), b = random_tokens(rng, 24, vocab);
+        std::vector<int32_t> ab = a;
+        ab.insert(ab.end(), b.begin(), b.end());
+        const auto a_blocks = h.blocks_for(20), b_blocks = h.blocks_for(24), full = h.blocks_for(44);
+        encode(h, a, a_blocks);
+        encode(h, b, b_blocks);
+        encode(h, ab, full);
+        const std::vector<float> pool_before(
+            static_cast<const float*>(h.kv->k(1)),
+            static_cast<const float*>(h.kv->k(1)) + h.kv->shape().k_bytes_per_block() / 4 * h.kv->shape().num_blocks);
+
+        std::vector<float> alone, in_context, first;
+        ASSERT_TRUE(
+            h.model->measure_kv_deviation(deviation_rows(20, a_blocks, b, b_blocks, b_blocks, 0), *h.kv, &alone).ok());
+        // Compared with full attention's copy, keys in its frame (positions 20..43).
+        ASSERT_TRUE(
+            h.model->measure_kv_deviation(deviation_rows(20, a_blocks, b, b_blocks, full, 20), *h.kv, &in_context)
+                .ok());
+        ASSERT_TRUE(h.model->measure_kv_deviation(deviation_rows(0, {}, a, a_blocks, a_blocks, 0), *h.kv, &first).ok());
+        ASSERT_EQ(alone.size(), 24u);
+        double moved = 0;
+        for (const float d : alone) {
+            EXPECT_GT(d, 0.0f);
+            moved += d / 24.0;
+        }
+        for (size_t t = 0; t < in_context.size(); ++t) EXPECT_LT(in_context[t], 1e-6 * moved) << "token " << t;
+        for (size_t t = 0; t < first.size(); ++t) EXPECT_LT(first[t], 1e-6 * moved) << "token " << t;
+        const std::vector<float> pool_after(static_cast<const float*>(h.kv->k(1)),
+                                            static_cast<const float*>(h.kv->k(1)) + pool_before.size());
+        EXPECT_EQ(pool_after, pool_before) << "measuring wrote the pool";
+        if (!reference) {
+            cpu_devs = alone;
+        } else {
+            testing::expect_close(cpu_devs, alone, 1e-3, 1e-4, "cpu vs reference deviation");
+        }
+    }
+}
+
 TEST(ModelForward, BadTokenIdIsAnErrorNotACrash) {
     const std::string path = testing::synthetic_model_path(llama_options(), "llama");
     Harness h(path, backend::make_cpu_backend(1));
