@@ -113,8 +113,14 @@ std::vector<std::vector<int32_t>> select_by_mass(RecomputeSelect select, const s
     size_t total = 0;
     for (size_t d = 0; d < mass.size(); ++d) {
         if (per_document) keys.clear();
-        for (size_t t = 0; t < mass[d].size(); ++t) keys.push_back({mass[d][t], int32_t(d), int32_t(t)});
-        if (per_document) take(keys, size_t(std::max(0, count[d])));
+        size_t wanted = size_t(std::max(0, count[d]));
+        size_t t = 0;
+        if (select == RecomputeSelect::kFirstQuery) {  // the first half, whatever their mass
+            for (; t < std::min(mass[d].size(), (wanted + 1) / 2); ++t) rows[d].push_back(int32_t(t));
+            wanted -= t;
+        }
+        for (; t < mass[d].size(); ++t) keys.push_back({mass[d][t], int32_t(d), int32_t(t)});
+        if (per_document) take(keys, wanted);
         total += size_t(std::max(0, count[d]));
     }
     if (!per_document) take(keys, total);
@@ -128,7 +134,7 @@ namespace {
 constexpr std::pair<RecomputeSelect, std::string_view> kSelections[] = {
     {RecomputeSelect::kFirst, "first"},         {RecomputeSelect::kRandom, "random"},
     {RecomputeSelect::kQuery, "query"},         {RecomputeSelect::kQueryAll, "query-all"},
-    {RecomputeSelect::kDeviation, "deviation"},
+    {RecomputeSelect::kDeviation, "deviation"}, {RecomputeSelect::kFirstQuery, "first-query"},
 };
 
 }  // namespace

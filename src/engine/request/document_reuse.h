@@ -49,6 +49,10 @@ enum class RecomputeSelect {
     // over the rows and all heads of every layer); the top tokens are recomputed, then the tail.
     kQuery,     // the top tokens of each document, its own budget ("@query")
     kQueryAll,  // the top tokens of all documents together, the same total ("@query-all")
+    // Half of each document's budget to its first tokens (where a model that never saw a
+    // document alone loses most: a second attention sink), the other half to the heaviest of
+    // the rest by the question's attention ("@first-query").
+    kFirstQuery,
     // CacheBlend's (EuroSys 2025): every document token is run through the first layer with
     // everything before it in view, and the tokens whose layer-1 keys and values moved furthest
     // from the cached ones (Model::measure_kv_deviation) are recomputed ("@deviation").
@@ -57,7 +61,7 @@ enum class RecomputeSelect {
 
 // Whether the rows are chosen by a probe of the tail's attention (known only after it ran).
 inline bool selects_by_query(RecomputeSelect s) {
-    return s == RecomputeSelect::kQuery || s == RecomputeSelect::kQueryAll;
+    return s == RecomputeSelect::kQuery || s == RecomputeSelect::kQueryAll || s == RecomputeSelect::kFirstQuery;
 }
 // Whether the rows are chosen by a measurement made in the request (the tail's attention, or
 // the documents' KV deviation): known only after it ran, ranked by select_by_mass.
@@ -108,7 +112,8 @@ int32_t recompute_row_count(const DocumentReuse& reuse, int32_t num_tokens, int3
 // Selection by a measurement: rows[d] (ascending) of each document d from the score of its
 // tokens (mass[d][t]: the question's attention mass, or the KV deviation), the `count[d]`
 // heaviest of each (kQuery, kDeviation), or the sum of the counts heaviest over all documents
-// together (kQueryAll); ties go to the earlier token.
+// together (kQueryAll), or the first count[d] / 2 (rounded up) and the heaviest of the rest
+// (kFirstQuery); ties go to the earlier token.
 std::vector<std::vector<int32_t>> select_by_mass(RecomputeSelect select, const std::vector<std::vector<float>>& mass,
                                                  const std::vector<int32_t>& count);
 

@@ -177,8 +177,8 @@ TEST(DocumentReuse, QuerySelectedRecomputeOfEverythingIsFullAttention) {
     Tokens tok(11);
     auto none = make_engine(CacheMode::kNone);
     for (CacheMode mode : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn}) {
-        for (const RecomputeSelect select :
-             {RecomputeSelect::kQuery, RecomputeSelect::kQueryAll, RecomputeSelect::kDeviation}) {
+        for (const RecomputeSelect select : {RecomputeSelect::kQuery, RecomputeSelect::kQueryAll,
+                                             RecomputeSelect::kDeviation, RecomputeSelect::kFirstQuery}) {
             auto seg = make_engine(mode);
             std::vector<std::vector<int32_t>> docs{tok.make(17), tok.make(1), tok.make(40), tok.make(16)};
             auto req = request_of(tok.make(9), docs, tok.make(11), by_query(1.0f, select));
@@ -210,7 +210,8 @@ TEST(DocumentReuse, MeasuredSelectionsAgreeAcrossModes) {
     std::vector<std::vector<int32_t>> docs{tok.make(35), tok.make(9), tok.make(16), tok.make(50)};
     for (const DocumentReuse& reuse :
          {by_query(0.25f), by_query(0.1f, RecomputeSelect::kQueryAll), by_query(0.3f, RecomputeSelect::kQuery, true),
-          by_query(0.2f, RecomputeSelect::kDeviation), by_query(0.3f, RecomputeSelect::kDeviation, true)}) {
+          by_query(0.2f, RecomputeSelect::kDeviation), by_query(0.3f, RecomputeSelect::kDeviation, true),
+          by_query(0.25f, RecomputeSelect::kFirstQuery)}) {
         auto req = request_of(preamble, docs, tok.make(10), reuse);
         auto a = lazy->tail_logits(req), b = lazy_k->tail_logits(req), c = block->tail_logits(req);
         ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.status().to_string();
@@ -253,6 +254,14 @@ TEST(DocumentReuse, SelectionByMassTakesTheHeaviestTokens) {
               (std::vector<std::vector<int32_t>>{{1, 3}, {0}, {}}));
     EXPECT_EQ(select_by_mass(RecomputeSelect::kQuery, mass, {9, 0, 3}),
               (std::vector<std::vector<int32_t>>{{0, 1, 2, 3}, {}, {0, 1, 2}}));
+    // First tokens, then by mass: half of each budget (rounded up) to the first tokens, the rest
+    // to the heaviest of the others; KV deviation ranks as the mass does.
+    EXPECT_EQ(select_by_mass(RecomputeSelect::kFirstQuery, mass, {3, 1, 2}),
+              (std::vector<std::vector<int32_t>>{{0, 1, 3}, {0}, {0, 2}}));
+    EXPECT_EQ(select_by_mass(RecomputeSelect::kFirstQuery, mass, {4, 2, 9}),
+              (std::vector<std::vector<int32_t>>{{0, 1, 2, 3}, {0, 1}, {0, 1, 2}}));
+    EXPECT_EQ(select_by_mass(RecomputeSelect::kDeviation, mass, {2, 1, 1}),
+              select_by_mass(RecomputeSelect::kQuery, mass, {2, 1, 1}));
 }
 
 // An anchored document's cached KV is the KV of causal attention over [preamble][document], so
@@ -454,6 +463,7 @@ TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     EXPECT_EQ(parse_document_reuse("recompute=10%@query-all")->recompute_select, RecomputeSelect::kQueryAll);
     EXPECT_EQ(parse_document_reuse("recompute=15%@deviation")->recompute_select, RecomputeSelect::kDeviation);
     EXPECT_EQ(parse_document_reuse("recompute=15%@deviation")->name(), "recompute=15%@deviation");
+    EXPECT_EQ(parse_document_reuse("recompute=10%@first-query")->recompute_select, RecomputeSelect::kFirstQuery);
     EXPECT_EQ(parse_reuse_variant("lazy:anchor+recompute=15%@query")->reuse.name(), "anchor+recompute=15%@query");
     EXPECT_FALSE(parse_document_reuse("recompute@query").ok());
     auto served = parse_reuse_variant("lazy-k:default@q8_0");
