@@ -145,7 +145,8 @@ TEST(ServerApi, RecomputeChosenByTheQuestionInEveryForm) {
     json docs = {kDocs[0], kDocs[1], kDocs[2]};
     for (const json& reuse :
          {json{{"recompute", {{"share", 0.3}, {"select", "query"}}}}, json("anchor+recompute=25%@query-all"),
-          json{{"recompute", {{"tokens", 3}, {"select", "random"}}}}, json(nullptr)}) {
+          json{{"recompute", {{"tokens", 3}, {"select", "random"}}}}, json("recompute=20%@deviation"),
+          json{{"recompute", {{"share", 0.2}, {"select", "first-query"}}}}, json(nullptr)}) {
         json extra = {{"documents", docs}};
         if (!reuse.is_null()) extra["document_reuse"] = reuse;
         const auto r = curl("POST", s.url("/v1/chat/completions"), completion_body(true, extra));
