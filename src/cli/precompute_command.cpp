@@ -1,5 +1,5 @@
-#include "cli/command.h"
 #include "cli/precompute_command.h"
+#include "cli/command.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,9 +14,9 @@
 #include "cli/store_json.h"
 #include "core/progress.h"
 #include "core/timer.h"
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/rag_prompt.h"
+#include "engine/sync_engine.h"
 #include "server/api_keys.h"
 
 namespace lazyattn::cli {
@@ -92,6 +92,10 @@ CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o) {
     pc->add_option("--max-batch-tokens", o.max_batch_tokens, "rows per forward step")->check(CLI::Range(1, 1 << 20));
     pc->add_option("--batch-docs", o.batch_docs, "documents computed together (one engine request)")
         ->check(CLI::Range(1, 4096));
+    pc->add_option("--neighbours", o.neighbours,
+                   "store each document's copy conditioned on its K most similar documents of the corpus (BM25 over "
+                   "token ids), which requests with document_reuse \"neighbours=K\" read; 0: the plain copy")
+        ->check(CLI::Range(0, engine::DocumentReuse::kMaxNeighbours));
     return pc;
 }
 
@@ -123,7 +127,9 @@ int run_precompute(const PrecomputeOptions& o) {
     engine::SyncEngine& eng = **created;
     engine::Scheduler& sched = eng.scheduler();
     if (sched.segment_store() == nullptr) return fail(invalid_argument("no store opened"), 2);
-    const int32_t max_tokens = sched.context_length() - 2;  // room for the one-token tail
+    // Room for the one-token tail (a conditioned document longer than the context allows with its
+    // neighbours is refused by the engine, and counted as too long).
+    const int32_t max_tokens = sched.context_length() - 2;
 
     const std::string tenant = server::ApiKeys::tenant_of(o.api_key, o.cache_salt);
     const double t0 = now_ms();
@@ -140,6 +146,7 @@ int run_precompute(const PrecomputeOptions& o) {
         r.tail = {r.segments.front().front()};  // one token: the segments are the work
         r.max_tokens = 0;
         r.ignore_eos = true;
+        r.reuse.neighbours = o.neighbours;
         LA_ASSIGN_OR_RETURN(auto result, eng.run(r));
         if (result.finish_reason == "error") return result.status;
         sched.segment_store()->flush();  // written before the next batch (bounded queue, no drops)
@@ -147,15 +154,24 @@ int run_precompute(const PrecomputeOptions& o) {
         batch_tokens = 0;
         return {};
     };
-    for (size_t i = 0; i < texts.size(); ++i) {
-        std::vector<int32_t> tokens = lm->tokenizer->encode(texts[i], false, false);
+    std::vector<std::vector<int32_t>> corpus;
+    corpus.reserve(texts.size());
+    for (const std::string& text : texts) corpus.push_back(lm->tokenizer->encode(text, false, false));
+    // Conditioned copies: every document's neighbours come from the whole corpus, indexed first.
+    if (o.neighbours > 0) sched.index_documents(tenant, corpus);
+    for (size_t i = 0; i < corpus.size(); ++i) {
+        std::vector<int32_t> tokens = std::move(corpus[i]);
         bar.update(int64_t(i));
         if (tokens.empty()) continue;
-        if (int32_t(tokens.size()) > max_tokens) {
+        // A batch is one request: its documents, and the neighbours conditioned ones are encoded
+        // after, fit one context.
+        const int64_t cost = int64_t(tokens.size()) + std::min<int64_t>(engine::DocumentReuse::kMaxNeighbourTokens,
+                                                                        int64_t(o.neighbours) * int64_t(tokens.size()));
+        if (cost > max_tokens) {
             ++too_long;
             continue;
         }
-        const std::string key = sched.store_key(tenant, tokens);
+        const std::string key = sched.store_key(tenant, tokens, o.neighbours);
         if (!seen.insert(key).second) {
             ++duplicate;
             continue;
@@ -164,10 +180,10 @@ int run_precompute(const PrecomputeOptions& o) {
             ++present;
             continue;
         }
-        if (batch_tokens + int64_t(tokens.size()) > max_tokens || int32_t(batch.size()) >= o.batch_docs) {
+        if (batch_tokens + cost > max_tokens || int32_t(batch.size()) >= o.batch_docs) {
             if (Status st = run_batch(); !st.ok()) return fail(st);
         }
-        batch_tokens += int64_t(tokens.size());
+        batch_tokens += cost;
         tokens_computed += int64_t(tokens.size());
         ++computed;
         batch.push_back(std::move(tokens));
@@ -182,10 +198,9 @@ int run_precompute(const PrecomputeOptions& o) {
         written += t.writes;
         errors += t.errors;
     }
-    nlohmann::json out = {{"documents", texts.size()},  {"computed", computed},
-                          {"already_present", present}, {"duplicates", duplicate},
-                          {"too_long", too_long},       {"tokens_computed", tokens_computed},
-                          {"seconds", seconds},         {"store", store_stats_json(st)}};
+    nlohmann::json out = {{"documents", texts.size()},  {"computed", computed}, {"already_present", present},
+                          {"duplicates", duplicate},    {"too_long", too_long}, {"tokens_computed", tokens_computed},
+                          {"neighbours", o.neighbours}, {"seconds", seconds},   {"store", store_stats_json(st)}};
     std::printf("%s\n", out.dump().c_str());
     std::fprintf(stderr,
                  "precompute: %lld documents computed (%lld tokens, %.1f s), %lld already in the store, %lld "

@@ -26,6 +26,10 @@ struct PrecomputeOptions {
     int32_t kv_cache_mb = 512;
     int32_t max_batch_tokens = 512;
     int32_t batch_docs = 16;  // documents per engine request (computed as parallel segment jobs)
+    // K > 0: each document's copy conditioned on its K most similar documents of the corpus
+    // (engine::DocumentReuse::neighbours; what requests with document_reuse "neighbours=K" read),
+    // instead of its plain copy.
+    int32_t neighbours = 0;
 };
 
 CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o);

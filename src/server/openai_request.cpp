@@ -435,7 +435,7 @@ Err parse_recompute_field(const json& v, engine::DocumentReuse& reuse) {
 }
 
 // `document_reuse`: "plain" / "anchor+scale=X+bias=Y+recompute=N" (or recompute=P%@SELECT), or
-// {"anchored": bool, "logit_scale": x, "logit_bias": y, "recompute_tokens": n,
+// {"anchored": bool, "neighbours": k, "logit_scale": x, "logit_bias": y, "recompute_tokens": n,
 //  "recompute": n | {"tokens": n | "share": x, "select": s}}.
 Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentReuse>& out) {
     static const char* kKey = "document_reuse";
@@ -452,10 +452,11 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
     }
     if (!v.is_object()) return type_error(kKey, "a string or an object");
     for (const auto& [key, value] : v.items()) {
-        if (key != "anchored" && key != "logit_scale" && key != "logit_bias" && key != "recompute_tokens" &&
-            key != "recompute") {
+        if (key != "anchored" && key != "neighbours" && key != "logit_scale" && key != "logit_bias" &&
+            key != "recompute_tokens" && key != "recompute") {
             return value_error(kKey, "has an unknown field '" + key +
-                                         "' (anchored, logit_scale, logit_bias, recompute_tokens, recompute)");
+                                         "' (anchored, neighbours, logit_scale, logit_bias, recompute_tokens, "
+                                         "recompute)");
         }
     }
     if (v.contains("recompute_tokens") && v.contains("recompute")) {
@@ -472,6 +473,13 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
                                      std::to_string(engine::DocumentReuse::kMaxRecomputeTokens) + "]");
     }
     reuse.recompute_tokens = int32_t(recompute);
+    int64_t neighbours = 0;
+    if (read_integer(v, "neighbours", neighbours)) return type_error(kKey + std::string(".neighbours"), "an integer");
+    if (neighbours < 0 || neighbours > engine::DocumentReuse::kMaxNeighbours) {
+        return value_error(kKey + std::string(".neighbours"),
+                           "must be in [0, " + std::to_string(engine::DocumentReuse::kMaxNeighbours) + "]");
+    }
+    reuse.neighbours = int32_t(neighbours);
     if (v.contains("recompute") && !v.at("recompute").is_null()) {
         if (auto e = parse_recompute_field(v.at("recompute"), reuse)) return e;
     }

@@ -89,8 +89,9 @@ SegmentMeta segment_meta(const Fingerprint& model, uint64_t variant, const kv::K
     return m;
 }
 
-uint64_t segment_variant(bool keys_rotated, const std::string& tenant) {
-    const std::string s = std::string(keys_rotated ? "rotated" : "raw") + '\0' + tenant;
+uint64_t segment_variant(bool keys_rotated, const std::string& tenant, int32_t neighbours) {
+    std::string s = std::string(keys_rotated ? "rotated" : "raw") + '\0' + tenant;
+    if (neighbours > 0) s += std::string(1, '\0') + "neighbours=" + std::to_string(neighbours);
     return XXH3_64bits(s.data(), s.size());
 }
 
@@ -146,8 +147,8 @@ Expected<const uint8_t*> verify_segment(std::span<const uint8_t> bytes, const Se
     // Layout first: a sound entry of another layout is foreign, and sizes are then computed from
     // the expected meta only (header fields never enter a size computation, so none overflows).
     const SegmentHeader want = header_for(expected);
-    if (h.k_dtype != want.k_dtype || h.v_dtype != want.v_dtype || h.block_size != want.block_size || h.num_layers != want.num_layers ||
-        h.num_kv_heads != want.num_kv_heads || h.head_dim != want.head_dim) {
+    if (h.k_dtype != want.k_dtype || h.v_dtype != want.v_dtype || h.block_size != want.block_size ||
+        h.num_layers != want.num_layers || h.num_kv_heads != want.num_kv_heads || h.head_dim != want.head_dim) {
         return unsupported("segment entry layout (" + describe(h) + ") differs from the pool's (" + describe(want) +
                            ")");
     }

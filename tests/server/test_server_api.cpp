@@ -146,7 +146,8 @@ TEST(ServerApi, RecomputeChosenByTheQuestionInEveryForm) {
     for (const json& reuse :
          {json{{"recompute", {{"share", 0.3}, {"select", "query"}}}}, json("anchor+recompute=25%@query-all"),
           json{{"recompute", {{"tokens", 3}, {"select", "random"}}}}, json("recompute=20%@deviation"),
-          json{{"recompute", {{"share", 0.2}, {"select", "first-query"}}}}, json(nullptr)}) {
+          json{{"recompute", {{"share", 0.2}, {"select", "first-query"}}}}, json("neighbours=2"),
+          json{{"neighbours", 1}, {"recompute", {{"share", 0.15}, {"select", "query"}}}}, json(nullptr)}) {
         json extra = {{"documents", docs}};
         if (!reuse.is_null()) extra["document_reuse"] = reuse;
         const auto r = curl("POST", s.url("/v1/chat/completions"), completion_body(true, extra));

@@ -179,5 +179,40 @@ TEST(ServerStore, PrecomputedDocumentsServeTheirTenantWithoutPrefill) {
     std::filesystem::remove_all(dir);
 }
 
+// Neighbour-conditioned copies offline (`precompute --neighbours 1`): a server reads them for
+// requests asking for "neighbours=1", with no document computed, while plain requests compute
+// (and store) the plain copies, which the conditioned ones never stand in for.
+TEST(ServerStore, PrecomputedNeighbourConditionedCopiesServeWithoutPrefill) {
+    const std::string dir = fresh_dir("precompute-neighbours");
+    {
+        std::ofstream corpus(dir + "/corpus.jsonl");
+        for (const auto& d : kStoreDocs) corpus << json({{"documents", {d}}}).dump() << "\n";
+    }
+    const std::string cmd = std::string(LAZYATTN_CLI_PATH) + " precompute --model " + server_model_path() +
+                            " --threads 1 --neighbours 1 --corpus " + dir + "/corpus.jsonl --kv-store " + dir +
+                            "/kv > " + dir + "/precompute.json 2>/dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    {
+        std::ifstream in(dir + "/precompute.json");
+        const json summary = json::parse(in);
+        EXPECT_EQ(summary["computed"], 3) << summary;
+        EXPECT_EQ(summary["neighbours"], 1) << summary;
+    }
+    ServerProcess s(server_args({"--kv-store", dir + "/kv"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    json extra = {{"documents", kStoreDocs}, {"document_reuse", "neighbours=1"}};
+    auto a = curl("POST", s.url("/v1/completions"), completion_body(false, extra));
+    ASSERT_EQ(a.status, 200) << a.body;
+    std::string m = curl("GET", s.url("/metrics"), "").body;
+    EXPECT_EQ(metric_value(m, "lazyattn_segment_job_tokens_total"), 0) << m;
+    EXPECT_EQ(metric_value(m, "lazyattn_kv_store_hits_total{tier=\"disk\",position=\"0\"}"), 3) << m;
+    auto b = curl("POST", s.url("/v1/completions"), completion_body(false, {{"documents", kStoreDocs}}));
+    ASSERT_EQ(b.status, 200) << b.body;
+    m = curl("GET", s.url("/metrics"), "").body;
+    EXPECT_GT(metric_value(m, "lazyattn_segment_job_tokens_total"), 0) << m;  // the plain copies
+    EXPECT_EQ(metric_value(m, "lazyattn_kv_store_hits_total{tier=\"disk\",position=\"0\"}"), 3) << m;
+    std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lazyattn::testing

@@ -136,6 +136,19 @@ TEST(OpenAiRequest, RefusesBadFieldsNamingThem) {
         {{{"prompt", "p"}, {"document_reuse", "recompute=0%@random"}}, false, "document_reuse", "invalid_value"},
         {{{"prompt", "p"}, {"document_reuse", "recompute=15%@best"}}, false, "document_reuse", "invalid_value"},
         {{{"prompt", "p"}, {"document_reuse", 5}}, false, "document_reuse", "invalid_type"},
+        {{{"prompt", "p"}, {"document_reuse", {{"neighbours", 9}}}},
+         false,
+         "document_reuse.neighbours",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"neighbours", "2"}}}},
+         false,
+         "document_reuse.neighbours",
+         "invalid_type"},
+        {{{"prompt", "p"}, {"document_reuse", {{"neighbours", 2}, {"anchored", true}}}},
+         false,
+         "document_reuse",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", "neighbours=100"}}, false, "document_reuse", "invalid_value"},
         {{{"messages", user}, {"stream_options", {{"include_usage", 1}}}},
          true,
          "stream_options.include_usage",
@@ -315,6 +328,15 @@ TEST_F(RequestBuilderTest, DocumentReuseComesFromTheRequestOrTheServerDefault) {
     EXPECT_FLOAT_EQ(s->reuse.recompute_share, 0.15f);
     EXPECT_EQ(s->reuse.recompute_select, engine::RecomputeSelect::kRandom);
     EXPECT_EQ(s->reuse, *engine::parse_document_reuse("recompute=15%@random"));
+    // Neighbour-conditioned copies, with question-guided recompute on top.
+    GenerationRequest conditioned;
+    ASSERT_FALSE(parse({{"messages", {{{"role", "user"}, {"content", "q"}}}},
+                        {"documents", {"a passage"}},
+                        {"document_reuse", {{"neighbours", 2}, {"recompute", {{"share", 0.15}, {"select", "query"}}}}}},
+                       true, &conditioned));
+    auto n = builder().build(conditioned, "");
+    ASSERT_TRUE(n.ok()) << n.status().to_string();
+    EXPECT_EQ(n->reuse, *engine::parse_document_reuse("neighbours=2+recompute=15%@query"));
     engine::DocumentReuse server_default;
     server_default.anchored = true;
     server_default.logit_scale = 1.25f;

@@ -45,6 +45,15 @@ Status DocumentReuse::validate() const {
     if (recompute_tokens > 0 && recompute_share > 0.0f) {
         return invalid_argument("document recompute takes a token count or a share, not both");
     }
+    if (neighbours < 0 || neighbours > kMaxNeighbours) {
+        return invalid_argument("document neighbours must be in [0, " + std::to_string(kMaxNeighbours) + "], got " +
+                                std::to_string(neighbours));
+    }
+    if (neighbours > 0 && anchored) {
+        return invalid_argument(
+            "anchor and neighbours=K are two encodings of a document (after the preamble, after "
+            "its neighbours): choose one");
+    }
     if (recompute_select != RecomputeSelect::kFirst && !recomputes()) {
         return invalid_argument("document recompute selection '" + std::string(select_name(recompute_select)) +
                                 "' needs a budget (recompute=N or recompute=P%)");
@@ -165,6 +174,7 @@ std::string DocumentReuse::name() const {
     std::string s;
     auto add = [&](const std::string& part) { s += (s.empty() ? "" : "+") + part; };
     if (anchored) add("anchor");
+    if (neighbours > 0) add("neighbours=" + std::to_string(neighbours));
     if (logit_scale != 1.0f) add("scale=" + number(logit_scale));
     if (logit_bias != 0.0f) add("bias=" + number(logit_bias));
     if (recomputes()) {
@@ -185,6 +195,12 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
         spec = plus == std::string_view::npos ? std::string_view() : spec.substr(plus + 1);
         if (part == "anchor") {
             r.anchored = true;
+        } else if (part.starts_with("neighbours=")) {
+            const std::string_view n = part.substr(11);
+            const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), r.neighbours);
+            if (ec != std::errc() || end != n.data() + n.size()) {
+                return invalid_argument("'" + std::string(part) + "': not a count of neighbours");
+            }
         } else if (part.starts_with("scale=")) {
             LA_ASSIGN_OR_RETURN(r.logit_scale, parse_float(part, part.substr(6)));
         } else if (part.starts_with("bias=")) {
@@ -214,7 +230,7 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
             }
         } else {
             return invalid_argument("unknown document reuse setting '" + std::string(part) +
-                                    "' (plain, or anchor, scale=X, bias=X, recompute=N[@SELECT] or "
+                                    "' (plain, or anchor, neighbours=K, scale=X, bias=X, recompute=N[@SELECT] or "
                                     "recompute=P%[@SELECT] joined by '+')");
         }
     }

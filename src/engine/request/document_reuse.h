@@ -18,6 +18,12 @@
 //                documents), in the manner of EPIC and CacheBlend; the question reads those rows
 //                instead of the cached ones, and the rest of the document from the cache. The
 //                cached copy is never changed.
+//   neighbours   every document reads its neighbour-conditioned copy (FusionRAG's offline step):
+//                encoded once after the concatenation of the K documents most similar to it
+//                (BM25 over token ids, engine/scheduler/neighbour_index.h) among those its tenant
+//                has indexed (`precompute --neighbours K`, or requests with this setting), so it
+//                has seen related context, yet its keys are stored from position 0: still one
+//                copy per document, reusable at any slot, keyed apart from the plain copy.
 //   recompute_select  which tokens: the first ones (a prefix of whole blocks: the span is split
 //                in two), or a sparse set (random: a control at equal cost) that the kernels
 //                read as private rows overriding the shared ones (kernels::KeyOverride), rows
@@ -74,15 +80,20 @@ struct DocumentReuse {
     int32_t recompute_tokens = 0;
     float recompute_share = 0.0f;  // of each document's tokens, (0, 1]; exclusive with the count
     RecomputeSelect recompute_select = RecomputeSelect::kFirst;
+    int32_t neighbours = 0;  // K: documents read their copy conditioned on K neighbours; 0: off
 
     static constexpr int32_t kMaxRecomputeTokens = 4096;
+    static constexpr int32_t kMaxNeighbours = 8;
+    // The most tokens a document is conditioned on (RagRequest::max_conditioning_tokens).
+    static constexpr int32_t kMaxNeighbourTokens = 1024;
 
     bool rescaled() const { return logit_scale != 1.0f || logit_bias != 0.0f; }
     bool recomputes() const { return recompute_tokens > 0 || recompute_share > 0.0f; }
-    bool is_plain() const { return !anchored && !rescaled() && !recomputes(); }
+    bool is_plain() const { return !anchored && !rescaled() && !recomputes() && neighbours == 0; }
     // kInvalidArgument unless logit_scale is in [0.25, 4], logit_bias in [-8, 8] (finite),
     // recompute_tokens in [0, kMaxRecomputeTokens], recompute_share in [0, 1] and not both set,
-    // and a selection other than the first tokens has a budget. (A budget longer than a document
+    // a selection other than the first tokens has a budget, and neighbours is in [0,
+    // kMaxNeighbours] and not combined with anchored. (A budget longer than a document
     // recomputes the whole document: clamped per document, see RagRequest::recompute_rows.)
     Status validate() const;
     // Tokens recomputed of a document of n tokens: the count or ceil(share * n), at most n.
@@ -123,7 +134,7 @@ std::string_view select_name(RecomputeSelect s);
 std::optional<RecomputeSelect> parse_select(std::string_view name);
 std::string select_names(std::string_view quote = "");
 
-// "plain", or '+'-joined parts: "anchor", "scale=X", "bias=X", "recompute=N" or "recompute=P%",
+// "plain", or '+'-joined parts: "anchor", "neighbours=K", "scale=X", "bias=X", "recompute=N" or "recompute=P%",
 // optionally followed by "@first" (the default) or "@random". kInvalidArgument naming the part.
 Expected<DocumentReuse> parse_document_reuse(std::string_view spec);
 

@@ -59,6 +59,20 @@ struct RagRequest {
         return int32_t(segments[0].size());
     }
 
+    // Segment d is a document read as its neighbour-conditioned copy (reuse.neighbours): how many
+    // neighbours; 0 for the preamble and when the request does not condition.
+    int32_t conditioning_neighbours(size_t d) const {
+        if (reuse.neighbours <= 0 || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
+        return reuse.neighbours;
+    }
+    // The most tokens segment d is conditioned on: each neighbour contributes at most as many
+    // tokens as the document has, and all together at most kMaxNeighbourTokens (what the KV
+    // budget reserves, so a request's worst case is known before its neighbours are).
+    int32_t max_conditioning_tokens(size_t d) const {
+        const int64_t k = conditioning_neighbours(d);
+        return int32_t(std::min<int64_t>(DocumentReuse::kMaxNeighbourTokens, k * int64_t(segments[d].size())));
+    }
+
     // Tokens of segment d recomputed privately, ascending (recompute_rows in document_reuse.h);
     // none for the preamble.
     std::vector<int32_t> recompute_rows(size_t d, int32_t block_size) const {

@@ -26,7 +26,11 @@ struct PrefixSpan {
 // sequence's tokens at positions P + [start, start + n) (P = anchor.num_tokens, keys stored
 // there) attending to the anchor, then causally to themselves. block_table holds the sequence's
 // own tokens from its index 0. No logits.
+// keys_from_zero (a neighbour-conditioned document): the queries are still at P + [start, ...),
+// but the keys are stored rotated at [start, ...), as a document encoded alone stores them, and
+// read back with Δ = P (the span rule), so the copy is read at any slot like a plain one.
 void add_anchored_sequence(model::ForwardBatch& batch, const std::vector<int32_t>& new_tokens, int32_t start,
-                           const std::vector<int32_t>& block_table, const PrefixSpan& anchor, int32_t block_size);
+                           const std::vector<int32_t>& block_table, const PrefixSpan& anchor, int32_t block_size,
+                           bool keys_from_zero = false);
 
 }  // namespace lazyattn::engine

@@ -54,6 +54,7 @@ int64_t KvManager::blocks_needed(const RagRequest& r, int32_t context_length) co
         if (segments_are_blocks(config_.cache_mode)) {
             blocks += n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1);
             blocks += (r.recompute_count(d, bs) + bs - 1) / bs;
+            blocks += (r.max_conditioning_tokens(d) + bs - 1) / bs;
         }
         total += int64_t(r.segments[d].size());
     }
@@ -95,15 +96,23 @@ bool KvManager::allocate(SequenceState& s, bool others_running) {
     s.admission = {};
     ar.tail_tokens.insert(ar.tail_tokens.end(), s.history.end() - s.num_generated, s.history.end());
     std::vector<size_t> needs_job;
+    if (s.request.reuse.neighbours > 0 && segments_are_blocks(config_.cache_mode)) {
+        // The request's own documents are part of the corpus their neighbours come from.
+        const auto& segments = s.request.segments;
+        index_documents(s.request.tenant,
+                        {segments.begin() + (s.request.first_segment_is_preamble ? 1 : 0), segments.end()});
+    }
     match_segments(s, &needs_job);
     match_tail(s);
+    auto prefixes = match_conditioning(s, needs_job);
     // Allocation evicts cached blocks, so allocate only once the whole admission is known to
     // fit: a request that must keep waiting never flushes the cache.
-    if (fresh_blocks_needed(s, needs_job, others_running) > kv_.num_free()) {
+    if (fresh_blocks_needed(s, needs_job, prefixes, others_running) > kv_.num_free()) {
+        release_conditioning(prefixes);
         free(s);
         return false;
     }
-    start_jobs(s, needs_job);
+    start_jobs(s, needs_job, prefixes);
     start_patches(s);
     LA_CHECK(grow_tail(s, ar.num_prompt_tail));
     return true;
@@ -122,6 +131,11 @@ kv::BlockHash KvManager::segment_seed(const SequenceState& s, size_t d) const {
         // An anchored document's KV depends on the preamble it was encoded after.
         const auto chain = kv::hash_chain(seed, s.request.segments[0], kv_.block_size());
         seed = kv::hash_salt(chain.back(), "anchored");
+    }
+    if (const int32_t k = s.request.conditioning_neighbours(d); k > 0) {
+        // A neighbour-conditioned copy is another encoding of the document: never mixed with
+        // the plain one, nor with one conditioned on another number of neighbours.
+        seed = kv::hash_salt(seed, "neighbours=" + std::to_string(k));
     }
     if (!config_.position_aware_segments) return seed;
     const int32_t where[1] = {s.kv.segments[d].logical_start};
@@ -181,7 +195,50 @@ size_t KvManager::first_occurrence(const SequenceState& s, size_t d) const {
     return d;
 }
 
-void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_job) {
+std::vector<KvManager::Conditioning> KvManager::match_conditioning(const SequenceState& s,
+                                                                   const std::vector<size_t>& needs_job) {
+    std::vector<Conditioning> out;
+    for (size_t d : needs_job) {
+        const int32_t k = s.request.conditioning_neighbours(d);
+        if (k == 0) continue;
+        Conditioning c;
+        c.segment = d;
+        // The most similar neighbour last, next to the document (as FusionRAG orders them); each
+        // contributes its first tokens, an equal share of the cap and no more than the document.
+        const auto near = neighbours_.nearest(s.request.tenant, s.request.segments[d], k);
+        const size_t share = std::min(s.request.segments[d].size(),
+                                      size_t(DocumentReuse::kMaxNeighbourTokens) / std::max<size_t>(1, near.size()));
+        for (auto it = near.rbegin(); it != near.rend(); ++it) {
+            const auto& n = **it;
+            c.tokens.insert(c.tokens.end(), n.begin(), n.begin() + std::min(n.size(), share));
+        }
+        // The prefix is plain causal KV from position 0: the same as any segment of these tokens
+        // encoded alone, so it is looked up (and published) as one (one neighbour's whole
+        // document is its plain cached copy).
+        c.seed = s.seeds.segment;
+        if (!c.tokens.empty()) {
+            if (const int64_t job = find_job(c.seed, c.tokens); job >= 0) {
+                c.job = job;
+                c.blocks = jobs_.at(job).blocks;
+                for (kv::BlockId b : c.blocks) kv_.ref(b);
+            } else {
+                c.blocks = kv_.match(c.seed, c.tokens, int32_t(c.tokens.size()));
+            }
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+void KvManager::release_conditioning(std::vector<Conditioning>& prefixes) {
+    for (Conditioning& c : prefixes) {
+        kv_.release(c.blocks);
+        c.blocks.clear();
+    }
+}
+
+void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_job,
+                           std::vector<Conditioning>& prefixes) {
     if (!segments_are_blocks(config_.cache_mode)) return;  // flattened into the tail
     const auto& segments = s.request.segments;
     const int32_t bs = kv_.block_size();
@@ -196,7 +253,15 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
                      fresh.status().to_string().c_str());
         place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
         ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
+        Conditioning* conditioning = nullptr;
+        for (Conditioning& c : prefixes) {
+            if (c.segment == d) conditioning = &c;
+        }
         if (load_segment(s, d, num_present)) {  // from a store tier: a hit, nothing to compute
+            if (conditioning != nullptr) {      // its prefix is not needed after all
+                kv_.release(conditioning->blocks);
+                conditioning->blocks.clear();
+            }
             s.admission.hits += 1;
             s.admission.from_store += 1;
             s.admission.reused += place.num_tokens;
@@ -212,8 +277,9 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         job.num_computed = cached;
         job.num_users = 1;
         job.storable = store_ != nullptr && segment_storable(s, d);
-        job.store_variant = store::segment_variant(keys_stored_rotated(config_.cache_mode), s.request.tenant);
+        job.store_variant = store_variant(s.request.tenant, s.request.conditioning_neighbours(d));
         for (kv::BlockId b : job.blocks) kv_.ref(b);
+        if (conditioning != nullptr && !conditioning->tokens.empty()) start_conditioning(job, *conditioning);
         if (const int32_t anchor = s.request.anchor_tokens(d); anchor > 0) {
             // Segment 0 (the preamble) was matched or made a job before any document.
             job.anchor_tokens = anchor;
@@ -248,6 +314,41 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
     }
 }
 
+void KvManager::start_conditioning(SegmentJob& job, Conditioning& c) {
+    const int32_t bs = kv_.block_size();
+    const int32_t missing = blocks_for(int64_t(c.tokens.size()), bs) - int32_t(c.blocks.size());
+    if (c.job < 0 && missing > 0) {
+        if (const int64_t running = find_job(c.seed, c.tokens); running >= 0) {
+            // Another document of this request started the same prefix: join it.
+            kv_.release(c.blocks);
+            c.blocks = jobs_.at(running).blocks;
+            for (kv::BlockId b : c.blocks) kv_.ref(b);
+            c.job = running;
+        } else {
+            auto fresh = kv_.allocate(missing);
+            LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
+                         fresh.status().to_string().c_str());
+            SegmentJob prefix;
+            prefix.seed = c.seed;
+            prefix.tokens = c.tokens;
+            prefix.num_computed = int32_t(c.blocks.size()) * bs;
+            c.blocks.insert(c.blocks.end(), fresh->begin(), fresh->end());
+            prefix.blocks = c.blocks;
+            for (kv::BlockId b : prefix.blocks) kv_.ref(b);
+            c.job = next_job_id_;
+            jobs_.emplace(next_job_id_++, std::move(prefix));
+            ++num_jobs_started_;
+        }
+    }
+    // The document job reads the prefix (its references move there) after the prefix's job.
+    job.anchor_tokens = int32_t(c.tokens.size());
+    job.anchor_blocks = std::move(c.blocks);
+    c.blocks.clear();
+    job.anchor_job = c.job;
+    if (c.job >= 0) ++jobs_.at(c.job).num_users;
+    job.keys_from_zero = true;
+}
+
 void KvManager::match_tail(SequenceState& s) {
     RequestKv& ar = s.kv;
     const kv::BlockHash seed = tail_seed(s);
@@ -270,13 +371,16 @@ void KvManager::match_tail(SequenceState& s) {
 }
 
 int64_t KvManager::fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job,
-                                       bool others_running) const {
+                                       const std::vector<Conditioning>& prefixes, bool others_running) const {
     const int32_t bs = kv_.block_size();
     const RequestKv& ar = s.kv;
     int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
     for (size_t d : needs_job)
         fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
     for (size_t d = 0; d < ar.segments.size(); ++d) fresh += blocks_for(s.request.recompute_count(d, bs), bs);
+    for (const Conditioning& c : prefixes) {
+        if (c.job < 0) fresh += blocks_for(int64_t(c.tokens.size()), bs) - int64_t(c.blocks.size());
+    }
     if (config_.cache_mode == CacheMode::kBlockAttn && others_running) {
         // Room for the private copies too, or requests would preempt each other in turn as
         // their copies are made.

@@ -22,6 +22,7 @@
 #include "backend/kv_memory.h"
 #include "core/status.h"
 #include "engine/engine_config.h"
+#include "engine/scheduler/neighbour_index.h"
 #include "engine/scheduler/pin_ledger.h"
 #include "engine/sequence/sequence_state.h"
 #include "kv/kv_cache.h"
@@ -86,6 +87,10 @@ public:
     std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id) const;
     // Registers s's documents as used now.
     void note_documents(const SequenceState& s);
+    // Adds documents to `tenant`'s neighbour index (DocumentReuse::neighbours: the corpus a
+    // conditioned document's neighbours are chosen from); requests that condition add theirs.
+    void index_documents(const std::string& tenant, const std::vector<std::vector<int32_t>>& documents);
+    const NeighbourIndex& neighbour_index() const { return neighbours_; }
     uint64_t documents_version() const { return documents_version_; }
     int64_t num_registered_documents() const { return num_document_entries_; }
     int32_t num_pinned_blocks() const { return pins_.num_pinned(); }
@@ -93,7 +98,9 @@ public:
 
     // --- The persistent store (null without --kv-store).
     store::SegmentStore* segment_store() const { return store_.get(); }
-    std::string store_key(const std::string& tenant, const std::vector<int32_t>& tokens) const;
+    // The entry of a document of `tenant`: its plain copy, or (neighbours > 0) its copy
+    // conditioned on that many neighbours.
+    std::string store_key(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours = 0) const;
 
     const kv::KvCache& kv_cache() const { return kv_; }
     backend::KvMemory& kv_memory() { return kv_memory_; }
@@ -115,16 +122,33 @@ private:
         double last_used_ms = 0;
     };
 
+    // A neighbour-conditioned document to compute (DocumentReuse::neighbours): the prefix it is
+    // encoded after (its neighbours' tokens), that prefix's cached blocks (references taken) or
+    // the running job computing it.
+    struct Conditioning {
+        size_t segment = 0;
+        std::vector<int32_t> tokens;
+        kv::BlockHash seed;
+        std::vector<kv::BlockId> blocks;
+        int64_t job = -1;
+    };
+
     int64_t blocks_needed(const RagRequest& r, int32_t context_length) const;
     void match_segments(SequenceState& s, std::vector<size_t>* needs_job);
-    void start_jobs(SequenceState& s, const std::vector<size_t>& needs_job);
+    // The prefixes of the conditioned documents among needs_job.
+    std::vector<Conditioning> match_conditioning(const SequenceState& s, const std::vector<size_t>& needs_job);
+    void release_conditioning(std::vector<Conditioning>& prefixes);
+    // Makes `job` (a conditioned document's) read the prefix c, started as a job of its own
+    // when not cached nor running; c's references move to the job.
+    void start_conditioning(SegmentJob& job, Conditioning& c);
+    void start_jobs(SequenceState& s, const std::vector<size_t>& needs_job, std::vector<Conditioning>& prefixes);
     // The first segment of s with segment d's tokens and seed (d itself when none before it):
     // a repeat reads that one's blocks.
     size_t first_occurrence(const SequenceState& s, size_t d) const;
     void match_tail(SequenceState& s);
     void start_patches(SequenceState& s);
     int64_t fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job,
-                                bool others_running) const;
+                                const std::vector<Conditioning>& prefixes, bool others_running) const;
     int64_t find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const;
     kv::BlockHash segment_seed(const SequenceState& s, size_t d) const;
     kv::BlockHash tail_seed(const SequenceState& s) const;
@@ -132,6 +156,7 @@ private:
 
     Status open_store(double fingerprint_ms);
     bool segment_storable(const SequenceState& s, size_t d) const;
+    uint64_t store_variant(const std::string& tenant, int32_t neighbours) const;
     bool load_segment(SequenceState& s, size_t d, int32_t num_present);
     void store_segment(uint64_t variant, const std::vector<int32_t>& tokens, const std::vector<kv::BlockId>& blocks);
 
@@ -156,6 +181,7 @@ private:
     uint64_t documents_version_ = 0;
     int64_t num_document_entries_ = 0;            // over every tenant; bounded by prune_documents()
     std::unique_ptr<store::SegmentStore> store_;  // null without --kv-store
+    NeighbourIndex neighbours_;
 };
 
 }  // namespace lazyattn::engine

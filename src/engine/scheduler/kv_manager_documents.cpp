@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "core/timer.h"
-#include "engine/scheduler/kv_manager.h"
 #include "engine/request/tenant.h"
+#include "engine/scheduler/kv_manager.h"
 
 namespace lazyattn::engine {
 namespace {
@@ -39,8 +39,9 @@ DocumentInfo KvManager::info(const std::string& id, const DocumentEntry& e) cons
 }
 
 void KvManager::note_documents(const SequenceState& s) {
-    // Anchored documents are cached per preamble, not under the registry's seed: not listed.
-    if (!segments_are_blocks(config_.cache_mode) || s.request.reuse.anchored) return;
+    // Anchored and neighbour-conditioned documents are cached as other encodings, not under the
+    // registry's seed: not listed.
+    if (!segments_are_blocks(config_.cache_mode) || s.request.reuse.anchored || s.request.reuse.neighbours > 0) return;
     const auto& segments = s.request.segments;
     for (size_t d = s.request.first_segment_is_preamble ? 1 : 0; d < segments.size(); ++d) {
         if (segments[d].empty()) continue;
@@ -55,6 +56,10 @@ void KvManager::note_documents(const SequenceState& s) {
         e.last_used_ms = now_ms();
     }
     if (num_document_entries_ > 2 * int64_t(kv_.pool().num_blocks()) + 64) prune_documents();
+}
+
+void KvManager::index_documents(const std::string& tenant, const std::vector<std::vector<int32_t>>& documents) {
+    for (const auto& d : documents) neighbours_.add(tenant, d);
 }
 
 void KvManager::prune_documents() {
@@ -86,8 +91,8 @@ Status KvManager::check_pin_room(const std::string& tenant, int32_t num_new) con
     const int32_t used = pins_.num_pinned(tenant_account(tenant));
     if (quota > 0 && used + num_new > quota) {
         return resource_exhausted("pinning this document needs " + std::to_string(num_new) + " more KV blocks; " +
-                                  std::to_string(used) + " of this API key's quota of " +
-                                  std::to_string(quota) + " are taken (unpin documents first)");
+                                  std::to_string(used) + " of this API key's quota of " + std::to_string(quota) +
+                                  " are taken (unpin documents first)");
     }
     return {};
 }
@@ -133,7 +138,7 @@ Expected<DocumentInfo> KvManager::pin_document(const std::string& tenant, const 
     pins_.add(tenant_account(tenant), end, e.pinned_blocks);
     // Pinned documents are kept in the store too (the writer skips entries already there).
     if (store_ != nullptr && !config_.position_aware_segments) {
-        store_segment(store::segment_variant(keys_stored_rotated(config_.cache_mode), tenant), tokens, e.pinned_blocks);
+        store_segment(store_variant(tenant, 0), tokens, e.pinned_blocks);
     }
     return info(id, e);
 }

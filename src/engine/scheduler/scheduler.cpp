@@ -60,6 +60,18 @@ Status Scheduler::validate(const RagRequest& r) const {
             "anchored document encoding needs a preamble to encode the documents after (a chat template or system "
             "prompt); this request has none");
     }
+    if (r.reuse.neighbours > 0 && segments_are_blocks(config_.cache_mode)) {
+        // A conditioned document is encoded after up to max_conditioning_tokens of its neighbours.
+        for (size_t d = 0; d < r.segments.size(); ++d) {
+            const int64_t n = int64_t(r.segments[d].size()) + r.max_conditioning_tokens(d);
+            if (r.conditioning_neighbours(d) > 0 && n >= ctx) {
+                return out_of_range("document " + std::to_string(d) + " of " + std::to_string(r.segments[d].size()) +
+                                    " tokens, encoded after up to " + std::to_string(r.max_conditioning_tokens(d)) +
+                                    " tokens of its neighbours (neighbours=K), leaves no room in the context length " +
+                                    std::to_string(ctx));
+            }
+        }
+    }
     if (selects_by_query(r.reuse.recompute_select) && segments_are_blocks(config_.cache_mode) &&
         !model_.measures_attention) {
         return invalid_argument(

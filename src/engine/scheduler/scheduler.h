@@ -157,8 +157,13 @@ public:
     // The persistent store (--kv-store; null without one) and the store key of a document of a
     // tenant (what `lazyattn precompute` checks before computing it).
     store::SegmentStore* segment_store() { return kv_.segment_store(); }
-    std::string store_key(const std::string& tenant, const std::vector<int32_t>& tokens) const {
-        return kv_.store_key(tenant, tokens);
+    std::string store_key(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours = 0) const {
+        return kv_.store_key(tenant, tokens, neighbours);
+    }
+    // The corpus neighbour-conditioned documents of `tenant` are encoded against
+    // (DocumentReuse::neighbours); engine thread only, as every scheduler call.
+    void index_documents(const std::string& tenant, const std::vector<std::vector<int32_t>>& documents) {
+        kv_.index_documents(tenant, documents);
     }
 
     const SequenceState* find(uint64_t id) const;

@@ -212,7 +212,8 @@ SchedulerOutput Scheduler::plan_step() {
 void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
     std::vector<PrefillItem> items;
     for (const auto& [id, job] : kv_.jobs()) {
-        // An anchored document waits for its preamble's job (which, older, comes first).
+        // An anchored document waits for its preamble's job (which, older, comes first), a
+        // conditioned one for its neighbours' prefix.
         if (job.done() || (job.anchor_job >= 0 && kv_.jobs().count(job.anchor_job) > 0)) continue;
         items.push_back({id, nullptr, job.num_computed, int32_t(job.tokens.size()) - job.num_computed});
     }
@@ -267,7 +268,7 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
         const std::vector<int32_t> chunk(job.tokens.begin() + it.done, job.tokens.begin() + it.done + it.take);
         if (job.anchor_tokens > 0) {
             add_anchored_sequence(plan.batch, chunk, it.done, job.blocks, {job.anchor_blocks, job.anchor_tokens},
-                                  kv_.block_size());
+                                  kv_.block_size(), job.keys_from_zero);
         } else {
             add_plain_sequence(plan.batch, chunk, it.done, job.blocks, kv_.block_size(), 0);
         }

@@ -11,9 +11,9 @@
 #include <optional>
 #include <vector>
 
-#include "engine/sequence/request_kv.h"
 #include "engine/request/rag_request.h"
 #include "engine/request/request_handle.h"
+#include "engine/sequence/request_kv.h"
 #include "engine/sequence/sampler.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
@@ -39,9 +39,13 @@ struct SegmentJob {
     // An anchored document (RagRequest::reuse): encoded after the preamble, whose blocks the job
     // reads (one reference each, held until the job ends) and whose job, while it runs, must
     // finish first (anchor_job holds one user of it).
+    // A neighbour-conditioned document (RagRequest::conditioning_neighbours) reads its prefix
+    // the same way, with keys_from_zero: its keys are stored rotated from position 0, as a plain
+    // document's, so any request reads the copy without knowing what it was encoded after.
     std::vector<kv::BlockId> anchor_blocks;
     int32_t anchor_tokens = 0;
     int64_t anchor_job = -1;
+    bool keys_from_zero = false;
     // Written to the persistent store when done (plain documents only: not anchored, not
     // position-keyed), as an entry of this variant (keys rotated or raw, tenant).
     bool storable = false;
@@ -66,7 +70,7 @@ struct SequenceState {
     // KV state (valid while admitted).
     bool admitted = false;
     uint64_t admit_order = 0;           // larger = admitted later (the preemption victim)
-    RequestKv kv;                   // placements, tail blocks and counters, references held
+    RequestKv kv;                       // placements, tail blocks and counters, references held
     std::vector<int64_t> segment_jobs;  // per segment: job id, or -1 when its KV is ready
     bool materialized = false;          // block-attn: private re-rotated copies made
     struct AdmissionCounts {
@@ -76,7 +80,7 @@ struct SequenceState {
     // Generation.
     std::unique_ptr<Sampler> sampler;       // the ModelRunner's: penalties and the seeded draw
     std::unique_ptr<RequestOutput> output;  // the OutputProcessor's: decoder and stop strings
-    std::vector<int32_t> history;  // prompt then generated tokens, for the penalties
+    std::vector<int32_t> history;           // prompt then generated tokens, for the penalties
     int32_t num_generated = 0;
     double t_submit = 0, t_admit = 0, t_first_token = 0;
     int64_t submit_step = 0;  // scheduler step at submission (fairness checks)

@@ -156,5 +156,46 @@ TEST(StoreEngine, EvictionFromASmallPoolLosesNothingTheStoreHolds) {
     EXPECT_EQ(again.stats.prefill_tokens, int32_t(tail.size()));
 }
 
+// Neighbour-conditioned copies (document_reuse "neighbours=K", `precompute --neighbours K`) are
+// entries of their own: a second engine with the same corpus indexed reads them with no document
+// token computed and the first engine's output, while the plain copy and another K miss.
+TEST(StoreEngine, NeighbourConditionedCopiesAreEntriesOfTheirOwn) {
+    TempDir dir;
+    const Docs d = make_docs(5);
+    // The first document shares tokens with the other two, so each has a neighbour.
+    std::vector<std::vector<int32_t>> docs = d.docs;
+    for (size_t i = 1; i < docs.size(); ++i) docs[i].insert(docs[i].begin() + 3, docs[0].begin(), docs[0].begin() + 5);
+    RagRequest r = request_of(docs, d.tail);
+    r.reuse.neighbours = 1;
+    auto run_indexed = [&](const RagRequest& req, SchedulerStats* stats) {
+        SyncEngine engine(*model().model, *model().tokenizer, store_config(dir.path));
+        engine.scheduler().index_documents("", docs);
+        auto result = engine.run(req);
+        EXPECT_TRUE(result.ok()) << result.status().to_string();
+        engine.scheduler().segment_store()->flush();
+        *stats = engine.scheduler().stats();
+        return std::move(result).value();
+    };
+    SchedulerStats stats;
+    const RagResult first = run_indexed(r, &stats);
+    EXPECT_EQ(stats.segment_store_hits, 0);
+    EXPECT_EQ(stats.store.tiers[0].writes, 3);  // the conditioned documents, not their prefixes
+    const RagResult second = run_indexed(r, &stats);
+    EXPECT_EQ(stats.segment_store_hits, 3);
+    EXPECT_EQ(stats.segment_job_tokens, 0);
+    EXPECT_EQ(second.token_ids, first.token_ids);
+    RagRequest plain = r;
+    plain.reuse = {};
+    run_indexed(plain, &stats);
+    EXPECT_EQ(stats.segment_store_hits, 0);
+    RagRequest two = r;
+    two.reuse.neighbours = 2;
+    run_indexed(two, &stats);
+    EXPECT_EQ(stats.segment_store_hits, 0);
+    // The plain copies are in the store now too, and are what a plain request reads.
+    run_indexed(plain, &stats);
+    EXPECT_EQ(stats.segment_store_hits, 3);
+}
+
 }  // namespace
 }  // namespace lazyattn::engine

@@ -1,0 +1,128 @@
+#include "engine/scheduler/neighbour_index.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <xxhash.h>
+
+namespace lazyattn::engine {
+namespace {
+
+constexpr double kK1 = 1.2, kB = 0.75;
+
+std::vector<std::pair<int32_t, int32_t>> count_tokens(const std::vector<int32_t>& tokens) {
+    std::vector<int32_t> sorted = tokens;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::pair<int32_t, int32_t>> counts;
+    for (int32_t t : sorted) {
+        if (counts.empty() || counts.back().first != t) counts.push_back({t, 0});
+        ++counts.back().second;
+    }
+    return counts;
+}
+
+}  // namespace
+
+uint64_t NeighbourIndex::key_of(const std::vector<int32_t>& tokens) {
+    return XXH3_64bits(tokens.data(), tokens.size() * sizeof(int32_t));
+}
+
+void NeighbourIndex::add(const std::string& tenant, const std::vector<int32_t>& tokens) {
+    if (tokens.empty() || int64_t(tokens.size()) > limits_.max_tokens) return;
+    Tenant& t = tenants_[tenant];
+    const uint64_t key = key_of(tokens);
+    if (auto it = t.documents.find(key); it != t.documents.end()) {
+        if (it->second.tokens == tokens) {  // known: now the most recent
+            by_age_.splice(by_age_.end(), by_age_, it->second.age);
+            return;
+        }
+        remove(tenant, key);  // a hash collision: the newer document wins
+    }
+    Document& doc = t.documents[key];
+    doc.tokens = tokens;
+    doc.counts = count_tokens(tokens);
+    doc.order = next_order_++;
+    doc.age = by_age_.insert(by_age_.end(), {tenant, key});
+    for (const auto& [token, n] : doc.counts) t.postings[token].push_back({key, n});
+    t.total_length += int64_t(tokens.size());
+    ++num_documents_;
+    num_tokens_ += int64_t(tokens.size());
+    while (num_documents_ > limits_.max_documents || num_tokens_ > limits_.max_tokens) {
+        const auto [oldest_tenant, oldest_key] = by_age_.front();
+        remove(oldest_tenant, oldest_key);
+    }
+}
+
+void NeighbourIndex::remove(const std::string& tenant, uint64_t key) {
+    auto t = tenants_.find(tenant);
+    if (t == tenants_.end()) return;
+    auto it = t->second.documents.find(key);
+    if (it == t->second.documents.end()) return;
+    const Document& doc = it->second;
+    for (const auto& [token, n] : doc.counts) {
+        auto p = t->second.postings.find(token);
+        auto& list = p->second;
+        const auto at = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == key; });
+        *at = list.back();
+        list.pop_back();
+        if (list.empty()) t->second.postings.erase(p);
+    }
+    t->second.total_length -= int64_t(doc.tokens.size());
+    num_tokens_ -= int64_t(doc.tokens.size());
+    --num_documents_;
+    by_age_.erase(doc.age);
+    t->second.documents.erase(it);
+    if (t->second.documents.empty()) tenants_.erase(t);
+}
+
+std::unordered_map<uint64_t, double> NeighbourIndex::scores(const Tenant& t, const std::vector<int32_t>& tokens) const {
+    std::unordered_map<uint64_t, double> acc;
+    const double n = double(t.documents.size());
+    const double avg = double(t.total_length) / std::max(1.0, n);
+    for (const auto& [token, unused] : count_tokens(tokens)) {
+        auto p = t.postings.find(token);
+        if (p == t.postings.end()) continue;
+        const double df = double(p->second.size());
+        const double idf = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
+        for (const auto& [key, tf] : p->second) {
+            const double len = double(t.documents.at(key).tokens.size());
+            acc[key] += idf * tf * (kK1 + 1.0) / (tf + kK1 * (1.0 - kB + kB * len / avg));
+        }
+    }
+    return acc;
+}
+
+std::vector<const std::vector<int32_t>*> NeighbourIndex::nearest(const std::string& tenant,
+                                                                 const std::vector<int32_t>& tokens, int32_t k) const {
+    std::vector<const std::vector<int32_t>*> out;
+    auto t = tenants_.find(tenant);
+    if (t == tenants_.end() || k <= 0 || tokens.empty()) return out;
+    struct Candidate {
+        double score;
+        uint64_t order;
+        const std::vector<int32_t>* tokens;
+    };
+    std::vector<Candidate> found;
+    for (const auto& [key, s] : scores(t->second, tokens)) {
+        const Document& doc = t->second.documents.at(key);
+        if (s <= 0.0 || doc.tokens == tokens) continue;
+        found.push_back({s, doc.order, &doc.tokens});
+    }
+    const size_t keep = std::min(found.size(), size_t(k));
+    std::partial_sort(found.begin(), found.begin() + keep, found.end(), [](const Candidate& a, const Candidate& b) {
+        return a.score != b.score ? a.score > b.score : a.order < b.order;
+    });
+    for (size_t i = 0; i < keep; ++i) out.push_back(found[i].tokens);
+    return out;
+}
+
+double NeighbourIndex::score(const std::string& tenant, const std::vector<int32_t>& tokens,
+                             const std::vector<int32_t>& doc) const {
+    auto t = tenants_.find(tenant);
+    if (t == tenants_.end()) return 0.0;
+    const auto all = scores(t->second, tokens);
+    const auto it = all.find(key_of(doc));
+    return it == all.end() || t->second.documents.at(it->first).tokens != doc ? 0.0 : it->second;
+}
+
+}  // namespace lazyattn::engine
