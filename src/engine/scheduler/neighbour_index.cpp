@@ -9,6 +9,10 @@ namespace lazyattn::engine {
 namespace {
 
 constexpr double kK1 = 1.2, kB = 0.75;
+// A query's work is bounded, since it runs on the engine thread for every conditioned document
+// the cache misses: its kMaxQueryTerms rarest tokens are scored, and a token in more than
+// kMaxPostings documents is skipped (its idf is then small: it says little about similarity).
+constexpr size_t kMaxQueryTerms = 64, kMaxPostings = 4096;
 
 std::vector<std::pair<int32_t, int32_t>> count_tokens(const std::vector<int32_t>& tokens) {
     std::vector<int32_t> sorted = tokens;
@@ -79,12 +83,17 @@ std::unordered_map<uint64_t, double> NeighbourIndex::scores(const Tenant& t, con
     std::unordered_map<uint64_t, double> acc;
     const double n = double(t.documents.size());
     const double avg = double(t.total_length) / std::max(1.0, n);
+    std::vector<std::pair<size_t, const std::vector<std::pair<uint64_t, int32_t>>*>> terms;  // (df, postings)
     for (const auto& [token, unused] : count_tokens(tokens)) {
         auto p = t.postings.find(token);
-        if (p == t.postings.end()) continue;
-        const double df = double(p->second.size());
+        if (p != t.postings.end() && p->second.size() <= kMaxPostings) terms.push_back({p->second.size(), &p->second});
+    }
+    std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (terms.size() > kMaxQueryTerms) terms.resize(kMaxQueryTerms);
+    for (const auto& [count, postings] : terms) {
+        const double df = double(count);
         const double idf = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
-        for (const auto& [key, tf] : p->second) {
+        for (const auto& [key, tf] : *postings) {
             const double len = double(t.documents.at(key).tokens.size());
             acc[key] += idf * tf * (kK1 + 1.0) / (tf + kK1 * (1.0 - kB + kB * len / avg));
         }

@@ -3,7 +3,9 @@
 // BM25 (k1 = 1.2, b = 0.75, Lucene's non-negative idf): a document's neighbours are the indexed
 // documents scoring highest with its distinct tokens as the query. Token ids rather than words,
 // so it needs no tokenizer and no language: a shared name is shared token ids, and the idf
-// discounts the template's and the language's common tokens.
+// discounts the template's and the language's common tokens. A query scores with its 64 rarest
+// tokens, skipping tokens found in more than 4096 documents, so its cost is bounded however
+// large the corpus or the document.
 //
 // Tenants never see each other's documents (a neighbour's content flows into the KV). Memory is
 // bounded: past the limits the least recently added or refreshed documents are dropped.

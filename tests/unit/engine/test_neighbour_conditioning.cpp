@@ -116,6 +116,26 @@ TEST(NeighbourIndex, RanksByBm25ExcludesItselfAndUnrelatedDocuments) {
     EXPECT_EQ(index.num_documents(), n);
 }
 
+// In a corpus large enough that the query is cut to its rarest tokens (and tokens found in more
+// than 4096 documents are not scanned), a document sharing its rare tokens still wins over
+// thousands sharing 150 common ones.
+TEST(NeighbourIndex, RareTokensDecideInALargeCorpus) {
+    NeighbourIndex index;
+    std::vector<int32_t> query;
+    for (int32_t t = 0; t < 200; ++t) query.push_back(t);  // 200 distinct tokens
+    std::vector<int32_t> common(query.begin(), query.begin() + 150);
+    for (int32_t i = 0; i < 5000; ++i) {  // tokens 0-149 end up in more than 4096 documents
+        std::vector<int32_t> d = common;
+        d.push_back(100000 + i);
+        index.add("t", d);
+    }
+    const std::vector<int32_t> rare = {190, 191, 192, 193, 100};
+    index.add("t", rare);
+    const auto near = index.nearest("t", query, 1);
+    ASSERT_EQ(near.size(), 1u);
+    EXPECT_EQ(*near[0], rare);
+}
+
 TEST(NeighbourIndex, StaysWithinItsLimitsDroppingTheOldest) {
     NeighbourIndex index({/*max_documents=*/3, /*max_tokens=*/1000});
     std::vector<std::vector<int32_t>> docs;
