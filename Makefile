@@ -36,7 +36,8 @@ bench: build
 
 # Block fine-tuning (docs/finetune.md): the embedded model by default, a CPU-sized run; the last
 # line printed is the produced GGUF. FINETUNE_ARGS replaces the arguments (scripts/finetune/finetune.py --help).
-FINETUNE_ARGS ?= --minutes 50 --threads 1 --doc-counts 2 4 6 8 --max-prompt-words 300
+FINETUNE_ARGS ?= --minutes 60 --threads 1 --lr 1e-3 --warmup-steps 4 --batch 4 --doc-counts 2 3 4 \
+                 --max-prompt-words 200 --checkpoint-minutes 15
 finetune:
 	@BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) ./scripts/finetune/run.sh $(FINETUNE_ARGS)
 
