@@ -268,12 +268,11 @@ def main(argv=None):
 
     if args.export_checkpoint:
         with open(os.path.join(args.export_checkpoint, "state.json")) as f:
-            for k, v in json.load(f).get("training_flags", {}).items():
-                setattr(args, k, v)  # the run's own flags, not this command's defaults
+            state = json.load(f)
+        for k, v in state.get("training_flags", {}).items():
+            setattr(args, k, v)  # the run's own flags, not this command's defaults
         model = prepare_trainable(args, model)
         load_trainable(model, args.export_checkpoint, torch)
-        with open(os.path.join(args.export_checkpoint, "state.json")) as f:
-            state = json.load(f)
         path = export_model(args, model, tok, src_gguf, state)
         print(path)
         return path

@@ -12,32 +12,18 @@ Accuracy with Wilson 95% intervals; paired difference with its 95% interval and 
 p (as src/bench/proportions.cpp); the share of the base model's none - lazy gap that the
 fine-tuned model's lazy recovers.
 
-  report.py --base base.json --tuned tuned.json --summary OUT/data/summary.json [--markdown]
+  report.py --base base.json --tuned tuned.json --summary OUT/data/summary.json [--json OUT.json]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
+import sys
 
-
-def wilson(k, n, z=1.96):
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    c = (p + z * z / (2 * n)) / (1 + z * z / n)
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, c - h), min(1.0, c + h))
-
-
-def mcnemar_p(a_only, b_only):
-    n = a_only + b_only
-    if n == 0:
-        return 1.0
-    k = min(a_only, b_only)
-    tail = sum(math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2))
-               for i in range(k + 1))
-    return min(1.0, 2 * tail)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from proportions import mcnemar_p, wilson  # noqa: E402
 
 
 def paired(a, b):

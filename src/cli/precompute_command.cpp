@@ -127,9 +127,7 @@ int run_precompute(const PrecomputeOptions& o) {
     engine::SyncEngine& eng = **created;
     engine::Scheduler& sched = eng.scheduler();
     if (sched.segment_store() == nullptr) return fail(invalid_argument("no store opened"), 2);
-    // Room for the one-token tail (a conditioned document longer than the context allows with its
-    // neighbours is refused by the engine, and counted as too long).
-    const int32_t max_tokens = sched.context_length() - 2;
+    const int32_t max_tokens = sched.context_length() - 2;  // room for the one-token tail
 
     const std::string tenant = server::ApiKeys::tenant_of(o.api_key, o.cache_salt);
     const double t0 = now_ms();
@@ -165,8 +163,9 @@ int run_precompute(const PrecomputeOptions& o) {
         if (tokens.empty()) continue;
         // A batch is one request: its documents, and the neighbours conditioned ones are encoded
         // after, fit one context.
-        const int64_t cost = int64_t(tokens.size()) + std::min<int64_t>(engine::DocumentReuse::kMaxNeighbourTokens,
-                                                                        int64_t(o.neighbours) * int64_t(tokens.size()));
+        engine::DocumentReuse reuse;
+        reuse.neighbours = o.neighbours;
+        const int64_t cost = int64_t(tokens.size()) + reuse.max_conditioning_tokens(int64_t(tokens.size()));
         if (cost > max_tokens) {
             ++too_long;
             continue;

@@ -100,6 +100,29 @@ def main():
         check(last < 0.9 * first, f"the loss falls: first epoch {first:.3f}, last epoch {last:.3f} ({len(losses)} steps)")
         check(len(ckpts) >= 2, f"checkpoints are written every N steps ({ckpts})")
 
+        # The schedule: linear warm-up, cosine to --min-lr-ratio at the run's end (steps or minutes,
+        # whichever first), or constant.
+        r = sh([py, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import finetune as f\n"
+                "a = f.parse_args(['--lr', '1e-3', '--warmup-steps', '4', '--minutes', '10'])\n"
+                "print(f.learning_rate(a, 0, 0, 100), f.learning_rate(a, 50, 0, 100), f.learning_rate(a, 100, 0, 100),"
+                " f.learning_rate(a, 10, 600, 100))\n"
+                "a = f.parse_args(['--lr', '1e-3', '--warmup-steps', '4', '--lr-schedule', 'constant'])\n"
+                "print(f.learning_rate(a, 99, 0, 100))", os.path.join(ROOT, "scripts/finetune")])
+        lrs = [float(x) for x in r.stdout.split()] if r.returncode == 0 else []
+        check(len(lrs) == 5 and abs(lrs[0] - 0.25e-3) < 1e-9 and abs(lrs[1] - 0.55e-3) < 1e-9 and
+              abs(lrs[2] - 1e-4) < 1e-9 and abs(lrs[3] - 1e-4) < 1e-9 and abs(lrs[4] - 1e-3) < 1e-9,
+              f"warm-up, cosine to 10% by steps or by minutes, constant: {lrs} {r.stderr[-500:]}")
+
+        # A checkpoint exports with the flags it was trained with (anchored, LoRA rank 8), not the
+        # export command's defaults (plain, rank 32: its weights would not even load).
+        ckpt_gguf = os.path.join(tmp, "ckpt.gguf")
+        r = sh([py, os.path.join(ROOT, "scripts/finetune/finetune.py"), "--model", tiny, "--out", out,
+                "--layout-bin", a.layout_bin, "--outtype", "F32", "--threads", "2",
+                "--export-checkpoint", os.path.join(out, "checkpoints", ckpts[0]), "--output-gguf", ckpt_gguf])
+        info = sh([a.lazyattn, "info", "--model", ckpt_gguf]) if r.returncode == 0 else r
+        check(r.returncode == 0 and "block fine-tuned: anchored" in info.stdout,
+              "--export-checkpoint uses the checkpoint's own flags" + ("" if r.returncode == 0 else ": " + r.stderr[-1500:]))
+
         # --resume continues from the last checkpoint (one more epoch).
         r = sh(ft[:ft.index("--epochs") + 1] + ["7"] + ft[ft.index("--epochs") + 2:] + ["--resume"])
         check(r.returncode == 0 and "resumed from" in r.stderr, "--resume continues from the latest checkpoint")

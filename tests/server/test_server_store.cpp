@@ -146,19 +146,25 @@ TEST(ServerStore, ARestartedReplicaServesYesterdaysDocumentsFromDisk) {
     std::filesystem::remove_all(dir);
 }
 
-// The offline path: `lazyattn precompute` for the clients of one API key, then a server with that
-// key serves those documents without computing any of them, and another key's clients (a tenant
-// of their own) do not see them.
-TEST(ServerStore, PrecomputedDocumentsServeTheirTenantWithoutPrefill) {
-    const std::string dir = fresh_dir("precompute-store");
+// `lazyattn precompute` of kStoreDocs (one document a line) into DIR/kv with `args`; its JSON
+// summary goes to DIR/precompute.json. The exit status.
+int precompute_store_docs(const std::string& dir, const std::string& args) {
     {
         std::ofstream corpus(dir + "/corpus.jsonl");
         for (const auto& d : kStoreDocs) corpus << json({{"documents", {d}}}).dump() << "\n";
     }
     const std::string cmd = std::string(LAZYATTN_CLI_PATH) + " precompute --model " + server_model_path() +
-                            " --threads 1 --api-key alpha --corpus " + dir + "/corpus.jsonl --kv-store " + dir +
-                            "/kv > /dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+                            " --threads 1 " + args + " --corpus " + dir + "/corpus.jsonl --kv-store " + dir + "/kv > " +
+                            dir + "/precompute.json 2>/dev/null";
+    return std::system(cmd.c_str());
+}
+
+// The offline path: `lazyattn precompute` for the clients of one API key, then a server with that
+// key serves those documents without computing any of them, and another key's clients (a tenant
+// of their own) do not see them.
+TEST(ServerStore, PrecomputedDocumentsServeTheirTenantWithoutPrefill) {
+    const std::string dir = fresh_dir("precompute-store");
+    ASSERT_EQ(precompute_store_docs(dir, "--api-key alpha"), 0);
     {
         std::ofstream keys(dir + "/keys.txt");
         keys << "alpha\nbeta\n";
@@ -184,14 +190,7 @@ TEST(ServerStore, PrecomputedDocumentsServeTheirTenantWithoutPrefill) {
 // (and store) the plain copies, which the conditioned ones never stand in for.
 TEST(ServerStore, PrecomputedNeighbourConditionedCopiesServeWithoutPrefill) {
     const std::string dir = fresh_dir("precompute-neighbours");
-    {
-        std::ofstream corpus(dir + "/corpus.jsonl");
-        for (const auto& d : kStoreDocs) corpus << json({{"documents", {d}}}).dump() << "\n";
-    }
-    const std::string cmd = std::string(LAZYATTN_CLI_PATH) + " precompute --model " + server_model_path() +
-                            " --threads 1 --neighbours 1 --corpus " + dir + "/corpus.jsonl --kv-store " + dir +
-                            "/kv > " + dir + "/precompute.json 2>/dev/null";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    ASSERT_EQ(precompute_store_docs(dir, "--neighbours 1"), 0);
     {
         std::ifstream in(dir + "/precompute.json");
         const json summary = json::parse(in);

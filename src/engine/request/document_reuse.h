@@ -33,6 +33,7 @@
 // full attention and ignore them.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,7 +85,6 @@ struct DocumentReuse {
 
     static constexpr int32_t kMaxRecomputeTokens = 4096;
     static constexpr int32_t kMaxNeighbours = 8;
-    // The most tokens a document is conditioned on (RagRequest::max_conditioning_tokens).
     static constexpr int32_t kMaxNeighbourTokens = 1024;
 
     bool rescaled() const { return logit_scale != 1.0f || logit_bias != 0.0f; }
@@ -96,6 +96,12 @@ struct DocumentReuse {
     // kMaxNeighbours] and not combined with anchored. (A budget longer than a document
     // recomputes the whole document: clamped per document, see RagRequest::recompute_rows.)
     Status validate() const;
+    // The most tokens a document of n tokens is encoded after when conditioned: each neighbour
+    // contributes at most n tokens, all together at most kMaxNeighbourTokens (what the KV budget
+    // reserves, so a request's worst case is known before its neighbours are); 0 when off.
+    int32_t max_conditioning_tokens(int64_t n) const {
+        return int32_t(std::min<int64_t>(kMaxNeighbourTokens, int64_t(neighbours) * n));
+    }
     // Tokens recomputed of a document of n tokens: the count or ceil(share * n), at most n.
     int32_t recompute_count(int32_t n) const;
     // "plain", or the parts joined by '+': "anchor+scale=0.9+bias=-0.5+recompute=16",

@@ -65,12 +65,9 @@ struct RagRequest {
         if (reuse.neighbours <= 0 || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
         return reuse.neighbours;
     }
-    // The most tokens segment d is conditioned on: each neighbour contributes at most as many
-    // tokens as the document has, and all together at most kMaxNeighbourTokens (what the KV
-    // budget reserves, so a request's worst case is known before its neighbours are).
+    // The most tokens segment d is conditioned on (DocumentReuse::max_conditioning_tokens).
     int32_t max_conditioning_tokens(size_t d) const {
-        const int64_t k = conditioning_neighbours(d);
-        return int32_t(std::min<int64_t>(DocumentReuse::kMaxNeighbourTokens, k * int64_t(segments[d].size())));
+        return conditioning_neighbours(d) > 0 ? reuse.max_conditioning_tokens(int64_t(segments[d].size())) : 0;
     }
 
     // Tokens of segment d recomputed privately, ascending (recompute_rows in document_reuse.h);

@@ -278,7 +278,6 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         job.num_users = 1;
         job.storable = store_ != nullptr && segment_storable(s, d);
         job.store_variant = store_variant(s.request.tenant, s.request.conditioning_neighbours(d));
-        for (kv::BlockId b : job.blocks) kv_.ref(b);
         if (conditioning != nullptr && !conditioning->tokens.empty()) start_conditioning(job, *conditioning);
         if (const int32_t anchor = s.request.anchor_tokens(d); anchor > 0) {
             // Segment 0 (the preamble) was matched or made a job before any document.
@@ -288,9 +287,7 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
             job.anchor_job = s.segment_jobs[0];
             if (job.anchor_job >= 0) ++jobs_.at(job.anchor_job).num_users;
         }
-        s.segment_jobs[d] = next_job_id_;
-        jobs_.emplace(next_job_id_++, std::move(job));
-        ++num_jobs_started_;
+        s.segment_jobs[d] = add_job(std::move(job));
     }
     for (size_t d = 0; d < segments.size(); ++d) {
         if (segments[d].empty()) continue;
@@ -314,6 +311,14 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
     }
 }
 
+int64_t KvManager::add_job(SegmentJob job) {
+    for (kv::BlockId b : job.blocks) kv_.ref(b);  // the job's own reference on each
+    const int64_t id = next_job_id_++;
+    jobs_.emplace(id, std::move(job));
+    ++num_jobs_started_;
+    return id;
+}
+
 void KvManager::start_conditioning(SegmentJob& job, Conditioning& c) {
     const int32_t bs = kv_.block_size();
     const int32_t missing = blocks_for(int64_t(c.tokens.size()), bs) - int32_t(c.blocks.size());
@@ -334,10 +339,7 @@ void KvManager::start_conditioning(SegmentJob& job, Conditioning& c) {
             prefix.num_computed = int32_t(c.blocks.size()) * bs;
             c.blocks.insert(c.blocks.end(), fresh->begin(), fresh->end());
             prefix.blocks = c.blocks;
-            for (kv::BlockId b : prefix.blocks) kv_.ref(b);
-            c.job = next_job_id_;
-            jobs_.emplace(next_job_id_++, std::move(prefix));
-            ++num_jobs_started_;
+            c.job = add_job(std::move(prefix));
         }
     }
     // The document job reads the prefix (its references move there) after the prefix's job.

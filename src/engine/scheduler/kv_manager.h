@@ -141,6 +141,8 @@ private:
     // Makes `job` (a conditioned document's) read the prefix c, started as a job of its own
     // when not cached nor running; c's references move to the job.
     void start_conditioning(SegmentJob& job, Conditioning& c);
+    // Registers a new segment job, taking its reference on each of job.blocks; its id.
+    int64_t add_job(SegmentJob job);
     void start_jobs(SequenceState& s, const std::vector<size_t>& needs_job, std::vector<Conditioning>& prefixes);
     // The first segment of s with segment d's tokens and seed (d itself when none before it):
     // a repeat reads that one's blocks.
