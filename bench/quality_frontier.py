@@ -4,7 +4,7 @@
 optionally `lazyattn bench rag --json` runs for each variant's TTFT p50 relative to `lazy`.
 
     python3 bench/quality_frontier.py --quality a.json b.json [--rag rag.json ...] \
-        [--markdown out.md] [--plot out.png]
+        [--rag-store rag_store.json ...] [--alias prefix=none] [--markdown out.md] [--plot out.png]
 
 Prints (and writes with --markdown) one table: per variant, accuracy with its 95% Wilson
 interval, per family, the share of the none - lazy gap it recovers, McNemar's exact p against
@@ -44,16 +44,21 @@ def join_quality(paths):
 
 
 def ttft_ratios(paths):
-    ttft = {}
+    """variant -> TTFT p50 over the p50 of `lazy` in the same run (each file must have `lazy`:
+    hosts and days differ, ratios within one run do not); a variant in several files keeps the
+    first."""
+    ratios = {}
     for path in paths:
         with open(path) as f:
-            for run in json.load(f)["runs"]:
-                ttft.setdefault(run["label"], run["ttft_p50_ms"])
-    base = ttft.get("lazy")
-    return {v: t / base for v, t in ttft.items()} if base else {}, ttft
+            runs = {run["label"]: run["ttft_p50_ms"] for run in json.load(f)["runs"]}
+        if not runs.get("lazy"):
+            sys.exit(f"error: {path} has no lazy run to measure the others against")
+        for v, t in runs.items():
+            ratios.setdefault(v, t / runs["lazy"])
+    return ratios
 
 
-def summarize(questions, variants, ratios):
+def summarize(questions, variants, ratios, store_ratios):
     rows = []
     families = sorted({q["family"] for q in questions})
 
@@ -72,7 +77,8 @@ def summarize(questions, variants, ratios):
     for v in variants:
         k, n = acc(v)
         row = {"variant": v, "n": n, "accuracy": k / n, "ci": wilson(k, n),
-               "families": {f: acc(v, f) for f in families}, "ttft": ratios.get(v)}
+               "families": {f: acc(v, f) for f in families}, "ttft": ratios.get(v),
+               "ttft_store": store_ratios.get(v)}
         row["gap_share"] = (k / n - k_lazy / n_lazy) / gap if gap else None
         for ref in ("lazy", "none"):
             a, b = only(v, ref) if v != ref else (0, 0)
@@ -89,7 +95,7 @@ def summarize(questions, variants, ratios):
 def markdown(rows, families):
     head = ["variant", "n", "accuracy % [95%]"] + families + ["gap recovered", "vs lazy p (only/only)",
                                                                "vs none p (only/only)", "TTFT p50 vs lazy",
-                                                               "Pareto"]
+                                                               "same, copies in the store", "Pareto"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
     for r in rows:
         fam = [f"{100 * k / n:.1f}" if n else "-" for k, n in (r["families"][f] for f in families)]
@@ -105,6 +111,7 @@ def markdown(rows, families):
              f"{100 * r['accuracy']:.1f} [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}]"] + fam +
             [f"{100 * r['gap_share']:.0f}%" if r["gap_share"] is not None else "-", p("lazy"), p("none"),
              f"{r['ttft']:.2f}x" if r["ttft"] is not None else "-",
+             f"{r['ttft_store']:.2f}x" if r["ttft_store"] is not None else "-",
              ("yes" if r.get("pareto") else "") if r["ttft"] is not None else "-"]) + " |")
     return "\n".join(out) + "\n"
 
@@ -124,6 +131,16 @@ def plot(rows, path):
                     color="tab:red" if r.get("pareto") else "tab:gray", capsize=3)
         ax.annotate(r["variant"].replace("lazy:", ""), (r["ttft"], y), textcoords="offset points",
                     xytext=(5, 4), fontsize=7)
+    stored = False
+    for r in timed:  # the same accuracy, its copies loaded from the store instead of computed
+        if r["ttft_store"] is None or abs(r["ttft_store"] - r["ttft"]) < 0.02:
+            continue
+        y = 100 * r["accuracy"]
+        ax.annotate("", xy=(r["ttft_store"], y), xytext=(r["ttft"], y),
+                    arrowprops={"arrowstyle": "->", "color": "tab:blue", "alpha": 0.6})
+        ax.plot(r["ttft_store"], y, "o", mfc="none", color="tab:blue",
+                label=None if stored else "copies precomputed into the store")
+        stored = True
     front = [r for r in timed if r.get("pareto")]
     ax.plot([r["ttft"] for r in front], [100 * r["accuracy"] for r in front], "-", color="tab:red", alpha=0.6,
             label="Pareto frontier")
@@ -140,12 +157,22 @@ def plot(rows, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quality", nargs="+", required=True)
-    ap.add_argument("--rag", nargs="*", default=[])
+    ap.add_argument("--rag", nargs="*", default=[], help="bench rag --json runs, each with a lazy run")
+    ap.add_argument("--rag-store", nargs="*", default=[],
+                    help="bench rag --json runs whose document copies were all in the store (a second pass "
+                         "over a --kv-store a first pass filled): a column of their own")
+    ap.add_argument("--alias", nargs="*", default=[], metavar="A=B",
+                    help="variant A answers as B (prefix=none: both compute full causal attention)")
     ap.add_argument("--variants", nargs="*", help="these, in this order (default: all, as first seen)")
     ap.add_argument("--markdown")
     ap.add_argument("--plot")
     args = ap.parse_args()
     questions, notes = join_quality(args.quality)
+    for alias in args.alias:
+        a, _, b = alias.partition("=")
+        for q in questions:
+            if b in q["correct"]:
+                q["correct"].setdefault(a, q["correct"][b])
     seen = []
     for q in questions:
         for v in q["correct"]:
@@ -155,8 +182,7 @@ def main():
     missing = [v for v in variants if v not in seen]
     if missing:
         sys.exit(f"error: no run has the variant(s) {', '.join(missing)}")
-    ratios, _ = ttft_ratios(args.rag)
-    rows, families = summarize(questions, variants, ratios)
+    rows, families = summarize(questions, variants, ttft_ratios(args.rag), ttft_ratios(args.rag_store))
     table = markdown(rows, families)
     print(table)
     for n in notes:

@@ -86,6 +86,32 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
         ec.query_mass_layers = o.query_layers;
         LA_ASSIGN_OR_RETURN(engines[key], engine::SyncEngine::create(*lm.model, *lm.tokenizer, ec));
     }
+    const auto request_for = [&](const bench::QualityTask& t) -> Expected<engine::RagRequest> {
+        std::vector<std::string> docs;
+        for (const auto& p : t.documents) docs.push_back(engine::format_document(p.title, p.text));
+        engine::RagPromptText text{"Answer the question using the documents. Reply with a short answer only.", docs,
+                                   t.question};
+        LA_ASSIGN_OR_RETURN(auto req, engine::build_rag_request(*lm.tokenizer, chat, text));
+        // The small model restates the question first ("The access code of ... is").
+        req.max_tokens = t.family == "agg" ? 48 : 32;
+        return req;
+    };
+    // Conditioned copies (neighbours=K) read their neighbours from the corpus indexed so far. With
+    // the whole question set indexed first, as `precompute --neighbours K` indexes its corpus,
+    // each copy's neighbours no longer depend on which questions (and variants) ran before it.
+    if (o.neighbours_corpus == "all") {
+        for (auto& [key, eng] : engines) {
+            const bool conditioned = std::any_of(variants.begin(), variants.end(), [&](const Variant& v) {
+                return key_of(v) == key && v.reuse.neighbours > 0;
+            });
+            if (!conditioned) continue;
+            for (const auto& t : tasks) {
+                LA_ASSIGN_OR_RETURN(auto req, request_for(t));
+                eng->core().scheduler().index_documents(
+                    req.tenant, {req.segments.begin() + (req.first_segment_is_preamble ? 1 : 0), req.segments.end()});
+            }
+        }
+    }
     for (const Variant& v : variants) answers[v.name].assign(tasks.size(), {});
     ProgressBar bar("questions x variants", int64_t(tasks.size() * variants.size()));
     int64_t done = 0;
@@ -101,14 +127,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
             };
             std::vector<InFlight> in_flight;
             for (size_t i = first; i < last; ++i) {
-                const auto& t = tasks[i];
-                std::vector<std::string> docs;
-                for (const auto& p : t.documents) docs.push_back(engine::format_document(p.title, p.text));
-                engine::RagPromptText text{"Answer the question using the documents. Reply with a short answer only.",
-                                           docs, t.question};
-                LA_ASSIGN_OR_RETURN(auto req, engine::build_rag_request(*lm.tokenizer, chat, text));
-                // The small model restates the question first ("The access code of ... is").
-                req.max_tokens = t.family == "agg" ? 48 : 32;
+                LA_ASSIGN_OR_RETURN(auto req, request_for(tasks[i]));
                 for (const Variant& v : variants) {
                     if (key_of(v) != key) continue;
                     req.reuse = v.reuse;
@@ -233,6 +252,7 @@ int run_bench_quality(const BenchQualityOptions& o) {
     out["model"] = path;
     out["weights"] = o.fp32 ? "fp32" : "as stored in the file";
     out["seed"] = o.seed;
+    out["neighbours_corpus"] = o.neighbours_corpus;
     out["num_questions"] = tasks.size();
     for (const auto& v : variants) out["variants"].push_back(v.name);  // in the order run (objects sort keys)
     std::printf("\naccuracy %% [95%% Wilson interval]\n%-14s", "group");
@@ -345,6 +365,11 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
     bq->add_flag("!--no-wiki", o.wiki, "leave out the 2Wiki sample's questions");
     bq->add_option("--concurrency", o.concurrency, "requests in flight")->check(CLI::Range(1, 256));
     bq->add_flag("--fp32", o.fp32, "dequantize all weights to fp32");
+    bq->add_option("--neighbours-corpus", o.neighbours_corpus,
+                   "documents that neighbours=K variants find neighbours among: all (every question's, indexed "
+                   "first, as precompute --neighbours indexes its corpus; repeatable) or seen (those of the "
+                   "questions asked so far, the serve-time rule)")
+        ->check(CLI::IsMember({"all", "seen"}));
     bq->add_option("--json", o.json_path, "write results (and every reply) to this JSON file");
     return bq;
 }

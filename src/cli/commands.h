@@ -116,7 +116,8 @@ struct BenchQualityOptions {
     int32_t concurrency = 4;  // requests in flight per variant
     bool fp32 = false;        // dequantize every weight (the variants then agree to float rounding)
     std::string json_path;
-    std::vector<int32_t> query_layers;  // engine::EngineConfig::query_mass_layers (empty: every layer)
+    std::vector<int32_t> query_layers;      // engine::EngineConfig::query_mass_layers (empty: every layer)
+    std::string neighbours_corpus = "all";  // "all": every question's documents indexed first; "seen"
 };
 
 // `lazyattn tokenize`: token ids of a text (no weights loaded).

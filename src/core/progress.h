@@ -1,9 +1,11 @@
-// ProgressBar: the one progress display of long commands (demo, benchmarks). Drawn in place on
-// stderr only when stderr is a terminal; in logs and pipes it stays silent (the command's own
-// result lines say what happened).
+// ProgressBar: the one progress display of long commands (demo, benchmarks, precompute). On a
+// terminal, a bar drawn in place on stderr; in logs and pipes, where a redrawn line would be
+// noise, one line at each tenth of the work with the time spent and the time left, so a run
+// of an hour shows how far it is from its log.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace lazyattn {
@@ -11,6 +13,8 @@ namespace lazyattn {
 class ProgressBar {
 public:
     ProgressBar(std::string label, int64_t total);
+    // For tests: where to draw, and whether that is a terminal.
+    ProgressBar(std::string label, int64_t total, std::FILE* out, bool tty);
     ~ProgressBar() { finish(); }
     void update(int64_t done);
     // Ends the bar's line (if anything was drawn), so what is printed next starts a line of its own.
@@ -19,8 +23,11 @@ public:
 private:
     std::string label_;
     int64_t total_;
+    std::FILE* out_;
     bool tty_;
     bool drawn_ = false;
+    int last_tenth_ = 0;  // logs: the last tenth of the work a line was written for
+    double start_ms_;
 };
 
 }  // namespace lazyattn

@@ -337,5 +337,37 @@ TEST(Cli, BenchStoreMeasuresEverySource) {
     for (const auto& [name, s] : by_name) EXPECT_EQ(s["ttft_ms"].size(), 2u) << name;
 }
 
+// `bench quality --neighbours-corpus all` indexes every question's documents before the first
+// runs, as precompute indexes its corpus: a conditioned copy's neighbours, hence its answers, do
+// not depend on which questions and variants ran with it. `seen` (the serve-time rule) gives the
+// early questions a smaller corpus, so it answers differently.
+TEST(Cli, BenchQualityNeighbourCopiesDependOnTheCorpusNotTheRun) {
+    const auto tmp = std::filesystem::temp_directory_path();
+    // The real model: the synthetic one answers every prompt alike, whatever its KV.
+    if (!std::filesystem::exists(LAZYATTN_MODEL_PATH)) GTEST_SKIP() << "real model not found (make test installs it)";
+    const std::string base = "bench quality --threads 1 --model " LAZYATTN_MODEL_PATH " --data " +
+                             std::string(LAZYATTN_SOURCE_DIR) +
+                             "/data/2wiki_sample.jsonl --no-wiki --questions 8 --families kv --doc-counts 2 3 "
+                             "--max-prompt-words 150 ";
+    const auto replies = [&](const std::string& args, const std::string& name) {
+        const std::string json = (tmp / ("lazyattn-bq-" + name + "-" + std::to_string(getpid()) + ".json")).string();
+        const auto r = run_cli(base + args + " --json " + json, true);
+        EXPECT_EQ(r.exit_code, 0) << r.out;
+        std::ifstream in(json);
+        const auto j = nlohmann::json::parse(in);
+        std::filesystem::remove(json);
+        std::vector<std::string> out;
+        for (const auto& q : j["questions"]) out.push_back(q["replies"]["lazy:neighbours=1"]);
+        return out;
+    };
+    const auto alone = replies("--variants lazy:neighbours=1 --concurrency 1", "alone");
+    const auto together =
+        replies("--variants lazy lazy:neighbours=1 lazy:neighbours=1+recompute=50% --concurrency 4", "together");
+    const auto seen = replies("--variants lazy:neighbours=1 --concurrency 1 --neighbours-corpus seen", "seen");
+    ASSERT_EQ(alone.size(), 8u);
+    EXPECT_EQ(alone, together);
+    EXPECT_NE(alone, seen);
+}
+
 }  // namespace
 }  // namespace lazyattn
