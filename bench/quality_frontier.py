@@ -81,8 +81,9 @@ def summarize(questions, variants, ratios, store_ratios):
                "ttft_store": store_ratios.get(v)}
         row["gap_share"] = (k / n - k_lazy / n_lazy) / gap if gap else None
         for ref in ("lazy", "none"):
-            a, b = only(v, ref) if v != ref else (0, 0)
-            row[f"p_{ref}"] = mcnemar_p(a, b) if v != ref else None
+            compared = v != ref and acc(ref)[1] > 0
+            a, b = only(v, ref) if compared else (0, 0)
+            row[f"p_{ref}"] = mcnemar_p(a, b) if compared else None
             row[f"only_{ref}"] = (a, b)
         rows.append(row)
     timed = [r for r in rows if r["ttft"] is not None]

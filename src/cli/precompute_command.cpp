@@ -206,6 +206,12 @@ int run_precompute(const PrecomputeOptions& o) {
                  "duplicates, %lld longer than the context; %lld entries written, %lld store errors\n",
                  (long long)computed, (long long)tokens_computed, seconds, (long long)present, (long long)duplicate,
                  (long long)too_long, (long long)written, (long long)errors);
+    if (o.neighbours > 0) {  // conditioned copies are keyed apart: a plain request never reads them
+        std::fprintf(stderr,
+                     "precompute: these copies are read by requests with document_reuse \"neighbours=%d\": start "
+                     "the server with --document-reuse neighbours=%d to make that its default\n",
+                     o.neighbours, o.neighbours);
+    }
     return errors > 0 || st.writes_dropped > 0 ? 1 : 0;
 }
 

@@ -68,6 +68,11 @@ def main():
         assert cell("none", "Pareto") == "-", "untimed"
         assert cell("slow", "hop") == "80.0" and cell("lazy", "kv") == "40.0", rows["slow"]
 
+        out = subprocess.run([sys.executable, SCRIPT, "--quality", b, "--markdown", md], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        row = [c.strip() for c in open(md).read().splitlines()[3].split("|")[1:-1]]
+        assert row[0] == "fast" and row[head.index("vs none p (only/only)")] == "-", "no none run: no p against it"
+
         bad = write("bad.json", rag({"fast": 100}))
         out = subprocess.run([sys.executable, SCRIPT, "--quality", a, "--rag", bad], capture_output=True, text=True)
         assert out.returncode != 0 and "no lazy run" in out.stderr, out.stderr
