@@ -30,8 +30,9 @@ def join_quality(paths):
     for path in paths:
         with open(path) as f:
             data = json.load(f)
-        for q in data["questions"]:
-            key = q["question"] + "\0" + json.dumps(q.get("answers"))
+        # By position as well: a suite can ask one question twice over other documents.
+        for i, q in enumerate(data["questions"]):
+            key = f"{i}\0" + q["question"] + "\0" + json.dumps(q.get("answers"))
             if key not in questions:
                 questions[key] = {"family": q["family"], "correct": {}}
                 order.append(key)
@@ -132,16 +133,6 @@ def plot(rows, path):
                     color="tab:red" if r.get("pareto") else "tab:gray", capsize=3)
         ax.annotate(r["variant"].replace("lazy:", ""), (r["ttft"], y), textcoords="offset points",
                     xytext=(5, 4), fontsize=7)
-    stored = False
-    for r in timed:  # the same accuracy, its copies loaded from the store instead of computed
-        if r["ttft_store"] is None or abs(r["ttft_store"] - r["ttft"]) < 0.02:
-            continue
-        y = 100 * r["accuracy"]
-        ax.annotate("", xy=(r["ttft_store"], y), xytext=(r["ttft"], y),
-                    arrowprops={"arrowstyle": "->", "color": "tab:blue", "alpha": 0.6})
-        ax.plot(r["ttft_store"], y, "o", mfc="none", color="tab:blue",
-                label=None if stored else "copies precomputed into the store")
-        stored = True
     front = [r for r in timed if r.get("pareto")]
     ax.plot([r["ttft"] for r in front], [100 * r["accuracy"] for r in front], "-", color="tab:red", alpha=0.6,
             label="Pareto frontier")

@@ -148,8 +148,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->delimiter(',')
         ->check(CLI::IsMember({"health", "metrics", "none"}));
     sv->add_option("--document-reuse", o.document_reuse,
-                   "how requests that do not say read cached documents: plain, or anchor, scale=X, bias=X, "
-                   "recompute=N or recompute=P%[@SELECT] (SELECT: " +
+                   "how requests that do not say read cached documents: plain, or anchor, neighbours=K (the "
+                   "copies of precompute --neighbours K), scale=X, bias=X, recompute=N or recompute=P%[@SELECT] (SELECT: " +
                        engine::select_names() +
                        ") joined by + (docs/api.md); "
                        "default: the model's (anchor for a model block fine-tuned anchored, else plain)");
