@@ -107,8 +107,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
             if (!conditioned) continue;
             for (const auto& t : tasks) {
                 LA_ASSIGN_OR_RETURN(auto req, request_for(t));
-                eng->core().scheduler().index_documents(
-                    req.tenant, {req.segments.begin() + (req.first_segment_is_preamble ? 1 : 0), req.segments.end()});
+                eng->core().scheduler().index_documents(req.tenant, req.documents());
             }
         }
     }

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -91,10 +92,14 @@ struct RagRequest {
         return engine::recompute_row_count(reuse, int32_t(segments[d].size()), block_size);
     }
 
+    // The document segments: every segment but the preamble.
+    std::span<const std::vector<int32_t>> documents() const {
+        return std::span(segments).subspan(first_segment_is_preamble && !segments.empty() ? 1 : 0);
+    }
     // Prompt tokens in document segments (the preamble is not a document).
     int32_t num_document_tokens() const {
         int64_t n = 0;
-        for (size_t d = first_segment_is_preamble ? 1 : 0; d < segments.size(); ++d) n += int64_t(segments[d].size());
+        for (const auto& d : documents()) n += int64_t(d.size());
         return int32_t(std::min<int64_t>(n, INT32_MAX));
     }
 

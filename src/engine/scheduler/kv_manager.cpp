@@ -98,9 +98,7 @@ bool KvManager::allocate(SequenceState& s, bool others_running) {
     std::vector<size_t> needs_job;
     if (s.request.reuse.neighbours > 0 && segments_are_blocks(config_.cache_mode)) {
         // The request's own documents are part of the corpus their neighbours come from.
-        const auto& segments = s.request.segments;
-        index_documents(s.request.tenant,
-                        {segments.begin() + (s.request.first_segment_is_preamble ? 1 : 0), segments.end()});
+        index_documents(s.request.tenant, s.request.documents());
     }
     match_segments(s, &needs_job);
     match_tail(s);

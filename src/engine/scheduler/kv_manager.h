@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -89,7 +90,7 @@ public:
     void note_documents(const SequenceState& s);
     // Adds documents to `tenant`'s neighbour index (DocumentReuse::neighbours: the corpus a
     // conditioned document's neighbours are chosen from); requests that condition add theirs.
-    void index_documents(const std::string& tenant, const std::vector<std::vector<int32_t>>& documents);
+    void index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents);
     const NeighbourIndex& neighbour_index() const { return neighbours_; }
     uint64_t documents_version() const { return documents_version_; }
     int64_t num_registered_documents() const { return num_document_entries_; }

@@ -58,7 +58,7 @@ void KvManager::note_documents(const SequenceState& s) {
     if (num_document_entries_ > 2 * int64_t(kv_.pool().num_blocks()) + 64) prune_documents();
 }
 
-void KvManager::index_documents(const std::string& tenant, const std::vector<std::vector<int32_t>>& documents) {
+void KvManager::index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents) {
     for (const auto& d : documents) neighbours_.add(tenant, d);
 }
 

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -162,7 +163,7 @@ public:
     }
     // The corpus neighbour-conditioned documents of `tenant` are encoded against
     // (DocumentReuse::neighbours); engine thread only, as every scheduler call.
-    void index_documents(const std::string& tenant, const std::vector<std::vector<int32_t>>& documents) {
+    void index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents) {
         kv_.index_documents(tenant, documents);
     }
 

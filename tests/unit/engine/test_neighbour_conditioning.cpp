@@ -126,7 +126,7 @@ TEST(NeighbourConditioning, ADocumentAfterItsNeighbourIsFullAttention) {
         for (auto [a, b] : {std::pair{5, 3}, std::pair{16, 17}, std::pair{23, 40}, std::pair{50, 16}}) {
             const auto neighbour = tok.make(a);
             const auto doc = sharing(tok.make(b), neighbour, 3);
-            seg->scheduler().index_documents("", {neighbour});
+            seg->scheduler().index_documents("", std::vector<std::vector<int32_t>>{neighbour});
             // A neighbour contributes at most as many tokens as the document has, its first ones.
             const std::vector<int32_t> read(neighbour.begin(), neighbour.begin() + std::min(a, b + 3));
             auto req = request_of(read, {doc}, tok.make(7), neighbours(1));
@@ -152,7 +152,7 @@ TEST(NeighbourConditioning, OneCopyPerDocumentReadAtAnySlotNeverMixedWithThePlai
     const auto neighbour = tok.make(30), other = tok.make(12);
     const auto doc = sharing(tok.make(25), neighbour, 4);
     auto e = make_engine(CacheMode::kLazy);
-    e->scheduler().index_documents("", {neighbour});
+    e->scheduler().index_documents("", std::vector<std::vector<int32_t>>{neighbour});
     ASSERT_TRUE(e->run(request_of(tok.make(9), {doc}, tok.make(4), neighbours(1))).ok());
     const int64_t jobs = e->scheduler().stats().segment_jobs;
     EXPECT_EQ(jobs, 3);  // the preamble, the neighbour's prefix and the conditioned document
@@ -162,7 +162,7 @@ TEST(NeighbourConditioning, OneCopyPerDocumentReadAtAnySlotNeverMixedWithThePlai
     auto cached = e->tail_logits(req);
     EXPECT_EQ(e->scheduler().stats().segment_jobs, jobs + 2);  // the new preamble and `other` only
     auto fresh_engine = make_engine(CacheMode::kLazy);
-    fresh_engine->scheduler().index_documents("", {neighbour});
+    fresh_engine->scheduler().index_documents("", std::vector<std::vector<int32_t>>{neighbour});
     auto fresh = fresh_engine->tail_logits(req);
     ASSERT_TRUE(cached.ok() && fresh.ok());
     testing::expect_close(*cached, *fresh, 1e-5, 1.0, "cached vs fresh conditioned document");
