@@ -68,6 +68,13 @@ size_t utf8_incomplete_tail(std::string_view s) {
     return 0;
 }
 
+std::string clip_for_message(std::string_view s, size_t max_bytes) {
+    if (s.size() <= max_bytes) return sanitize_utf8(s);
+    size_t end = max_bytes;
+    while (end > 0 && is_continuation(uint8_t(s[end]))) --end;
+    return sanitize_utf8(s.substr(0, end)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 std::string sanitize_utf8(std::string_view s) {
     std::string out;
     out.reserve(s.size());

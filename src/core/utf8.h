@@ -37,6 +37,11 @@ bool is_valid_utf8(std::string_view s);
 // Number of trailing bytes (0..3) of `s` that form a proper prefix of a valid sequence.
 size_t utf8_incomplete_tail(std::string_view s);
 
+// Someone else's string quoted in a message (an error, a log line): at most its first
+// `max_bytes` bytes, cut at a character boundary and made valid, then "... (N bytes)", so that a
+// megabyte of input never becomes a megabyte of error or log.
+std::string clip_for_message(std::string_view s, size_t max_bytes = 64);
+
 // Copy of `s` with every invalid or incomplete subpart replaced by one U+FFFD.
 std::string sanitize_utf8(std::string_view s);
 

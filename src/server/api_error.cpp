@@ -9,12 +9,18 @@ namespace {
 // Every error names a code (docs/api.md lists them); one made without a code gets its status's.
 const char* default_code(int status) {
     switch (status) {
-        case 400: return "invalid_value";
-        case 401: return "invalid_api_key";
-        case 404: return "not_found";
-        case 429: return "rate_limit_exceeded";
-        case 503: return "unavailable";
-        default: return status < 500 ? "invalid_request" : "internal_error";
+        case 400:
+            return "invalid_value";
+        case 401:
+            return "invalid_api_key";
+        case 404:
+            return "not_found";
+        case 429:
+            return "rate_limit_exceeded";
+        case 503:
+            return "unavailable";
+        default:
+            return status < 500 ? "invalid_request" : "internal_error";
     }
 }
 

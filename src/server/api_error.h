@@ -4,10 +4,15 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
+#include "core/utf8.h"
 
 namespace lazyattn::server {
+
+// A client's string quoted in an error: text::clip_for_message (its first 64 bytes and its length).
+using text::clip_for_message;
 
 struct ApiError {
     int http_status = 400;

@@ -37,21 +37,26 @@ std::optional<ApiError> fit_response_budget(const GenerationRequest& gen, engine
 }
 
 // Body -> checked GenerationRequest -> RagRequest (in the caller's tenant).
-std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req, bool chat, GenerationRequest& gen,
-                                engine::RagRequest& out) {
+std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req, const http::ClientLink& link,
+                                bool chat, GenerationRequest& gen, engine::RagRequest& out) {
     nlohmann::json body;
-    if (auto e = parse_json_body(req, body)) return e;
+    // A message's parts are its documents and the question: no list of them may be longer.
+    if (auto e = parse_json_body(req, body, JsonBounds{int64_t(ctx.config.max_documents) + 1})) return e;
     if (auto e = parse_generation_request(body, chat, gen)) return e;
     if (!gen.model.empty() && !ctx.is_model(gen.model)) {
-        return ApiError{404,
-                        "the model '" + gen.model + "' does not exist (this server runs '" + ctx.config.model_id + "')",
-                        "invalid_request_error", "model", "model_not_found"};
+        std::string m = "the model '";
+        m += clip_for_message(gen.model);
+        m += "' does not exist (this server runs '" + ctx.config.model_id + "')";
+        return ApiError{404, std::move(m), "invalid_request_error", "model", "model_not_found"};
     }
     if (Status st = gen.sampling.check_vocabulary(ctx.tokenizer.vocab_size()); !st.ok()) {
         return invalid_request(st.message(), "logit_bias", "invalid_value");
     }
-    auto built = ctx.builder.build(gen, ctx.tenant(req, gen.cache_salt));
-    if (!built.ok()) return generation_error(built.status(), chat);
+    auto built = ctx.builder.build(gen, ctx.tenant(req, gen.cache_salt), [&link] { return link.gone(); });
+    if (!built.ok()) {
+        if (built.status().code() == StatusCode::kCancelled) ctx.metrics.count_disconnect();  // nobody reads it
+        return generation_error(built.status(), chat);
+    }
     out = std::move(built).value();
     return fit_response_budget(gen, out);
 }
@@ -202,7 +207,7 @@ void handle_completion(ServerContext& ctx, const http::HttpRequest& req, http::H
     ActiveRequest active(ctx);
     GenerationRequest gen;
     engine::RagRequest rag;
-    if (auto e = prepare(ctx, req, chat, gen, rag)) return send_error(res, *e);
+    if (auto e = prepare(ctx, req, link, chat, gen, rag)) return send_error(res, *e);
     OutputOptions output = output_options(ctx, gen, rag);
     auto bell = std::make_shared<Doorbell>();
     auto handles = submit_choices(ctx, rag, gen.n, bell);

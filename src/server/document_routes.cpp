@@ -30,7 +30,7 @@ int64_t unix_seconds(double steady_ms) {
 std::optional<ApiError> parse_pin_body(const http::HttpRequest& req, std::vector<DocumentRef>& docs,
                                        std::string& cache_salt) {
     json body;
-    if (auto e = parse_json_body(req, body)) return e;
+    if (auto e = parse_json_body(req, body, JsonBounds{int64_t(kMaxPinBatch)})) return e;
     if (!body.is_object()) return invalid_request("the request body must be a JSON object", "", "invalid_type");
     if (!body.contains("documents")) {
         return invalid_request("'documents' is required", "documents", "missing_required_parameter");

@@ -43,7 +43,7 @@ int json_nesting_depth(std::string_view text, int limit) {
     return deepest;
 }
 
-std::optional<ApiError> parse_json_body(const http::HttpRequest& req, nlohmann::json& out) {
+std::optional<ApiError> parse_json_body(const http::HttpRequest& req, nlohmann::json& out, const JsonBounds& bounds) {
     if (!text::is_valid_utf8(req.body)) {
         return invalid_request("the request body is not valid UTF-8", "", "invalid_utf8");
     }
@@ -60,11 +60,12 @@ std::optional<ApiError> parse_json_body(const http::HttpRequest& req, nlohmann::
         return invalid_request("the JSON body is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", "",
                                "json_too_deep");
     }
-    try {
-        out = nlohmann::json::parse(req.body);
-    } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e999
-        return invalid_request(std::string("malformed JSON: ") + e.what(), "", "invalid_json");
+    auto parsed = parse_bounded_json(req.body, bounds);
+    if (!parsed.ok()) {
+        const std::string& m = parsed.status().message();
+        return invalid_request(m, "", m.rfind("malformed JSON", 0) == 0 ? "invalid_json" : "json_too_large");
     }
+    out = std::move(parsed).value();
     return std::nullopt;
 }
 

@@ -8,6 +8,7 @@
 
 #include "http/http_message.h"
 #include "server/api_error.h"
+#include "server/bounded_json.h"
 
 namespace lazyattn::server {
 
@@ -20,8 +21,11 @@ void send_error(http::HttpResponse& res, const ApiError& error);
 
 // Parses the request body as JSON: 400 invalid_utf8 when the bytes are not UTF-8, 400
 // json_too_deep past kMaxJsonDepth (checked before parsing), 400 invalid_json (with the
-// parser's reason) when they are not JSON or hold a number no double can represent.
-std::optional<ApiError> parse_json_body(const http::HttpRequest& req, nlohmann::json& out);
+// parser's reason) when they are not JSON or hold a number no double can represent, 400
+// json_too_large when the parsed value would cost too much for the body's size or a list passes
+// `bounds` (both found while parsing: bounded_json.h).
+std::optional<ApiError> parse_json_body(const http::HttpRequest& req, nlohmann::json& out,
+                                        const JsonBounds& bounds = {});
 
 // The deepest nesting of arrays and objects in JSON text (strings skipped); stops counting past
 // `limit` (returns limit + 1).

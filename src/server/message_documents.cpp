@@ -1,5 +1,7 @@
 #include "server/message_documents.h"
 
+#include "core/utf8.h"
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -14,8 +16,8 @@ const std::string kRegexPrefix = "regex:";
 bool is_pattern(const std::string& spec) { return spec.compare(0, kRegexPrefix.size(), kRegexPrefix) == 0; }
 
 // Bounds on one match attempt of a client's pattern (PCRE2's interpreter, no JIT, so that every
-// limit applies): backtracking steps, nesting depth and heap. A catastrophic pattern such as
-// (a+)+$ on a long run of a's hits the step limit within milliseconds.
+// limit and callout applies): backtracking steps, nesting depth and heap. The request's
+// MatchBudget bounds the sum over attempts (count_step below).
 constexpr uint32_t kMatchLimit = 200000;
 constexpr uint32_t kDepthLimit = 2000;
 constexpr uint32_t kHeapLimitKiB = 4096;
@@ -30,9 +32,53 @@ struct MatchResources {
     ~MatchResources() { pcre2_match_context_free(context); }
 };
 
-pcre2_match_context* match_context() {
+// What one find_all() is spending: the request's budget, and why it stopped.
+struct StepCounter {
+    MatchBudget* budget;
+    uint64_t until_poll = MatchBudget::kPollSteps;
+    bool exhausted = false;
+    bool cancelled = false;
+};
+
+// PCRE2's auto-callout, before every pattern item: one step of the budget. A non-zero negative
+// return aborts the match with that code.
+int count_step(pcre2_callout_block*, void* data) {
+    auto* c = static_cast<StepCounter*>(data);
+    if (c->budget->steps_left == 0) {
+        c->exhausted = true;
+        return PCRE2_ERROR_CALLOUT;
+    }
+    --c->budget->steps_left;
+    if (--c->until_poll == 0) {
+        c->until_poll = MatchBudget::kPollSteps;
+        if (c->budget->cancelled && c->budget->cancelled()) {
+            c->cancelled = true;
+            return PCRE2_ERROR_CALLOUT;
+        }
+    }
+    return 0;
+}
+
+// This thread's match context, counting into `counter`.
+pcre2_match_context* match_context(StepCounter* counter) {
     thread_local MatchResources r;
+    pcre2_set_callout(r.context, count_step, counter);
     return r.context;
+}
+
+// Why a match stopped with PCRE2 error `rc`.
+Status failed_match(int rc, const StepCounter& counter) {
+    if (counter.cancelled)
+        return Status(StatusCode::kCancelled, "the client disconnected while delimiters were matched");
+    if (counter.exhausted || rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+        rc == PCRE2_ERROR_HEAPLIMIT) {
+        // Appended, not a chain of operator+ (GCC 12 warns falsely on that shape).
+        std::string m = "the document delimiter pattern is too expensive on this text (over the ";
+        m += std::to_string(MatchBudget::kDefaultSteps);
+        m += " matching steps one request may spend, or PCRE2's per-attempt limits)";
+        return invalid_argument(std::move(m));
+    }
+    return invalid_argument("the document delimiter pattern failed (PCRE2 error " + std::to_string(rc) + ")");
 }
 
 bool blank(const std::string& s) {
@@ -60,8 +106,7 @@ int32_t last_role(const std::vector<std::string>& roles, const char* role) {
 
 Status too_many(int32_t message, size_t found, int32_t max_documents) {
     return invalid_argument("messages[" + std::to_string(message) + "] holds " + std::to_string(found) +
-                            " documents; at most " + std::to_string(max_documents) +
-                            " per request (--max-documents)");
+                            " documents; at most " + std::to_string(max_documents) + " per request (--max-documents)");
 }
 
 // Parts: every part but the last is a document; the last is text after them.
@@ -89,9 +134,9 @@ Expected<MessageDocuments> from_parts(int32_t m, const std::string& content, con
 
 // Delimiter: chunks c0..cn between matches; see the header for which are documents.
 Expected<MessageDocuments> from_delimiter(int32_t m, bool question_message, const std::string& text,
-                                          const Delimiter& delimiter, int32_t max_documents) {
+                                          const Delimiter& delimiter, int32_t max_documents, MatchBudget& budget) {
     MessageDocuments out;
-    LA_ASSIGN_OR_RETURN(auto matches, delimiter.find_all(text));
+    LA_ASSIGN_OR_RETURN(auto matches, delimiter.find_all(text, budget));
     if (matches.empty()) return out;
     const size_t n = matches.size();
     auto chunk = [&](size_t i) {  // c_i
@@ -128,8 +173,9 @@ Expected<std::shared_ptr<const Delimiter>> Delimiter::compile(const std::string&
     }
     int error = 0;
     PCRE2_SIZE offset = 0;
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(body.data()), body.size(),
-                                     PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C, &error, &offset, nullptr);
+    pcre2_code* code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(body.data()), body.size(),
+                      PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C | PCRE2_AUTO_CALLOUT, &error, &offset, nullptr);
     if (code == nullptr) {
         PCRE2_UCHAR message[256];
         pcre2_get_error_message(error, message, sizeof message);
@@ -139,15 +185,21 @@ Expected<std::shared_ptr<const Delimiter>> Delimiter::compile(const std::string&
     d->code_ = code;
     // A pattern that can match nothing would cut everywhere.
     pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
-    const int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(""), 0, 0, 0, md, match_context());
+    MatchBudget budget;
+    StepCounter counter{&budget};
+    const int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(""), 0, 0, 0, md, match_context(&counter));
     pcre2_match_data_free(md);
     if (rc >= 0) return invalid_argument("the document delimiter pattern matches the empty string");
+    if (rc != PCRE2_ERROR_NOMATCH) {
+        return invalid_argument("the document delimiter pattern is too expensive even on the empty string");
+    }
     return std::shared_ptr<const Delimiter>(std::move(d));
 }
 
 Delimiter::~Delimiter() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
 
-Expected<std::vector<std::pair<size_t, size_t>>> Delimiter::find_all(const std::string& text) const {
+Expected<std::vector<std::pair<size_t, size_t>>> Delimiter::find_all(const std::string& text,
+                                                                     MatchBudget& budget) const {
     std::vector<std::pair<size_t, size_t>> out;
     if (code_ == nullptr) {
         for (size_t at = text.find(literal_); at != std::string::npos; at = text.find(literal_, at + literal_.size())) {
@@ -158,17 +210,15 @@ Expected<std::vector<std::pair<size_t, size_t>>> Delimiter::find_all(const std::
     auto* code = static_cast<pcre2_code*>(code_);
     pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    StepCounter counter{&budget};
+    pcre2_match_context* context = match_context(&counter);
     Status status;
     for (size_t from = 0; from <= text.size();) {
         // The text is valid UTF-8 (checked when the request was parsed).
-        const int rc = pcre2_match(code, subject, text.size(), from, PCRE2_NO_UTF_CHECK, md, match_context());
+        const int rc = pcre2_match(code, subject, text.size(), from, PCRE2_NO_UTF_CHECK, md, context);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
-            status = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT
-                         ? invalid_argument("the document delimiter pattern is too expensive on this text "
-                                              "(PCRE2's match limits)")
-                         : invalid_argument("the document delimiter pattern failed (PCRE2 error " +
-                                            std::to_string(rc) + ")");
+            status = failed_match(rc, counter);
             break;
         }
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
@@ -193,10 +243,18 @@ Expected<std::string> unescape_delimiter(const std::string& value) {
         }
         const char c = value[++i];
         switch (c) {
-            case 'n': out += '\n'; break;
-            case 't': out += '\t'; break;
-            case 'r': out += '\r'; break;
-            case '\\': out += '\\'; break;
+            case 'n':
+                out += '\n';
+                break;
+            case 't':
+                out += '\t';
+                break;
+            case 'r':
+                out += '\r';
+                break;
+            case '\\':
+                out += '\\';
+                break;
             default:
                 return invalid_argument(std::string("unknown escape \\") + c +
                                         " in the document delimiter (\\n \\t \\r \\\\ are understood)");
@@ -215,10 +273,14 @@ std::string DocumentsFrom::describe() const {
     if (source == DocumentsSource::kNone) return "none";
     std::string s = source == DocumentsSource::kParts ? "parts" : "delimiter " + delimiter->spec();
     switch (message) {
-        case Message::kAuto: return s + " (message auto)";
-        case Message::kLastUser: return s + " (message last_user)";
-        case Message::kSystem: return s + " (message system)";
-        case Message::kIndex: return s + " (message " + std::to_string(index) + ")";
+        case Message::kAuto:
+            return s + " (message auto)";
+        case Message::kLastUser:
+            return s + " (message last_user)";
+        case Message::kSystem:
+            return s + " (message system)";
+        case Message::kIndex:
+            return s + " (message " + std::to_string(index) + ")";
     }
     return s;
 }
@@ -227,7 +289,7 @@ Expected<DocumentsSource> parse_documents_source(const std::string& name) {
     if (name == "none") return DocumentsSource::kNone;
     if (name == "parts") return DocumentsSource::kParts;
     if (name == "delimiter") return DocumentsSource::kDelimiter;
-    return invalid_argument("unknown documents source '" + name + "' (none, parts, delimiter)");
+    return invalid_argument("unknown documents source '" + text::clip_for_message(name) + "' (none, parts, delimiter)");
 }
 
 Expected<std::pair<DocumentsFrom::Message, int32_t>> parse_documents_message(const std::string& name) {
@@ -239,13 +301,14 @@ Expected<std::pair<DocumentsFrom::Message, int32_t>> parse_documents_message(con
     if (!name.empty() && name.size() <= 6 && std::all_of(name.begin(), name.end(), digit)) {
         return std::make_pair(M::kIndex, int32_t(std::stoi(name)));
     }
-    return invalid_argument("unknown documents message '" + name + "' (auto, last_user, system, or an index)");
+    return invalid_argument("unknown documents message '" + text::clip_for_message(name) +
+                            "' (auto, last_user, system, or an index)");
 }
 
 Expected<MessageDocuments> find_message_documents(const DocumentsFrom& from, const std::vector<std::string>& roles,
                                                   const std::vector<std::string>& content,
                                                   const std::vector<std::vector<ContentPart>>& parts,
-                                                  int32_t max_documents) {
+                                                  int32_t max_documents, MatchBudget& budget) {
     using M = DocumentsFrom::Message;
     if (!from.enabled() || roles.empty()) return MessageDocuments{};
     const int32_t last_user = last_role(roles, "user");
@@ -254,11 +317,13 @@ Expected<MessageDocuments> find_message_documents(const DocumentsFrom& from, con
         // Only the last message's tail is the question; documents elsewhere end where the message does.
         const bool question = m == int32_t(roles.size()) - 1;
         if (from.source == DocumentsSource::kParts) return from_parts(m, content[m], parts[m], max_documents);
-        return from_delimiter(m, question, content[m], *from.delimiter, max_documents);
+        return from_delimiter(m, question, content[m], *from.delimiter, max_documents, budget);
     };
     switch (from.message) {
-        case M::kLastUser: return at(last_user);
-        case M::kSystem: return at(first_role(roles, "system"));
+        case M::kLastUser:
+            return at(last_user);
+        case M::kSystem:
+            return at(first_role(roles, "system"));
         case M::kIndex:
             if (from.index >= int32_t(roles.size())) {
                 return invalid_argument("the documents message index " + std::to_string(from.index) +

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,8 +27,24 @@
 
 namespace lazyattn::server {
 
-// A literal string or a PCRE2 pattern ("regex:..."), compiled once. Matching is bounded: a
-// pattern that backtracks catastrophically fails (kInvalidArgument) instead of spinning.
+// What matching delimiters may spend on one request. PCRE2's own match limit bounds one attempt
+// and restarts at every start position, so a catastrophic pattern over a long message costs
+// limit x positions (minutes); this is one count of PCRE2 steps (auto-callouts: one per pattern
+// item visited) shared by every attempt, position and message of the request, plus a check that
+// the client is still there.
+struct MatchBudget {
+    // ~30-60 ms of matching on one core: a legitimate pattern over the largest accepted message
+    // needs a few steps per candidate position, far less.
+    static constexpr uint64_t kDefaultSteps = 8'000'000;
+    // How often (in steps) `cancelled` is polled.
+    static constexpr uint64_t kPollSteps = 1 << 16;
+    uint64_t steps_left = kDefaultSteps;
+    std::function<bool()> cancelled;  // true once the client left (may be empty)
+};
+
+// A literal string or a PCRE2 pattern ("regex:..."), compiled once. Matching is bounded by the
+// request's MatchBudget: a pattern that backtracks catastrophically fails (kInvalidArgument)
+// within the budget instead of spinning, and a departed client stops it (kCancelled).
 class Delimiter {
 public:
     // Longest pattern or literal accepted.
@@ -38,14 +55,15 @@ public:
     Delimiter(const Delimiter&) = delete;
     Delimiter& operator=(const Delimiter&) = delete;
 
-    // [begin, end) of every non-overlapping match in text, left to right.
-    Expected<std::vector<std::pair<size_t, size_t>>> find_all(const std::string& text) const;
+    // [begin, end) of every non-overlapping match in text, left to right; the steps spent are
+    // taken from `budget`.
+    Expected<std::vector<std::pair<size_t, size_t>>> find_all(const std::string& text, MatchBudget& budget) const;
     const std::string& spec() const { return spec_; }
 
 private:
     Delimiter() = default;
     std::string spec_;
-    std::string literal_;  // when not a pattern
+    std::string literal_;   // when not a pattern
     void* code_ = nullptr;  // pcre2_code_8*
 };
 
@@ -101,10 +119,10 @@ struct MessageDocuments {
 // read), `parts` each message's text parts (empty for a string content), `roles` the roles. The
 // result has no documents when the source finds none (the prompt is then laid out as usual).
 // kInvalidArgument: more than max_documents documents (naming the limit), or a chosen index out
-// of range, or a pattern too expensive on the text.
+// of range, or a pattern too expensive on the text (past `budget`); kCancelled: the client left.
 Expected<MessageDocuments> find_message_documents(const DocumentsFrom& from, const std::vector<std::string>& roles,
                                                   const std::vector<std::string>& content,
                                                   const std::vector<std::vector<ContentPart>>& parts,
-                                                  int32_t max_documents);
+                                                  int32_t max_documents, MatchBudget& budget);
 
 }  // namespace lazyattn::server

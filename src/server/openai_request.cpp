@@ -82,7 +82,9 @@ Err read_content(const json& v, const std::string& param, std::string& out, std:
         if (part.contains("text")) {
             if (auto e = read_string(part["text"], p + ".text", cp.text)) return e;
         }
-        if (part.contains("id") && !part["id"].is_null()) {
+        if (part.contains("id")) {
+            // A null id is not "no id": a part by id that names nothing is refused, not read as "".
+            if (!part["id"].is_string()) return type_error(p + ".id", "a string (a registered document's id)");
             if (auto e = read_string(part["id"], p + ".id", cp.id)) return e;
             if (by_id && cp.id.empty()) return value_error(p + ".id", "must not be empty");
         }
@@ -108,7 +110,8 @@ Err parse_messages(const json& body, GenerationRequest& out) {
         if (auto e = read_string(m.at("role"), p + ".role", msg.role)) return e;
         if (msg.role == "developer") msg.role = "system";
         if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
-            return value_error(p + ".role", "must be system, developer, user or assistant (got '" + msg.role + "')");
+            return value_error(
+                p + ".role", "must be system, developer, user or assistant (got '" + clip_for_message(msg.role) + "')");
         }
         std::vector<ContentPart> parts;
         if (m.contains("content")) {
@@ -404,7 +407,7 @@ Err parse_recompute_field(const json& v, engine::DocumentReuse& reuse) {
     if (!v.is_object()) return type_error(kKey, "a token count or an object {tokens|share, select}");
     for (const auto& [key, value] : v.items()) {
         if (key != "tokens" && key != "share" && key != "select") {
-            return value_error(kKey, "has an unknown field '" + key + "' (tokens, share, select)");
+            return value_error(kKey, "has an unknown field '" + clip_for_message(key) + "' (tokens, share, select)");
         }
     }
     if (v.contains("tokens") == v.contains("share")) return value_error(kKey, "takes one of 'tokens' or 'share'");
@@ -418,8 +421,9 @@ Err parse_recompute_field(const json& v, engine::DocumentReuse& reuse) {
         reuse.recompute_tokens = int32_t(t.get<int64_t>());
     } else {
         const json& s = v.at("share");
-        if (!s.is_number() || !(s.get<double>() > 0.0 && s.get<double>() <= 1.0)) {
-            return value_error(kKey + ".share", "must be a number in (0, 1]");
+        if (!s.is_number() ||
+            !(s.get<double>() >= engine::DocumentReuse::kMinRecomputeShare && s.get<double>() <= 1.0)) {
+            return value_error(kKey + ".share", "must be a number in [0.0001, 1] (at least 0.01% of each document)");
         }
         reuse.recompute_share = float(s.get<double>());
     }
@@ -454,7 +458,7 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
     for (const auto& [key, value] : v.items()) {
         if (key != "anchored" && key != "neighbours" && key != "logit_scale" && key != "logit_bias" &&
             key != "recompute_tokens" && key != "recompute") {
-            return value_error(kKey, "has an unknown field '" + key +
+            return value_error(kKey, "has an unknown field '" + clip_for_message(key) +
                                          "' (anchored, neighbours, logit_scale, logit_bias, recompute_tokens, "
                                          "recompute)");
         }
@@ -519,7 +523,8 @@ Err parse_documents_from(const json& body, GenerationRequest& out) {
     if (!v.is_object()) return type_error("documents_from", "a string or an object");
     for (const auto& [key, value] : v.items()) {
         if (key != "source" && key != "message" && key != "delimiter") {
-            return value_error("documents_from", "has an unknown field '" + key + "' (source, message, delimiter)");
+            return value_error("documents_from",
+                               "has an unknown field '" + clip_for_message(key) + "' (source, message, delimiter)");
         }
     }
     if (!absent(v, "delimiter")) {

@@ -16,9 +16,15 @@ json usage_json(const engine::RequestStats& s) {
     return {{"prompt_tokens", s.num_prompt_tokens},
             {"completion_tokens", s.num_generated},
             {"total_tokens", s.num_prompt_tokens + s.num_generated},
-            // document_tokens: an extension (prompt tokens in document segments), so that a client can
-            // tell how much of its documents the cache served.
-            {"prompt_tokens_details", {{"cached_tokens", s.reused_tokens}, {"document_tokens", s.document_tokens}}}};
+            // Extensions: document_tokens (prompt tokens in document segments), so that a client can
+            // tell how much of its documents the cache served; computed_tokens (prompt tokens that
+            // ran, every choice's, recomputed document rows included: what the request cost) and of
+            // those recomputed_tokens (document_reuse.recompute rows, once per choice).
+            {"prompt_tokens_details",
+             {{"cached_tokens", s.reused_tokens},
+              {"document_tokens", s.document_tokens},
+              {"computed_tokens", s.prefill_tokens},
+              {"recomputed_tokens", s.recomputed_tokens}}}};
 }
 
 json envelope(const ResponseMeta& meta, const char* object) {
@@ -49,7 +55,13 @@ ResponseMeta make_response_meta(bool chat, const std::string& model) {
 
 engine::RequestStats combined_usage(const std::vector<engine::RequestStats>& per_choice) {
     engine::RequestStats u = per_choice.empty() ? engine::RequestStats{} : per_choice.front();
-    for (size_t i = 1; i < per_choice.size(); ++i) u.num_generated += per_choice[i].num_generated;
+    for (size_t i = 1; i < per_choice.size(); ++i) {
+        // The prompt is counted once; what ran for it is every choice's (each prefills its own
+        // tail and recomputed rows; a document computed by a job they share counts once).
+        u.num_generated += per_choice[i].num_generated;
+        u.prefill_tokens += per_choice[i].prefill_tokens;
+        u.recomputed_tokens += per_choice[i].recomputed_tokens;
+    }
     return u;
 }
 

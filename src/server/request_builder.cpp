@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "engine/request/rag_prompt.h"
+#include "server/api_error.h"
 
 namespace lazyattn::server {
 namespace {
@@ -36,8 +37,7 @@ size_t text_bytes(const GenerationRequest& r) {
 
 RequestBuilder::RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
                                int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup,
-                               engine::DocumentReuse default_reuse, DocumentsFrom documents_from,
-                               int32_t max_documents)
+                               engine::DocumentReuse default_reuse, DocumentsFrom documents_from, int32_t max_documents)
     : tokenizer_(tokenizer),
       chat_(std::move(chat)),
       default_reuse_(default_reuse),
@@ -68,7 +68,7 @@ Expected<std::vector<std::vector<int32_t>>> RequestBuilder::document_segments(co
         }
         auto cached = lookup_ ? lookup_(tenant, d.id) : std::nullopt;
         if (!cached) {
-            return not_found("documents[" + std::to_string(i) + "]: unknown document id '" + d.id +
+            return not_found("documents[" + std::to_string(i) + "]: unknown document id '" + clip_for_message(d.id) +
                              "' (not cached, or evicted since; POST /v1/documents pins a document)");
         }
         segments.push_back(std::move(*cached));
@@ -82,8 +82,9 @@ Expected<DocumentsFrom> RequestBuilder::documents_from(const GenerationRequest& 
     if (r.documents_message) std::tie(from.message, from.index) = *r.documents_message;
     if (r.document_delimiter) from.delimiter = r.document_delimiter;
     if (from.source == DocumentsSource::kDelimiter && !from.delimiter) {
-        return invalid_argument("documents_from 'delimiter' needs a delimiter (documents_from.delimiter, "
-                                "document_delimiter, or the server's --document-delimiter)");
+        return invalid_argument(
+            "documents_from 'delimiter' needs a delimiter (documents_from.delimiter, "
+            "document_delimiter, or the server's --document-delimiter)");
     }
     if (!r.chat && (r.documents_source || r.documents_message) && from.enabled()) {
         return invalid_argument("documents_from reads chat messages; /v1/completions takes `documents`");
@@ -91,7 +92,8 @@ Expected<DocumentsFrom> RequestBuilder::documents_from(const GenerationRequest& 
     return from;
 }
 
-Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, const std::string& tenant) const {
+Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, const std::string& tenant,
+                                                   std::function<bool()> client_gone) const {
     if (!may_fit_context(text_bytes(r))) {
         return out_of_range("the prompt's text (" + std::to_string(text_bytes(r)) +
                             " bytes) cannot fit the context length of " + std::to_string(context_length_) + " tokens");
@@ -103,7 +105,7 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     LA_ASSIGN_OR_RETURN(const DocumentsFrom from, documents_from(r));
     engine::ChatSplit split;  // a completion: no preamble or suffix
     split.question = r.prompt;
-    std::vector<DocumentRef> in_messages;                   // documents found inside a message
+    std::vector<DocumentRef> in_messages;                      // documents found inside a message
     const std::vector<DocumentRef>* documents = &r.documents;  // the request's, unless found
     if (r.chat) {
         if (!chat_) return unsupported("the model has no chat template; use /v1/completions");
@@ -116,19 +118,24 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
             for (const auto& p : pieces) {
                 if (p.message >= 0 && p.message < int32_t(content.size())) content[p.message] = p.text;
             }
-            LA_ASSIGN_OR_RETURN(found, find_message_documents(from, roles, content, r.message_parts, max_documents_));
+            MatchBudget budget;  // one for the whole request, whichever messages are searched
+            budget.cancelled = std::move(client_gone);
+            LA_ASSIGN_OR_RETURN(found,
+                                find_message_documents(from, roles, content, r.message_parts, max_documents_, budget));
         }
         for (size_t m = 0; m < r.message_parts.size(); ++m) {
             for (const ContentPart& part : r.message_parts[m]) {
                 if (part.text.empty() && !part.id.empty() && int32_t(m) != found.message) {
-                    return invalid_argument("messages[" + std::to_string(m) + "] has a part by id ('" + part.id +
+                    return invalid_argument("messages[" + std::to_string(m) + "] has a part by id ('" +
+                                            clip_for_message(part.id) +
                                             "') outside the documents documents_from parts reads");
                 }
             }
         }
         if (found.documents.empty()) {
-            if (from.enabled()) log::debug("documents_from found no documents; the prompt is laid out as sent",
-                                           {{"documents_from", from.describe()}});
+            if (from.enabled())
+                log::debug("documents_from found no documents; the prompt is laid out as sent",
+                           {{"documents_from", from.describe()}});
             LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), int32_t(r.messages.size()) - 1));
         } else {
             if (!r.documents.empty()) {

@@ -47,8 +47,10 @@ public:
     // them when their bytes alone prove it; kUnsupported for a chat request when the model has
     // no chat template; kInvalidArgument for documents both in `documents` and inside the
     // messages, or more than max_documents. max_tokens not given: 16 for completions (as OpenAI), the rest of the
-    // context for chat; never above the cap. No seed given: a random one.
-    Expected<engine::RagRequest> build(const GenerationRequest& request, const std::string& tenant) const;
+    // context for chat; never above the cap. No seed given: a random one. `client_gone` is
+    // polled while delimiters are matched (kCancelled once it says so).
+    Expected<engine::RagRequest> build(const GenerationRequest& request, const std::string& tenant,
+                                       std::function<bool()> client_gone = {}) const;
 
     // False when `text_bytes` of text cannot tokenize to fewer tokens than the context holds:
     // every token covers at most max_token_bytes() bytes, so such text is refused without

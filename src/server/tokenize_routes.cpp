@@ -72,7 +72,9 @@ std::optional<ApiError> tokens_of(ServerContext& ctx, json& body, bool add_speci
 void handle_tokenize(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
     ActiveRequest active(ctx);  // graceful shutdown waits for it
     json body;
-    if (auto e = parse_json_body(req, body)) return send_error(res, *e);
+    if (auto e = parse_json_body(req, body, JsonBounds{int64_t(ctx.config.max_documents) + 1})) {
+        return send_error(res, *e);
+    }
     if (!body.is_object())
         return send_error(res, invalid_request("the request body must be a JSON object", "", "invalid_type"));
     bool add_special = false, with_pieces = false;

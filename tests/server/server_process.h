@@ -20,6 +20,7 @@ public:
     ServerProcess& operator=(const ServerProcess&) = delete;
 
     bool started() const { return port_ > 0; }
+    pid_t pid() const { return pid_; }
     int port() const { return port_; }
     std::string url(const std::string& path) const;
     void send_signal(int sig) const;

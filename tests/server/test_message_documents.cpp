@@ -25,12 +25,18 @@ std::shared_ptr<const Delimiter> delimiter(const std::string& spec) {
     return d.ok() ? *d : nullptr;
 }
 
+// Every match with a fresh budget of the default size.
+Expected<Ranges> find_all(const std::shared_ptr<const Delimiter>& d, const std::string& text) {
+    MatchBudget budget;
+    return d->find_all(text, budget);
+}
+
 TEST(Delimiter, LiteralAndPatternFindEveryMatchLeftToRight) {
-    EXPECT_EQ(*delimiter("\n\n")->find_all("a\n\nb\n\n\nc"), (Ranges{{1, 3}, {4, 6}}));
-    EXPECT_EQ(*delimiter("regex:\\n\\n *")->find_all("x\n\n    y\n\nz"), (Ranges{{1, 7}, {8, 10}}));
-    EXPECT_TRUE(delimiter("@@")->find_all("no match here")->empty());
+    EXPECT_EQ(*find_all(delimiter("\n\n"), "a\n\nb\n\n\nc"), (Ranges{{1, 3}, {4, 6}}));
+    EXPECT_EQ(*find_all(delimiter("regex:\\n\\n *"), "x\n\n    y\n\nz"), (Ranges{{1, 7}, {8, 10}}));
+    EXPECT_TRUE(find_all(delimiter("@@"), "no match here")->empty());
     // UTF-8 around the match: offsets are bytes.
-    EXPECT_EQ(*delimiter("regex:—")->find_all("é—ü"), (Ranges{{2, 5}}));
+    EXPECT_EQ(*find_all(delimiter("regex:—"), "é—ü"), (Ranges{{2, 5}}));
 }
 
 TEST(Delimiter, BadSpecsAreRefusedWhenCompiled) {
@@ -46,20 +52,84 @@ TEST(Delimiter, ACatastrophicPatternFailsFastInsteadOfSpinning) {
     // Unbounded, this is exponential in the run of a's; the step limit refuses it instead (no
     // timing is asserted: the error can only come from PCRE2's limits).
     auto d = delimiter("regex:(a+)+$");
-    auto found = d->find_all(std::string(20000, 'a') + "b");
+    auto found = find_all(d, std::string(20000, 'a') + "b");
     ASSERT_FALSE(found.ok());
     EXPECT_NE(found.status().message().find("too expensive"), std::string::npos);
 }
 
+// PCRE2's match limit restarts at every start position: runs of 16 a's stay under it at each one,
+// so this 544 KB message cost ~100 s of CPU. One budget for every attempt stops it within the
+// budget's steps (counted, not timed).
+TEST(Delimiter, OneBudgetCoversEveryStartPositionOfACatastrophicPattern) {
+    std::string text;
+    for (int i = 0; i < 32000; ++i) text += std::string(16, 'a') + "!";
+    MatchBudget budget;
+    auto found = delimiter("regex:(a+)+$")->find_all(text, budget);
+    ASSERT_FALSE(found.ok());
+    EXPECT_EQ(found.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(found.status().message().find("too expensive"), std::string::npos);
+    EXPECT_EQ(budget.steps_left, 0u);
+}
+
+TEST(Delimiter, TheBudgetIsSharedByEveryCallOfARequest) {
+    auto d = delimiter("regex:(a+)+$");
+    const std::string run = std::string(12, 'a') + "!";  // ~10^4 steps an attempt
+    MatchBudget budget;
+    budget.steps_left = 200000;
+    ASSERT_TRUE(d->find_all(run, budget).ok());
+    const uint64_t one_call = 200000 - budget.steps_left;
+    EXPECT_GT(one_call, 1000u);
+    while (budget.steps_left >= one_call) ASSERT_TRUE(d->find_all(run, budget).ok());
+    EXPECT_FALSE(d->find_all(run, budget).ok());  // what is left does not cover another
+}
+
+TEST(Delimiter, ADepartedClientStopsTheMatch) {
+    std::string text;
+    for (int i = 0; i < 32000; ++i) text += std::string(16, 'a') + "!";
+    MatchBudget budget;
+    int polls = 0;
+    budget.cancelled = [&polls] { return ++polls == 3; };
+    auto found = delimiter("regex:(a+)+$")->find_all(text, budget);
+    EXPECT_EQ(found.status().code(), StatusCode::kCancelled);
+    EXPECT_EQ(polls, 3);
+    EXPECT_EQ(MatchBudget::kDefaultSteps - budget.steps_left, 3 * MatchBudget::kPollSteps);
+}
+
+// The budget must not refuse real delimiters over the largest message a server accepts: a
+// pattern with a leading literal, one starting with a class, and a line-anchored one, over
+// ~660 KB of prose with a passage every ~1 KB.
+TEST(Delimiter, RealPatternsOverTheLargestMessageStayWellWithinTheBudget) {
+    std::string text;
+    for (int i = 0; text.size() < 660000; ++i) {
+        text += "Document " + std::to_string(i) + ": ";
+        for (int w = 0; w < 150; ++w) text += "word" + std::to_string(w % 7) + " ";
+        text += "\n\n  ";
+    }
+    for (const std::string spec : {"regex:\\n\\n *", "regex:\\s*\\n\\n\\s*", "regex:(?m)^ *Document \\d+:"}) {
+        MatchBudget budget;
+        auto found = delimiter(spec)->find_all(text, budget);
+        ASSERT_TRUE(found.ok()) << spec << ": " << found.status().to_string();
+        EXPECT_GT(found->size(), 500u) << spec;
+        EXPECT_GT(budget.steps_left, MatchBudget::kDefaultSteps / 2) << spec;
+    }
+}
+
 TEST(Delimiter, AZeroLengthMatchInContextIsRefused) {
     auto d = delimiter("regex:(?<=a)(?=b)|zz");  // cannot match "" alone, but does between a and b
-    EXPECT_FALSE(d->find_all("ab").ok());
+    EXPECT_FALSE(find_all(d, "ab").ok());
 }
 
 TEST(Delimiter, CommandLineEscapes) {
     EXPECT_EQ(*unescape_delimiter("\\n\\n"), "\n\n");
     EXPECT_EQ(*unescape_delimiter("a\\tb\\\\c\\r"), "a\tb\\c\r");
     EXPECT_FALSE(unescape_delimiter("\\q").ok());
+}
+
+Expected<MessageDocuments> find_documents(const DocumentsFrom& from, const std::vector<std::string>& roles,
+                                          const std::vector<std::string>& content,
+                                          const std::vector<std::vector<ContentPart>>& parts, int32_t max_documents) {
+    MatchBudget budget;
+    return find_message_documents(from, roles, content, parts, max_documents, budget);
 }
 
 DocumentsFrom from_delimiter(const std::string& spec, DocumentsFrom::Message m = DocumentsFrom::Message::kAuto) {
@@ -79,7 +149,7 @@ std::vector<std::string> texts(const MessageDocuments& found) {
 TEST(FindMessageDocuments, TheLastUserMessageKeepsItsLastChunkAsTheQuestion) {
     const std::vector<std::string> roles = {"system", "user"};
     const std::vector<std::string> content = {"Be brief.", "Context:\n\n    P1\n\n    P2\n\nQuestion: Q?"};
-    auto found = find_message_documents(from_delimiter("regex:\\n\\n *"), roles, content, {{}, {}}, 8);
+    auto found = find_documents(from_delimiter("regex:\\n\\n *"), roles, content, {{}, {}}, 8);
     ASSERT_TRUE(found.ok()) << found.status().to_string();
     EXPECT_EQ(found->message, 1);
     EXPECT_EQ(found->before, "Context:\n\n    ");
@@ -90,31 +160,30 @@ TEST(FindMessageDocuments, TheLastUserMessageKeepsItsLastChunkAsTheQuestion) {
 TEST(FindMessageDocuments, AutoFallsBackToTheSystemMessageWhereEveryChunkAfterTheFirstIsADocument) {
     const std::vector<std::string> roles = {"system", "user"};
     const std::vector<std::string> content = {"Use the context:\n\nP1\n\n\n\nP2", "Who?"};
-    auto found = find_message_documents(from_delimiter("\n\n"), roles, content, {{}, {}}, 8);
+    auto found = find_documents(from_delimiter("\n\n"), roles, content, {{}, {}}, 8);
     ASSERT_TRUE(found.ok());
     EXPECT_EQ(found->message, 0);
     EXPECT_EQ(found->before, "Use the context:\n\n");
     EXPECT_EQ(texts(*found), (std::vector<std::string>{"P1", "P2"}));  // the empty chunk is skipped
     EXPECT_EQ(found->after, "");
     // Asked for the last user message only: none there.
-    auto none = find_message_documents(from_delimiter("\n\n", DocumentsFrom::Message::kLastUser), roles, content,
-                                       {{}, {}}, 8);
+    auto none = find_documents(from_delimiter("\n\n", DocumentsFrom::Message::kLastUser), roles, content, {{}, {}}, 8);
     ASSERT_TRUE(none.ok());
     EXPECT_TRUE(none->documents.empty());
 }
 
 TEST(FindMessageDocuments, MoreDocumentsThanTheLimitIsRefusedNamingIt) {
-    auto found = find_message_documents(from_delimiter("|"), {"user"}, {"x|a|b|c|q"}, {{}}, 2);
+    auto found = find_documents(from_delimiter("|"), {"user"}, {"x|a|b|c|q"}, {{}}, 2);
     ASSERT_FALSE(found.ok());
     EXPECT_NE(found.status().message().find("at most 2"), std::string::npos) << found.status().message();
-    EXPECT_TRUE(find_message_documents(from_delimiter("|"), {"user"}, {"x|a|b|q"}, {{}}, 2).ok());
+    EXPECT_TRUE(find_documents(from_delimiter("|"), {"user"}, {"x|a|b|q"}, {{}}, 2).ok());
 }
 
 TEST(FindMessageDocuments, PartsButTheLastAreDocumentsAndIdsPassThrough) {
     DocumentsFrom f;
     f.source = DocumentsSource::kParts;
     const std::vector<std::vector<ContentPart>> parts = {{{"P1", ""}, {"", "doc-7"}, {"  ", ""}, {"Q? ", ""}}};
-    auto found = find_message_documents(f, {"user"}, {"P1  Q? "}, parts, 8);
+    auto found = find_documents(f, {"user"}, {"P1  Q? "}, parts, 8);
     ASSERT_TRUE(found.ok());
     ASSERT_EQ(found->documents.size(), 2u);  // the blank part is skipped
     EXPECT_EQ(found->documents[0].text, "P1");
@@ -122,14 +191,14 @@ TEST(FindMessageDocuments, PartsButTheLastAreDocumentsAndIdsPassThrough) {
     EXPECT_EQ(found->before, "");
     EXPECT_EQ(found->after, "Q? ");
     // A template that trims the content trims the question's end too.
-    EXPECT_EQ(find_message_documents(f, {"user"}, {"P1  Q?"}, parts, 8)->after, "Q?");
+    EXPECT_EQ(find_documents(f, {"user"}, {"P1  Q?"}, parts, 8)->after, "Q?");
     // The last part cannot be a document by id (it is the text after them).
-    EXPECT_FALSE(find_message_documents(f, {"user"}, {"P1"}, {{{"P1", ""}, {"", "doc-7"}}}, 8).ok());
+    EXPECT_FALSE(find_documents(f, {"user"}, {"P1"}, {{{"P1", ""}, {"", "doc-7"}}}, 8).ok());
     // One part is no documents; an index past the end is refused.
-    EXPECT_TRUE(find_message_documents(f, {"user"}, {"Q?"}, {{{"Q?", ""}}}, 8)->documents.empty());
+    EXPECT_TRUE(find_documents(f, {"user"}, {"Q?"}, {{{"Q?", ""}}}, 8)->documents.empty());
     f.message = DocumentsFrom::Message::kIndex;
     f.index = 3;
-    EXPECT_FALSE(find_message_documents(f, {"user"}, {"Q?"}, {{}}, 8).ok());
+    EXPECT_FALSE(find_documents(f, {"user"}, {"Q?"}, {{}}, 8).ok());
 }
 
 class MessageDocumentsLayout : public ServerUnitsModel {
@@ -149,9 +218,9 @@ protected:
 json text_part(const std::string& t) { return {{"type", "text"}, {"text", t}}; }
 
 TEST_F(MessageDocumentsLayout, PartsGiveExactlyTheDocumentsFieldsLayout) {
-    auto parts = parse({{"messages", {{{"role", "user"}, {"content", {text_part("P one"), text_part("P two"),
-                                                                       text_part("Who?")}}}}},
-                        {"documents_from", "parts"}});
+    auto parts = parse(
+        {{"messages", {{{"role", "user"}, {"content", {text_part("P one"), text_part("P two"), text_part("Who?")}}}}},
+         {"documents_from", "parts"}});
     auto fields = parse({{"messages", {{{"role", "user"}, {"content", "Who?"}}}}, {"documents", {"P one", "P two"}}});
     auto a = builder().build(parts, ""), b = builder().build(fields, "");
     ASSERT_TRUE(a.ok()) << a.status().to_string();
@@ -206,8 +275,8 @@ TEST_F(MessageDocumentsLayout, PartsByIdResolveInTheTenantAndBadCombinationsAreR
         return std::nullopt;
     };
     json by_id = {{"type", "text"}, {"id", "doc-7"}};
-    auto g = parse({{"messages", {{{"role", "user"}, {"content", {by_id, text_part("Who?")}}}}},
-                    {"documents_from", "parts"}});
+    auto g = parse(
+        {{"messages", {{{"role", "user"}, {"content", {by_id, text_part("Who?")}}}}}, {"documents_from", "parts"}});
     auto got = builder({}, lookup).build(g, "t");
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     EXPECT_EQ(got->segments.back(), cached);
@@ -223,7 +292,8 @@ TEST_F(MessageDocumentsLayout, PartsByIdResolveInTheTenantAndBadCombinationsAreR
     // The delimiter source with no delimiter anywhere; the documents limit on `documents` too.
     auto no_delim = parse({{"messages", {{{"role", "user"}, {"content", "Q"}}}}, {"documents_from", "delimiter"}});
     EXPECT_EQ(builder().build(no_delim, "").status().code(), StatusCode::kInvalidArgument);
-    auto many = parse({{"messages", {{{"role", "user"}, {"content", "Q"}}}}, {"documents", json(std::vector<std::string>(17, "d"))}});
+    auto many = parse(
+        {{"messages", {{{"role", "user"}, {"content", "Q"}}}}, {"documents", json(std::vector<std::string>(17, "d"))}});
     auto refused = builder().build(many, "");
     ASSERT_FALSE(refused.ok());
     EXPECT_NE(refused.status().message().find("at most 16"), std::string::npos);

@@ -1,5 +1,7 @@
 #include "engine/loading/block_finetune.h"
 
+#include "core/utf8.h"
+
 namespace lazyattn::engine {
 
 Expected<std::optional<std::string>> block_finetuned_layout(const loader::GgufFile& file) {
@@ -7,7 +9,10 @@ Expected<std::optional<std::string>> block_finetuned_layout(const loader::GgufFi
     auto v = file.get_string(kBlockFinetunedKey);
     if (!v.ok()) return invalid_argument(std::string(kBlockFinetunedKey) + " must be a string (plain or anchored)");
     if (*v != "plain" && *v != "anchored") {
-        return invalid_argument(std::string(kBlockFinetunedKey) + " is '" + *v + "'; it must be plain or anchored");
+        std::string m(kBlockFinetunedKey);
+        m += " is '" + text::clip_for_message(*v);
+        m += "'; it must be plain or anchored";
+        return invalid_argument(std::move(m));
     }
     return std::optional<std::string>(*v);
 }
@@ -15,7 +20,7 @@ Expected<std::optional<std::string>> block_finetuned_layout(const loader::GgufFi
 Expected<DocumentReuse> model_default_document_reuse(const loader::GgufFile& file) {
     LA_ASSIGN_OR_RETURN(auto layout, block_finetuned_layout(file));
     DocumentReuse reuse;
-    reuse.anchored = layout && *layout == "anchored";
+    reuse.anchored = layout.value_or(std::string()) == "anchored";
     return reuse;
 }
 

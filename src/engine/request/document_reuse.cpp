@@ -38,9 +38,10 @@ Status DocumentReuse::validate() const {
         return invalid_argument("document recompute tokens must be in [0, " + std::to_string(kMaxRecomputeTokens) +
                                 "], got " + std::to_string(recompute_tokens));
     }
-    if (!(recompute_share >= 0.0f && recompute_share <= 1.0f)) {
-        return invalid_argument("document recompute share must be in [0, 1] (0% to 100%), got " +
-                                number(recompute_share));
+    const bool share_ok = recompute_share >= kMinRecomputeShare * (1 - 1e-6) && recompute_share <= 1.0f;
+    if (recompute_share != 0.0f && !share_ok) {
+        return invalid_argument("document recompute share must be in [" + number(float(kMinRecomputeShare)) +
+                                ", 1] (0.01% to 100%), got " + number(recompute_share));
     }
     if (recompute_tokens > 0 && recompute_share > 0.0f) {
         return invalid_argument("document recompute takes a token count or a share, not both");
@@ -218,8 +219,9 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
             }
             if (n.ends_with('%')) {
                 LA_ASSIGN_OR_RETURN(const float percent, parse_float(part, n.substr(0, n.size() - 1)));
-                if (!(percent > 0.0f && percent <= 100.0f)) {
-                    return invalid_argument("'" + std::string(part) + "': the share must be in (0%, 100%]");
+                // (forgiving the float's rounding of the smallest share, 0.01%)
+                if (!(percent >= 100.0 * DocumentReuse::kMinRecomputeShare * (1 - 1e-6) && percent <= 100.0f)) {
+                    return invalid_argument("'" + std::string(part) + "': the share must be in [0.01%, 100%]");
                 }
                 r.recompute_share = percent / 100.0f;
             } else {

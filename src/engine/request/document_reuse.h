@@ -84,6 +84,9 @@ struct DocumentReuse {
     int32_t neighbours = 0;  // K: documents read their copy conditioned on K neighbours; 0: off
 
     static constexpr int32_t kMaxRecomputeTokens = 4096;
+    // The smallest share asked for (0.01%): a smaller one is refused rather than rounded to no
+    // recompute at all (a float holds nothing below ~1e-38, and such a share is surely a mistake).
+    static constexpr double kMinRecomputeShare = 1e-4;
     static constexpr int32_t kMaxNeighbours = 8;
     static constexpr int32_t kMaxNeighbourTokens = 1024;
 
@@ -91,7 +94,8 @@ struct DocumentReuse {
     bool recomputes() const { return recompute_tokens > 0 || recompute_share > 0.0f; }
     bool is_plain() const { return !anchored && !rescaled() && !recomputes() && neighbours == 0; }
     // kInvalidArgument unless logit_scale is in [0.25, 4], logit_bias in [-8, 8] (finite),
-    // recompute_tokens in [0, kMaxRecomputeTokens], recompute_share in [0, 1] and not both set,
+    // recompute_tokens in [0, kMaxRecomputeTokens], recompute_share 0 or in [kMinRecomputeShare,
+    // 1] and not both set,
     // a selection other than the first tokens has a budget, and neighbours is in [0,
     // kMaxNeighbours] and not combined with anchored. (A budget longer than a document
     // recomputes the whole document: clamped per document, see RagRequest::recompute_rows.)

@@ -7,7 +7,10 @@
 // requests that cannot take a setting are refused; nothing leaks, also under preemption.
 #include <algorithm>
 
+#include "engine/loading/block_finetune.h"
 #include "engine/sync_engine.h"
+#include "loader/gguf_file.h"
+#include "loader/gguf_writer.h"
 #include "random_inputs.h"
 #include "reuse_fixture.h"
 #include "synthetic_model_fixture.h"
@@ -365,6 +368,20 @@ TEST(DocumentReuse, RescaledTailsNeverReadPlainCachedTails) {
     expect_pool_whole(*e);
 }
 
+// A model's block fine-tuning label is read at start-up: a huge wrong value is refused quoting
+// only its beginning (the refusal goes to the log and to `info`).
+TEST(DocumentReuse, AHugeFineTuneLabelIsQuotedNotEchoed) {
+    loader::GgufWriter w;
+    w.add_string(std::string(kBlockFinetunedKey), std::string(16 << 20, 'x'));
+    const std::vector<uint8_t> bytes = w.to_bytes();
+    auto file = loader::GgufFile::parse(bytes.data(), bytes.size());
+    ASSERT_TRUE(file.ok()) << file.status().to_string();
+    auto layout = block_finetuned_layout(**file);
+    ASSERT_FALSE(layout.ok());
+    EXPECT_LT(layout.status().message().size(), 256u) << layout.status().message().substr(0, 300);
+    EXPECT_NE(layout.status().message().find("(16777216 bytes)"), std::string::npos);
+}
+
 TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     Tokens tok(5);
     auto e = make_engine(CacheMode::kLazy);
@@ -394,7 +411,7 @@ TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     EXPECT_EQ(parse_document_reuse(parsed->name())->name(), parsed->name());
     // Shares and selections: "recompute=P%[@first|@random]", and the variant syntax around them.
     for (const char* bad : {"recompute=0%", "recompute=101%", "recompute=15%@best", "recompute=x%", "recompute=@random",
-                            "recompute=15%@", "recompute=nan%"}) {
+                            "recompute=15%@", "recompute=nan%", "recompute=1e-300%", "recompute=0.001%@query"}) {
         EXPECT_FALSE(parse_document_reuse(bad).ok()) << bad;
     }
     auto share = parse_document_reuse("anchor+recompute=15%@random");
@@ -404,6 +421,10 @@ TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     EXPECT_EQ(share->name(), "anchor+recompute=15%@random");
     EXPECT_EQ(*parse_document_reuse(share->name()), *share);
     EXPECT_EQ(parse_document_reuse("recompute=8@first")->name(), "recompute=8");
+    EXPECT_TRUE(parse_document_reuse("recompute=0.01%").ok());  // the smallest share taken
+    DocumentReuse tiny;
+    tiny.recompute_share = 1e-30f;  // refused, not read as no recompute
+    EXPECT_FALSE(tiny.validate().ok());
     DocumentReuse both = *share;
     both.recompute_tokens = 4;
     EXPECT_FALSE(both.validate().ok());

@@ -1,0 +1,141 @@
+// Safe to expose, third round (the issue of that name): what a client could make the server
+// spend per byte it sends, over a real socket against a real `lazyattn serve`. Each case answers
+// a clear error quickly and leaves the server serving everyone else.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "server_test_util.h"
+
+namespace lazyattn::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kDocs = {"the quick brown fox jumps over the lazy dog",
+                                        "a stitch in time saves nine and then some more",
+                                        "all that glitters is not gold, said the old man"};
+
+// The server's resident set now and at its peak (kB, /proc/PID/status).
+std::pair<int64_t, int64_t> resident_kb(const ServerProcess& s) {
+    std::ifstream in("/proc/" + std::to_string(s.pid()) + "/status");
+    int64_t now = -1, peak = -1;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("VmRSS:", 0) == 0) now = std::stoll(line.substr(6));
+        if (line.rfind("VmHWM:", 0) == 0) peak = std::stoll(line.substr(6));
+    }
+    return {now, peak};
+}
+
+std::string error_message(const HttpResult& r) {
+    const json j = parse_or_null(r.body);
+    return j.is_object() && j.contains("error") ? j["error"]["message"].get<std::string>() : "";
+}
+
+// PCRE2's match limit restarts at every start position: `(a+)+$` over 32,000 runs of 16 a's
+// (544 KB) cost ~100 s of CPU before its 400. One step budget per request answers within it
+// (the message says which bound; no time is asserted).
+TEST(ServerSecurity3, ACatastrophicDelimiterIsRefusedWithinOneRequestsBudget) {
+    ServerProcess s(server_args({}, 131072));
+    ASSERT_TRUE(s.started()) << s.log();
+    std::string text;
+    for (int i = 0; i < 32000; ++i) text += std::string(16, 'a') + "!";
+    const json body = {{"messages", {{{"role", "user"}, {"content", text}}}},
+                       {"max_tokens", 1},
+                       {"documents_from", {{"source", "delimiter"}, {"delimiter", "regex:(a+)+$"}}}};
+    const auto r = curl("POST", s.url("/v1/chat/completions"), body.dump());
+    expect_api_error(r, 400, "invalid_value");
+    EXPECT_NE(error_message(r).find("matching steps one request may spend"), std::string::npos) << r.body;
+    expect_still_serving(s);
+}
+
+// 300,000 content parts of {"type":"text","text":"x"} (8.1 MB) took +188 MB before the document
+// limit refused them; the list is refused while it is parsed, and a body of tiny objects anywhere
+// else stops at the parse's cost bound.
+TEST(ServerSecurity3, ManyTinyObjectsAreRefusedWhileParsing) {
+    ServerProcess s(server_args({"--max-body-bytes", "16777216"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const auto [rss_before, peak_before] = resident_kb(s);
+    std::string parts;
+    for (int i = 0; i < 300000; ++i) parts += std::string(i ? "," : "") + R"({"type":"text","text":"x"})";
+    const std::string body = R"({"max_tokens":1,"messages":[{"role":"user","content":[)" + parts + "]}]}";
+    auto r = curl("POST", s.url("/v1/chat/completions"), body);
+    expect_api_error(r, 400, "json_too_large");
+    EXPECT_NE(error_message(r).find("'content' list holds more than 257 items"), std::string::npos) << r.body;
+
+    std::string objects;
+    for (int i = 0; i < 300000; ++i) objects += std::string(i ? "," : "") + R"({"a":"x"})";
+    r = curl("POST", s.url("/v1/completions"), R"({"prompt":"a","max_tokens":1,"user":[)" + objects + "]}");
+    expect_api_error(r, 400, "json_too_large");
+    const auto [rss_after, peak_after] = resident_kb(s);
+    ASSERT_GT(peak_before, 0);
+    // The bodies themselves are ~8 MB each (buffered, then parsed up to 3x + 1 MiB).
+    EXPECT_LT(peak_after - peak_before, 64 * 1024) << "peak resident set grew by " << peak_after - peak_before << " kB";
+    EXPECT_LT(rss_after - rss_before, 48 * 1024) << "resident set kept " << rss_after - rss_before << " kB";
+    expect_still_serving(s);
+}
+
+// The lows: an id is quoted, not echoed whole; a share too small to mean anything is refused
+// naming it (also with a measured selection); a part with a null id is not empty text.
+TEST(ServerSecurity3, HostileFieldValuesGetShortPreciseErrors) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const std::string huge_id(1 << 20, 'i');
+    auto r = curl("POST", s.url("/v1/completions"),
+                  json{{"prompt", "q"}, {"max_tokens", 1}, {"documents", {{{"id", huge_id}}}}}.dump());
+    EXPECT_EQ(r.status, 400) << r.body.substr(0, 300);
+    EXPECT_LT(r.body.size(), 1024u);
+    EXPECT_NE(r.body.find("(1048576 bytes)"), std::string::npos) << r.body;
+    r = curl("POST", s.url("/v1/completions"), json{{"prompt", "q"}, {"max_tokens", 1}, {"model", huge_id}}.dump());
+    EXPECT_EQ(r.status, 404);
+    EXPECT_LT(r.body.size(), 1024u);
+
+    for (const json& recompute : {json{{"share", 1e-300}}, json{{"share", 1e-300}, {"select", "query"}}}) {
+        r = curl("POST", s.url("/v1/chat/completions"),
+                 completion_body(true, {{"documents", kDocs}, {"document_reuse", {{"recompute", recompute}}}}));
+        expect_api_error(r, 400, "invalid_value");
+        EXPECT_EQ(parse_or_null(r.body)["error"]["param"], "document_reuse.recompute.share") << r.body;
+    }
+    r = curl("POST", s.url("/v1/chat/completions"),
+             completion_body(true, {{"document_reuse", "recompute=0.000001%"}, {"documents", kDocs}}));
+    expect_api_error(r, 400, "invalid_value");
+
+    const json null_id = {
+        {"max_tokens", 1},
+        {"documents_from", "parts"},
+        {"messages",
+         {{{"role", "user"}, {"content", {{{"type", "text"}, {"id", nullptr}}, {{"type", "text"}, {"text", "q?"}}}}}}}};
+    r = curl("POST", s.url("/v1/chat/completions"), null_id.dump());
+    expect_api_error(r, 400, "invalid_type");
+    EXPECT_EQ(parse_or_null(r.body)["error"]["param"], "messages[0].content[0].id") << r.body;
+    expect_still_serving(s);
+}
+
+// recompute with n > 1 recomputes the rows once per choice: usage says so (computed_tokens,
+// recomputed_tokens over every choice) instead of billing one prompt for n times the work.
+TEST(ServerSecurity3, UsageReportsTheRecomputeEveryChoiceRan) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    auto usage = [&](int n) {
+        const json body = {{"prompt", "which proverb?"},
+                           {"max_tokens", 1},
+                           {"n", n},
+                           {"documents", kDocs},
+                           {"document_reuse", {{"recompute", {{"share", 1.0}}}}}};
+        const auto r = curl("POST", s.url("/v1/completions"), body.dump());
+        EXPECT_EQ(r.status, 200) << r.body;
+        return parse_or_null(r.body)["usage"];
+    };
+    const json one = usage(1), three = usage(3);
+    ASSERT_TRUE(one["prompt_tokens_details"].contains("recomputed_tokens")) << one;
+    const int rows = one["prompt_tokens_details"]["recomputed_tokens"];
+    EXPECT_GT(rows, 20) << one;
+    EXPECT_EQ(three["prompt_tokens"], one["prompt_tokens"]) << three;
+    EXPECT_EQ(three["prompt_tokens_details"]["recomputed_tokens"], 3 * rows) << three;
+    EXPECT_GE(three["prompt_tokens_details"]["computed_tokens"].get<int>(), 3 * rows) << three;
+}
+
+}  // namespace
+}  // namespace lazyattn::testing
