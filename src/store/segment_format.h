@@ -25,7 +25,10 @@ namespace lazyattn::store {
 
 inline constexpr char kSegmentMagic[8] = {'L', 'A', 'Z', 'Y', 'K', 'V', 'S', 'G'};
 // Version 2: K and V element types in the header (version 1 had one; its entries are misses).
-inline constexpr uint32_t kSegmentVersion = 2;
+// Version 3: the model fingerprint hashes every config field exactly (model_fingerprint.h);
+// version 2's hashed a description that rounded floats, so its entries may belong to a model
+// differing in rope base, norm eps or attention scale: misses, never read.
+inline constexpr uint32_t kSegmentVersion = 3;
 
 struct Fingerprint {  // XXH3-128 of the model (model_fingerprint.h)
     uint64_t low = 0, high = 0;

@@ -146,6 +146,42 @@ TEST(ServerStore, ARestartedReplicaServesYesterdaysDocumentsFromDisk) {
     std::filesystem::remove_all(dir);
 }
 
+// Two model files alike but for rope.freq_base (100000 and 100000.4, which the model's printed
+// description rounds alike): a server of the second, on the first's --kv-store directory, reads
+// none of its entries (another model's KV would answer wrongly) and computes every document.
+TEST(ServerStore, AModelDifferingOnlyInRopeBaseNeverReadsAnothersEntries) {
+    const std::string dir = fresh_dir("fingerprint-store");
+    synthetic::SyntheticModelOptions o;
+    o.rope_freq_base = 100000.0f;
+    const std::string model_a = synthetic_model_path(o, "server-rope-100000");
+    o.rope_freq_base = 100000.4f;
+    const std::string model_b = synthetic_model_path(o, "server-rope-100000.4");
+    const auto args = [&](const std::string& model) {
+        return std::vector<std::string>{"--model", model, "--kv-cache-mb", "16", "--threads", "1", "--kv-store", dir};
+    };
+    {
+        ServerProcess a(args(model_a));
+        ASSERT_TRUE(a.started()) << a.log();
+        post_chat(a, kStoreDocs);
+        ASSERT_TRUE(wait_store_writes(a, "disk", 4)) << metrics_text(a);
+        a.send_signal(SIGTERM);
+        EXPECT_EQ(a.wait_exit(20), 0) << a.log();
+    }
+    ServerProcess b(args(model_b));
+    ASSERT_TRUE(b.started()) << b.log();
+    ASSERT_TRUE(post_chat(b, kStoreDocs).contains("choices"));
+    std::string m = metrics_text(b);
+    EXPECT_EQ(metric_value(m, "lazyattn_kv_store_hits_total{tier=\"disk\",position=\"0\"}"), 0) << m;
+    EXPECT_GT(metric_value(m, "lazyattn_segment_job_tokens_total"), 0) << m;
+    // Model A's entries are still there, and are A's.
+    ServerProcess again(args(model_a));
+    ASSERT_TRUE(again.started()) << again.log();
+    ASSERT_TRUE(post_chat(again, kStoreDocs).contains("choices"));
+    m = metrics_text(again);
+    EXPECT_EQ(metric_value(m, "lazyattn_kv_store_hits_total{tier=\"disk\",position=\"0\"}"), 4) << m;
+    std::filesystem::remove_all(dir);
+}
+
 // `lazyattn precompute` of kStoreDocs (one document a line) into DIR/kv with `args`; its JSON
 // summary goes to DIR/precompute.json. The exit status.
 int precompute_store_docs(const std::string& dir, const std::string& args) {
