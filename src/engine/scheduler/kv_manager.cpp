@@ -118,7 +118,7 @@ bool KvManager::allocate(SequenceState& s, bool others_running) {
 
 int64_t KvManager::find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const {
     for (const auto& [id, job] : jobs_) {
-        if (job.seed == seed && job.tokens == tokens) return id;
+        if (job.shared && job.seed == seed && job.tokens == tokens) return id;
     }
     return -1;
 }
@@ -204,6 +204,7 @@ std::vector<KvManager::Conditioning> KvManager::match_conditioning(const Sequenc
         // The most similar neighbour last, next to the document (as FusionRAG orders them); each
         // contributes its first tokens, an equal share of the cap and no more than the document.
         const auto near = neighbours_.nearest(s.request.tenant, s.request.segments[d], k);
+        c.short_of_neighbours = int32_t(near.size()) < k;
         const size_t share = std::min(s.request.segments[d].size(),
                                       size_t(DocumentReuse::kMaxNeighbourTokens) / std::max<size_t>(1, near.size()));
         for (auto it = near.rbegin(); it != near.rend(); ++it) {
@@ -274,7 +275,12 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         job.blocks = place.blocks;
         job.num_computed = cached;
         job.num_users = 1;
-        job.storable = store_ != nullptr && segment_storable(s, d);
+        // Fewer neighbours found than asked for (a corpus still small, or a lookup after
+        // eviction): the document is encoded for this request only, since a copy published under
+        // the K-neighbour key would be what every later request reads, in RAM and in the store,
+        // even once the corpus has its K neighbours.
+        job.shared = conditioning == nullptr || !conditioning->short_of_neighbours;
+        job.storable = job.shared && store_ != nullptr && segment_storable(s, d);
         job.store_variant = store_variant(s.request.tenant, s.request.conditioning_neighbours(d));
         if (conditioning != nullptr && !conditioning->tokens.empty()) start_conditioning(job, *conditioning);
         if (const int32_t anchor = s.request.anchor_tokens(d); anchor > 0) {
@@ -539,7 +545,7 @@ bool KvManager::advance_job(int64_t job_id, int32_t n) {
     SegmentJob& job = it->second;
     job.num_computed += n;
     if (!job.done()) return false;
-    kv_.publish(job.seed, job.tokens, job.blocks, true);
+    if (job.shared) kv_.publish(job.seed, job.tokens, job.blocks, true);
     if (job.storable) store_segment(job.store_variant, job.tokens, job.blocks);
     kv_.release(job.blocks);  // the users keep their own references
     kv_.release(job.anchor_blocks);

@@ -132,6 +132,7 @@ private:
         kv::BlockHash seed;
         std::vector<kv::BlockId> blocks;
         int64_t job = -1;
+        bool short_of_neighbours = false;  // the index had fewer than the K asked for
     };
 
     int64_t blocks_needed(const RagRequest& r, int32_t context_length) const;

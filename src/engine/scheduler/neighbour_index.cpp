@@ -33,28 +33,62 @@ uint64_t NeighbourIndex::key_of(const std::vector<int32_t>& tokens) {
 
 void NeighbourIndex::add(const std::string& tenant, const std::vector<int32_t>& tokens) {
     if (tokens.empty() || int64_t(tokens.size()) > limits_.max_tokens) return;
-    Tenant& t = tenants_[tenant];
     const uint64_t key = key_of(tokens);
-    if (auto it = t.documents.find(key); it != t.documents.end()) {
-        if (it->second.tokens == tokens) {  // known: now the most recent
-            by_age_.splice(by_age_.end(), by_age_, it->second.age);
-            return;
+    if (auto t = tenants_.find(tenant); t != tenants_.end()) {
+        if (auto it = t->second.documents.find(key); it != t->second.documents.end()) {
+            if (it->second.tokens == tokens) {  // known: now the most recent
+                t->second.by_age.splice(t->second.by_age.end(), t->second.by_age, it->second.age);
+                return;
+            }
+            remove(tenant, key);  // a hash collision: the newer document wins
         }
-        remove(tenant, key);  // a hash collision: the newer document wins
     }
+    Tenant& t = tenants_[tenant];
+    unrank(tenant, t);
     Document& doc = t.documents[key];
     doc.tokens = tokens;
     doc.counts = count_tokens(tokens);
     doc.order = next_order_++;
-    doc.age = by_age_.insert(by_age_.end(), {tenant, key});
+    doc.age = t.by_age.insert(t.by_age.end(), key);
     for (const auto& [token, n] : doc.counts) t.postings[token].push_back({key, n});
     t.total_length += int64_t(tokens.size());
+    rank(tenant, t);
     ++num_documents_;
     num_tokens_ += int64_t(tokens.size());
+    evict(tenant);
+}
+
+void NeighbourIndex::evict(const std::string& adding) {
     while (num_documents_ > limits_.max_documents || num_tokens_ > limits_.max_tokens) {
-        const auto [oldest_tenant, oldest_key] = by_age_.front();
-        remove(oldest_tenant, oldest_key);
+        const bool by_count = num_documents_ > limits_.max_documents;
+        const auto adder = tenants_.find(adding);
+        std::string victim;
+        if (by_count) {
+            victim = by_documents_.rbegin()->second;
+            if (adder != tenants_.end() && int32_t(adder->second.documents.size()) == by_documents_.rbegin()->first) {
+                victim = adding;
+            }
+        } else {
+            victim = by_tokens_.rbegin()->second;
+            if (adder != tenants_.end() && adder->second.total_length == by_tokens_.rbegin()->first) victim = adding;
+        }
+        remove(victim, tenants_.at(victim).by_age.front());
     }
+}
+
+void NeighbourIndex::unrank(const std::string& name, const Tenant& t) {
+    by_documents_.erase({int32_t(t.documents.size()), name});
+    by_tokens_.erase({t.total_length, name});
+}
+
+void NeighbourIndex::rank(const std::string& name, const Tenant& t) {
+    by_documents_.insert({int32_t(t.documents.size()), name});
+    by_tokens_.insert({t.total_length, name});
+}
+
+int32_t NeighbourIndex::num_documents(const std::string& tenant) const {
+    const auto t = tenants_.find(tenant);
+    return t == tenants_.end() ? 0 : int32_t(t->second.documents.size());
 }
 
 void NeighbourIndex::remove(const std::string& tenant, uint64_t key) {
@@ -62,6 +96,7 @@ void NeighbourIndex::remove(const std::string& tenant, uint64_t key) {
     if (t == tenants_.end()) return;
     auto it = t->second.documents.find(key);
     if (it == t->second.documents.end()) return;
+    unrank(tenant, t->second);
     const Document& doc = it->second;
     for (const auto& [token, n] : doc.counts) {
         auto p = t->second.postings.find(token);
@@ -74,9 +109,13 @@ void NeighbourIndex::remove(const std::string& tenant, uint64_t key) {
     t->second.total_length -= int64_t(doc.tokens.size());
     num_tokens_ -= int64_t(doc.tokens.size());
     --num_documents_;
-    by_age_.erase(doc.age);
+    t->second.by_age.erase(doc.age);
     t->second.documents.erase(it);
-    if (t->second.documents.empty()) tenants_.erase(t);
+    if (t->second.documents.empty()) {
+        tenants_.erase(t);
+    } else {
+        rank(tenant, t->second);
+    }
 }
 
 std::unordered_map<uint64_t, double> NeighbourIndex::scores(const Tenant& t, const std::vector<int32_t>& tokens) const {

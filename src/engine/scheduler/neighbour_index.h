@@ -8,12 +8,19 @@
 // large the corpus or the document.
 //
 // Tenants never see each other's documents (a neighbour's content flows into the KV). Memory is
-// bounded: past the limits the least recently added or refreshed documents are dropped.
+// bounded over every tenant together, and shared fairly: past a limit, the tenant holding the
+// most (documents past the document limit, tokens past the token limit) loses its least recently
+// added or refreshed document. A tenant alone may use the whole bound, yet one flooding the index
+// only ever evicts its own documents once it holds the most: a tenant holding no more than its
+// fair share (the limit / the number of tenants indexed) never loses a document to another's
+// flood, since past the limit the one holding the most holds more than that. (Per-tenant caps
+// would give the same protection but waste the bound when few tenants use it.)
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,8 +30,8 @@ namespace lazyattn::engine {
 class NeighbourIndex {
 public:
     struct Limits {
-        int32_t max_documents = 32768;   // over every tenant
-        int64_t max_tokens = 8LL << 20;  // token ids kept, over every tenant (32 MiB)
+        int32_t max_documents = 32768;   // over every tenant, shared fairly (above)
+        int64_t max_tokens = 8LL << 20;  // token ids kept, over every tenant (32 MiB), shared fairly
     };
     NeighbourIndex() = default;
     explicit NeighbourIndex(Limits limits) : limits_(limits) {}
@@ -41,29 +48,40 @@ public:
 
     int32_t num_documents() const { return num_documents_; }
     int64_t num_tokens() const { return num_tokens_; }
+    int32_t num_documents(const std::string& tenant) const;
 
 private:
     struct Document {
         std::vector<int32_t> tokens;
         std::vector<std::pair<int32_t, int32_t>> counts;  // (token, occurrences), by token
         uint64_t order = 0;                               // when added: breaks ties
-        std::list<std::pair<std::string, uint64_t>>::iterator age;
+        std::list<uint64_t>::iterator age;                // in its tenant's by_age
     };
     struct Tenant {
         std::unordered_map<uint64_t, Document> documents;  // by content hash
         // token -> (document hash, occurrences)
         std::unordered_map<int32_t, std::vector<std::pair<uint64_t, int32_t>>> postings;
         int64_t total_length = 0;
+        std::list<uint64_t> by_age;  // document hashes, least recently added or refreshed first
     };
 
     void remove(const std::string& tenant, uint64_t key);
+    // Past a limit, the oldest documents of the tenant holding the most go (`adding` first on a
+    // tie: it caused the overflow).
+    void evict(const std::string& adding);
+    // by_documents_ / by_tokens_ entries of a tenant, taken out before its sizes change and put
+    // back after.
+    void unrank(const std::string& name, const Tenant& t);
+    void rank(const std::string& name, const Tenant& t);
     static uint64_t key_of(const std::vector<int32_t>& tokens);
     // Every indexed document's BM25 for `tokens`, by hash (the query document itself included).
     std::unordered_map<uint64_t, double> scores(const Tenant& t, const std::vector<int32_t>& tokens) const;
 
     Limits limits_;
     std::map<std::string, Tenant> tenants_;
-    std::list<std::pair<std::string, uint64_t>> by_age_;  // oldest first
+    // (documents, tenant) and (tokens, tenant) of every tenant: the largest last.
+    std::set<std::pair<int32_t, std::string>> by_documents_;
+    std::set<std::pair<int64_t, std::string>> by_tokens_;
     int32_t num_documents_ = 0;
     int64_t num_tokens_ = 0;
     uint64_t next_order_ = 0;

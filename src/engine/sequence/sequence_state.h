@@ -46,8 +46,13 @@ struct SegmentJob {
     int32_t anchor_tokens = 0;
     int64_t anchor_job = -1;
     bool keys_from_zero = false;
+    // Published to the RAM cache under `seed` when done, and joinable meanwhile by requests
+    // needing the same segment. Not for a document conditioned on fewer neighbours than its seed
+    // says (the index had fewer than K): that copy serves the requests that started it only.
+    bool shared = true;
     // Written to the persistent store when done (plain documents only: not anchored, not
-    // position-keyed), as an entry of this variant (keys rotated or raw, tenant).
+    // position-keyed), as an entry of this variant (keys rotated or raw, tenant). Never when
+    // not `shared`.
     bool storable = false;
     uint64_t store_variant = 0;
     bool done() const { return num_computed == int32_t(tokens.size()); }

@@ -116,6 +116,99 @@ TEST(NeighbourIndex, StaysWithinItsLimitsDroppingTheOldest) {
     EXPECT_EQ(small.num_documents(), 2);
 }
 
+// The bound is over every tenant, but one tenant's flood evicts only its own documents: past the
+// limit the tenant holding the most loses its oldest, so one at or under its fair share keeps all
+// of its documents (here the flood: 34,000 tiny documents from one key, default limits).
+TEST(NeighbourIndex, AFloodFromOneTenantEvictsOnlyItsOwnDocuments) {
+    NeighbourIndex index;
+    const std::vector<std::vector<int32_t>> mine = {{1, 2, 3, 4}, {1, 2, 5, 6}, {7, 8, 3, 9}};
+    for (const auto& d : mine) index.add("victim", d);
+    for (int32_t i = 0; i < 34000; ++i) index.add("flood", {100000 + i, 200000 + i});
+    EXPECT_EQ(index.num_documents(), NeighbourIndex::Limits{}.max_documents);
+    EXPECT_EQ(index.num_documents("victim"), 3);
+    EXPECT_EQ(index.num_documents("flood"), NeighbourIndex::Limits{}.max_documents - 3);
+    EXPECT_EQ(index.nearest("victim", mine[0], 2).size(), 2u);
+    // The flood lost its oldest documents and kept its newest.
+    EXPECT_EQ(index.score("flood", {100000}, {100000, 200000}), 0.0);
+    EXPECT_GT(index.score("flood", {133999}, {133999, 233999}), 0.0);
+}
+
+TEST(NeighbourIndex, PastTheLimitTheTenantHoldingTheMostLosesItsOldest) {
+    // By documents: A alone may fill the index; B's documents then take A's oldest until the two
+    // hold equal shares, and B's further ones only B's own.
+    NeighbourIndex index({/*max_documents=*/100, /*max_tokens=*/1 << 20});
+    auto doc = [](int32_t tenant, int32_t i) { return std::vector<int32_t>{tenant * 1000 + i, 7}; };
+    for (int32_t i = 0; i < 100; ++i) index.add("a", doc(1, i));
+    EXPECT_EQ(index.num_documents("a"), 100);
+    for (int32_t i = 0; i < 30; ++i) index.add("b", doc(2, i));
+    EXPECT_EQ(index.num_documents("a"), 70);
+    EXPECT_EQ(index.num_documents("b"), 30);
+    EXPECT_EQ(index.score("a", doc(1, 29), doc(1, 29)), 0.0) << "A's oldest went first";
+    EXPECT_GT(index.score("a", doc(1, 30), doc(1, 30)), 0.0);
+    for (int32_t i = 30; i < 500; ++i) index.add("b", doc(2, i));
+    EXPECT_EQ(index.num_documents("a"), 50);
+    EXPECT_EQ(index.num_documents("b"), 50);
+    EXPECT_GT(index.score("a", doc(1, 50), doc(1, 50)), 0.0);  // A's newest 50
+    EXPECT_GT(index.score("b", doc(2, 499), doc(2, 499)), 0.0);
+    // A third tenant's first document costs one of the two largest theirs, not its own.
+    index.add("c", doc(3, 0));
+    EXPECT_EQ(index.num_documents("a") + index.num_documents("b"), 99);
+    EXPECT_EQ(index.num_documents("c"), 1);
+    // By tokens: a tenant holding few tokens keeps them whatever another adds.
+    NeighbourIndex small({/*max_documents=*/1000, /*max_tokens=*/100});
+    for (int32_t i = 0; i < 5; ++i) small.add("few", {10 + i, 20 + i, 30 + i, 40 + i});  // 20 tokens
+    for (int32_t i = 0; i < 200; ++i) small.add("many", {1000 + i, 2000 + i, 3000 + i});
+    EXPECT_EQ(small.num_documents("few"), 5);
+    EXPECT_LE(small.num_tokens(), 100);
+    EXPECT_EQ(small.num_documents("many"), 26);  // 78 tokens: the most that fit beside the 20
+}
+
+// A lookup that finds fewer neighbours than asked for encodes the document for its request only:
+// that copy is not the K-neighbour copy, so it is never cached under its key nor joined by
+// another request; once the corpus has K neighbours the real copy is computed, equal to a fresh
+// engine's, and kept.
+TEST(NeighbourConditioning, ACopyWithFewerNeighboursThanAskedIsNeitherCachedNorJoined) {
+    Tokens tok(5);
+    const auto n1 = tok.make(20), n2 = tok.make(20);
+    const auto doc = sharing(sharing(tok.make(25), n1, 3), n2, 3);
+    const auto preamble = tok.make(6);
+    auto req = request_of(preamble, {doc}, tok.make(4), neighbours(2));
+    auto e = make_engine(CacheMode::kLazy);
+    e->scheduler().index_documents("", std::vector<std::vector<int32_t>>{n1});  // one of two
+    ASSERT_TRUE(e->run(req).ok());
+    const int64_t jobs = e->scheduler().stats().segment_jobs;
+    EXPECT_EQ(jobs, 3);  // the preamble, n1 as the prefix, the document
+    ASSERT_TRUE(e->run(req).ok());
+    EXPECT_EQ(e->scheduler().stats().segment_jobs, jobs + 1) << "the short copy was cached";
+    // Two requests at once, each short: neither joins the other's copy.
+    {
+        EngineCore s(*tiny_model().model, *tiny_model().tokenizer, config(CacheMode::kLazy));
+        s.scheduler().index_documents("", std::vector<std::vector<int32_t>>{n1});
+        auto other = request_of(preamble, {doc}, tok.make(5), neighbours(2));
+        auto h1 = s.add(req), h2 = s.add(other);
+        ASSERT_TRUE(h1.ok() && h2.ok());
+        while (s.step()) {
+        }
+        EXPECT_EQ(s.scheduler().stats().segment_jobs, 4) << "the preamble, the prefix, the document twice";
+        EXPECT_EQ((*h1)->wait().token_ids.size(), 6u);
+        EXPECT_EQ((*h2)->wait().token_ids.size(), 6u);
+        s.scheduler().check_integrity();
+        EXPECT_EQ(s.scheduler().kv_cache().num_free(), s.scheduler().kv_cache().pool().num_blocks());
+    }
+    // The corpus complete: the two-neighbour copy, as a fresh engine with that corpus computes it.
+    e->scheduler().index_documents("", std::vector<std::vector<int32_t>>{n2});
+    auto got = e->tail_logits(req);
+    auto full = make_engine(CacheMode::kLazy);
+    full->scheduler().index_documents("", std::vector<std::vector<int32_t>>{n1, n2});
+    auto want = full->tail_logits(req);
+    ASSERT_TRUE(got.ok() && want.ok());
+    testing::expect_close(*got, *want, 1e-5, 1.0, "the copy once the corpus has both neighbours");
+    const int64_t before = e->scheduler().stats().segment_jobs;
+    ASSERT_TRUE(e->tail_logits(req).ok());
+    EXPECT_EQ(e->scheduler().stats().segment_jobs, before) << "the full copy is kept";
+    expect_pool_whole(*e);
+}
+
 // The neighbour read before the document, as the preamble: the tail then attends to
 // [neighbour][document] where the document's KV saw the neighbour first, which is exactly the
 // causal prompt (none), whatever the lengths, in every segment mode.
@@ -173,8 +266,8 @@ TEST(NeighbourConditioning, OneCopyPerDocumentReadAtAnySlotNeverMixedWithThePlai
     auto p = e->tail_logits(plain);
     EXPECT_EQ(e->scheduler().stats().segment_jobs, before + 2);  // `other` and `doc`, plain
     EXPECT_GT(testing::max_relative_difference(*p, *cached), 1e-3);
-    // A document with no neighbour in the corpus is its conditioned copy all the same (encoded
-    // alone), so it reads like the plain copy.
+    // A document with no neighbour in the corpus is encoded alone (for its request only), so it
+    // reads like the plain copy.
     auto alone = request_of(tok.make(5), {tok.make(20)}, tok.make(3), neighbours(2));
     RagRequest alone_plain = alone;
     alone_plain.reuse = {};

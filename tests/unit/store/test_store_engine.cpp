@@ -197,5 +197,25 @@ TEST(StoreEngine, NeighbourConditionedCopiesAreEntriesOfTheirOwn) {
     EXPECT_EQ(stats.segment_store_hits, 3);
 }
 
+// A document whose lookup found fewer neighbours than the request asks for is encoded for that
+// request, but that copy is not the K-neighbour one: it is never written under its key, so a
+// later engine with the corpus complete does not read it for good.
+TEST(StoreEngine, ACopyWithFewerNeighboursThanAskedIsNotStored) {
+    TempDir dir;
+    const Docs d = make_docs(6);
+    std::vector<std::vector<int32_t>> docs = d.docs;
+    for (size_t i = 1; i < docs.size(); ++i) docs[i].insert(docs[i].begin() + 3, docs[0].begin(), docs[0].begin() + 5);
+    RagRequest r = request_of(docs, d.tail);
+    r.reuse.neighbours = 3;  // each document has two others to find
+    SchedulerStats stats;
+    for (int pass = 0; pass < 2; ++pass) {
+        const RagResult result = run(store_config(dir.path), r, &stats);
+        EXPECT_EQ(result.token_ids.size(), 8u);
+        EXPECT_EQ(stats.segment_store_hits, 0) << "pass " << pass;
+        EXPECT_EQ(stats.store.tiers[0].writes, 0) << "pass " << pass << ": a copy short of neighbours was stored";
+        EXPECT_GE(stats.segment_job_tokens, 40 + 16 + 33 + 10);
+    }
+}
+
 }  // namespace
 }  // namespace lazyattn::engine
