@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/rag_runner.h"
-#include "cli/command.h"
 #include "cli/bench_rag_report.h"
+#include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "core/progress.h"
@@ -173,6 +173,7 @@ int run_bench_rag(const BenchRagOptions& o) {
     base.device = o.common.device;
     base.kv_stores = o.common.kv_stores;
     base.kv_store_tier = o.common.kv_store_tier;
+    base.kv_store_writer = o.common.kv_store_writer;
     base.kv_num_blocks = budget->num_blocks;
     base.max_batch_tokens = o.max_batch_tokens;
     base.max_prefill_while_decoding = o.max_prefill_while_decoding;
@@ -206,7 +207,7 @@ int run_bench_rag(const BenchRagOptions& o) {
         engine::EngineConfig ec = base;
         ec.cache_mode = variant->mode;
         if (variant->kv_types) ec.kv_types = *variant->kv_types;  // "lazy@q8_0": its own KV types
-        bench::Workload wv = *w;  // the same stream, read with this variant's settings
+        bench::Workload wv = *w;                                  // the same stream, read with this variant's settings
         for (auto& req : wv.requests) req.reuse = variant->reuse;
         auto r = run_one(wv, *lm, o, spec, ec);
         if (!r.ok() && r.status().code() == StatusCode::kResourceExhausted) {  // the budget, not a failure
@@ -298,6 +299,8 @@ CLI::App* add_bench_rag_command(CLI::App& parent, BenchRagOptions& o) {
 
 }  // namespace
 
-std::unique_ptr<Command> bench_rag_command() { return make_command<BenchRagOptions>(add_bench_rag_command, run_bench_rag); }
+std::unique_ptr<Command> bench_rag_command() {
+    return make_command<BenchRagOptions>(add_bench_rag_command, run_bench_rag);
+}
 
 }  // namespace lazyattn::cli

@@ -1,5 +1,5 @@
-#include "cli/command.h"
 #include "cli/bench_store_command.h"
+#include "cli/command.h"
 
 #include <unistd.h>
 
@@ -19,8 +19,8 @@
 #include "cli/model_path.h"
 #include "cli/store_json.h"
 #include "core/progress.h"
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/sync_engine.h"
 
 namespace lazyattn::cli {
 namespace {
@@ -136,7 +136,7 @@ int run_bench_store(const BenchStoreOptions& o) {
     base.device = o.common.device;
     base.kv_cache_mb = o.kv_cache_mb;
     base.check_integrity = false;
-    base.kv_store_max_pending_writes = std::max(64, 2 * wc.num_docs);
+    base.kv_store_writer.max_pending_bytes = 0;  // the writer engine queues every document, then flushes
     base.kv_store_tier = o.common.kv_store_tier;
     auto make_engine = [&](std::vector<std::string> stores) -> Expected<std::unique_ptr<engine::SyncEngine>> {
         engine::EngineConfig ec = base;
@@ -180,7 +180,8 @@ int run_bench_store(const BenchStoreOptions& o) {
     if (Status st = add_source("ram", "cached by an earlier request, asked in another order", {}); !st.ok()) {
         return fail(st, 2);
     }
-    if (Status st = add_source("floor", "cached by a request with the same documents in the same order", {}); !st.ok()) {
+    if (Status st = add_source("floor", "cached by a request with the same documents in the same order", {});
+        !st.ok()) {
         return fail(st, 2);
     }
 

@@ -68,6 +68,13 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
            "the most MiB each store tier holds; past it the least recently used entries are evicted (0: unbounded)")
         ->check(CLI::Range(0.0, 1e9))
         ->default_str(std::to_string(o.kv_store_tier.max_bytes >> 20));
+    cmd->add_option_function<double>(
+           "--kv-store-max-pending-mib",
+           [&o](double mib) { o.kv_store_writer.max_pending_bytes = int64_t(mib * 1048576.0); },
+           "the most MiB of KV copies waiting for the store's writer (a slower tier drops writes past it, counted; "
+           "a document whose entry is larger is never stored; 0: unbounded)")
+        ->check(CLI::Range(0.0, 1e9))
+        ->default_str(std::to_string(o.kv_store_writer.max_pending_bytes >> 20));
 }
 
 CLI::Validator cache_mode_check(bool segments_only) { return CLI::IsMember(engine::cache_mode_names(segments_only)); }
@@ -147,12 +154,13 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                    "with API keys: GET endpoints reachable without one (health, metrics; 'none' for neither)")
         ->delimiter(',')
         ->check(CLI::IsMember({"health", "metrics", "none"}));
-    sv->add_option("--document-reuse", o.document_reuse,
-                   "how requests that do not say read cached documents: plain, or anchor, neighbours=K (the "
-                   "copies of precompute --neighbours K), scale=X, bias=X, recompute=N or recompute=P%[@SELECT] (SELECT: " +
-                       engine::select_names() +
-                       ") joined by + (docs/api.md); "
-                       "default: the model's (anchor for a model block fine-tuned anchored, else plain)");
+    sv->add_option(
+        "--document-reuse", o.document_reuse,
+        "how requests that do not say read cached documents: plain, or anchor, neighbours=K (the "
+        "copies of precompute --neighbours K), scale=X, bias=X, recompute=N or recompute=P%[@SELECT] (SELECT: " +
+            engine::select_names() +
+            ") joined by + (docs/api.md); "
+            "default: the model's (anchor for a model block fine-tuned anchored, else plain)");
     add_query_layers_option(sv, o.query_layers);
     sv->add_option("--documents-from", o.documents_from,
                    "where requests find documents inside their messages: none, parts (a message's text parts), "

@@ -31,6 +31,7 @@ struct CommonOptions {
     backend::Device device = backend::Device::kCpu;  // --device cpu|cuda
     std::vector<std::string> kv_stores;              // --kv-store DIR|redis://HOST:PORT[/DB], in order
     store::TierOptions kv_store_tier;                // --kv-store-timeout-ms, --kv-store-max-mib
+    store::WriterOptions kv_store_writer;            // --kv-store-max-pending-mib
     std::string log_level = "info";                  // trace | debug | info | warn | error | off
     std::string log_format = "text";                 // text | json
 };

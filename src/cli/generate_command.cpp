@@ -14,9 +14,9 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/rag_prompt.h"
+#include "engine/sync_engine.h"
 
 namespace lazyattn::cli {
 namespace {
@@ -74,6 +74,7 @@ int run_generate(const GenerateOptions& o) {
     ec.device = o.common.device;
     ec.kv_stores = o.common.kv_stores;
     ec.kv_store_tier = o.common.kv_store_tier;
+    ec.kv_store_writer = o.common.kv_store_writer;
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.cache_mode = *mode;
     if (Status st = ec.validate(); !st.ok()) return fail(st, 2);
@@ -126,6 +127,8 @@ int run_generate(const GenerateOptions& o) {
                      s.segments_hit, s.segments_from_store, s.segments_missed, s.num_generated, s.ttft_ms,
                      s.decode_tok_per_s, result->finish_reason.c_str());
     }
+    // The documents' store writes finish before exit (the store's close would give them 1 s).
+    if (store::SegmentStore* store = eng.scheduler().segment_store()) store->flush();
     return 0;
 }
 
@@ -160,6 +163,8 @@ CLI::App* add_generate_command(CLI::App& parent, GenerateOptions& o) {
 
 }  // namespace
 
-std::unique_ptr<Command> generate_command() { return make_command<GenerateOptions>(add_generate_command, run_generate); }
+std::unique_ptr<Command> generate_command() {
+    return make_command<GenerateOptions>(add_generate_command, run_generate);
+}
 
 }  // namespace lazyattn::cli

@@ -121,7 +121,8 @@ int run_precompute(const PrecomputeOptions& o) {
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.max_batch_tokens = o.max_batch_tokens;
     ec.cache_mode = *mode;
-    ec.kv_store_max_pending_writes = std::max(64, 2 * o.batch_docs);  // a batch is flushed before the next
+    // Unbounded: a batch (whose KV fits the pool) is flushed before the next, and none is dropped.
+    ec.kv_store_writer.max_pending_bytes = 0;
     auto created = engine::SyncEngine::create(*lm->model, *lm->tokenizer, ec);
     if (!created.ok()) return fail(created.status(), 2);
     engine::SyncEngine& eng = **created;

@@ -35,6 +35,7 @@ Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     ec.device = o.common.device;
     ec.kv_stores = o.common.kv_stores;
     ec.kv_store_tier = o.common.kv_store_tier;
+    ec.kv_store_writer = o.common.kv_store_writer;
     LA_ASSIGN_OR_RETURN(ec.cache_mode, engine::parse_cache_mode(o.cache_mode));
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.kv_num_blocks = o.kv_blocks;

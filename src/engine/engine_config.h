@@ -51,8 +51,8 @@ struct EngineConfig {
     // The persistent segment store below the RAM pool (--kv-store), looked up in this order on a
     // pool miss and written through: directories and redis://HOST:PORT[/DB] URLs. Empty: none.
     std::vector<std::string> kv_stores;
-    int32_t kv_store_max_pending_writes = 64;  // entries queued for the writer thread before drops
-    store::TierOptions kv_store_tier;          // --kv-store-timeout-ms, --kv-store-max-mib
+    store::WriterOptions kv_store_writer;  // --kv-store-max-pending-mib
+    store::TierOptions kv_store_tier;      // --kv-store-timeout-ms, --kv-store-max-mib
 #ifdef NDEBUG
     bool check_integrity = false;  // verify the pool and cache index after every step
 #else

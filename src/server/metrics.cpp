@@ -67,9 +67,16 @@ void render_store(std::string& out, const store::StoreStats& st, const std::stri
         {"lazyattn_kv_store_up", "1 while the tier answers, 0 while it is marked down (unreachable or not answering)",
          [](const store::TierStats& t) { return t.usage.up ? 1.0 : 0.0; }},
     };
-    static const Series evictions = {"lazyattn_kv_store_evictions_total",
-                                     "entries this process evicted from the tier to keep it under its cap",
-                                     [](const store::TierStats& t) { return double(t.usage.evictions); }};
+    static const Series usage_counters[] = {
+        {"lazyattn_kv_store_evictions_total", "entries this process evicted from the tier to keep it under its cap",
+         [](const store::TierStats& t) { return double(t.usage.evictions); }},
+        {"lazyattn_kv_store_forgotten_total",
+         "entries found gone from the tier (its own eviction, a manual delete) and dropped from its size account",
+         [](const store::TierStats& t) { return double(t.usage.forgotten); }},
+        {"lazyattn_kv_store_account_errors_total",
+         "times the tier's size account was found broken or failing (then rebuilt from the entries present)",
+         [](const store::TierStats& t) { return double(t.usage.account_errors); }},
+    };
     auto per_tier = [&](const Series& x, const char* type) {
         header(out, x.name, type, x.help);
         for (size_t i = 0; i < st.tiers.size(); ++i) {
@@ -81,10 +88,14 @@ void render_store(std::string& out, const store::StoreStats& st, const std::stri
     };
     for (const Series& x : series) per_tier(x, "counter");
     for (const Series& x : gauges) per_tier(x, "gauge");
-    per_tier(evictions, "counter");
+    for (const Series& x : usage_counters) per_tier(x, "counter");
     header(out, "lazyattn_kv_store_writes_pending", "gauge", "store writes queued or in progress");
     sample(out, "lazyattn_kv_store_writes_pending", model_label, double(st.writes_pending));
-    header(out, "lazyattn_kv_store_writes_dropped_total", "counter", "store writes dropped because the queue was full");
+    header(out, "lazyattn_kv_store_pending_bytes", "gauge",
+           "bytes of store writes queued or in progress (bounded by --kv-store-max-pending-mib)");
+    sample(out, "lazyattn_kv_store_pending_bytes", model_label, double(st.bytes_pending));
+    header(out, "lazyattn_kv_store_writes_dropped_total", "counter",
+           "store writes dropped: the queue was full, or the entry too large, or left at shutdown");
     sample(out, "lazyattn_kv_store_writes_dropped_total", model_label, double(st.writes_dropped));
 }
 

@@ -1,23 +1,33 @@
 #include "store/redis_tier.h"
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <random>
+
+#include "core/log.h"
 
 namespace lazyattn::store {
 namespace {
 
 constexpr auto kFirstBackoff = std::chrono::milliseconds(1000);
 constexpr auto kMaxBackoff = std::chrono::milliseconds(30000);
+constexpr auto kRepairInterval = std::chrono::seconds(60);  // after an error reply, not garbage found
 constexpr timeval kConnectTimeout{0, 300 * 1000};
 constexpr timeval kWriteTimeout{5, 0};  // the writer thread's, for entries of megabytes
+constexpr int64_t kAuditEvery = 32;     // accounting runs between checks that the sizes sum up
 
-const char* kIndexKey = "lazyattn:seg:index";  // sorted set: entry key -> last use (ms)
+const char* kIndexKey = "lazyattn:seg:index";  // sorted set: entry key -> last use (us)
 const char* kBytesKey = "lazyattn:seg:bytes";  // bytes of the indexed entries
+const char* kSizesKey = "lazyattn:seg:sizes";  // hash: entry key -> its bytes
+const char* kEntryPattern = "lazyattn:seg:*";
 
 std::string redis_key(const std::string& key) { return "lazyattn:seg:" + key; }
 
@@ -40,30 +50,171 @@ int64_t next_use_us() {
     return mine;
 }
 
-// Counts a written entry (KEYS[1]) of ARGV[1] more bytes under last use ARGV[2], then, past the
-// cap ARGV[3] (0: none), deletes the least recently used entries (never KEYS[1]) down to 90%.
-// Returns {bytes held, entries evicted}. Atomic in Redis: replicas sharing it keep one account.
+// Accounts a written entry KEYS[1] of ARGV[1] bytes, last used ARGV[2], in the index KEYS[2],
+// the byte counter KEYS[3] and the size table KEYS[4]. First checks the bookkeeping it reads
+// (types, a counter that is a non-negative integer, index and sizes of one length; with
+// ARGV[5] = 1 that the sizes sum to the counter): on garbage it deletes the three keys and
+// returns {-1, why}; when one of them is gone whole (Redis evicted it) {-2, why}; either way for
+// the caller to rebuild them. Then forgets indexed entries that are gone
+// (the 8 oldest and 56 more from a rank drawn by ARGV[4] are checked), and past the cap
+// ARGV[3] (0: none) deletes the least recently used (never KEYS[1]) down to 90%: an entry already
+// gone is forgotten, not evicted. Returns {bytes held, entries evicted, entries forgotten}.
 const char* kAccountScript = R"lua(
-local total = redis.call('INCRBY', KEYS[3], ARGV[1])
-redis.call('ZADD', KEYS[2], ARGV[2], KEYS[1])
+local entry, index, counter, sizes = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local function kind(k) return redis.call('TYPE', k)['ok'] end
+local function count(v) return #v <= 15 and string.match(v, '^%d+$') ~= nil end
+local function shown(v) return string.format('%q', string.sub(v, 1, 24)) end
+local function broken(why)
+  redis.call('DEL', index, counter, sizes)
+  return {-1, why}
+end
+local ti, tc, ts = kind(index), kind(counter), kind(sizes)
+if ti ~= 'zset' and ti ~= 'none' then return broken('the index is a ' .. ti) end
+if ts ~= 'hash' and ts ~= 'none' then return broken('the size table is a ' .. ts) end
+if tc ~= 'string' and tc ~= 'none' then return broken('the byte counter is a ' .. tc) end
+local total = 0
+if tc == 'string' then
+  local v = redis.call('GET', counter)
+  if not count(v) then return broken('the byte counter holds ' .. shown(v)) end
+  total = tonumber(v)
+end
+local n, h = redis.call('ZCARD', index), redis.call('HLEN', sizes)
+if (n == 0) ~= (h == 0) or (n > 0 and tc == 'none') or (n == 0 and total ~= 0) then
+  redis.call('DEL', index, counter, sizes)  -- one of them evicted (allkeys-lru) or deleted whole
+  return {-2, 'a bookkeeping key is gone'}
+end
+if n ~= h then return broken('the index lists ' .. n .. ' entries, the size table ' .. h) end
+if ARGV[5] == '1' then
+  local sum = 0
+  for _, v in ipairs(redis.call('HVALS', sizes)) do
+    if not count(v) then return broken('a size is ' .. shown(v)) end
+    sum = sum + tonumber(v)
+  end
+  if sum ~= total then
+    return broken(string.format('the byte counter holds %.0f, the sizes sum to %.0f', total, sum))
+  end
+end
+local function size_of(m)
+  local v = redis.call('HGET', sizes, m)
+  if v and count(v) then return tonumber(v) end
+  return nil
+end
+local old = 0
+if redis.call('HEXISTS', sizes, entry) == 1 then old = size_of(entry) end
+if old == nil then return broken('a size is garbage') end
+total = total - old + tonumber(ARGV[1])
+redis.call('HSET', sizes, entry, ARGV[1])
+redis.call('ZADD', index, ARGV[2], entry)
+local evicted, forgotten = 0, 0
+local function forget(m, s)
+  redis.call('ZREM', index, m)
+  redis.call('HDEL', sizes, m)
+  total = total - s
+end
+local function sweep(from, len)
+  for _, m in ipairs(redis.call('ZRANGE', index, from, from + len - 1)) do
+    if m ~= entry and redis.call('EXISTS', m) == 0 then
+      local s = size_of(m)
+      if s == nil then return false end
+      forget(m, s)
+      forgotten = forgotten + 1
+    end
+  end
+  return true
+end
+if not sweep(0, 8) then return broken('a size is garbage') end
+local rest = redis.call('ZCARD', index) - 8
+if rest > 0 then
+  local from = tonumber(ARGV[4]) % rest
+  if not sweep(8 + from, 56) then return broken('a size is garbage') end
+  if from + 56 > rest and not sweep(8, from + 56 - rest) then return broken('a size is garbage') end
+end
 local cap = tonumber(ARGV[3])
-local evicted = 0
 if cap > 0 and total > cap then
   local target = math.floor(cap * 0.9)
   while total > target do
-    local oldest = redis.call('ZRANGE', KEYS[2], 0, 1)
+    local oldest = redis.call('ZRANGE', index, 0, 1)
     local victim = oldest[1]
-    if victim == KEYS[1] then victim = oldest[2] end
+    if victim == entry then victim = oldest[2] end
     if victim == nil then break end
-    local n = redis.call('STRLEN', victim)
-    redis.call('DEL', victim)
-    redis.call('ZREM', KEYS[2], victim)
-    total = redis.call('DECRBY', KEYS[3], n)
-    evicted = evicted + 1
+    local s = size_of(victim)
+    if s == nil then return broken('a size is garbage') end
+    if redis.call('DEL', victim) == 1 then evicted = evicted + 1 else forgotten = forgotten + 1 end
+    forget(victim, s)
   end
 end
-return {total, evicted}
+redis.call('SET', counter, string.format('%.0f', total))
+return {total, evicted, forgotten}
 )lua";
+
+// A hit's use, in the GET's round trip: renews the entry KEYS[1]'s score (ARGV[1]) in the index
+// KEYS[2] (and reads the counter KEYS[3] and sizes KEYS[4]), or, when the entry is gone, drops it
+// from the account. Returns 1 when it forgot the entry. Changes nothing on bookkeeping it cannot read
+// (a write finds and rebuilds it).
+const char* kTouchScript = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  -- Every bookkeeping key used, so an allkeys-lru Redis finds them recently used, not idle.
+  if redis.call('TYPE', KEYS[2])['ok'] == 'zset' then redis.call('ZADD', KEYS[2], 'XX', ARGV[1], KEYS[1]) end
+  if redis.call('TYPE', KEYS[3])['ok'] == 'string' then redis.call('GET', KEYS[3]) end
+  if redis.call('TYPE', KEYS[4])['ok'] == 'hash' then redis.call('HEXISTS', KEYS[4], KEYS[1]) end
+  return 0
+end
+if redis.call('TYPE', KEYS[2])['ok'] ~= 'zset' or redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return 0 end
+local s = redis.call('HGET', KEYS[4], KEYS[1])
+if not s then return 0 end
+redis.call('DECRBY', KEYS[3], s)
+redis.call('ZREM', KEYS[2], KEYS[1])
+redis.call('HDEL', KEYS[4], KEYS[1])
+return 1
+)lua";
+
+// The rebuild's step: adopts the string keys ARGV[2..] (found by SCAN) not yet in the size table
+// KEYS[3] into the index KEYS[1] (scored by Redis's idle time before ARGV[1], the time now, where
+// it tells) and the counter KEYS[2]. Returns how many it adopted.
+const char* kAdoptScript = R"lua(
+local adopted, bytes = 0, 0
+for i = 2, #ARGV do
+  local k = ARGV[i]
+  if k ~= KEYS[1] and k ~= KEYS[2] and k ~= KEYS[3] and redis.call('TYPE', k)['ok'] == 'string'
+     and redis.call('HEXISTS', KEYS[3], k) == 0 then
+    local size = redis.call('STRLEN', k)
+    local score = tonumber(ARGV[1])
+    local idle = redis.pcall('OBJECT', 'IDLETIME', k)
+    if type(idle) == 'number' then score = score - idle * 1000000 end
+    redis.call('HSET', KEYS[3], k, size)
+    redis.call('ZADD', KEYS[1], score, k)
+    bytes = bytes + size
+    adopted = adopted + 1
+  end
+end
+redis.call('INCRBY', KEYS[2], bytes)
+return adopted
+)lua";
+
+// hiredis sends with write(2): on a socket whose peer is gone, or that abort_writes() shut down,
+// that raises SIGPIPE, which would end the process. Blocked for the call; one raised is consumed.
+class NoSigpipe {
+public:
+    NoSigpipe() {
+        sigemptyset(&pipe_);
+        sigaddset(&pipe_, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+    }
+    ~NoSigpipe() {
+        sigset_t pending;
+        sigemptyset(&pending);
+        if (!sigismember(&old_, SIGPIPE) && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+            const timespec zero{0, 0};
+            sigtimedwait(&pipe_, nullptr, &zero);
+        }
+        pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    }
+    NoSigpipe(const NoSigpipe&) = delete;
+    NoSigpipe& operator=(const NoSigpipe&) = delete;
+
+private:
+    sigset_t pipe_{}, old_{};
+};
 
 bool parse_int(std::string_view s, int* out) {
     const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
@@ -172,8 +323,17 @@ RedisTier::~RedisTier() {
 }
 
 void RedisTier::drop(Connection& c) {
+    std::lock_guard<std::mutex> lock(c.fd_mu);  // the socket closes: abort_writes() must not see it
+    c.fd = -1;
     if (c.ctx != nullptr) redisFree(c.ctx);
     c.ctx = nullptr;
+}
+
+void RedisTier::abort_writes() {
+    aborted_ = true;
+    std::lock_guard<std::mutex> lock(write_.fd_mu);
+    // A blocked send or receive returns at once (an error); the writer then drops the connection.
+    if (write_.fd >= 0) ::shutdown(write_.fd, SHUT_RDWR);
 }
 
 Status RedisTier::ensure(Connection& c) {
@@ -193,6 +353,14 @@ Status RedisTier::ensure(Connection& c) {
         return unavailable("cannot connect to redis " + url_ + ": " + why);
     }
     redisSetTimeout(ctx, c.timeout);
+    {
+        std::lock_guard<std::mutex> lock(c.fd_mu);
+        if (&c == &write_ && aborted_) {
+            redisFree(ctx);
+            return unavailable("redis " + url_ + ": writes aborted (shutting down)");
+        }
+        c.fd = ctx->fd;
+    }
     c.ctx = ctx;  // AUTH and SELECT below fail through fail(), which drops it again
     if (!address_.password.empty()) {
         Reply r(
@@ -203,7 +371,7 @@ Status RedisTier::ensure(Connection& c) {
             free_reply);
         if (!r) return fail(c, "AUTH");
         if (r->type == REDIS_REPLY_ERROR) {
-            fail(c, "AUTH");
+            static_cast<void>(fail(c, "AUTH"));  // marks it down; the reply says why
             return unavailable("redis " + url_ + ": AUTH failed: " + std::string(r->str, r->len));
         }
     }
@@ -211,7 +379,7 @@ Status RedisTier::ensure(Connection& c) {
         Reply r(static_cast<redisReply*>(redisCommand(ctx, "SELECT %d", address_.db)), free_reply);
         if (!r) return fail(c, "SELECT");
         if (r->type == REDIS_REPLY_ERROR) {
-            fail(c, "SELECT");
+            static_cast<void>(fail(c, "SELECT"));  // marks it down; the reply says why
             return unavailable("redis " + url_ + ": SELECT failed: " + std::string(r->str, r->len));
         }
     }
@@ -220,19 +388,28 @@ Status RedisTier::ensure(Connection& c) {
 
 Expected<Blob> RedisTier::get(const std::string& key) {
     std::lock_guard<std::mutex> lock(read_.mu);
+    NoSigpipe no_sigpipe;
     LA_RETURN_IF_ERROR(ensure(read_));
     const std::string k = redis_key(key), now = std::to_string(next_use_us());
-    // GET, and the entry's last use renewed when it is indexed: one round trip.
+    // GET, and the entry's use noted (or, gone, forgotten): one round trip.
     redisAppendCommand(read_.ctx, "GET %b", k.data(), k.size());
-    redisAppendCommand(read_.ctx, "ZADD %s XX %b %b", kIndexKey, now.data(), now.size(), k.data(), k.size());
+    redisAppendCommand(read_.ctx, "EVAL %s 4 %b %s %s %s %s", kTouchScript, k.data(), k.size(), kIndexKey, kBytesKey,
+                       kSizesKey, now.c_str());
     void* raw = nullptr;
     if (redisGetReply(read_.ctx, &raw) != REDIS_OK || raw == nullptr) return fail(read_, "GET");
     std::shared_ptr<redisReply> reply(static_cast<redisReply*>(raw), free_reply);
     void* touched = nullptr;
     if (redisGetReply(read_.ctx, &touched) != REDIS_OK || touched == nullptr) return fail(read_, "GET");
-    freeReplyObject(touched);
+    const Reply touch(static_cast<redisReply*>(touched), free_reply);
     answered(read_);
+    if (touch->type == REDIS_REPLY_INTEGER && touch->integer == 1) {
+        std::lock_guard<std::mutex> u(usage_mu_);
+        ++usage_.forgotten;
+    }
     if (reply->type == REDIS_REPLY_NIL) return not_found("no entry " + key);
+    if (reply->type == REDIS_REPLY_ERROR && std::string_view(reply->str, reply->len).rfind("WRONGTYPE", 0) == 0) {
+        return Blob{};  // another type where an entry belongs: a corrupt entry (rejected, then replaced)
+    }
     if (reply->type != REDIS_REPLY_STRING) {
         return io_error("redis " + url_ + ": GET answered " +
                         (reply->type == REDIS_REPLY_ERROR ? std::string(reply->str, reply->len) : "a non-string"));
@@ -245,6 +422,7 @@ Expected<Blob> RedisTier::get(const std::string& key) {
 
 Expected<bool> RedisTier::contains(const std::string& key) {
     std::lock_guard<std::mutex> lock(read_.mu);
+    NoSigpipe no_sigpipe;
     LA_RETURN_IF_ERROR(ensure(read_));
     const std::string k = redis_key(key);
     Reply r(static_cast<redisReply*>(redisCommand(read_.ctx, "EXISTS %b", k.data(), k.size())), free_reply);
@@ -256,38 +434,115 @@ Expected<bool> RedisTier::contains(const std::string& key) {
 
 Expected<bool> RedisTier::put(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) {
     std::lock_guard<std::mutex> lock(write_.mu);
+    if (aborted_) return unavailable("redis " + url_ + ": writes aborted (shutting down)");
+    NoSigpipe no_sigpipe;
     LA_RETURN_IF_ERROR(ensure(write_));
     const std::string k = redis_key(key);
-    // The size it replaces (0 when new), then the write; pipelined.
-    redisAppendCommand(write_.ctx, "STRLEN %b", k.data(), k.size());
-    if (overwrite) {
-        redisAppendCommand(write_.ctx, "SET %b %b", k.data(), k.size(), bytes.data(), bytes.size());
-    } else {
-        redisAppendCommand(write_.ctx, "SET %b %b NX", k.data(), k.size(), bytes.data(), bytes.size());
-    }
-    void* raw = nullptr;
-    if (redisGetReply(write_.ctx, &raw) != REDIS_OK || raw == nullptr) return fail(write_, "STRLEN");
-    Reply old(static_cast<redisReply*>(raw), free_reply);
-    if (redisGetReply(write_.ctx, &raw) != REDIS_OK || raw == nullptr) return fail(write_, "SET");
-    Reply r(static_cast<redisReply*>(raw), free_reply);
+    Reply r(static_cast<redisReply*>(
+                overwrite ? redisCommand(write_.ctx, "SET %b %b", k.data(), k.size(), bytes.data(), bytes.size())
+                          : redisCommand(write_.ctx, "SET %b %b NX", k.data(), k.size(), bytes.data(), bytes.size())),
+            free_reply);
+    if (!r) return fail(write_, "SET");
     answered(write_);
     if (r->type == REDIS_REPLY_ERROR)
         return io_error("redis " + url_ + ": SET refused: " + std::string(r->str, r->len));
     if (r->type == REDIS_REPLY_NIL) return false;  // NX on a present key answers nil
-    const int64_t replaced = old->type == REDIS_REPLY_INTEGER ? old->integer : 0;
-    const std::string delta = std::to_string(int64_t(bytes.size()) - replaced), now = std::to_string(next_use_us()),
-                      cap = std::to_string(options_.max_bytes);
-    Reply acc(
-        static_cast<redisReply*>(redisCommand(write_.ctx, "EVAL %s 3 %b %s %s %s %s %s", kAccountScript, k.data(),
-                                              k.size(), kIndexKey, kBytesKey, delta.c_str(), now.c_str(), cap.c_str())),
-        free_reply);
-    if (!acc) return fail(write_, "EVAL");
-    if (acc->type == REDIS_REPLY_ARRAY && acc->elements == 2) {
-        std::lock_guard<std::mutex> u(usage_mu_);
-        usage_.bytes = acc->element[0]->integer;
-        usage_.evictions += acc->element[1]->integer;
-    }
+    LA_RETURN_IF_ERROR(account_locked(k, bytes.size()));
     return true;
+}
+
+Status RedisTier::account_locked(const std::string& k, size_t bytes) {
+    static thread_local std::minstd_rand sweep_rng{std::random_device{}()};
+    const std::string size = std::to_string(bytes), cap = std::to_string(options_.max_bytes);
+    const char* audit = num_accounted_++ % kAuditEvery == 0 ? "1" : "0";  // a process' first write too
+    for (int attempt = 0;; ++attempt) {
+        const std::string now = std::to_string(next_use_us()), offset = std::to_string(sweep_rng());
+        Reply r(static_cast<redisReply*>(redisCommand(
+                    write_.ctx, "EVAL %s 4 %b %s %s %s %s %s %s %s %s", kAccountScript, k.data(), k.size(), kIndexKey,
+                    kBytesKey, kSizesKey, size.c_str(), now.c_str(), cap.c_str(), offset.c_str(), audit)),
+                free_reply);
+        if (!r) return fail(write_, "EVAL");
+        const auto integer = [&r](size_t i) {
+            return r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : int64_t(-1);
+        };
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && integer(0) >= 0) {
+            std::lock_guard<std::mutex> u(usage_mu_);
+            usage_.bytes = integer(0);
+            usage_.evictions += std::max<int64_t>(0, integer(1));
+            usage_.forgotten += std::max<int64_t>(0, integer(2));
+            return {};
+        }
+        // A bookkeeping key evicted whole (the script reset the rest): rebuilt. Garbage in it
+        // (reset too), or an error reply (scripts refused, something unforeseen): counted and
+        // rebuilt, after an error reply at most once a minute, as it may come back every write.
+        const bool reset = r->type == REDIS_REPLY_ARRAY && r->elements == 2 && (integer(0) == -1 || integer(0) == -2) &&
+                           r->element[1]->type == REDIS_REPLY_STRING;
+        if (!reset || integer(0) == -1) {
+            note_account_error(reset ? std::string(r->element[1]->str, r->element[1]->len)
+                               : r->type == REDIS_REPLY_ERROR
+                                   ? "the accounting script failed: " + std::string(r->str, r->len)
+                                   : "the accounting script answered nonsense");
+        }
+        const auto t = std::chrono::steady_clock::now();
+        if (attempt > 0 || (!reset && t < next_repair_)) return {};
+        if (!reset) next_repair_ = t + kRepairInterval;
+        LA_RETURN_IF_ERROR(rebuild_account_locked(reset ? std::string(r->element[1]->str, r->element[1]->len)
+                                                        : "the accounting script failed"));
+    }
+}
+
+Status RedisTier::rebuild_account_locked(const std::string& why) {
+    Reply del(static_cast<redisReply*>(redisCommand(write_.ctx, "DEL %s %s %s", kIndexKey, kBytesKey, kSizesKey)),
+              free_reply);
+    if (!del) return fail(write_, "DEL");
+    const std::string now = std::to_string(next_use_us());
+    std::string cursor = "0";
+    int64_t adopted = 0;
+    do {
+        Reply scan(static_cast<redisReply*>(
+                       redisCommand(write_.ctx, "SCAN %s MATCH %s COUNT 1000", cursor.c_str(), kEntryPattern)),
+                   free_reply);
+        if (!scan) return fail(write_, "SCAN");
+        if (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 || scan->element[0]->type != REDIS_REPLY_STRING ||
+            scan->element[1]->type != REDIS_REPLY_ARRAY) {
+            note_account_error("the rebuild's SCAN failed" + (scan->type == REDIS_REPLY_ERROR
+                                                                  ? ": " + std::string(scan->str, scan->len)
+                                                                  : std::string()));
+            return {};
+        }
+        cursor.assign(scan->element[0]->str, scan->element[0]->len);
+        const redisReply* keys = scan->element[1];
+        if (keys->elements == 0) continue;
+        std::vector<const char*> argv = {"EVAL", kAdoptScript, "3", kIndexKey, kBytesKey, kSizesKey, now.c_str()};
+        std::vector<size_t> lens;
+        for (const char* a : argv) lens.push_back(std::strlen(a));
+        for (size_t i = 0; i < keys->elements; ++i) {
+            argv.push_back(keys->element[i]->str);
+            lens.push_back(keys->element[i]->len);
+        }
+        Reply r(static_cast<redisReply*>(redisCommandArgv(write_.ctx, int(argv.size()), argv.data(), lens.data())),
+                free_reply);
+        if (!r) return fail(write_, "EVAL");
+        if (r->type != REDIS_REPLY_INTEGER) {
+            note_account_error("the rebuild failed" +
+                               (r->type == REDIS_REPLY_ERROR ? ": " + std::string(r->str, r->len) : std::string()));
+            return {};
+        }
+        adopted += r->integer;
+    } while (cursor != "0");
+    log::info("KV store: the Redis tier's size account was rebuilt from the entries present",
+              {{"where", url_}, {"why", why}, {"entries", adopted}});
+    return {};
+}
+
+void RedisTier::note_account_error(const std::string& why) {
+    std::lock_guard<std::mutex> lock(usage_mu_);
+    if (usage_.account_errors++ == 0) {
+        log::warn(
+            "KV store: the Redis tier's size account was broken; it is rebuilt from the entries present "
+            "(later ones are only counted: lazyattn_kv_store_account_errors_total)",
+            {{"where", url_}, {"problem", why}});
+    }
 }
 
 }  // namespace lazyattn::store

@@ -8,10 +8,17 @@
 // one timeout per back-off, not one per lookup.
 //
 // Size cap (TierOptions::max_bytes): every entry this tier writes is listed in a sorted set
-// (lazyattn:seg:index, scored by last use in unix microseconds) and counted in lazyattn:seg:bytes, by a script that
-// runs atomically in Redis, so replicas sharing one Redis keep one account; a write past the cap
-// evicts the least recently used entries down to 90%. A hit renews its entry's score (one
-// pipelined round trip with the GET). Entries written before the index existed are not counted.
+// (lazyattn:seg:index, scored by last use in unix microseconds), its size kept in a hash
+// (lazyattn:seg:sizes) and summed in lazyattn:seg:bytes, all by one script that runs atomically
+// in Redis, so replicas sharing one Redis keep one account; a write past the cap evicts the least
+// recently used entries down to 90%. A hit renews its entry's score (pipelined with the GET).
+// Redis may drop entries itself (maxmemory with an LRU policy, a hand's DEL): each write sweeps
+// part of the index and a GET that finds an indexed entry gone drops it from the account
+// ("forgotten", never counted as an eviction), so the account follows what Redis holds.
+// The script checks the bookkeeping it reads (key types, a counter that is a non-negative
+// integer, index and sizes of one length, and now and then that the sizes sum to the counter);
+// garbage there is counted (account_errors), logged once, and the account rebuilt from the
+// entries present (SCAN, on the writer thread), which also adopts entries written before it.
 #pragma once
 
 #include <atomic>
@@ -49,6 +56,7 @@ public:
     Expected<bool> contains(const std::string& key) override;
     Expected<bool> put(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) override;
     TierUsage usage() const override;
+    void abort_writes() override;  // shuts the write connection's socket down
 
 private:
     struct Connection {
@@ -60,6 +68,10 @@ private:
         // server that accepts connections but never answers keeps doubling it).
         std::chrono::milliseconds backoff{0};
         std::atomic<bool> down{false};  // read by usage() from any thread
+        // The socket, for abort_writes() on another thread; set and cleared (the socket closed)
+        // under fd_mu, so an abort never reaches a later connection's reused descriptor.
+        std::mutex fd_mu;
+        int fd = -1;
     };
     // The connection, (re)connected when down and the back-off has passed.
     Status ensure(Connection& c);
@@ -68,12 +80,20 @@ private:
     // A call answered: the tier is up.
     static void answered(Connection& c);
     void drop(Connection& c);
+    // Runs the accounting script for a written entry (write_.mu held); a broken account is
+    // rebuilt and the script run again.
+    Status account_locked(const std::string& redis_key, size_t bytes);
+    Status rebuild_account_locked(const std::string& why);  // write_.mu held: SCAN, adopting entries
+    void note_account_error(const std::string& why);        // counted; the first one logged
     RedisAddress address_;
     std::string url_;
     TierOptions options_;
     Connection read_, write_;
     mutable std::mutex usage_mu_;
     TierUsage usage_;  // under usage_mu_ (bytes as the last write's script counted them)
+    std::atomic<bool> aborted_{false};
+    int64_t num_accounted_ = 0;                            // write_.mu held: accounting runs, for the periodic audit
+    std::chrono::steady_clock::time_point next_repair_{};  // write_.mu held: after an error reply
 };
 
 }  // namespace lazyattn::store

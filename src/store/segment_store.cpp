@@ -1,5 +1,7 @@
 #include "store/segment_store.h"
 
+#include <chrono>
+
 #include "core/log.h"
 #include "core/timer.h"
 #include "store/segment_blocks.h"
@@ -7,17 +9,18 @@
 namespace lazyattn::store {
 
 Expected<std::unique_ptr<SegmentStore>> SegmentStore::open(const std::vector<std::string>& uris,
-                                                           int32_t max_pending_writes, const TierOptions& options) {
+                                                           const WriterOptions& writer, const TierOptions& options) {
+    LA_RETURN_IF_ERROR(writer.validate());
     std::vector<std::unique_ptr<StoreTier>> tiers;
     for (const std::string& uri : uris) {
         LA_ASSIGN_OR_RETURN(auto tier, open_tier(uri, options));
         tiers.push_back(std::move(tier));
     }
-    return std::make_unique<SegmentStore>(std::move(tiers), max_pending_writes);
+    return std::make_unique<SegmentStore>(std::move(tiers), writer);
 }
 
-SegmentStore::SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, int32_t max_pending_writes)
-    : tiers_(std::move(tiers)), max_pending_(size_t(std::max(1, max_pending_writes))) {
+SegmentStore::SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, const WriterOptions& writer)
+    : tiers_(std::move(tiers)), options_(writer) {
     for (const auto& t : tiers_) {
         TierStats s;
         s.name = t->name();
@@ -28,12 +31,27 @@ SegmentStore::SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, int32_
     writer_ = std::thread([this] { writer_loop(); });
 }
 
-SegmentStore::~SegmentStore() {
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        stop_ = true;
-    }
+SegmentStore::~SegmentStore() { close(); }
+
+void SegmentStore::close() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!writer_.joinable()) return;
+    stop_ = true;
     cv_.notify_all();
+    const auto drain = std::chrono::duration<double>(options_.shutdown_drain_s);
+    if (!idle_cv_.wait_for(lock, drain, [this] { return queue_.empty() && !busy_; })) {
+        const int64_t queued = int64_t(queue_.size());
+        for (const WriteJob& job : queue_) pending_bytes_ -= job.bytes;
+        queue_.clear();
+        writes_dropped_ += queued;  // the one in flight is counted by the writer if it fails
+        abandon_ = true;
+        log::warn("KV store writes dropped at shutdown: the tiers did not take them in time",
+                  {{"queued", queued}, {"in_flight", busy_ ? 1 : 0}, {"drain_s", options_.shutdown_drain_s}});
+        lock.unlock();
+        for (auto& t : tiers_) t->abort_writes();
+    } else {
+        lock.unlock();
+    }
     writer_.join();
 }
 
@@ -89,7 +107,8 @@ int SegmentStore::load(const SegmentMeta& meta, backend::KvMemory& kv, std::span
             job.verified = std::move(blob).value();
             job.overwrite = rejected_keys_.count(key) > 0;
             job.end_tier = int32_t(t);
-            enqueue_locked(std::move(job));
+            job.bytes = int64_t(job.verified.bytes.size());
+            if (reserve_locked(job.bytes)) enqueue_locked(std::move(job));
         }
         return int(t);
     }
@@ -101,35 +120,47 @@ bool SegmentStore::write_async(const SegmentMeta& meta, const backend::KvMemory&
     if (tiers_.empty()) return true;
     WriteJob job;
     job.key = segment_key(meta);
+    job.bytes = int64_t(segment_total_bytes(meta));
     {
         std::lock_guard<std::mutex> lock(mu_);
-        if (queue_.size() >= max_pending_) {
-            ++writes_dropped_;
-            return false;
-        }
+        if (!reserve_locked(job.bytes)) return false;  // before the copy: nothing is allocated
     }
     job.fresh = std::make_shared<std::vector<uint8_t>>(begin_segment(meta));
     if (Status st = export_segment_blocks(kv, blocks, int32_t(meta.tokens.size()), data_of(*job.fresh, meta));
         !st.ok()) {
         log::warn("KV store write skipped: the pool's blocks could not be read", {{"error", st.to_string()}});
         std::lock_guard<std::mutex> lock(mu_);
+        pending_bytes_ -= job.bytes;
         ++writes_dropped_;
         return false;
     }
     job.end_tier = int32_t(tiers_.size());
     std::lock_guard<std::mutex> lock(mu_);
     job.overwrite = rejected_keys_.count(job.key) > 0;
-    return enqueue_locked(std::move(job));
+    enqueue_locked(std::move(job));
+    return true;
 }
 
-bool SegmentStore::enqueue_locked(WriteJob job) {
-    if (queue_.size() >= max_pending_) {
+bool SegmentStore::reserve_locked(int64_t bytes) {
+    const int64_t max = options_.max_pending_bytes;
+    if (stop_ || (max > 0 && pending_bytes_ + bytes > max)) {
         ++writes_dropped_;
+        if (max > 0 && bytes > max && !oversize_warned_) {
+            oversize_warned_ = true;
+            log::warn(
+                "KV store entry larger than the writer's queue (--kv-store-max-pending-mib): such documents "
+                "are never stored",
+                {{"entry_bytes", bytes}, {"max_pending_bytes", max}});
+        }
         return false;
     }
+    pending_bytes_ += bytes;
+    return true;
+}
+
+void SegmentStore::enqueue_locked(WriteJob job) {
     queue_.push_back(std::move(job));
     cv_.notify_one();
-    return true;
 }
 
 bool SegmentStore::contains(const std::string& key) {
@@ -158,6 +189,7 @@ void SegmentStore::writer_loop() {
         lock.unlock();
         write_one(job);
         lock.lock();
+        pending_bytes_ -= job.bytes;
         busy_ = false;
         if (queue_.empty()) idle_cv_.notify_all();
     }
@@ -170,9 +202,14 @@ void SegmentStore::write_one(WriteJob& job) {
         seal_segment(*job.fresh);
         bytes = *job.fresh;
     }
+    bool whole = true;  // in every tier it was meant for
     for (int32_t t = 0; t < job.end_tier; ++t) {
         auto put = tiers_[t]->put(job.key, bytes, job.overwrite);
         std::lock_guard<std::mutex> lock(mu_);
+        if (abandon_) {  // aborted at shutdown: a drop, not the tier's error
+            whole = whole && put.ok();
+            if (!whole) break;
+        }
         note_result(size_t(t), put.status());
         if (!put.ok()) continue;
         if (*put) {
@@ -182,10 +219,9 @@ void SegmentStore::write_one(WriteJob& job) {
             ++stats_[t].writes_skipped;
         }
     }
-    if (job.overwrite) {
-        std::lock_guard<std::mutex> lock(mu_);
-        rejected_keys_.erase(job.key);
-    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!whole) ++writes_dropped_;
+    if (job.overwrite) rejected_keys_.erase(job.key);
 }
 
 StoreStats SegmentStore::stats() const {
@@ -195,6 +231,7 @@ StoreStats SegmentStore::stats() const {
     for (size_t t = 0; t < tiers_.size(); ++t) s.tiers[t].usage = tiers_[t]->usage();
     s.writes_dropped = writes_dropped_;
     s.writes_pending = int64_t(queue_.size()) + (busy_ ? 1 : 0);
+    s.bytes_pending = pending_bytes_;
     return s;
 }
 

@@ -7,8 +7,11 @@
 // An entry found in a lower tier is copied up to the tiers above it (off the inference thread).
 //
 // Writes never happen on the inference thread: the scheduler hands over an exported entry and
-// returns; a writer thread seals it (checksum) and puts it in every tier. The queue is bounded
-// (a slow tier drops writes, counted, rather than holding KV copies without end).
+// returns; a writer thread seals it (checksum) and puts it in every tier. The queue is bounded in
+// bytes (a slow tier drops writes, counted, rather than holding KV copies without end); a write
+// that would pass the bound is refused before its copy is made. At shutdown the writer gets a
+// short drain, then the write in flight is aborted and the rest dropped (counted, logged), so a
+// hung tier cannot hold the process; flush() waits for everything (precompute).
 #pragma once
 
 #include <condition_variable>
@@ -46,8 +49,9 @@ struct TierStats {
 
 struct StoreStats {
     std::vector<TierStats> tiers;
-    int64_t writes_dropped = 0;  // the write queue was full
+    int64_t writes_dropped = 0;  // the write queue was full, or shutdown left them unwritten
     int64_t writes_pending = 0;
+    int64_t bytes_pending = 0;  // of the entries queued or being written
 };
 
 class SegmentStore {
@@ -55,11 +59,11 @@ public:
     // Opens each tier (see open_tier). A Redis server that is down is not an error here (the
     // tier reconnects later); a bad URI or an unusable directory is.
     static Expected<std::unique_ptr<SegmentStore>> open(const std::vector<std::string>& uris,
-                                                        int32_t max_pending_writes = 64,
+                                                        const WriterOptions& writer = {},
                                                         const TierOptions& options = {});
     // Takes ready-made tiers (tests).
-    explicit SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, int32_t max_pending_writes = 64);
-    // Writes what is queued, then stops the writer.
+    explicit SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, const WriterOptions& writer = {});
+    // close().
     ~SegmentStore();
     SegmentStore(const SegmentStore&) = delete;
     SegmentStore& operator=(const SegmentStore&) = delete;
@@ -75,8 +79,12 @@ public:
     bool write_async(const SegmentMeta& meta, const backend::KvMemory& kv, std::span<const kv::BlockId> blocks);
     // Whether any tier holds an entry under the key (precompute skips those).
     bool contains(const std::string& key);
-    // Blocks until every queued write is done.
+    // Blocks until every queued write is done (without a deadline).
     void flush();
+    // Stops the writer: queued writes get WriterOptions::shutdown_drain_s, then the tiers' writes
+    // are aborted (the one in flight fails) and what is left is dropped, counted and logged.
+    // Later writes are dropped. Idempotent; stats() still answers.
+    void close();
 
     StoreStats stats() const;
     int32_t num_tiers() const { return int32_t(tiers_.size()); }
@@ -88,20 +96,25 @@ private:
         Blob verified;                                // or a verified entry copied up
         bool overwrite = false;
         int32_t end_tier = 0;  // written to tiers [0, end_tier)
+        int64_t bytes = 0;     // counted in pending_bytes_
     };
-    bool enqueue_locked(WriteJob job);                // mu_ held
+    bool reserve_locked(int64_t bytes);               // mu_ held: room in the queue, else dropped
+    void enqueue_locked(WriteJob job);                // mu_ held, its bytes reserved
     void note_result(size_t tier, const Status& st);  // mu_ held: errors, one warning per outage
     void writer_loop();
     void write_one(WriteJob& job);
 
     std::vector<std::unique_ptr<StoreTier>> tiers_;
-    const size_t max_pending_;
+    const WriterOptions options_;
     mutable std::mutex mu_;
     std::condition_variable cv_, idle_cv_;
     std::deque<WriteJob> queue_;
     bool busy_ = false, stop_ = false;
+    bool abandon_ = false;          // past the shutdown drain: the job in flight is given up
     std::vector<TierStats> stats_;  // guarded by mu_
     int64_t writes_dropped_ = 0;
+    int64_t pending_bytes_ = 0;  // of the queued jobs and the one in flight
+    bool oversize_warned_ = false;
     std::unordered_set<std::string> rejected_keys_;  // entries to overwrite, not keep
     std::vector<bool> failing_;                      // per tier: in an outage (warned once)
     std::thread writer_;

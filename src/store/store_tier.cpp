@@ -5,6 +5,12 @@
 
 namespace lazyattn::store {
 
+Status WriterOptions::validate() const {
+    if (max_pending_bytes < 0) return invalid_argument("the store's pending write bytes must not be negative");
+    if (!(shutdown_drain_s >= 0)) return invalid_argument("the store's shutdown drain must not be negative");
+    return {};
+}
+
 Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri, const TierOptions& options) {
     if (uri.empty()) return invalid_argument("--kv-store: empty location");
     if (uri.rfind("redis://", 0) == 0) {

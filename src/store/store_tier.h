@@ -28,12 +28,32 @@ struct TierOptions {
     int64_t max_bytes = 4ll << 30;
 };
 
+// How the store's writer thread runs (--kv-store-max-pending-mib; segment_store.h).
+struct WriterOptions {
+    // Bytes of entries (KV copies) queued or being written; a write past it is dropped and
+    // counted, and so is an entry larger than it. 0: unbounded (precompute, which flushes each
+    // batch, and a batch fits the RAM pool).
+    int64_t max_pending_bytes = 256ll << 20;
+    // At close or destruction: how long queued writes still get before the one in flight is
+    // aborted and the rest dropped.
+    double shutdown_drain_s = 1.0;
+
+    Status validate() const;
+};
+
 // What a tier holds, as far as this process knows.
 struct TierUsage {
     int64_t bytes = 0;      // of entries (all writers' where the tier tracks them together)
     int64_t max_bytes = 0;  // 0: unbounded
     int64_t evictions = 0;  // entries this process evicted
-    bool up = true;         // false while the tier is marked down (unreachable or not answering)
+    // Entries this process found gone (a Redis's own maxmemory eviction, a hand's delete) and
+    // dropped from the tier's account: never counted as evictions.
+    int64_t forgotten = 0;
+    // Times this process found the tier's size account broken (garbage in its bookkeeping) or
+    // failing (an error from the accounting); each rebuilds the account from the entries present
+    // (the first is logged).
+    int64_t account_errors = 0;
+    bool up = true;  // false while the tier is marked down (unreachable or not answering)
 };
 
 class StoreTier {
@@ -49,6 +69,10 @@ public:
     // and either's (identical, or equally valid) bytes remain.
     virtual Expected<bool> put(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) = 0;
     virtual TierUsage usage() const = 0;
+    // Makes a put() blocked on another thread return soon (failed) and every later one fail at
+    // once: the store's writer gives up at shutdown. Any thread. Tiers whose writes cannot be
+    // interrupted (a local disk) ignore it.
+    virtual void abort_writes() {}
 };
 
 // Opens a tier from its --kv-store spelling: a directory path, or redis://HOST:PORT[/DB].

@@ -19,8 +19,8 @@ Status KvManager::open_store(double fingerprint_ms) {
                   {{"cache_mode", cache_mode_name(config_.cache_mode)}});
         return {};
     }
-    LA_ASSIGN_OR_RETURN(store_, store::SegmentStore::open(config_.kv_stores, config_.kv_store_max_pending_writes,
-                                                          config_.kv_store_tier));
+    LA_ASSIGN_OR_RETURN(store_,
+                        store::SegmentStore::open(config_.kv_stores, config_.kv_store_writer, config_.kv_store_tier));
     char fp[33];
     std::snprintf(fp, sizeof fp, "%016llx%016llx", (unsigned long long)fingerprint_.high,
                   (unsigned long long)fingerprint_.low);

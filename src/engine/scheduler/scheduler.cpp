@@ -26,7 +26,7 @@ Status EngineConfig::validate() const {
         return invalid_argument("the pinned share of the KV pool must be in [0, 1]");
     }
     if (max_pinned_blocks_per_tenant < 0) return invalid_argument("the per-tenant pin quota must not be negative");
-    return {};
+    return kv_store_writer.validate();
 }
 
 Scheduler::Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config)

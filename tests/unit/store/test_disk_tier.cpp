@@ -174,7 +174,9 @@ TEST(SegmentStore, CorruptTruncatedAndForeignEntriesAreRejectedCountedAndReplace
 TEST(SegmentStore, AFullQueueDropsWritesAndCountsThem) {
     TempDir dir;
     backend::HostKvMemory a(small_shape());
-    auto store = SegmentStore::open({dir.path}, 1);
+    WriterOptions o;
+    o.max_pending_bytes = int64_t(segment_total_bytes(segment_meta(kModel, 1, a.shape(), tokens(64))));  // one entry
+    auto store = SegmentStore::open({dir.path}, o);
     int accepted = 0;
     for (int i = 0; i < 50; ++i) {
         const SegmentMeta m = segment_meta(kModel, 1, a.shape(), tokens(64, 1000 * i));

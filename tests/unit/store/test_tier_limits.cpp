@@ -50,7 +50,9 @@ void expect_lru_eviction(Tier& tier) {
     const std::vector<uint8_t> entry(1000, 5);
     for (int i = 0; i < 30; ++i) {
         ASSERT_TRUE(tier.put(key_of(i), entry, false).ok()) << i;
-        if (i > 0) ASSERT_TRUE(tier.get(key_of(0)).ok()) << "the hot entry was evicted after write " << i;
+        if (i > 0) {
+            ASSERT_TRUE(tier.get(key_of(0)).ok()) << "the hot entry was evicted after write " << i;
+        }
     }
     const TierUsage u = tier.usage();
     EXPECT_EQ(u.max_bytes, 10000);
