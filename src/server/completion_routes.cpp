@@ -1,5 +1,7 @@
 #include "server/completion_routes.h"
 
+#include <atomic>
+
 #include "core/timer.h"
 #include "server/completion_stream.h"
 #include "server/http_util.h"
@@ -80,8 +82,12 @@ Expected<std::vector<std::shared_ptr<engine::RequestHandle>>> submit_choices(Ser
                                                                              const engine::RagRequest& rag, int32_t n,
                                                                              const std::shared_ptr<Doorbell>& bell) {
     std::vector<std::shared_ptr<engine::RequestHandle>> handles;
+    // One group per request: the choices compute their recomputed document rows once.
+    static std::atomic<uint64_t> next_group{1};
+    const uint64_t group = n > 1 ? next_group.fetch_add(1) : 0;
     for (int32_t i = 0; i < n; ++i) {
         engine::RagRequest choice = rag;
+        choice.choice_group = group;
         choice.sampling.seed = rag.sampling.seed + uint64_t(i) * 0x9e3779b97f4a7c15ull;
         auto h = ctx.engine.submit(std::move(choice), [bell](const engine::RequestEvent&) { bell->ring(); });
         if (!h.ok()) {

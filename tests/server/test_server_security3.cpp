@@ -113,28 +113,39 @@ TEST(ServerSecurity3, HostileFieldValuesGetShortPreciseErrors) {
     expect_still_serving(s);
 }
 
-// recompute with n > 1 recomputes the rows once per choice: usage says so (computed_tokens,
-// recomputed_tokens over every choice) instead of billing one prompt for n times the work.
-TEST(ServerSecurity3, UsageReportsTheRecomputeEveryChoiceRan) {
+// recompute with n > 1 recomputed the rows once per choice (n=8: 8x the prefill, billed as one
+// prompt). The choices now share one computation of the rows, answer as n=1 does, and usage says
+// what ran (computed_tokens and recomputed_tokens over every choice).
+TEST(ServerSecurity3, TheChoicesOfARecomputingRequestRecomputeOnce) {
     ServerProcess s(server_args());
     ASSERT_TRUE(s.started()) << s.log();
     auto usage = [&](int n) {
         const json body = {{"prompt", "which proverb?"},
-                           {"max_tokens", 1},
+                           {"max_tokens", 4},
+                           {"temperature", 0},
+                           {"ignore_eos", true},
                            {"n", n},
+                           {"cache_salt", "n" + std::to_string(n)},  // nothing cached from the other
                            {"documents", kDocs},
                            {"document_reuse", {{"recompute", {{"share", 1.0}}}}}};
         const auto r = curl("POST", s.url("/v1/completions"), body.dump());
         EXPECT_EQ(r.status, 200) << r.body;
-        return parse_or_null(r.body)["usage"];
+        return parse_or_null(r.body);
     };
-    const json one = usage(1), three = usage(3);
+    const json one_body = usage(1), three_body = usage(3);
+    const json &one = one_body["usage"], &three = three_body["usage"];
+    for (const json& choice : three_body["choices"]) EXPECT_EQ(choice["text"], one_body["choices"][0]["text"]);
     ASSERT_TRUE(one["prompt_tokens_details"].contains("recomputed_tokens")) << one;
     const int rows = one["prompt_tokens_details"]["recomputed_tokens"];
     EXPECT_GT(rows, 20) << one;
     EXPECT_EQ(three["prompt_tokens"], one["prompt_tokens"]) << three;
-    EXPECT_EQ(three["prompt_tokens_details"]["recomputed_tokens"], 3 * rows) << three;
-    EXPECT_GE(three["prompt_tokens_details"]["computed_tokens"].get<int>(), 3 * rows) << three;
+    EXPECT_EQ(three["prompt_tokens_details"]["recomputed_tokens"], rows) << three;
+    // Each choice still prefills its own question; the documents and the rows ran once.
+    const int question = one["prompt_tokens_details"]["computed_tokens"].get<int>() - rows -
+                         one["prompt_tokens_details"]["document_tokens"].get<int>();
+    EXPECT_EQ(three["prompt_tokens_details"]["computed_tokens"],
+              one["prompt_tokens_details"]["computed_tokens"].get<int>() + 2 * question)
+        << one << three;
 }
 
 }  // namespace

@@ -51,6 +51,10 @@ struct RagRequest {
     int32_t prompt_logprobs = -1;
     // How the tail reads the documents (anchored encoding, rescaling); segment modes only.
     DocumentReuse reuse;
+    // The choices of one request (OpenAI's `n`) carry the same non-zero group: identical prompts
+    // sampled n times. Their recomputed document rows (reuse.recompute) are the same, so the first
+    // choice admitted computes them and the others read its rows (KvManager's patch shares).
+    uint64_t choice_group = 0;
 
     // Segment d is a document encoded after the preamble (reuse.anchored): the preamble's length,
     // which is where the document's keys start; 0 for a document encoded alone, and for the

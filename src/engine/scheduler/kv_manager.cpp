@@ -111,7 +111,11 @@ bool KvManager::allocate(SequenceState& s, bool others_running) {
         return false;
     }
     start_jobs(s, needs_job, prefixes);
-    start_patches(s);
+    if (SequenceState* leader = patch_leader(s)) {
+        follow_patches(s, *leader);
+    } else {
+        start_patches(s);
+    }
     LA_CHECK(grow_tail(s, ar.num_prompt_tail));
     return true;
 }
@@ -383,7 +387,9 @@ int64_t KvManager::fresh_blocks_needed(const SequenceState& s, const std::vector
     int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
     for (size_t d : needs_job)
         fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
-    for (size_t d = 0; d < ar.segments.size(); ++d) fresh += blocks_for(s.request.recompute_count(d, bs), bs);
+    if (patch_leader(s) == nullptr) {  // a follower reads its leader's patch blocks
+        for (size_t d = 0; d < ar.segments.size(); ++d) fresh += blocks_for(s.request.recompute_count(d, bs), bs);
+    }
     for (const Conditioning& c : prefixes) {
         if (c.job < 0) fresh += blocks_for(int64_t(c.tokens.size()), bs) - int64_t(c.blocks.size());
     }
@@ -422,6 +428,8 @@ void KvManager::start_patches(SequenceState& s) {
         ar.held.insert(ar.held.end(), place.patch_blocks.begin(), place.patch_blocks.end());
         ar.num_patch_tokens += place.patch_tokens;
     }
+    const bool recomputes = ar.num_patch_tokens > 0 || ar.num_deviation_rows > 0 || ar.probe_pending;
+    if (s.request.choice_group != 0 && recomputes) patch_shares_[s.request.choice_group].leader = &s;
 }
 
 int32_t KvManager::select_by_score(SequenceState& s) {
@@ -498,6 +506,7 @@ void KvManager::drop_job(int64_t job_id) {
 }
 
 void KvManager::free(SequenceState& s) {
+    leave_patch_share(s);  // before its blocks go: a follower may take over the leader's patches
     // Tail first, then segments from last to first, each chain from its end (KvCache::release):
     // eviction then takes a request's least reusable blocks first, never a document's head
     // before its end. `held` is the same references as a multiset.

@@ -111,6 +111,9 @@ public:
     // deviation) ended: chooses each document's recomputed rows from the scores it left
     // (select_by_mass) and schedules them; returns how many.
     int32_t select_by_score(SequenceState& s);
+    // s's recomputed rows are all computed (measured, chosen and run): the choices following it
+    // (RagRequest::choice_group) take them and may run. Cheap when s leads nothing.
+    void share_ready_patches(SequenceState& s);
     // The pool, the index and every reference held by `requests`, jobs and pins agree.
     void check_integrity(const std::vector<const SequenceState*>& requests) const;
 
@@ -151,6 +154,20 @@ private:
     size_t first_occurrence(const SequenceState& s, size_t d) const;
     void match_tail(SequenceState& s);
     void start_patches(SequenceState& s);
+    // --- Patch shares (kv_manager_patch_share.cpp): the choices of one request compute their
+    // recomputed rows once. The leader is the first choice admitted; a choice admitted while it
+    // holds its patch blocks follows it (references to the same blocks, nothing computed).
+    struct PatchShare {
+        SequenceState* leader = nullptr;
+        std::vector<SequenceState*> waiting;  // followers whose rows are not copied in yet
+    };
+    // The admitted sibling whose patches s can read, or null (s then computes its own).
+    SequenceState* patch_leader(const SequenceState& s) const;
+    // s reads the leader's patch blocks (references taken), and its rows once they are ready.
+    void follow_patches(SequenceState& s, SequenceState& leader);
+    // s releases its KV: a leader hands its unfinished patches (and the blocks its followers
+    // hold) to the first waiting follower, which computes the rest; a follower leaves the list.
+    void leave_patch_share(SequenceState& s);
     int64_t fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job,
                                 const std::vector<Conditioning>& prefixes, bool others_running) const;
     int64_t find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const;
@@ -176,6 +193,7 @@ private:
     PinLedger pins_;
     kv::BlockHash segment_seed_, tail_seed_, prefix_seed_;  // keyed; salted per tenant
     std::map<int64_t, SegmentJob> jobs_;                    // ordered: oldest job first
+    std::map<uint64_t, PatchShare> patch_shares_;           // by RagRequest::choice_group
     int64_t next_job_id_ = 0;
     int64_t num_jobs_started_ = 0;
     // Block-attn copies planned since the last forward, with the request each serves (dropped

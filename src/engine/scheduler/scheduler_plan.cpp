@@ -221,7 +221,8 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
         if (s->prompt_done() || !s->segments_ready()) continue;
         if (config_.cache_mode == CacheMode::kBlockAttn && !s->materialized) continue;
         const RequestKv& ar = s->kv;
-        if (ar.deviation_pending()) {  // selection by KV deviation: measured before the patches
+        if (ar.awaiting_patches) continue;  // a sibling choice computes its recomputed rows
+        if (ar.deviation_pending()) {       // selection by KV deviation: measured before the patches
             const int32_t per = kDeviationRowsPerToken;
             PrefillItem it{-1, s.get(), ar.num_deviation_computed,
                            (ar.num_deviation_rows - ar.num_deviation_computed + per - 1) / per};

@@ -113,6 +113,7 @@ void Scheduler::update(const SchedulerOutput& out, ModelRunnerOutput& ran, Outpu
     for (const PatchChunk& r : out.patches) {
         r.seq->kv.num_patch_computed += r.n;
         stats_.prompt_tokens_computed += r.n;
+        kv_.share_ready_patches(*r.seq);
     }
     for (const ProbeChunk& r : out.probes) on_probe(r, ran.key_mass);
     const int32_t vocab = vocab_size();
@@ -176,6 +177,7 @@ void Scheduler::on_probe(const ProbeChunk& r, const std::vector<float>& key_mass
     const int32_t chosen = kv_.select_by_score(s);
     s.stats.prefill_tokens += chosen;
     s.stats.recomputed_tokens += chosen;
+    kv_.share_ready_patches(s);  // nothing chosen: its siblings may run at once
 }
 
 void Scheduler::on_deviation(const DeviationChunk& r, const std::vector<float>& kv_deviation) {
@@ -196,6 +198,7 @@ void Scheduler::on_deviation(const DeviationChunk& r, const std::vector<float>& 
     const int32_t chosen = kv_.select_by_score(s);
     s.stats.prefill_tokens += chosen;
     s.stats.recomputed_tokens += chosen;
+    kv_.share_ready_patches(s);
 }
 
 void Scheduler::on_job_progress(int64_t job_id, int32_t n) {

@@ -51,6 +51,10 @@ struct RequestKv {
     // is measured first (Model::measure_kv_deviation), then the patches, then the tail.
     int32_t num_deviation_rows = 0;
     int32_t num_deviation_computed = 0;
+    // A choice following a sibling's recompute (RagRequest::choice_group): its patch blocks are
+    // the sibling's (references held), whose rows are being computed; nothing of it runs until
+    // they are (KvManager::share_ready_patches copies the chosen rows in).
+    bool awaiting_patches = false;
     std::vector<kv::BlockId> held;  // one entry per reference this request holds
 
     int32_t next_position() const { return tail_start + int32_t(tail_tokens.size()); }

@@ -133,6 +133,52 @@ DocumentReuse by_query(float share, RecomputeSelect select = RecomputeSelect::kQ
     return r;
 }
 
+// The choices of one request (RagRequest::choice_group) recompute their rows once: the first
+// admitted computes them, the others read its patch blocks. Greedy choices then generate exactly
+// what one request alone does; a leader cancelled mid-way hands its rows to a follower, which
+// finishes them. Every selection (first, sparse sample, question, deviation), in lazy.
+TEST(DocumentReuse, TheChoicesOfARequestRecomputeOnce) {
+    Tokens tok(29);
+    const std::vector<DocumentReuse> reuses = {recompute(24), sparse(0.5f), by_query(0.4f),
+                                               by_query(0.3f, RecomputeSelect::kDeviation)};
+    for (const DocumentReuse& reuse : reuses) {
+        for (int cancel_leader = 0; cancel_leader < 2; ++cancel_leader) {
+            const std::string what = reuse.name() + (cancel_leader ? " (leader cancelled)" : "");
+            std::vector<std::vector<int32_t>> docs{tok.make(37), tok.make(21), tok.make(50)};
+            RagRequest req = request_of(tok.make(9), docs, tok.make(13), reuse);
+            auto alone_engine = make_engine(CacheMode::kLazy);
+            auto alone = alone_engine->run(req);
+            ASSERT_TRUE(alone.ok()) << alone.status().to_string();
+            ASSERT_GT(alone->stats.recomputed_tokens, 0) << what;
+
+            auto engine = make_engine(CacheMode::kLazy);
+            EngineCore& core = engine->core();
+            req.choice_group = 7;
+            std::vector<std::shared_ptr<RequestHandle>> choices;
+            for (int i = 0; i < 4; ++i) choices.push_back(core.add(req).value());
+            if (cancel_leader) {
+                for (int i = 0; i < 2; ++i) core.step();  // the leader is part-way through its rows
+                choices[0]->cancel();
+            }
+            for (int step = 0; step < 10000 && !core.idle(); ++step) core.step();
+            ASSERT_TRUE(core.idle()) << what << ": a choice never finished";
+            int64_t recomputed = 0;
+            for (size_t i = cancel_leader; i < choices.size(); ++i) {
+                const RagResult r = choices[i]->wait();
+                ASSERT_EQ(r.finish_reason, "length") << what << " " << r.status.to_string();
+                EXPECT_EQ(r.token_ids, alone->token_ids) << what << ": choice " << i;
+                recomputed += r.stats.recomputed_tokens;
+            }
+            if (cancel_leader) recomputed += choices[0]->wait().stats.recomputed_tokens;
+            // Once over all choices; a leader cancelled mid-way: its rows plus the heir's rest
+            // (a measurement in flight restarts, so at most twice).
+            if (!cancel_leader) EXPECT_EQ(recomputed, alone->stats.recomputed_tokens) << what;
+            EXPECT_LE(recomputed, 2 * alone->stats.recomputed_tokens) << what;
+            expect_pool_whole(*engine);
+        }
+    }
+}
+
 // Selection by the question, both ways, and by KV deviation: a 100% budget recomputes every
 // token after the measurement, so the tail (run again on top) reads exactly causal attention
 // over the flattened prompt; the chosen rows are counted.
