@@ -35,9 +35,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         http::HttpRequest request = parser.take();
         nlohmann::json body;
-        if (server::parse_json_body(request, body)) continue;
+        // The server's bounds: 256 documents, plus the question part.
+        if (server::parse_json_body(request, body, server::JsonBounds{257})) continue;
         server::GenerationRequest gen;
         (void)server::parse_generation_request(body, request.path.find("chat") != std::string::npos, gen);
+        if (gen.document_delimiter) {  // a client's pattern over its own messages, budgeted
+            server::MatchBudget budget;
+            budget.steps_left = 1 << 20;  // each input stays fast; the budget's exhaustion is exercised
+            for (const auto& m : gen.messages) (void)gen.document_delimiter->find_all(m.content, budget);
+        }
         std::vector<server::DocumentRef> docs;
         if (body.is_object() && body.contains("documents"))
             (void)server::parse_documents(body["documents"], false, docs);

@@ -1,8 +1,14 @@
 // Safe to expose, third round (the issue of that name): what a client could make the server
 // spend per byte it sends, over a real socket against a real `lazyattn serve`. Each case answers
 // a clear error quickly and leaves the server serving everyone else.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include <fstream>
 #include <string>
@@ -146,6 +152,51 @@ TEST(ServerSecurity3, TheChoicesOfARecomputingRequestRecomputeOnce) {
     EXPECT_EQ(three["prompt_tokens_details"]["computed_tokens"],
               one["prompt_tokens_details"]["computed_tokens"].get<int>() + 2 * question)
         << one << three;
+}
+
+// A Redis that hangs: a loopback port whose connections the kernel completes (the backlog) and
+// nobody ever reads or answers, as a stopped or wedged server looks to a client.
+class HungPeer {
+public:
+    HungPeer() {
+        fd_ = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd_, 64) != 0 ||
+            getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+            ADD_FAILURE() << "cannot listen on loopback";
+        }
+        port_ = ntohs(a.sin_port);
+    }
+    ~HungPeer() { close(fd_); }
+    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+private:
+    int fd_ = -1;
+    int port_ = 0;
+};
+
+// SIGTERM with store writes queued to a Redis that hangs: the writer drained the whole queue, each
+// write blocking for the 5 s write timeout (13 s with --shutdown-timeout 2). It now gets a short
+// drain, then the write in flight is cut and the rest dropped (counted and logged).
+TEST(ServerSecurity3, SigtermDoesNotWaitOnAHungRedis) {
+    HungPeer redis;
+    ServerProcess s(server_args({"--kv-store", redis.url(), "--shutdown-timeout", "2"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    for (int i = 0; i < 6; ++i) {  // six new documents: six writes for the hung tier
+        const json body = {{"prompt", "q"},
+                           {"max_tokens", 1},
+                           {"documents", {"a document that is written to the store, number " + std::to_string(i)}}};
+        EXPECT_EQ(curl("POST", s.url("/v1/completions"), body.dump()).status, 200);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    s.send_signal(SIGTERM);
+    // Nothing is in flight, so the bound is the store's drain (about 1 s), far from a 5 s write.
+    EXPECT_EQ(s.wait_exit(4.0), 0) << s.log();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(seconds, 4.0) << s.log();
 }
 
 }  // namespace
