@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 
+#include "cli/compat_flags.h"
 #include "core/log.h"
 #include "engine/request/cache_mode.h"
 #include "engine/request/document_reuse.h"
@@ -130,7 +131,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     sv->add_option("--kv-blocks", o.kv_blocks, "exact KV pool size in blocks (overrides --kv-cache-mb)")
         ->check(non_negative);
     sv->add_option("--block-size", o.block_size, "tokens per KV block")->check(CLI::Range(1, 1024));
-    sv->add_option("--max-batch-tokens,--max-num-batched-tokens", o.max_batch_tokens, "rows per forward step")
+    sv->add_option("-b,--max-batch-tokens,--max-num-batched-tokens,--batch-size", o.max_batch_tokens,
+                   "rows per forward step")
         ->check(positive);
     sv->add_option("--max-prefill-while-decoding", o.max_prefill_while_decoding,
                    "prefill rows a step may carry while requests decode, bounding their time per output token "
@@ -140,12 +142,13 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(positive);
     sv->add_option("--max-queue", o.max_queue, "waiting requests before 429")->check(positive);
     sv->add_option("--max-body-bytes", o.max_body_bytes, "largest request body (413 above)")->check(positive);
-    sv->add_option("--http-threads", o.http_threads, "HTTP worker threads for generations (one per open stream)")
+    sv->add_option("--http-threads,--threads-http", o.http_threads,
+                   "HTTP worker threads for generations (one per open stream)")
         ->check(CLI::Range(1, 4096));
     sv->add_option("--shutdown-timeout", o.shutdown_timeout_s, "seconds in-flight requests get on SIGTERM")
         ->check(CLI::Range(0.0, 1e9));
     // Any other value is a .jinja file's path, checked (and its template compiled) when the model loads.
-    sv->add_option("--chat-template", o.chat_template,
+    sv->add_option("--chat-template,--chat-template-file", o.chat_template,
                    "chat template: chatml | llama3 | a .jinja file (default: the model file's own)");
     sv->add_option("--api-key", o.api_keys, "require this API key (Bearer); repeat or comma-separate for several")
         ->delimiter(',');
@@ -164,8 +167,15 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     add_query_layers_option(sv, o.query_layers);
     sv->add_option("--documents-from", o.documents_from,
                    "where requests find documents inside their messages: none, parts (a message's text parts), "
-                   "delimiter (its text cut at --document-delimiter); docs/api.md")
-        ->check(CLI::IsMember({"none", "parts", "delimiter"}));
+                   "delimiter (its text cut at --document-delimiter), known (the documents this server has seen, "
+                   "found in the text), parts+known, delimiter+known; docs/api.md")
+        ->check(CLI::IsMember({"none", "parts", "delimiter", "known", "parts+known", "delimiter+known"}));
+    sv->add_option("--known-documents-max", o.known_documents_max,
+                   "most documents the known-document index keeps, over every tenant")
+        ->check(positive);
+    sv->add_option("--known-documents-max-bytes", o.known_documents_max_bytes,
+                   "most bytes of text the known-document index keeps, over every tenant")
+        ->check(CLI::PositiveNumber);
     sv->add_option("--document-delimiter", o.document_delimiter,
                    "the text between documents inside a message (\\n \\t understood), or regex:PATTERN; "
                    "implies --documents-from delimiter");
@@ -177,7 +187,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(positive);
     sv->add_option("--header-timeout", o.header_timeout_s, "seconds a client has to send a request's headers")
         ->check(seconds);
-    sv->add_option("--request-timeout", o.request_timeout_s, "seconds a client has to send a whole request")
+    sv->add_option("--request-timeout,--timeout", o.request_timeout_s,
+                   "seconds a client has to send a whole request (llama-server: -to)")
         ->check(seconds);
     sv->add_option("--max-connections", o.max_connections, "open connections in all (503 beyond)")->check(positive);
     sv->add_option("--max-connections-per-client", o.max_connections_per_client,
@@ -193,8 +204,23 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(CLI::Range(0.0, 1.0));
     sv->add_option("--pin-quota-blocks", o.pin_quota_blocks, "KV blocks one tenant may pin (0 = only the global share)")
         ->check(non_negative);
+    // vLLM's `vllm serve MODEL` and its switch-off of prefix caching; llama-server's --log-disable.
+    sv->add_option("model_file", o.common.model_path, "GGUF model file, as -m (vLLM's `vllm serve MODEL`)")
+        ->type_name("FILE");
+    sv->add_flag_callback(
+        "--no-enable-prefix-caching", [&o] { o.cache_mode = "none"; },
+        "vLLM's spelling of --cache-mode none (every request computed in full)");
+    sv->add_flag_callback(
+        "--log-disable", [&o] { o.common.log_level = "off"; }, "llama-server's spelling of --log-level off");
+    sv->add_flag("--check", o.check,
+                 "load the model, size the KV pool, bind the port, print what serve would run, then exit (0: it "
+                 "would start)");
+    add_compat_flags(sv, true, o.common.compat_warnings);
     for (CLI::Option* opt : sv->get_options()) {
-        if (opt == sv->get_help_ptr() || opt->get_lnames().empty()) continue;
+        if (opt == sv->get_help_ptr() || opt->get_lnames().empty() || opt->get_group().rfind("Compat", 0) == 0 ||
+            opt->get_type_size() == 0) {
+            continue;
+        }
         opt->envname(env_name_for(opt->get_lnames().front()));
     }
     return sv;
@@ -214,8 +240,8 @@ Expected<kernels::KvDtype> parse_kv_dtype_option(const std::string& name) {
 }
 
 std::vector<std::string> normalize_arguments(int argc, char** argv) {
-    static const std::map<std::string, std::string> spellings{
-        {"-np", "--parallel"}, {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}};
+    std::map<std::string, std::string> spellings;
+    for (const auto& [single_dash, long_name] : compat_short_spellings()) spellings.emplace(single_dash, long_name);
     std::vector<std::string> out;
     for (int i = 0; i < argc; ++i) {
         auto it = spellings.find(argv[i]);

@@ -7,8 +7,11 @@
 
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "cli/cli_options.h"
+#include "core/log.h"
 
 namespace lazyattn::cli {
 
@@ -21,6 +24,8 @@ public:
     // After a successful parse: configures logging from the command's options and runs it,
     // returning the process exit code (0 ok, 1 run-time error, 2 bad arguments).
     virtual int run() = 0;
+    // Where the command's llama-server / vLLM flags that do not apply put their warnings.
+    virtual std::vector<std::string>& compat_warnings() = 0;
 };
 
 // A command over an options struct with a `common` member: `add` registers the options into the
@@ -32,8 +37,10 @@ public:
     using RunFn = int (*)(const Options& o);
     OptionsCommand(AddFn add, RunFn run) : add_(add), run_(run) {}
     CLI::App* add_to(CLI::App& parent) override { return add_(parent, options_); }
+    std::vector<std::string>& compat_warnings() override { return options_.common.compat_warnings; }
     int run() override {
         configure_logging(options_.common);
+        for (const std::string& w : options_.common.compat_warnings) log::warn(w);
         return run_(options_);
     }
 

@@ -12,6 +12,7 @@
 #include "engine/engine_config.h"
 #include "engine/request/cache_mode.h"
 #include "engine/request/sampling_params.h"
+#include "server/known_documents.h"
 #include "server/message_documents.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -34,6 +35,8 @@ struct CommonOptions {
     store::WriterOptions kv_store_writer;            // --kv-store-max-pending-mib
     std::string log_level = "info";                  // trace | debug | info | warn | error | off
     std::string log_format = "text";                 // text | json
+    // llama-server / vLLM flags given that do not apply here (cli/compat_flags.h): one warning each.
+    std::vector<std::string> compat_warnings;
 };
 
 struct GenerateOptions {
@@ -171,6 +174,9 @@ struct ServeOptions {
     std::string document_delimiter;  // \n \t \r \\ understood; "regex:" for a PCRE2 pattern
     std::string documents_message = "auto";
     int32_t max_documents = server::kDefaultMaxDocuments;
+    int64_t known_documents_max = server::KnownDocuments::Limits{}.max_documents;
+    int64_t known_documents_max_bytes = server::KnownDocuments::Limits{}.max_bytes;
+    bool check = false;  // --check: start up to the bound port, report, exit
 };
 
 int run_generate(const GenerateOptions& options);

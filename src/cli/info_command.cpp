@@ -73,8 +73,8 @@ void print_block_finetuned(const loader::GgufFile& file) {
     } else if (!*layout) {
         std::cout << "no (" << engine::kBlockFinetunedKey << " absent; serve's default document_reuse: plain)\n";
     } else {
-        std::cout << **layout << " (" << engine::kBlockFinetunedKey << "; serve's default document_reuse: "
-                  << (**layout == "anchored" ? "anchor" : "plain") << ")\n";
+        std::cout << **layout << " (" << engine::kBlockFinetunedKey
+                  << "; serve's default document_reuse: " << (**layout == "anchored" ? "anchor" : "plain") << ")\n";
     }
 }
 

@@ -13,9 +13,9 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/rag_prompt.h"
+#include "engine/sync_engine.h"
 
 namespace lazyattn::cli {
 namespace {
@@ -115,8 +115,7 @@ CLI::App* add_rag_demo_command(CLI::App& parent, RagDemoOptions& o) {
     d->add_option("--questions", o.num_questions, "questions to ask")->check(CLI::Range(1, 1000));
     d->add_option("--runs", o.runs, "runs per question (documents shuffled after the first)")
         ->check(CLI::Range(1, 100));
-    d->add_option("--modes", o.modes, "cache modes to compare")
-        ->check(cache_mode_check());
+    d->add_option("--modes", o.modes, "cache modes to compare")->check(cache_mode_check());
     return d;
 }
 

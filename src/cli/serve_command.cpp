@@ -1,7 +1,8 @@
 // `lazyattn serve`: loads the model, starts the ServingEngine and the HTTP server, then waits for
 // SIGINT or SIGTERM. Both signals are blocked in our threads and taken here with sigwait() (a thread
 // started before the mask passes them on); on one, the server drains (new requests get 503, in-flight
-// ones get --shutdown-timeout seconds, then are cancelled) and the process exits 0.
+// ones get --shutdown-timeout seconds, then are cancelled) and the process exits 0. --check stops
+// right after start-up, so a command line can be tried without leaving a server behind.
 #include <pthread.h>
 
 #include <algorithm>
@@ -90,7 +91,10 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
         if (!reuse.ok()) return invalid_argument("--document-reuse: " + reuse.status().message());
         sc.document_reuse = *reuse;
     }
-    LA_ASSIGN_OR_RETURN(sc.documents_from.source, server::parse_documents_source(o.documents_from));
+    LA_ASSIGN_OR_RETURN(std::tie(sc.documents_from.source, sc.documents_from.known),
+                        server::parse_documents_from_name(o.documents_from));
+    sc.known_documents.max_documents = o.known_documents_max;
+    sc.known_documents.max_bytes = o.known_documents_max_bytes;
     if (!o.document_delimiter.empty()) {
         auto delimiter = server::compile_command_line_delimiter(o.document_delimiter);
         if (!delimiter.ok()) return invalid_argument("--document-delimiter: " + delimiter.status().message());
@@ -168,6 +172,13 @@ int run_serve(const ServeOptions& o) {
                 o.document_reuse.empty() ? " (the model's default: docs/finetune.md)" : "");
     if (sc->documents_from.enabled()) {
         std::printf("lazyattn serve: documents inside messages: %s\n", sc->documents_from.describe().c_str());
+    }
+    if (o.check) {
+        std::printf("lazyattn serve --check: start-up ok (model loaded, KV pool allocated, port bound); exiting\n");
+        std::fflush(stdout);
+        http.drain();
+        eng.shutdown(false);
+        return 0;
     }
     std::fflush(stdout);
 
