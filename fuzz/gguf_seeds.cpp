@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "loader/gguf_writer.h"
-#include "loader/synthetic_model.h"
+#include "synthetic/synthetic_model.h"
 
 namespace {
 
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     const std::string dir = argv[1];
-    SyntheticModelOptions o;
+    lazyattn::synthetic::SyntheticModelOptions o;
     o.num_layers = 1;
     o.hidden = 32;
     o.num_heads = 2;
@@ -119,11 +119,11 @@ int main(int argc, char** argv) {
     o.ffn = 32;
     o.context_length = 64;
     o.weight_type = GgmlType::kQ4_0;
-    bool ok = write_synthetic_model(dir + "/synthetic_llama_q4_0.gguf", o).ok();
+    bool ok = lazyattn::synthetic::write_synthetic_model(dir + "/synthetic_llama_q4_0.gguf", o).ok();
     o.arch = "qwen2";
     o.weight_type = GgmlType::kQ8_0;
     o.tied_embeddings = false;
-    ok = ok && write_synthetic_model(dir + "/synthetic_qwen2_q8_0.gguf", o).ok();
+    ok = ok && lazyattn::synthetic::write_synthetic_model(dir + "/synthetic_qwen2_q8_0.gguf", o).ok();
     ok = ok && save(dir + "/every_tensor_type.gguf", every_tensor_type().to_bytes());
     ok = ok && save(dir + "/every_metadata_type.gguf", every_metadata_type().to_bytes());
     ok = ok && save(dir + "/every_metadata_type_v2.gguf", every_metadata_type().to_bytes(), true);
