@@ -88,6 +88,7 @@ void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http
                         {"pinned", true},
                         {"pin_count", info->pin_count}});
     }
+    ctx.builder.note_known(docs, tenant);  // documents_from known finds them in flat prompts
     send_json(res, 200, {{"object", "list"}, {"data", data}});
 }
 

@@ -132,6 +132,17 @@ Expected<MessageDocuments> from_parts(int32_t m, const std::string& content, con
     return out;
 }
 
+// A chunk 0 that is text before the documents rather than the first of them: a heading or an
+// instruction, i.e. blank, ending with a colon ("Context:"), or one short line ("Context
+// information is below."). A retrieved passage is longer than a line of kMaxHeadingBytes.
+constexpr size_t kMaxHeadingBytes = 80;
+
+bool is_heading(const std::string& c0) {
+    const std::string t = rtrim(c0);
+    if (t.empty() || t.back() == ':') return true;
+    return t.size() <= kMaxHeadingBytes && t.find('\n') == std::string::npos;
+}
+
 // Delimiter: chunks c0..cn between matches; see the header for which are documents.
 Expected<MessageDocuments> from_delimiter(int32_t m, bool question_message, const std::string& text,
                                           const Delimiter& delimiter, int32_t max_documents, MatchBudget& budget) {
@@ -145,9 +156,11 @@ Expected<MessageDocuments> from_delimiter(int32_t m, bool question_message, cons
         return text.substr(b, e - b);
     };
     out.message = m;
-    out.before = text.substr(0, matches[0].second);
+    const std::string c0 = chunk(0);
+    const bool c0_document = !is_heading(c0);
+    if (!c0_document) out.before = text.substr(0, matches[0].second);
     const size_t last_doc = question_message ? n - 1 : n;
-    for (size_t i = 1; i <= last_doc; ++i) {
+    for (size_t i = c0_document ? 0 : 1; i <= last_doc; ++i) {
         std::string c = chunk(i);
         if (!blank(c)) out.documents.push_back({std::move(c), ""});
     }
@@ -255,9 +268,12 @@ Expected<std::string> unescape_delimiter(const std::string& value) {
             case '\\':
                 out += '\\';
                 break;
-            default:
-                return invalid_argument(std::string("unknown escape \\") + c +
-                                        " in the document delimiter (\\n \\t \\r \\\\ are understood)");
+            default: {
+                std::string m = "unknown escape \\";  // appended: GCC 12 warns falsely on operator+ chains
+                m += c;
+                m += " in the document delimiter (\\n \\t \\r \\\\ are understood)";
+                return invalid_argument(std::move(m));
+            }
         }
     }
     return out;
@@ -270,8 +286,11 @@ Expected<std::shared_ptr<const Delimiter>> compile_command_line_delimiter(const 
 }
 
 std::string DocumentsFrom::describe() const {
-    if (source == DocumentsSource::kNone) return "none";
-    std::string s = source == DocumentsSource::kParts ? "parts" : "delimiter " + delimiter->spec();
+    if (!enabled()) return "none";
+    std::string s = source == DocumentsSource::kNone    ? "known"
+                    : source == DocumentsSource::kParts ? "parts"
+                                                        : "delimiter " + delimiter->spec();
+    if (known && source != DocumentsSource::kNone) s += " + known";
     switch (message) {
         case Message::kAuto:
             return s + " (message auto)";
@@ -292,6 +311,31 @@ Expected<DocumentsSource> parse_documents_source(const std::string& name) {
     return invalid_argument("unknown documents source '" + text::clip_for_message(name) + "' (none, parts, delimiter)");
 }
 
+Expected<std::pair<DocumentsSource, bool>> parse_documents_from_name(const std::string& name) {
+    std::pair<DocumentsSource, bool> out{DocumentsSource::kNone, false};
+    bool source_named = false;
+    for (size_t b = 0; b <= name.size();) {
+        const size_t e = std::min(name.find('+', b), name.size());
+        const std::string part = name.substr(b, e - b);
+        if (part == "known") {
+            out.second = true;
+        } else {
+            auto source = parse_documents_source(part);
+            if (!source.ok() || source_named) {
+                return invalid_argument("unknown documents_from '" + text::clip_for_message(name) +
+                                        "' (none, parts, delimiter, known, or parts+known, delimiter+known)");
+            }
+            out.first = *source;
+            source_named = true;
+        }
+        b = e + 1;
+    }
+    if (out.first == DocumentsSource::kNone && source_named && out.second) {
+        return invalid_argument("documents_from 'none+known' says both no documents and known ones");
+    }
+    return out;
+}
+
 Expected<std::pair<DocumentsFrom::Message, int32_t>> parse_documents_message(const std::string& name) {
     using M = DocumentsFrom::Message;
     if (name == "auto") return std::make_pair(M::kAuto, -1);
@@ -310,7 +354,7 @@ Expected<MessageDocuments> find_message_documents(const DocumentsFrom& from, con
                                                   const std::vector<std::vector<ContentPart>>& parts,
                                                   int32_t max_documents, MatchBudget& budget) {
     using M = DocumentsFrom::Message;
-    if (!from.enabled() || roles.empty()) return MessageDocuments{};
+    if (from.source == DocumentsSource::kNone || roles.empty()) return MessageDocuments{};
     const int32_t last_user = last_role(roles, "user");
     auto at = [&](int32_t m) -> Expected<MessageDocuments> {
         if (m < 0) return MessageDocuments{};

@@ -7,10 +7,12 @@
 // Two sources (docs/api.md, "Documents inside messages"):
 //   parts      the chosen message's content is a list of text parts: every part but the last is a
 //              document; the last stays text after them (the question, in the last user message).
-//   delimiter  the chosen message's text is cut at every delimiter match into c0..cn: c0 (and the
-//              first match) is text before the documents, c1..c(n-1) are documents, and cn is a
-//              document too unless the message is the last user message, where cn (with the
-//              match before it) is the question. Empty chunks are skipped.
+//   delimiter  the chosen message's text is cut at every delimiter match into c0..cn: c0 is the
+//              first document unless it is a heading (blank, ending with ':', or one line of at
+//              most 80 bytes), which stays text before the documents with the first match;
+//              c1..c(n-1) are documents, and cn is a document too unless the message is the last
+//              user message, where cn (with the match before it) is the question. Empty chunks
+//              are skipped.
 // The message: auto (the last user message where it yields a document, else the first system
 // message), last_user, system (the first), or an index into messages.
 #pragma once
@@ -84,13 +86,19 @@ struct DocumentsFrom {
     enum class Message { kAuto, kLastUser, kSystem, kIndex } message = Message::kAuto;
     int32_t index = -1;
     std::shared_ptr<const Delimiter> delimiter;  // set for kDelimiter
+    // Also find the tenant's known documents in the message (server/known_documents.h); with a
+    // source, in the text that source leaves around its documents.
+    bool known = false;
 
-    bool enabled() const { return source != DocumentsSource::kNone; }
+    bool enabled() const { return source != DocumentsSource::kNone || known; }
     std::string describe() const;
 };
 
 // "none", "parts", "delimiter".
 Expected<DocumentsSource> parse_documents_source(const std::string& name);
+// A documents_from name: a source, "known", or a source and "known" joined by '+'
+// ("delimiter+known"); "none" also turns "known" off.
+Expected<std::pair<DocumentsSource, bool>> parse_documents_from_name(const std::string& name);
 // "auto", "last_user", "system" or a non-negative index.
 Expected<std::pair<DocumentsFrom::Message, int32_t>> parse_documents_message(const std::string& name);
 
@@ -100,10 +108,12 @@ struct ContentPart {
     std::string id;
 };
 
-// A document found in a message: its text, or the id of a registered document.
+// A document found in a message: its text, or the id of a registered document. `raw`: text
+// between known documents, a segment of its own tokenized as it is (not format_document's).
 struct MessageDocument {
     std::string text;
     std::string id;
+    bool raw = false;
 };
 
 // Where a message's documents are: the message's rendered content is `before`, the documents,

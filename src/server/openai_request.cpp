@@ -508,9 +508,12 @@ Err parse_documents_from(const json& body, GenerationRequest& out) {
     auto set_source = [&](const json& v, const std::string& param) -> Err {
         std::string name;
         if (auto e = read_string(v, param, name)) return e;
-        auto src = parse_documents_source(name);
+        auto src = parse_documents_from_name(name);
         if (!src.ok()) return value_error(param, src.status().message());
-        out.documents_source = *src;
+        // "known" alone keeps a delimiter given beside it (document_delimiter) as its source.
+        if (src->first != DocumentsSource::kNone || !src->second || !out.documents_source)
+            out.documents_source = src->first;
+        out.documents_known = src->second;
         return std::nullopt;
     };
     if (!absent(body, "document_delimiter")) {
@@ -522,9 +525,9 @@ Err parse_documents_from(const json& body, GenerationRequest& out) {
     if (v.is_string()) return set_source(v, "documents_from");
     if (!v.is_object()) return type_error("documents_from", "a string or an object");
     for (const auto& [key, value] : v.items()) {
-        if (key != "source" && key != "message" && key != "delimiter") {
-            return value_error("documents_from",
-                               "has an unknown field '" + clip_for_message(key) + "' (source, message, delimiter)");
+        if (key != "source" && key != "message" && key != "delimiter" && key != "known") {
+            return value_error("documents_from", "has an unknown field '" + clip_for_message(key) +
+                                                     "' (source, message, delimiter, known)");
         }
     }
     if (!absent(v, "delimiter")) {
@@ -533,6 +536,10 @@ Err parse_documents_from(const json& body, GenerationRequest& out) {
     }
     if (!absent(v, "source")) {
         if (auto e = set_source(v.at("source"), "documents_from.source")) return e;
+    }
+    if (!absent(v, "known")) {
+        if (!v.at("known").is_boolean()) return type_error("documents_from.known", "a boolean");
+        out.documents_known = v.at("known").get<bool>();
     }
     if (!absent(v, "message")) {
         const json& m = v.at("message");

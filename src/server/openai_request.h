@@ -65,6 +65,7 @@ struct GenerationRequest {
     std::optional<DocumentsSource> documents_source;
     std::optional<std::pair<DocumentsFrom::Message, int32_t>> documents_message;
     std::shared_ptr<const Delimiter> document_delimiter;
+    std::optional<bool> documents_known;  // documents_from "known" (or "…+known", {"known": true})
 };
 
 // Longest cache_salt accepted (it only names a namespace).

@@ -37,7 +37,8 @@ size_t text_bytes(const GenerationRequest& r) {
 
 RequestBuilder::RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
                                int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup,
-                               engine::DocumentReuse default_reuse, DocumentsFrom documents_from, int32_t max_documents)
+                               engine::DocumentReuse default_reuse, DocumentsFrom documents_from, int32_t max_documents,
+                               std::shared_ptr<KnownDocuments> known)
     : tokenizer_(tokenizer),
       chat_(std::move(chat)),
       default_reuse_(default_reuse),
@@ -46,10 +47,18 @@ RequestBuilder::RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optio
       context_length_(context_length),
       max_tokens_cap_(max_tokens_cap),
       max_token_bytes_(longest_token_bytes(tokenizer)),
-      lookup_(std::move(lookup)) {}
+      lookup_(std::move(lookup)),
+      known_(std::move(known)) {}
 
 bool RequestBuilder::may_fit_context(size_t bytes) const {
     return bytes / size_t(max_token_bytes_) < size_t(context_length_);
+}
+
+void RequestBuilder::note_known(const std::vector<DocumentRef>& documents, const std::string& tenant) const {
+    if (!known_) return;
+    for (const DocumentRef& d : documents) {
+        if (d.tokens.empty() && d.title.empty() && !d.text.empty()) known_->add(tenant, d.text);
+    }
 }
 
 std::vector<int32_t> RequestBuilder::document_tokens(const DocumentRef& d) const {
@@ -81,12 +90,13 @@ Expected<DocumentsFrom> RequestBuilder::documents_from(const GenerationRequest& 
     if (r.documents_source) from.source = *r.documents_source;
     if (r.documents_message) std::tie(from.message, from.index) = *r.documents_message;
     if (r.document_delimiter) from.delimiter = r.document_delimiter;
+    if (r.documents_known) from.known = *r.documents_known;
     if (from.source == DocumentsSource::kDelimiter && !from.delimiter) {
         return invalid_argument(
             "documents_from 'delimiter' needs a delimiter (documents_from.delimiter, "
             "document_delimiter, or the server's --document-delimiter)");
     }
-    if (!r.chat && (r.documents_source || r.documents_message) && from.enabled()) {
+    if (!r.chat && (r.documents_source || r.documents_message || r.documents_known) && from.enabled()) {
         return invalid_argument("documents_from reads chat messages; /v1/completions takes `documents`");
     }
     return from;
@@ -122,6 +132,12 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
             budget.cancelled = std::move(client_gone);
             LA_ASSIGN_OR_RETURN(found,
                                 find_message_documents(from, roles, content, r.message_parts, max_documents_, budget));
+            if (from.known && known_ && known_->num_documents(tenant) > 0) {
+                LA_RETURN_IF_ERROR(find_known_documents(*known_, tenant, from, roles, content, max_documents_, found));
+            } else if (from.known) {
+                log::debug(
+                    "documents_from known: no known documents for this tenant yet; the prompt is laid out as sent");
+            }
         }
         for (size_t m = 0; m < r.message_parts.size(); ++m) {
             for (const ContentPart& part : r.message_parts[m]) {
@@ -147,6 +163,7 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
             split.question = std::move(found.after);
             for (auto& d : found.documents) {
                 DocumentRef ref;
+                if (d.raw) ref.tokens = tokenizer_.encode(d.text, false, false);  // text between, as it is
                 ref.text = std::move(d.text);
                 ref.id = std::move(d.id);
                 in_messages.push_back(std::move(ref));
@@ -155,6 +172,7 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
         }
     }
     LA_ASSIGN_OR_RETURN(auto segments, document_segments(*documents, tenant));
+    note_known(*documents, tenant);
     const auto question_tokens =
         r.prompt_tokens.empty() ? tokenizer_.encode(split.question, false, false) : r.prompt_tokens;
     LA_ASSIGN_OR_RETURN(

@@ -13,12 +13,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/request/rag_request.h"
+#include "server/known_documents.h"
 #include "server/openai_request.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -40,7 +42,7 @@ public:
     RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
                    int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup,
                    engine::DocumentReuse default_reuse = {}, DocumentsFrom documents_from = {},
-                   int32_t max_documents = kDefaultMaxDocuments);
+                   int32_t max_documents = kDefaultMaxDocuments, std::shared_ptr<KnownDocuments> known = nullptr);
 
     // kNotFound for an unknown document id (looked up in `tenant`); kInvalidArgument for an empty
     // tail; kOutOfRange when the texts are too long for the context, found BEFORE tokenizing
@@ -62,6 +64,9 @@ public:
     // A document's tokens as a segment: identical here and in POST /v1/documents, so a document
     // pinned there is hit by requests that carry its text.
     std::vector<int32_t> document_tokens(const DocumentRef& document) const;
+    // Indexes the untitled text documents as known to `tenant` (documents_from known).
+    void note_known(const std::vector<DocumentRef>& documents, const std::string& tenant) const;
+    const std::shared_ptr<KnownDocuments>& known_documents() const { return known_; }
 
 private:
     // The request's documents_from, its unset parts taken from the server's.
@@ -79,6 +84,7 @@ private:
     int32_t max_tokens_cap_;
     int32_t max_token_bytes_;
     DocumentLookup lookup_;
+    std::shared_ptr<KnownDocuments> known_;  // may be null: documents_from known finds nothing
 };
 
 }  // namespace lazyattn::server

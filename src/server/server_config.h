@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "engine/request/document_reuse.h"
 #include "http/http_limits.h"
+#include "server/known_documents.h"
 #include "server/message_documents.h"
 
 namespace lazyattn::server {
@@ -33,6 +34,8 @@ struct ServerConfig {
     // --document-delimiter, --documents-message), and the most documents one request may carry.
     DocumentsFrom documents_from;
     int32_t max_documents = kDefaultMaxDocuments;
+    // The bounds of the known-document index (--known-documents-max, --known-documents-max-bytes).
+    KnownDocuments::Limits known_documents;
     Status validate() const;
 };
 

@@ -10,9 +10,11 @@ ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng
       api_keys(cfg.api_keys),
       engine(eng),
       tokenizer(tok),
-      builder(tok, std::move(chat), ctx_len, cfg.max_tokens_cap,
-              [&eng](const std::string& tenant, const std::string& id) { return eng.document_tokens(tenant, id); },
-              cfg.document_reuse, cfg.documents_from, cfg.max_documents),
+      builder(
+          tok, std::move(chat), ctx_len, cfg.max_tokens_cap,
+          [&eng](const std::string& tenant, const std::string& id) { return eng.document_tokens(tenant, id); },
+          cfg.document_reuse, cfg.documents_from, cfg.max_documents,
+          std::make_shared<KnownDocuments>(cfg.known_documents)),
       context_length(ctx_len),
       started_unix_s(
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

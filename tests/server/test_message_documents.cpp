@@ -172,6 +172,38 @@ TEST(FindMessageDocuments, AutoFallsBackToTheSystemMessageWhereEveryChunkAfterTh
     EXPECT_TRUE(none->documents.empty());
 }
 
+// The first passage is a document: a message that begins with its passages (LangChain with a
+// prompt starting "{context}") caches the first one too; a heading or an instruction before them
+// (LlamaIndex's "Context information is below.", Haystack's "Context:") stays text before.
+TEST(FindMessageDocuments, AFirstChunkIsADocumentUnlessItIsAHeading) {
+    const std::string p1 =
+        "The Eiffel Tower was completed in 1889 as the entrance arch to the World's Fair and is 330 metres tall.";
+    const std::string p2 = "Mount Everest is the highest mountain above sea level, on the border of Nepal and China.";
+    const std::string sep = "\n\n~~~\n\n";
+    auto found = find_documents(from_delimiter(sep), {"user"}, {p1 + sep + p2 + sep + "Question: how tall?"}, {{}}, 8);
+    ASSERT_TRUE(found.ok());
+    EXPECT_EQ(found->before, "");
+    EXPECT_EQ(texts(*found), (std::vector<std::string>{p1, p2}));
+    EXPECT_EQ(found->after, sep + "Question: how tall?");
+    // LlamaIndex's default text-QA template: a one-line heading before the dashed line.
+    const std::string llama = "Context information is below.\n---------------------\n" + p1 + "\n\n" + p2 +
+                              "\n---------------------\nGiven the context information, answer the query.";
+    found = find_documents(from_delimiter("regex:\\n\\n *|\\n-{21}\\n"), {"user"}, {llama}, {{}}, 8);
+    ASSERT_TRUE(found.ok());
+    EXPECT_EQ(found->before, "Context information is below.\n---------------------\n");
+    EXPECT_EQ(texts(*found), (std::vector<std::string>{p1, p2}));
+    // A multi-line instruction ending with a colon is a heading however long.
+    const std::string instruction = std::string(200, 'x') + "\nContext:";
+    found = find_documents(from_delimiter("\n\n"), {"user"}, {instruction + "\n\n" + p1 + "\n\nQ?"}, {{}}, 8);
+    ASSERT_TRUE(found.ok());
+    EXPECT_EQ(found->before, instruction + "\n\n");
+    EXPECT_EQ(texts(*found), (std::vector<std::string>{p1}));
+    // A short first passage on one line reads as a heading: it stays text before (uncached).
+    found = find_documents(from_delimiter("\n\n"), {"user"}, {"Paris is in France.\n\n" + p1 + "\n\nQ?"}, {{}}, 8);
+    ASSERT_TRUE(found.ok());
+    EXPECT_EQ(texts(*found), (std::vector<std::string>{p1}));
+}
+
 TEST(FindMessageDocuments, MoreDocumentsThanTheLimitIsRefusedNamingIt) {
     auto found = find_documents(from_delimiter("|"), {"user"}, {"x|a|b|c|q"}, {{}}, 2);
     ASSERT_FALSE(found.ok());

@@ -1,0 +1,296 @@
+#include "server/known_documents.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <mutex>
+#include <random>
+
+namespace lazyattn::server {
+namespace {
+
+constexpr uint64_t kMod = (uint64_t(1) << 61) - 1;
+
+uint64_t mul_mod(uint64_t a, uint64_t b) {
+    const __uint128_t p = __uint128_t(a) * b;
+    uint64_t r = uint64_t(p & kMod) + uint64_t(p >> 61);
+    return r >= kMod ? r - kMod : r;
+}
+
+uint64_t add_mod(uint64_t a, uint64_t b) {
+    const uint64_t r = a + b;
+    return r >= kMod ? r - kMod : r;
+}
+
+uint64_t pow_mod(uint64_t b, uint64_t e) {
+    uint64_t r = 1;
+    for (; e != 0; e >>= 1, b = mul_mod(b, b)) {
+        if (e & 1) r = mul_mod(r, b);
+    }
+    return r;
+}
+
+// Polynomial hash of [data, data + n): sum of (byte + 1) * base^(n-1-i).
+uint64_t hash_of(const char* data, size_t n, uint64_t base) {
+    uint64_t h = 0;
+    for (size_t i = 0; i < n; ++i) h = add_mod(mul_mod(h, base), uint64_t(uint8_t(data[i])) + 1);
+    return h;
+}
+
+// The hash of text[b, b + len) from prefix hashes H (H[i] = hash of text[0, i)), given base^len.
+uint64_t cut(const std::vector<uint64_t>& H, size_t b, size_t len, uint64_t pow_len) {
+    return add_mod(H[b + len], kMod - mul_mod(H[b], pow_len));
+}
+
+std::string ltrim(const std::string& s) {
+    size_t b = 0;
+    while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+    return s.substr(b);
+}
+
+// `text` cut at the known documents in it: head, documents and raw text between, tail (false:
+// none found).
+struct KnownSplit {
+    std::string head;
+    std::vector<MessageDocument> items;
+    std::string tail;
+};
+
+bool split_known(const KnownDocuments& index, const std::string& tenant, const std::string& text, KnownSplit& out) {
+    const std::vector<KnownMatch> matches = index.find(tenant, text);
+    if (matches.empty()) return false;
+    out.head = text.substr(0, matches[0].begin);
+    for (size_t i = 0; i < matches.size(); ++i) {
+        const KnownMatch& m = matches[i];
+        out.items.push_back({text.substr(m.begin, m.end - m.begin), "", false});
+        const size_t next = i + 1 < matches.size() ? matches[i + 1].begin : text.size();
+        std::string rest = ltrim(text.substr(m.end, next - m.end));
+        if (i + 1 == matches.size()) {
+            out.tail = std::move(rest);
+        } else if (!rest.empty()) {
+            out.items.push_back({std::move(rest), "", true});
+        }
+    }
+    return true;
+}
+
+int32_t message_of(const std::vector<std::string>& roles, const char* role, bool last) {
+    const int32_t n = int32_t(roles.size());
+    for (int32_t k = 0; k < n; ++k) {
+        const int32_t i = last ? n - 1 - k : k;
+        if (roles[size_t(i)] == role) return i;
+    }
+    return -1;
+}
+
+}  // namespace
+
+Status find_known_documents(const KnownDocuments& index, const std::string& tenant, const DocumentsFrom& from,
+                            const std::vector<std::string>& roles, const std::vector<std::string>& content,
+                            int32_t max_documents, MessageDocuments& found) {
+    using M = DocumentsFrom::Message;
+    if (!found.documents.empty()) {  // around a source's documents
+        KnownSplit before, after;
+        std::vector<MessageDocument> docs;
+        if (split_known(index, tenant, found.before, before)) {
+            found.before = std::move(before.head);
+            docs = std::move(before.items);
+            if (const std::string rest = ltrim(before.tail); !rest.empty()) docs.push_back({rest, "", true});
+        }
+        for (auto& d : found.documents) docs.push_back(std::move(d));
+        if (split_known(index, tenant, found.after, after)) {
+            if (const std::string head = ltrim(after.head); !head.empty()) docs.push_back({head, "", true});
+            for (auto& d : after.items) docs.push_back(std::move(d));
+            found.after = std::move(after.tail);
+        }
+        found.documents = std::move(docs);
+    } else {
+        std::vector<int32_t> candidates;
+        if (from.message == M::kIndex) {
+            if (from.index >= int32_t(roles.size())) {
+                return invalid_argument("the documents message index " + std::to_string(from.index) +
+                                        " is past the last message (" + std::to_string(roles.size()) + " messages)");
+            }
+            candidates.push_back(from.index);
+        }
+        if (from.message == M::kAuto || from.message == M::kLastUser)
+            candidates.push_back(message_of(roles, "user", true));
+        if (from.message == M::kAuto || from.message == M::kSystem)
+            candidates.push_back(message_of(roles, "system", false));
+        for (int32_t m : candidates) {
+            KnownSplit split;
+            if (m < 0 || !split_known(index, tenant, content[size_t(m)], split)) continue;
+            found.message = m;
+            found.before = std::move(split.head);
+            found.documents = std::move(split.items);
+            found.after = std::move(split.tail);
+            break;
+        }
+    }
+    if (int32_t(found.documents.size()) > max_documents) {
+        return invalid_argument("messages[" + std::to_string(found.message) + "] holds " +
+                                std::to_string(found.documents.size()) + " documents and text between them; at most " +
+                                std::to_string(max_documents) + " per request (--max-documents)");
+    }
+    return Status();
+}
+
+KnownDocuments::KnownDocuments() : KnownDocuments(Limits{}) {}
+
+KnownDocuments::KnownDocuments(Limits limits) : limits_(limits) {
+    std::mt19937_64 rng(std::random_device{}());
+    base_ = 256 + rng() % (kMod - 512);
+    pow_window_ = pow_mod(base_, kWindowBytes);
+}
+
+void KnownDocuments::rebuild_bloom(Tenant& t) {
+    size_t bits = kMinBloomBits;
+    while (bits < 16 * t.documents.size()) bits *= 2;
+    t.bloom.assign(bits / 64, 0);
+    for (const auto& [id, d] : t.documents) {
+        const size_t bit = bloom_bit(t, d.window);
+        t.bloom[bit / 64] |= uint64_t(1) << (bit % 64);
+    }
+}
+
+void KnownDocuments::add(const std::string& tenant, const std::string& text) {
+    if (text.size() < kWindowBytes || text.size() > limits_.max_document_bytes) return;
+    Document d;
+    d.hash = hash_of(text.data(), text.size(), base_);
+    d.window = hash_of(text.data(), kWindowBytes, base_);
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    Tenant& t = tenants_[tenant];
+    if (auto same = t.by_hash.find(d.hash); same != t.by_hash.end()) {
+        for (uint64_t id : same->second) {
+            Document& known = t.documents.at(id);
+            if (known.text != text) continue;
+            t.by_age.splice(t.by_age.end(), t.by_age, known.age);  // now the most recent
+            return;
+        }
+    }
+    // At most kMaxPerWindow documents per start window: the least recent of them goes.
+    std::vector<uint64_t>& bucket = t.by_window[d.window];
+    if (bucket.size() >= kMaxPerWindow) {
+        uint64_t oldest = bucket.front();
+        for (uint64_t id : t.by_age) {
+            if (std::find(bucket.begin(), bucket.end(), id) != bucket.end()) {
+                oldest = id;
+                break;
+            }
+        }
+        erase(t, oldest);
+    }
+    d.pow_len = pow_mod(base_, text.size());
+    d.text = text;
+    const uint64_t id = next_id_++;
+    d.age = t.by_age.insert(t.by_age.end(), id);
+    t.by_window[d.window].push_back(id);
+    t.by_hash[d.hash].push_back(id);
+    const int64_t c = cost(d);
+    t.bytes += c;
+    num_bytes_ += c;
+    ++num_documents_;
+    const size_t bit = bloom_bit(t, d.window);
+    t.bloom[bit / 64] |= uint64_t(1) << (bit % 64);
+    t.documents.emplace(id, std::move(d));
+    if (t.bloom.size() * 64 < 16 * t.documents.size()) rebuild_bloom(t);
+    evict_to_limits();
+}
+
+void KnownDocuments::erase(Tenant& t, uint64_t id) {
+    auto it = t.documents.find(id);
+    if (it == t.documents.end()) return;
+    const Document& d = it->second;
+    auto drop = [id](std::unordered_map<uint64_t, std::vector<uint64_t>>& map, uint64_t key) {
+        auto at = map.find(key);
+        if (at == map.end()) return;
+        at->second.erase(std::remove(at->second.begin(), at->second.end(), id), at->second.end());
+        if (at->second.empty()) map.erase(at);
+    };
+    drop(t.by_window, d.window);
+    drop(t.by_hash, d.hash);
+    t.by_age.erase(d.age);
+    const int64_t c = cost(d);
+    t.bytes -= c;
+    num_bytes_ -= c;
+    --num_documents_;
+    t.documents.erase(it);
+}
+
+void KnownDocuments::evict_to_limits() {
+    while (num_documents_ > limits_.max_documents || num_bytes_ > limits_.max_bytes) {
+        const bool by_count = num_documents_ > limits_.max_documents;
+        auto most = tenants_.end();
+        for (auto it = tenants_.begin(); it != tenants_.end(); ++it) {
+            if (it->second.documents.empty()) continue;
+            const auto size = [by_count](const Tenant& t) { return by_count ? int64_t(t.documents.size()) : t.bytes; };
+            if (most == tenants_.end() || size(it->second) > size(most->second)) most = it;
+        }
+        if (most == tenants_.end()) return;
+        erase(most->second, most->second.by_age.front());
+        if (most->second.documents.empty()) tenants_.erase(most);
+    }
+}
+
+std::vector<KnownMatch> KnownDocuments::find(const std::string& tenant, const std::string& text,
+                                             KnownScanStats* stats) const {
+    std::vector<KnownMatch> out;
+    KnownScanStats local;
+    KnownScanStats& s = stats ? *stats : local;
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto found = tenants_.find(tenant);
+    if (found == tenants_.end() || text.size() < kWindowBytes) return out;
+    const Tenant& t = found->second;
+    const size_t n = text.size();
+    std::vector<uint64_t> H(n + 1);
+    H[0] = 0;
+    for (size_t i = 0; i < n; ++i) H[i + 1] = add_mod(mul_mod(H[i], base_), uint64_t(uint8_t(text[i])) + 1);
+    for (size_t p = 0; p + kWindowBytes <= n;) {
+        ++s.positions;
+        const uint64_t w = cut(H, p, kWindowBytes, pow_window_);
+        const size_t bit = bloom_bit(t, w);
+        auto bucket = (t.bloom[bit / 64] >> (bit % 64) & 1) ? t.by_window.find(w) : t.by_window.end();
+        size_t best = 0;
+        if (bucket != t.by_window.end()) {
+            ++s.window_hits;
+            for (uint64_t id : bucket->second) {
+                const Document& d = t.documents.at(id);
+                const size_t len = d.text.size();
+                if (len <= best || p + len > n) continue;
+                ++s.candidates;
+                if (cut(H, p, len, d.pow_len) != d.hash) continue;
+                s.bytes_compared += len;
+                if (std::memcmp(text.data() + p, d.text.data(), len) != 0) {
+                    ++s.failed_verifies;
+                    continue;
+                }
+                best = len;
+            }
+        }
+        if (best == 0) {
+            ++p;
+            continue;
+        }
+        out.push_back({p, p + best});
+        p += best;
+    }
+    return out;
+}
+
+int64_t KnownDocuments::num_documents() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return num_documents_;
+}
+
+int64_t KnownDocuments::num_bytes() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return num_bytes_;
+}
+
+int64_t KnownDocuments::num_documents(const std::string& tenant) const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = tenants_.find(tenant);
+    return it == tenants_.end() ? 0 : int64_t(it->second.documents.size());
+}
+
+}  // namespace lazyattn::server

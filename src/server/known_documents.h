@@ -1,0 +1,133 @@
+// KnownDocuments: the documents the server has seen, per tenant, so that a flat prompt that
+// carries one of them (anywhere, joined to its neighbours by anything) is laid out with it as a
+// cached segment (`documents_from: "known"`, docs/api.md "Known documents").
+//
+// It lives in the server, not the engine: it maps client text to documents, and text is what the
+// server holds before tokenizing (the engine sees tokens; a passage's tokens inside a prompt differ
+// from its tokens alone at its edges, so only the text can be found). It is fed with every text
+// document of every request (`documents`, parts, delimiter chunks, found matches) and every
+// /v1/documents registration, before the request runs. Titled documents are not indexed (their
+// segment holds the title, which a flat prompt does not). Documents shorter than kWindowBytes are
+// not indexed either (too short to be told from ordinary text).
+//
+// The scan is Rabin-Karp over windows of kWindowBytes: each indexed document is keyed by the
+// hash of its first kWindowBytes, and a candidate whose window hash matches is checked against the
+// document's whole-text hash in O(1) from prefix hashes of the text (polynomial mod 2^61-1, a base
+// drawn at random per process, so clients cannot aim collisions), then verified byte for byte
+// before use. Matching is leftmost, then longest (a document that is a prefix of another loses to
+// it), non-overlapping. Cost: one hash step and one bitmap probe per byte, at most
+// kMaxPerWindow O(1) checks per window hit, and byte comparisons only over accepted matches
+// (which do not overlap) or full-hash collisions: linear in the text whatever it holds. The
+// prefix hashes take 8 bytes per byte of text scanned.
+//
+// Tenants never see each other's documents. Memory is bounded over every tenant together and
+// shared fairly, as engine::NeighbourIndex is: past a limit the tenant holding the most bytes
+// loses its least recently added or seen document. At most kMaxPerWindow documents share one
+// start window; another evicts the least recent of them.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "server/message_documents.h"
+
+namespace lazyattn::server {
+
+// Where a known document occurs in a text: [begin, end).
+struct KnownMatch {
+    size_t begin = 0;
+    size_t end = 0;
+};
+
+// What one scan spent (tests count operations rather than time).
+struct KnownScanStats {
+    uint64_t positions = 0;        // windows hashed
+    uint64_t window_hits = 0;      // windows whose key is indexed
+    uint64_t candidates = 0;       // whole-text hash checks
+    uint64_t bytes_compared = 0;   // byte-for-byte verification
+    uint64_t failed_verifies = 0;  // whole-text hash equal, bytes not
+};
+
+class KnownDocuments {
+public:
+    static constexpr size_t kWindowBytes = 32;
+    static constexpr size_t kMaxPerWindow = 16;
+    struct Limits {
+        int64_t max_documents = 65536;        // over every tenant, shared fairly
+        int64_t max_bytes = 256LL << 20;      // document text kept, over every tenant
+        size_t max_document_bytes = 1 << 20;  // longer documents are not indexed
+    };
+    KnownDocuments();
+    explicit KnownDocuments(Limits limits);
+
+    // Indexes `text` for `tenant` (one already there is only refreshed). Thread-safe.
+    void add(const std::string& tenant, const std::string& text);
+    // Every occurrence of a known document of `tenant` in `text`, left to right. Thread-safe.
+    std::vector<KnownMatch> find(const std::string& tenant, const std::string& text,
+                                 KnownScanStats* stats = nullptr) const;
+
+    int64_t num_documents() const;
+    int64_t num_bytes() const;
+    int64_t num_documents(const std::string& tenant) const;
+    const Limits& limits() const { return limits_; }
+
+private:
+    struct Document {
+        std::string text;
+        uint64_t hash = 0;     // of the whole text
+        uint64_t pow_len = 0;  // base^size, to cut a prefix hash
+        uint64_t window = 0;   // hash of the first kWindowBytes
+        std::list<uint64_t>::iterator age;
+    };
+    struct Tenant {
+        std::unordered_map<uint64_t, Document> documents;               // by id
+        std::unordered_map<uint64_t, std::vector<uint64_t>> by_window;  // window hash -> ids
+        std::unordered_map<uint64_t, std::vector<uint64_t>> by_hash;    // whole hash -> ids
+        std::list<uint64_t> by_age;                                     // least recent first
+        // Window hashes, one bit each, probed before by_window: >= 16 bits per window, so a text
+        // with nothing known costs a bit probe per byte. Bits of evicted windows stay (a false hit
+        // costs one by_window lookup) until the next growth rebuilds it.
+        std::vector<uint64_t> bloom = std::vector<uint64_t>(kMinBloomBits / 64);
+        int64_t bytes = 0;
+    };
+    static constexpr size_t kMinBloomBits = 4096;
+    static size_t bloom_bit(const Tenant& t, uint64_t window) {
+        return size_t(window >> 5) & (t.bloom.size() * 64 - 1);
+    }
+    // Accounted bytes of one document (text and bookkeeping).
+    static int64_t cost(const Document& d) { return int64_t(d.text.size()) + 160; }
+
+    void erase(Tenant& t, uint64_t id);
+    void evict_to_limits();
+    static void rebuild_bloom(Tenant& t);
+
+    Limits limits_;
+    uint64_t base_;
+    uint64_t pow_window_;
+    mutable std::shared_mutex mu_;
+    std::unordered_map<std::string, Tenant> tenants_;
+    uint64_t next_id_ = 1;
+    int64_t num_documents_ = 0;
+    int64_t num_bytes_ = 0;
+};
+
+// documents_from known: lays the known documents of `tenant` found in the chosen message into
+// `found`, each a document as from any other source; the text around them stays where it was:
+// before the first one it ends segment 0 (`before`), after the last one it starts the tail
+// (`after`), and between two it is a raw segment of its own. Whitespace right after a document
+// is dropped (the document ends with its blank line). Where `found` already holds a source's
+// documents (delimiter, parts), its `before` and `after` are searched; otherwise the message
+// `from` names (auto: the last user message where it holds a known document, else the first
+// system message). kInvalidArgument: more than max_documents documents.
+Status find_known_documents(const KnownDocuments& index, const std::string& tenant, const DocumentsFrom& from,
+                            const std::vector<std::string>& roles, const std::vector<std::string>& content,
+                            int32_t max_documents, MessageDocuments& found);
+
+}  // namespace lazyattn::server
