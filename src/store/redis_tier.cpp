@@ -1,35 +1,28 @@
 #include "store/redis_tier.h"
 
 #include <hiredis/hiredis.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
-#include <cstring>
+#include <numeric>
 #include <random>
 
 #include "core/log.h"
+#include "store/redis_account_scripts.h"
 
 namespace lazyattn::store {
 namespace {
 
-constexpr auto kFirstBackoff = std::chrono::milliseconds(1000);
-constexpr auto kMaxBackoff = std::chrono::milliseconds(30000);
-constexpr auto kRepairInterval = std::chrono::seconds(60);  // after an error reply, not garbage found
-constexpr timeval kConnectTimeout{0, 300 * 1000};
+constexpr auto kRepairInterval = std::chrono::seconds(60);        // after an error reply, not garbage found
+constexpr auto kMovedRefresh = std::chrono::milliseconds(100);    // map re-read after a MOVED, at most
+constexpr auto kFailedRefresh = std::chrono::milliseconds(1000);  // after a gap or a failed node
+constexpr auto kRediscoverInterval = std::chrono::milliseconds(1000);
 constexpr timeval kWriteTimeout{5, 0};  // the writer thread's, for entries of megabytes
 constexpr int64_t kAuditEvery = 32;     // accounting runs between checks that the sizes sum up
-
-const char* kIndexKey = "lazyattn:seg:index";  // sorted set: entry key -> last use (us)
-const char* kBytesKey = "lazyattn:seg:bytes";  // bytes of the indexed entries
-const char* kSizesKey = "lazyattn:seg:sizes";  // hash: entry key -> its bytes
-const char* kEntryPattern = "lazyattn:seg:*";
-
-std::string redis_key(const std::string& key) { return "lazyattn:seg:" + key; }
+constexpr size_t kMaxUnaccounted = 4096;
+constexpr size_t kRetriesPerWrite = 8;
+constexpr size_t kMaxNodes = 1024;
 
 timeval to_timeval(double ms) {
     const auto us = int64_t(std::max(1.0, ms) * 1000);
@@ -50,424 +43,372 @@ int64_t next_use_us() {
     return mine;
 }
 
-// Accounts a written entry KEYS[1] of ARGV[1] bytes, last used ARGV[2], in the index KEYS[2],
-// the byte counter KEYS[3] and the size table KEYS[4]. First checks the bookkeeping it reads
-// (types, a counter that is a non-negative integer, index and sizes of one length; with
-// ARGV[5] = 1 that the sizes sum to the counter): on garbage it deletes the three keys and
-// returns {-1, why}; when one of them is gone whole (Redis evicted it) {-2, why}; either way for
-// the caller to rebuild them. Then forgets indexed entries that are gone
-// (the 8 oldest and 56 more from a rank drawn by ARGV[4] are checked), and past the cap
-// ARGV[3] (0: none) deletes the least recently used (never KEYS[1]) down to 90%: an entry already
-// gone is forgotten, not evicted. Returns {bytes held, entries evicted, entries forgotten}.
-const char* kAccountScript = R"lua(
-local entry, index, counter, sizes = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local function kind(k) return redis.call('TYPE', k)['ok'] end
-local function count(v) return #v <= 15 and string.match(v, '^%d+$') ~= nil end
-local function shown(v) return string.format('%q', string.sub(v, 1, 24)) end
-local function broken(why)
-  redis.call('DEL', index, counter, sizes)
-  return {-1, why}
-end
-local ti, tc, ts = kind(index), kind(counter), kind(sizes)
-if ti ~= 'zset' and ti ~= 'none' then return broken('the index is a ' .. ti) end
-if ts ~= 'hash' and ts ~= 'none' then return broken('the size table is a ' .. ts) end
-if tc ~= 'string' and tc ~= 'none' then return broken('the byte counter is a ' .. tc) end
-local total = 0
-if tc == 'string' then
-  local v = redis.call('GET', counter)
-  if not count(v) then return broken('the byte counter holds ' .. shown(v)) end
-  total = tonumber(v)
-end
-local n, h = redis.call('ZCARD', index), redis.call('HLEN', sizes)
-if (n == 0) ~= (h == 0) or (n > 0 and tc == 'none') or (n == 0 and total ~= 0) then
-  redis.call('DEL', index, counter, sizes)  -- one of them evicted (allkeys-lru) or deleted whole
-  return {-2, 'a bookkeeping key is gone'}
-end
-if n ~= h then return broken('the index lists ' .. n .. ' entries, the size table ' .. h) end
-if ARGV[5] == '1' then
-  local sum = 0
-  for _, v in ipairs(redis.call('HVALS', sizes)) do
-    if not count(v) then return broken('a size is ' .. shown(v)) end
-    sum = sum + tonumber(v)
-  end
-  if sum ~= total then
-    return broken(string.format('the byte counter holds %.0f, the sizes sum to %.0f', total, sum))
-  end
-end
-local function size_of(m)
-  local v = redis.call('HGET', sizes, m)
-  if v and count(v) then return tonumber(v) end
-  return nil
-end
-local old = 0
-if redis.call('HEXISTS', sizes, entry) == 1 then old = size_of(entry) end
-if old == nil then return broken('a size is garbage') end
-total = total - old + tonumber(ARGV[1])
-redis.call('HSET', sizes, entry, ARGV[1])
-redis.call('ZADD', index, ARGV[2], entry)
-local evicted, forgotten = 0, 0
-local function forget(m, s)
-  redis.call('ZREM', index, m)
-  redis.call('HDEL', sizes, m)
-  total = total - s
-end
-local function sweep(from, len)
-  for _, m in ipairs(redis.call('ZRANGE', index, from, from + len - 1)) do
-    if m ~= entry and redis.call('EXISTS', m) == 0 then
-      local s = size_of(m)
-      if s == nil then return false end
-      forget(m, s)
-      forgotten = forgotten + 1
-    end
-  end
-  return true
-end
-if not sweep(0, 8) then return broken('a size is garbage') end
-local rest = redis.call('ZCARD', index) - 8
-if rest > 0 then
-  local from = tonumber(ARGV[4]) % rest
-  if not sweep(8 + from, 56) then return broken('a size is garbage') end
-  if from + 56 > rest and not sweep(8, from + 56 - rest) then return broken('a size is garbage') end
-end
-local cap = tonumber(ARGV[3])
-if cap > 0 and total > cap then
-  local target = math.floor(cap * 0.9)
-  while total > target do
-    local oldest = redis.call('ZRANGE', index, 0, 1)
-    local victim = oldest[1]
-    if victim == entry then victim = oldest[2] end
-    if victim == nil then break end
-    local s = size_of(victim)
-    if s == nil then return broken('a size is garbage') end
-    if redis.call('DEL', victim) == 1 then evicted = evicted + 1 else forgotten = forgotten + 1 end
-    forget(victim, s)
-  end
-end
-redis.call('SET', counter, string.format('%.0f', total))
-return {total, evicted, forgotten}
-)lua";
-
-// A hit's use, in the GET's round trip: renews the entry KEYS[1]'s score (ARGV[1]) in the index
-// KEYS[2] (and reads the counter KEYS[3] and sizes KEYS[4]), or, when the entry is gone, drops it
-// from the account. Returns 1 when it forgot the entry. Changes nothing on bookkeeping it cannot read
-// (a write finds and rebuilds it).
-const char* kTouchScript = R"lua(
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  -- Every bookkeeping key used, so an allkeys-lru Redis finds them recently used, not idle.
-  if redis.call('TYPE', KEYS[2])['ok'] == 'zset' then redis.call('ZADD', KEYS[2], 'XX', ARGV[1], KEYS[1]) end
-  if redis.call('TYPE', KEYS[3])['ok'] == 'string' then redis.call('GET', KEYS[3]) end
-  if redis.call('TYPE', KEYS[4])['ok'] == 'hash' then redis.call('HEXISTS', KEYS[4], KEYS[1]) end
-  return 0
-end
-if redis.call('TYPE', KEYS[2])['ok'] ~= 'zset' or redis.call('TYPE', KEYS[4])['ok'] ~= 'hash' then return 0 end
-local s = redis.call('HGET', KEYS[4], KEYS[1])
-if not s then return 0 end
-redis.call('DECRBY', KEYS[3], s)
-redis.call('ZREM', KEYS[2], KEYS[1])
-redis.call('HDEL', KEYS[4], KEYS[1])
-return 1
-)lua";
-
-// The rebuild's step: adopts the string keys ARGV[2..] (found by SCAN) not yet in the size table
-// KEYS[3] into the index KEYS[1] (scored by Redis's idle time before ARGV[1], the time now, where
-// it tells) and the counter KEYS[2]. Returns how many it adopted.
-const char* kAdoptScript = R"lua(
-local adopted, bytes = 0, 0
-for i = 2, #ARGV do
-  local k = ARGV[i]
-  if k ~= KEYS[1] and k ~= KEYS[2] and k ~= KEYS[3] and redis.call('TYPE', k)['ok'] == 'string'
-     and redis.call('HEXISTS', KEYS[3], k) == 0 then
-    local size = redis.call('STRLEN', k)
-    local score = tonumber(ARGV[1])
-    local idle = redis.pcall('OBJECT', 'IDLETIME', k)
-    if type(idle) == 'number' then score = score - idle * 1000000 end
-    redis.call('HSET', KEYS[3], k, size)
-    redis.call('ZADD', KEYS[1], score, k)
-    bytes = bytes + size
-    adopted = adopted + 1
-  end
-end
-redis.call('INCRBY', KEYS[2], bytes)
-return adopted
-)lua";
-
-// hiredis sends with write(2): on a socket whose peer is gone, or that abort_writes() shut down,
-// that raises SIGPIPE, which would end the process. Blocked for the call; one raised is consumed.
-class NoSigpipe {
-public:
-    NoSigpipe() {
-        sigemptyset(&pipe_);
-        sigaddset(&pipe_, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-    }
-    ~NoSigpipe() {
-        sigset_t pending;
-        sigemptyset(&pending);
-        if (!sigismember(&old_, SIGPIPE) && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-            const timespec zero{0, 0};
-            sigtimedwait(&pipe_, nullptr, &zero);
-        }
-        pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    }
-    NoSigpipe(const NoSigpipe&) = delete;
-    NoSigpipe& operator=(const NoSigpipe&) = delete;
-
-private:
-    sigset_t pipe_{}, old_{};
-};
-
-bool parse_int(std::string_view s, int* out) {
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-    return r.ec == std::errc() && r.ptr == s.data() + s.size();
+std::string_view text(const redisReply* r) {
+    return r != nullptr && r->str != nullptr ? std::string_view(r->str, r->len) : std::string_view();
+}
+bool is_error(const redisReply* r, std::string_view prefix = "") {
+    return r != nullptr && r->type == REDIS_REPLY_ERROR && text(r).rfind(prefix, 0) == 0;
 }
 
-using Reply = std::unique_ptr<redisReply, void (*)(redisReply*)>;
-void free_reply(redisReply* r) { freeReplyObject(r); }
-
-// %XX escapes of a URL's userinfo; false on a malformed escape.
-bool percent_decode(std::string_view in, std::string* out) {
-    out->clear();
-    for (size_t i = 0; i < in.size(); ++i) {
-        if (in[i] != '%') {
-            out->push_back(in[i]);
-            continue;
-        }
-        unsigned v = 0;  // unsigned: from_chars takes no sign then
-        if (i + 2 >= in.size()) return false;
-        const auto r = std::from_chars(in.data() + i + 1, in.data() + i + 3, v, 16);
-        if (r.ec != std::errc() || r.ptr != in.data() + i + 3) return false;
-        out->push_back(char(v));
-        i += 2;
+// Bucket b's hash tag: "b<j>" for the first j whose slot lies in the b-th of kClusterBuckets
+// equal parts of the slot space, so the buckets spread over the masters as evenly as the slots.
+std::string bucket_tag(int b) {
+    const int lo = b * kNumSlots / kClusterBuckets, hi = (b + 1) * kNumSlots / kClusterBuckets;
+    for (int j = 0;; ++j) {
+        std::string tag = "b" + std::to_string(j);
+        const int slot = key_slot(tag);
+        if (slot >= lo && slot < hi) return tag;
     }
-    return true;
 }
 
 }  // namespace
 
-std::string redact_redis_url(const std::string& url) {
-    const size_t scheme = url.find("://");
-    const size_t at = url.rfind('@');
-    if (scheme == std::string::npos || at == std::string::npos || at < scheme) return url;
-    const size_t colon = url.find(':', scheme + 3);
-    if (colon == std::string::npos || colon > at) return url;  // a user name only
-    return url.substr(0, colon + 1) + "***" + url.substr(at);
-}
-
-Expected<RedisAddress> parse_redis_url(const std::string& url) {
-    const std::string scheme = "redis://";
-    const std::string shown = redact_redis_url(url);
-    if (url.rfind(scheme, 0) != 0) return invalid_argument("'" + shown + "' is not a redis:// URL");
-    std::string_view rest = std::string_view(url).substr(scheme.size());
-    RedisAddress a;
-    if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
-        const std::string_view userinfo = rest.substr(0, at);
-        const size_t colon = userinfo.find(':');
-        if (colon == std::string_view::npos) {
-            return invalid_argument("'" + shown + "': the part before '@' must be [USER]:PASSWORD");
-        }
-        if (!percent_decode(userinfo.substr(0, colon), &a.user) ||
-            !percent_decode(userinfo.substr(colon + 1), &a.password)) {
-            return invalid_argument("'" + shown + "': a bad %-escape before '@'");
-        }
-        if (a.password.empty()) return invalid_argument("'" + shown + "': empty password before '@'");
-        rest = rest.substr(at + 1);
-    }
-    if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
-        if (!parse_int(rest.substr(slash + 1), &a.db) || a.db < 0) {
-            return invalid_argument("'" + shown + "': the database after '/' must be a number");
-        }
-        rest = rest.substr(0, slash);
-    }
-    const size_t colon = rest.rfind(':');
-    a.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos &&
-        (!parse_int(rest.substr(colon + 1), &a.port) || a.port <= 0 || a.port > 65535)) {
-        return invalid_argument("'" + shown + "': the port must be a number in [1, 65535]");
-    }
-    if (a.host.empty()) return invalid_argument("'" + shown + "' names no host (redis://HOST:PORT[/DB])");
-    return a;
-}
-
 RedisTier::RedisTier(RedisAddress address, const std::string& url, const TierOptions& options)
     : address_(std::move(address)), url_(redact_redis_url(url)), options_(options) {
-    read_.timeout = to_timeval(options.read_timeout_ms);
-    write_.timeout = kWriteTimeout;
+    if (address_.seeds.empty()) address_.seeds.push_back({address_.host, address_.port});
+    read_timeout_ = to_timeval(options.read_timeout_ms);
     usage_.max_bytes = options.max_bytes;
+    owner_.assign(kNumSlots, nullptr);
 }
+
+RedisTier::~RedisTier() = default;
 
 TierUsage RedisTier::usage() const {
-    std::lock_guard<std::mutex> lock(usage_mu_);
-    TierUsage u = usage_;
-    u.up = !read_.down.load() && !write_.down.load();
+    TierUsage u;
+    {
+        std::lock_guard<std::mutex> lock(usage_mu_);
+        u = usage_;
+    }
+    std::lock_guard<std::mutex> lock(map_mu_);
+    for (const auto& n : nodes_) u.up = u.up && !n->down();
     return u;
-}
-
-void RedisTier::answered(Connection& c) {
-    c.backoff = std::chrono::milliseconds(0);
-    c.down = false;
-}
-
-Status RedisTier::fail(Connection& c, const std::string& what) {
-    const std::string why = c.ctx != nullptr && c.ctx->err != 0 ? c.ctx->errstr : "no reply";
-    drop(c);
-    c.backoff = c.backoff.count() == 0 ? kFirstBackoff : std::min(kMaxBackoff, c.backoff * 2);
-    c.next_attempt = std::chrono::steady_clock::now() + c.backoff;
-    c.down = true;
-    return unavailable("redis " + url_ + ": " + what + " failed: " + why + " (marked down for " +
-                       std::to_string(c.backoff.count()) + " ms)");
-}
-
-RedisTier::~RedisTier() {
-    drop(read_);
-    drop(write_);
-}
-
-void RedisTier::drop(Connection& c) {
-    std::lock_guard<std::mutex> lock(c.fd_mu);  // the socket closes: abort_writes() must not see it
-    c.fd = -1;
-    if (c.ctx != nullptr) redisFree(c.ctx);
-    c.ctx = nullptr;
 }
 
 void RedisTier::abort_writes() {
     aborted_ = true;
-    std::lock_guard<std::mutex> lock(write_.fd_mu);
-    // A blocked send or receive returns at once (an error); the writer then drops the connection.
-    if (write_.fd >= 0) ::shutdown(write_.fd, SHUT_RDWR);
+    std::lock_guard<std::mutex> lock(map_mu_);
+    for (const auto& n : nodes_) n->abort_writes();
 }
 
-Status RedisTier::ensure(Connection& c) {
-    if (c.ctx != nullptr) return {};
-    const auto now = std::chrono::steady_clock::now();
-    if (now < c.next_attempt) return unavailable("redis " + url_ + " is down (retrying later)");
-    redisContext* ctx = redisConnectWithTimeout(address_.host.c_str(), address_.port, kConnectTimeout);
-    if (ctx == nullptr || ctx->err != 0) {
-        const std::string why = ctx != nullptr ? ctx->errstr : "out of memory";
-        // A refused connection costs nothing: retry each second. One that timed out cost the
-        // caller the connect timeout: back off as for a server that stops answering.
-        const bool refused = ctx != nullptr && std::strstr(ctx->errstr, "refused") != nullptr;
-        if (ctx != nullptr) redisFree(ctx);
-        c.backoff = refused || c.backoff.count() == 0 ? kFirstBackoff : std::min(kMaxBackoff, c.backoff * 2);
-        c.next_attempt = now + c.backoff;
-        c.down = true;
-        return unavailable("cannot connect to redis " + url_ + ": " + why);
+std::string RedisTier::entry_key(const std::string& key) const {
+    if (mode_.load() == Mode::kUnknown) return "";
+    return buckets_[size_t(bucket_of(key))].prefix + key;
+}
+
+int RedisTier::bucket_of(const std::string& key) const {
+    return buckets_.size() == 1 ? 0 : int(crc16(key) % buckets_.size());
+}
+
+RedisNode* RedisTier::node_at(const RedisEndpoint& e) {
+    for (const auto& n : nodes_) {
+        if (n->endpoint() == e) return n.get();
     }
-    redisSetTimeout(ctx, c.timeout);
+    if (nodes_.size() >= kMaxNodes) return nullptr;
+    nodes_.push_back(std::make_unique<RedisNode>(e, RedisCredentials{address_.user, address_.password, address_.db},
+                                                 read_timeout_, kWriteTimeout, url_));
+    if (aborted_) nodes_.back()->abort_writes();
+    return nodes_.back().get();
+}
+
+Status RedisTier::discover(Role role) {
+    std::lock_guard<std::mutex> one(discover_mu_);
     {
-        std::lock_guard<std::mutex> lock(c.fd_mu);
-        if (&c == &write_ && aborted_) {
-            redisFree(ctx);
-            return unavailable("redis " + url_ + ": writes aborted (shutting down)");
-        }
-        c.fd = ctx->fd;
-    }
-    c.ctx = ctx;  // AUTH and SELECT below fail through fail(), which drops it again
-    if (!address_.password.empty()) {
-        Reply r(
-            static_cast<redisReply*>(
-                address_.user.empty() ? redisCommand(ctx, "AUTH %b", address_.password.data(), address_.password.size())
-                                      : redisCommand(ctx, "AUTH %b %b", address_.user.data(), address_.user.size(),
-                                                     address_.password.data(), address_.password.size())),
-            free_reply);
-        if (!r) return fail(c, "AUTH");
-        if (r->type == REDIS_REPLY_ERROR) {
-            static_cast<void>(fail(c, "AUTH"));  // marks it down; the reply says why
-            return unavailable("redis " + url_ + ": AUTH failed: " + std::string(r->str, r->len));
+        std::lock_guard<std::mutex> lock(map_mu_);
+        if (mode_.load() != Mode::kUnknown) return {};
+        if (std::chrono::steady_clock::now() < next_discovery_) {
+            if (discovery_error_.code() != StatusCode::kUnavailable) return discovery_error_;
+            return unavailable("redis " + url_ + " is down (retrying later): " + discovery_error_.message());
         }
     }
-    if (address_.db != 0) {
-        Reply r(static_cast<redisReply*>(redisCommand(ctx, "SELECT %d", address_.db)), free_reply);
-        if (!r) return fail(c, "SELECT");
-        if (r->type == REDIS_REPLY_ERROR) {
-            static_cast<void>(fail(c, "SELECT"));  // marks it down; the reply says why
-            return unavailable("redis " + url_ + ": SELECT failed: " + std::string(r->str, r->len));
+    Status error = unavailable("redis " + url_ + ": no node answered");
+    for (const RedisEndpoint& seed : address_.seeds) {
+        RedisNode* node = nullptr;
+        {
+            std::lock_guard<std::mutex> lock(map_mu_);
+            node = node_at(seed);
+        }
+        std::vector<RedisReplyPtr> r;
+        if (Status st = node->call(role, {{"CLUSTER", "SLOTS"}}, &r); !st.ok()) {
+            error = st;
+            continue;
+        }
+        const redisReply* reply = r[0].get();
+        // A standalone Redis (or a proxy, or a user not allowed CLUSTER, in front of one).
+        const bool standalone =
+            is_error(reply) && (text(reply).find("cluster support disabled") != std::string::npos ||
+                                is_error(reply, "ERR unknown command") || is_error(reply, "NOPERM"));
+        if (standalone && address_.seeds.size() > 1) {
+            error = invalid_argument("redis " + url_ + " names several nodes, but " + seed.str() +
+                                     " is a standalone Redis, not a cluster node (" + std::string(text(reply)) + ")");
+            break;
+        }
+        if (standalone) {
+            std::lock_guard<std::mutex> lock(map_mu_);
+            buckets_ = {Bucket{"lazyattn:seg:", "lazyattn:seg:index", "lazyattn:seg:bytes", "lazyattn:seg:sizes", 0}};
+            owner_.assign(kNumSlots, node);
+            {
+                std::lock_guard<std::mutex> u(usage_mu_);
+                bucket_bytes_.assign(1, 0);
+            }
+            mode_ = Mode::kStandalone;
+            return {};
+        }
+        auto map = SlotMap::from_cluster_slots(reply, seed.host);
+        if (!map.ok()) {
+            error = io_error(
+                "redis " + url_ + " (node " + seed.str() + "): " +
+                (is_error(reply) ? "CLUSTER SLOTS failed: " + std::string(text(reply)) : map.status().message()));
+            continue;
+        }
+        if (Status st = check_seeds(role, *map, seed); !st.ok()) {
+            error = st;
+            break;
+        }
+        std::lock_guard<std::mutex> lock(map_mu_);
+        buckets_.clear();
+        for (int b = 0; b < kClusterBuckets; ++b) {
+            const std::string prefix = "lazyattn:seg:{" + bucket_tag(b) + "}:";
+            buckets_.push_back({prefix, prefix + "index", prefix + "bytes", prefix + "sizes", key_slot(prefix)});
+        }
+        install_map_locked(*map);
+        {
+            std::lock_guard<std::mutex> u(usage_mu_);
+            bucket_bytes_.assign(size_t(kClusterBuckets), 0);
+        }
+        mode_ = Mode::kCluster;
+        log::info("KV store: the Redis tier is a cluster",
+                  {{"where", url_}, {"masters", int64_t(map->masters.size())}, {"unserved_slots", map->num_gaps()}});
+        return {};
+    }
+    std::lock_guard<std::mutex> lock(map_mu_);
+    discovery_error_ = error;
+    next_discovery_ = std::chrono::steady_clock::now() + kRediscoverInterval;
+    return error;
+}
+
+Status RedisTier::check_seeds(Role role, const SlotMap& map, const RedisEndpoint& source) {
+    std::vector<std::string> known = map.node_ids;  // then every node the source knows, if needed
+    bool asked_all = false;
+    for (const RedisEndpoint& seed : address_.seeds) {
+        if (seed == source) continue;
+        RedisNode* node = nullptr;
+        {
+            std::lock_guard<std::mutex> lock(map_mu_);
+            node = node_at(seed);
+        }
+        std::vector<RedisReplyPtr> r;
+        if (node == nullptr || !node->call(role, {{"CLUSTER", "MYID"}}, &r).ok()) continue;  // down: not checked
+        const std::string id(text(r[0].get()));
+        if (is_error(r[0].get()) || id.empty()) {
+            return invalid_argument("redis " + url_ + ": " + seed.str() + " is not a cluster node (" + id + ")");
+        }
+        if (std::find(known.begin(), known.end(), id) == known.end() && !asked_all) {
+            asked_all = true;
+            RedisNode* src = nullptr;
+            {
+                std::lock_guard<std::mutex> lock(map_mu_);
+                src = node_at(source);
+            }
+            std::vector<RedisReplyPtr> nodes;
+            if (src != nullptr && src->call(role, {{"CLUSTER", "NODES"}}, &nodes).ok() && !is_error(nodes[0].get())) {
+                const std::string_view all = text(nodes[0].get());
+                for (size_t from = 0; from < all.size();) {
+                    size_t eol = all.find('\n', from);
+                    if (eol == std::string_view::npos) eol = all.size();
+                    known.emplace_back(all.substr(from, all.substr(from, eol - from).find(' ')));
+                    from = eol + 1;
+                }
+            }
+        }
+        if (std::find(known.begin(), known.end(), id) == known.end()) {
+            return invalid_argument("redis " + url_ + " names nodes of two different clusters: " + seed.str() +
+                                    " is not in the cluster of " + source.str());
         }
     }
     return {};
 }
 
+void RedisTier::install_map_locked(const SlotMap& map) {
+    std::vector<RedisNode*> masters;
+    for (const RedisEndpoint& e : map.masters) masters.push_back(node_at(e));
+    for (int s = 0; s < kNumSlots; ++s)
+        owner_[size_t(s)] = map.owner[size_t(s)] < 0 ? nullptr : masters[size_t(map.owner[size_t(s)])];
+}
+
+void RedisTier::refresh_map(Role role, RedisNode* first, std::chrono::milliseconds min_interval) {
+    std::vector<RedisNode*> candidates;
+    {
+        std::lock_guard<std::mutex> lock(map_mu_);
+        const auto now = std::chrono::steady_clock::now();
+        if (mode_.load() != Mode::kCluster || now < last_refresh_ + min_interval) return;
+        last_refresh_ = now;
+        if (first != nullptr) candidates.push_back(first);
+        for (const auto& n : nodes_) {
+            if (n.get() != first && !n->down() && candidates.size() < 3) candidates.push_back(n.get());
+        }
+    }
+    for (RedisNode* node : candidates) {
+        std::vector<RedisReplyPtr> r;
+        if (!node->call(role, {{"CLUSTER", "SLOTS"}}, &r).ok()) continue;
+        auto map = SlotMap::from_cluster_slots(r[0].get(), node->endpoint().host);
+        if (!map.ok() || map->masters.empty()) continue;
+        std::lock_guard<std::mutex> lock(map_mu_);
+        install_map_locked(*map);
+        return;
+    }
+}
+
+Expected<RedisNode*> RedisTier::node_for(Role role, int slot) {
+    if (mode_.load() == Mode::kUnknown) LA_RETURN_IF_ERROR(discover(role));
+    for (int pass = 0; pass < 2; ++pass) {
+        {
+            std::lock_guard<std::mutex> lock(map_mu_);
+            if (RedisNode* n = owner_[size_t(slot)]) return n;
+        }
+        if (pass == 0) refresh_map(role, nullptr, kFailedRefresh);
+    }
+    return io_error("redis " + url_ + ": slot " + std::to_string(slot) +
+                    " is served by no node (the cluster's slot map has a gap)");
+}
+
+Status RedisTier::run(Role role, int slot, const std::vector<RedisArgv>& commands,
+                      std::vector<RedisReplyPtr>* replies) {
+    LA_ASSIGN_OR_RETURN(RedisNode * node, node_for(role, slot));
+    bool asking = false;
+    for (int attempt = 0;; ++attempt) {
+        std::vector<RedisArgv> asked;
+        for (size_t i = 0; asking && i < commands.size(); ++i) {
+            asked.push_back({"ASKING"});
+            asked.push_back(commands[i]);
+        }
+        if (Status st = node->call(role, asking ? asked : commands, replies); !st.ok()) {
+            refresh_map(role, nullptr, kFailedRefresh);  // a failover may have moved its slots
+            return st;
+        }
+        if (asking) {
+            for (size_t i = 0; i < commands.size(); ++i) (*replies)[i] = (*replies)[2 * i + 1];
+            replies->resize(commands.size());
+        }
+        const redisReply* first = (*replies)[0].get();
+        std::optional<RedisRedirect> redirect;
+        if (is_error(first)) redirect = parse_redirect(text(first));
+        if (!redirect) return {};
+        if (attempt > 0) return io_error("redis " + url_ + ": redirected twice: " + std::string(text(first)));
+        if (redirect->to.host.empty()) redirect->to.host = node->endpoint().host;
+        RedisNode* target = nullptr;
+        {
+            std::lock_guard<std::mutex> lock(map_mu_);
+            target = node_at(redirect->to);
+            if (target != nullptr && !redirect->ask) owner_[size_t(redirect->slot)] = target;
+        }
+        if (target == nullptr) return io_error("redis " + url_ + ": redirected to too many nodes");
+        if (!redirect->ask) refresh_map(role, target, kMovedRefresh);
+        node = target;
+        asking = redirect->ask;
+    }
+}
+
+Status RedisTier::reply_error(const char* what, const redisReply* r) const {
+    return io_error("redis " + url_ + ": " + what + " answered " +
+                    (is_error(r) ? std::string(text(r)) : std::string("an unexpected reply")));
+}
+
 Expected<Blob> RedisTier::get(const std::string& key) {
-    std::lock_guard<std::mutex> lock(read_.mu);
-    NoSigpipe no_sigpipe;
-    LA_RETURN_IF_ERROR(ensure(read_));
-    const std::string k = redis_key(key), now = std::to_string(next_use_us());
-    // GET, and the entry's use noted (or, gone, forgotten): one round trip.
-    redisAppendCommand(read_.ctx, "GET %b", k.data(), k.size());
-    redisAppendCommand(read_.ctx, "EVAL %s 4 %b %s %s %s %s", kTouchScript, k.data(), k.size(), kIndexKey, kBytesKey,
-                       kSizesKey, now.c_str());
-    void* raw = nullptr;
-    if (redisGetReply(read_.ctx, &raw) != REDIS_OK || raw == nullptr) return fail(read_, "GET");
-    std::shared_ptr<redisReply> reply(static_cast<redisReply*>(raw), free_reply);
-    void* touched = nullptr;
-    if (redisGetReply(read_.ctx, &touched) != REDIS_OK || touched == nullptr) return fail(read_, "GET");
-    const Reply touch(static_cast<redisReply*>(touched), free_reply);
-    answered(read_);
-    if (touch->type == REDIS_REPLY_INTEGER && touch->integer == 1) {
+    if (mode_.load() == Mode::kUnknown) LA_RETURN_IF_ERROR(discover(Role::kRead));
+    const Bucket& b = buckets_[size_t(bucket_of(key))];
+    const std::string k = b.prefix + key, now = std::to_string(next_use_us());
+    // GET, and the entry's use noted (or, gone, forgotten): one round trip. The note is best
+    // effort (a slot in migration may refuse it).
+    std::vector<RedisReplyPtr> r;
+    LA_RETURN_IF_ERROR(
+        run(Role::kRead, b.slot, {{"GET", k}, {"EVAL", kTouchScript, "4", k, b.index, b.bytes, b.sizes, now}}, &r));
+    if (r[1]->type == REDIS_REPLY_INTEGER && r[1]->integer == 1) {
         std::lock_guard<std::mutex> u(usage_mu_);
         ++usage_.forgotten;
     }
+    RedisReplyPtr reply = r[0];
     if (reply->type == REDIS_REPLY_NIL) return not_found("no entry " + key);
-    if (reply->type == REDIS_REPLY_ERROR && std::string_view(reply->str, reply->len).rfind("WRONGTYPE", 0) == 0) {
+    if (is_error(reply.get(), "WRONGTYPE")) {
         return Blob{};  // another type where an entry belongs: a corrupt entry (rejected, then replaced)
     }
-    if (reply->type != REDIS_REPLY_STRING) {
-        return io_error("redis " + url_ + ": GET answered " +
-                        (reply->type == REDIS_REPLY_ERROR ? std::string(reply->str, reply->len) : "a non-string"));
-    }
-    Blob b;
-    b.bytes = {reinterpret_cast<const uint8_t*>(reply->str), reply->len};
-    b.owner = std::move(reply);
-    return b;
+    if (reply->type != REDIS_REPLY_STRING) return reply_error("GET", reply.get());
+    Blob blob;
+    blob.bytes = {reinterpret_cast<const uint8_t*>(reply->str), reply->len};
+    blob.owner = std::move(reply);
+    return blob;
 }
 
 Expected<bool> RedisTier::contains(const std::string& key) {
-    std::lock_guard<std::mutex> lock(read_.mu);
-    NoSigpipe no_sigpipe;
-    LA_RETURN_IF_ERROR(ensure(read_));
-    const std::string k = redis_key(key);
-    Reply r(static_cast<redisReply*>(redisCommand(read_.ctx, "EXISTS %b", k.data(), k.size())), free_reply);
-    if (!r) return fail(read_, "EXISTS");
-    answered(read_);
-    if (r->type != REDIS_REPLY_INTEGER) return io_error("redis " + url_ + ": EXISTS answered a non-integer");
-    return r->integer > 0;
+    if (mode_.load() == Mode::kUnknown) LA_RETURN_IF_ERROR(discover(Role::kRead));
+    const Bucket& b = buckets_[size_t(bucket_of(key))];
+    const std::string k = b.prefix + key;
+    std::vector<RedisReplyPtr> r;
+    LA_RETURN_IF_ERROR(run(Role::kRead, b.slot, {{"EXISTS", k}}, &r));
+    if (r[0]->type != REDIS_REPLY_INTEGER) return reply_error("EXISTS", r[0].get());
+    return r[0]->integer > 0;
 }
 
 Expected<bool> RedisTier::put(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) {
-    std::lock_guard<std::mutex> lock(write_.mu);
+    std::lock_guard<std::mutex> lock(write_mu_);
     if (aborted_) return unavailable("redis " + url_ + ": writes aborted (shutting down)");
-    NoSigpipe no_sigpipe;
-    LA_RETURN_IF_ERROR(ensure(write_));
-    const std::string k = redis_key(key);
-    Reply r(static_cast<redisReply*>(
-                overwrite ? redisCommand(write_.ctx, "SET %b %b", k.data(), k.size(), bytes.data(), bytes.size())
-                          : redisCommand(write_.ctx, "SET %b %b NX", k.data(), k.size(), bytes.data(), bytes.size())),
-            free_reply);
-    if (!r) return fail(write_, "SET");
-    answered(write_);
-    if (r->type == REDIS_REPLY_ERROR)
-        return io_error("redis " + url_ + ": SET refused: " + std::string(r->str, r->len));
-    if (r->type == REDIS_REPLY_NIL) return false;  // NX on a present key answers nil
-    LA_RETURN_IF_ERROR(account_locked(k, bytes.size()));
+    if (mode_.load() == Mode::kUnknown) LA_RETURN_IF_ERROR(discover(Role::kWrite));
+    // Accounts a migration put off, oldest first.
+    for (size_t i = 0; i < kRetriesPerWrite && !unaccounted_.empty(); ++i) {
+        Unaccounted u = std::move(unaccounted_.front());
+        unaccounted_.pop_front();
+        bool retry = false;
+        if (!account_locked(u.bucket, u.redis_key, u.bytes, &retry).ok() || retry) {
+            unaccounted_.push_back(std::move(u));
+            break;
+        }
+    }
+    const int bucket = bucket_of(key);
+    const Bucket& b = buckets_[size_t(bucket)];
+    const std::string k = b.prefix + key;
+    const std::string_view value(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    std::vector<RedisReplyPtr> r;
+    LA_RETURN_IF_ERROR(
+        run(Role::kWrite, b.slot, {overwrite ? RedisArgv{"SET", k, value} : RedisArgv{"SET", k, value, "NX"}}, &r));
+    if (is_error(r[0].get())) return io_error("redis " + url_ + ": SET refused: " + std::string(text(r[0].get())));
+    if (r[0]->type == REDIS_REPLY_NIL) return false;  // NX on a present key answers nil
+    bool retry = false;
+    LA_RETURN_IF_ERROR(account_locked(bucket, k, bytes.size(), &retry));
+    if (retry) {
+        if (unaccounted_.size() >= kMaxUnaccounted) unaccounted_.pop_front();  // a rebuild adopts it
+        unaccounted_.push_back({bucket, k, bytes.size()});
+    }
     return true;
 }
 
-Status RedisTier::account_locked(const std::string& k, size_t bytes) {
+Status RedisTier::account_locked(int bucket, const std::string& k, size_t bytes, bool* retry) {
     static thread_local std::minstd_rand sweep_rng{std::random_device{}()};
-    const std::string size = std::to_string(bytes), cap = std::to_string(options_.max_bytes);
+    const Bucket& b = buckets_[size_t(bucket)];
+    const int64_t cap_bytes =
+        options_.max_bytes > 0 ? std::max<int64_t>(1, options_.max_bytes / int64_t(buckets_.size())) : 0;
+    const std::string size = std::to_string(bytes), cap = std::to_string(cap_bytes);
     const char* audit = num_accounted_++ % kAuditEvery == 0 ? "1" : "0";  // a process' first write too
     for (int attempt = 0;; ++attempt) {
         const std::string now = std::to_string(next_use_us()), offset = std::to_string(sweep_rng());
-        Reply r(static_cast<redisReply*>(redisCommand(
-                    write_.ctx, "EVAL %s 4 %b %s %s %s %s %s %s %s %s", kAccountScript, k.data(), k.size(), kIndexKey,
-                    kBytesKey, kSizesKey, size.c_str(), now.c_str(), cap.c_str(), offset.c_str(), audit)),
-                free_reply);
-        if (!r) return fail(write_, "EVAL");
-        const auto integer = [&r](size_t i) {
+        std::vector<RedisReplyPtr> replies;
+        const Status st =
+            run(Role::kWrite, b.slot,
+                {{"EVAL", kAccountScript, "4", k, b.index, b.bytes, b.sizes, size, now, cap, offset, audit}}, &replies);
+        if (st.code() == StatusCode::kUnavailable) return st;
+        const redisReply* r = st.ok() ? replies[0].get() : nullptr;
+        // A slot in migration (keys split between two nodes), redirected twice, or a cluster
+        // that is down: the entry stands; its account is retried by a later write.
+        if (!st.ok() || is_error(r, "TRYAGAIN") || is_error(r, "CLUSTERDOWN") || is_error(r, "ASK") ||
+            is_error(r, "MOVED")) {
+            *retry = true;
+            return {};
+        }
+        const auto integer = [r](size_t i) {
             return r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : int64_t(-1);
         };
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && integer(0) >= 0) {
             std::lock_guard<std::mutex> u(usage_mu_);
-            usage_.bytes = integer(0);
+            bucket_bytes_[size_t(bucket)] = integer(0);
+            usage_.bytes = std::accumulate(bucket_bytes_.begin(), bucket_bytes_.end(), int64_t(0));
             usage_.evictions += std::max<int64_t>(0, integer(1));
             usage_.forgotten += std::max<int64_t>(0, integer(2));
             return {};
@@ -478,57 +419,48 @@ Status RedisTier::account_locked(const std::string& k, size_t bytes) {
         const bool reset = r->type == REDIS_REPLY_ARRAY && r->elements == 2 && (integer(0) == -1 || integer(0) == -2) &&
                            r->element[1]->type == REDIS_REPLY_STRING;
         if (!reset || integer(0) == -1) {
-            note_account_error(reset ? std::string(r->element[1]->str, r->element[1]->len)
-                               : r->type == REDIS_REPLY_ERROR
-                                   ? "the accounting script failed: " + std::string(r->str, r->len)
-                                   : "the accounting script answered nonsense");
+            note_account_error(reset         ? std::string(text(r->element[1]))
+                               : is_error(r) ? "the accounting script failed: " + std::string(text(r))
+                                             : "the accounting script answered nonsense");
         }
         const auto t = std::chrono::steady_clock::now();
         if (attempt > 0 || (!reset && t < next_repair_)) return {};
         if (!reset) next_repair_ = t + kRepairInterval;
-        LA_RETURN_IF_ERROR(rebuild_account_locked(reset ? std::string(r->element[1]->str, r->element[1]->len)
-                                                        : "the accounting script failed"));
+        LA_RETURN_IF_ERROR(
+            rebuild_account_locked(bucket, reset ? std::string(text(r->element[1])) : "the accounting script failed"));
     }
 }
 
-Status RedisTier::rebuild_account_locked(const std::string& why) {
-    Reply del(static_cast<redisReply*>(redisCommand(write_.ctx, "DEL %s %s %s", kIndexKey, kBytesKey, kSizesKey)),
-              free_reply);
-    if (!del) return fail(write_, "DEL");
-    const std::string now = std::to_string(next_use_us());
+Status RedisTier::rebuild_account_locked(int bucket, const std::string& why) {
+    const Bucket& b = buckets_[size_t(bucket)];
+    std::vector<RedisReplyPtr> r;
+    LA_RETURN_IF_ERROR(run(Role::kWrite, b.slot, {{"DEL", b.index, b.bytes, b.sizes}}, &r));
+    const std::string now = std::to_string(next_use_us()), pattern = b.prefix + "*";
     std::string cursor = "0";
     int64_t adopted = 0;
     do {
-        Reply scan(static_cast<redisReply*>(
-                       redisCommand(write_.ctx, "SCAN %s MATCH %s COUNT 1000", cursor.c_str(), kEntryPattern)),
-                   free_reply);
-        if (!scan) return fail(write_, "SCAN");
-        if (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 || scan->element[0]->type != REDIS_REPLY_STRING ||
-            scan->element[1]->type != REDIS_REPLY_ARRAY) {
-            note_account_error("the rebuild's SCAN failed" + (scan->type == REDIS_REPLY_ERROR
-                                                                  ? ": " + std::string(scan->str, scan->len)
-                                                                  : std::string()));
+        std::vector<RedisReplyPtr> scan;
+        LA_RETURN_IF_ERROR(run(Role::kWrite, b.slot, {{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}}, &scan));
+        const redisReply* s = scan[0].get();
+        if (s->type != REDIS_REPLY_ARRAY || s->elements != 2 || s->element[0]->type != REDIS_REPLY_STRING ||
+            s->element[1]->type != REDIS_REPLY_ARRAY) {
+            note_account_error("the rebuild's SCAN failed" +
+                               (is_error(s) ? ": " + std::string(text(s)) : std::string()));
             return {};
         }
-        cursor.assign(scan->element[0]->str, scan->element[0]->len);
-        const redisReply* keys = scan->element[1];
+        cursor = std::string(text(s->element[0]));
+        const redisReply* keys = s->element[1];
         if (keys->elements == 0) continue;
-        std::vector<const char*> argv = {"EVAL", kAdoptScript, "3", kIndexKey, kBytesKey, kSizesKey, now.c_str()};
-        std::vector<size_t> lens;
-        for (const char* a : argv) lens.push_back(std::strlen(a));
-        for (size_t i = 0; i < keys->elements; ++i) {
-            argv.push_back(keys->element[i]->str);
-            lens.push_back(keys->element[i]->len);
-        }
-        Reply r(static_cast<redisReply*>(redisCommandArgv(write_.ctx, int(argv.size()), argv.data(), lens.data())),
-                free_reply);
-        if (!r) return fail(write_, "EVAL");
-        if (r->type != REDIS_REPLY_INTEGER) {
+        RedisArgv adopt = {"EVAL", kAdoptScript, "3", b.index, b.bytes, b.sizes, now};
+        for (size_t i = 0; i < keys->elements; ++i) adopt.push_back(text(keys->element[i]));
+        std::vector<RedisReplyPtr> a;
+        LA_RETURN_IF_ERROR(run(Role::kWrite, b.slot, {adopt}, &a));
+        if (a[0]->type != REDIS_REPLY_INTEGER) {
             note_account_error("the rebuild failed" +
-                               (r->type == REDIS_REPLY_ERROR ? ": " + std::string(r->str, r->len) : std::string()));
+                               (is_error(a[0].get()) ? ": " + std::string(text(a[0].get())) : std::string()));
             return {};
         }
-        adopted += r->integer;
+        adopted += a[0]->integer;
     } while (cursor != "0");
     log::info("KV store: the Redis tier's size account was rebuilt from the entries present",
               {{"where", url_}, {"why", why}, {"entries", adopted}});

@@ -1,49 +1,50 @@
-// RedisTier (--kv-store redis://HOST:PORT[/DB]): entries as Redis strings under
-// "lazyattn:seg:<key>", written with one SET (NX unless overwriting), so a reader never sees part
-// of an entry and two replicas writing one segment both succeed (the first stays). Reads use one
-// connection, writes another (the inference and writer threads never wait on each other).
-// When the server is unreachable, or accepts but does not answer within the read timeout, the
-// tier is marked down: every call fails fast with kUnavailable until a back-off passes (1 s,
-// doubling to 30 s while it stays down), so serving goes on by computing and a hung Redis costs
-// one timeout per back-off, not one per lookup.
+// RedisTier (--kv-store redis://HOST:PORT[,HOST:PORT...][/DB]): entries as Redis strings, written
+// with one SET (NX unless overwriting), so a reader never sees part of an entry and two replicas
+// writing one segment both succeed (the first stays). On a standalone Redis or a Redis Cluster,
+// detected at the first call (CLUSTER SLOTS; a standalone answers that cluster support is
+// disabled), never configured twice:
+// - standalone: entries under "lazyattn:seg:<key>" and one account (below), as before clusters.
+// - cluster: entries under "lazyattn:seg:{<tag>}:<key>", the tag one of kClusterBuckets bucket
+//   tags (picked so the buckets' slots spread evenly over the slot space); each key is routed
+//   to the master serving its slot (redis_slots.h), a MOVED updates the map (and re-reads it, at
+//   most every 100 ms) and is retried once, an ASK is followed with ASKING. A slot the map
+//   leaves unserved, a CLUSTERDOWN or TRYAGAIN answer is a failed call (counted), never a wait.
+// Each node has its own read and write connections, deadlines and back-off (redis_node.h): a
+// node that is down or hung costs one deadline per back-off, and only for its own slots.
 //
 // Size cap (TierOptions::max_bytes): every entry this tier writes is listed in a sorted set
-// (lazyattn:seg:index, scored by last use in unix microseconds), its size kept in a hash
-// (lazyattn:seg:sizes) and summed in lazyattn:seg:bytes, all by one script that runs atomically
-// in Redis, so replicas sharing one Redis keep one account; a write past the cap evicts the least
-// recently used entries down to 90%. A hit renews its entry's score (pipelined with the GET).
+// (scored by last use in unix microseconds), its size kept in a hash and summed in a byte
+// counter, all updated by one script that runs atomically in Redis, so replicas sharing Redis
+// keep one account; a write past the cap evicts the least recently used entries down to 90%. A
+// hit renews its entry's score (pipelined with the GET). On a cluster the account is split into
+// kClusterBuckets buckets, each bucket's three bookkeeping keys sharing its entries' hash tag (one
+// slot, one node), so each write's script stays atomic on one node; each bucket holds
+// max_bytes / kClusterBuckets (LRU within a bucket; keys spread evenly over the buckets).
 // Redis may drop entries itself (maxmemory with an LRU policy, a hand's DEL): each write sweeps
 // part of the index and a GET that finds an indexed entry gone drops it from the account
 // ("forgotten", never counted as an eviction), so the account follows what Redis holds.
 // The script checks the bookkeeping it reads (key types, a counter that is a non-negative
 // integer, index and sizes of one length, and now and then that the sizes sum to the counter);
-// garbage there is counted (account_errors), logged once, and the account rebuilt from the
-// entries present (SCAN, on the writer thread), which also adopts entries written before it.
+// garbage there is counted (account_errors), logged once, and the bucket's account rebuilt from
+// the entries present (SCAN, on the writer thread), which also adopts entries written before it.
+// A write whose account meets a slot in migration (TRYAGAIN) stands; its accounting is retried
+// by later writes.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <deque>
+#include <memory>
 #include <mutex>
+#include <vector>
 
+#include "store/redis_node.h"
+#include "store/redis_url.h"
 #include "store/store_tier.h"
-
-struct redisContext;
 
 namespace lazyattn::store {
 
-struct RedisAddress {
-    std::string user;      // ACL user ("" = the default user)
-    std::string password;  // "" = no AUTH
-    std::string host;
-    int port = 6379;
-    int db = 0;
-};
-
-// Parses redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (userinfo percent-decoded; kInvalidArgument
-// naming what is wrong, never echoing the password).
-Expected<RedisAddress> parse_redis_url(const std::string& url);
-// The URL with any password replaced by "***" (for logs, errors and stats).
-std::string redact_redis_url(const std::string& url);
+constexpr int kClusterBuckets = 64;
 
 class RedisTier : public StoreTier {
 public:
@@ -56,44 +57,71 @@ public:
     Expected<bool> contains(const std::string& key) override;
     Expected<bool> put(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) override;
     TierUsage usage() const override;
-    void abort_writes() override;  // shuts the write connection's socket down
+    void abort_writes() override;  // shuts every node's write connection down
+
+    // After the first call that reached a node: whether it is a cluster (tests, stats).
+    bool is_cluster() const { return mode_.load() == Mode::kCluster; }
+    // The Redis key of an entry once the mode is known ("" before).
+    std::string entry_key(const std::string& key) const;
 
 private:
-    struct Connection {
-        std::mutex mu;
-        redisContext* ctx = nullptr;
-        timeval timeout{};
-        std::chrono::steady_clock::time_point next_attempt{};
-        // 0: answering; else the wait before the next attempt. Reset only by an answer (a
-        // server that accepts connections but never answers keeps doubling it).
-        std::chrono::milliseconds backoff{0};
-        std::atomic<bool> down{false};  // read by usage() from any thread
-        // The socket, for abort_writes() on another thread; set and cleared (the socket closed)
-        // under fd_mu, so an abort never reaches a later connection's reused descriptor.
-        std::mutex fd_mu;
-        int fd = -1;
+    enum class Mode { kUnknown, kStandalone, kCluster };
+    using Role = RedisNode::Role;
+    struct Bucket {
+        std::string prefix;  // of its entries' keys
+        std::string index, bytes, sizes;
+        int slot = 0;
     };
-    // The connection, (re)connected when down and the back-off has passed.
-    Status ensure(Connection& c);
-    // A failed call: the connection is dropped and the tier marked down (the back-off grows).
-    Status fail(Connection& c, const std::string& what);
-    // A call answered: the tier is up.
-    static void answered(Connection& c);
-    void drop(Connection& c);
-    // Runs the accounting script for a written entry (write_.mu held); a broken account is
-    // rebuilt and the script run again.
-    Status account_locked(const std::string& redis_key, size_t bytes);
-    Status rebuild_account_locked(const std::string& why);  // write_.mu held: SCAN, adopting entries
-    void note_account_error(const std::string& why);        // counted; the first one logged
+    struct Unaccounted {
+        int bucket = 0;
+        std::string redis_key;
+        size_t bytes = 0;
+    };
+
+    int bucket_of(const std::string& key) const;
+    // The node serving a slot: discovers the mode first, and re-reads the map on a gap.
+    Expected<RedisNode*> node_for(Role role, int slot);
+    RedisNode* node_at(const RedisEndpoint& e);  // map_mu_ held: found or made
+    Status discover(Role role);
+    Status check_seeds(Role role, const SlotMap& map, const RedisEndpoint& source);
+    // Re-reads the slot map (at most every `min_interval`), from `first` when given, else any node
+    // not marked down.
+    void refresh_map(Role role, RedisNode* first, std::chrono::milliseconds min_interval);
+    void install_map_locked(const SlotMap& map);  // map_mu_ held
+    // Runs `commands` for keys of `slot` on the node serving it; follows one MOVED or ASK (decided
+    // by the first command's reply). Error replies other than redirections are left to the caller.
+    Status run(Role role, int slot, const std::vector<RedisArgv>& commands, std::vector<RedisReplyPtr>* replies);
+    Status reply_error(const char* what, const redisReply* r) const;
+
+    // Runs the accounting script for a written entry (write_mu_ held); a broken account is
+    // rebuilt and the script run again. *retry: the slot is migrating, try again later.
+    Status account_locked(int bucket, const std::string& redis_key, size_t bytes, bool* retry);
+    Status rebuild_account_locked(int bucket, const std::string& why);  // write_mu_ held
+    void note_account_error(const std::string& why);                    // counted; the first one logged
+
     RedisAddress address_;
     std::string url_;
     TierOptions options_;
-    Connection read_, write_;
+    timeval read_timeout_{};
+
+    mutable std::mutex map_mu_;
+    std::atomic<Mode> mode_{Mode::kUnknown};
+    std::vector<Bucket> buckets_;                    // set once with the mode (under map_mu_)
+    std::vector<std::unique_ptr<RedisNode>> nodes_;  // under map_mu_; never removed
+    std::vector<RedisNode*> owner_;                  // under map_mu_: per slot; nullptr: a gap
+    std::chrono::steady_clock::time_point last_refresh_{}, next_discovery_{};  // under map_mu_
+    Status discovery_error_;                                                   // under map_mu_
+    std::mutex discover_mu_;                                                   // one discovery at a time
+
     mutable std::mutex usage_mu_;
-    TierUsage usage_;  // under usage_mu_ (bytes as the last write's script counted them)
+    TierUsage usage_;                    // under usage_mu_ (bytes: the buckets' sum)
+    std::vector<int64_t> bucket_bytes_;  // under usage_mu_: as the last script on each counted
+
+    std::mutex write_mu_;  // the writer's calls: the account's state below
     std::atomic<bool> aborted_{false};
-    int64_t num_accounted_ = 0;                            // write_.mu held: accounting runs, for the periodic audit
-    std::chrono::steady_clock::time_point next_repair_{};  // write_.mu held: after an error reply
+    int64_t num_accounted_ = 0;                            // accounting runs, for the periodic audit
+    std::chrono::steady_clock::time_point next_repair_{};  // after an error reply
+    std::deque<Unaccounted> unaccounted_;                  // accounts a migration put off
 };
 
 }  // namespace lazyattn::store

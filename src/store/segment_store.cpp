@@ -7,6 +7,11 @@
 #include "store/segment_blocks.h"
 
 namespace lazyattn::store {
+namespace {
+
+constexpr auto kOutageQuiet = std::chrono::seconds(5);
+
+}  // namespace
 
 Expected<std::unique_ptr<SegmentStore>> SegmentStore::open(const std::vector<std::string>& uris,
                                                            const WriterOptions& writer, const TierOptions& options) {
@@ -28,6 +33,7 @@ SegmentStore::SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, const 
         stats_.push_back(s);
     }
     failing_.assign(tiers_.size(), false);
+    last_failure_.assign(tiers_.size(), {});
     writer_ = std::thread([this] { writer_loop(); });
 }
 
@@ -56,16 +62,24 @@ void SegmentStore::close() {
 }
 
 void SegmentStore::note_result(size_t tier, const Status& st) {
-    // One warning per outage: when a tier starts failing, and a note when it works again.
+    // One warning per outage. An outage ends once the tier has worked for kOutageQuiet with no
+    // failure: a cluster node that is down fails only its own keys, so successes interleave with
+    // failures all through it, and a note per success would flap once per document.
     const bool failed = !st.ok() && st.code() != StatusCode::kNotFound;
-    if (failed && !failing_[tier]) {
-        log::warn("KV store tier failing; segments are computed instead",
-                  {{"tier", tiers_[tier]->name()}, {"where", tiers_[tier]->where()}, {"error", st.to_string()}});
-    } else if (!failed && failing_[tier]) {
+    const auto now = std::chrono::steady_clock::now();
+    if (failed) {
+        if (!failing_[tier]) {
+            log::warn("KV store tier failing; segments are computed instead",
+                      {{"tier", tiers_[tier]->name()}, {"where", tiers_[tier]->where()}, {"error", st.to_string()}});
+            ++stats_[tier].outages;
+            failing_[tier] = true;
+        }
+        last_failure_[tier] = now;
+        ++stats_[tier].errors;
+    } else if (failing_[tier] && now - last_failure_[tier] >= kOutageQuiet) {
         log::info("KV store tier working again", {{"tier", tiers_[tier]->name()}, {"where", tiers_[tier]->where()}});
+        failing_[tier] = false;
     }
-    failing_[tier] = failed;
-    if (failed) ++stats_[tier].errors;
 }
 
 int SegmentStore::load(const SegmentMeta& meta, backend::KvMemory& kv, std::span<const kv::BlockId> blocks,

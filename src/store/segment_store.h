@@ -14,6 +14,7 @@
 // hung tier cannot hold the process; flush() waits for everything (precompute).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -42,6 +43,7 @@ struct TierStats {
     int64_t writes = 0;          // entries stored
     int64_t writes_skipped = 0;  // already present (another writer, or an earlier run)
     int64_t errors = 0;          // failed reads and writes (I/O, unreachable)
+    int64_t outages = 0;         // times it started failing (one warning each; over after 5 s of no failure)
     int64_t rejected = 0;        // corrupt or foreign entries found (never used)
     double load_ms = 0;          // total time of hits: read, verify, import
     TierUsage usage;             // bytes held, the cap, evictions, up or marked down
@@ -115,8 +117,9 @@ private:
     int64_t writes_dropped_ = 0;
     int64_t pending_bytes_ = 0;  // of the queued jobs and the one in flight
     bool oversize_warned_ = false;
-    std::unordered_set<std::string> rejected_keys_;  // entries to overwrite, not keep
-    std::vector<bool> failing_;                      // per tier: in an outage (warned once)
+    std::unordered_set<std::string> rejected_keys_;                    // entries to overwrite, not keep
+    std::vector<bool> failing_;                                        // per tier: in an outage (warned once)
+    std::vector<std::chrono::steady_clock::time_point> last_failure_;  // per tier
     std::thread writer_;
 };
 
