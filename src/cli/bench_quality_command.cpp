@@ -21,6 +21,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "cli/store_probe.h"
 #include "core/progress.h"
 #include "core/timer.h"
 #include "engine/loading/block_finetune.h"
@@ -210,10 +211,13 @@ int run_bench_quality(const BenchQualityOptions& o) {
         return 2;
     }
     std::vector<bench::QualityTask> tasks = std::move(suite).value();
+    const size_t num_synthetic = tasks.size();
     if (o.wiki) {
         for (auto& t : bench::qa_tasks(*qa)) tasks.push_back(std::move(t));
     }
-    std::printf("%zu questions, %zu variants, model %s\n", tasks.size(), variants.size(), path.c_str());
+    std::printf("%zu questions (%zu synthetic + %zu from %s%s), %zu variants, model %s\n", tasks.size(), num_synthetic,
+                tasks.size() - num_synthetic, o.data_path.c_str(), o.wiki ? "; --no-wiki leaves those out" : "",
+                variants.size(), path.c_str());
 
     std::map<std::string, std::vector<Answer>> answers;
     const double t0 = now_ms();
@@ -354,7 +358,9 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
                        "), joined by +; or default: what serve does by default "
                        "with this model)");
     add_query_layers_option(bq, o.query_layers);
-    bq->add_option("--questions", o.num_questions, "synthetic questions (split over families x doc counts)")
+    bq->add_option("--questions", o.num_questions,
+                   "synthetic questions (split over families x doc counts); the 2Wiki sample's questions are asked "
+                   "in addition unless --no-wiki")
         ->check(CLI::Range(1, 100000));
     bq->add_option("--seed", o.seed, "seed of the synthetic questions");
     bq->add_option("--families", o.families, "synthetic task families")->check(CLI::IsMember({"kv", "hop", "agg"}));
@@ -370,6 +376,7 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
                    "questions asked so far, the serve-time rule)")
         ->check(CLI::IsMember({"all", "seen"}));
     bq->add_option("--json", o.json_path, "write results (and every reply) to this JSON file");
+    resolve_data_file_after_parse(bq, o.data_path, "--data");
     return bq;
 }
 

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "cli/store_probe.h"
 #include "core/progress.h"
 #include "engine/loading/loaded_model.h"
 
@@ -114,6 +115,7 @@ void print_main_table(const std::vector<RunResult>& runs) {
 
 int run_bench_rag(const BenchRagOptions& o) {
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
+    warn_unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier);
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) {
         std::cerr << "error: " << lm.status().to_string() << "\n";
@@ -294,6 +296,7 @@ CLI::App* add_bench_rag_command(CLI::App& parent, BenchRagOptions& o) {
         ->check(cache_mode_check());
     br->add_option("--json", o.json_path, "write all results to this JSON file");
     br->add_option("--export-workload", o.export_workload_path, "write the request stream (token ids) as JSON");
+    resolve_data_file_after_parse(br, o.workload.passages_path, "--data");
     return br;
 }
 

@@ -18,6 +18,7 @@
 #include "cli/cli_options.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
+#include "cli/store_probe.h"
 #include "core/progress.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/sync_engine.h"
@@ -67,6 +68,7 @@ CLI::App* add_bench_store_command(CLI::App& parent, BenchStoreOptions& o) {
     bs->add_option("--kv-cache-mb", o.kv_cache_mb, "each source's RAM pool, in MiB")->check(CLI::Range(1, 1 << 20));
     bs->add_option("--data", o.data_path, "QA file whose passages make up the documents");
     bs->add_option("--json", o.json_path, "write the results to this JSON file");
+    resolve_data_file_after_parse(bs, o.data_path, "--data");
     return bs;
 }
 
@@ -88,6 +90,10 @@ int run_bench_store(const BenchStoreOptions& o) {
         }
     } cleanup{own_dir};
 
+    // Measuring a tier that does not answer would spend the whole run on time-outs.
+    if (const auto down = unreachable_store_tiers(tiers, o.common.kv_store_tier); !down.empty()) {
+        return fail(unavailable(describe(down.front())));
+    }
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
+#include "cli/store_probe.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/rag_prompt.h"
 #include "engine/sync_engine.h"
@@ -83,6 +84,7 @@ int run_generate(const GenerateOptions& o) {
 
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
+    warn_unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier);
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
     auto chat = chat_template_for(o, lm->model->gguf());

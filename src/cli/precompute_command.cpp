@@ -12,6 +12,7 @@
 #include "cli/cli_options.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
+#include "cli/store_probe.h"
 #include "core/progress.h"
 #include "core/timer.h"
 #include "engine/loading/loaded_model.h"
@@ -96,6 +97,10 @@ CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o) {
                    "store each document's copy conditioned on its K most similar documents of the corpus (BM25 over "
                    "token ids), which requests with document_reuse \"neighbours=K\" read; 0: the plain copy")
         ->check(CLI::Range(0, engine::DocumentReuse::kMaxNeighbours));
+    pc->add_option("--unreachable-tier", o.unreachable_tier,
+                   "a --kv-store tier that does not answer at start-up: stop (exit before computing) or skip (fill "
+                   "the others)")
+        ->check(CLI::IsMember({"stop", "skip"}));
     return pc;
 }
 
@@ -109,6 +114,16 @@ int run_precompute(const PrecomputeOptions& o) {
         if (!docs.ok()) return fail(docs.status(), 2);
         texts.insert(texts.end(), docs->begin(), docs->end());
     }
+    std::vector<std::string> stores = o.common.kv_stores;
+    for (const UnreachableTier& t : unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier)) {
+        if (o.unreachable_tier == "stop") {
+            return fail(unavailable(describe(t) + "; precompute stops before computing (--unreachable-tier skip "
+                                                  "fills the other tiers)"));
+        }
+        std::cerr << "warning: " << describe(t) << "; skipped (--unreachable-tier skip)\n";
+        std::erase(stores, t.uri);
+    }
+    if (stores.empty()) return fail(unavailable("no --kv-store tier can be reached; nothing to fill"));
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
@@ -116,7 +131,7 @@ int run_precompute(const PrecomputeOptions& o) {
     engine::EngineConfig ec;
     ec.kv_types = o.common.kv_types;
     ec.device = o.common.device;
-    ec.kv_stores = o.common.kv_stores;
+    ec.kv_stores = stores;
     ec.kv_store_tier = o.common.kv_store_tier;
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.max_batch_tokens = o.max_batch_tokens;

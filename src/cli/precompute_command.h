@@ -30,6 +30,9 @@ struct PrecomputeOptions {
     // (engine::DocumentReuse::neighbours; what requests with document_reuse "neighbours=K" read),
     // instead of its plain copy.
     int32_t neighbours = 0;
+    // A tier that cannot be reached at start-up: "stop" (exit 1 before computing anything) or
+    // "skip" (fill the other tiers).
+    std::string unreachable_tier = "stop";
 };
 
 CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o);

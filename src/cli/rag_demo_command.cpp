@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "cli/store_probe.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/rag_prompt.h"
 #include "engine/sync_engine.h"
@@ -116,6 +117,7 @@ CLI::App* add_rag_demo_command(CLI::App& parent, RagDemoOptions& o) {
     d->add_option("--runs", o.runs, "runs per question (documents shuffled after the first)")
         ->check(CLI::Range(1, 100));
     d->add_option("--modes", o.modes, "cache modes to compare")->check(cache_mode_check());
+    resolve_data_file_after_parse(d, o.data_path, "--data");
     return d;
 }
 

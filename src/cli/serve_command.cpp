@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "cli/store_probe.h"
 #include "core/log.h"
 #include "engine/loading/block_finetune.h"
 #include "engine/loading/loaded_model.h"
@@ -152,6 +153,7 @@ int run_serve(const ServeOptions& o) {
     sigaction(SIGINT, &forward, nullptr);
     sigaction(SIGTERM, &forward, nullptr);
 
+    warn_unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier);
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
     if (Status st = check_query_layers(o.query_layers, lm->model->config().num_layers); !st.ok()) return fail(st, 2);

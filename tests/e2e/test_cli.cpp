@@ -369,5 +369,180 @@ TEST(Cli, BenchQualityNeighbourCopiesDependOnTheCorpusNotTheRun) {
     EXPECT_NE(alone, seen);
 }
 
+// The command lines users paste from llama-server's and vLLM's quick starts: each starts (serve
+// --check: model loaded, pool allocated, port bound, then exit 0) with one warning per flag that
+// does not apply, naming the flag; or is refused (exit 2) naming what to use instead.
+TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
+    const std::string model = model_arg().substr(std::string("--model ").size());
+    const std::string jinja = ::testing::TempDir() + "lazyattn_cli_template.jinja";
+    std::ofstream(jinja) << "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}<|assistant|>";
+    struct Line {
+        std::string args;
+        std::vector<std::string> warned;  // flags named by a warning line
+    };
+    const std::vector<Line> starts = {
+        {"-m " + model + " -ngl 99 -c 512 --host 127.0.0.1", {"--n-gpu-layers 99"}},
+        {"-m " + model + " -c 512 -np 4 -fa on --jinja", {"--flash-attn on", "--jinja"}},
+        {"-m " + model + " --ctx-size 256 --n-gpu-layers 35 --cont-batching --mlock --no-mmap -t 2",
+         {"--n-gpu-layers 35", "--cont-batching", "--mlock", "--no-mmap"}},
+        {"-m " + model + " -fa -ngl 99 --chat-template-file " + jinja + " -b 256 -ub 256 --alias smol",
+         {"--flash-attn", "--ubatch-size 256"}},
+        {"-m " + model + " -ctk bf16 -ctv f16 --metrics --threads-http 4 -to 60 --slots", {"--metrics", "--slots"}},
+        {model + " --gpu-memory-utilization 0.9 --max-model-len 512", {"--gpu-memory-utilization 0.9"}},
+        {model + " --dtype auto --enable-prefix-caching --served-model-name smol --max-num-seqs 8",
+         {"--dtype auto", "--enable-prefix-caching"}},
+        {model + " --tensor-parallel-size 1 --kv-cache-dtype auto --trust-remote-code --max-num-batched-tokens 256",
+         {"--tensor-parallel-size 1", "--trust-remote-code"}},
+        {"--model " + model + " --api-key k --enforce-eager --seed 0 --disable-log-requests",
+         {"--enforce-eager", "--seed 0", "--disable-log-requests"}},
+    };
+    for (const Line& line : starts) {
+        const auto r = run_cli("serve " + line.args + " --port 0 --check", true);
+        EXPECT_EQ(r.exit_code, 0) << line.args << "\n" << r.out;
+        EXPECT_NE(r.out.find("start-up ok"), std::string::npos) << line.args << "\n" << r.out;
+        for (const std::string& flag : line.warned) {
+            EXPECT_NE(r.out.find("warning " + flag + " ("), std::string::npos) << flag << "\n" << r.out;
+        }
+    }
+    // Refused before anything loads, naming the way here.
+    const std::vector<std::pair<std::string, std::string>> refused = {
+        {model + " --tensor-parallel-size 2", "one `lazyattn serve` per GPU"},
+        {"-hf bartowski/SmolLM2-135M-Instruct-GGUF", "-m FILE"},
+        {"-m " + model + " --enable-auto-tool-choice --tool-call-parser hermes", "tool calling"},
+    };
+    for (const auto& [args, reason] : refused) {
+        const auto r = run_cli("serve " + args + " --port 0 --check", true);
+        EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+        EXPECT_NE(r.out.find(reason), std::string::npos) << args << "\n" << r.out;
+    }
+    // vLLM's switch-off of prefix caching is lazyattn's --cache-mode none; -b is --max-batch-tokens.
+    const auto none = run_cli("serve " + model + " --no-enable-prefix-caching --port 0 --check", true);
+    EXPECT_NE(none.out.find("cache mode none"), std::string::npos) << none.out;
+    EXPECT_EQ(run_cli("serve -m " + model + " -b 0 --port 0 --check").exit_code, 2);
+    // The engine flags reach every computing command, not only serve.
+    const auto gen = run_cli("generate -m " + model + " --prompt hi --max-tokens 1 -ngl 99 --mlock", true);
+    EXPECT_EQ(gen.exit_code, 0) << gen.out;
+    EXPECT_NE(gen.out.find("--n-gpu-layers 99 (llama-server) ignored"), std::string::npos) << gen.out;
+}
+
+// docs/api.md tables every compatibility flag serve's help lists.
+TEST(Cli, EveryCompatibilityFlagIsDocumented) {
+    std::ifstream in(LAZYATTN_SOURCE_DIR "/docs/api.md");
+    const std::string api((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string help = run_cli("serve --help").out;
+    const size_t group = help.find("Compatibility");
+    ASSERT_NE(group, std::string::npos) << help;
+    std::istringstream lines(help.substr(group));
+    std::string line;
+    int num_flags = 0;
+    while (std::getline(lines, line)) {
+        if (line.rfind("  -", 0) != 0) continue;
+        const std::string names = line.substr(2, line.find(' ', 2) - 2);
+        for (size_t start = 0; start < names.size();) {
+            const size_t comma = std::min(names.find(',', start), names.size());
+            const std::string name = names.substr(start, comma - start);
+            EXPECT_NE(api.find("`" + name), std::string::npos) << name << " is not in docs/api.md";
+            start = comma + 1;
+            ++num_flags;
+        }
+    }
+    EXPECT_GT(num_flags, 40);
+}
+
+TEST(Cli, MistypedNamesGetDidYouMean) {
+    const auto flag = run_cli("serve --modelx foo.gguf", true);
+    EXPECT_EQ(flag.exit_code, 2);
+    EXPECT_NE(flag.out.find("did you mean --model"), std::string::npos) << flag.out;
+    const auto nested = run_cli("bench rag --requsts 3", true);
+    EXPECT_NE(nested.out.find("did you mean --requests"), std::string::npos) << nested.out;
+    const auto command = run_cli("serv", true);
+    EXPECT_NE(command.out.find("did you mean serve"), std::string::npos) << command.out;
+    EXPECT_EQ(run_cli("serve --zzzzzzzz", true).out.find("did you mean"), std::string::npos);
+}
+
+TEST(Cli, VersionNamesCommitBuildIsaAndCuda) {
+    const auto r = run_cli("--version");
+    EXPECT_EQ(r.exit_code, 0);
+    for (const char* line : {"lazyattn ", "git commit: ", "build type: ", "CPU ISA: ", "CUDA: "}) {
+        EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+    }
+    EXPECT_EQ(r.out.find("git commit: unknown"), std::string::npos) << r.out;  // built from this checkout
+    // The ISA follows the limit the kernels obey.
+    const std::string cmd = "LAZYATTN_CPU_ISA=scalar " + std::string(LAZYATTN_CLI_PATH) + " --version";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::array<char, 4096> buf;
+    const size_t n = fread(buf.data(), 1, buf.size(), p);
+    pclose(p);
+    EXPECT_NE(std::string(buf.data(), n).find("CPU ISA: scalar"), std::string::npos);
+}
+
+// Every option's default shows as "(default: X)"; none of CLI11's validator or flag artefacts.
+TEST(Cli, HelpShowsDefaultsWithoutParserArtefacts) {
+    const std::map<std::string, std::vector<std::string>> expected = {
+        {"serve", {"(default: 8080)", "(default: 127.0.0.1)", "(default: 512)", "(default: 64)"}},
+        {"generate", {"(default: 128)", "(default: 1)"}},
+        {"bench rag", {"(default: 100)", "(default: 2.1)"}},
+        {"bench quality", {"(default: 486)", "in addition", "--no-wiki"}},
+        {"demo", {"(default: data/2wiki_sample.jsonl)", "(default: 3)"}},
+    };
+    for (const std::string cmd : {"serve", "generate", "info", "tokenize", "demo", "bench speed", "bench rag",
+                                  "bench store", "bench quality", "precompute"}) {
+        const auto r = run_cli(cmd + " --help");
+        EXPECT_EQ(r.exit_code, 0) << cmd;
+        for (const char* artefact : {":{", "{false}", "{true}", "INT:", "FLOAT:", "TEXT:", "=250"}) {
+            EXPECT_EQ(r.out.find(artefact), std::string::npos) << cmd << ": " << artefact << "\n" << r.out;
+        }
+        if (expected.count(cmd) == 0) continue;
+        for (const std::string& want : expected.at(cmd)) {
+            EXPECT_NE(r.out.find(want), std::string::npos) << cmd << ": " << want << "\n" << r.out;
+        }
+    }
+}
+
+// The default data file is found from any working directory; a missing one names --data.
+TEST(Cli, DataFilesAreFoundFromAnyDirectoryAndMissingOnesNameTheFlag) {
+    const std::string scratch = ::testing::TempDir() + "lazyattn_cli_scratch";
+    std::filesystem::create_directories(scratch);
+    const std::string cd = "cd " + scratch + " && ";
+    // synthetic:tiny: a context long enough for the sample's passages.
+    const std::string cmd =
+        cd + LAZYATTN_CLI_PATH + " demo --model synthetic:tiny --questions 1 --runs 1 --modes none --threads 2 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    EXPECT_EQ(WEXITSTATUS(pclose(p)), 0) << out;
+    for (const std::string sub : {"demo", "bench quality", "bench rag", "bench store"}) {
+        const auto r = run_cli(sub + " --data no_such_file.jsonl", true);
+        EXPECT_EQ(r.exit_code, 2) << sub << ": " << r.out;
+        EXPECT_NE(r.out.find("pass --data FILE"), std::string::npos) << sub << ": " << r.out;
+    }
+}
+
+// A Redis that is not running is reported before any work, naming the URL; precompute stops, or
+// with --unreachable-tier skip fills the tiers that answer.
+TEST(Cli, AnUnreachableStoreTierIsReportedAtOnce) {
+    const std::string corpus = ::testing::TempDir() + "lazyattn_cli_probe_corpus.jsonl";
+    std::ofstream(corpus) << "{\"title\": \"a\", \"text\": \"the cat sat on the mat\"}\n";
+    const std::string down = " --kv-store redis://127.0.0.1:1 --kv-store-timeout-ms 500";
+    const auto stop = run_cli("precompute " + model_arg() + " --corpus " + corpus + down, true);
+    EXPECT_EQ(stop.exit_code, 1) << stop.out;
+    EXPECT_NE(stop.out.find("redis://127.0.0.1:1 cannot be reached"), std::string::npos) << stop.out;
+    EXPECT_NE(stop.out.find("--unreachable-tier skip"), std::string::npos) << stop.out;
+    EXPECT_EQ(stop.out.find("loading model"), std::string::npos) << "reported after loading:\n" << stop.out;
+    const std::string dir = ::testing::TempDir() + "lazyattn_cli_probe_store";
+    std::filesystem::remove_all(dir);
+    const auto skip = run_cli(
+        "precompute " + model_arg() + " --corpus " + corpus + down + " --kv-store " + dir + " --unreachable-tier skip",
+        true);
+    EXPECT_EQ(skip.exit_code, 0) << skip.out;
+    EXPECT_NE(skip.out.find("skipped"), std::string::npos) << skip.out;
+    EXPECT_FALSE(std::filesystem::is_empty(dir));
+    const auto bench = run_cli("bench store " + model_arg() + down, true);
+    EXPECT_EQ(bench.exit_code, 1) << bench.out;
+    EXPECT_NE(bench.out.find("is Redis running?"), std::string::npos) << bench.out;
+}
+
 }  // namespace
 }  // namespace lazyattn
