@@ -10,7 +10,7 @@ APT_PACKAGES=(
   libopenblas-dev libpcre2-dev libxxhash-dev nlohmann-json3-dev zlib1g-dev
   libspdlog-dev libcli11-dev libgtest-dev
   curl python3-jinja2
-  libhiredis-dev redis-server
+  libhiredis-dev redis-server redis-tools
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -2,14 +2,18 @@
 // restarted process would be) serves documents a first engine computed with no document token
 // prefilled and the same greedy output; a corrupt entry is never used; variants (lazy-k's raw
 // keys, another tenant) never read each other's entries; a full RAM pool loses nothing the
-// store holds.
+// store holds; replicas sharing a Redis Cluster serve each other's documents through a reshard
+// and a lost node.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "engine/sync_engine.h"
 #include "random_inputs.h"
+#include "redis_server.h"
 #include "scheduler_fixture.h"
 #include "store/disk_tier.h"
 #include "store_test_util.h"
@@ -215,6 +219,118 @@ TEST(StoreEngine, ACopyWithFewerNeighboursThanAskedIsNotStored) {
         EXPECT_EQ(stats.store.tiers[0].writes, 0) << "pass " << pass << ": a copy short of neighbours was stored";
         EXPECT_GE(stats.segment_job_tokens, 40 + 16 + 33 + 10);
     }
+}
+
+// Entries (not bookkeeping keys) a cluster node holds.
+int entries_on(store::testing::RedisCluster& cluster, int node) {
+    int n = 0;
+    const std::string keys = cluster.cli(node, "--scan --pattern 'lazyattn:seg:{*}:*'");
+    for (size_t from = 0; from < keys.size();) {
+        size_t eol = keys.find('\n', from);
+        if (eol == std::string::npos) eol = keys.size();
+        const std::string k = keys.substr(from, eol - from);
+        n += k.size() > 32 && k.find(':', k.find('}')) + 33 == k.size() ? 1 : 0;
+        from = eol + 1;
+    }
+    return n;
+}
+
+// Replicas over one Redis Cluster (three masters), each seeded with another node: A computes a
+// corpus and its entries land on every node; B computes none of it; B serves a stream through a
+// reshard with nothing recomputed; with a node killed B keeps answering (that node's documents
+// computed, the rest loaded), one warning for the outage, and when the node is back B's tier uses
+// it again by itself. Every answer is A's.
+TEST(StoreEngine, ReplicasShareARedisClusterThroughAReshardAndALostNode) {
+    store::testing::RedisCluster cluster(3);
+    ASSERT_TRUE(cluster.ok()) << "no Redis Cluster (scripts/install_deps.sh installs redis-server and redis-cli)";
+    std::mt19937_64 rng(testing::test_seed() + 7);
+    std::vector<std::vector<int32_t>> docs;
+    for (int i = 0; i < 12; ++i) docs.push_back(random_tokens(rng, 64));
+    const auto tail = random_tokens(rng, 4);
+    auto replica = [&](int seed) {
+        EngineConfig c = store_config(cluster.url(seed));
+        c.kv_num_blocks = 24;  // about one request's documents: the others come from the store
+        return std::make_unique<SyncEngine>(*model().model, *model().tokenizer, c);
+    };
+    std::vector<std::vector<int32_t>> answers;
+    struct Pass {
+        int from_store = 0, computed = 0, failed = 0, differ = 0;
+    };
+    auto pass = [&](SyncEngine& e) {
+        Pass p;
+        for (size_t i = 0; i < 6; ++i) {
+            auto r = e.run(request_of({docs[2 * i], docs[2 * i + 1]}, tail));
+            if (!r.ok() || r->finish_reason == "error") {
+                ++p.failed;
+                continue;
+            }
+            p.from_store += r->stats.segments_from_store;
+            p.computed += r->stats.segments_missed;
+            if (answers.size() < 6) {
+                answers.push_back(r->token_ids);
+            } else if (r->token_ids != answers[i]) {
+                ++p.differ;
+            }
+        }
+        e.scheduler().segment_store()->flush();
+        return p;
+    };
+    auto a = replica(0);
+    const Pass first = pass(*a);
+    EXPECT_EQ(first.computed, 12);
+    EXPECT_EQ(a->scheduler().stats().store.tiers[0].writes, 12);
+    EXPECT_EQ(a->scheduler().stats().store.tiers[0].errors, 0);
+    int total = 0;
+    for (int n = 0; n < 3; ++n) {
+        EXPECT_GT(entries_on(cluster, n), 0) << "node " << n;
+        total += entries_on(cluster, n);
+    }
+    EXPECT_EQ(total, 12);
+
+    auto b = replica(2);
+    const Pass second = pass(*b);
+    EXPECT_EQ(second.computed, 0);
+    EXPECT_EQ(second.from_store, 12);
+    EXPECT_EQ(second.failed + second.differ, 0);
+
+    std::atomic<bool> done{false};
+    bool moved = false;
+    std::thread reshard([&] {
+        moved = cluster.reshard(0, 1, 4000);
+        done = true;
+    });
+    int passes = 0, from_store = 0;
+    while (!done || passes == 0) {
+        const Pass p = pass(*b);
+        EXPECT_EQ(p.failed + p.differ + p.computed, 0) << "pass " << passes << " during the reshard";
+        from_store += p.from_store;
+        ++passes;
+    }
+    reshard.join();
+    EXPECT_TRUE(moved) << "redis-cli --cluster reshard failed";
+    EXPECT_GE(from_store, 10 * passes);
+    EXPECT_EQ(b->scheduler().stats().store.tiers[0].errors, 0);
+
+    const int on_node1 = entries_on(cluster, 1);
+    ASSERT_GT(on_node1, 0);
+    cluster.node(1).kill();
+    const Pass lost = pass(*b);
+    EXPECT_EQ(lost.failed + lost.differ, 0);
+    EXPECT_GT(lost.computed, 0);
+    EXPECT_GT(lost.from_store, 0);
+    EXPECT_EQ(b->scheduler().stats().store.tiers[0].outages, 1);
+
+    ASSERT_TRUE(cluster.node(1).start());
+    ASSERT_TRUE(cluster.wait_ok());
+    Pass back;
+    for (int i = 0; i < 20; ++i) {  // the first passes rewrite node 1's share, then all of it loads
+        back = pass(*b);
+        EXPECT_EQ(back.failed + back.differ, 0);
+        if (back.computed == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    EXPECT_EQ(back.computed, 0) << "the tier did not use the node again";
+    EXPECT_GE(back.from_store, 10);
 }
 
 }  // namespace
