@@ -115,6 +115,10 @@ if command -v redis-server >/dev/null 2>&1; then
   REDIS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning &
   REDIS_PID=$!
+  # Stopped however this script ends (error, SIGTERM, SIGINT), not only after the benchmark.
+  trap 'kill "$REDIS_PID" 2>/dev/null; rm -rf "$STORE_DIR"' EXIT
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
   for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
   STORE_ARGS+=(--kv-store "redis://127.0.0.1:$REDIS_PORT")
 fi

@@ -28,6 +28,8 @@ import threading
 import time
 import urllib.parse
 
+import child_servers  # bench/load: servers stopped with this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -177,7 +179,7 @@ def check_metrics(host, port, timeout_s=10.0):
 
 def start_server(binary, extra):
     cmd = [binary, "serve", "--port", "0"] + shlex.split(extra)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    proc = child_servers.popen(cmd, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     m = re.search(r"listening on (http://\S+)", line)
     if not m:
@@ -257,6 +259,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="also write the report to this file")
     args = ap.parse_args()
+    child_servers.install()
 
     proc = None
     url = args.url

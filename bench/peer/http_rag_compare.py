@@ -29,7 +29,6 @@ import json
 import os
 import re
 import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -37,6 +36,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "load"))
+import child_servers  # noqa: E402
 import rag_replay  # noqa: E402
 
 
@@ -62,12 +62,7 @@ def wait_healthy(url, proc, timeout_s=300):
 
 
 def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    child_servers.stop(proc)
 
 
 def parse_llama_config(text):
@@ -91,7 +86,7 @@ def start_lazyattn(args, workload, mode, log):
     cmd = [args.lazyattn, "serve", "--host", "127.0.0.1", "--port", str(port), "--model", args.model,
            "--threads", str(args.threads), "--cache-mode", mode, "--kv-blocks", str(workload["kv_budget_blocks"]),
            "--max-tokens-cap", "4096", "--log-level", "warn"]
-    return cmd, subprocess.Popen(cmd, stdout=log, stderr=log), "http://127.0.0.1:%d" % port
+    return cmd, child_servers.popen(cmd, stdout=log, stderr=log), "http://127.0.0.1:%d" % port
 
 
 def start_llama(args, workload, cfg, log):
@@ -103,7 +98,7 @@ def start_llama(args, workload, cfg, log):
            "-c", str(per_slot * cfg["np"]), "-b", "2048", "-ub", "512", "--cache-ram", str(cram), "--no-warmup"]
     if cfg["reuse"] > 0:
         cmd += ["--cache-reuse", str(cfg["reuse"])]
-    return cmd, subprocess.Popen(cmd, stdout=log, stderr=log), "http://127.0.0.1:%d" % port
+    return cmd, child_servers.popen(cmd, stdout=log, stderr=log), "http://127.0.0.1:%d" % port
 
 
 def window(workload, warmup, measured, server_warmup):
@@ -165,6 +160,28 @@ def plot(reports, path, title):
     print("plot:", path)
 
 
+def check_inputs(args):
+    """Every binary and file the run needs, before minutes are spent benchmarking."""
+    problems = []
+    for what, path in (("--workload", args.workload), ("--model", args.model)):
+        if not os.path.isfile(path) and not path.startswith("synthetic:"):
+            problems.append("%s %s: no such file" % (what, path))
+    if not os.access(args.lazyattn, os.X_OK):
+        problems.append("--lazyattn %s: not an executable (build it: cmake --build build --target lazyattn)"
+                        % args.lazyattn)
+    if args.llama:
+        server = os.path.join(args.llama_bin, "llama-server")
+        if not args.llama_bin:
+            problems.append("llama-server: set LLAMA_TOOLS_BIN (eval \"$(scripts/build_llama_tools.sh --env)\" after "
+                            "scripts/build_llama_tools.sh) or pass --llama-bin DIR, or --llama with no value to "
+                            "measure lazyattn alone")
+        elif not os.access(server, os.X_OK):
+            problems.append("--llama-bin %s: no executable llama-server there (scripts/build_llama_tools.sh builds it)"
+                            % args.llama_bin)
+    if problems:
+        raise SystemExit("http_rag_compare.py: cannot run:\n  " + "\n  ".join(problems))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", required=True)
@@ -187,7 +204,9 @@ def main():
     ap.add_argument("--plot", help="write the TTFT CDF plot here (PNG)")
     ap.add_argument("--logs", default=None, help="folder for the servers' logs (default: next to --json or /tmp)")
     args = ap.parse_args()
+    child_servers.install()
 
+    check_inputs(args)
     workload = rag_replay.load_workload(args.workload)
     if args.warmup is None:
         args.warmup = workload.get("warmup_requests", 0)
@@ -208,8 +227,6 @@ def main():
                                lambda log, m=mode: start_lazyattn(args, workload, m, log), args,
                                window(workload, args.warmup, args.requests, args.warmup), args.warmup,
                                os.path.join(logs, "serve_%s.log" % mode)))
-    if args.llama and not args.llama_bin:
-        raise SystemExit("--llama-bin (or LLAMA_TOOLS_BIN) must name the folder of llama-server")
     for text in args.llama:
         cfg = parse_llama_config(text)
         label = "llama-server -np %d%s" % (cfg["np"], ", cache-reuse %d" % cfg["reuse"] if cfg["reuse"] else "")
