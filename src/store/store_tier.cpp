@@ -19,7 +19,7 @@ Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri, const Tie
     }
     if (uri.find("://") != std::string::npos) {
         return invalid_argument("--kv-store '" + redact_redis_url(uri) +
-                                "': a directory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]");
+                                "': a directory or redis://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...][/DB]");
     }
     LA_ASSIGN_OR_RETURN(auto disk, DiskTier::open(uri, options));
     return std::unique_ptr<StoreTier>(std::move(disk));

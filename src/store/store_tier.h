@@ -75,7 +75,8 @@ public:
     virtual void abort_writes() {}
 };
 
-// Opens a tier from its --kv-store spelling: a directory path, or redis://HOST:PORT[/DB].
+// Opens a tier from its --kv-store spelling: a directory path, or redis://HOST:PORT[,HOST:PORT...][/DB]
+// (a standalone Redis or a Redis Cluster, detected).
 Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri, const TierOptions& options = {});
 
 }  // namespace lazyattn::store
