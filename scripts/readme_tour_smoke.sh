@@ -33,7 +33,9 @@ for line in "${LINES[@]}"; do
   if [ "$skip_next" = 1 ]; then skip_next=0; echo "-- skipped (full size): $cmd"; continue; fi
   [ "$skip_next" = 2 ] && skip_next=1
   case "$cmd" in
-    *redis://*|*llama*|*other.gguf*|*keys.txt*|*/var/cache*) echo "-- skipped (needs a service or file): $cmd"; continue ;;
+    *redis://*|*llama_tools*|*http_rag_compare*|*other.gguf*|*keys.txt*|*/var/cache*)
+      echo "-- skipped (needs a service or file): $cmd"; continue ;;
+    *synthetic:llama-1b*) echo "-- skipped (1B random weights: minutes on 2 cores): $cmd"; continue ;;
     *" serve "*) [[ "$cmd" == *--check* ]] || { echo "-- skipped (runs until stopped): $cmd"; continue; } ;;
     build/lazyattn*) ;;
     *) echo "-- skipped (not lazyattn): $cmd"; continue ;;
