@@ -173,6 +173,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     sv->add_option("--known-documents-max", o.known_documents_max,
                    "most documents the known-document index keeps, over every tenant")
         ->check(positive);
+    sv->add_option("--known-documents", o.known_documents_files,
+                   "corpus files (precompute --corpus's format: .jsonl of {\"text\", \"title\"}, or one document a "
+                   "file) whose untitled documents documents_from known finds from the first request (the tenant "
+                   "of keyless, saltless requests)")
+        ->check(CLI::ExistingFile);
     sv->add_option("--known-documents-max-bytes", o.known_documents_max_bytes,
                    "most bytes of text the known-document index keeps, over every tenant")
         ->check(CLI::PositiveNumber);

@@ -176,6 +176,8 @@ struct ServeOptions {
     int32_t max_documents = server::kDefaultMaxDocuments;
     int64_t known_documents_max = server::KnownDocuments::Limits{}.max_documents;
     int64_t known_documents_max_bytes = server::KnownDocuments::Limits{}.max_bytes;
+    // --known-documents: corpora (precompute --corpus's format) known from the start.
+    std::vector<std::string> known_documents_files;
     bool check = false;  // --check: start up to the bound port, report, exit
 };
 

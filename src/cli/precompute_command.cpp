@@ -27,13 +27,13 @@ bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-Status add_json_line(const nlohmann::json& j, std::vector<std::string>* out) {
+Status add_json_line(const nlohmann::json& j, std::vector<CorpusDocument>* out) {
     auto add = [out](const nlohmann::json& d) -> Status {
         if (!d.is_object() || !d.contains("text") || !d["text"].is_string()) {
             return invalid_argument("a document needs a \"text\" string");
         }
         const std::string title = d.contains("title") && d["title"].is_string() ? d["title"].get<std::string>() : "";
-        out->push_back(engine::format_document(title, d["text"].get<std::string>()));
+        out->push_back({title, d["text"].get<std::string>()});
         return {};
     };
     if (j.is_object() && j.contains("documents")) {
@@ -52,13 +52,20 @@ int fail(const Status& st, int code = 1) {
 }  // namespace
 
 Expected<std::vector<std::string>> read_corpus(const std::string& path) {
+    LA_ASSIGN_OR_RETURN(const auto docs, read_corpus_documents(path));
+    std::vector<std::string> out;
+    for (const CorpusDocument& d : docs) out.push_back(engine::format_document(d.title, d.text));
+    return out;
+}
+
+Expected<std::vector<CorpusDocument>> read_corpus_documents(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return not_found("cannot open corpus '" + path + "'");
-    std::vector<std::string> docs;
+    std::vector<CorpusDocument> docs;
     if (!ends_with(path, ".jsonl") && !ends_with(path, ".json")) {
         std::stringstream ss;
         ss << in.rdbuf();
-        if (!ss.str().empty()) docs.push_back(engine::format_document("", ss.str()));
+        if (!ss.str().empty()) docs.push_back({"", ss.str()});
         return docs;
     }
     std::string line;

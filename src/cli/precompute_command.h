@@ -38,7 +38,15 @@ struct PrecomputeOptions {
 CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o);
 int run_precompute(const PrecomputeOptions& o);
 
-// The documents of one corpus file, formatted as requests format them.
+// One document of a corpus file.
+struct CorpusDocument {
+    std::string title;
+    std::string text;
+};
+// The documents of one corpus file: a .jsonl/.json file of {"text", "title"} objects (or
+// {"documents": [...]}) one a line, or any other file as one document.
+Expected<std::vector<CorpusDocument>> read_corpus_documents(const std::string& path);
+// The same, formatted as requests format them.
 Expected<std::vector<std::string>> read_corpus(const std::string& path);
 
 }  // namespace lazyattn::cli

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
+#include "cli/precompute_command.h"
 #include "cli/store_probe.h"
 #include "core/log.h"
 #include "engine/loading/block_finetune.h"
@@ -57,6 +58,26 @@ Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
 // The template named on the command line, else the model's, else none (chat requests get 400).
 Expected<std::optional<tokenizer::ChatTemplate>> chat_template(const ServeOptions& o, const loader::GgufFile& gguf) {
     return tokenizer::select_chat_template(o.chat_template, gguf);
+}
+
+// --known-documents: the corpora a store was filled from (precompute --corpus) are known to the
+// tenant of keyless, saltless requests from the first request (titled documents are not indexed:
+// their segments hold the title, which a flat prompt does not).
+Status load_known_documents(const ServeOptions& o, server::KnownDocuments& known) {
+    if (o.known_documents_files.empty()) return {};
+    const std::string tenant = server::ApiKeys::tenant_of("", "");
+    size_t num_untitled = 0;
+    for (const std::string& f : o.known_documents_files) {
+        LA_ASSIGN_OR_RETURN(const auto docs, read_corpus_documents(f));
+        for (const CorpusDocument& d : docs) {
+            if (!d.title.empty()) continue;
+            known.add(tenant, d.text);
+            ++num_untitled;
+        }
+    }
+    std::printf("lazyattn serve: %zu untitled documents of %zu --known-documents files read; %lld known\n",
+                num_untitled, o.known_documents_files.size(), static_cast<long long>(known.num_documents()));
+    return {};
 }
 
 Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::string& model_path) {
@@ -163,6 +184,7 @@ int run_serve(const ServeOptions& o) {
     if (!created.ok()) return fail(created.status(), 2);  // e.g. a KV pool larger than memory
     engine::ServingEngine& eng = **created;
     server::HttpServer http(*sc, eng, *lm->tokenizer, *chat, eng.context_length());
+    if (Status st = load_known_documents(o, http.known_documents()); !st.ok()) return fail(st, 2);
     if (Status st = http.start(); !st.ok()) return fail(st);
     std::printf(
         "lazyattn serve: listening on http://%s:%d (model %s, cache mode %s, KV %s, %d blocks of %d tokens%s)\n",

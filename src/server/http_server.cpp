@@ -188,6 +188,8 @@ Status HttpServer::start() {
 
 int HttpServer::port() const { return http_->port(); }
 
+KnownDocuments& HttpServer::known_documents() { return *ctx_->builder.known_documents(); }
+
 void HttpServer::drain() {
     ctx_->draining.store(true);
     if (!ctx_->wait_idle(ctx_->config.shutdown_timeout_s)) {

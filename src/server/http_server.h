@@ -46,6 +46,9 @@ public:
     // cancels the rest (shutting the engine down), then stops listening. Idempotent.
     void drain();
 
+    // The known-document index requests read (documents_from known), to load a corpus into.
+    KnownDocuments& known_documents();
+
 private:
     std::unique_ptr<ServerContext> ctx_;
     std::unique_ptr<http::Server> http_;

@@ -4,6 +4,8 @@
 // prompt reports with the same passages sent in `documents`.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -115,6 +117,23 @@ TEST(ServerKnownDocuments, KnownIsOptInPerRequestAndServedPlainWhenNothingIsKnow
     EXPECT_GE(u.cached, u.documents * 95 / 100);
     chat(s, user, {{"documents_from", "known+parts+x"}}, 400);
     chat(s, user, {{"documents_from", {{"known", "yes"}}}}, 400);
+}
+
+// precompute --corpus's file, given to serve --known-documents: known from the first request
+// (untitled documents; a titled one is not, its segment holds the title).
+TEST(ServerKnownDocuments, ACorpusFileIsKnownFromTheStart) {
+    const std::string path = ::testing::TempDir() + "known_corpus_" + std::to_string(::getpid()) + ".jsonl";
+    {
+        std::ofstream out(path);
+        out << json{{"text", kPassages[0]}}.dump() << "\n\n"
+            << json{{"documents", {{{"text", kPassages[1]}}, {{"text", kPassages[2]}, {"title", "Copper"}}}}}.dump()
+            << "\n";
+    }
+    ServerProcess s(server_args({"--documents-from", "known", "--known-documents", path}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const Usage u = chat(s, "Use: " + kPassages[1] + " " + kPassages[0] + " " + kPassages[2] + " Q?");
+    EXPECT_EQ(u.documents, documents_tokens(s, {kPassages[1], kPassages[0]}));
+    std::remove(path.c_str());
 }
 
 // A flat client in the shape of LMCache's rag-qa-quality: the documents were seen once, the
