@@ -10,7 +10,10 @@ from the cache.
   b. LangChain: create_stuff_documents_chain, the passages between blank lines in the system message;
   c. LlamaIndex: a VectorStoreIndex query engine, the passages in its text QA template;
   d. Haystack: ChatPromptBuilder + OpenAIChatGenerator, the passages in the user message;
-  e. one server-wide delimiter setting, and the frameworks with no extra setting at all.
+  e. one server-wide delimiter setting, and the frameworks with no extra setting at all;
+  f. prompts of the application's own (issue 48): LangChain with a user message that begins with
+     "{context}" (the first passage is a document), and a flat prompt whose passages the server
+     knows (documents_from known): >= 95% of the reordered request's document tokens cached.
 
 Run by CTest (server_rag_frameworks) with the system python3: it runs
 scripts/install_rag_clients.sh (exit 77 there, no PyPI and no cached wheels: skipped), then
@@ -461,6 +464,82 @@ class ServerWideSettingTest(Checks, unittest.TestCase):
     def test_e4_message_without_delimiter_has_no_documents(self):
         _, usage = self.server.chat([{"role": "user", "content": "What is the capital of Peru?"}])
         self.assertEqual(details(usage)[0], 0, usage)
+
+
+class UserPromptsTest(Checks, unittest.TestCase):
+    """f. Prompts the application writes itself (issue 48): LangChain with a user message that
+    begins with "{context}" (its own separator as the delimiter), and a flat prompt whose
+    passages the server already knows (documents_from known), both on a reordered retrieval."""
+
+    SEP = "\n\n---\n\n"
+    MIN_SHARE_HERE = 0.95
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sets = passage_sets(9)[7:]  # not the passages of the cases above
+        cls.server = Server("--document-delimiter", cls.SEP.replace("\n", "\\n"), "--documents-from",
+                            "delimiter+known")
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.server.stop()
+        assert code == 0, "server exit code %d" % code
+
+    def second_share(self, case, run, question, passages):
+        """The reordered request's document tokens equal the passages' in `documents`, and >= 95%
+        of them were served from the cache."""
+        b = list(reversed(passages))
+        usage = run(b)
+        doc, cached = details(usage)
+        RESULTS.append((case, doc, cached))
+        _, ref = self.server.chat([{"role": "user", "content": question}], documents=b)
+        self.assertEqual(doc, details(ref)[0], "%s: not the passages' segments: %s vs %s" % (case, usage, ref))
+        self.assertGreaterEqual(cached, self.MIN_SHARE_HERE * doc, "%s: %s" % (case, usage))
+
+    def test_f1_langchain_context_first(self):
+        question, passages = self.sets[0]
+        template = "{context}" + self.SEP + "Question: {input}"
+
+        def run(order):
+            return run_langchain_prompt(self.server, template, self.SEP, question, order)
+        run(passages)
+        self.second_share("langchain {context}-first", run, question, passages)
+
+    def test_f2_flat_prompt_known_documents(self):
+        question, passages = self.sets[1]
+        self.server.post("/v1/documents", {"documents": passages})  # the corpus, registered
+        template = "Answer the question with these passages. {context}\n\nQuestion: {input}"
+
+        def run(order):
+            return run_langchain_prompt(self.server, template, " ", question, order)
+        self.second_share("flat prompt, known", run, question, passages)
+
+
+def run_langchain_prompt(server, template, separator, question, order):
+    """LangChain's create_stuff_documents_chain with one user message `template`: the usage."""
+    from langchain_classic.chains.combine_documents import create_stuff_documents_chain
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.documents import Document
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_openai import ChatOpenAI
+
+    class Recorder(BaseCallbackHandler):
+        def __init__(self):
+            self.usage = None
+
+        def on_llm_end(self, response, **kw):
+            msg = getattr(response.generations[0][0], "message", None)
+            meta = getattr(msg, "response_metadata", None) or {}
+            self.usage = meta.get("token_usage") or (response.llm_output or {}).get("token_usage")
+
+    llm = ChatOpenAI(base_url=server.base + "/v1", api_key="none", model=server.model_id, temperature=0,
+                     max_tokens=MAX_TOKENS, max_retries=0, timeout=120)
+    chain = create_stuff_documents_chain(llm, ChatPromptTemplate.from_messages([("user", template)]),
+                                         document_separator=separator)
+    rec = Recorder()
+    chain.invoke({"context": [Document(page_content=p) for p in order], "input": question},
+                 config={"callbacks": [rec]})
+    return usage_dict(rec.usage)
 
 
 def print_table():
