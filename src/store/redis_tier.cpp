@@ -111,7 +111,14 @@ RedisNode* RedisTier::node_at(const RedisEndpoint& e) {
 }
 
 Status RedisTier::discover(Role role) {
-    std::lock_guard<std::mutex> one(discover_mu_);
+    // One discovery at a time. The inference thread never waits on the writer's (whose deadline
+    // is the write timeout): it misses instead.
+    std::unique_lock<std::mutex> one(discover_mu_, std::defer_lock);
+    if (role == Role::kWrite) {
+        one.lock();
+    } else if (!one.try_lock()) {
+        return unavailable("redis " + url_ + " is being connected to (retrying later)");
+    }
     {
         std::lock_guard<std::mutex> lock(map_mu_);
         if (mode_.load() != Mode::kUnknown) return {};
@@ -271,8 +278,8 @@ Expected<RedisNode*> RedisTier::node_for(Role role, int slot) {
                     " is served by no node (the cluster's slot map has a gap)");
 }
 
-Status RedisTier::run(Role role, int slot, const std::vector<RedisArgv>& commands,
-                      std::vector<RedisReplyPtr>* replies) {
+Status RedisTier::run(Role role, int slot, const std::vector<RedisArgv>& commands, std::vector<RedisReplyPtr>* replies,
+                      int asking_arg) {
     LA_ASSIGN_OR_RETURN(RedisNode * node, node_for(role, slot));
     bool asking = false;
     for (int attempt = 0;; ++attempt) {
@@ -280,6 +287,9 @@ Status RedisTier::run(Role role, int slot, const std::vector<RedisArgv>& command
         for (size_t i = 0; asking && i < commands.size(); ++i) {
             asked.push_back({"ASKING"});
             asked.push_back(commands[i]);
+            if (i == 0 && asking_arg > 0 && size_t(asking_arg) < asked.back().size()) {
+                asked.back()[size_t(asking_arg)] = "1";
+            }
         }
         if (Status st = node->call(role, asking ? asked : commands, replies); !st.ok()) {
             refresh_map(role, nullptr, kFailedRefresh);  // a failover may have moved its slots
@@ -390,9 +400,10 @@ Status RedisTier::account_locked(int bucket, const std::string& k, size_t bytes,
     for (int attempt = 0;; ++attempt) {
         const std::string now = std::to_string(next_use_us()), offset = std::to_string(sweep_rng());
         std::vector<RedisReplyPtr> replies;
-        const Status st =
-            run(Role::kWrite, b.slot,
-                {{"EVAL", kAccountScript, "4", k, b.index, b.bytes, b.sizes, size, now, cap, offset, audit}}, &replies);
+        const Status st = run(
+            Role::kWrite, b.slot,
+            {{"EVAL", kAccountScript, "4", k, b.index, b.bytes, b.sizes, size, now, cap, offset, audit, "0"}}, &replies,
+            /*asking_arg=*/12);  // ARGV[6]
         if (st.code() == StatusCode::kUnavailable) return st;
         const redisReply* r = st.ok() ? replies[0].get() : nullptr;
         // A slot in migration (keys split between two nodes), redirected twice, or a cluster

@@ -89,8 +89,10 @@ private:
     void refresh_map(Role role, RedisNode* first, std::chrono::milliseconds min_interval);
     void install_map_locked(const SlotMap& map);  // map_mu_ held
     // Runs `commands` for keys of `slot` on the node serving it; follows one MOVED or ASK (decided
-    // by the first command's reply). Error replies other than redirections are left to the caller.
-    Status run(Role role, int slot, const std::vector<RedisArgv>& commands, std::vector<RedisReplyPtr>* replies);
+    // by the first command's reply; sent after ASKING, the first command's word `asking_arg`, when
+    // given, becomes "1"). Error replies other than redirections are left to the caller.
+    Status run(Role role, int slot, const std::vector<RedisArgv>& commands, std::vector<RedisReplyPtr>* replies,
+               int asking_arg = -1);
     Status reply_error(const char* what, const redisReply* r) const;
 
     // Runs the accounting script for a written entry (write_mu_ held); a broken account is
