@@ -69,6 +69,8 @@ void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http
                                      param, "context_length_exceeded"));
         }
     }
+    // Known from here on (documents_from known finds them in flat prompts), pinned or not.
+    ctx.builder.note_known(docs, tenant);
     std::vector<std::string> pinned;
     json data = json::array();
     for (size_t i = 0; i < docs.size(); ++i) {
@@ -88,7 +90,6 @@ void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http
                         {"pinned", true},
                         {"pin_count", info->pin_count}});
     }
-    ctx.builder.note_known(docs, tenant);  // documents_from known finds them in flat prompts
     send_json(res, 200, {{"object", "list"}, {"data", data}});
 }
 

@@ -149,6 +149,7 @@ http::Router make_router(ServerContext& ctx) {
     r.add("GET", "/metrics", Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
         res.content_type = "text/plain; version=0.0.4";
         res.body = ctx.metrics.render(ctx.engine.stats(), ctx.engine.health());
+        ctx.metrics.render_known(res.body, *ctx.builder.known_documents());
     });
     return r;
 }

@@ -169,6 +169,12 @@ Expected<MessageDocuments> from_delimiter(int32_t m, bool question_message, cons
     return out;
 }
 
+Status unknown_escape(char c) {
+    const std::string escape = std::string("\\") + c;
+    return invalid_argument("unknown escape " + escape +
+                            " in the document delimiter (\\n \\t \\r \\\\ are understood)");
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<const Delimiter>> Delimiter::compile(const std::string& spec) {
@@ -268,12 +274,8 @@ Expected<std::string> unescape_delimiter(const std::string& value) {
             case '\\':
                 out += '\\';
                 break;
-            default: {
-                std::string m = "unknown escape \\";  // appended: GCC 12 warns falsely on operator+ chains
-                m += c;
-                m += " in the document delimiter (\\n \\t \\r \\\\ are understood)";
-                return invalid_argument(std::move(m));
-            }
+            default:
+                return unknown_escape(c);
         }
     }
     return out;

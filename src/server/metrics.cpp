@@ -172,6 +172,14 @@ void Metrics::count_disconnect() {
     ++disconnects_;
 }
 
+void Metrics::render_known(std::string& out, const KnownDocuments& known) const {
+    header(out, "lazyattn_known_documents", "gauge", "documents in the known-document index, every tenant");
+    sample(out, "lazyattn_known_documents", model_label_, double(known.num_documents()));
+    header(out, "lazyattn_known_document_bytes", "gauge",
+           "bytes the known-document index accounts (text and bookkeeping), every tenant");
+    sample(out, "lazyattn_known_document_bytes", model_label_, double(known.num_bytes()));
+}
+
 std::string Metrics::render(const engine::SchedulerStats& s, const engine::EngineHealth& h) const {
     const std::string& m = model_label_;
     std::string out;

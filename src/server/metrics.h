@@ -17,6 +17,7 @@
 #include "engine/request/rag_request.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/serving_engine.h"
+#include "server/known_documents.h"
 
 namespace lazyattn::server {
 
@@ -51,6 +52,8 @@ public:
 
     // `stats` and `health` are the engine's state now (read at scrape time, not one step late).
     std::string render(const engine::SchedulerStats& stats, const engine::EngineHealth& health) const;
+    // The known-document index's size (documents_from known), appended to `out`.
+    void render_known(std::string& out, const KnownDocuments& known) const;
 
     static std::string route_label(const std::string& path);
     int64_t generation_tokens() const {

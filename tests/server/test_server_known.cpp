@@ -104,6 +104,37 @@ TEST(ServerKnownDocuments, TheIndexIsBoundedOldestFirst) {
     EXPECT_GT(chat(s, "Context: " + kPassages[5] + " Q?").documents, 0);
 }
 
+double gauge(const ServerProcess& s, const std::string& name) {
+    const std::string text = metrics_text(s);
+    const size_t at = text.find("\n" + name + "{");
+    if (at == std::string::npos) return -1;
+    return std::stod(text.substr(text.find("} ", at) + 2));
+}
+
+// 10,000 registrations (100 batches of 100) against bounds of 500 documents and 64 KiB: the
+// index's size stays at its bound, the newest are found, the oldest evicted.
+TEST(ServerKnownDocuments, MemoryStaysFlatOverTenThousandRegistrations) {
+    ServerProcess s(server_args({"--documents-from", "known", "--known-documents-max", "500",
+                                 "--known-documents-max-bytes", "65536", "--pin-quota-blocks", "1"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    auto doc = [](int i) { return "Registered passage number " + std::to_string(i) + " of the long flood, in full."; };
+    double peak_bytes = 0;
+    for (int batch = 0; batch < 100; ++batch) {
+        json docs = json::array();
+        for (int i = 0; i < 100; ++i) docs.push_back(doc(batch * 100 + i));
+        // The pins may be refused (quota): the documents are known from the request all the same.
+        curl("POST", s.url("/v1/documents"), json{{"documents", docs}}.dump());
+        if (batch % 10 == 9) {
+            EXPECT_LE(gauge(s, "lazyattn_known_documents"), 500);
+            peak_bytes = std::max(peak_bytes, gauge(s, "lazyattn_known_document_bytes"));
+        }
+    }
+    EXPECT_GT(peak_bytes, 0);
+    EXPECT_LE(peak_bytes, 65536);
+    EXPECT_EQ(chat(s, "Read: " + doc(0) + " Q?").documents, 0);
+    EXPECT_GT(chat(s, "Read: " + doc(9999) + " Q?").documents, 0);
+}
+
 TEST(ServerKnownDocuments, KnownIsOptInPerRequestAndServedPlainWhenNothingIsKnown) {
     ServerProcess s(server_args());
     ASSERT_TRUE(s.started()) << s.log();
