@@ -132,7 +132,9 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
             budget.cancelled = std::move(client_gone);
             LA_ASSIGN_OR_RETURN(found,
                                 find_message_documents(from, roles, content, r.message_parts, max_documents_, budget));
-            if (from.known && known_ && known_->num_documents(tenant) > 0) {
+            // A request that carries `documents` has its documents: known ones quoted in its
+            // messages stay text (a source's documents beside `documents` are still a 400).
+            if (from.known && r.documents.empty() && known_ && known_->num_documents(tenant) > 0) {
                 LA_RETURN_IF_ERROR(find_known_documents(*known_, tenant, from, roles, content, max_documents_, found));
             } else if (from.known) {
                 log::debug(

@@ -71,6 +71,9 @@ TEST(ServerKnownDocuments, FoundAtAnyOffsetWithAnySeparatorAsDocumentsEntries) {
     // A numbered heading between them stays, as a small segment of its own.
     const Usage numbered = chat(s, "Sources:\n[1] " + kPassages[1] + "\n[2] " + kPassages[0] + "\nWhich is Au?");
     EXPECT_GT(numbered.documents, expected);
+    // A request with `documents` keeps them: a known passage quoted in its question stays text.
+    const Usage quoted = chat(s, "Is this right? " + kPassages[1], {{"documents", {kPassages[0]}}});
+    EXPECT_EQ(quoted.documents, documents_tokens(s, {kPassages[0]}));
     // Partial text (one byte short) is not a known document; a plain prompt.
     EXPECT_EQ(chat(s, "x " + kPassages[2].substr(0, kPassages[2].size() - 1) + " Which?").documents, 0);
 }
