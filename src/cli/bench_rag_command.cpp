@@ -24,6 +24,13 @@
 namespace lazyattn::cli {
 namespace {
 
+// The digest as the console prints it (the JSON keeps the number too, for scripts that read it).
+std::string hex_digest(uint64_t digest) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)digest);
+    return hex;
+}
+
 using bench::RunResult;
 
 nlohmann::json to_json(const RunResult& r) {
@@ -156,6 +163,7 @@ int run_bench_rag(const BenchRagOptions& o) {
                             {"arrival_s", w->arrival_s[i]}});
         }
         const nlohmann::json exported = {{"digest", w->digest()},
+                                         {"digest_hex", hex_digest(w->digest())},
                                          {"num_docs", wc.num_docs},
                                          {"doc_tokens", wc.doc_tokens},
                                          {"k", wc.docs_per_request},
@@ -198,7 +206,8 @@ int run_bench_rag(const BenchRagOptions& o) {
                             {"seed", wc.seed},
                             {"max_batch_tokens", o.max_batch_tokens},
                             {"max_prefill_while_decoding", o.max_prefill_while_decoding},
-                            {"digest", w->digest()}}}};
+                            {"digest", w->digest()},
+                            {"digest_hex", hex_digest(w->digest())}}}};
     std::vector<RunResult> runs;
     for (const auto& spec : o.modes) {
         auto variant = engine::parse_reuse_variant(spec);

@@ -104,6 +104,7 @@ int run_generate(const GenerateOptions& o) {
         req->stop = engine::make_stop_strings(o.stop);
         req->ignore_eos = o.ignore_eos;
         engine::TextCallback stream;
+        if (!o.json && o.repeat > 1) std::printf("[run %d/%d] ", run + 1, o.repeat);  // which answer is which
         if (!o.json) {
             stream = [](std::string_view piece) {
                 std::fwrite(piece.data(), 1, piece.size(), stdout);

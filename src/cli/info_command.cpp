@@ -41,8 +41,8 @@ void print_type_mix(const loader::GgufFile& file) {
                                     ? backend::cpu::describe_weight_compute(static_cast<kernels::GgmlType>(type))
                                     : "refused at load (no kernel for this type)";
         char line[96];
-        std::snprintf(line, sizeof line, "  %-7s %5d tensors %10.1f MiB  ", loader::ggml_type_name(t), m.count,
-                      double(m.bytes) / (1 << 20));
+        std::snprintf(line, sizeof line, "  %-7s %5d %-7s %10.1f MiB  ", loader::ggml_type_name(t), m.count,
+                      m.count == 1 ? "tensor" : "tensors", double(m.bytes) / (1 << 20));
         std::cout << line << how << "\n";
     }
 }

@@ -82,8 +82,9 @@ int run_rag_demo(const RagDemoOptions& o) {
                     return 1;
                 }
                 const auto& s = r->stats;
-                std::printf("  run %d%s  TTFT %7.1f ms  prefilled %4d  reused %4d  docs hit %2d/%-2d  A: %s\n", run + 1,
-                            run == 0 ? " (docs as retrieved)" : " (docs shuffled)   ", s.ttft_ms, s.prefill_tokens,
+                // Fixed widths: the columns line up whatever the run and the numbers.
+                std::printf("  run %-2d %-20s TTFT %8.1f ms  prefilled %5d  reused %5d  docs hit %2d/%-2d  A: %s\n",
+                            run + 1, run == 0 ? "(docs as retrieved)" : "(docs shuffled)", s.ttft_ms, s.prefill_tokens,
                             s.reused_tokens, s.segments_hit, s.segments_hit + s.segments_missed,
                             one_line(r->text).c_str());
                 (run == 0 ? t.ttft_first_ms : t.ttft_repeat_ms) += s.ttft_ms;

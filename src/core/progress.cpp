@@ -28,7 +28,7 @@ void ProgressBar::update(int64_t done) {
         const double spent_s = (now_ms() - start_ms_) / 1000;
         const double left_s = spent_s * double(total_ - done) / double(done);
         std::fprintf(out_, "%s: %lld/%lld (%d%%), %.0f s spent, about %.0f s left\n", label_.c_str(), (long long)done,
-                     (long long)total_, tenth * 10, spent_s, left_s);
+                     (long long)total_, int(done * 100 / total_), spent_s, left_s);
         std::fflush(out_);
         return;
     }

@@ -23,7 +23,8 @@ Expected<LoadedModel> load_model(const std::string& model, backend::Device devic
                         synthetic::resolve_model_source(model, loader::embedded_model_path(), num_threads));
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(path, ec);
-    log::info("loading model", {{"path", model}, {"file_mib", ec ? -1.0 : double(bytes) / (1 << 20)}});
+    // A file that cannot be sized is left to Model::load, whose error names the reason.
+    if (!ec) log::info("loading model", {{"path", model}, {"file_mib", double(bytes) / (1 << 20)}});
     LA_ASSIGN_OR_RETURN(lm.model, model::Model::load(path, lm.backend.get(), options));
     LA_ASSIGN_OR_RETURN(lm.tokenizer, tokenizer::Tokenizer::from_gguf(lm.model->gguf()));
     if (lm.tokenizer->vocab_size() != lm.model->config().vocab_size) {

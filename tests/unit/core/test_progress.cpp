@@ -51,6 +51,18 @@ TEST(Progress, ALogSkipsTenthsJumpedOverAndClampsOvershoot) {
     std::fclose(f);
 }
 
+// The percentage is the work done, not the tenth that triggered the line (7 of 9 is 77%, not 70%).
+TEST(Progress, ALogLineSaysTheRealPercentage) {
+    std::FILE* f = std::tmpfile();
+    {
+        ProgressBar bar("x", 9, f, false);
+        bar.update(7);
+    }
+    const std::string s = written(f);
+    EXPECT_NE(s.find("x: 7/9 (77%)"), std::string::npos) << s;
+    std::fclose(f);
+}
+
 TEST(Progress, ATerminalGetsOneLineRedrawnInPlace) {
     std::FILE* f = std::tmpfile();
     {
