@@ -123,6 +123,9 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     sv->add_option("--port", o.port, "port to listen on (0 = any free port)")->check(CLI::Range(0, 65535));
     sv->add_option("--served-model-name,--alias", o.served_model_name,
                    "the model id clients see and name (default: the file name)");
+    sv->add_flag("--strict-model-name", o.strict_model_name,
+                 "answer 404 to a request naming another model (vLLM); by default it is answered by this "
+                 "model, as llama-server does");
     sv->add_option("-c,--ctx-size,--max-model-len", o.max_model_len,
                    "cap the context length below the model's (0 = the model's)")
         ->check(non_negative);

@@ -45,7 +45,7 @@ std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req
     // A message's parts are its documents and the question: no list of them may be longer.
     if (auto e = parse_json_body(req, body, JsonBounds{int64_t(ctx.config.max_documents) + 1})) return e;
     if (auto e = parse_generation_request(body, chat, gen)) return e;
-    if (!gen.model.empty() && !ctx.is_model(gen.model)) {
+    if (ctx.config.strict_model_name && !gen.model.empty() && !ctx.is_model(gen.model)) {
         std::string m = "the model '";
         m += clip_for_message(gen.model);
         m += "' does not exist (this server runs '" + ctx.config.model_id + "')";

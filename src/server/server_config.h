@@ -16,11 +16,15 @@ namespace lazyattn::server {
 
 struct ServerConfig {
     std::string host = "127.0.0.1";
-    int32_t port = 8080;                // 0: any free port (HttpServer::port() tells which)
-    http::HttpLimits limits;            // body, header, deadline and connection caps
-    int32_t num_http_threads = 128;     // generations answered at once (each stream holds one)
-    double shutdown_timeout_s = 10;     // SIGTERM: in-flight requests get this long, then cancel
-    std::string model_id;               // what /v1/models lists and requests must name
+    int32_t port = 8080;             // 0: any free port (HttpServer::port() tells which)
+    http::HttpLimits limits;         // body, header, deadline and connection caps
+    int32_t num_http_threads = 128;  // generations answered at once (each stream holds one)
+    double shutdown_timeout_s = 10;  // SIGTERM: in-flight requests get this long, then cancel
+    std::string model_id;            // what /v1/models lists and responses name
+    // A request naming another model: 404 model_not_found (vLLM) when set; otherwise it is
+    // answered by this server's one model, as llama-server does (clients such as LangChain send
+    // a default name like "gpt-3.5-turbo"), and the response's `model` says which answered.
+    bool strict_model_name = false;
     std::vector<std::string> api_keys;  // empty: no authentication
     bool health_needs_key = false;      // with api_keys: does GET /health need one too?
     bool metrics_needs_key = true;      // with api_keys: does GET /metrics?

@@ -15,8 +15,8 @@ using json = nlohmann::json;
 
 // Sends `body` to the route, expects the error, then checks the server is unaffected.
 void expect_refused(const std::string& route, const std::string& body, int status, const std::string& code,
-                    const std::string& param = "") {
-    ServerProcess s(server_args());
+                    const std::string& param = "", const std::vector<std::string>& flags = {}) {
+    ServerProcess s(server_args(flags));
     ASSERT_TRUE(s.started()) << s.log();
     auto r = curl("POST", s.url(route), body);
     expect_api_error(r, status, code);
@@ -62,9 +62,19 @@ TEST(ServerErrors, PenaltyOutOfRangeIs400) {
                    "presence_penalty");
 }
 
-TEST(ServerErrors, UnknownModelIs404) {
+TEST(ServerErrors, UnknownModelIs404UnderStrictModelName) {
     expect_refused("/v1/chat/completions", completion_body(true, {{"model", "gpt-17"}}), 404, "model_not_found",
-                   "model");
+                   "model", {"--strict-model-name"});
+}
+
+// By default, as llama-server: a client's default model name (LangChain sends "gpt-3.5-turbo")
+// is answered by the one model served, and the response names that model.
+TEST(ServerErrors, AnotherModelNameIsAnsweredByTheServedModelByDefault) {
+    ServerProcess s(server_args({"--served-model-name", "rag-model"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const auto r = curl("POST", s.url("/v1/chat/completions"), completion_body(true, {{"model", "gpt-3.5-turbo"}}));
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(parse_or_null(r.body)["model"], "rag-model") << r.body;
 }
 
 TEST(ServerErrors, EmptyMessagesIs400) {
