@@ -55,8 +55,9 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
     });
     cmd->add_option(
            "--kv-store", o.kv_stores,
-           "persistent document KV store below the RAM pool: a directory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]; "
-           "repeat for several tiers, looked up in the order given (disk before Redis)")
+           "persistent document KV store below the RAM pool: a directory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB] "
+           "(a Redis Cluster: any node, or several as HOST:PORT,HOST:PORT; detected); repeat for several tiers, "
+           "looked up in the order given (disk before Redis)")
         ->allow_extra_args(false)
         ->type_name("DIR|URL");
     cmd->add_option("--kv-store-timeout-ms", o.kv_store_tier.read_timeout_ms,
