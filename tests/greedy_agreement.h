@@ -46,8 +46,8 @@ inline void expect_greedy_equal_up_to_a_near_tie(engine::SyncEngine& reference, 
     EXPECT_LE(a - b, allowed) << what << ": the outputs part at generated token " << i << " (" << want[i] << " vs "
                               << got[i] << ") where the reference's logits differ by " << (a - b)
                               << ", more than rounding within the tolerance explains (" << allowed << ")";
-    std::printf("[near tie] %s: outputs part at generated token %zu, logit gap %.3g <= %.3g\n", what.c_str(), i,
-                a - b, allowed);
+    std::printf("[near tie] %s: outputs part at generated token %zu, logit gap %.3g <= %.3g\n", what.c_str(), i, a - b,
+                allowed);
 }
 
 }  // namespace lazyattn::testing

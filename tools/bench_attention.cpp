@@ -56,8 +56,10 @@ int main(int argc, char** argv) {
     for (float& x : q) x = normal(rng);
     std::vector<Pool> pools;
     for (const KvDtype t : {KvDtype::kF16, KvDtype::kBF16, KvDtype::kQ8_0, KvDtype::kQ4_0, KvDtype::kF32}) {
-        Pool p{t, std::vector<uint8_t>(size_t(kernels::kv_bytes(t, values))),
-               std::vector<uint8_t>(size_t(kernels::kv_bytes(t, values))), {}};
+        Pool p{t,
+               std::vector<uint8_t>(size_t(kernels::kv_bytes(t, values))),
+               std::vector<uint8_t>(size_t(kernels::kv_bytes(t, values))),
+               {}};
         kernels::f32_to_kv(kf.data(), t, p.k.data(), values);
         kernels::f32_to_kv(vf.data(), t, p.v.data(), values);
         pools.push_back(std::move(p));

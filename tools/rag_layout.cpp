@@ -39,10 +39,10 @@
 
 #include "bench/qa_dataset.h"
 #include "bench/quality_tasks.h"
-#include "engine/request/document_reuse.h"
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/request/document_reuse.h"
 #include "engine/request/rag_prompt.h"
+#include "engine/sync_engine.h"
 #include "loader/gguf_file.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -241,8 +241,8 @@ int run_tasks(const std::string& corpus_path, const std::string& out_path, uint6
         for (const auto& d : t.documents) docs.push_back({{"title", d.title}, {"text", d.text}});
         std::string answer;
         for (const auto& a : t.answers) answer += (answer.empty() ? "" : " and ") + a;
-        out << json{{"family", t.family}, {"k", t.num_docs}, {"question", t.question}, {"documents", docs},
-                    {"answers", t.answers}, {"answer", answer}}
+        out << json{{"family", t.family}, {"k", t.num_docs},      {"question", t.question},
+                    {"documents", docs},  {"answers", t.answers}, {"answer", answer}}
                    .dump()
             << "\n";
     }

@@ -166,7 +166,7 @@ double copy_bandwidth(cudaStream_t stream) {
     BENCH_CHECK(cudaDeviceSynchronize());
     const double t = time_op(stream, [&] {
         return lazyattn::backend::cuda::cuda_status(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream),
-                                                     "cudaMemcpyAsync");
+                                                    "cudaMemcpyAsync");
     });
     BENCH_CHECK(cudaFree(a));
     BENCH_CHECK(cudaFree(b));

@@ -19,9 +19,10 @@ int64_t physical_memory_bytes() {
 Expected<std::unique_ptr<HostKvMemory>> HostKvMemory::allocate(const kv::KvShape& shape) {
     for (const kernels::KvDtype t : {shape.k_dtype, shape.v_dtype}) {
         if (shape.head_dim % kernels::kv_dtype_group(t) != 0) {
-            return invalid_argument(std::string("KV type ") + kernels::kv_dtype_name(t) + " stores values in groups of " +
-                                    std::to_string(kernels::kv_dtype_group(t)) + " along the head dimension; this " +
-                                    "model's head_dim " + std::to_string(shape.head_dim) + " is not a multiple");
+            return invalid_argument(std::string("KV type ") + kernels::kv_dtype_name(t) +
+                                    " stores values in groups of " + std::to_string(kernels::kv_dtype_group(t)) +
+                                    " along the head dimension; this " + "model's head_dim " +
+                                    std::to_string(shape.head_dim) + " is not a multiple");
         }
     }
     const int64_t bytes = shape.bytes_per_block() * shape.num_blocks;

@@ -21,8 +21,8 @@ double two_sided_binomial_half(int64_t k, int64_t n) {
     // Sum of C(n, i) / 2^n for i <= k, in logs (n may be in the thousands).
     double tail = 0;
     for (int64_t i = 0; i <= k; ++i) {
-        const double log_term = std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1) -
-                                double(n) * std::log(2.0);
+        const double log_term = std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) -
+                                std::lgamma(double(n - i) + 1) - double(n) * std::log(2.0);
         tail += std::exp(log_term);
     }
     return std::min(1.0, 2 * tail);

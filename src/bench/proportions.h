@@ -19,7 +19,7 @@ struct PairedComparison {
     int64_t n = 0;
     int64_t only_a = 0;  // questions a answers and b does not
     int64_t only_b = 0;
-    double difference = 0;  // accuracy(a) - accuracy(b)
+    double difference = 0;   // accuracy(a) - accuracy(b)
     Interval difference_ci;  // 95%, from the paired differences (normal approximation)
     double p_value = 1;      // McNemar's exact two-sided test on the discordant pairs
 };

@@ -27,25 +27,25 @@ private:
     std::mt19937_64 rng_;
 };
 
-const std::vector<std::string> kAdjectives = {
-    "amber", "silver", "crimson", "quiet", "northern", "velvet", "granite", "hollow", "golden", "copper",
-    "misty",  "scarlet", "ivory",  "rapid", "frozen",   "marble", "cobalt",  "hidden", "lunar",  "olive"};
-const std::vector<std::string> kNouns = {"falcon", "harbor", "lantern", "meadow", "orchid", "pioneer", "quarry",
-                                         "raven",  "summit", "thistle", "walrus", "beacon", "canyon",  "dolphin",
-                                         "ember",  "glacier", "heron",  "juniper", "kestrel", "lagoon"};
+const std::vector<std::string> kAdjectives = {"amber",  "silver", "crimson", "quiet",  "northern", "velvet", "granite",
+                                              "hollow", "golden", "copper",  "misty",  "scarlet",  "ivory",  "rapid",
+                                              "frozen", "marble", "cobalt",  "hidden", "lunar",    "olive"};
+const std::vector<std::string> kNouns = {"falcon", "harbor",  "lantern", "meadow",  "orchid",  "pioneer", "quarry",
+                                         "raven",  "summit",  "thistle", "walrus",  "beacon",  "canyon",  "dolphin",
+                                         "ember",  "glacier", "heron",   "juniper", "kestrel", "lagoon"};
 const std::vector<std::string> kFirstNames = {"Alice", "Bruno", "Clara", "Dmitri", "Elena", "Farid", "Greta",
                                               "Hiro",  "Ines",  "Jonas", "Keira",  "Lucas", "Maya",  "Nils",
                                               "Olga",  "Pedro", "Rosa",  "Samir",  "Tara",  "Viktor"};
-const std::vector<std::string> kLastNames = {"Abbott", "Becker", "Castillo", "Dubois", "Eriksen", "Fischer",
-                                             "Gallo",  "Hughes", "Ivanova",  "Jensen", "Kowalski", "Lindqvist",
-                                             "Moreau", "Nakamura", "Okafor", "Petrov", "Quinn",   "Rossi",
-                                             "Sato",   "Varga"};
-const std::vector<std::string> kItems = {"copper wire", "olive oil", "wool blankets", "glass bottles", "rice",
-                                         "cedar planks", "tea leaves", "steel bolts", "paper rolls", "salt",
-                                         "cotton bales", "lamp oil", "roof tiles", "dried fish", "coffee beans"};
-const std::vector<std::string> kCities = {"Lisbon", "Tallinn", "Porto", "Bergen", "Cork",   "Gdansk", "Genoa",
-                                          "Malaga", "Riga",    "Split", "Turku", "Varna",  "Bilbao", "Antwerp",
-                                          "Leith",  "Nantes",  "Trieste", "Aarhus", "Kiel", "Valletta"};
+const std::vector<std::string> kLastNames = {
+    "Abbott",   "Becker",    "Castillo", "Dubois",   "Eriksen", "Fischer", "Gallo", "Hughes", "Ivanova", "Jensen",
+    "Kowalski", "Lindqvist", "Moreau",   "Nakamura", "Okafor",  "Petrov",  "Quinn", "Rossi",  "Sato",    "Varga"};
+const std::vector<std::string> kItems = {"copper wire", "olive oil",    "wool blankets", "glass bottles",
+                                         "rice",        "cedar planks", "tea leaves",    "steel bolts",
+                                         "paper rolls", "salt",         "cotton bales",  "lamp oil",
+                                         "roof tiles",  "dried fish",   "coffee beans"};
+const std::vector<std::string> kCities = {"Lisbon", "Tallinn", "Porto",   "Bergen", "Cork",  "Gdansk",  "Genoa",
+                                          "Malaga", "Riga",    "Split",   "Turku",  "Varna", "Bilbao",  "Antwerp",
+                                          "Leith",  "Nantes",  "Trieste", "Aarhus", "Kiel",  "Valletta"};
 
 std::vector<std::string> sentences_of(const std::string& text) {
     // The sample's passages often lack the space after a full stop ("in 1962.The company").
@@ -323,9 +323,8 @@ bool reply_is_correct(const QualityTask& task, const std::string& reply) {
 }
 
 bool reply_names_all(const QualityTask& task, const std::string& reply) {
-    return !task.answers.empty() && std::all_of(task.answers.begin(), task.answers.end(), [&](const std::string& a) {
-        return contains_answer(reply, a);
-    });
+    return !task.answers.empty() && std::all_of(task.answers.begin(), task.answers.end(),
+                                                [&](const std::string& a) { return contains_answer(reply, a); });
 }
 
 double reply_f1(const QualityTask& task, const std::string& reply) {

@@ -26,15 +26,15 @@
 namespace lazyattn::bench {
 
 struct QualityTask {
-    std::string family;           // "kv", "hop", "agg" or "2wiki"
-    int32_t num_docs = 0;         // k
-    int32_t answer_doc = -1;      // index of the document holding the answer; -1: several or unknown
-    double depth = -1;            // where the answer sits in it: 0 = first sentence, 1 = last; -1 unknown
+    std::string family;       // "kv", "hop", "agg" or "2wiki"
+    int32_t num_docs = 0;     // k
+    int32_t answer_doc = -1;  // index of the document holding the answer; -1: several or unknown
+    double depth = -1;        // where the answer sits in it: 0 = first sentence, 1 = last; -1 unknown
     std::vector<Passage> documents;
     std::string question;
     std::vector<std::string> answers;
     int32_t min_answers = 1;  // answers the reply must name to count (any one by default)
-    double chance = 0;      // accuracy of naming a candidate from the documents at random (0: unknown)
+    double chance = 0;        // accuracy of naming a candidate from the documents at random (0: unknown)
 };
 
 struct QualitySuiteOptions {
@@ -42,9 +42,9 @@ struct QualitySuiteOptions {
     int32_t num_questions = 480;  // synthetic questions, split evenly over families x doc_counts
     std::vector<std::string> families{"kv", "hop", "agg"};
     std::vector<int32_t> doc_counts{2, 5, 10, 20};
-    int32_t min_doc_words = 75;      // about 100 tokens
-    int32_t max_doc_words = 750;     // about 1000 tokens
-    int32_t max_prompt_words = 1000; // k x document length stays under this unless k x min_doc_words is more
+    int32_t min_doc_words = 75;       // about 100 tokens
+    int32_t max_doc_words = 750;      // about 1000 tokens
+    int32_t max_prompt_words = 1000;  // k x document length stays under this unless k x min_doc_words is more
 };
 
 // kInvalidArgument for an unknown family, k outside [2, 64], or a corpus without sentences.

@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "core/timer.h"
-#include "engine/request/request_handle.h"
 #include "engine/engine_core.h"
+#include "engine/request/request_handle.h"
 
 namespace lazyattn::bench {
 

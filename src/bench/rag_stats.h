@@ -27,8 +27,7 @@ struct CompulsoryMisses {
 // Document lookups of requests [first_measured, end) whose document no earlier request (warm-up
 // included) asked for. `request_docs` holds the documents of each request in stream order; a
 // document twice in one request counts once as compulsory.
-CompulsoryMisses count_compulsory_misses(const std::vector<std::vector<int32_t>>& request_docs,
-                                         int32_t first_measured);
+CompulsoryMisses count_compulsory_misses(const std::vector<std::vector<int32_t>>& request_docs, int32_t first_measured);
 
 // The steady-state window of a run: from the warmup-th completion (or from `start_s` when warmup
 // is 0) to the last completion. `done_s` holds completion times in any order. 0 when nothing is

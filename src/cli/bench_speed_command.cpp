@@ -9,8 +9,8 @@
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/sync_engine.h"
 
 namespace lazyattn::cli {
 namespace {

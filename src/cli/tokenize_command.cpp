@@ -58,6 +58,8 @@ CLI::App* add_tokenize_command(CLI::App& parent, TokenizeOptions& o) {
 
 }  // namespace
 
-std::unique_ptr<Command> tokenize_command() { return make_command<TokenizeOptions>(add_tokenize_command, run_tokenize); }
+std::unique_ptr<Command> tokenize_command() {
+    return make_command<TokenizeOptions>(add_tokenize_command, run_tokenize);
+}
 
 }  // namespace lazyattn::cli

@@ -9,8 +9,8 @@
 
 #include "core/status.h"
 #include "engine/engine_config.h"
-#include "engine/runner/model_runner.h"
 #include "engine/output/output_processor.h"
+#include "engine/runner/model_runner.h"
 #include "engine/scheduler/scheduler.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"

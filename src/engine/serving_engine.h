@@ -97,10 +97,10 @@ private:
     store::SegmentStore* store_ = nullptr;
     mutable std::mutex documents_mu_;
     std::map<std::string, std::vector<DocumentInfo>> documents_;  // under documents_mu_
-    uint64_t documents_version_ = ~0ull;                           // inference thread only
-    double documents_published_ms_ = 0;                            // inference thread only
-    bool has_work_ = false;        // under mu_: submitted work not yet all finished
-    double last_progress_ms_ = 0;  // under mu_
+    uint64_t documents_version_ = ~0ull;                          // inference thread only
+    double documents_published_ms_ = 0;                           // inference thread only
+    bool has_work_ = false;                                       // under mu_: submitted work not yet all finished
+    double last_progress_ms_ = 0;                                 // under mu_
     std::thread thread_;
 };
 

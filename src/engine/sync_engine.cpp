@@ -18,7 +18,7 @@ Status run_to_end(EngineCore& core, RequestHandle& handle) {
 }  // namespace
 
 Expected<std::unique_ptr<SyncEngine>> SyncEngine::create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
-                                                 const EngineConfig& config) {
+                                                         const EngineConfig& config) {
     LA_RETURN_IF_ERROR(config.validate());
     auto engine = std::make_unique<SyncEngine>(model, tokenizer, config);
     LA_RETURN_IF_ERROR(engine->status());

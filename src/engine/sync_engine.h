@@ -10,8 +10,8 @@
 
 #include "core/status.h"
 #include "engine/engine_config.h"
-#include "engine/request/rag_request.h"
 #include "engine/engine_core.h"
+#include "engine/request/rag_request.h"
 
 namespace lazyattn::engine {
 
@@ -26,7 +26,7 @@ public:
     // kInvalidArgument for a bad config; kResourceExhausted naming the size when the KV pool
     // cannot be allocated.
     static Expected<std::unique_ptr<SyncEngine>> create(model::Model& model, const tokenizer::Tokenizer& tokenizer,
-                                                    const EngineConfig& config);
+                                                        const EngineConfig& config);
     const Status& status() const { return core_.status(); }
 
     // Generates for one request, streaming text to on_text as it forms.

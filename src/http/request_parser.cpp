@@ -287,9 +287,10 @@ RequestParser::State RequestParser::parse_chunked(std::string& buffer) {
         pos = nl + 1;
         if (chunk_phase_ != ChunkPhase::kTrailer && line.size() > size_t(kMaxChunkLine)) {
             consume();
-            return fail(400, "a chunk size line (with its extensions) is longer than " +
-                                 std::to_string(kMaxChunkLine) + " bytes",
-                        "bad_chunked_body");
+            return fail(
+                400,
+                "a chunk size line (with its extensions) is longer than " + std::to_string(kMaxChunkLine) + " bytes",
+                "bad_chunked_body");
         }
         if (chunk_phase_ == ChunkPhase::kDataEnd) {
             if (!line.empty()) {

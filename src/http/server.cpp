@@ -14,8 +14,8 @@
 namespace lazyattn::http {
 namespace {
 
-constexpr double kLingerSeconds = 2;  // how long a refused client may keep sending before we close
-constexpr int kPollMs = 200;          // deadline granularity of the event loop
+constexpr double kLingerSeconds = 2;            // how long a refused client may keep sending before we close
+constexpr int kPollMs = 200;                    // deadline granularity of the event loop
 constexpr double kStopWriteStallSeconds = 0.5;  // once stopping, a write that makes no progress
 
 double now_s() { return now_ms() / 1000.0; }

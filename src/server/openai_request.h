@@ -57,8 +57,8 @@ struct GenerationRequest {
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool stream = false;
-    bool include_usage = false;  // stream_options.include_usage
-    std::string cache_salt;      // isolates the request's cache entries (as vLLM's cache_salt)
+    bool include_usage = false;                           // stream_options.include_usage
+    std::string cache_salt;                               // isolates the request's cache entries (as vLLM's cache_salt)
     std::optional<engine::DocumentReuse> document_reuse;  // not given: the server's default
     // Documents inside messages (`documents_from`, `document_delimiter`); each not given: the
     // server's setting (ServerConfig::documents_from).

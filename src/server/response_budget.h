@@ -11,10 +11,10 @@
 namespace lazyattn::server {
 
 struct ResponseShape {
-    int32_t n = 1;               // choices
-    int32_t max_tokens = 0;      // generated tokens per choice
-    int32_t echo_tokens = 0;     // prompt tokens returned per choice (echo)
-    int32_t logprobs = -1;       // alternatives per token (-1: no logprobs)
+    int32_t n = 1;            // choices
+    int32_t max_tokens = 0;   // generated tokens per choice
+    int32_t echo_tokens = 0;  // prompt tokens returned per choice (echo)
+    int32_t logprobs = -1;    // alternatives per token (-1: no logprobs)
 };
 
 // The estimate's parts: a generated token's text, and one logprob entry (token, logprob, bytes).

@@ -17,12 +17,12 @@ namespace lazyattn::store {
 // (blocks.size() * bytes_per_block()); rows past num_tokens in the last block are zeroed, so two
 // writers of one segment produce the same bytes. The caller holds references on the blocks.
 // A backend's read error (a lost device) is returned and `out` is then not to be used.
-[[nodiscard]] Status export_segment_blocks(const backend::KvMemory& kv, std::span<const kv::BlockId> blocks, int32_t num_tokens,
-                           uint8_t* out);
+[[nodiscard]] Status export_segment_blocks(const backend::KvMemory& kv, std::span<const kv::BlockId> blocks,
+                                           int32_t num_tokens, uint8_t* out);
 // Copies an entry's data into the segment's pool blocks (the caller verified the entry),
 // skipping the first `num_present` blocks (already in the pool: a cached head). A write error
 // is returned; the blocks then hold no usable KV (the caller recomputes the segment).
-[[nodiscard]] Status import_segment_blocks(backend::KvMemory& kv, std::span<const kv::BlockId> blocks, const uint8_t* in,
-                           int32_t num_present = 0);
+[[nodiscard]] Status import_segment_blocks(backend::KvMemory& kv, std::span<const kv::BlockId> blocks,
+                                           const uint8_t* in, int32_t num_present = 0);
 
 }  // namespace lazyattn::store

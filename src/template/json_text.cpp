@@ -15,7 +15,6 @@
 namespace lazyattn::tmpl {
 namespace {
 
-
 class JsonWriter {
 public:
     JsonWriter(Interpreter& in, int indent, bool sort_keys) : in_(in), indent_(indent), sort_keys_(sort_keys) {}

@@ -21,13 +21,13 @@ inline bool gpu_required() { return gpu_required(std::getenv("LAZYATTN_REQUIRE_G
 }  // namespace lazyattn::cuda_test
 
 // In a test body or SetUp (it returns from the enclosing void function).
-#define LA_SKIP_WITHOUT_CUDA_DEVICE()                                                                 \
-    do {                                                                                              \
-        std::string la_why_;                                                                          \
-        if (!::lazyattn::backend::cuda::cuda_device_available(&la_why_)) {                           \
-            if (::lazyattn::cuda_test::gpu_required()) {                                              \
-                FAIL() << "no CUDA device and LAZYATTN_REQUIRE_GPU is set: " << la_why_;              \
-            }                                                                                         \
-            GTEST_SKIP() << "no CUDA device, skipping GPU test: " << la_why_;                         \
-        }                                                                                             \
+#define LA_SKIP_WITHOUT_CUDA_DEVICE()                                                    \
+    do {                                                                                 \
+        std::string la_why_;                                                             \
+        if (!::lazyattn::backend::cuda::cuda_device_available(&la_why_)) {               \
+            if (::lazyattn::cuda_test::gpu_required()) {                                 \
+                FAIL() << "no CUDA device and LAZYATTN_REQUIRE_GPU is set: " << la_why_; \
+            }                                                                            \
+            GTEST_SKIP() << "no CUDA device, skipping GPU test: " << la_why_;            \
+        }                                                                                \
     } while (0)

@@ -17,14 +17,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
-#include "backend/device.h"
 #include "backend/cuda/cuda_engine_backend.h"
-#include "engine/sync_engine.h"
+#include "backend/device.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/sync_engine.h"
 #include "require_cuda_device.h"
 
 namespace lazyattn {
@@ -124,9 +124,10 @@ TEST(CudaEngineSmolLM2, GreedyOutputEqualsTheCpuEngineOnTheGoldenPrompts) {
         }
         int32_t same = 0;  // free-running tokens equal before the first difference
         while (same < kTokens && a->token_ids[same] == b->token_ids[same]) ++same;
-        std::printf("[cuda engine smollm2] \"%s\": largest logit difference to the CPU %.3f, first near-tie at step "
-                    "%d, greedy tokens equal: %d of %d\n",
-                    prompt.c_str(), worst, near_tie, same, kTokens);
+        std::printf(
+            "[cuda engine smollm2] \"%s\": largest logit difference to the CPU %.3f, first near-tie at step "
+            "%d, greedy tokens equal: %d of %d\n",
+            prompt.c_str(), worst, near_tie, same, kTokens);
         EXPECT_GE(same, near_tie) << prompt;
         ++cases;
     }

@@ -89,7 +89,7 @@ TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
 
     // lazy: keys rotated at their stored positions (d.k / d.v); lazy-k: raw keys.
     backend::cuda::KvStoreParams sp{k_rows.get(), v_rows.get(), dslots.get(), dpos.get(), d.k.get(), d.v.get(), n,
-                                     kvh,          dim,          bs,           rp};
+                                    kvh,          dim,          bs,           rp};
     LA_ASSERT_OK(backend().kv_store(sp));
     DeviceBuffer<bf16> k_raw(b.k), v_raw(b.v);
     sp.rope_positions = nullptr;
@@ -124,17 +124,17 @@ TEST_P(CudaEquivalenceTest, LazyEqualsLazyKEqualsBlockAttn) {
             for (auto& x : dst) x = next_block++;
             DeviceBuffer<int32_t> dsrc(src), ddst(dst);
             const backend::cuda::KvCopyRotateParams cp{k_blk.get(),
-                                                        v_blk.get(),
-                                                        0,
-                                                        1,
-                                                        dsrc.get(),
-                                                        ddst.get(),
-                                                        span.num_tokens,
-                                                        kvh,
-                                                        dim,
-                                                        bs,
-                                                        span.logical_start - span.stored_base,
-                                                        rp};
+                                                       v_blk.get(),
+                                                       0,
+                                                       1,
+                                                       dsrc.get(),
+                                                       ddst.get(),
+                                                       span.num_tokens,
+                                                       kvh,
+                                                       dim,
+                                                       bs,
+                                                       span.logical_start - span.stored_base,
+                                                       rp};
             LA_ASSERT_OK(backend().kv_copy_rotate(cp));
             LA_ASSERT_OK(backend().synchronize());
             span.block_offset = int32_t(blk_ids.size());

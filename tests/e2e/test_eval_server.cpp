@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "engine/sync_engine.h"
 #include "engine/request/token_logprobs.h"
+#include "engine/sync_engine.h"
 #include "real_model_fixture.h"
 #include "server/server_process.h"
 

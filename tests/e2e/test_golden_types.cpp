@@ -88,10 +88,11 @@ TEST_P(GoldenTypes, LogProbabilitiesMatchLlamaCppTeacherForced) {
     const auto below = std::lower_bound(cosines.begin(), cosines.end(), 0.995) - cosines.begin();
     EXPECT_LE(double(below), 0.10 * double(cosines.size())) << below << " steps below cosine 0.995";
     EXPECT_GE(double(clear_agree), 0.90 * double(clear));
-    std::printf("[golden %-6s] %d steps: top-10 log-prob cosine worst %.5f p10 %.5f p50 %.6f; top-1 agrees at %d of "
-                "%d clear steps; worst |d logprob| of llama.cpp's top-1 %.3f\n",
-                GetParam().c_str(), steps, cosines.front(), cosines[cosines.size() / 10], cosines[cosines.size() / 2],
-                clear_agree, clear, worst_top1_delta);
+    std::printf(
+        "[golden %-6s] %d steps: top-10 log-prob cosine worst %.5f p10 %.5f p50 %.6f; top-1 agrees at %d of "
+        "%d clear steps; worst |d logprob| of llama.cpp's top-1 %.3f\n",
+        GetParam().c_str(), steps, cosines.front(), cosines[cosines.size() / 10], cosines[cosines.size() / 2],
+        clear_agree, clear, worst_top1_delta);
 }
 
 std::vector<std::string> preset_names() {

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <random>
 
-#include "engine/sync_engine.h"
 #include "engine/request/rag_prompt.h"
+#include "engine/sync_engine.h"
 #include "random_inputs.h"
 #include "real_model_fixture.h"
 

@@ -33,7 +33,7 @@ TEST_P(KvQuantTest, RowsDecodeAsGgufBlocksWithinTheQuantizerBound) {
     std::mt19937_64 rng(testing::test_seed() + int(t));
     const int64_t n = 32 * 40;
     auto x = testing::random_floats(rng, n, -3.0f, 3.0f);
-    for (int64_t i = 0; i < 32; ++i) x[i] = 0.0f;     // an all-zero group: scale 0, decodes to 0
+    for (int64_t i = 0; i < 32; ++i) x[i] = 0.0f;  // an all-zero group: scale 0, decodes to 0
     // A small group (amax ~0.03): its scale stays a normal fp16, so precision stays relative (below
     // amax ~ 0.008 the fp16 scale goes subnormal and precision absolute, as in llama.cpp).
     for (int64_t i = 32; i < 64; ++i) x[i] *= 1e-2f;

@@ -269,10 +269,10 @@ TEST(QuantMatmulShared, SharedInputEqualsOneByOne) {
                 fused[i].assign(rows * outs[i], -2.0f);
             }
             for (int i = 0; i < 3; ++i) {
-                be->matmul({x.data(), w[i].data(), static_cast<kernels::GgmlType>(t), nullptr, one[i].data(), rows,
-                            in, outs[i], prepared[i].get()});
-                ps.push_back({x.data(), w[i].data(), static_cast<kernels::GgmlType>(t), nullptr, fused[i].data(),
-                              rows, in, outs[i], prepared[i].get()});
+                be->matmul({x.data(), w[i].data(), static_cast<kernels::GgmlType>(t), nullptr, one[i].data(), rows, in,
+                            outs[i], prepared[i].get()});
+                ps.push_back({x.data(), w[i].data(), static_cast<kernels::GgmlType>(t), nullptr, fused[i].data(), rows,
+                              in, outs[i], prepared[i].get()});
             }
             be->matmuls(ps.data(), 3);
             for (int i = 0; i < 3; ++i)

@@ -25,7 +25,7 @@ constexpr W kKQuants[] = {W::kQ2_K, W::kQ3_K, W::kQ4_K, W::kQ5_K, W::kQ6_K};
 // The prefill tiles also serve the 32-element types of quant_matmul.cpp where a set has no
 // register-tiled GEMM of its own (AVX2).
 constexpr W kTileTypes[] = {W::kQ4_0, W::kQ4_1, W::kQ8_0, W::kQ5_0, W::kQ5_1, W::kQ2_K,
-                            W::kQ3_K, W::kQ4_K, W::kQ5_K, W::kQ6_K, W::kF16, W::kBF16};
+                            W::kQ3_K, W::kQ4_K, W::kQ5_K, W::kQ6_K, W::kF16,  W::kBF16};
 
 loader::GgmlTypeTraits traits(W t) { return loader::ggml_type_traits(static_cast<uint32_t>(t)); }
 const char* name(W t) { return traits(t).name; }

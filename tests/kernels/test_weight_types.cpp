@@ -13,7 +13,8 @@ namespace lazyattn::kernels {
 namespace {
 
 static_assert(uint32_t(GgmlType::kQ4_0) == 2 && uint32_t(GgmlType::kQ8_0) == 8 && uint32_t(GgmlType::kQ6_K) == 14 &&
-              uint32_t(GgmlType::kBF16) == 30, "GGUF's numbering");
+                  uint32_t(GgmlType::kBF16) == 30,
+              "GGUF's numbering");
 static_assert(weight_block_bytes(GgmlType::kQ4_1) == sizeof(BlockQ4_1));
 
 TEST(WeightTypes, EveryKernelTypeIsKnownAndDequantizes) {

@@ -18,7 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-
 // The status code of the first response in raw bytes received ("HTTP/1.1 413 ..."), 0 if none.
 int first_status(const std::string& raw) {
     if (raw.compare(0, 9, "HTTP/1.1 ") != 0 || raw.size() < 12) return 0;
@@ -156,9 +155,9 @@ TEST(ServerSecurity, SlowClientsHoldNoWorkerAndTimeOut) {
     for (int i = 0; i < 128; ++i)
         slow.push_back(std::make_unique<RawHttpStream>(s.port(), "GET /health HTTP/1.1\r\nHost: x\r\nX-A: "));
     for (int i = 0; i < 16; ++i) {
-        slow.push_back(std::make_unique<RawHttpStream>(
-            s.port(),
-            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"));
+        slow.push_back(std::make_unique<RawHttpStream>(s.port(),
+                                                       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                                       "application/json\r\nContent-Length: 100\r\n\r\n{"));
     }
     // Everyone else is still served at once, light and heavy routes alike.
     EXPECT_EQ(curl("GET", s.url("/health")).status, 200);

@@ -41,7 +41,7 @@ private:
 
 // The weight repacked for this CPU's kernels (simd/quant_gemm.h, lanes = rows) in `arena`, or
 // nullptr where the CPU or the type has no repacked kernels.
-std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::GgmlType type, int64_t in_dim,
-                                                 int64_t out_dim, WeightArena& arena);
+std::shared_ptr<const void> prepare_quant_weight(const void* w, kernels::GgmlType type, int64_t in_dim, int64_t out_dim,
+                                                 WeightArena& arena);
 
 }  // namespace lazyattn::backend::cpu

@@ -23,13 +23,13 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-#define LA_LT_FUNCTIONS(X)                                                                             \
-    X(cublasLtCreate)                                                                                  \
-    X(cublasLtDestroy)                                                                                 \
-    X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)         \
-        X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate) \
-            X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                 \
-                X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+#define LA_LT_FUNCTIONS(X)                                                                                  \
+    X(cublasLtCreate)                                                                                       \
+    X(cublasLtDestroy)                                                                                      \
+    X(cublasLtMatmulDescCreate)                                                                             \
+    X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)            \
+        X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
+            X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
 
 // The cuBLASLt entry points, resolved from the shared library.
 struct LtApi {

@@ -7,9 +7,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <tuple>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "core/status.h"
 

@@ -13,8 +13,8 @@ constexpr CacheModeInfo kCacheModes[] = {
     {CacheMode::kLazyK, "lazy-k", "segments cached unrotated; the kernel rotates each key to its logical position",
      true, false},
     {CacheMode::kBlockAttn, "block-attn", "segments cached as in lazy, copied per request and re-rotated", true, true},
-    {CacheMode::kPrefix, "prefix", "prefix caching over the flattened prompt (block hash chain from the start)",
-     false, true},
+    {CacheMode::kPrefix, "prefix", "prefix caching over the flattened prompt (block hash chain from the start)", false,
+     true},
     {CacheMode::kNone, "none", "recompute everything", false, true},
 };
 

@@ -48,9 +48,7 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
 // block sizes and the activation format each is multiplied with.
 constexpr bool uses_q8_1(GgmlType w) { return w == GgmlType::kQ4_1; }
 constexpr size_t weight_block_bytes(GgmlType w) {
-    return w == GgmlType::kQ4_0   ? sizeof(BlockQ4_0)
-           : w == GgmlType::kQ4_1 ? sizeof(BlockQ4_1)
-                                     : sizeof(BlockQ8_0);
+    return w == GgmlType::kQ4_0 ? sizeof(BlockQ4_0) : w == GgmlType::kQ4_1 ? sizeof(BlockQ4_1) : sizeof(BlockQ8_0);
 }
 constexpr size_t activation_block_bytes(GgmlType w) { return uses_q8_1(w) ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0); }
 

@@ -28,7 +28,7 @@ TEST(Proportions, McNemarExactTest) {
     // Binomial(10, 1/2): P(X <= 1) = 11/1024, two-sided 22/1024.
     EXPECT_NEAR(two_sided_binomial_half(1, 10), 22.0 / 1024, 1e-12);
     EXPECT_NEAR(two_sided_binomial_half(9, 10), 22.0 / 1024, 1e-12);  // symmetric
-    EXPECT_EQ(two_sided_binomial_half(5, 10), 1.0);                    // capped
+    EXPECT_EQ(two_sided_binomial_half(5, 10), 1.0);                   // capped
     EXPECT_EQ(two_sided_binomial_half(0, 0), 1.0);
     // Large n stays finite (logs): 2000 discordant pairs split 900 / 1100.
     const double p = two_sided_binomial_half(900, 2000);

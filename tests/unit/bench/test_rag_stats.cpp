@@ -83,7 +83,7 @@ TEST(SteadyThroughput, CountsCompletionsAfterTheWarmUp) {
     // After 2 completions (at 0.5 and 1): 3 more in the 5 s up to 6.
     EXPECT_DOUBLE_EQ(measured_span_s(done, 2), 5.0);
     EXPECT_DOUBLE_EQ(steady_throughput(done, 2), 0.6);
-    EXPECT_EQ(steady_throughput(done, 5), 0.0);  // nothing left to measure
+    EXPECT_EQ(steady_throughput(done, 5), 0.0);       // nothing left to measure
     EXPECT_EQ(steady_throughput({3, 3, 3}, 1), 0.0);  // no time passed
 }
 

@@ -5,8 +5,8 @@
 // error Status, not a crash.
 #include <algorithm>
 
-#include "engine/sync_engine.h"
 #include "engine/serving_engine.h"
+#include "engine/sync_engine.h"
 #include "random_inputs.h"
 #include "scheduler_fixture.h"
 

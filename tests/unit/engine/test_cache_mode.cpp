@@ -25,7 +25,8 @@ TEST(CacheModeTable, NamesRoundTrip) {
     }
     EXPECT_EQ(names.size(), cache_modes().size());
     EXPECT_EQ(modes.size(), cache_modes().size());
-    for (CacheMode m : {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn, CacheMode::kPrefix, CacheMode::kNone}) {
+    for (CacheMode m :
+         {CacheMode::kLazy, CacheMode::kLazyK, CacheMode::kBlockAttn, CacheMode::kPrefix, CacheMode::kNone}) {
         EXPECT_EQ(modes.count(m), 1u);
     }
 }
@@ -33,8 +34,7 @@ TEST(CacheModeTable, NamesRoundTrip) {
 TEST(CacheModeTable, UnknownNameListsTheChoices) {
     auto bad = parse_cache_mode("lazzy");
     ASSERT_FALSE(bad.ok());
-    EXPECT_EQ(bad.status().message(),
-              "unknown cache mode 'lazzy' (expected lazy, lazy-k, block-attn, prefix or none)");
+    EXPECT_EQ(bad.status().message(), "unknown cache mode 'lazzy' (expected lazy, lazy-k, block-attn, prefix or none)");
 }
 
 TEST(CacheModeTable, DerivedListsAndFlags) {

@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/sync_engine.h"
-#include "engine/sequence/sampler.h"
 #include "engine/request/token_logprobs.h"
+#include "engine/sequence/sampler.h"
+#include "engine/sync_engine.h"
 #include "scheduler_fixture.h"
 
 namespace lazyattn::engine {

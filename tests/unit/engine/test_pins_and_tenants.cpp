@@ -5,8 +5,8 @@
 // never listed as documents.
 #include <algorithm>
 
-#include "engine/sync_engine.h"
 #include "engine/serving_engine.h"
+#include "engine/sync_engine.h"
 #include "random_inputs.h"
 #include "scheduler_fixture.h"
 

@@ -9,9 +9,9 @@
 #include <map>
 #include <thread>
 
-#include "engine/sync_engine.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/serving_engine.h"
+#include "engine/sync_engine.h"
 #include "random_inputs.h"
 #include "scheduler_fixture.h"
 
@@ -95,7 +95,8 @@ TEST_P(SchedulerTest, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
             }
             preemptions = s.scheduler().stats().preemptions;
             std::printf("[memory pressure] %-10s pool %d blocks: %lld preemptions, %lld steps\n", cache_mode_name(mode),
-                        s.scheduler().kv_cache().pool().num_blocks(), (long long)preemptions, (long long)s.scheduler().stats().steps);
+                        s.scheduler().kv_cache().pool().num_blocks(), (long long)preemptions,
+                        (long long)s.scheduler().stats().steps);
             expect_pool_whole(s.scheduler());
         }
         EXPECT_GT(preemptions, 0) << cache_mode_name(mode) << ": no workload overflowed the pool";
@@ -130,7 +131,7 @@ TEST_P(SchedulerTest, SixtyFourConcurrentRequestsOverTenSharedDocuments) {
 TEST_P(SchedulerTest, ASharedMissingSegmentIsComputedOnce) {
     const auto w = make_workload(testing::test_seed() + 200, 1, 5, 1);
     EngineCore s(*model().model, *model().tokenizer,
-                config(CacheMode::kLazy, 8, 8));  // 8-row steps: the job spans steps
+                 config(CacheMode::kLazy, 8, 8));  // 8-row steps: the job spans steps
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (const auto& r : w.requests) handles.push_back(*s.add(r));
     while (s.step()) {

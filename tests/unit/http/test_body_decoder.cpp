@@ -11,7 +11,6 @@ namespace {
 
 using testing::compress_with;
 
-
 TEST(BodyDecoder, RoundTripsRandomBodies) {
     std::mt19937 rng(7);
     for (int trial = 0; trial < 20; ++trial) {

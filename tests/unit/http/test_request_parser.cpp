@@ -34,7 +34,6 @@ State feed_in_steps(RequestParser& p, std::string bytes, size_t step, std::strin
     return st;
 }
 
-
 TEST(RequestParser, ContentLengthBodyWholeAndByteByByte) {
     const std::string req =
         "POST /v1/completions?x=1&cache_salt=a%20b HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
@@ -70,7 +69,8 @@ TEST(RequestParser, PipelinedRequestsStayInTheBuffer) {
 
 TEST(RequestParser, ChunkedBodyIsDecoded) {
     const std::string req =
-        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n"
+        "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: "
+        "1\r\n\r\n"
         "GET /next HTTP/1.1\r\nHost: x\r\n\r\n";
     for (size_t step : {req.size(), size_t(1), size_t(3)}) {
         RequestParser p(small_limits());
@@ -91,8 +91,8 @@ TEST(RequestParser, OversizedBodiesAre413WhateverTheFraming) {
     }
     {  // chunked: refused as soon as the running total passes the limit, before the data arrives
         RequestParser p(small_limits());
-        std::string buf =
-            "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n200\r\n" + std::string(512, 'a') + "\r\n200\r\n";
+        std::string buf = "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n200\r\n" +
+                          std::string(512, 'a') + "\r\n200\r\n";
         ASSERT_EQ(p.feed(buf), State::kError);
         EXPECT_EQ(p.error().status, 413);
     }
@@ -100,8 +100,9 @@ TEST(RequestParser, OversizedBodiesAre413WhateverTheFraming) {
         const std::string z = gzip(std::string(100000, 'a'));
         ASSERT_LT(z.size(), 1000u);
         RequestParser p(small_limits());
-        std::string buf = "POST /x HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(z.size()) +
-                          "\r\n\r\n" + z;
+        std::string buf =
+            "POST /x HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(z.size()) +
+            "\r\n\r\n" + z;
         ASSERT_EQ(p.feed(buf), State::kError);
         EXPECT_EQ(p.error().status, 413);
         EXPECT_EQ(p.error().code, "request_too_large");
@@ -113,7 +114,8 @@ TEST(RequestParser, GzipBodyWithinTheLimitIsDecoded) {
     const std::string z = gzip(text);
     RequestParser p(small_limits());
     std::string buf =
-        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(z.size()) + "\r\n\r\n" + z;
+        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: " + std::to_string(z.size()) +
+        "\r\n\r\n" + z;
     ASSERT_EQ(p.feed(buf), State::kComplete);
     EXPECT_EQ(p.take().body, text);
 }
@@ -207,8 +209,9 @@ TEST(RequestParser, FollowsRfc9112Framing) {
         EXPECT_EQ(st, State::kError) << size_line;
         EXPECT_EQ(e.code, "bad_chunked_body") << size_line;
     }
-    EXPECT_EQ(parse("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5 ;a=b\r\nhello\r\n0\r\n\r\n").first,
-              State::kComplete);
+    EXPECT_EQ(
+        parse("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5 ;a=b\r\nhello\r\n0\r\n\r\n").first,
+        State::kComplete);
     {  // a 100 KB chunk extension, even when its line ending has arrived
         auto [st, e] = parse("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;" +
                              std::string(100000, 'e') + "\r\nhello\r\n0\r\n\r\n");
@@ -220,8 +223,9 @@ TEST(RequestParser, FollowsRfc9112Framing) {
     EXPECT_EQ(parse("GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").second.code, "bad_host");
     EXPECT_EQ(parse("GET /x HTTP/1.0\r\n\r\n").first, State::kComplete);
     {  // two Content-Encoding fields: refused, not "the first wins"
-        auto [st, e] = parse("POST /x HTTP/1.1\r\nHost: x\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
-                             "Content-Length: 1\r\n\r\na");
+        auto [st, e] = parse(
+            "POST /x HTTP/1.1\r\nHost: x\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
+            "Content-Length: 1\r\n\r\na");
         EXPECT_EQ(e.status, 415);
     }
     {  // absolute-form is accepted (3.2.2); asterisk- and authority-form are not served

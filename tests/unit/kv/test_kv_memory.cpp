@@ -7,12 +7,12 @@
 #include <limits>
 #include <memory>
 
-#include "core/fp16.h"
-#include "core/half_convert.h"
-#include "core/large_buffer.h"
 #include "backend/backend.h"
 #include "backend/host_kv_ops.h"
 #include "backend/kv_memory.h"
+#include "core/fp16.h"
+#include "core/half_convert.h"
+#include "core/large_buffer.h"
 #include "kernels/ref/reference_ops.h"
 #include "random_inputs.h"
 
@@ -136,7 +136,7 @@ TEST_P(KvMemoryTest, StoreRoundsOnceAndBlocksMoveThroughHost) {
     ASSERT_TRUE(memory.ok()) << memory.status().to_string();
     backend::KvMemory& kv = **memory;
     // Real bytes, scales included: 64 values are 2 blocks of 34 (q8_0) or 18 (q4_0) bytes.
-    const int64_t row_bytes = dtype == KvDtype::kF32   ? 256
+    const int64_t row_bytes = dtype == KvDtype::kF32    ? 256
                               : dtype == KvDtype::kQ8_0 ? 68
                               : dtype == KvDtype::kQ4_0 ? 36
                                                         : 128;
@@ -153,7 +153,8 @@ TEST_P(KvMemoryTest, StoreRoundsOnceAndBlocksMoveThroughHost) {
             for (int32_t h = 0; h < 3; ++h) {
                 for (int32_t i = 0; i < 64; ++i) {
                     const int64_t at = ((int64_t(block) * 3 + h) * 16 + t) * 64 + i;
-                    ASSERT_EQ(keys[at], stored(dtype, k.data() + r * dim + h * 64, i)) << "layer " << layer << " row " << r;
+                    ASSERT_EQ(keys[at], stored(dtype, k.data() + r * dim + h * 64, i))
+                        << "layer " << layer << " row " << r;
                     ASSERT_EQ(values[at], stored(dtype, v.data() + r * dim + h * 64, i))
                         << "layer " << layer << " row " << r;
                 }
@@ -226,7 +227,7 @@ TEST_P(KvMemoryTest, CopyRotateMatchesTheOldSchedulerPath) {
             // Partial rotary dims (48 of 64), no table: the re-rotation RoPE (mscale 1).
             const kernels::RopeParams rope{inv_freq.data(), 48, neox, 1.0f, nullptr, 0, 1.0f};
             const std::vector<int32_t> src = {5, 2, 9}, dst = {0, 7, 3};
-            const int32_t num_tokens = 37;  // the last block partial
+            const int32_t num_tokens = 37;               // the last block partial
             std::vector<std::vector<float>> results[2];  // per backend: K then V of every layer
             int which = 0;
             for (auto& be : {backend::make_cpu_backend(2), backend::make_reference_backend()}) {
@@ -307,7 +308,8 @@ TEST_P(KvMemoryTest, CopyRotateMatchesTheOldSchedulerPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, KvMemoryTest,
-                         ::testing::Values(KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16, KvDtype::kQ8_0, KvDtype::kQ4_0),
+                         ::testing::Values(KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16, KvDtype::kQ8_0,
+                                           KvDtype::kQ4_0),
                          [](const auto& info) { return std::string(kernels::kv_dtype_name(info.param)); });
 
 }  // namespace

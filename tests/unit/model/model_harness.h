@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.h"
+#include "backend/kv_memory.h"
 #include "engine/runner/batch_builder.h"
 #include "kv/block_pool.h"
-#include "backend/kv_memory.h"
 #include "model/model.h"
 
 namespace lazyattn::testing {

@@ -141,8 +141,8 @@ TEST(SegmentFormat, RefusesDamagedAndForeignEntries) {
     other.variant = segment_variant(false, "");
     EXPECT_EQ(verify_segment(good, other).status().code(), StatusCode::kUnsupported);
     // An entry of another K or V type is never misread as this pool's (its bytes would decode).
-    for (const kernels::KvTypes t : {kernels::KvTypes{kv::KvDtype::kQ8_0, m.v_dtype}, kernels::KvTypes{m.k_dtype,
-                                                                                                      kv::KvDtype::kBF16}}) {
+    for (const kernels::KvTypes t :
+         {kernels::KvTypes{kv::KvDtype::kQ8_0, m.v_dtype}, kernels::KvTypes{m.k_dtype, kv::KvDtype::kBF16}}) {
         other = m;
         other.k_dtype = t.k;
         other.v_dtype = t.v;

@@ -167,7 +167,8 @@ LA_AVX512 void attend_heads_grouped(const float* q, int num_heads, const void* k
     const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     __m512 kscale[kMaxGroups], vscale[kMaxGroups];
-    for (int b = 0; b < G; ++b) kscale[b] = gather_scales<KT>(kb, _mm512_mullo_epi32(lane, _mm512_set1_epi32(k_row)), b);
+    for (int b = 0; b < G; ++b)
+        kscale[b] = gather_scales<KT>(kb, _mm512_mullo_epi32(lane, _mm512_set1_epi32(k_row)), b);
     if constexpr (VT != KvDtype::kF16) {
         const int v_row = G * kGroupBytes<VT>;
         const __m512i offsets = _mm512_mullo_epi32(lane, _mm512_set1_epi32(v_row));
@@ -260,10 +261,9 @@ LA_AVX512 void attend_decode_block_typed(const float* q, int num_heads, const vo
     }
 }
 
-LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d, int first,
-                                          int n, float* m, float* l, float* o) {
-    attend_decode_block_typed<kernels::KvDtype::kF32, kernels::KvDtype::kF32>(q, num_heads, k, v, d, first, n, m, l,
-                                                                              o);
+LA_AVX512 void attend_decode_block_avx512(const float* q, int num_heads, const float* k, const float* v, int d,
+                                          int first, int n, float* m, float* l, float* o) {
+    attend_decode_block_typed<kernels::KvDtype::kF32, kernels::KvDtype::kF32>(q, num_heads, k, v, d, first, n, m, l, o);
 }
 
 }  // namespace
@@ -293,9 +293,7 @@ AttendDecodeBlockStoredFn attend_decode_block_stored(kernels::KvDtype k, kernels
 
 AttendDecodeBlockFn attend_decode_block() {
     static const AttendDecodeBlockFn fn = [] {
-        return cpu_features().has_avx512_fma()
-                   ? attend_decode_block_avx512
-                   : nullptr;
+        return cpu_features().has_avx512_fma() ? attend_decode_block_avx512 : nullptr;
     }();
     return fn;
 }

@@ -69,11 +69,7 @@ LA_AVX512 void attend_block_avx512(const float* qt, const float* k, const float*
 }  // namespace
 
 AttendBlockFn attend_block_q16() {
-    static const AttendBlockFn fn = [] {
-        return cpu_features().has_avx512_fma()
-                   ? attend_block_avx512
-                   : nullptr;
-    }();
+    static const AttendBlockFn fn = [] { return cpu_features().has_avx512_fma() ? attend_block_avx512 : nullptr; }();
     return fn;
 }
 

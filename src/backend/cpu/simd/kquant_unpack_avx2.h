@@ -60,11 +60,11 @@ LA_AVX2 inline __m256i q3_scales(const uint8_t* s) {
     std::memcpy(&a1, s + 4, 4);
     std::memcpy(&a2, s + 8, 4);
     const uint32_t lo4 = 0x0f0f0f0fu, hi2 = 0x03030303u;
-    const __m128i sc8 = _mm_sub_epi8(_mm_set_epi32(int(((a1 >> 4) & lo4) | (((a2 >> 6) & hi2) << 4)),
-                                                   int(((a0 >> 4) & lo4) | (((a2 >> 4) & hi2) << 4)),
-                                                   int((a1 & lo4) | (((a2 >> 2) & hi2) << 4)),
-                                                   int((a0 & lo4) | ((a2 & hi2) << 4))),
-                                     _mm_set1_epi8(32));
+    const __m128i sc8 =
+        _mm_sub_epi8(_mm_set_epi32(int(((a1 >> 4) & lo4) | (((a2 >> 6) & hi2) << 4)),
+                                   int(((a0 >> 4) & lo4) | (((a2 >> 4) & hi2) << 4)),
+                                   int((a1 & lo4) | (((a2 >> 2) & hi2) << 4)), int((a0 & lo4) | ((a2 & hi2) << 4))),
+                     _mm_set1_epi8(32));
     return _mm256_cvtepi8_epi16(sc8);
 }
 

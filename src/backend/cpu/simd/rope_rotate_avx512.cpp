@@ -2,8 +2,8 @@
 // CPU check.
 #include <immintrin.h>
 
-#include "core/cpu_features.h"
 #include "backend/cpu/simd/rope_rotate.h"
+#include "core/cpu_features.h"
 
 namespace lazyattn::backend::cpu::simd {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "backend/cpu/simd/exp_avx512.h"
-#include "core/cpu_features.h"
 #include "backend/cpu/simd/swiglu.h"
+#include "core/cpu_features.h"
 
 namespace lazyattn::backend::cpu::simd {
 namespace {
@@ -26,11 +26,7 @@ __attribute__((target("avx2,fma,avx512f"))) void swiglu_avx512(const float* gate
 }  // namespace
 
 SwigluFn swiglu_kernel() {
-    static const SwigluFn fn = [] {
-        return cpu_features().has_avx512_fma()
-                   ? swiglu_avx512
-                   : nullptr;
-    }();
+    static const SwigluFn fn = [] { return cpu_features().has_avx512_fma() ? swiglu_avx512 : nullptr; }();
     return fn;
 }
 

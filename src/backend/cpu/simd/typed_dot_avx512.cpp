@@ -281,7 +281,6 @@ void q5_1_avx2(const void* w, const uint8_t* x, size_t stride, int rows, int64_t
 
 // --- Prefill tiles.
 
-
 using tilepack::ktile_bytes;
 using tilepack::pack_kquant;
 
@@ -410,7 +409,6 @@ LA_512 void quantize_q8_K(const float* x, void* yv, int64_t n) {
     }
 }
 
-
 const TypedTile kTileQ2K = {pack_kquant<kunpack::unpack_q2_K, 84>, kquant_tile, ktile_bytes};
 const TypedTile kTileQ3K = {pack_kquant<kunpack::unpack_q3_K, 110>, kquant_tile, ktile_bytes};
 const TypedTile kTileQ4K = {pack_kquant<kunpack::unpack_q4_K, 144>, kquant_tile, ktile_bytes};
@@ -444,18 +442,9 @@ const TypedTile* tile_of(kernels::GgmlType t) {
 }  // namespace
 
 const TypedDotKernels kAvx512TypedDots = {
-    q5_0_avx2,
-    q5_1_avx2,
-    by_rows<Q2K, true>,
-    by_rows<Q3K, true>,
-    by_rows<Q4K, true>,
-    by_rows<Q5K, true>,
-    by_rows<Q6K, true>,
-    by_rows<F16, false>,
-    by_rows<BF16, false>,
-    tile_of,
-    quantize_q8_K,
-    avx512::r16_of,
+    q5_0_avx2,          q5_1_avx2,          by_rows<Q2K, true>,  by_rows<Q3K, true>,   by_rows<Q4K, true>,
+    by_rows<Q5K, true>, by_rows<Q6K, true>, by_rows<F16, false>, by_rows<BF16, false>, tile_of,
+    quantize_q8_K,      avx512::r16_of,
 };
 
 }  // namespace lazyattn::backend::cpu::simd

@@ -54,8 +54,8 @@ LA_AVX2 inline __m256i k4_scales_mins(const uint8_t* s, uint8_t* scales) {
 // The super-block's term for each activation row (xb: the rows' Q8_K block of this super-block):
 // acc += d * dx * isum and accm += dmin * dx * sum(bsums * mins), in fp32 vectors.
 template <int R>
-LA_AVX2 inline void accumulate_super_block(const uint8_t* xb, size_t stride, const __m256i* isum, __m256i mins,
-                                           float d, float dmin, __m256* acc, __m256* accm) {
+LA_AVX2 inline void accumulate_super_block(const uint8_t* xb, size_t stride, const __m256i* isum, __m256i mins, float d,
+                                           float dmin, __m256* acc, __m256* accm) {
     for (int r = 0; r < R; ++r) {
         const uint8_t* xr = xb + r * stride;
         float dx;
@@ -88,8 +88,7 @@ LA_AVX2 void dot_q45_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, i
             __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
             if constexpr (kQ5) {
                 lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-                hi = _mm256_or_si256(hi,
-                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
             }
             const __m256i s_lo = _mm256_set1_epi16(scales[2 * c]), s_hi = _mm256_set1_epi16(scales[2 * c + 1]);
             for (int r = 0; r < R; ++r) {
@@ -136,8 +135,8 @@ LA_AVX2 void dot_q23_K_rows(const uint8_t* w, const uint8_t* x, size_t stride, i
                 __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m3);
                 if constexpr (kQ3) {
                     const __m256i bit = _mm256_set1_epi8(char(1 << (4 * h + j)));
-                    q = _mm256_or_si256(q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit),
-                                                            _mm256_set1_epi8(4)));
+                    q = _mm256_or_si256(
+                        q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), _mm256_set1_epi8(4)));
                 }
                 const int k = 8 * h + 2 * j;
                 const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(scales[k + 1]), _mm_set1_epi16(scales[k]));

@@ -170,8 +170,8 @@ LA_AVX2 void block32_rows(const uint8_t* packed, int64_t nb, const uint8_t* x, s
             if constexpr (kOffset != 0) {
                 // q - offset with the offset taken out once per block: sum(q * xq) - offset * sum(xq).
                 const __m256i xq = kunpack::load32(xb[r] + kXQs);
-                const __m256i so = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xq),
-                                                     _mm256_set1_epi16(kOffset));
+                const __m256i so =
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xq), _mm256_set1_epi16(kOffset));
                 __m128i h = _mm_add_epi32(_mm256_castsi256_si128(so), _mm256_extracti128_si256(so, 1));
                 h = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
                 h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
@@ -232,7 +232,8 @@ LA_AVX2 void ftile(const uint8_t* packed, int64_t n, const uint8_t* x, size_t st
                    int64_t y_stride, int num_w_rows, const float* bias) {
     const auto* t = reinterpret_cast<const float*>(packed);
     int64_t r = 0;
-    for (; r + 6 <= rows; r += 6) ftile_rows<6>(t, n, x + r * stride, stride, y + r * y_stride, y_stride, num_w_rows, bias);
+    for (; r + 6 <= rows; r += 6)
+        ftile_rows<6>(t, n, x + r * stride, stride, y + r * y_stride, y_stride, num_w_rows, bias);
     for (; r < rows; ++r) ftile_rows<1>(t, n, x + r * stride, stride, y + r * y_stride, y_stride, num_w_rows, bias);
 }
 

@@ -125,7 +125,8 @@ LA_TILEPACK void pack_block32(const uint8_t* w, size_t w_row_bytes, int num_w_ro
         for (int64_t b = 0; b < n / 32; ++b) {
             uint8_t* t = packed + b * kB32TileBytes;
             uint8_t q[32];
-            block32_quants<kType>(w + row * w_row_bytes + b * kBlockBytes, q, reinterpret_cast<float*>(t + kB32TileD) + row,
+            block32_quants<kType>(w + row * w_row_bytes + b * kBlockBytes, q,
+                                  reinterpret_cast<float*>(t + kB32TileD) + row,
                                   reinterpret_cast<float*>(t + kB32TileM) + row);
             auto* tq = reinterpret_cast<uint32_t*>(t + kB32TileQ) + row;
             for (int k = 0; k < 8; ++k) std::memcpy(&tq[16 * k], q + 4 * k, 4);
