@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test cuda-test bench finetune fuzz golden format clean
+.PHONY: all deps build run test cuda-test bench finetune fuzz golden format format-check clean
 
 all: build
 
@@ -19,7 +19,7 @@ build: deps $(BUILD_DIR)/build.ninja
 run: build
 	./scripts/run_demo.sh
 
-test: build
+test: build format-check
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 	@if command -v nvcc >/dev/null 2>&1; then $(MAKE) --no-print-directory cuda-test; \
 	else echo "[test] nvcc not found: the CUDA backend is not built here"; fi
@@ -50,6 +50,10 @@ golden:
 # The style of .clang-format over every C++ and CUDA source (the tree is kept formatted).
 format:
 	git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
+
+# make test runs it: a formatting diff fails CI as a warning would.
+format-check:
+	@./scripts/check_format.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config python3 python3-pip python3-venv
   libopenblas-dev libpcre2-dev libxxhash-dev nlohmann-json3-dev zlib1g-dev
   libspdlog-dev libcli11-dev libgtest-dev
-  curl python3-jinja2
+  curl python3-jinja2 clang-format
   libhiredis-dev redis-server redis-tools
 )
 missing=()

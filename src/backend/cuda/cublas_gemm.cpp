@@ -23,13 +23,22 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
-#define LA_LT_FUNCTIONS(X)                                                                                  \
-    X(cublasLtCreate)                                                                                       \
-    X(cublasLtDestroy)                                                                                      \
-    X(cublasLtMatmulDescCreate)                                                                             \
-    X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)            \
-        X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
-            X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+// clang-format off: one entry point a line (clang-format 14 reflows an X-macro list differently
+// on every pass, so the file would never be stable).
+#define LA_LT_FUNCTIONS(X)                  \
+    X(cublasLtCreate)                       \
+    X(cublasLtDestroy)                      \
+    X(cublasLtMatmulDescCreate)             \
+    X(cublasLtMatmulDescDestroy)            \
+    X(cublasLtMatmulDescSetAttribute)       \
+    X(cublasLtMatrixLayoutCreate)           \
+    X(cublasLtMatrixLayoutDestroy)          \
+    X(cublasLtMatmulPreferenceCreate)       \
+    X(cublasLtMatmulPreferenceDestroy)      \
+    X(cublasLtMatmulPreferenceSetAttribute) \
+    X(cublasLtMatmulAlgoGetHeuristic)       \
+    X(cublasLtMatmul)
+// clang-format on
 
 // The cuBLASLt entry points, resolved from the shared library.
 struct LtApi {
