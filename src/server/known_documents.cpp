@@ -140,12 +140,20 @@ KnownDocuments::KnownDocuments() : KnownDocuments(Limits{}) {}
 KnownDocuments::KnownDocuments(Limits limits) : limits_(limits) {
     std::mt19937_64 rng(std::random_device{}());
     base_ = 256 + rng() % (kMod - 512);
-    pow_window_ = pow_mod(base_, kWindowBytes);
+    base64_ = rng() | 1;
+    pow64_window_ = 1;
+    for (size_t i = 0; i < kWindowBytes; ++i) pow64_window_ *= base64_;
+}
+
+uint64_t KnownDocuments::window_key(const char* data) const {
+    uint64_t h = 0;
+    for (size_t i = 0; i < kWindowBytes; ++i) h = h * base64_ + uint64_t(uint8_t(data[i])) + 1;
+    return h;
 }
 
 void KnownDocuments::rebuild_bloom(Tenant& t) {
     size_t bits = kMinBloomBits;
-    while (bits < 16 * t.documents.size()) bits *= 2;
+    while (bits < 64 * t.documents.size()) bits *= 2;
     t.bloom.assign(bits / 64, 0);
     for (const auto& [id, d] : t.documents) {
         const size_t bit = bloom_bit(t, d.window);
@@ -157,7 +165,7 @@ void KnownDocuments::add(const std::string& tenant, const std::string& text) {
     if (text.size() < kWindowBytes || text.size() > limits_.max_document_bytes) return;
     Document d;
     d.hash = hash_of(text.data(), text.size(), base_);
-    d.window = hash_of(text.data(), kWindowBytes, base_);
+    d.window = window_key(text.data());
     std::unique_lock<std::shared_mutex> lock(mu_);
     Tenant& t = tenants_[tenant];
     if (auto same = t.by_hash.find(d.hash); same != t.by_hash.end()) {
@@ -193,7 +201,7 @@ void KnownDocuments::add(const std::string& tenant, const std::string& text) {
     const size_t bit = bloom_bit(t, d.window);
     t.bloom[bit / 64] |= uint64_t(1) << (bit % 64);
     t.documents.emplace(id, std::move(d));
-    if (t.bloom.size() * 64 < 16 * t.documents.size()) rebuild_bloom(t);
+    if (t.bloom.size() * 64 < 64 * t.documents.size()) rebuild_bloom(t);
     evict_to_limits();
 }
 
@@ -242,14 +250,30 @@ std::vector<KnownMatch> KnownDocuments::find(const std::string& tenant, const st
     if (found == tenants_.end() || text.size() < kWindowBytes) return out;
     const Tenant& t = found->second;
     const size_t n = text.size();
-    std::vector<uint64_t> H(n + 1);
-    H[0] = 0;
-    for (size_t i = 0; i < n; ++i) H[i + 1] = add_mod(mul_mod(H[i], base_), uint64_t(uint8_t(text[i])) + 1);
+    // Prefix hashes of text[h0, ...), H[i] of text[h0, h0 + i): computed only where a candidate
+    // is checked, from its start to as far as it reaches; restarted at a candidate past them, so
+    // each byte is hashed at most once.
+    std::vector<uint64_t> H(1, 0);
+    size_t h0 = 0;
+    auto reach = [&](size_t b, size_t e) {
+        if (b > h0 + H.size() - 1) {
+            h0 = b;
+            H.assign(1, 0);
+        }
+        for (size_t i = h0 + H.size() - 1; i < e; ++i) {
+            H.push_back(add_mod(mul_mod(H.back(), base_), uint64_t(uint8_t(text[i])) + 1));
+            ++s.bytes_hashed;
+        }
+    };
+    uint64_t w = window_key(text.data());
     for (size_t p = 0; p + kWindowBytes <= n;) {
         ++s.positions;
-        const uint64_t w = cut(H, p, kWindowBytes, pow_window_);
         const size_t bit = bloom_bit(t, w);
-        auto bucket = (t.bloom[bit / 64] >> (bit % 64) & 1) ? t.by_window.find(w) : t.by_window.end();
+        auto bucket = t.by_window.end();
+        if (t.bloom[bit / 64] >> (bit % 64) & 1) {
+            ++s.bitmap_hits;
+            bucket = t.by_window.find(w);
+        }
         size_t best = 0;
         if (bucket != t.by_window.end()) {
             ++s.window_hits;
@@ -258,7 +282,8 @@ std::vector<KnownMatch> KnownDocuments::find(const std::string& tenant, const st
                 const size_t len = d.text.size();
                 if (len <= best || p + len > n) continue;
                 ++s.candidates;
-                if (cut(H, p, len, d.pow_len) != d.hash) continue;
+                reach(p, p + len);
+                if (cut(H, p - h0, len, d.pow_len) != d.hash) continue;
                 s.bytes_compared += len;
                 if (std::memcmp(text.data() + p, d.text.data(), len) != 0) {
                     ++s.failed_verifies;
@@ -268,11 +293,16 @@ std::vector<KnownMatch> KnownDocuments::find(const std::string& tenant, const st
             }
         }
         if (best == 0) {
+            if (p + kWindowBytes < n) {
+                w = w * base64_ - (uint64_t(uint8_t(text[p])) + 1) * pow64_window_ +
+                    uint64_t(uint8_t(text[p + kWindowBytes])) + 1;
+            }
             ++p;
             continue;
         }
         out.push_back({p, p + best});
         p += best;
+        if (p + kWindowBytes <= n) w = window_key(text.data() + p);  // W bytes per match of >= W
     }
     return out;
 }

@@ -10,15 +10,16 @@
 // segment holds the title, which a flat prompt does not). Documents shorter than kWindowBytes are
 // not indexed either (too short to be told from ordinary text).
 //
-// The scan is Rabin-Karp over windows of kWindowBytes: each indexed document is keyed by the
-// hash of its first kWindowBytes, and a candidate whose window hash matches is checked against the
-// document's whole-text hash in O(1) from prefix hashes of the text (polynomial mod 2^61-1, a base
-// drawn at random per process, so clients cannot aim collisions), then verified byte for byte
-// before use. Matching is leftmost, then longest (a document that is a prefix of another loses to
+// The scan is Rabin-Karp over windows of kWindowBytes: each indexed document is keyed by a
+// rolling hash of its first kWindowBytes (mod 2^64, probed in a bitmap first), and a candidate
+// whose key matches is checked against the document's whole-text hash in O(1) from prefix hashes
+// of the text (polynomial mod 2^61-1, a base drawn at random per process, so clients cannot aim
+// collisions; computed only as far as a candidate reaches), then verified byte for byte before
+// use. Matching is leftmost, then longest (a document that is a prefix of another loses to
 // it), non-overlapping. Cost: one hash step and one bitmap probe per byte, at most
 // kMaxPerWindow O(1) checks per window hit, and byte comparisons only over accepted matches
 // (which do not overlap) or full-hash collisions: linear in the text whatever it holds. The
-// prefix hashes take 8 bytes per byte of text scanned.
+// prefix hashes take 8 bytes per byte of text a candidate reaches.
 //
 // Tenants never see each other's documents. Memory is bounded over every tenant together and
 // shared fairly, as engine::NeighbourIndex is: past a limit the tenant holding the most bytes
@@ -49,8 +50,10 @@ struct KnownMatch {
 // What one scan spent (tests count operations rather than time).
 struct KnownScanStats {
     uint64_t positions = 0;        // windows hashed
+    uint64_t bitmap_hits = 0;      // windows the bitmap lets through (then looked up)
     uint64_t window_hits = 0;      // windows whose key is indexed
     uint64_t candidates = 0;       // whole-text hash checks
+    uint64_t bytes_hashed = 0;     // prefix hashes computed for them
     uint64_t bytes_compared = 0;   // byte-for-byte verification
     uint64_t failed_verifies = 0;  // whole-text hash equal, bytes not
 };
@@ -83,7 +86,7 @@ private:
         std::string text;
         uint64_t hash = 0;     // of the whole text
         uint64_t pow_len = 0;  // base^size, to cut a prefix hash
-        uint64_t window = 0;   // hash of the first kWindowBytes
+        uint64_t window = 0;   // window_key of the first kWindowBytes
         std::list<uint64_t>::iterator age;
     };
     struct Tenant {
@@ -91,7 +94,7 @@ private:
         std::unordered_map<uint64_t, std::vector<uint64_t>> by_window;  // window hash -> ids
         std::unordered_map<uint64_t, std::vector<uint64_t>> by_hash;    // whole hash -> ids
         std::list<uint64_t> by_age;                                     // least recent first
-        // Window hashes, one bit each, probed before by_window: >= 16 bits per window, so a text
+        // Window hashes, one bit each, probed before by_window: >= 64 bits per window, so a text
         // with nothing known costs a bit probe per byte. Bits of evicted windows stay (a false hit
         // costs one by_window lookup) until the next growth rebuilds it.
         std::vector<uint64_t> bloom = std::vector<uint64_t>(kMinBloomBits / 64);
@@ -99,7 +102,7 @@ private:
     };
     static constexpr size_t kMinBloomBits = 4096;
     static size_t bloom_bit(const Tenant& t, uint64_t window) {
-        return size_t(window >> 5) & (t.bloom.size() * 64 - 1);
+        return size_t((window * 0x9E3779B97F4A7C15ULL) >> 40) & (t.bloom.size() * 64 - 1);
     }
     // Accounted bytes of one document (text and bookkeeping).
     static int64_t cost(const Document& d) { return int64_t(d.text.size()) + 160; }
@@ -110,7 +113,11 @@ private:
 
     Limits limits_;
     uint64_t base_;
-    uint64_t pow_window_;
+    // Window keys: a rolling polynomial hash mod 2^64 (one multiply per byte; a collision only
+    // costs a candidate check, never a wrong match).
+    uint64_t window_key(const char* data) const;
+    uint64_t base64_;
+    uint64_t pow64_window_;
     mutable std::shared_mutex mu_;
     std::unordered_map<std::string, Tenant> tenants_;
     uint64_t next_id_ = 1;

@@ -110,12 +110,14 @@ TEST(KnownDocuments, AnAdversarialMessageCostsLinearOperations) {
     EXPECT_EQ(s.window_hits, s.positions);
     EXPECT_LE(s.candidates, 3 * n);
     EXPECT_EQ(s.bytes_compared, 0u);  // a byte-for-byte check per position would be ~70,000 x n
+    EXPECT_LE(s.bytes_hashed, n);     // each byte's prefix hash at most once
     // The same with every position a true match: byte comparisons cover each byte once.
     KnownDocuments m;
     m.add("t", std::string(1000, 'a'));
     KnownScanStats t;
     EXPECT_EQ(m.find("t", text, &t).size(), n / 1000);
     EXPECT_LE(t.bytes_compared, n);
+    EXPECT_LE(t.bytes_hashed, n);
     EXPECT_LE(t.positions, n / 1000 + 1000);
 }
 
