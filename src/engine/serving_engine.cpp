@@ -58,6 +58,33 @@ Expected<std::shared_ptr<RequestHandle>> ServingEngine::submit(RagRequest reques
     return handle;
 }
 
+Expected<std::vector<std::shared_ptr<RequestHandle>>> ServingEngine::submit_group(
+    std::vector<RagRequest> requests, const RequestHandle::Callback& callback) {
+    for (RagRequest& r : requests) {
+        scheduler_.fit_default_max_tokens(r);
+        LA_RETURN_IF_ERROR(core_.check_request(r));  // reads only immutable state
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status(StatusCode::kCancelled, "the engine is shutting down");
+    if (int64_t(incoming_.size()) + snapshot_.num_waiting + int64_t(requests.size()) > scheduler_.config().max_queue) {
+        return unavailable("the queue is full (" + std::to_string(scheduler_.config().max_queue) +
+                           " waiting requests)");
+    }
+    if (!has_work_ && !requests.empty()) {  // the progress clock starts when work arrives
+        has_work_ = true;
+        last_progress_ms_ = now_ms();
+    }
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    for (RagRequest& r : requests) {
+        auto handle = std::make_shared<RequestHandle>(next_id_++, callback);
+        incoming_.push_back({std::move(r), handle});
+        in_flight_.push_back(handle);
+        handles.push_back(std::move(handle));
+    }
+    wake_.notify_one();
+    return handles;
+}
+
 void ServingEngine::shutdown(bool cancel_in_flight) {
     {
         std::lock_guard<std::mutex> lock(mu_);

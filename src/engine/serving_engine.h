@@ -48,6 +48,11 @@ public:
     // can never fit (the pool's unpinned blocks are too few), kUnavailable when the queue is
     // full, kCancelled after shutdown began.
     Expected<std::shared_ptr<RequestHandle>> submit(RagRequest request, RequestHandle::Callback callback = {});
+    // The choices of one request (OpenAI's `n`), queued together or not at all, so the engine
+    // thread takes them in one step: siblings admitted together share their recomputed rows
+    // (RagRequest::choice_group) instead of racing a leader that finishes first.
+    Expected<std::vector<std::shared_ptr<RequestHandle>>> submit_group(std::vector<RagRequest> requests,
+                                                                       const RequestHandle::Callback& callback = {});
     // Stops accepting; finishes in-flight requests (or cancels them) and joins the thread.
     void shutdown(bool cancel_in_flight);
 

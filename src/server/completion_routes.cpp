@@ -81,22 +81,17 @@ OutputOptions output_options(ServerContext& ctx, const GenerationRequest& gen, c
 Expected<std::vector<std::shared_ptr<engine::RequestHandle>>> submit_choices(ServerContext& ctx,
                                                                              const engine::RagRequest& rag, int32_t n,
                                                                              const std::shared_ptr<Doorbell>& bell) {
-    std::vector<std::shared_ptr<engine::RequestHandle>> handles;
-    // One group per request: the choices compute their recomputed document rows once.
+    // One group per request, queued at once: the choices compute their recomputed document rows once.
     static std::atomic<uint64_t> next_group{1};
     const uint64_t group = n > 1 ? next_group.fetch_add(1) : 0;
+    std::vector<engine::RagRequest> choices;
     for (int32_t i = 0; i < n; ++i) {
         engine::RagRequest choice = rag;
         choice.choice_group = group;
         choice.sampling.seed = rag.sampling.seed + uint64_t(i) * 0x9e3779b97f4a7c15ull;
-        auto h = ctx.engine.submit(std::move(choice), [bell](const engine::RequestEvent&) { bell->ring(); });
-        if (!h.ok()) {
-            for (auto& earlier : handles) earlier->cancel();
-            return h.status();
-        }
-        handles.push_back(std::move(h).value());
+        choices.push_back(std::move(choice));
     }
-    return handles;
+    return ctx.engine.submit_group(std::move(choices), [bell](const engine::RequestEvent&) { bell->ring(); });
 }
 
 // The next event of `handle`. Every kDisconnectPollMs, whether events flow or not, checks that

@@ -79,7 +79,9 @@ TEST_P(GoldenTypes, LogProbabilitiesMatchLlamaCppTeacherForced) {
             EXPECT_LT(delta, 0.6) << where << ": log-probability of llama.cpp's top-1";
             const double margin = top[0][1].get<double>() - top[1][1].get<double>();
             const int32_t mine = int32_t(std::max_element(row, row + vocab) - row);
-            if (margin > 0.75) EXPECT_EQ(mine, their_top) << where << " (llama.cpp margin " << margin << ")";
+            if (margin > 0.75) {
+                EXPECT_EQ(mine, their_top) << where << " (llama.cpp margin " << margin << ")";
+            }
             if (margin > 0.05) ++clear, clear_agree += mine == their_top;
             ++steps;
         }

@@ -86,7 +86,7 @@ TEST(ServerSecurity3, ManyTinyObjectsAreRefusedWhileParsing) {
 // The lows: an id is quoted, not echoed whole; a share too small to mean anything is refused
 // naming it (also with a measured selection); a part with a null id is not empty text.
 TEST(ServerSecurity3, HostileFieldValuesGetShortPreciseErrors) {
-    ServerProcess s(server_args());
+    ServerProcess s(server_args({"--strict-model-name"}));  // so that a wrong model name is an error
     ASSERT_TRUE(s.started()) << s.log();
     const std::string huge_id(1 << 20, 'i');
     auto r = curl("POST", s.url("/v1/completions"),

@@ -116,7 +116,7 @@ TEST(LazyEquivalence, LazyLazyKAndBlockAttnGiveTheSameLogitsAndTokens) {
 // twice). Both variants stay within a few roundings of the format of the fp32-KV result (element-wise
 // differences seen: f16 ~1e-3, bf16 ~1e-2, i.e. 2^-11 and 2^-8 amplified by the layers).
 TEST(LazyEquivalence, SixteenBitKvStaysWithinItsRounding) {
-    for (const auto [dtype, bound] :
+    for (const auto& [dtype, bound] :
          {std::pair{kernels::KvDtype::kF16, 4e-3}, std::pair{kernels::KvDtype::kBF16, 3e-2}}) {
         Documents docs(11);
         auto exact = make_engine(CacheMode::kLazy);
@@ -343,7 +343,7 @@ std::unique_ptr<SyncEngine> engine_of(LoadedModel& lm, CacheMode mode, kernels::
 // q4_0 ~9e-2; the bounds leave 4x and 3x for other random documents).
 TEST(LazyEquivalence, QuantizedKvStaysWithinItsQuantization) {
     LoadedModel& lm = model_for_quantized_kv();
-    for (const auto [dtype, bound] :
+    for (const auto& [dtype, bound] :
          {std::pair{kernels::KvDtype::kQ8_0, 2e-2}, std::pair{kernels::KvDtype::kQ4_0, 3e-1}}) {
         Documents docs(13);
         auto exact = engine_of(lm, CacheMode::kLazy, kernels::KvDtype::kF32);
