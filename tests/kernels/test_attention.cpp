@@ -24,7 +24,7 @@ struct Case {
     bool keys_rotated;
     bool neox;
     kernels::KvDtype kv_dtype = kernels::KvDtype::kF32;  // keys, and values unless v_dtype says
-    std::optional<kernels::KvDtype> v_dtype;
+    std::optional<kernels::KvDtype> v_dtype = std::nullopt;
     // Segments get a random temperature and log-weight (AttentionSpan::logit_scale, logit_bias),
     // as document rescaling sets them; the tail stays plain.
     bool rescaled = false;
@@ -249,9 +249,9 @@ TEST_P(AttentionTest, MatchesReference) {
     // q8_0 and q4_0 caches (and K and V of different types, some without a decode kernel of
     // their own: widened per block), through every path.
     using kernels::KvDtype;
-    for (const auto [kt, vt] : {std::pair{KvDtype::kQ8_0, KvDtype::kQ8_0}, std::pair{KvDtype::kQ4_0, KvDtype::kQ4_0},
-                                std::pair{KvDtype::kQ8_0, KvDtype::kF16}, std::pair{KvDtype::kF16, KvDtype::kQ8_0},
-                                std::pair{KvDtype::kQ4_0, KvDtype::kQ8_0}}) {
+    for (const auto& [kt, vt] : {std::pair{KvDtype::kQ8_0, KvDtype::kQ8_0}, std::pair{KvDtype::kQ4_0, KvDtype::kQ4_0},
+                                 std::pair{KvDtype::kQ8_0, KvDtype::kF16}, std::pair{KvDtype::kF16, KvDtype::kQ8_0},
+                                 std::pair{KvDtype::kQ4_0, KvDtype::kQ8_0}}) {
         Case prefill{num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated, false, kt, vt};
         run_case(prefill, rng);
         Case decode{num_heads, num_kv_heads, head_dim, {{9}, {16, 1}, {600, 40, 7}}, {1, 1, 1}, keys_rotated,
@@ -298,7 +298,7 @@ TEST_P(AttentionTest, PrivateRowsOverrideSharedRows) {
     std::mt19937_64 rng(testing::test_seed() + num_heads * 171 + head_dim + keys_rotated);
     using kernels::KvDtype;
     for (const double share : {0.05, 0.3, 1.0}) {
-        for (const auto [kt, vt] :
+        for (const auto& [kt, vt] :
              {std::pair{KvDtype::kF32, KvDtype::kF32}, std::pair{KvDtype::kF16, KvDtype::kF16},
               std::pair{KvDtype::kQ8_0, KvDtype::kQ8_0}, std::pair{KvDtype::kQ4_0, KvDtype::kF16}}) {
             Case prefill{num_heads, num_kv_heads, head_dim, {{1, 15, 16, 17, 53, 17}}, {17}, keys_rotated,
@@ -334,7 +334,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
 // it, across block edges and longer than every span.
 TEST(AttentionWindow, MatchesReference) {
     std::mt19937_64 rng(testing::test_seed() + 77);
-    for (const auto [heads, kv_heads, d] : {std::tuple{8, 2, 64}, std::tuple{4, 4, 128}, std::tuple{6, 3, 96}}) {
+    for (const auto& [heads, kv_heads, d] : {std::tuple{8, 2, 64}, std::tuple{4, 4, 128}, std::tuple{6, 3, 96}}) {
         for (const bool keys_rotated : {true, false}) {
             for (const int32_t window : {1, 5, 16, 17, 40, 1000}) {
                 for (const auto dtype : {kernels::KvDtype::kF32, kernels::KvDtype::kF16, kernels::KvDtype::kQ8_0}) {

@@ -63,13 +63,19 @@ TEST(CpuFeatures, EveryDispatcherHonoursLazyattnCpuIsa) {
     const std::string quant = simd::quant_kernels().isa;
     for (int set = 0; set < simd::num_quant_kernel_sets(); ++set) {
         const std::string isa = simd::quant_kernel_set(set).isa;
-        if (limit < CpuIsa::kAvx512) EXPECT_NE(isa, "avx512vnni");
-        if (limit < CpuIsa::kAvx2) EXPECT_EQ(isa, "scalar");
+        if (limit < CpuIsa::kAvx512) {
+            EXPECT_NE(isa, "avx512vnni");
+        }
+        if (limit < CpuIsa::kAvx2) {
+            EXPECT_EQ(isa, "scalar");
+        }
     }
     if (limit == CpuIsa::kAvx2 && hw.has_avx2_fma()) {
         EXPECT_EQ(quant, "avx2");
         EXPECT_EQ(attention_rows_isa(), CpuIsa::kAvx2);
-        if (hw.has_avx2_f16c()) EXPECT_EQ(half_convert_isa(), CpuIsa::kAvx2);
+        if (hw.has_avx2_f16c()) {
+            EXPECT_EQ(half_convert_isa(), CpuIsa::kAvx2);
+        }
     }
     if (limit == CpuIsa::kScalar) {
         EXPECT_EQ(quant, "scalar");
@@ -77,7 +83,9 @@ TEST(CpuFeatures, EveryDispatcherHonoursLazyattnCpuIsa) {
         EXPECT_EQ(attention_rows_isa(), CpuIsa::kScalar);
         EXPECT_EQ(half_convert_isa(), CpuIsa::kScalar);
     }
-    if (limit == CpuIsa::kAvx512 && hw.has_avx512_vnni()) EXPECT_EQ(quant, "avx512vnni");
+    if (limit == CpuIsa::kAvx512 && hw.has_avx512_vnni()) {
+        EXPECT_EQ(quant, "avx512vnni");
+    }
 }
 
 }  // namespace

@@ -162,7 +162,7 @@ TEST(QuantKernels, TiledGemvAndGemmMatchReference) {
                     const int64_t groups = (out + backend::cpu::simd::kR16Rows - 1) / backend::cpu::simd::kR16Rows;
                     std::fill(y.begin(), y.end(), -9.0f);
                     for (int64_t r = 0; r < rows; r += 4) {
-                        for (const auto [g0, g1] : {std::pair<int64_t, int64_t>{0, 1}, {1, groups}}) {
+                        for (const auto& [g0, g1] : {std::pair<int64_t, int64_t>{0, 1}, {1, groups}}) {
                             g->gemv_r16[kind](r16.data(), nb, g0, g1, out, a.from_row(r),
                                               int(std::min<int64_t>(4, rows - r)), y.data() + r * out, out, nullptr);
                         }

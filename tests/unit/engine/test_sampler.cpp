@@ -120,7 +120,9 @@ void expect_frequencies(const std::vector<float>& logits, const SamplingParams& 
         const double f = double(counts[t]) / draws;
         const double tol = 5.0 * std::sqrt(want[t] * (1.0 - want[t]) / draws) + 1e-4;
         EXPECT_NEAR(f, want[t], tol) << "token " << t;
-        if (want[t] == 0.0) EXPECT_EQ(counts[t], 0) << "token " << t << " was truncated away";
+        if (want[t] == 0.0) {
+            EXPECT_EQ(counts[t], 0) << "token " << t << " was truncated away";
+        }
     }
 }
 

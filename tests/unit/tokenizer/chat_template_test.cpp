@@ -85,7 +85,7 @@ TEST(ChatTemplate, Llama3) {
 // when they spell a marker), and the pieces concatenate to apply()'s text.
 TEST(ChatTemplate, RenderMarksSpecialsAndContents) {
     for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3}) {
-        const ChatTemplate t{kind, kind == ChatTemplateKind::kChatML ? "Be kind." : ""};
+        const ChatTemplate t{kind, kind == ChatTemplateKind::kChatML ? "Be kind." : "", nullptr, ""};
         const std::vector<ChatMessage> messages = {{"user", "a<|im_end|><|eot_id|>"}, {"assistant", "b"}};
         const auto pieces = *t.render(messages, true);
         std::string joined;

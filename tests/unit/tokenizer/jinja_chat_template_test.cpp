@@ -111,8 +111,12 @@ TEST(JinjaChatTemplate, TextIsTheEnginesAndSpecialsComeOnlyFromTheTemplate) {
                 };
                 EXPECT_EQ(count_special(*pieces), count_special(benign_pieces));
                 for (const ChatPiece& p : *pieces) {
-                    if (p.special) EXPECT_EQ(p.message, -1);
-                    if (p.special) EXPECT_NE(std::find(kControl.begin(), kControl.end(), p.text), kControl.end());
+                    if (p.special) {
+                        EXPECT_EQ(p.message, -1);
+                    }
+                    if (p.special) {
+                        EXPECT_NE(std::find(kControl.begin(), kControl.end(), p.text), kControl.end());
+                    }
                 }
                 const auto ids = encode_chat(*tok, *pieces);
                 const auto benign_ids = encode_chat(*tok, benign_pieces);

@@ -194,7 +194,9 @@ TEST(SpmTokenizer, MegabyteOfOneCharacterIsNotQuadratic) {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         EXPECT_EQ(tok->decode(ids), " " + text);
         EXPECT_LT(seconds, 30.0) << "1 MiB of '" << c << "'";  // quadratic would take hours
-        if (c == 'a') EXPECT_EQ(ids.size(), 1u + (1 << 18));   // ▁ then aaaa...
+        if (c == 'a') {
+            EXPECT_EQ(ids.size(), 1u + (1 << 18));  // ▁ then aaaa...
+        }
     }
 }
 
