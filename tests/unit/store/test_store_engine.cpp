@@ -245,7 +245,9 @@ TEST(StoreEngine, ReplicasShareARedisClusterThroughAReshardAndALostNode) {
     ASSERT_TRUE(cluster.ok()) << "no Redis Cluster (scripts/install_deps.sh installs redis-server and redis-cli)";
     std::mt19937_64 rng(testing::test_seed() + 7);
     std::vector<std::vector<int32_t>> docs;
-    for (int i = 0; i < 12; ++i) docs.push_back(random_tokens(rng, 64));
+    // 24 documents, so that every node holds some of them whatever the seed (12 left a node
+    // empty in ~2% of runs: 3 x (2/3)^12).
+    for (int i = 0; i < 24; ++i) docs.push_back(random_tokens(rng, 64));
     const auto tail = random_tokens(rng, 4);
     auto replica = [&](int seed) {
         EngineConfig c = store_config(cluster.url(seed));
@@ -259,7 +261,7 @@ TEST(StoreEngine, ReplicasShareARedisClusterThroughAReshardAndALostNode) {
     auto pass = [&](SyncEngine& e) {
         Pass p;
         for (size_t i = 0; i < 6; ++i) {
-            auto r = e.run(request_of({docs[2 * i], docs[2 * i + 1]}, tail));
+            auto r = e.run(request_of({docs[4 * i], docs[4 * i + 1], docs[4 * i + 2], docs[4 * i + 3]}, tail));
             if (!r.ok() || r->finish_reason == "error") {
                 ++p.failed;
                 continue;
@@ -277,20 +279,20 @@ TEST(StoreEngine, ReplicasShareARedisClusterThroughAReshardAndALostNode) {
     };
     auto a = replica(0);
     const Pass first = pass(*a);
-    EXPECT_EQ(first.computed, 12);
-    EXPECT_EQ(a->scheduler().stats().store.tiers[0].writes, 12);
+    EXPECT_EQ(first.computed, 24);
+    EXPECT_EQ(a->scheduler().stats().store.tiers[0].writes, 24);
     EXPECT_EQ(a->scheduler().stats().store.tiers[0].errors, 0);
     int total = 0;
     for (int n = 0; n < 3; ++n) {
         EXPECT_GT(entries_on(cluster, n), 0) << "node " << n;
         total += entries_on(cluster, n);
     }
-    EXPECT_EQ(total, 12);
+    EXPECT_EQ(total, 24);
 
     auto b = replica(2);
     const Pass second = pass(*b);
     EXPECT_EQ(second.computed, 0);
-    EXPECT_EQ(second.from_store, 12);
+    EXPECT_EQ(second.from_store, 24);
     EXPECT_EQ(second.failed + second.differ, 0);
 
     std::atomic<bool> done{false};
@@ -308,7 +310,7 @@ TEST(StoreEngine, ReplicasShareARedisClusterThroughAReshardAndALostNode) {
     }
     reshard.join();
     EXPECT_TRUE(moved) << "redis-cli --cluster reshard failed";
-    EXPECT_GE(from_store, 10 * passes);
+    EXPECT_GE(from_store, 20 * passes);
     EXPECT_EQ(b->scheduler().stats().store.tiers[0].errors, 0);
 
     const int on_node1 = entries_on(cluster, 1);
@@ -330,7 +332,7 @@ TEST(StoreEngine, ReplicasShareARedisClusterThroughAReshardAndALostNode) {
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
     EXPECT_EQ(back.computed, 0) << "the tier did not use the node again";
-    EXPECT_GE(back.from_store, 10);
+    EXPECT_GE(back.from_store, 20);
 }
 
 }  // namespace
