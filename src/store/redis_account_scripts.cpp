@@ -35,7 +35,10 @@ if tc == 'string' then
   total = tonumber(v)
 end
 local n, h = redis.call('ZCARD', index), redis.call('HLEN', sizes)
-if (n == 0) ~= (h == 0) or (n > 0 and tc == 'none') or (n == 0 and total ~= 0) then
+-- ARGV[7] = 1: the writer saw this account hold bytes, so all three keys missing at once is
+-- allkeys-lru having evicted them, not a new store (its entries must be adopted again).
+local all_gone = n == 0 and h == 0 and tc == 'none' and ARGV[7] == '1'
+if all_gone or (n == 0) ~= (h == 0) or (n > 0 and tc == 'none') or (n == 0 and total ~= 0) then
   redis.call('DEL', index, counter, sizes)  -- one of them evicted (allkeys-lru) or deleted whole
   return {-2, 'a bookkeeping key is gone'}
 end

@@ -397,12 +397,18 @@ Status RedisTier::account_locked(int bucket, const std::string& k, size_t bytes,
         options_.max_bytes > 0 ? std::max<int64_t>(1, options_.max_bytes / int64_t(buckets_.size())) : 0;
     const std::string size = std::to_string(bytes), cap = std::to_string(cap_bytes);
     const char* audit = num_accounted_++ % kAuditEvery == 0 ? "1" : "0";  // a process' first write too
+    const char* known = "0";  // this process saw the bucket hold bytes: all of it empty is then evicted
+    {
+        std::lock_guard<std::mutex> u(usage_mu_);
+        if (bucket_bytes_[size_t(bucket)] > 0) known = "1";
+    }
     for (int attempt = 0;; ++attempt) {
         const std::string now = std::to_string(next_use_us()), offset = std::to_string(sweep_rng());
         std::vector<RedisReplyPtr> replies;
         const Status st = run(
             Role::kWrite, b.slot,
-            {{"EVAL", kAccountScript, "4", k, b.index, b.bytes, b.sizes, size, now, cap, offset, audit, "0"}}, &replies,
+            {{"EVAL", kAccountScript, "4", k, b.index, b.bytes, b.sizes, size, now, cap, offset, audit, "0", known}},
+            &replies,
             /*asking_arg=*/12);  // ARGV[6]
         if (st.code() == StatusCode::kUnavailable) return st;
         const redisReply* r = st.ok() ? replies[0].get() : nullptr;
