@@ -39,23 +39,10 @@ Expected<std::unique_ptr<ServingEngine>> ServingEngine::create(model::Model& mod
 ServingEngine::~ServingEngine() { shutdown(true); }
 
 Expected<std::shared_ptr<RequestHandle>> ServingEngine::submit(RagRequest request, RequestHandle::Callback callback) {
-    scheduler_.fit_default_max_tokens(request);
-    LA_RETURN_IF_ERROR(core_.check_request(request));  // reads only immutable state
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return Status(StatusCode::kCancelled, "the engine is shutting down");
-    if (int64_t(incoming_.size()) + snapshot_.num_waiting >= scheduler_.config().max_queue) {
-        return unavailable("the queue is full (" + std::to_string(scheduler_.config().max_queue) +
-                           " waiting requests)");
-    }
-    auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));
-    if (!has_work_) {  // the progress clock starts when work arrives
-        has_work_ = true;
-        last_progress_ms_ = now_ms();
-    }
-    incoming_.push_back({std::move(request), handle});
-    in_flight_.push_back(handle);
-    wake_.notify_one();
-    return handle;
+    std::vector<RagRequest> one;
+    one.push_back(std::move(request));
+    LA_ASSIGN_OR_RETURN(auto handles, submit_group(std::move(one), callback));  // one queueing rule
+    return handles.front();
 }
 
 Expected<std::vector<std::shared_ptr<RequestHandle>>> ServingEngine::submit_group(
