@@ -10,7 +10,9 @@
 //       the model's metadata says, then the text). Output lines: {"segments": [[ids]...],
 //       "preamble": bool, "tail": [ids], "answer": [ids]} (answer = the answer's tokens and the
 //       end-of-turn token(s) the template writes after an assistant message), or {"tokens": [ids]}.
-//       A line without an answer, or whose layout exceeds --max-tokens, is an error naming it.
+//       A line without an answer, or whose layout exceeds --max-tokens, is an error naming it;
+//       with --answer-optional a line without "answer" (absent or null) is laid out with
+//       "answer": [] (the distillation objective trains on the teacher's own continuation).
 //   logits MODEL REQUEST.json OUT_DIR --variant lazy --variant lazy-k:anchor ...
 //       The tail logits ([tail rows, vocab], float32, row-major) of one request under each
 //       variant (MODE[:REUSE], as `bench quality` names them), with fp32 weights and fp32 KV:
@@ -128,7 +130,8 @@ la::engine::RagRequest rag_request(const Vocab& v, const json& j, const std::str
     return value_or_die(la::engine::build_rag_request(*v.tok, v.chat, text), at + ": layout");
 }
 
-int run_render(const std::string& model, const std::string& in_path, const std::string& out_path, int max_tokens) {
+int run_render(const std::string& model, const std::string& in_path, const std::string& out_path, int max_tokens,
+               bool answer_optional) {
     const Vocab v = open_vocab(model);
     std::ifstream in(in_path);
     if (!in) die("cannot read " + in_path);
@@ -150,7 +153,8 @@ int run_render(const std::string& model, const std::string& in_path, const std::
             o["tokens"] = std::move(ids);
         } else {
             auto req = rag_request(v, j, at);
-            auto answer = answer_tokens(v, j, at);
+            const bool no_answer = answer_optional && (!j.contains("answer") || j["answer"].is_null());
+            auto answer = no_answer ? std::vector<int32_t>{} : answer_tokens(v, j, at);
             for (const auto& s : req.segments) total += s.size();
             total += req.tail.size() + answer.size();
             o["segments"] = req.segments;
@@ -294,12 +298,14 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     std::string model, in, out;
     int max_tokens = 0, threads = 0, window = 512;
+    bool answer_optional = false;
     std::vector<std::string> variants;
     auto* render = app.add_subcommand("render", "token ids of samples in the engine's RAG layout");
     render->add_option("model", model, "GGUF file (only its tokenizer and chat template are read)")->required();
     render->add_option("input", in, "JSONL samples")->required();
     render->add_option("output", out, "JSONL token ids (written to a temporary name, then renamed)")->required();
     render->add_option("--max-tokens", max_tokens, "refuse a sample longer than this (0: no limit)");
+    render->add_flag("--answer-optional", answer_optional, "lay out a sample without \"answer\" with an empty one");
     auto* logits = app.add_subcommand("logits", "tail logits per variant, fp32 weights and KV");
     logits->add_option("model", model)->required();
     logits->add_option("request", in, "one JSON line: system, documents, question, answer")->required();
@@ -322,7 +328,7 @@ int main(int argc, char** argv) {
     nll->add_option("--window", window, "tokens per scored window")->check(CLI::Range(2, 1 << 20));
     nll->add_option("--threads", threads);
     CLI11_PARSE(app, argc, argv);
-    if (render->parsed()) return run_render(model, in, out, max_tokens);
+    if (render->parsed()) return run_render(model, in, out, max_tokens, answer_optional);
     if (logits->parsed()) return run_logits(model, in, out, variants, threads);
     if (tasks->parsed()) return run_tasks(in, out, seed, questions, max_prompt_words, doc_counts);
     return run_nll(model, in, window, threads);

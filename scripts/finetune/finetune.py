@@ -6,9 +6,17 @@ Samples are laid out by the engine itself (la_rag_layout render: the model's cha
 preamble as segment 0, each document a segment tokenized alone, the question and the assistant
 header as the tail) and trained with the attention lazyattn computes (block_attention.py: each
 document sees itself, or the preamble and itself with --layout anchored; the tail sees
-everything); the loss is on the answer's tokens only. A share of samples runs under full
-attention (--full-attention-share, RAG samples whose documents see each other) and a share is
-plain prose (--prose-share), so the model stays good without documents.
+everything). The objective (--objective):
+
+  sft      cross-entropy on the answer's tokens (prose samples: on every token);
+  distill  KL(teacher || student) on the tail's rows (question and answer tokens; the teacher's
+           greedy reply where a sample has none), the teacher being the frozen starting model
+           under full attention over the same prompt (distill.py);
+  mix      distill + --mix-weight x sft (sft only where the sample has a real answer).
+
+A share of samples runs under full attention (--full-attention-share, RAG samples whose
+documents see each other) and a share is plain prose (--prose-share), so the model stays good
+without documents. The default data takes nothing from bench quality's generators (data.py).
 
 The last line printed is the path of the produced GGUF.
 
@@ -46,6 +54,17 @@ def parse_args(argv=None):
                                      "F16 for a Hugging Face directory)")
     g.add_argument("--layout", choices=["plain", "anchored"], default="plain",
                    help="how documents are encoded: alone (lazy's default) or after the preamble (document_reuse anchor)")
+    g = ap.add_argument_group("objective")
+    g.add_argument("--objective", choices=["sft", "distill", "mix"], default="distill",
+                   help="sft: answer cross-entropy; distill: KL(full-attention teacher || block-masked student) "
+                        "on the tail; mix: distill + --mix-weight x sft")
+    g.add_argument("--mix-weight", type=float, default=0.5, help="weight of the SFT term under --objective mix")
+    g.add_argument("--teacher", help="teacher GGUF or HF directory (default: the starting model itself, frozen: "
+                                     "with LoRA its adapters disabled, no second copy)")
+    g.add_argument("--teacher-top-k", type=int, default=64,
+                   help="teacher tokens cached per row (plus the remaining mass): k x 8 + 4 bytes a row")
+    g.add_argument("--teacher-max-new", type=int, default=32,
+                   help="longest teacher reply generated for a sample without an answer")
     g = ap.add_argument_group("method")
     g.add_argument("--method", choices=["lora", "full"], default="lora")
     g.add_argument("--lora-rank", type=int, default=32)
@@ -78,16 +97,22 @@ def parse_args(argv=None):
     g = ap.add_argument_group("data")
     g.add_argument("--wiki", default=os.path.join(ROOT, "data/2wiki_sample.jsonl"))
     g.add_argument("--wiki-repeats", type=int, default=4, help="times each train 2Wiki question is used (documents reshuffled)")
-    g.add_argument("--synthetic", type=int, default=2000, help="synthetic multi-document tasks")
+    g.add_argument("--synthetic", type=int, default=0,
+                   help="bench quality's own kv/hop/agg tasks (other seeds) to add: 0 keeps the benchmark out of training")
     g.add_argument("--synthetic-seed", type=int, default=1000, help="first seed (bench quality uses 1)")
     g.add_argument("--doc-counts", type=int, nargs="+", default=[2, 5, 10, 20], help="documents per synthetic task")
-    g.add_argument("--max-prompt-words", type=int, default=1000, help="synthetic prompt size (as bench quality's)")
+    g.add_argument("--max-prompt-words", type=int, default=1000, help="cap on a task's documents, in words")
+    g.add_argument("--prose-tasks", type=int, default=2000,
+                   help="reading questions over Python's reference and the OS's license texts (prose_tasks.py)")
+    g.add_argument("--prose-task-words", type=int, default=70, help="words per prose passage")
+    g.add_argument("--heldout-prompts", type=int, default=40,
+                   help="reading questions over held-out passages written for the KL evaluation")
     g.add_argument("--full-attention-share", type=float, default=0.15,
                    help="share of RAG samples trained under full attention")
     g.add_argument("--prose-share", type=float, default=0.1,
                    help="prose samples (language modelling on every token) per RAG sample")
     g.add_argument("--prose-words", type=int, default=200)
-    g.add_argument("--data", help="your own JSONL of {question, documents, answer} (replaces the built-in RAG samples)")
+    g.add_argument("--data", help="your own JSONL of {question, documents, answer?} (replaces the built-in RAG samples)")
     g.add_argument("--data-mix", action="store_true", help="with --data: keep the built-in samples too")
     g.add_argument("--max-tokens", type=int, default=4096, help="refuse a sample longer than this")
     g.add_argument("--layout-bin", default=os.path.join(ROOT, "build/tools/la_rag_layout"),
@@ -95,6 +120,8 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if args.lr is None:
         args.lr = 3e-4 if args.method == "lora" else 2e-5
+    if args.teacher_top_k < 1 or args.teacher_max_new < 1 or args.mix_weight < 0:
+        ap.error("--teacher-top-k and --teacher-max-new must be >= 1, --mix-weight >= 0")
     for name in ("full_attention_share", "prose_share"):
         if not 0 <= getattr(args, name) <= 1:
             ap.error(f"--{name.replace('_', '-')} must be in [0, 1]")
@@ -203,7 +230,7 @@ def learning_rate(args, step, elapsed_s, total_steps):
 
 # What a checkpoint must be exported with: the flags that shape the trainable weights and the
 # layout, plus what the GGUF's sidecar reports.
-TRAINING_FLAGS = ("layout", "method", "lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "lr", "batch",
+TRAINING_FLAGS = ("objective", "mix_weight", "teacher_top_k", "layout", "method", "lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "lr", "batch",
                   "lr_schedule", "min_lr_ratio")
 
 
@@ -249,6 +276,43 @@ def prepare_trainable(args, model):
     return model
 
 
+def check_lengths(args, model, samples, rendered):
+    """Every laid-out sample fits --max-tokens and the model's context (a sample without an answer
+    leaves room for the teacher's reply); the error names the item (FILE:LINE for --data)."""
+    ctx = getattr(model.config, "max_position_embeddings", 0) or 0
+    limit = min(args.max_tokens, ctx) if ctx else args.max_tokens
+    for n, (s, r) in enumerate(zip(samples, rendered), 1):
+        if "tokens" in r:
+            continue
+        total = sum(len(x) for x in r["segments"]) + len(r["tail"]) + (len(r["answer"]) or args.teacher_max_new)
+        if total > limit:
+            which = "--max-tokens" if limit == args.max_tokens else f"the model's context ({ctx})"
+            raise SystemExit(f"error: {s.get('source', f'sample {n}')}: {total} tokens, more than {which} "
+                             f"(--max-tokens {args.max_tokens}): shorten its documents or raise the limit; "
+                             "nothing was trained")
+
+
+def load_teacher(args, torch, model, tok):
+    """A separate teacher (--teacher): loaded and checked against the student's vocabulary."""
+    if not args.teacher:
+        return None
+    from transformers import AutoModelForCausalLM
+    try:
+        if os.path.isdir(args.teacher):
+            t = AutoModelForCausalLM.from_pretrained(args.teacher, dtype=getattr(torch, args.dtype))
+        else:
+            d, f = os.path.split(os.path.abspath(args.teacher))
+            t = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=getattr(torch, args.dtype))
+    except Exception as e:
+        raise SystemExit(f"error: the teacher {args.teacher} cannot be loaded: {str(e).splitlines()[0] if str(e) else e!r}")
+    if t.config.vocab_size != model.config.vocab_size:
+        raise SystemExit(f"error: the teacher {args.teacher} has {t.config.vocab_size} tokens, the model "
+                         f"{model.config.vocab_size}: it must share the model's vocabulary")
+    for p_ in t.parameters():
+        p_.requires_grad_(False)
+    return t.to(args.device).eval()
+
+
 def main(argv=None):
     args = parse_args(argv)
     import torch
@@ -283,10 +347,13 @@ def main(argv=None):
     if not (args.resume and os.path.exists(rendered)):
         os.makedirs(data_dir, exist_ok=True)
         summary = data_mod.build(args, lbin, data_dir)
-        r = subprocess.run([lbin, "render", src_gguf, os.path.join(data_dir, "samples.jsonl"), rendered,
-                            "--max-tokens", str(args.max_tokens)])
+        r = subprocess.run([lbin, "render", src_gguf, os.path.join(data_dir, "samples.jsonl"), rendered + ".tmp",
+                            "--answer-optional"])
         if r.returncode != 0:  # la_rag_layout has named the sample
             raise SystemExit("error: the samples could not be laid out (see above); nothing was trained")
+        check_lengths(args, model, data_mod.read_jsonl(os.path.join(data_dir, "samples.jsonl")),
+                      data_mod.read_jsonl(rendered + ".tmp"))
+        os.replace(rendered + ".tmp", rendered)
         with open(os.path.join(data_dir, "summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
     with open(os.path.join(data_dir, "summary.json")) as f:
@@ -297,9 +364,24 @@ def main(argv=None):
         raise SystemExit("error: samples and rendered samples differ in number; remove OUT/data and rerun")
     print(f"[finetune] {summary['samples']} samples: {summary['rag']} RAG ({summary['full_attention_rag']} under full "
           f"attention), {summary['prose']} prose; 2Wiki: {len(summary['wiki_train_questions'])} train, "
-          f"{len(summary['wiki_heldout_questions'])} held-out questions", file=sys.stderr)
+          f"{len(summary['wiki_heldout_questions'])} held-out questions; by kind {summary.get('kinds')}",
+          file=sys.stderr)
+    teacher_sep = None
+    if args.objective != "sft":
+        teacher_sep = load_teacher(args, torch, model, tok)
 
+    if args.objective != "sft" and args.method == "full" and teacher_sep is None:
+        import copy
+        teacher_sep = copy.deepcopy(model).eval()  # full fine-tuning changes every weight: keep the start
+        for p_ in teacher_sep.parameters():
+            p_.requires_grad_(False)
     model = prepare_trainable(args, model)
+    teacher = None
+    if args.objective != "sft":
+        import distill
+        teacher = distill.Teacher(model, tok, args.teacher_top_k, args.teacher_max_new, args.max_tokens,
+                                  os.path.join(args.out, "teacher_cache.pt") if args.resume else None, teacher_sep)
+        teacher.path = os.path.join(args.out, "teacher_cache.pt")
     params = [p for p in model.parameters() if p.requires_grad]
     print(f"[finetune] {args.method}: {sum(p.numel() for p in params) / 1e6:.2f}M trainable parameters, "
           f"lr {args.lr}, batch {args.batch}, layout {args.layout}", file=sys.stderr)
@@ -328,6 +410,8 @@ def main(argv=None):
         return idx
 
     def sample_loss(i):
+        if teacher is not None:
+            return distill_loss(i)
         r, m = rows[i], meta[i]
         if "tokens" in r:  # prose: every next token
             ids = r["tokens"][: args.max_tokens]
@@ -343,6 +427,27 @@ def main(argv=None):
             target = torch.tensor(r["answer"], device=logits.device)
         loss = torch.nn.functional.cross_entropy(logits.float(), target)
         return loss, int(lay.ids.shape[0])
+
+    def distill_loss(i):
+        r, m = rows[i], meta[i]
+        e = teacher.entry(i, r, m.get("source", f"sample {i}"))
+        if "tokens" in r:
+            ids = r["tokens"][: args.max_tokens]
+            lay = block_attention.make_layout([], False, ids, "full")
+            logits = block_attention.block_forward(model, lay, torch.arange(0, len(ids) - 1))
+            loss = distill.topk_kl(e, logits)
+            if args.objective == "mix":
+                ce = torch.nn.functional.cross_entropy(logits.float(), torch.tensor(ids[1:], device=logits.device))
+                loss = loss + args.mix_weight * ce
+            return loss, len(ids)
+        layout = "full" if m.get("attention") == "full" else args.layout
+        logits, n_tok = distill.student_logits(model, r, e["answer"], layout)
+        loss = distill.topk_kl(e, logits)
+        if args.objective == "mix" and r["answer"]:
+            k = len(r["answer"])
+            ce = torch.nn.functional.cross_entropy(logits[-k:].float(), torch.tensor(r["answer"], device=logits.device))
+            loss = loss + args.mix_weight * ce
+        return loss, n_tok
 
     progress = Progress(total_steps, args.minutes)
     model.train()
@@ -382,6 +487,8 @@ def main(argv=None):
         if state["step"] % args.checkpoint_every == 0 or (
                 args.checkpoint_minutes and state["elapsed_s"] - last_ckpt_time >= args.checkpoint_minutes * 60):
             save_checkpoint(args.out, model, opt, state, torch)
+            if teacher is not None:
+                teacher.save()
             last_ckpt_time = state["elapsed_s"]
     if state["step"] < total_steps and stop_reason == "epochs":
         stop_reason = "max steps"
@@ -389,6 +496,14 @@ def main(argv=None):
     progress.update(state["step"], sum(recent) / len(recent), 0, state["elapsed_s"], final=True)
     if state["step"]:
         save_checkpoint(args.out, model, opt, state, torch)
+    if teacher is not None:
+        teacher.save()
+        state["teacher"] = {"top_k": args.teacher_top_k, "samples": len(teacher.cache), "rows": teacher.rows(),
+                            "cache_mib": round(teacher.nbytes() / 2**20, 2), "seconds": round(teacher.seconds, 1)}
+        print(f"[finetune] teacher cache: {len(teacher.cache)} samples, {teacher.rows():,} rows, top-{args.teacher_top_k}: "
+              f"{teacher.nbytes() / 2**20:.1f} MiB (full rows would be "
+              f"{teacher.rows() * model.config.vocab_size * 4 / 2**20:,.0f} MiB); {teacher.seconds:.0f} s of the "
+              f"{state['elapsed_s']:.0f} s computing it", file=sys.stderr)
     print(f"[finetune] stopped after {state['step']} steps, {state['cursor']} samples, {state['tokens']:,} tokens, "
           f"{state['elapsed_s'] / 60:.1f} min ({stop_reason})", file=sys.stderr)
 
@@ -422,7 +537,8 @@ def export_model(args, model, tok, src_gguf, state):
                        source_hf_dir=args.model if os.path.isdir(args.model) else None,
                        name=f"{base} block-FT {args.layout}")
     with open(out + ".json", "w") as f:
-        json.dump({"model": args.model, "layout": args.layout, "method": args.method, "steps": state["step"],
+        json.dump({"model": args.model, "objective": args.objective, "layout": args.layout, "method": args.method,
+                   "steps": state["step"], "teacher": state.get("teacher"),
                    "samples_seen": state["cursor"], "tokens": state["tokens"],
                    "minutes": round(state["elapsed_s"] / 60, 2), "lr": args.lr, "batch": args.batch,
                    "args": {k: v for k, v in vars(args).items()}}, f, indent=1)
