@@ -42,15 +42,24 @@ SYSTEM = "Answer the question using the documents. Reply with a short answer onl
 
 
 def read_jsonl(path):
+    return [obj for _, obj in read_jsonl_numbered(path)]
+
+
+def read_jsonl_numbered(path):
+    """[(line number, object)], blank lines skipped (and counted)."""
     out = []
-    with open(path, encoding="utf-8") as f:
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise SystemExit(f"error: cannot read {path}: {e.strerror}")
+    with f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                out.append(json.loads(line))
+                out.append((n, json.loads(line)))
             except json.JSONDecodeError as e:
-                raise SystemExit(f"error: {path}: line {n} is not JSON ({e})")
+                raise SystemExit(f"error: {path}:{n}: not JSON ({e})")
     return out
 
 
@@ -151,7 +160,7 @@ def build(args, layout_bin, out_dir):
 
     rag = []
     if args.data:
-        for n, s in enumerate(read_jsonl(args.data), 1):
+        for n, s in read_jsonl_numbered(args.data):
             check_rag_sample(s, f"{args.data}:{n}", answer_required)
             rag.append({"system": s.get("system", SYSTEM), "documents": s["documents"], "question": s["question"],
                         "answer": s.get("answer"), "kind": "user", "source": f"{args.data}:{n}"})

@@ -75,7 +75,10 @@ def topk_entry(logits, k):
     lp = F.log_softmax(logits.float(), dim=-1)
     k = min(k, lp.shape[-1])
     top_lp, top_id = lp.topk(k, dim=-1)
-    rest = torch.log1p(-top_lp.exp().sum(-1).clamp(max=1 - 1e-7))
+    if k == lp.shape[-1]:  # nothing outside: the exact distribution
+        rest = torch.full(top_lp.shape[:-1], float("-inf"))
+    else:
+        rest = torch.log1p(-top_lp.exp().sum(-1).clamp(max=1 - 1e-7))
     return {"ids": top_id.to(torch.int32).cpu(), "logp": top_lp.cpu(), "rest": rest.cpu()}
 
 
@@ -88,7 +91,10 @@ def topk_kl(entry, student_logits):
     norm = torch.logsumexp(s, dim=-1)
     s_lp = s.gather(-1, ids) - norm[:, None]
     s_rest = torch.logsumexp(s.scatter(-1, ids, float("-inf")), dim=-1) - norm
-    kl = (t_lp.exp() * (t_lp - s_lp)).sum(-1) + t_rest.exp() * (t_rest - s_rest)
+    has_rest = torch.isfinite(t_rest)  # -inf when the top k is the whole vocabulary
+    t_r = torch.where(has_rest, t_rest, torch.zeros_like(t_rest))
+    s_r = torch.where(has_rest, s_rest, torch.zeros_like(s_rest))
+    kl = (t_lp.exp() * (t_lp - s_lp)).sum(-1) + torch.where(has_rest, t_r.exp() * (t_r - s_r), torch.zeros_like(t_r))
     return kl.mean()
 
 

@@ -324,8 +324,14 @@ def main(argv=None):
         raise SystemExit("error: --device cuda, but torch sees no GPU (scripts/finetune/install.sh --device cuda)")
     os.makedirs(args.out, exist_ok=True)
     lbin = layout_bin(args)
+    if args.data and not args.export_checkpoint:  # bad lines are named before anything is loaded
+        for n, s in data_mod.read_jsonl_numbered(args.data):
+            data_mod.check_rag_sample(s, f"{args.data}:{n}", args.objective == "sft")
     t_load = time.time()
     model, tok = load_model(args, torch)
+    teacher_sep = None
+    if args.objective != "sft" and not args.export_checkpoint:
+        teacher_sep = load_teacher(args, torch, model, tok)
     src_gguf = engine_gguf_for(args, args.out, torch, model, tok)
     print(f"[finetune] model {args.model} ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters, "
           f"{model.config.model_type}) loaded in {time.time() - t_load:.0f} s", file=sys.stderr)
@@ -351,8 +357,12 @@ def main(argv=None):
                             "--answer-optional"])
         if r.returncode != 0:  # la_rag_layout has named the sample
             raise SystemExit("error: the samples could not be laid out (see above); nothing was trained")
-        check_lengths(args, model, data_mod.read_jsonl(os.path.join(data_dir, "samples.jsonl")),
-                      data_mod.read_jsonl(rendered + ".tmp"))
+        try:
+            check_lengths(args, model, data_mod.read_jsonl(os.path.join(data_dir, "samples.jsonl")),
+                          data_mod.read_jsonl(rendered + ".tmp"))
+        except SystemExit:
+            os.remove(rendered + ".tmp")
+            raise
         os.replace(rendered + ".tmp", rendered)
         with open(os.path.join(data_dir, "summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
@@ -366,9 +376,6 @@ def main(argv=None):
           f"attention), {summary['prose']} prose; 2Wiki: {len(summary['wiki_train_questions'])} train, "
           f"{len(summary['wiki_heldout_questions'])} held-out questions; by kind {summary.get('kinds')}",
           file=sys.stderr)
-    teacher_sep = None
-    if args.objective != "sft":
-        teacher_sep = load_teacher(args, torch, model, tok)
 
     if args.objective != "sft" and args.method == "full" and teacher_sep is None:
         import copy

@@ -10,7 +10,8 @@ everything else of the 500 is held out by construction (synthetic questions from
 
 Accuracy with Wilson 95% intervals; paired difference with its 95% interval and McNemar's exact
 p (as src/bench/proportions.cpp); the share of the base model's none - lazy gap that the
-fine-tuned model's lazy recovers.
+fine-tuned model's lazy recovers; the share of questions whose reply (greedy) equals the base
+model's none reply, for each variant.
 
   report.py --base base.json --tuned tuned.json --summary OUT/data/summary.json [--json OUT.json]
 """
@@ -102,6 +103,20 @@ def main():
                 r = (acc[v] - acc["base lazy"]) / gap
                 out.setdefault("gap_recovered", {})[v] = r
                 print(f"{v} recovers {100 * r:.0f}% of it")
+    # Agreement with the base model under full attention: the tuned model's lazy reply (greedy)
+    # against the base none reply, string for string, beside the base model's own lazy.
+    rep = {f"base {v}": [q["replies"][v].strip() for q in bq] for v in bd["variants"]}
+    rep.update({f"tuned {v}": [q["replies"][v].strip() for q in tq] for v in td["variants"]})
+    if "base none" in rep:
+        print("\n| replies | equal to base none's (greedy) % [95% Wilson] | McNemar p vs base lazy |")
+        print("|---|---:|---:|")
+        ref = rep["base none"]
+        same = {k: [x == y for x, y in zip(v, ref)] for k, v in rep.items() if k != "base none"}
+        for k, c in same.items():
+            lo, hi = wilson(sum(c), n)
+            p = paired(c, same["base lazy"])["p"] if "base lazy" in same and k != "base lazy" else float("nan")
+            out.setdefault("same_as_base_none", {})[k] = {"share": sum(c) / n, "ci": [lo, hi], "p_vs_base_lazy": p}
+            print(f"| {k} | {100 * sum(c) / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] | {p:.3g} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

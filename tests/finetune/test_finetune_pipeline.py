@@ -3,15 +3,17 @@
 
   1. scripts/finetune/install.sh (cached wheels reused) and a 2-layer llama GGUF at F32 with
      SmolLM2's tokenizer and chat template (scripts/write_synthetic_gguf.py);
-  2. scripts/finetune/finetune.py, anchored layout, LoRA, several epochs over a few samples:
+  2. scripts/finetune/finetune.py --objective sft, anchored layout, LoRA, several epochs over a
+     few of bench quality's kv/hop/agg tasks (the opt-in --synthetic source):
      the loss of the last epoch is below that of the first;
   3. the exported GGUF loads in lazyattn, `lazyattn info` reads lazyattn.block_finetuned back
      ("anchored") and `lazyattn serve` defaults to document_reuse anchor for it;
   4. the torch oracle (scripts/finetune/oracle.py): the exported weights give the same tail
      logits in PyTorch with the block mask as in lazyattn's lazy, lazy-k and block-attn (plain
      and anchored) and none, fp32 weights and KV, within 1e-4 of the largest logit;
-  5. bad input: a dataset line without an answer and a document longer than the context are
-     refused with an error naming the line, and no GGUF is written.
+  5. bad input: a dataset line without an answer (under --objective sft; distill uses the
+     teacher's reply) and a document longer than the context are refused with an error naming
+     the line, and no GGUF is written.
 
 Exit 0 on success, 1 on a failure, 77 (skipped) only when PyPI cannot be reached and no wheels
 are cached.
@@ -82,7 +84,7 @@ def main():
         ft = [py, os.path.join(ROOT, "scripts/finetune/finetune.py"), "--model", tiny, "--out", out,
               "--layout-bin", a.layout_bin, "--layout", "anchored", "--method", "lora", "--lora-rank", "8",
               "--lora-alpha", "16", "--lr", "3e-3", "--warmup-steps", "1", "--batch", "4", "--epochs", "6",
-              "--synthetic", "6", "--wiki-repeats", "0", "--doc-counts", "2", "3", "--max-prompt-words", "160",
+              "--objective", "sft", "--synthetic", "6", "--prose-tasks", "0", "--wiki-repeats", "0", "--doc-counts", "2", "3", "--max-prompt-words", "160",
               "--full-attention-share", "0.25", "--prose-share", "0.25", "--checkpoint-every", "3",
               "--outtype", "F32", "--threads", "2"]
         r = sh(ft)
@@ -161,15 +163,17 @@ def main():
             f.write(json.dumps({"question": "When?", "documents": ["In 1990."]}) + "\n")
         out2 = os.path.join(tmp, "bad-out")
         args2 = [py, os.path.join(ROOT, "scripts/finetune/finetune.py"), "--model", tiny, "--out", out2,
-                 "--layout-bin", a.layout_bin, "--data", bad, "--max-steps", "1", "--outtype", "F32"]
+                 "--layout-bin", a.layout_bin, "--data", bad, "--max-steps", "1", "--outtype", "F32",
+                 "--objective", "sft"]
         r = sh(args2)
-        check(r.returncode != 0 and "line 2" in r.stderr and "answer" in r.stderr,
-              "a dataset line without an answer is refused naming the line")
-        check(not any(f.endswith(".gguf") for f in os.listdir(out2)), "nothing is exported after bad input")
+        check(r.returncode != 0 and "bad.jsonl:2" in r.stderr and "answer" in r.stderr,
+              "a dataset line without an answer is refused under --objective sft naming the line")
+        check(not os.path.isdir(out2) or not any(f.endswith(".gguf") for f in os.listdir(out2)),
+              "nothing is exported after bad input")
         with open(bad, "w") as f:
             f.write(json.dumps({"question": "Who?", "documents": ["word " * 3000], "answer": "Alice"}) + "\n")
         r = sh(args2 + ["--max-tokens", "1024"])
-        check(r.returncode != 0 and "line 1" in r.stderr and "--max-tokens" in r.stderr,
+        check(r.returncode != 0 and "bad.jsonl:1" in r.stderr and "--max-tokens" in r.stderr,
               "a document longer than the context is refused naming the line")
 
     print(f"[test] {time.time() - t1:.0f} s after the install; {len(FAILURES)} failed")
