@@ -44,10 +44,15 @@ def grouped_bars(acc, groups, variants, title, path, labels=None):
     print("wrote", path)
 
 
+# Every question, the generated families, those held out from training (heldout: the three
+# together), the 2Wiki sample.
+FAMILY_GROUPS = ["all", "kv", "hop", "agg", "attr", "bridge", "table", "heldout", "2wiki"]
+
+
 def markdown_table(data, variants):
     acc = data["accuracy"]
     lines = ["| group | n | " + " | ".join(variants) + " |", "|---|---:|" + "---:|" * len(variants)]
-    order = ["all", "kv", "hop", "agg", "2wiki"]
+    order = FAMILY_GROUPS[:]
     order += sorted((g for g in acc if g.startswith("k=")), key=lambda g: int(g[2:]))
     order += ["answer " + p for p in ["first", "early", "middle", "late", "last"]]
     for group in [g for g in order if g in acc]:
@@ -81,7 +86,7 @@ def main():
     acc = data["accuracy"]
     variants = data.get("variants") or list(acc["all"].keys())
     n = data.get("num_questions", "?")
-    families = [g for g in ["all", "kv", "hop", "agg", "2wiki"] if g in acc]
+    families = [g for g in FAMILY_GROUPS if g in acc]
     with open(os.path.join(out, "quality_table.md"), "w") as f:
         f.write(markdown_table(data, variants))
     print("wrote", os.path.join(out, "quality_table.md"))

@@ -15,6 +15,10 @@
 //
 // Filler text is real prose (sentences of the 2Wiki passages, shuffled), so documents read like
 // retrieved passages and are 100-1000 tokens long (word counts, about 1.3 tokens a word).
+//
+// kv, hop and agg are also what the block fine-tuning recipe has trained on (la_rag_layout
+// tasks). The families it must never see (attr, bridge, table) live apart, in heldout_tasks.h:
+// make_quality_suite refuses them, make_benchmark_suite (what `bench quality` calls) makes both.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +30,7 @@
 namespace lazyattn::bench {
 
 struct QualityTask {
-    std::string family;       // "kv", "hop", "agg" or "2wiki"
+    std::string family;       // "kv", "hop", "agg", "2wiki" or a held-out one (heldout_tasks.h)
     int32_t num_docs = 0;     // k
     int32_t answer_doc = -1;  // index of the document holding the answer; -1: several or unknown
     double depth = -1;        // where the answer sits in it: 0 = first sentence, 1 = last; -1 unknown
@@ -47,7 +51,8 @@ struct QualitySuiteOptions {
     int32_t max_prompt_words = 1000;  // k x document length stays under this unless k x min_doc_words is more
 };
 
-// kInvalidArgument for an unknown family, k outside [2, 64], or a corpus without sentences.
+// kv, hop and agg only. kInvalidArgument for another family, k outside [2, 64], or a corpus
+// without sentences.
 Expected<std::vector<QualityTask>> make_quality_suite(const QualitySuiteOptions& options,
                                                       const std::vector<QaItem>& corpus);
 

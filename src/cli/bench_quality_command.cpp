@@ -1,11 +1,12 @@
 // `lazyattn bench quality`: answer accuracy per variant (cache mode + document reuse settings)
 // on hundreds of questions: synthetic multi-document tasks generated from a seed
-// (bench/quality_tasks.h) and the 2WikiMultihopQA sample. Every variant answers the same
-// questions (greedy decoding), so variants are compared question by question: accuracy with a
-// Wilson 95% interval, and paired against the first variant (usually `none`, full attention)
-// and against `lazy`: difference with its 95% interval and McNemar's exact p-value. Breakdowns
-// by task family, by number of documents k and by the answer's document position go to the
-// table and the JSON (bench/plot_quality.py draws them).
+// (bench/quality_tasks.h; the families held out from training in bench/heldout_tasks.h) and the
+// 2WikiMultihopQA sample. Every variant answers the same questions (greedy decoding), so variants
+// are compared question by question: accuracy with a Wilson 95% interval, and paired against the
+// first variant (usually `none`, full attention) and against `lazy`: difference with its 95%
+// interval and McNemar's exact p-value, over every question and per family. Breakdowns by task
+// family, by number of documents k and by the answer's document position go to the table and the
+// JSON (bench/plot_quality.py draws them).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/heldout_tasks.h"
 #include "bench/proportions.h"
 #include "bench/quality_tasks.h"
 #include "cli/command.h"
@@ -199,13 +201,18 @@ int run_bench_quality(const BenchQualityOptions& o) {
         std::cerr << "error: " << (qa.ok() ? "no questions in " + o.data_path : qa.status().to_string()) << "\n";
         return 1;
     }
+    auto families_asked = bench::expand_families(o.families);
+    if (!families_asked.ok()) {
+        std::cerr << "error: " << families_asked.status().to_string() << "\n";
+        return 2;
+    }
     bench::QualitySuiteOptions so;
     so.seed = o.seed;
     so.num_questions = o.num_questions;
-    so.families = o.families;
+    so.families = *families_asked;
     so.doc_counts = o.doc_counts;
     so.max_prompt_words = o.max_prompt_words;
-    auto suite = bench::make_quality_suite(so, *qa);
+    auto suite = bench::make_benchmark_suite(so, *qa);
     if (!suite.ok()) {
         std::cerr << "error: " << suite.status().to_string() << "\n";
         return 2;
@@ -236,12 +243,17 @@ int run_bench_quality(const BenchQualityOptions& o) {
     };
     auto all = [](const bench::QualityTask&) { return true; };
 
-    // Groups: every question, each family, each k, each answer position.
+    // Groups: every question, each family (and the held-out ones together), each k, each answer
+    // position.
     std::vector<std::pair<std::string, std::function<bool(const bench::QualityTask&)>>> groups;
     groups.push_back({"all", all});
-    std::vector<std::string> families = o.families;
+    std::vector<std::string> families = so.families;
     if (o.wiki) families.push_back("2wiki");
     for (const auto& f : families) groups.push_back({f, [f](const bench::QualityTask& t) { return t.family == f; }});
+    if (std::count_if(so.families.begin(), so.families.end(), bench::is_heldout_family) > 1) {
+        families.push_back("heldout");
+        groups.push_back({"heldout", [](const bench::QualityTask& t) { return bench::is_heldout_family(t.family); }});
+    }
     for (int32_t k : o.doc_counts) {
         groups.push_back({"k=" + std::to_string(k),
                           [k](const bench::QualityTask& t) { return t.family != "2wiki" && t.num_docs == k; }});
@@ -293,6 +305,29 @@ int run_bench_quality(const BenchQualityOptions& o) {
                                      {"p_value", c.p_value},
                                      {"only_variant", c.only_a},
                                      {"only_reference", c.only_b}});
+        }
+    }
+    // The same per family (the JSON has every reference; the table, the first variant).
+    if (families.size() > 1) std::printf("\npaired, per family\n");
+    for (const auto& [name, keep] : groups) {
+        if (std::find(families.begin(), families.end(), name) == families.end()) continue;
+        for (const auto& ref : refs) {
+            for (const auto& v : variants) {
+                if (v.name == ref) continue;
+                const auto c = bench::compare_paired(correct_where(v.name, keep), correct_where(ref, keep));
+                if (families.size() > 1 && ref == refs[0]) {
+                    std::printf("%-8s %-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld / %lld)\n", name.c_str(),
+                                v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
+                                100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
+                }
+                out["paired_by_group"][name].push_back({{"variant", v.name},
+                                                        {"reference", ref},
+                                                        {"difference", c.difference},
+                                                        {"ci", {c.difference_ci.low, c.difference_ci.high}},
+                                                        {"p_value", c.p_value},
+                                                        {"only_variant", c.only_a},
+                                                        {"only_reference", c.only_b}});
+            }
         }
     }
     // Share of the lazy -> none gap each variant recovers.
@@ -363,7 +398,12 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
                    "in addition unless --no-wiki")
         ->check(CLI::Range(1, 100000));
     bq->add_option("--seed", o.seed, "seed of the synthetic questions");
-    bq->add_option("--families", o.families, "synthetic task families")->check(CLI::IsMember({"kv", "hop", "agg"}));
+    bq->add_option("--families", o.families,
+                   "synthetic task families: kv hop agg (the generators the fine-tuning recipe has trained on), attr "
+                   "bridge table (held out from any training: people's attributes, a fact bridging two documents, a "
+                   "cell of a table; at most 24 documents per question), or the groups heldout (attr bridge table) "
+                   "and all")
+        ->check(CLI::IsMember({"kv", "hop", "agg", "attr", "bridge", "table", "heldout", "all"}));
     bq->add_option("--doc-counts", o.doc_counts, "documents per synthetic question")->check(CLI::Range(2, 64));
     bq->add_option("--max-prompt-words", o.max_prompt_words, "cap on a synthetic prompt's documents, in words")
         ->check(CLI::Range(100, 100000));
