@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config python3 python3-pip python3-venv
+  build-essential cmake ninja-build ccache pkg-config python3 python3-dev python3-pip python3-venv
   libopenblas-dev libpcre2-dev libxxhash-dev nlohmann-json3-dev zlib1g-dev
   libspdlog-dev libcli11-dev libgtest-dev
   curl python3-jinja2 clang-format
