@@ -235,7 +235,7 @@ public:
                 finish_reason_ = e->finish_reason;
                 if (!e->status.ok()) error_ = e->status.message();
             }
-            if (!e) check_signals();
+            check_signals();  // tokens may come faster than kPollMs: not only on a timeout
         }
         engine::RagResult r;
         {

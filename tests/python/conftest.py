@@ -1,0 +1,16 @@
+"""The installed lazyattn package (scripts/test_python_package.sh installs the repaired wheel into a
+fresh virtual environment and runs this suite from outside the checkout)."""
+
+import pytest
+
+import lazyattn
+
+# The engine's thread count, shared with the server the comparison test starts: the same
+# threads compute the same sums in the same order.
+THREADS = 2
+
+
+@pytest.fixture(scope="session")
+def llm():
+    with lazyattn.LLM(threads=THREADS) as engine:
+        yield engine
