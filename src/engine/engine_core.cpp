@@ -21,6 +21,17 @@ ModelFacts model_facts(const model::Model& model, const EngineConfig& config) {
     return facts;
 }
 
+void apply_step(Scheduler& scheduler, OutputProcessor& outputs, const SchedulerOutput& out, ModelRunnerOutput& ran) {
+    for (const StepToken& t : scheduler.update(out, ran)) {
+        // What the token means for its request is the OutputProcessor's to say.
+        const std::string reason = t.token < 0 ? "length" : outputs.on_token(*t.seq, t.token, t.logprobs);
+        if (reason.empty()) continue;
+        outputs.flush(*t.seq);
+        scheduler.finish_request(*t.seq, reason);
+    }
+    scheduler.end_step();
+}
+
 EngineCore::EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
     : runner_(model, config),
       scheduler_(model_facts(model, config), runner_.kv_memory(), config),
@@ -47,7 +58,7 @@ bool EngineCore::step() {
     const SchedulerOutput out = scheduler_.schedule();
     if (out.empty()) return out.progressed;
     ModelRunnerOutput ran = runner_.run(out);
-    scheduler_.update(out, ran, outputs_);
+    apply_step(scheduler_, outputs_, out, ran);
     return true;
 }
 

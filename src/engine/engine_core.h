@@ -20,6 +20,10 @@ namespace lazyattn::engine {
 // What the Scheduler is told of `model` (the weights' fingerprint only when config opens a store).
 ModelFacts model_facts(const model::Model& model, const EngineConfig& config);
 
+// The update half of a step: the runner's results applied, each sampled token given to the
+// OutputProcessor, and the requests it ends finished.
+void apply_step(Scheduler& scheduler, OutputProcessor& outputs, const SchedulerOutput& out, ModelRunnerOutput& ran);
+
 class EngineCore {
 public:
     // Never throws: a KV pool that cannot be allocated (or a store that cannot be opened) leaves

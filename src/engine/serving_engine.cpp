@@ -128,7 +128,7 @@ void ServingEngine::run_on_engine_thread(std::function<void(Scheduler&)> fn) {
 
 Expected<DocumentInfo> ServingEngine::pin_document(const std::string& tenant, std::vector<int32_t> tokens) {
     Expected<DocumentInfo> result = internal_error("not run");
-    run_on_engine_thread([&](Scheduler& s) { result = s.pin_document(tenant, tokens); });
+    run_on_engine_thread([&](Scheduler& s) { result = s.documents().pin(tenant, tokens); });
     if (result.ok() || result.status().code() != StatusCode::kNotFound) return result;
     // Not cached yet: compute it as the only segment of a request that generates nothing.
     RagRequest r;
@@ -139,13 +139,13 @@ Expected<DocumentInfo> ServingEngine::pin_document(const std::string& tenant, st
     LA_ASSIGN_OR_RETURN(auto handle, submit(std::move(r)));
     const RagResult done = handle->wait();
     if (done.finish_reason == "error") return done.status;
-    run_on_engine_thread([&](Scheduler& s) { result = s.pin_document(tenant, tokens); });
+    run_on_engine_thread([&](Scheduler& s) { result = s.documents().pin(tenant, tokens); });
     return result;
 }
 
 Status ServingEngine::unpin_document(const std::string& tenant, const std::string& id) {
     Status st;
-    run_on_engine_thread([&](Scheduler& s) { st = s.unpin_document(tenant, id); });
+    run_on_engine_thread([&](Scheduler& s) { st = s.documents().unpin(tenant, id); });
     return st;
 }
 
@@ -157,11 +157,11 @@ std::vector<DocumentInfo> ServingEngine::list_documents(const std::string& tenan
 
 void ServingEngine::publish_documents(bool force) {
     const double now = now_ms();
-    const bool changed = scheduler_.documents_version() != documents_version_;
+    const bool changed = scheduler_.documents().version() != documents_version_;
     const double age = now - documents_published_ms_;
     if (!force && age < kDocumentsRefreshMs && !(changed && (age >= kDocumentsFreshMs || scheduler_.idle()))) return;
-    auto lists = scheduler_.list_all_documents();
-    documents_version_ = scheduler_.documents_version();
+    auto lists = scheduler_.documents().list_all();
+    documents_version_ = scheduler_.documents().version();
     documents_published_ms_ = now;
     std::lock_guard<std::mutex> lock(documents_mu_);
     documents_.swap(lists);
@@ -169,7 +169,7 @@ void ServingEngine::publish_documents(bool force) {
 
 std::optional<std::vector<int32_t>> ServingEngine::document_tokens(const std::string& tenant, const std::string& id) {
     std::optional<std::vector<int32_t>> out;
-    run_on_engine_thread([&](Scheduler& s) { out = s.document_tokens(tenant, id); });
+    run_on_engine_thread([&](Scheduler& s) { out = s.documents().tokens(tenant, id); });
     return out;
 }
 

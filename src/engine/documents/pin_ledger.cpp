@@ -1,4 +1,4 @@
-#include "engine/scheduler/pin_ledger.h"
+#include "engine/documents/pin_ledger.h"
 
 #include <algorithm>
 

@@ -22,7 +22,8 @@ public:
     OutputProcessor(const tokenizer::Tokenizer& tokenizer, int32_t context_length)
         : tokenizer_(tokenizer), context_length_(context_length) {}
 
-    // The token just sampled for s (already counted in s.num_generated and s.history): streams
+    // The token just sampled for s (already counted in s.num_generated and s.history, and
+    // queued at the end of s.kv.tail_tokens): streams
     // its text and returns the finish reason it causes ("stop" or "length"), or "" to go on.
     // `logprobs` (null when none were asked) is moved into the request's handle: the runner's
     // output is not read after this step, so its top alternatives are not copied.

@@ -20,7 +20,7 @@
 //                cached copy is never changed.
 //   neighbours   every document reads its neighbour-conditioned copy (FusionRAG's offline step):
 //                encoded once after the concatenation of the K documents most similar to it
-//                (BM25 over token ids, engine/scheduler/neighbour_index.h) among those its tenant
+//                (BM25 over token ids, engine/reuse/neighbour_index.h) among those its tenant
 //                has indexed (`precompute --neighbours K`, or requests with this setting), so it
 //                has seen related context, yet its keys are stored from position 0: still one
 //                copy per document, reusable at any slot, keyed apart from the plain copy.

@@ -64,10 +64,13 @@ struct RagRequest {
         return int32_t(segments[0].size());
     }
 
+    // Segment d is a document: a segment of the request that is not the preamble.
+    bool is_document(size_t d) const { return d < segments.size() && !(d == 0 && first_segment_is_preamble); }
+
     // Segment d is a document read as its neighbour-conditioned copy (reuse.neighbours): how many
     // neighbours; 0 for the preamble and when the request does not condition.
     int32_t conditioning_neighbours(size_t d) const {
-        if (reuse.neighbours <= 0 || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
+        if (reuse.neighbours <= 0 || !is_document(d)) return 0;
         return reuse.neighbours;
     }
     // The most tokens segment d is conditioned on (DocumentReuse::max_conditioning_tokens).
@@ -78,21 +81,22 @@ struct RagRequest {
     // Tokens of segment d recomputed privately, ascending (recompute_rows in document_reuse.h);
     // none for the preamble.
     std::vector<int32_t> recompute_rows(size_t d, int32_t block_size) const {
-        if (!reuse.recomputes() || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return {};
+        if (!reuse.recomputes() || !is_document(d)) return {};
         return engine::recompute_rows(reuse, segments[d], block_size);
     }
-    // How many (what the KV budget reserves for them). Selected over all documents together
-    // (@query-all), one document may take the whole request's budget: up to that, or all of it.
-    int32_t recompute_count(size_t d, int32_t block_size) const {
+    // The most rows of segment d a request may recompute: what its KV budget reserves (a
+    // measured selection chooses within it). Selected over all documents together (@query-all),
+    // one document may take the whole request's budget: up to that, or all of it.
+    int32_t recompute_room(size_t d, int32_t block_size) const {
         if (reuse.recompute_select != RecomputeSelect::kQueryAll) return recompute_budget(d, block_size);
-        if (!reuse.recomputes() || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
+        if (!reuse.recomputes() || !is_document(d)) return 0;
         int64_t total = 0;
         for (size_t e = 0; e < segments.size(); ++e) total += recompute_budget(e, block_size);
         return int32_t(std::min<int64_t>(total, int64_t(segments[d].size())));
     }
     // The budget of document d alone (its share or count): what @query-all sums.
     int32_t recompute_budget(size_t d, int32_t block_size) const {
-        if (!reuse.recomputes() || (d == 0 && first_segment_is_preamble) || d >= segments.size()) return 0;
+        if (!reuse.recomputes() || !is_document(d)) return 0;
         return engine::recompute_row_count(reuse, int32_t(segments[d].size()), block_size);
     }
 

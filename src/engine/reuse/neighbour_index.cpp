@@ -1,4 +1,4 @@
-#include "engine/scheduler/neighbour_index.h"
+#include "engine/reuse/neighbour_index.h"
 
 #include <algorithm>
 #include <cmath>

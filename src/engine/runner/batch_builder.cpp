@@ -2,6 +2,15 @@
 
 namespace lazyattn::engine {
 
+int32_t add_span(model::ForwardBatch& batch, const std::vector<int32_t>& blocks, int32_t first_block, int32_t n,
+                 int32_t logical, int32_t stored, int32_t block_size) {
+    if (n <= 0) return -1;
+    batch.spans.push_back({int32_t(batch.block_ids.size()), n, logical, stored});
+    batch.block_ids.insert(batch.block_ids.end(), blocks.begin() + first_block,
+                           blocks.begin() + first_block + (n + block_size - 1) / block_size);
+    return int32_t(batch.spans.size()) - 1;
+}
+
 void add_plain_sequence(model::ForwardBatch& batch, const std::vector<int32_t>& new_tokens, int32_t start,
                         const std::vector<int32_t>& block_table, int32_t block_size, int logits) {
     const int32_t n = int32_t(new_tokens.size());
@@ -11,15 +20,10 @@ void add_plain_sequence(model::ForwardBatch& batch, const std::vector<int32_t>& 
         batch.token_ids.push_back(new_tokens[i]);
         batch.positions.push_back(pos);
         batch.store_positions.push_back(pos);
-        batch.slot_mapping.push_back(block_table[pos / block_size] * block_size + pos % block_size);
+        batch.slot_mapping.push_back(slot_of(block_table, pos, block_size));
         if (logits == 2 || (logits == 1 && i == n - 1)) batch.logit_rows.push_back(first_row + i);
     }
-    const int32_t block_offset = int32_t(batch.block_ids.size());
-    const int32_t total = start + n;
-    const int32_t num_blocks = (total + block_size - 1) / block_size;
-    batch.block_ids.insert(batch.block_ids.end(), block_table.begin(), block_table.begin() + num_blocks);
-    const int32_t span_index = int32_t(batch.spans.size());
-    batch.spans.push_back({block_offset, total, 0, 0});
+    const int32_t span_index = add_span(batch, block_table, 0, start + n, 0, 0, block_size);
     batch.seqs.push_back({first_row, n, span_index, span_index + 1});
 }
 
@@ -34,17 +38,12 @@ void add_anchored_sequence(model::ForwardBatch& batch, const std::vector<int32_t
         batch.token_ids.push_back(new_tokens[i]);
         batch.positions.push_back(base + local);
         batch.store_positions.push_back(stored_base + local);
-        batch.slot_mapping.push_back(block_table[local / block_size] * block_size + local % block_size);
+        batch.slot_mapping.push_back(slot_of(block_table, local, block_size));
     }
     const int32_t span_index = int32_t(batch.spans.size());
-    batch.spans.push_back({int32_t(batch.block_ids.size()), base, 0, 0});
-    batch.block_ids.insert(batch.block_ids.end(), anchor.blocks.begin(),
-                           anchor.blocks.begin() + (base + block_size - 1) / block_size);
-    const int32_t total = start + n;
-    batch.spans.push_back({int32_t(batch.block_ids.size()), total, base, stored_base});
-    batch.block_ids.insert(batch.block_ids.end(), block_table.begin(),
-                           block_table.begin() + (total + block_size - 1) / block_size);
-    batch.seqs.push_back({first_row, n, span_index, span_index + 2});
+    add_span(batch, anchor.blocks, 0, base, 0, 0, block_size);
+    add_span(batch, block_table, 0, start + n, base, stored_base, block_size);
+    batch.seqs.push_back({first_row, n, span_index, int32_t(batch.spans.size())});
 }
 
 }  // namespace lazyattn::engine

@@ -1,4 +1,6 @@
-// Helpers that add sequences to a ForwardBatch.
+// The row-level rules of a ForwardBatch, written once: where a token's K/V goes (its slot), how
+// a span reads blocks, and the two sequences every layout is made of (InputBuilder uses them;
+// model tests build batches with them directly).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +9,17 @@
 #include "model/forward_batch.h"
 
 namespace lazyattn::engine {
+
+// The slot of token t of a block table: block blocks[t / block_size], offset t % block_size.
+inline int32_t slot_of(const std::vector<int32_t>& blocks, int32_t t, int32_t block_size) {
+    return blocks[size_t(t / block_size)] * block_size + t % block_size;
+}
+
+// Appends a span reading `n` tokens from blocks[first_block...] (the blocks they need) at logical
+// positions [logical, logical + n), keys rotated from `stored`; no-op when n <= 0. Returns the
+// span's index, or -1.
+int32_t add_span(model::ForwardBatch& batch, const std::vector<int32_t>& blocks, int32_t first_block, int32_t n,
+                 int32_t logical, int32_t stored, int32_t block_size);
 
 // Adds a sequence attending causally to itself (one span from position 0, keys rotated at their
 // own positions): `new_tokens` are computed this step at positions [start, start + n), its

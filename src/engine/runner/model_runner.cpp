@@ -41,19 +41,29 @@ std::unique_ptr<backend::KvMemory> allocate_pool(model::Model& model, const Engi
 }  // namespace
 
 ModelRunner::ModelRunner(model::Model& model, const EngineConfig& config)
-    : model_(model), kv_memory_(allocate_pool(model, config, &status_)) {}
+    : model_(model),
+      rules_{config.block_size, keys_stored_rotated(config.cache_mode), config.query_mass_layers},
+      kv_memory_(allocate_pool(model, config, &status_)) {}
+
+Sampler& ModelRunner::sampler_of(SequenceState& s) {
+    if (!s.sampler) s.sampler = std::make_unique<Sampler>(s.request.sampling);
+    return *s.sampler;
+}
 
 bool ModelRunner::device_sample_rows(const SchedulerOutput& step) {
     // Every row with logits must be one the device can pick from the raw logits (or unused): one
     // row per tail, its request neither changing the logits nor asking for logprobs.
-    if (step.tails.empty()) return false;
-    for (const TailChunk& t : step.tails) {
+    std::vector<const PhaseChunk*> tails;
+    for (const PhaseChunk& t : step.chunks) {
+        if (t.kind != PhaseKind::kTail) continue;
         if (t.all_logits || (t.sample && !t.seq->request.sampling.samples_raw_logits())) return false;
+        tails.push_back(&t);
     }
-    sample_rows_.assign(step.tails.size(), backend::SampleRow{});  // unused rows: greedy, no draw
-    for (size_t i = 0; i < step.tails.size(); ++i) {
-        if (!step.tails[i].sample) continue;
-        const SamplingParams& p = step.tails[i].seq->request.sampling;
+    if (tails.empty()) return false;
+    sample_rows_.assign(tails.size(), backend::SampleRow{});  // unused rows: greedy, no draw
+    for (size_t i = 0; i < tails.size(); ++i) {
+        if (!tails[i]->sample) continue;
+        const SamplingParams& p = tails[i]->seq->request.sampling;
         sample_rows_[i].temperature = p.temperature;
         sample_rows_[i].top_k = p.top_k;
         sample_rows_[i].top_p = p.top_p;
@@ -61,60 +71,64 @@ bool ModelRunner::device_sample_rows(const SchedulerOutput& step) {
     if (!model_.samples_on_device(sample_rows_)) return false;
     // Decided: only now are the draws taken, so a step sampled on the host draws them itself and
     // each sampler's sequence of draws is the same on either side.
-    for (size_t i = 0; i < step.tails.size(); ++i) {
-        if (sample_rows_[i].temperature > 0.0f) sample_rows_[i].uniform = step.tails[i].seq->sampler->next_uniform();
+    for (size_t i = 0; i < tails.size(); ++i) {
+        if (sample_rows_[i].temperature > 0.0f) sample_rows_[i].uniform = sampler_of(*tails[i]->seq).next_uniform();
     }
     return true;
 }
 
 ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
     ModelRunnerOutput out;
+    out.chunks.resize(step.chunks.size());
+    const StepInputs in = build_step_inputs(step, rules_);
     const bool on_device = device_sample_rows(step);
+    std::vector<float> key_mass, kv_deviation;
     const double t0 = now_ms();
-    const Status st = model_.forward(step.batch, *kv_memory_, &logits_, on_device ? &sample_rows_ : nullptr,
-                                     &device_tokens_, step.probes.empty() ? nullptr : &out.key_mass);
+    const Status st = model_.forward(in.batch, *kv_memory_, &logits_, on_device ? &sample_rows_ : nullptr,
+                                     &device_tokens_, in.batch.mass_seqs.empty() ? nullptr : &key_mass);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
-    if (step.measure.num_rows() > 0) {
-        const Status ms = model_.measure_kv_deviation(step.measure, *kv_memory_, &out.kv_deviation);
+    if (in.measure.num_rows() > 0) {
+        const Status ms = model_.measure_kv_deviation(in.measure, *kv_memory_, &kv_deviation);
         LA_CHECK_MSG(ms.ok(), "KV deviation failed on a validated plan: %s", ms.to_string().c_str());
     }
     out.forward_ms = now_ms() - t0;
-    if (on_device) {
-        // The rows' draws were taken from their samplers already: the device must have used them.
-        LA_CHECK(device_tokens_.size() == step.tails.size());
-        ++num_device_sampled_steps_;
-        out.tails.resize(step.tails.size());
-        for (size_t i = 0; i < step.tails.size(); ++i) {
-            out.tails[i].num_logit_rows = 1;
-            if (step.tails[i].sample) out.tails[i].token = device_tokens_[i];
-        }
-        return out;
-    }
+    split_measurements(in, step, key_mass, kv_deviation, out.chunks);
 
     const int32_t vocab = model_.config().vocab_size;
-    size_t row = 0;
-    out.tails.resize(step.tails.size());
-    for (size_t i = 0; i < step.tails.size(); ++i) {
-        const TailChunk& t = step.tails[i];
-        TailResult& r = out.tails[i];
-        r.num_logit_rows = t.all_logits ? t.end - t.begin : 1;
+    size_t row = 0, tail = 0;  // logit rows and tails come in the order of the tail chunks
+    if (on_device) {
+        // The rows' draws were taken from their samplers already: the device must have used them.
+        LA_CHECK(device_tokens_.size() == sample_rows_.size());
+        ++num_device_sampled_steps_;
+    }
+    for (size_t i = 0; i < step.chunks.size(); ++i) {
+        const PhaseChunk& t = step.chunks[i];
+        if (t.kind != PhaseKind::kTail) continue;
+        ChunkResult& r = out.chunks[i];
+        if (on_device) {
+            r.num_logit_rows = 1;
+            if (t.sample) r.token = device_tokens_[tail];
+            ++tail;
+            continue;
+        }
+        r.num_logit_rows = t.all_logits ? t.rows() : 1;
         r.logits = logits_.data() + row * vocab;
         row += size_t(r.num_logit_rows);
-        const SequenceState& s = *t.seq;
+        SequenceState& s = *t.seq;
         if (t.all_logits && t.prompt_logprobs >= 0) {
-            const auto& tail = s.request.tail;
+            const auto& prompt = s.request.tail;
             for (int32_t j = t.begin; j < t.end; ++j) {
                 const int32_t k = j + 1 - t.prompt_offset;  // the request.tail token row j predicts
-                if (k < 0 || k >= int32_t(tail.size())) continue;
+                if (k < 0 || k >= int32_t(prompt.size())) continue;
                 r.prompt_logprobs.emplace_back(
-                    k, token_logprobs(r.logits + size_t(j - t.begin) * vocab, vocab, tail[k], t.prompt_logprobs));
+                    k, token_logprobs(r.logits + size_t(j - t.begin) * vocab, vocab, prompt[k], t.prompt_logprobs));
             }
         }
         if (!t.sample) continue;
         const float* last = r.logits + size_t(r.num_logit_rows - 1) * vocab;
         r.has_logprobs = s.request.sampling.logprobs >= 0;
         const size_t num_prompt = s.history.size() - size_t(s.num_generated);
-        r.token = s.sampler->sample(last, vocab, s.history, num_prompt, r.has_logprobs ? &r.logprobs : nullptr);
+        r.token = sampler_of(s).sample(last, vocab, s.history, num_prompt, r.has_logprobs ? &r.logprobs : nullptr);
     }
     return out;
 }

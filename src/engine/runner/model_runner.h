@@ -1,8 +1,9 @@
 // ModelRunner: runs what the Scheduler planned (vLLM v1's GPUModelRunner). It owns the KV pool's
-// memory (allocated by the model's backend), the logits of a step and the forward call, and turns
-// the logits into one sampled token (with logprobs when asked) per sampling row and the prompt
-// logprobs of prompt rows. It decides nothing: which rows run, and what a token means for its
-// request, are the Scheduler's and the OutputProcessor's.
+// memory (allocated by the model's backend), the step's input layout (input_builder.h), the
+// logits and the forward call, the requests' samplers, and turns the logits into one sampled
+// token (with logprobs when asked) per sampling row and the prompt logprobs of prompt rows. It
+// decides nothing: which rows run, and what a token means for its request, are the Scheduler's
+// and the OutputProcessor's.
 #pragma once
 
 #include <memory>
@@ -12,7 +13,9 @@
 #include "backend/kv_memory.h"
 #include "core/status.h"
 #include "engine/engine_config.h"
+#include "engine/runner/input_builder.h"
 #include "engine/scheduler_output.h"
+#include "engine/sequence/sampler.h"
 #include "model/model.h"
 
 namespace lazyattn::engine {
@@ -36,10 +39,13 @@ public:
 
 private:
     // Whether this step's tokens are sampled on the device; when so, sample_rows_ holds one row
-    // per tail with the draws taken from the requests' samplers.
+    // per chunk (only the tails' are used) with the draws taken from the requests' samplers.
     bool device_sample_rows(const SchedulerOutput& step);
+    // The request's sampler, made on its first sampled token (seeded by its SamplingParams).
+    static Sampler& sampler_of(SequenceState& s);
 
     model::Model& model_;
+    LayoutRules rules_;
     Status status_;
     std::unique_ptr<backend::KvMemory> kv_memory_;  // never null
     std::vector<float> logits_;                     // reused across steps

@@ -9,12 +9,11 @@
 #include <random>
 
 #include "core/check.h"
+#include "engine/scheduler/block_budget.h"
 #include "kernels/params/attention_params.h"
 
 namespace lazyattn::engine {
 namespace {
-
-int32_t blocks_for(int64_t tokens, int32_t block_size) { return int32_t((tokens + block_size - 1) / block_size); }
 
 uint64_t random_key() {
     std::random_device rd;
@@ -29,7 +28,15 @@ KvManager::KvManager(const std::string& model_description, const store::Fingerpr
       fingerprint_(fingerprint),
       kv_memory_(kv_memory),
       kv_(kv_memory.shape()),
-      pins_(kv_.pool().num_blocks()) {
+      documents_(
+          kv_, config, [this](const std::string& tenant) { return seeds_for(tenant).segment; },
+          // Pinned documents are kept in the store too (the writer skips entries already there).
+          [this](const std::string& tenant, const std::vector<int32_t>& tokens,
+                 const std::vector<kv::BlockId>& blocks) {
+              if (store_ != nullptr && !config_.position_aware_segments) {
+                  store_segment(store_variant(tenant, 0), tokens, blocks);
+              }
+          }) {
     const bool rotated = keys_stored_rotated(config.cache_mode);
     const uint64_t key = config.cache_hash_key != 0 ? config.cache_hash_key : random_key();
     segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", model_description, key);
@@ -50,22 +57,21 @@ int64_t KvManager::blocks_needed(const RagRequest& r, int32_t context_length) co
     const int64_t ctx = context_length;
     int64_t blocks = 0, total = int64_t(r.tail.size());
     for (size_t d = 0; d < r.segments.size(); ++d) {
-        const int64_t n = (int64_t(r.segments[d].size()) + bs - 1) / bs;
         if (segments_are_blocks(config_.cache_mode)) {
-            blocks += n * (config_.cache_mode == CacheMode::kBlockAttn ? 2 : 1);
-            blocks += (r.recompute_count(d, bs) + bs - 1) / bs;
-            blocks += (r.max_conditioning_tokens(d) + bs - 1) / bs;
+            blocks += block_budget::segment(r, d, bs);
+            if (config_.cache_mode == CacheMode::kBlockAttn) blocks += block_budget::private_copy(r, d, bs);
+            blocks += block_budget::recompute(r, d, bs);
+            blocks += block_budget::conditioning(r.max_conditioning_tokens(d), bs);
         }
         total += int64_t(r.segments[d].size());
     }
     const int64_t tail = segments_are_blocks(config_.cache_mode) ? int64_t(r.tail.size()) : total;
-    const int64_t grown = std::min(tail + r.max_tokens, ctx);
-    return blocks + (grown + bs - 1) / bs;
+    return blocks + block_budget::tail(std::min(tail + r.max_tokens, ctx), bs);
 }
 
 Status KvManager::check_fits(const RagRequest& r, const ChainSeeds& seeds, int32_t context_length) const {
     int64_t need = blocks_needed(r, context_length);
-    const int32_t total = kv_.pool().num_blocks(), pinned = pins_.num_pinned();
+    const int32_t total = kv_.pool().num_blocks(), pinned = documents_.pins().num_pinned();
     if (pinned > 0 && segments_are_blocks(config_.cache_mode)) {
         // The tenant's pinned documents are in the pool already (within the pinned blocks).
         for (size_t d = 0; d < r.segments.size(); ++d) {
@@ -73,7 +79,7 @@ Status KvManager::check_fits(const RagRequest& r, const ChainSeeds& seeds, int32
             if (seg.empty() || std::find(r.segments.begin(), r.segments.begin() + d, seg) != r.segments.begin() + d) {
                 continue;
             }
-            need -= pins_.document_blocks(kv::hash_chain(seeds.segment, seg, kv_.block_size()).back());
+            need -= documents_.pins().document_blocks(kv::hash_chain(seeds.segment, seg, kv_.block_size()).back());
         }
     }
     if (need <= total - pinned) return {};
@@ -111,13 +117,17 @@ bool KvManager::allocate(SequenceState& s, bool others_running) {
         return false;
     }
     start_jobs(s, needs_job, prefixes);
-    if (SequenceState* leader = patch_leader(s)) {
-        follow_patches(s, *leader);
+    if (SequenceState* leader = patches_.leader_for(s)) {
+        patches_.follow(s, *leader);
     } else {
         start_patches(s);
     }
-    LA_CHECK(grow_tail(s, ar.num_prompt_tail));
+    LA_CHECK(grow_tail(s, ar.num_prompt_tail()));
     return true;
+}
+
+void KvManager::index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents) {
+    for (const auto& d : documents) neighbours_.add(tenant, d);
 }
 
 int64_t KvManager::find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const {
@@ -251,7 +261,7 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         SegmentPlacement& place = ar.segments[d];
         const int32_t num_present = int32_t(place.blocks.size());
         const int32_t cached = num_present * bs;
-        auto fresh = kv_.allocate(blocks_for(place.num_tokens, bs) - num_present);
+        auto fresh = kv_.allocate(block_budget::blocks_for(place.num_tokens, bs) - num_present);
         LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
                      fresh.status().to_string().c_str());
         place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
@@ -329,7 +339,7 @@ int64_t KvManager::add_job(SegmentJob job) {
 
 void KvManager::start_conditioning(SegmentJob& job, Conditioning& c) {
     const int32_t bs = kv_.block_size();
-    const int32_t missing = blocks_for(int64_t(c.tokens.size()), bs) - int32_t(c.blocks.size());
+    const int32_t missing = block_budget::blocks_for(int64_t(c.tokens.size()), bs) - int32_t(c.blocks.size());
     if (c.job < 0 && missing > 0) {
         if (const int64_t running = find_job(c.seed, c.tokens); running >= 0) {
             // Another document of this request started the same prefix: join it.
@@ -366,17 +376,16 @@ void KvManager::match_tail(SequenceState& s) {
         ar.tail_start = 0;
         for (const auto& seg : s.request.segments) ar.tail_start += int32_t(seg.size());
     }
-    ar.num_tail_computed = 0;
-    ar.num_prompt_tail = int32_t(ar.tail_tokens.size());
+    ar.phases = {PrefillPhase{PhaseKind::kTail, int32_t(ar.tail_tokens.size()), 0}};
     // Cached tail blocks have no logits: a request that wants every tail row (raw logits or
     // prompt logprobs) computes them all.
     // Nor does a tail that selects by the question: its probe writes every tail row.
     if (config_.cache_mode != CacheMode::kNone && !s.all_tail_rows() &&
         !selects_by_query(s.request.reuse.recompute_select)) {
         // At least the last prompt token is computed: its logits start generation.
-        ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail - 1);
+        ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail() - 1);
         ar.held.insert(ar.held.end(), ar.tail_blocks.begin(), ar.tail_blocks.end());
-        ar.num_tail_computed = int32_t(ar.tail_blocks.size()) * kv_.block_size();
+        ar.tail().computed = int32_t(ar.tail_blocks.size()) * kv_.block_size();
     }
 }
 
@@ -384,83 +393,66 @@ int64_t KvManager::fresh_blocks_needed(const SequenceState& s, const std::vector
                                        const std::vector<Conditioning>& prefixes, bool others_running) const {
     const int32_t bs = kv_.block_size();
     const RequestKv& ar = s.kv;
-    int64_t fresh = std::max<int64_t>(0, blocks_for(ar.num_prompt_tail, bs) - int64_t(ar.tail_blocks.size()));
-    for (size_t d : needs_job)
-        fresh += blocks_for(ar.segments[d].num_tokens, bs) - int64_t(ar.segments[d].blocks.size());
-    if (patch_leader(s) == nullptr) {  // a follower reads its leader's patch blocks
-        for (size_t d = 0; d < ar.segments.size(); ++d) fresh += blocks_for(s.request.recompute_count(d, bs), bs);
+    const RagRequest& r = s.request;
+    int64_t fresh = std::max<int64_t>(0, block_budget::tail(ar.num_prompt_tail(), bs) - int64_t(ar.tail_blocks.size()));
+    for (size_t d : needs_job) fresh += block_budget::segment(r, d, bs) - int64_t(ar.segments[d].blocks.size());
+    if (patches_.leader_for(s) == nullptr) {  // a follower reads its leader's patch blocks
+        for (size_t d = 0; d < ar.segments.size(); ++d) fresh += block_budget::recompute(r, d, bs);
     }
     for (const Conditioning& c : prefixes) {
-        if (c.job < 0) fresh += blocks_for(int64_t(c.tokens.size()), bs) - int64_t(c.blocks.size());
+        if (c.job < 0) fresh += block_budget::conditioning(int64_t(c.tokens.size()), bs) - int64_t(c.blocks.size());
     }
     if (config_.cache_mode == CacheMode::kBlockAttn && others_running) {
         // Room for the private copies too, or requests would preempt each other in turn as
         // their copies are made.
-        for (const auto& place : ar.segments) fresh += blocks_for(place.num_tokens, bs);
+        for (size_t d = 0; d < ar.segments.size(); ++d) fresh += block_budget::private_copy(r, d, bs);
     }
     return fresh;
 }
 
 void KvManager::start_patches(SequenceState& s) {
     RequestKv& ar = s.kv;
-    ar.num_patch_tokens = ar.num_patch_computed = 0;
+    ar.clear_recompute_phases();
     if (!segments_are_blocks(config_.cache_mode)) return;
-    ar.num_deviation_rows = ar.num_deviation_computed = 0;
+    // The phases before the tail, in the order they run.
+    PrefillPhase deviation{PhaseKind::kDeviation}, probe{PhaseKind::kProbe}, patch{PhaseKind::kPatch};
     const RecomputeSelect select = s.request.reuse.recompute_select;
     const bool measured = selected_by_measure(select);
+    bool measures = false;  // some document has a budget a measurement chooses rows within
     for (size_t d = 0; d < ar.segments.size(); ++d) {
         SegmentPlacement& place = ar.segments[d];
         place.patch_rows = s.request.recompute_rows(d, kv_.block_size());
         place.patch_tokens = int32_t(place.patch_rows.size());
         place.sparse_patch = !reuse_splits_spans(s.request.reuse);
         // Chosen by a measurement: room for the most rows it may choose; which ones, it decides.
-        const int32_t room = measured ? s.request.recompute_count(d, kv_.block_size()) : place.patch_tokens;
+        const int32_t room = measured ? s.request.recompute_room(d, kv_.block_size()) : place.patch_tokens;
         if (room == 0) continue;
         if (measured) {
+            measures = true;
             place.selection_score.assign(size_t(place.num_tokens), 0.0f);
-            if (selects_by_query(select)) ar.probe_pending = true;
-            if (select == RecomputeSelect::kDeviation) ar.num_deviation_rows += place.num_tokens;
+            if (selects_by_query(select)) probe.total = ar.num_prompt_tail();
+            if (select == RecomputeSelect::kDeviation) deviation.total += place.num_tokens;
         }
-        auto fresh = kv_.allocate(blocks_for(room, kv_.block_size()));
+        auto fresh = kv_.allocate(block_budget::blocks_for(room, kv_.block_size()));
         LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
                      fresh.status().to_string().c_str());
         place.patch_blocks = std::move(fresh).value();
         ar.held.insert(ar.held.end(), place.patch_blocks.begin(), place.patch_blocks.end());
-        ar.num_patch_tokens += place.patch_tokens;
+        patch.total += place.patch_tokens;
     }
-    const bool recomputes = ar.num_patch_tokens > 0 || ar.num_deviation_rows > 0 || ar.probe_pending;
-    if (s.request.choice_group != 0 && recomputes) patch_shares_[s.request.choice_group].leader = &s;
-}
-
-int32_t KvManager::select_by_score(SequenceState& s) {
-    RequestKv& ar = s.kv;
-    std::vector<size_t> docs;
-    std::vector<std::vector<float>> score;
-    std::vector<int32_t> budget;
-    for (size_t d = 0; d < ar.segments.size(); ++d) {
-        if (ar.segments[d].selection_score.empty()) continue;
-        docs.push_back(d);
-        score.push_back(std::move(ar.segments[d].selection_score));
-        budget.push_back(s.request.recompute_budget(d, kv_.block_size()));
-    }
-    const auto rows = select_by_mass(s.request.reuse.recompute_select, score, budget);
-    int32_t chosen = 0;
-    for (size_t i = 0; i < docs.size(); ++i) {
-        SegmentPlacement& place = ar.segments[docs[i]];
-        place.selection_score.clear();
-        place.patch_rows = rows[i];
-        place.patch_tokens = int32_t(rows[i].size());
-        LA_CHECK(int64_t(place.patch_blocks.size()) * kv_.block_size() >= place.patch_tokens);
-        chosen += place.patch_tokens;
-    }
-    ar.num_patch_tokens += chosen;
-    ar.probe_pending = false;
-    return chosen;
+    std::vector<PrefillPhase> before;
+    if (deviation.total > 0) before.push_back(deviation);
+    if (probe.total > 0) before.push_back(probe);
+    // After a measurement, the patch phase runs what it chooses (possibly nothing).
+    if (patch.total > 0 || measures) before.push_back(patch);
+    ar.phases.insert(ar.phases.begin(), before.begin(), before.end());
+    const bool recomputes = !before.empty();
+    if (recomputes) patches_.lead(s);
 }
 
 bool KvManager::grow_tail(SequenceState& s, int32_t num_tokens) {
     RequestKv& ar = s.kv;
-    const int32_t need = blocks_for(num_tokens, kv_.block_size()) - int32_t(ar.tail_blocks.size());
+    const int32_t need = block_budget::blocks_for(num_tokens, kv_.block_size()) - int32_t(ar.tail_blocks.size());
     if (need <= 0) return true;
     auto fresh = kv_.allocate(need);
     if (!fresh.ok()) return false;
@@ -506,7 +498,7 @@ void KvManager::drop_job(int64_t job_id) {
 }
 
 void KvManager::free(SequenceState& s) {
-    leave_patch_share(s);  // before its blocks go: a follower may take over the leader's patches
+    patches_.leave(s);  // before its blocks go: a follower may take over the leader's patches
     // Tail first, then segments from last to first, each chain from its end (KvCache::release):
     // eviction then takes a request's least reusable blocks first, never a document's head
     // before its end. `held` is the same references as a multiset.
@@ -537,8 +529,8 @@ void KvManager::free(SequenceState& s) {
 
 void KvManager::publish_tail(const SequenceState& s) {
     if (config_.cache_mode == CacheMode::kNone) return;
-    kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail), s.kv.tail_blocks,
-                false);
+    kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail()),
+                s.kv.tail_blocks, false);
 }
 
 std::vector<model::KvBlockCopy> KvManager::take_copies() {
@@ -575,13 +567,7 @@ void KvManager::check_integrity(const std::vector<const SequenceState*>& request
         for (kv::BlockId b : job.blocks) ++refs[b];
         for (kv::BlockId b : job.anchor_blocks) ++refs[b];
     }
-    for (const auto& [tenant, docs] : documents_) {
-        for (const auto& [id, doc] : docs) {
-            LA_CHECK_MSG((doc.pin_count > 0) == !doc.pinned_blocks.empty(), "document %s: %d pins, %zu blocks",
-                         id.c_str(), doc.pin_count, doc.pinned_blocks.size());
-            for (kv::BlockId b : doc.pinned_blocks) ++refs[b];
-        }
-    }
+    documents_.for_each_pinned_block([&](kv::BlockId b) { ++refs[b]; });
     for (kv::BlockId b = 0; b < kv_.pool().num_blocks(); ++b) {
         LA_CHECK_MSG(refs[b] == kv_.pool().ref_count(b), "block %d: %d references held, pool counts %d", b, refs[b],
                      kv_.pool().ref_count(b));

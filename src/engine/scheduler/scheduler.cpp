@@ -122,7 +122,6 @@ Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> han
     s->seeds = kv_.seeds_for(request.tenant);
     s->handle = std::move(handle);
     s->want_all_tail_logits = want_all_tail_logits;
-    s->sampler = std::make_unique<Sampler>(request.sampling);
     for (const auto& seg : request.segments) s->history.insert(s->history.end(), seg.begin(), seg.end());
     s->history.insert(s->history.end(), request.tail.begin(), request.tail.end());
     if (request.prompt_logprobs >= 0) {
@@ -151,8 +150,8 @@ void Scheduler::finish(SequenceState& s, const std::string& reason, Status statu
     if (s.request.prompt_logprobs >= 0) {
         s.handle->set_prompt_logprobs(std::move(s.prompt_logprobs), std::move(s.prompt_top_logprobs));
     }
-    if (documents_listener_ && kv_.documents_version() != documents_version_heard_) {
-        documents_version_heard_ = kv_.documents_version();
+    if (documents_listener_ && kv_.documents().version() != documents_version_heard_) {
+        documents_version_heard_ = kv_.documents().version();
         documents_listener_();
     }
     ++(reason == "cancelled" ? stats_.requests_cancelled
@@ -186,7 +185,7 @@ bool Scheduler::reap_cancelled() {
 bool Scheduler::fail_unfittable() {
     // Pins taken since a request was queued may have left it no room: fail it now rather than
     // let it block the queue's head forever. Pins change rarely, so check only after a change.
-    const uint64_t version = kv_.pins_version();
+    const uint64_t version = kv_.documents().pins().version();
     if (version == checked_pin_version_) return false;
     checked_pin_version_ = version;
     bool any = false;
@@ -231,7 +230,7 @@ SchedulerStats Scheduler::stats() const {
     s.blocks_free = cache.num_free();
     s.blocks_used = cache.num_used();
     s.blocks_cached_free = cache.num_cached_free();
-    s.blocks_pinned = kv_.num_pinned_blocks();
+    s.blocks_pinned = kv_.documents().pins().num_pinned();
     if (kv_.segment_store() != nullptr) s.store = kv_.segment_store()->stats();
     return s;
 }

@@ -2,9 +2,11 @@
 // cache, with segments as first-class work. schedule() forms one step under a token budget:
 // first one decode row per running request, then prefill chunks in first-come order with no
 // item over half the budget, from segment jobs (a missing document computed once for every
-// request that needs it, as its own sequence from position 0) and prompt tails whose segments
-// are ready. The ModelRunner runs that SchedulerOutput; update() advances requests by token
-// counters and hands sampled tokens to the OutputProcessor. Admission allocates only once it
+// request that needs it, as its own sequence from position 0) and requests whose segments are
+// ready (each its first unfinished prefill phase). The ModelRunner lays out and runs that
+// SchedulerOutput; update() advances the requests' phases and returns the sampled tokens, which
+// EngineCore::step gives to the OutputProcessor (finish_request() ends those it says are done).
+// Admission allocates only once it
 // knows everything fits. When blocks run out, cached blocks nobody uses are evicted first (least
 // recently freed); if a step still does not fit, the most recently admitted request is
 // preempted (its blocks freed, requeued for recompute). A request that could not fit even in the
@@ -71,8 +73,6 @@ struct SchedulerStats {
     StepKind decode_only, prefill_only, mixed;
 };
 
-class OutputProcessor;
-
 // What the Scheduler knows of the model: sizes and identities, no weights.
 struct ModelFacts {
     int32_t vocab_size = 0;
@@ -91,14 +91,6 @@ struct ModelFacts {
 
 class Scheduler {
 public:
-    // Selection by the question measures attention from the prompt tail's last rows only (the
-    // question ends the tail; the mass costs rows x keys per probed layer on the host).
-    static constexpr int32_t kProbeMeasuredRows = 256;
-    // A KV-deviation row runs one layer and a third of the next (Model::measure_kv_deviation),
-    // so a step's token budget counts this many of them as one row: 8 keeps a step's work near
-    // its budget on models of 12 layers and more (SmolLM2-135M has 30, where 8 is ~1/2 a row).
-    static constexpr int32_t kDeviationRowsPerToken = 8;
-
     // Plans over `kv_memory`'s blocks (the ModelRunner's pool; an empty one refuses everything).
     Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config);
 
@@ -118,43 +110,28 @@ public:
     // What the next step runs: cancellations reaped, admissions and preemptions made, rows
     // planned. progressed says whether anything moved; empty() outputs need no runner.
     SchedulerOutput schedule();
-    // Applies what the runner computed for `out` (the last schedule()'s): counters, published
-    // blocks, prompt logprobs, sampled tokens through `outputs`, finished requests. The logprobs
-    // in `ran` are moved into the requests (it is the step's own output, not read afterwards).
-    void update(const SchedulerOutput& out, ModelRunnerOutput& ran, OutputProcessor& outputs);
+    // Applies what the runner computed for `out` (the last schedule()'s): phases advanced,
+    // measurements turned into chosen rows, published blocks, prompt logprobs, sampled tokens
+    // counted (and queued to be computed next step). Returns those tokens, in chunk order, for
+    // the OutputProcessor; they point into `ran`, which must outlive their use.
+    std::vector<StepToken> update(const SchedulerOutput& out, ModelRunnerOutput& ran);
+    // Ends a running request with the OutputProcessor's reason ("stop" or "length").
+    void finish_request(SequenceState& s, const std::string& reason) { finish(s, reason); }
+    // The step's last call: finished requests dropped, integrity checked when configured.
+    void end_step();
     bool idle() const { return waiting_.empty() && running_.empty(); }
 
     SchedulerStats stats() const;
 
-    // Documents (segment cache modes only), per tenant: a tenant sees, reuses and pins only its
-    // own. pin_document() holds a reference on every block of a cached document so it is never
-    // evicted; pins count per tenant (two pins need two unpins). The document must be cached
-    // already (kNotFound otherwise: run a request containing it first); a pin beyond
-    // max_pinned_fraction of the pool or the tenant's quota is kResourceExhausted. Unknown ids,
-    // and ids of other tenants, give kNotFound.
-    std::string document_id(const std::string& tenant, const std::vector<int32_t>& tokens) const {
-        return kv_.document_id(tenant, tokens);
-    }
-    Expected<DocumentInfo> pin_document(const std::string& tenant, const std::vector<int32_t>& tokens) {
-        return kv_.pin_document(tenant, tokens);
-    }
-    Status unpin_document(const std::string& tenant, const std::string& id) { return kv_.unpin_document(tenant, id); }
-    // The tenant's documents still cached (pinned or not), most recently used first.
-    std::vector<DocumentInfo> list_documents(const std::string& tenant) { return kv_.list_documents(tenant); }
-    // Every tenant's, as list_documents gives them (what ServingEngine publishes between steps).
-    std::map<std::string, std::vector<DocumentInfo>> list_all_documents() { return kv_.list_all_documents(); }
-    // Changes when a document is first registered, pinned or unpinned (not when one is merely
-    // used or evicted).
-    uint64_t documents_version() const { return kv_.documents_version(); }
+    // Documents (segment cache modes only), per tenant, with their pins and quotas: the
+    // registry (documents/document_registry.h). Engine thread only, as every scheduler call.
+    DocumentRegistry& documents() { return kv_.documents(); }
+    const DocumentRegistry& documents() const { return kv_.documents(); }
     // Called (on the stepping thread) before a request's result is delivered whenever the
-    // documents changed since documents_version() was last seen by the listener: so a client
-    // that got its answer finds the request's documents in a list published from the listener.
+    // documents changed since DocumentRegistry::version() was last seen by the listener: so a
+    // client that got its answer finds the request's documents in a list published from the
+    // listener.
     void set_documents_listener(std::function<void()> listener) { documents_listener_ = std::move(listener); }
-    // The tokens of a known cached document of the tenant (a request may name it by id alone).
-    std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id) const {
-        return kv_.document_tokens(tenant, id);
-    }
-    int32_t num_pinned_blocks() const { return kv_.num_pinned_blocks(); }
     // The persistent store (--kv-store; null without one) and the store key of a document of a
     // tenant (what `lazyattn precompute` checks before computing it).
     store::SegmentStore* segment_store() { return kv_.segment_store(); }
@@ -177,8 +154,6 @@ public:
         return config_.max_model_len > 0 ? std::min(config_.max_model_len, model_ctx) : model_ctx;
     }
     int64_t num_steps() const { return step_count_; }
-    // Documents the registry remembers, over every tenant (bounded: see prune_documents()).
-    int64_t num_registered_documents() const { return kv_.num_registered_documents(); }
     // Pool, cache index and every reference held by requests, jobs and pins agree.
     void check_integrity() const;
 
@@ -195,34 +170,19 @@ private:
     void make_block_attn_copies();
     SchedulerOutput plan_step();
     void plan_prefill(SchedulerOutput& plan, int32_t budget);
-    TailChunk tail_chunk(SequenceState& s, int32_t begin, int32_t end, bool all_logits) const;
+    PhaseChunk tail_chunk(SequenceState& s, int32_t begin, int32_t end, bool all_logits) const;
     bool preempt_for(SequenceState* requester);
     void preempt(SequenceState& s);
     void on_job_progress(int64_t job_id, int32_t n);
     void finish(SequenceState& s, const std::string& reason, Status status = {});
     void drop_finished();
-    void add_tail_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end, bool all_logits);
-    // Tail rows [begin, end) of s as one sequence over its segments and the tail's own blocks,
-    // no logits; returns the first row.
-    int32_t add_tail_sequence(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
-    // The probe's rows (the prompt tail's [begin, end) against the cached documents), the last
-    // kProbeMeasuredRows of the prompt tail measured (batch.mass_seqs); returns where this
-    // chunk's mass starts in the step's, or -1 when none of its rows is measured.
-    int64_t add_probe_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
-    // KV-deviation rows [begin, end) of s (its documents with a budget, every token, in order),
-    // each placed at its logical position with everything before it in view and compared with
-    // its cached copy (not written), in the step's measuring batch.
-    void add_deviation_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
-    // A deviation chunk ran: records its rows' deviations and, once every row has been measured,
-    // chooses the recomputed rows.
-    void on_deviation(const DeviationChunk& r, const std::vector<float>& kv_deviation);
-    // Rows [begin, end) of s's recomputed document tokens (all documents' in order), no logits.
-    void add_patch_rows(model::ForwardBatch& b, SequenceState& s, int32_t begin, int32_t end);
-    // A probe chunk ran: adds its mass to the documents' and, once the whole prompt tail has
-    // run, chooses the recomputed rows.
-    void on_probe(const ProbeChunk& r, const std::vector<float>& key_mass);
-    // The spans of s's segments as its tail and patch rows read them.
-    void add_segment_spans(model::ForwardBatch& b, const SequenceState& s);
+    // A measuring chunk ran (kProbe: the attention mass its rows gave each key; kDeviation:
+    // each row's KV deviation): its scores are recorded and, once the measurement is complete,
+    // the recomputed rows chosen.
+    void on_measured(const PhaseChunk& c, const std::vector<float>& measured);
+    // A tail chunk ran: logits and prompt logprobs kept, the prompt's end published, the sampled
+    // token counted; returns the token for the OutputProcessor, if any.
+    std::optional<StepToken> on_tail(const PhaseChunk& c, ChunkResult& r);
 
     int32_t vocab_size() const { return model_.vocab_size; }
 

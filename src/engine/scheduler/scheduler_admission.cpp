@@ -17,7 +17,7 @@ bool Scheduler::try_admit(SequenceState& s) {
         s.admit_step = step_count_;
         s.t_admit = now_ms();
     }
-    kv_.note_documents(s);
+    kv_.documents().note(s);
     RequestStats& st = s.stats;
     // What the request found cached is decided when it first arrives: after a preemption it is
     // re-admitted against blocks it computed itself, so counting those again would report more
@@ -26,12 +26,12 @@ bool Scheduler::try_admit(SequenceState& s) {
         st.segments_hit = s.admission.hits;
         st.segments_missed = s.admission.misses;
         st.segments_from_store = s.admission.from_store;
-        st.reused_tokens = s.admission.reused + ar.num_tail_computed;
+        st.reused_tokens = s.admission.reused + ar.num_tail_computed();
     }
-    st.prefill_tokens += s.admission.computed + ar.num_prompt_tail - ar.num_tail_computed + ar.num_patch_tokens;
-    st.recomputed_tokens += ar.num_patch_tokens;
+    st.prefill_tokens += s.admission.computed + ar.num_prompt_tail() - ar.num_tail_computed() + ar.num_patch_tokens();
+    st.recomputed_tokens += ar.num_patch_tokens();
     st.peak_blocks = std::max(st.peak_blocks, kv_.kv_cache().num_used());
-    stats_.prompt_tokens_reused += s.admission.reused + ar.num_tail_computed;
+    stats_.prompt_tokens_reused += s.admission.reused + ar.num_tail_computed();
     stats_.segment_hits += s.admission.hits;
     stats_.segment_misses += s.admission.misses;
     stats_.segment_store_hits += s.admission.from_store;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/request/rag_request.h"
+#include "engine/sequence/prefill_phase.h"
 #include "kv/block_pool.h"
 
 namespace lazyattn::engine {
@@ -39,27 +40,53 @@ struct RequestKv {
     std::vector<kv::BlockId> tail_blocks;
     std::vector<int32_t> tail_tokens;  // prompt tail, then generated tokens
     int32_t tail_start = 0;            // logical position of tail token 0
-    int32_t num_tail_computed = 0;     // tail tokens whose K/V are in tail_blocks
-    int32_t num_prompt_tail = 0;
-    int32_t num_patch_tokens = 0;  // over every segment, computed in segment order before the tail
-    int32_t num_patch_computed = 0;
-    // Selection by the question: the prompt tail runs once against the cached documents first
-    // (its attention measured), then the patches, then the tail again.
-    bool probe_pending = false;
-    int32_t num_probe_computed = 0;
-    // Selection by KV deviation: every token of the documents with a budget (in segment order)
-    // is measured first (Model::measure_kv_deviation), then the patches, then the tail.
-    int32_t num_deviation_rows = 0;
-    int32_t num_deviation_computed = 0;
+    // The prefill, in order (PrefillPhase); the tail phase is always last, its `computed` the
+    // tail tokens whose K/V are in tail_blocks (prompt and generated).
+    std::vector<PrefillPhase> phases{PrefillPhase{}};
     // A choice following a sibling's recompute (RagRequest::choice_group): its patch blocks are
     // the sibling's (references held), whose rows are being computed; nothing of it runs until
     // they are (KvManager::share_ready_patches copies the chosen rows in).
     bool awaiting_patches = false;
     std::vector<kv::BlockId> held;  // one entry per reference this request holds
 
+    PrefillPhase& tail() { return phases.back(); }
+    const PrefillPhase& tail() const { return phases.back(); }
+    int32_t num_tail_computed() const { return tail().computed; }
+    int32_t num_prompt_tail() const { return tail().total; }
     int32_t next_position() const { return tail_start + int32_t(tail_tokens.size()); }
-    bool patches_done() const { return num_patch_computed >= num_patch_tokens; }
-    bool deviation_pending() const { return num_deviation_computed < num_deviation_rows; }
+    // The first phase not done (the tail once the prompt is).
+    const PrefillPhase& current_phase() const {
+        for (const PrefillPhase& p : phases) {
+            if (!p.done()) return p;
+        }
+        return tail();
+    }
+    PrefillPhase* find_phase(PhaseKind kind) {
+        for (PrefillPhase& p : phases) {
+            if (p.kind == kind) return &p;
+        }
+        return nullptr;
+    }
+    const PrefillPhase* find_phase(PhaseKind kind) const {
+        for (const PrefillPhase& p : phases) {
+            if (p.kind == kind) return &p;
+        }
+        return nullptr;
+    }
+    // Rows the patch phase recomputes (0 without one).
+    int32_t num_patch_tokens() const {
+        const PrefillPhase* p = find_phase(PhaseKind::kPatch);
+        return p != nullptr ? p->total : 0;
+    }
+    // Every phase before the tail is done: the recomputed rows are measured, chosen and run.
+    bool patches_ready() const {
+        for (size_t i = 0; i + 1 < phases.size(); ++i) {
+            if (!phases[i].done()) return false;
+        }
+        return true;
+    }
+    // Drops every phase before the tail (the tail's progress kept).
+    void clear_recompute_phases() { phases.erase(phases.begin(), phases.end() - 1); }
 };
 
 }  // namespace lazyattn::engine

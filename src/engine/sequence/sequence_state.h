@@ -2,8 +2,8 @@
 // segment job still computing, or a private copy), the tail's blocks and token counters, every
 // block reference held, and the generation state (the runner's sampler, the output processor's
 // decoder and stop strings).
-// Progress is counters, not phases: the prompt is done when num_tail_computed reaches
-// num_prompt_tail; a sampled token waits in tail_tokens until the next step computes it.
+// Prefill is phases (RequestKv::phases, the tail last): the prompt is done when the tail phase
+// is; a sampled token waits in tail_tokens until the next step computes it.
 #pragma once
 
 #include <cstdint>
@@ -94,7 +94,7 @@ struct SequenceState {
 
     // Every tail prompt row yields logits (raw logits kept, or prompt logprobs wanted).
     bool all_tail_rows() const { return want_all_tail_logits || request.prompt_logprobs >= 0; }
-    bool prompt_done() const { return kv.num_tail_computed >= kv.num_prompt_tail; }
+    bool prompt_done() const { return kv.tail().done(); }
     bool segments_ready() const {
         for (int64_t j : segment_jobs) {
             if (j >= 0) return false;

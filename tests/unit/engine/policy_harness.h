@@ -14,7 +14,9 @@
 
 #include "backend/kv_memory.h"
 #include "core/check.h"
+#include "engine/engine_core.h"
 #include "engine/output/output_processor.h"
+#include "engine/runner/input_builder.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/sequence/sequence_state.h"
 #include "test_vocab_builder.h"
@@ -81,37 +83,47 @@ public:
         return *h;
     }
 
-    // One schedule -> fake run -> update; false when nothing moved.
+    // One schedule -> fake run -> update, as EngineCore::step does it with the runner's own
+    // layout (runner/input_builder.h); false when nothing moved.
     bool step() {
         const SchedulerOutput out = scheduler_.schedule();
         if (out.empty()) return out.progressed;
         const kv::KvShape& sh = memory_.shape();
-        const Status valid = out.batch.validate(sh.num_blocks, sh.block_size, kVocab);
+        const EngineConfig& config = scheduler_.config();
+        const StepInputs in =
+            build_step_inputs(out, {sh.block_size, keys_stored_rotated(config.cache_mode), config.query_mass_layers});
+        const Status valid = in.batch.validate(sh.num_blocks, sh.block_size, kVocab);
         EXPECT_TRUE(valid.ok()) << valid.to_string();
-        StepRecord rec{out.batch.num_rows(), out.num_decode_rows, {}, 0, out.batch.spans, out.batch.overrides};
-        ModelRunnerOutput ran;
-        for (const int32_t q : out.batch.mass_seqs) {  // Model::forward's layout: spans in order
-            const kernels::AttentionSeq& seq = out.batch.seqs[size_t(q)];
+        StepRecord rec{in.batch.num_rows(), out.num_decode_rows, {}, 0, in.batch.spans, in.batch.overrides};
+        std::vector<float> key_mass;
+        for (const int32_t q : in.batch.mass_seqs) {  // Model::forward's layout: spans in order
+            const kernels::AttentionSeq& seq = in.batch.seqs[size_t(q)];
             rec.probe_rows += seq.num_queries;
             for (int32_t si = seq.span_begin; si < seq.span_end; ++si) {
-                for (int32_t t = 0; t < out.batch.spans[size_t(si)].num_tokens; ++t) ran.key_mass.push_back(mass(t));
+                for (int32_t t = 0; t < in.batch.spans[size_t(si)].num_tokens; ++t) key_mass.push_back(mass(t));
             }
         }
+        ModelRunnerOutput ran;
+        ran.chunks.resize(out.chunks.size());
+        split_measurements(in, out, key_mass, {}, ran.chunks);
         size_t rows = 0;
-        for (const TailChunk& t : out.tails) rows += size_t(t.all_logits ? t.end - t.begin : 1);
+        for (const PhaseChunk& t : out.chunks) {
+            if (t.kind == PhaseKind::kTail) rows += size_t(t.all_logits ? t.rows() : 1);
+        }
         logits_.assign(rows * kVocab, 0.0f);
         size_t row = 0;
-        for (const TailChunk& t : out.tails) {
+        for (size_t i = 0; i < out.chunks.size(); ++i) {
+            const PhaseChunk& t = out.chunks[i];
+            if (t.kind != PhaseKind::kTail) continue;
             rec.tails.insert(t.seq->id);
-            TailResult r;
-            r.num_logit_rows = t.all_logits ? t.end - t.begin : 1;
+            ChunkResult& r = ran.chunks[i];
+            r.num_logit_rows = t.all_logits ? t.rows() : 1;
             r.logits = logits_.data() + row * kVocab;
             row += size_t(r.num_logit_rows);
             if (t.sample) r.token = script(*t.seq);
-            ran.tails.push_back(std::move(r));
         }
         steps.push_back(rec);
-        scheduler_.update(out, ran, outputs_);
+        apply_step(scheduler_, outputs_, out, ran);
         return true;
     }
     void run_all(int max_steps = 100000) {

@@ -77,8 +77,8 @@ TEST_P(Admission, AWaitingRequestEvictsNothing) {
     ASSERT_TRUE(s.add(request_of({doc}, random_tokens(rng, 3), 1)).ok());
     while (s.step()) {
     }
-    const std::string id = s.scheduler().document_id("", doc);
-    ASSERT_TRUE(s.scheduler().document_tokens("", id).has_value());
+    const std::string id = s.scheduler().documents().id("", doc);
+    ASSERT_TRUE(s.scheduler().documents().tokens("", id).has_value());
     // A holds 21 blocks, leaving 9 free (the document's two among them); W needs 10 to start
     // (9 for its segment, 1 for its tail), so it waits, and must not take the document's blocks.
     auto a = s.add(request_of({random_tokens(rng, 320)}, random_tokens(rng, 3), 20));
@@ -86,7 +86,7 @@ TEST_P(Admission, AWaitingRequestEvictsNothing) {
     ASSERT_TRUE(a.ok() && w.ok());
     s.step();
     EXPECT_LT(s.scheduler().find((*w)->id())->admit_step, 0) << "W should be waiting";
-    EXPECT_TRUE(s.scheduler().document_tokens("", id).has_value()) << "a waiting request evicted a cached document";
+    EXPECT_TRUE(s.scheduler().documents().tokens("", id).has_value()) << "a waiting request evicted a cached document";
     EXPECT_EQ(s.scheduler().kv_cache().num_free(), 9);
     while (s.step()) {
     }

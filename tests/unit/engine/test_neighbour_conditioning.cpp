@@ -7,7 +7,7 @@
 // also under memory pressure with preemption.
 #include <algorithm>
 
-#include "engine/scheduler/neighbour_index.h"
+#include "engine/reuse/neighbour_index.h"
 #include "engine/sync_engine.h"
 #include "random_inputs.h"
 #include "reuse_fixture.h"

@@ -123,8 +123,8 @@ TEST(Pins, AWaitingRequestWhoseRoomWentToPinsFailsInsteadOfHanging) {
     ASSERT_NE(s.scheduler().find((*b)->id()), nullptr);
     EXPECT_LT(s.scheduler().find((*b)->id())->admit_step, 0) << "B should be waiting";
     // Pinning the documents leaves 40 unpinned blocks: B can never run now.
-    for (const auto& d : docs) ASSERT_TRUE(s.scheduler().pin_document("", d).ok());
-    EXPECT_EQ(s.scheduler().num_pinned_blocks(), 20);
+    for (const auto& d : docs) ASSERT_TRUE(s.scheduler().documents().pin("", d).ok());
+    EXPECT_EQ(s.scheduler().documents().pins().num_pinned(), 20);
     s.step();
     ASSERT_TRUE((*b)->finished());
     const RagResult rb = (*b)->wait();
@@ -133,7 +133,8 @@ TEST(Pins, AWaitingRequestWhoseRoomWentToPinsFailsInsteadOfHanging) {
     run_all(s);
     EXPECT_EQ((*a)->wait().finish_reason, "length");
     EXPECT_TRUE(s.idle());
-    for (const auto& d : docs) EXPECT_TRUE(s.scheduler().unpin_document("", s.scheduler().document_id("", d)).ok());
+    for (const auto& d : docs)
+        EXPECT_TRUE(s.scheduler().documents().unpin("", s.scheduler().documents().id("", d)).ok());
     EXPECT_EQ(s.scheduler().kv_cache().num_free(), s.scheduler().kv_cache().pool().num_blocks());
 }
 
@@ -187,14 +188,14 @@ TEST(Tenants, DocumentIdsDependOnTheHashKeyAndTheTenant) {
     c.kv_num_blocks = 8;
     c.cache_hash_key = 42;
     EngineCore one(*model().model, *model().tokenizer, c), two(*model().model, *model().tokenizer, c);
-    EXPECT_EQ(one.scheduler().document_id("", doc), two.scheduler().document_id("", doc));
-    EXPECT_NE(one.scheduler().document_id("", doc), one.scheduler().document_id("x", doc));
+    EXPECT_EQ(one.scheduler().documents().id("", doc), two.scheduler().documents().id("", doc));
+    EXPECT_NE(one.scheduler().documents().id("", doc), one.scheduler().documents().id("x", doc));
     c.cache_hash_key = 43;
     EngineCore other_key(*model().model, *model().tokenizer, c);
-    EXPECT_NE(one.scheduler().document_id("", doc), other_key.scheduler().document_id("", doc));
+    EXPECT_NE(one.scheduler().documents().id("", doc), other_key.scheduler().documents().id("", doc));
     c.cache_hash_key = 0;  // random per engine
     EngineCore random_a(*model().model, *model().tokenizer, c), random_b(*model().model, *model().tokenizer, c);
-    EXPECT_NE(random_a.scheduler().document_id("", doc), random_b.scheduler().document_id("", doc));
+    EXPECT_NE(random_a.scheduler().documents().id("", doc), random_b.scheduler().documents().id("", doc));
 }
 
 TEST(Documents, TheRegistryStaysBoundedByThePoolWhateverClientsSend) {
@@ -210,7 +211,7 @@ TEST(Documents, TheRegistryStaysBoundedByThePoolWhateverClientsSend) {
         auto h = s.add(request_of({random_tokens(rng, 20)}, random_tokens(rng, 3), 1, "tenant-" + std::to_string(i)));
         ASSERT_TRUE(h.ok()) << h.status().to_string();
         run_all(s);
-        most = std::max(most, s.scheduler().num_registered_documents());
+        most = std::max(most, s.scheduler().documents().num_entries());
     }
     EXPECT_LE(most, 2 * 24 + 64 + 1);
     EXPECT_GT(most, 24);  // it did fill up: the bound was what held it
@@ -218,7 +219,7 @@ TEST(Documents, TheRegistryStaysBoundedByThePoolWhateverClientsSend) {
     const auto doc = random_tokens(rng, 20);
     ASSERT_TRUE(s.add(request_of({doc}, random_tokens(rng, 3), 1, "keep")).ok());
     run_all(s);
-    EXPECT_TRUE(s.scheduler().document_tokens("keep", s.scheduler().document_id("keep", doc)).has_value());
+    EXPECT_TRUE(s.scheduler().documents().tokens("keep", s.scheduler().documents().id("keep", doc)).has_value());
 }
 
 }  // namespace

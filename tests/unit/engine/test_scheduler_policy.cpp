@@ -134,19 +134,19 @@ TEST(SchedulerPolicy, PinsCountPerTenantRespectTheQuotaAndStayPrivate) {
     const auto a = letters(40, 4), b = letters(40, 5);  // 10 blocks each
     ASSERT_TRUE(h.add(request({a, b}, 3, 1, "t1")).ok());
     h.run_all();
-    EXPECT_EQ(h.scheduler().pin_document("t2", a).status().code(), StatusCode::kNotFound)
+    EXPECT_EQ(h.scheduler().documents().pin("t2", a).status().code(), StatusCode::kNotFound)
         << "another tenant's document must not be pinnable";
-    ASSERT_TRUE(h.scheduler().pin_document("t1", a).ok());
-    ASSERT_TRUE(h.scheduler().pin_document("t1", a).ok()) << "a second pin of the same document costs nothing";
-    EXPECT_EQ(h.scheduler().num_pinned_blocks(), 10);
-    EXPECT_EQ(h.scheduler().pin_document("t1", b).status().code(), StatusCode::kResourceExhausted)
+    ASSERT_TRUE(h.scheduler().documents().pin("t1", a).ok());
+    ASSERT_TRUE(h.scheduler().documents().pin("t1", a).ok()) << "a second pin of the same document costs nothing";
+    EXPECT_EQ(h.scheduler().documents().pins().num_pinned(), 10);
+    EXPECT_EQ(h.scheduler().documents().pin("t1", b).status().code(), StatusCode::kResourceExhausted)
         << "20 blocks is over the tenant's quota of 12";
-    const std::string id = h.scheduler().document_id("t1", a);
-    EXPECT_EQ(h.scheduler().unpin_document("t2", id).code(), StatusCode::kNotFound);
-    ASSERT_TRUE(h.scheduler().unpin_document("t1", id).ok());
-    EXPECT_EQ(h.scheduler().num_pinned_blocks(), 10) << "two pins need two unpins";
-    ASSERT_TRUE(h.scheduler().unpin_document("t1", id).ok());
-    EXPECT_EQ(h.scheduler().num_pinned_blocks(), 0);
+    const std::string id = h.scheduler().documents().id("t1", a);
+    EXPECT_EQ(h.scheduler().documents().unpin("t2", id).code(), StatusCode::kNotFound);
+    ASSERT_TRUE(h.scheduler().documents().unpin("t1", id).ok());
+    EXPECT_EQ(h.scheduler().documents().pins().num_pinned(), 10) << "two pins need two unpins";
+    ASSERT_TRUE(h.scheduler().documents().unpin("t1", id).ok());
+    EXPECT_EQ(h.scheduler().documents().pins().num_pinned(), 0);
     h.expect_pool_whole();
 }
 
@@ -158,14 +158,14 @@ TEST(SchedulerPolicy, PinsNeverTakeMoreThanTheirShareOfThePool) {
     ASSERT_TRUE(h.add(request({a}, 3, 1)).ok());
     ASSERT_TRUE(h.add(request({b}, 3, 1)).ok());
     h.run_all();
-    ASSERT_TRUE(h.scheduler().pin_document("", a).ok());
-    EXPECT_EQ(h.scheduler().pin_document("", b).status().code(), StatusCode::kResourceExhausted)
+    ASSERT_TRUE(h.scheduler().documents().pin("", a).ok());
+    EXPECT_EQ(h.scheduler().documents().pin("", b).status().code(), StatusCode::kResourceExhausted)
         << "24 pinned blocks would pass half of 40";
     // A request needing more than the unpinned blocks is refused when added, naming the pins.
     const Status st = h.add(request({letters(120, 8)}, 3, 8)).status();  // 30 + 3 > 40 - 12
     EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
     EXPECT_NE(st.message().find("pinned"), std::string::npos) << st.message();
-    ASSERT_TRUE(h.scheduler().unpin_document("", h.scheduler().document_id("", a)).ok());
+    ASSERT_TRUE(h.scheduler().documents().unpin("", h.scheduler().documents().id("", a)).ok());
     h.expect_pool_whole();
 }
 
@@ -229,13 +229,13 @@ TEST(SchedulerPolicy, RecomputeChosenByTheQuestionProbesThenRecomputesTheHeavies
     h.expect_pool_whole();
     PolicyHarness roomy(config(256), 4096, true);
     RagRequest long_tail = r;
-    long_tail.tail = letters(Scheduler::kProbeMeasuredRows + 150, 3);
+    long_tail.tail = letters(kProbeMeasuredRows + 150, 3);
     auto second = roomy.submit(long_tail);
     roomy.run_all();
     ASSERT_TRUE(second->finished());
     int measured = 0, rows = 0;
     for (const StepRecord& s : roomy.steps) measured += s.probe_rows, rows += s.rows;
-    EXPECT_EQ(measured, Scheduler::kProbeMeasuredRows);
+    EXPECT_EQ(measured, kProbeMeasuredRows);
     EXPECT_GE(rows, 2 * int(long_tail.tail.size()) + 27 + 7);  // the probe and the tail run whole
     EXPECT_EQ(second->wait().stats.recomputed_tokens, 7);
     roomy.expect_pool_whole();

@@ -1,0 +1,38 @@
+// The KV blocks each feature of a request needs, written once: the worst case a request is
+// checked against when it arrives (KvManager::check_fits) and the fresh blocks its admission
+// allocates (KvManager::allocate) count with the same functions, so a feature cannot be
+// budgeted one way and allocated another.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/request/rag_request.h"
+
+namespace lazyattn::engine::block_budget {
+
+// Blocks holding `tokens` tokens.
+inline int32_t blocks_for(int64_t tokens, int32_t block_size) {
+    return int32_t((tokens + block_size - 1) / block_size);
+}
+
+// Segment d computed (a segment job): all its tokens.
+inline int32_t segment(const RagRequest& r, size_t d, int32_t block_size) {
+    return blocks_for(int64_t(r.segments[d].size()), block_size);
+}
+
+// Block-attn's private re-rotated copy of segment d: as many blocks again.
+inline int32_t private_copy(const RagRequest& r, size_t d, int32_t block_size) { return segment(r, d, block_size); }
+
+// Segment d's recomputed rows (DocumentReuse::recompute): the most a selection may choose.
+inline int32_t recompute(const RagRequest& r, size_t d, int32_t block_size) {
+    return blocks_for(r.recompute_room(d, block_size), block_size);
+}
+
+// The prefix a neighbour-conditioned segment d is encoded after: at most
+// max_conditioning_tokens (the worst case), or the tokens its neighbours have (admission).
+inline int32_t conditioning(int64_t prefix_tokens, int32_t block_size) { return blocks_for(prefix_tokens, block_size); }
+
+// A tail of `tokens` tokens (the prompt tail, grown by generated tokens).
+inline int32_t tail(int64_t tokens, int32_t block_size) { return blocks_for(tokens, block_size); }
+
+}  // namespace lazyattn::engine::block_budget
