@@ -12,6 +12,7 @@
 
 #include "bench/rag_runner.h"
 #include "cli/bench_rag_report.h"
+#include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
@@ -178,12 +179,7 @@ int run_bench_rag(const BenchRagOptions& o) {
                                          {"requests", reqs}};
         std::ofstream(o.export_workload_path) << exported.dump();
     }
-    engine::EngineConfig base;
-    base.kv_types = o.common.kv_types;
-    base.device = o.common.device;
-    base.kv_stores = o.common.kv_stores;
-    base.kv_store_tier = o.common.kv_store_tier;
-    base.kv_store_writer = o.common.kv_store_writer;
+    engine::EngineConfig base = engine_config_for(o.common);
     base.kv_num_blocks = budget->num_blocks;
     base.max_batch_tokens = o.max_batch_tokens;
     base.max_prefill_while_decoding = o.max_prefill_while_decoding;

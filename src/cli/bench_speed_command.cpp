@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
@@ -39,9 +40,7 @@ int run_bench_speed(const BenchSpeedOptions& o) {
         return 1;
     }
     // Recompute mode: every repetition prefills the whole prompt, as the peer does.
-    engine::EngineConfig ec;
-    ec.kv_types = o.common.kv_types;
-    ec.device = o.common.device;
+    engine::EngineConfig ec = engine_config_for(o.common);
     ec.cache_mode = engine::CacheMode::kNone;
     ec.max_batch_tokens = std::max(o.prompt_tokens, 1);
     ec.check_integrity = false;

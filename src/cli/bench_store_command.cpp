@@ -137,13 +137,10 @@ int run_bench_store(const BenchStoreOptions& o) {
         return d;
     };
 
-    engine::EngineConfig base;
-    base.kv_types = o.common.kv_types;
-    base.device = o.common.device;
+    engine::EngineConfig base = engine_config_for(o.common);  // the stores: per engine, below
     base.kv_cache_mb = o.kv_cache_mb;
     base.check_integrity = false;
     base.kv_store_writer.max_pending_bytes = 0;  // the writer engine queues every document, then flushes
-    base.kv_store_tier = o.common.kv_store_tier;
     auto make_engine = [&](std::vector<std::string> stores) -> Expected<std::unique_ptr<engine::SyncEngine>> {
         engine::EngineConfig ec = base;
         ec.kv_stores = std::move(stores);

@@ -101,6 +101,16 @@ Status check_query_layers(const std::vector<int32_t>& layers, int32_t num_layers
     return {};
 }
 
+engine::EngineConfig engine_config_for(const CommonOptions& o) {
+    engine::EngineConfig ec;
+    ec.kv_types = o.kv_types;
+    ec.device = o.device;
+    ec.kv_stores = o.kv_stores;
+    ec.kv_store_tier = o.kv_store_tier;
+    ec.kv_store_writer = o.kv_store_writer;
+    return ec;
+}
+
 void configure_logging(const CommonOptions& o) {
     log::configure(log::parse_level(o.log_level).value(),
                    o.log_format == "json" ? log::Format::kJson : log::Format::kText);

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "core/status.h"
+#include "engine/engine_config.h"
 #include "kernels/params/kv_dtype.h"
 
 namespace lazyattn::cli {
@@ -21,6 +22,9 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv = true);
 // modes that cache segments), and the help text listing them.
 CLI::Validator cache_mode_check(bool segments_only = false);
 std::string cache_mode_help();
+// The engine settings every model command takes from its common options (KV types, device, the
+// persistent store's tiers and writer); each command adds its own on top.
+engine::EngineConfig engine_config_for(const CommonOptions& o);
 // Applies --log-level and --log-format (checked by the parser) to the process's logger.
 void configure_logging(const CommonOptions& o);
 

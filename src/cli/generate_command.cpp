@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
@@ -70,12 +71,7 @@ int fail(const Status& st, int code = 1) {
 int run_generate(const GenerateOptions& o) {
     auto mode = engine::parse_cache_mode(o.cache_mode);
     if (!mode.ok()) return fail(mode.status(), 2);
-    engine::EngineConfig ec;
-    ec.kv_types = o.common.kv_types;
-    ec.device = o.common.device;
-    ec.kv_stores = o.common.kv_stores;
-    ec.kv_store_tier = o.common.kv_store_tier;
-    ec.kv_store_writer = o.common.kv_store_writer;
+    engine::EngineConfig ec = engine_config_for(o.common);
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.cache_mode = *mode;
     if (Status st = ec.validate(); !st.ok()) return fail(st, 2);

@@ -135,11 +135,8 @@ int run_precompute(const PrecomputeOptions& o) {
     if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
-    engine::EngineConfig ec;
-    ec.kv_types = o.common.kv_types;
-    ec.device = o.common.device;
+    engine::EngineConfig ec = engine_config_for(o.common);
     ec.kv_stores = stores;
-    ec.kv_store_tier = o.common.kv_store_tier;
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.max_batch_tokens = o.max_batch_tokens;
     ec.cache_mode = *mode;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/qa_dataset.h"
+#include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
@@ -60,8 +61,7 @@ int run_rag_demo(const RagDemoOptions& o) {
             std::cerr << "error: " << mode.status().to_string() << "\n";
             return 2;
         }
-        engine::EngineConfig ec;
-        ec.kv_types = o.common.kv_types;
+        engine::EngineConfig ec = engine_config_for(o.common);
         ec.cache_mode = *mode;
         engine::SyncEngine eng(*lm->model, *lm->tokenizer, ec);
         ModeTotals t;

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <tuple>
 
+#include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
@@ -33,12 +34,7 @@ int fail(const Status& st, int code = 1) {
 }
 
 Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
-    engine::EngineConfig ec;
-    ec.kv_types = o.common.kv_types;
-    ec.device = o.common.device;
-    ec.kv_stores = o.common.kv_stores;
-    ec.kv_store_tier = o.common.kv_store_tier;
-    ec.kv_store_writer = o.common.kv_store_writer;
+    engine::EngineConfig ec = engine_config_for(o.common);
     LA_ASSIGN_OR_RETURN(ec.cache_mode, engine::parse_cache_mode(o.cache_mode));
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.kv_num_blocks = o.kv_blocks;

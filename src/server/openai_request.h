@@ -1,8 +1,9 @@
 // OpenAI request bodies -> native structs. parse_generation_request() reads a /v1/completions or
 // /v1/chat/completions body, checks every field's type and range, and answers either a
 // GenerationRequest (no JSON left in it) or the ApiError naming the offending field. Unknown
-// fields are ignored, as OpenAI-compatible servers do; fields lazyattn cannot honour (n > 1,
-// best_of, tools, suffix) are refused rather than silently dropped.
+// fields are ignored, as OpenAI-compatible servers do; fields lazyattn cannot honour (best_of,
+// tools, suffix) are refused rather than silently dropped. `n` choices (up to kMaxChoices) run
+// as one group that shares its recomputed rows (engine::RagRequest::choice_group).
 //
 // Extensions: `cache_salt` (vLLM's: requests share cached KV only with the same salt),
 // `documents` (strings, or {"text", "title"?} objects, or {"id"} naming a cached

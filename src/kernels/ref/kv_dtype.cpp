@@ -1,6 +1,7 @@
 // The KV element types' names and conversions (kernels/params/kv_dtype.h). The quantized ones
-// reuse the block layouts and quantizers of the weight formats, so a q8_0 KV row is bit for bit a
-// llama.cpp q8_0 row.
+// are the weight formats' blocks: read by the weights' reference dequantizer (dequantize_ref.h)
+// and written by the activations' q8_0 quantizer (quant_ref.h) or llama.cpp's reference q4_0
+// rule below, so a q8_0 or q4_0 KV row is bit for bit a llama.cpp row.
 #include "kernels/params/kv_dtype.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "core/fp16.h"
 #include "core/half_convert.h"
 #include "kernels/params/quant_blocks.h"
+#include "kernels/ref/dequantize_ref.h"
 #include "kernels/ref/quant_ref.h"
 
 namespace lazyattn::kernels {
@@ -24,23 +26,6 @@ constexpr struct {
               {KvDtype::kBF16, "bf16"},
               {KvDtype::kQ8_0, "q8_0"},
               {KvDtype::kQ4_0, "q4_0"}};
-
-void dequantize_q8_0(const BlockQ8_0* b, float* dst, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i) {
-        const float d = fp16_to_fp32(b[i].d);
-        for (int j = 0; j < 32; ++j) dst[i * 32 + j] = d * float(b[i].qs[j]);
-    }
-}
-
-void dequantize_q4_0(const BlockQ4_0* b, float* dst, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i) {
-        const float d = fp16_to_fp32(b[i].d);
-        for (int j = 0; j < 16; ++j) {
-            dst[i * 32 + j] = d * float((b[i].qs[j] & 0x0f) - 8);
-            dst[i * 32 + j + 16] = d * float((b[i].qs[j] >> 4) - 8);
-        }
-    }
-}
 
 // llama.cpp's reference q4_0 quantizer: the value of largest magnitude maps to -8 exactly, so
 // its sign is kept and the other 15 levels spread over the rest.
@@ -98,10 +83,10 @@ void kv_to_f32(const void* src, KvDtype dtype, float* dst, int64_t n) {
             bf16_to_fp32_n(static_cast<const uint16_t*>(src), dst, n);
             return;
         case KvDtype::kQ8_0:
-            dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n / 32);
+            LA_CHECK(ref::dequantize_row(GgmlType::kQ8_0, src, dst, n).ok());
             return;
         case KvDtype::kQ4_0:
-            dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n / 32);
+            LA_CHECK(ref::dequantize_row(GgmlType::kQ4_0, src, dst, n).ok());
             return;
     }
 }
