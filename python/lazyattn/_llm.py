@@ -318,7 +318,12 @@ class LLM:
         greedy), top_p, top_k, min_p, seed, stop, repetition_penalty, presence_penalty,
         frequency_penalty, logit_bias, ignore_eos, cache_salt.
         """
-        return _completion(self._submit(prompt, kwargs).result())
+        request = self._submit(prompt, kwargs)
+        try:
+            return _completion(request.result())
+        except BaseException:  # Ctrl-C between submit and the wait, too: the engine stops it
+            request.cancel()
+            raise
 
     def chat(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
         """generate() for a conversation (vLLM's LLM.chat)."""
