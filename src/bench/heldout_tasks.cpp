@@ -207,14 +207,17 @@ QualityTask make_table(Draw& draw, const Corpus& corpus, const TaskShape& s, int
             make_document(draw, filler, document_words(draw, s, min_words), {{depth, hut_table(markdown, table)}}));
     }
     const std::string& hut = huts[asked_row];
+    // The question names the table and its column as the table does: SmolLM2-135M answers none
+    // of 40 asked without ("How many beds does X offer?"), reading the film prose instead.
+    const std::string intro = "In the table of mountain huts, ";
     if (asked_column == 0) {
-        t.question = "How high above sea level, in metres, does " + hut + " stand?";
+        t.question = intro + "what altitude (m) is given for " + hut + "?";
         t.answers = {altitudes[asked_row]};
     } else if (asked_column == 1) {
-        t.question = "How many beds does " + hut + " offer?";
+        t.question = intro + "how many beds does " + hut + " have?";
         t.answers = {beds[asked_row]};
     } else {
-        t.question = "Who is listed as the warden of " + hut + "?";
+        t.question = intro + "who is the warden of " + hut + "?";
         t.answers = {wardens[asked_row]};
     }
     t.chance = 1.0 / double(rows);  // the cells of the asked column

@@ -95,8 +95,9 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
         engine::RagPromptText text{"Answer the question using the documents. Reply with a short answer only.", docs,
                                    t.question};
         LA_ASSIGN_OR_RETURN(auto req, engine::build_rag_request(*lm.tokenizer, chat, text));
-        // The small model restates the question first ("The access code of ... is").
-        req.max_tokens = t.family == "agg" ? 48 : 32;
+        // The small model restates the question first ("The access code of ... is"; "The head
+        // office of the company that X founded is").
+        req.max_tokens = t.family == "agg" || t.family == "bridge" ? 48 : 32;
         return req;
     };
     // Conditioned copies (neighbours=K) read their neighbours from the corpus indexed so far. With

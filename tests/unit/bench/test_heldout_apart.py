@@ -18,8 +18,8 @@ PHRASES = [
     # bridge
     "was set up in", "the head office of", "has its headquarters in", "the head office of the company that",
     # table
-    "mountain huts on the ridge trail", "altitude_m", "| altitude (m) |", "how high above sea level",
-    "how many beds does", "listed as the warden of",
+    "mountain huts on the ridge trail", "altitude_m", "| altitude (m) |", "in the table of mountain huts",
+    "altitude (m) is given for", "how many beds does", "who is the warden of",
 ]
 CALLS = ["heldout_tasks", "make_benchmark_suite", "expand_families", "heldout_family_names"]
 

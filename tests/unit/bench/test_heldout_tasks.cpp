@@ -158,7 +158,7 @@ TEST(HeldoutTasks, AnswersSitInTheirDocumentAndNowhereElse) {
                             text.compare(body, csv.size(), csv) == 0);
             }
             EXPECT_NEAR(t.chance, 1.0 / (3 * t.num_docs), 1e-12);
-            questions_asked["table"].insert(t.question.substr(0, 12));
+            questions_asked["table"].insert(t.question.substr(t.question.find(", ") + 2, 8));
         }
     }
     for (const char* f : {"attr", "bridge", "table"}) EXPECT_EQ(answer_docs_k10[f].size(), 10u) << f;
@@ -192,7 +192,7 @@ TEST(HeldoutTasks, NoSentenceShapeSharedWithTheTrainedFamilies) {
                                            "mountain huts",
                                            "altitude",
                                            "warden",
-                                           "above sea level",
+                                           "table of mountain",
                                            "beds"};
     for (const auto& s : generated) {
         for (const auto& item : qa) {
