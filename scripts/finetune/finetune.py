@@ -55,7 +55,7 @@ def parse_args(argv=None):
     g.add_argument("--layout", choices=["plain", "anchored"], default="plain",
                    help="how documents are encoded: alone (lazy's default) or after the preamble (document_reuse anchor)")
     g = ap.add_argument_group("objective")
-    g.add_argument("--objective", choices=["sft", "distill", "mix"], default="distill",
+    g.add_argument("--objective", choices=["sft", "distill", "mix"], default="mix",
                    help="sft: answer cross-entropy; distill: KL(full-attention teacher || block-masked student) "
                         "on the tail; mix: distill + --mix-weight x sft")
     g.add_argument("--mix-weight", type=float, default=0.5, help="weight of the SFT term under --objective mix")
