@@ -158,6 +158,14 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
     return {};
 }
 
+// One paired comparison (McNemar) of `variant` against `reference` as the JSON report holds it.
+nlohmann::json paired_json(const std::string& variant, const std::string& reference, const bench::PairedComparison& c) {
+    return {{"variant", variant},         {"reference", reference},
+            {"difference", c.difference}, {"ci", {c.difference_ci.low, c.difference_ci.high}},
+            {"p_value", c.p_value},       {"only_variant", c.only_a},
+            {"only_reference", c.only_b}};
+}
+
 }  // namespace
 
 int run_bench_quality(const BenchQualityOptions& o) {
@@ -299,13 +307,7 @@ int run_bench_quality(const BenchQualityOptions& o) {
             std::printf("%-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld only here, %lld only there)\n",
                         v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
                         100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
-            out["paired"].push_back({{"variant", v.name},
-                                     {"reference", ref},
-                                     {"difference", c.difference},
-                                     {"ci", {c.difference_ci.low, c.difference_ci.high}},
-                                     {"p_value", c.p_value},
-                                     {"only_variant", c.only_a},
-                                     {"only_reference", c.only_b}});
+            out["paired"].push_back(paired_json(v.name, ref, c));
         }
     }
     // The same per family (the JSON has every reference; the table, the first variant).
@@ -321,13 +323,7 @@ int run_bench_quality(const BenchQualityOptions& o) {
                                 v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
                                 100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
                 }
-                out["paired_by_group"][name].push_back({{"variant", v.name},
-                                                        {"reference", ref},
-                                                        {"difference", c.difference},
-                                                        {"ci", {c.difference_ci.low, c.difference_ci.high}},
-                                                        {"p_value", c.p_value},
-                                                        {"only_variant", c.only_a},
-                                                        {"only_reference", c.only_b}});
+                out["paired_by_group"][name].push_back(paired_json(v.name, ref, c));
             }
         }
     }

@@ -10,15 +10,13 @@
 
 #include "bench/heldout_tasks.h"
 #include "bench/quality_tasks.h"
+#include "quality_test_corpus.h"
 
 namespace lazyattn::bench {
 namespace {
 
-std::vector<QaItem> corpus() {
-    auto items = read_qa_file(std::string(LAZYATTN_SOURCE_DIR) + "/data/2wiki_sample.jsonl");
-    EXPECT_TRUE(items.ok()) << items.status().to_string();
-    return items.ok() ? *items : std::vector<QaItem>{};
-}
+std::vector<QaItem> corpus() { return testing_support::sample_corpus(); }
+using testing_support::words;
 
 // Whether `what` occurs in `text` as whole words, case and punctuation aside (as the scorer reads).
 bool names(const std::string& text, const std::string& what) {
@@ -30,17 +28,6 @@ bool names(const std::string& text, const std::string& what) {
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     return s;
-}
-
-int32_t words(const std::string& s) {
-    int32_t n = 0;
-    bool in = false;
-    for (char c : s) {
-        const bool space = c == ' ' || c == '\n';
-        n += !space && !in;
-        in = !space;
-    }
-    return n;
 }
 
 QualitySuiteOptions heldout(int32_t questions) {

@@ -6,30 +6,17 @@
 #include <map>
 
 #include "bench/quality_tasks.h"
+#include "quality_test_corpus.h"
 
 namespace lazyattn::bench {
 namespace {
 
-std::vector<QaItem> corpus() {
-    auto items = read_qa_file(std::string(LAZYATTN_SOURCE_DIR) + "/data/2wiki_sample.jsonl");
-    EXPECT_TRUE(items.ok()) << items.status().to_string();
-    return items.ok() ? *items : std::vector<QaItem>{};
-}
+std::vector<QaItem> corpus() { return testing_support::sample_corpus(); }
+using testing_support::words;
 
 size_t occurrences(const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-}
-
-int32_t words(const std::string& s) {
-    int32_t n = 0;
-    bool in = false;
-    for (char c : s) {
-        const bool space = c == ' ' || c == '\n';
-        n += !space && !in;
-        in = !space;
-    }
     return n;
 }
 
