@@ -100,24 +100,22 @@ def test_eight_threads_at_once(llm):
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    t0 = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a submitting thread never returned (deadlock)"
     assert not errors, errors
     assert all(r is not None and r.finish_reason in ("stop", "length") and r.token_ids for r in results)
-    assert time.monotonic() - t0 < 300
 
 
 def test_ctrl_c_cancels_the_request(llm):
     before = llm.stats()["requests_cancelled"]
     timer = threading.Timer(0.5, _thread.interrupt_main)
     timer.start()
-    t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         llm.generate("Count forever: 1, 2, 3,", max_tokens=4000, ignore_eos=True)
-    assert time.monotonic() - t0 < 30
+    # Cancelled in the engine, not run to its 4000 tokens (that would finish "length").
     deadline = time.monotonic() + 10
     while llm.stats()["requests_cancelled"] == before and time.monotonic() < deadline:
         time.sleep(0.05)
