@@ -390,19 +390,64 @@ std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::
     return std::nullopt;
 }
 
-// `document_reuse.recompute`: a token count, or {"tokens": n} / {"share": x in (0, 1]} with an
-// optional "select": "first" | "random". Every error names the field under document_reuse.
-Err parse_recompute_field(const json& v, engine::DocumentReuse& reuse) {
+// The JSON field each DocumentReuse setting came from, for naming it in an error: the parser
+// checks syntax and types, DocumentReuse::check() the ranges (the one place they are written).
+struct ReuseFieldNames {
+    std::string recompute_tokens = "document_reuse.recompute_tokens";
+    std::string recompute_share = "document_reuse.recompute.share";
+
+    std::string of(engine::ReuseSetting setting) const {
+        switch (setting) {
+            case engine::ReuseSetting::kLogitScale:
+                return "document_reuse.logit_scale";
+            case engine::ReuseSetting::kLogitBias:
+                return "document_reuse.logit_bias";
+            case engine::ReuseSetting::kRecomputeTokens:
+                return recompute_tokens;
+            case engine::ReuseSetting::kRecomputeShare:
+                return recompute_share;
+            case engine::ReuseSetting::kRecomputeSelect:
+                return "document_reuse.recompute.select";
+            case engine::ReuseSetting::kNeighbours:
+                return "document_reuse.neighbours";
+            case engine::ReuseSetting::kCombination:
+                break;
+        }
+        return "document_reuse";
+    }
+};
+
+// A setting's value read with its type checked and nothing else (DocumentReuse::check() has the
+// ranges). Integers saturate at the int32 DocumentReuse keeps, numbers at the float range, so a
+// value past either stays out of range and is refused instead of wrapping into it.
+Err read_reuse_integer(const json& v, const std::string& param, int32_t& out) {
+    int64_t wide = 0;
+    if (v.is_number_unsigned()) {
+        wide = int64_t(std::min<uint64_t>(v.get<uint64_t>(), uint64_t(INT64_MAX)));
+    } else if (v.is_number_integer()) {
+        wide = v.get<int64_t>();
+    } else if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>()) {
+        wide = int64_t(std::clamp(v.get<double>(), double(INT32_MIN) - 1, double(INT32_MAX) + 1));
+    } else {
+        return type_error(param, "an integer");
+    }
+    out = int32_t(std::clamp<int64_t>(wide, INT32_MIN, INT32_MAX));
+    return std::nullopt;
+}
+
+Err read_reuse_number(const json& v, const std::string& param, double& out) {
+    if (!v.is_number()) return type_error(param, "a number");
+    out = v.get<double>();
+    return std::nullopt;
+}
+
+// `document_reuse.recompute`: a token count, or {"tokens": n} / {"share": x} with an optional
+// "select" (engine::select_names()). Every error names the field under document_reuse.
+Err parse_recompute_field(const json& v, engine::DocumentReuse& reuse, ReuseFieldNames& names) {
     static const std::string kKey = "document_reuse.recompute";
     if (v.is_number()) {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
-            v.get<int64_t>() > engine::DocumentReuse::kMaxRecomputeTokens) {
-            return value_error(kKey, "must be a token count in [0, " +
-                                         std::to_string(engine::DocumentReuse::kMaxRecomputeTokens) +
-                                         "] or an object {tokens|share, select}");
-        }
-        reuse.recompute_tokens = int32_t(v.get<int64_t>());
-        return std::nullopt;
+        names.recompute_tokens = kKey;
+        return read_reuse_integer(v, kKey, reuse.recompute_tokens);
     }
     if (!v.is_object()) return type_error(kKey, "a token count or an object {tokens|share, select}");
     for (const auto& [key, value] : v.items()) {
@@ -412,27 +457,16 @@ Err parse_recompute_field(const json& v, engine::DocumentReuse& reuse) {
     }
     if (v.contains("tokens") == v.contains("share")) return value_error(kKey, "takes one of 'tokens' or 'share'");
     if (v.contains("tokens")) {
-        const json& t = v.at("tokens");
-        if (!t.is_number_integer() || t.get<int64_t>() < 1 ||
-            t.get<int64_t>() > engine::DocumentReuse::kMaxRecomputeTokens) {
-            return value_error(kKey + ".tokens", "must be an integer in [1, " +
-                                                     std::to_string(engine::DocumentReuse::kMaxRecomputeTokens) + "]");
-        }
-        reuse.recompute_tokens = int32_t(t.get<int64_t>());
+        names.recompute_tokens = kKey + ".tokens";
+        if (auto e = read_reuse_integer(v.at("tokens"), kKey + ".tokens", reuse.recompute_tokens)) return e;
     } else {
-        const json& s = v.at("share");
-        if (!s.is_number() ||
-            !(s.get<double>() >= engine::DocumentReuse::kMinRecomputeShare && s.get<double>() <= 1.0)) {
-            return value_error(kKey + ".share", "must be a number in [0.0001, 1] (at least 0.01% of each document)");
-        }
-        reuse.recompute_share = float(s.get<double>());
+        if (auto e = read_reuse_number(v.at("share"), kKey + ".share", reuse.recompute_share)) return e;
     }
     if (v.contains("select")) {
         const json& s = v.at("select");
-        const auto select = s.is_string() ? engine::parse_select(s.get<std::string>()) : std::nullopt;
-        if (!select) {
-            return value_error(kKey + ".select", "must be one of " + engine::select_names("\""));
-        }
+        if (!s.is_string()) return type_error(kKey + ".select", "a string");
+        const auto select = engine::parse_select(s.get<std::string>());
+        if (!select) return value_error(kKey + ".select", "must be one of " + engine::select_names("\""));
         reuse.recompute_select = *select;
     }
     return std::nullopt;
@@ -466,30 +500,33 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
     if (v.contains("recompute_tokens") && v.contains("recompute")) {
         return value_error(kKey, "takes 'recompute' or 'recompute_tokens', not both");
     }
-    if (auto e = read_bool(v, "anchored", reuse.anchored)) return e;
+    ReuseFieldNames names;
+    const auto field = [](const char* name) { return std::string("document_reuse.") + name; };
+    const auto given = [&](const char* name) { return v.contains(name) && !v.at(name).is_null(); };
+    if (given("anchored")) {
+        if (!v.at("anchored").is_boolean()) return type_error(field("anchored"), "a boolean");
+        reuse.anchored = v.at("anchored").get<bool>();
+    }
     double scale = reuse.logit_scale, bias = reuse.logit_bias;
-    if (auto e = read_number(v, "logit_scale", scale)) return e;
-    if (auto e = read_number(v, "logit_bias", bias)) return e;
-    int64_t recompute = 0;
-    if (auto e = read_integer(v, "recompute_tokens", recompute)) return e;
-    if (recompute < 0 || recompute > engine::DocumentReuse::kMaxRecomputeTokens) {
-        return value_error(kKey, "recompute_tokens must be in [0, " +
-                                     std::to_string(engine::DocumentReuse::kMaxRecomputeTokens) + "]");
+    if (given("logit_scale")) {
+        if (auto e = read_reuse_number(v.at("logit_scale"), field("logit_scale"), scale)) return e;
     }
-    reuse.recompute_tokens = int32_t(recompute);
-    int64_t neighbours = 0;
-    if (read_integer(v, "neighbours", neighbours)) return type_error(kKey + std::string(".neighbours"), "an integer");
-    if (neighbours < 0 || neighbours > engine::DocumentReuse::kMaxNeighbours) {
-        return value_error(kKey + std::string(".neighbours"),
-                           "must be in [0, " + std::to_string(engine::DocumentReuse::kMaxNeighbours) + "]");
+    if (given("logit_bias")) {
+        if (auto e = read_reuse_number(v.at("logit_bias"), field("logit_bias"), bias)) return e;
     }
-    reuse.neighbours = int32_t(neighbours);
-    if (v.contains("recompute") && !v.at("recompute").is_null()) {
-        if (auto e = parse_recompute_field(v.at("recompute"), reuse)) return e;
+    reuse.logit_scale = engine::narrow_to_float(scale);
+    reuse.logit_bias = engine::narrow_to_float(bias);
+    if (given("recompute_tokens")) {
+        const std::string param = field("recompute_tokens");
+        if (auto e = read_reuse_integer(v.at("recompute_tokens"), param, reuse.recompute_tokens)) return e;
     }
-    reuse.logit_scale = float(scale);
-    reuse.logit_bias = float(bias);
-    if (Status st = reuse.validate(); !st.ok()) return value_error(kKey, st.message());
+    if (given("neighbours")) {
+        if (auto e = read_reuse_integer(v.at("neighbours"), field("neighbours"), reuse.neighbours)) return e;
+    }
+    if (given("recompute")) {
+        if (auto e = parse_recompute_field(v.at("recompute"), reuse, names)) return e;
+    }
+    if (const auto error = reuse.check()) return value_error(names.of(error->setting), error->message);
     out = reuse;
     return std::nullopt;
 }

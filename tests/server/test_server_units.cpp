@@ -108,7 +108,36 @@ TEST(OpenAiRequest, RefusesBadFieldsNamingThem) {
         {{{"messages", user}, {"documents", {json::object()}}}, true, "documents[0]", "invalid_value"},
         {{{"messages", user}, {"stream", "yes"}}, true, "stream", "invalid_type"},
         {{{"prompt", "p"}, {"document_reuse", "anchor+warp"}}, false, "document_reuse", "invalid_value"},
-        {{{"prompt", "p"}, {"document_reuse", {{"logit_scale", 100}}}}, false, "document_reuse", "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"logit_scale", 100}}}},
+         false,
+         "document_reuse.logit_scale",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"logit_bias", "x"}}}},
+         false,
+         "document_reuse.logit_bias",
+         "invalid_type"},
+        {{{"prompt", "p"}, {"document_reuse", {{"anchored", 1}}}}, false, "document_reuse.anchored", "invalid_type"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute_tokens", -1}}}},
+         false,
+         "document_reuse.recompute_tokens",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", 4097}}}},
+         false,
+         "document_reuse.recompute",
+         "invalid_value"},
+        // Past int32 saturates (and is refused), never wraps into range: 2^32 + 16 is not 16.
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", {{"tokens", 4294967312LL}}}}}},
+         false,
+         "document_reuse.recompute.tokens",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"neighbours", 18446744073709551615ULL}}}},
+         false,
+         "document_reuse.neighbours",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", {{"tokens", 0}, {"select", "random"}}}}}},
+         false,
+         "document_reuse.recompute.select",
+         "invalid_value"},
         {{{"prompt", "p"}, {"document_reuse", {{"recompute_tokens", 16}, {"recompute", 16}}}},
          false,
          "document_reuse",
@@ -121,7 +150,7 @@ TEST(OpenAiRequest, RefusesBadFieldsNamingThem) {
          false,
          "document_reuse.recompute.select",
          "invalid_value"},
-        {{{"prompt", "p"}, {"document_reuse", {{"recompute", {{"tokens", 0}}}}}},
+        {{{"prompt", "p"}, {"document_reuse", {{"recompute", {{"tokens", 4097}}}}}},
          false,
          "document_reuse.recompute.tokens",
          "invalid_value"},
@@ -325,7 +354,7 @@ TEST_F(RequestBuilderTest, DocumentReuseComesFromTheRequestOrTheServerDefault) {
                        true, &sparse));
     auto s = builder().build(sparse, "");
     ASSERT_TRUE(s.ok()) << s.status().to_string();
-    EXPECT_FLOAT_EQ(s->reuse.recompute_share, 0.15f);
+    EXPECT_DOUBLE_EQ(s->reuse.recompute_share, 0.15);
     EXPECT_EQ(s->reuse.recompute_select, engine::RecomputeSelect::kRandom);
     EXPECT_EQ(s->reuse, *engine::parse_document_reuse("recompute=15%@random"));
     // Neighbour-conditioned copies, with question-guided recompute on top.
@@ -337,6 +366,14 @@ TEST_F(RequestBuilderTest, DocumentReuseComesFromTheRequestOrTheServerDefault) {
     auto n = builder().build(conditioned, "");
     ASSERT_TRUE(n.ok()) << n.status().to_string();
     EXPECT_EQ(n->reuse, *engine::parse_document_reuse("neighbours=2+recompute=15%@query"));
+    // A budget of 0 is none in every form, as "recompute=0" is.
+    for (const json& none : {json{{"recompute", 0}}, json{{"recompute", {{"tokens", 0}}}},
+                             json{{"recompute", {{"share", 0}}}}, json{{"recompute_tokens", 0}}}) {
+        GenerationRequest zero;
+        ASSERT_FALSE(parse({{"prompt", "p"}, {"document_reuse", none}}, false, &zero)) << none;
+        ASSERT_TRUE(zero.document_reuse.has_value()) << none;
+        EXPECT_TRUE(zero.document_reuse->is_plain()) << none;
+    }
     engine::DocumentReuse server_default;
     server_default.anchored = true;
     server_default.logit_scale = 1.25f;

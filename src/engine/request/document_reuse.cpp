@@ -10,14 +10,14 @@
 namespace lazyattn::engine {
 namespace {
 
-std::string number(float x) {
+std::string number(double x) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", double(x));
+    std::snprintf(buf, sizeof buf, "%g", x);
     return buf;
 }
 
-Expected<float> parse_float(std::string_view part, std::string_view text) {
-    float x = 0;
+Expected<double> parse_number(std::string_view part, std::string_view text) {
+    double x = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
     if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(x)) {
         return invalid_argument("'" + std::string(part) + "': not a number");
@@ -27,38 +27,51 @@ Expected<float> parse_float(std::string_view part, std::string_view text) {
 
 }  // namespace
 
-Status DocumentReuse::validate() const {
+std::optional<ReuseSettingError> DocumentReuse::check() const {
+    const auto refuse = [](ReuseSetting setting, std::string message) {
+        return std::optional<ReuseSettingError>(ReuseSettingError{setting, std::move(message)});
+    };
     if (!(logit_scale >= 0.25f && logit_scale <= 4.0f)) {
-        return invalid_argument("document logit scale must be in [0.25, 4], got " + number(logit_scale));
+        return refuse(ReuseSetting::kLogitScale,
+                      "document logit scale must be in [0.25, 4], got " + number(logit_scale));
     }
     if (!(logit_bias >= -8.0f && logit_bias <= 8.0f)) {
-        return invalid_argument("document logit bias must be in [-8, 8], got " + number(logit_bias));
+        return refuse(ReuseSetting::kLogitBias, "document logit bias must be in [-8, 8], got " + number(logit_bias));
     }
     if (recompute_tokens < 0 || recompute_tokens > kMaxRecomputeTokens) {
-        return invalid_argument("document recompute tokens must be in [0, " + std::to_string(kMaxRecomputeTokens) +
-                                "], got " + std::to_string(recompute_tokens));
+        return refuse(ReuseSetting::kRecomputeTokens, "document recompute tokens must be in [0, " +
+                                                          std::to_string(kMaxRecomputeTokens) + "], got " +
+                                                          std::to_string(recompute_tokens));
     }
-    const bool share_ok = recompute_share >= kMinRecomputeShare * (1 - 1e-6) && recompute_share <= 1.0f;
-    if (recompute_share != 0.0f && !share_ok) {
-        return invalid_argument("document recompute share must be in [" + number(float(kMinRecomputeShare)) +
-                                ", 1] (0.01% to 100%), got " + number(recompute_share));
+    // (forgiving the rounding of "0.01%" / 100, the smallest share)
+    if (recompute_share != 0.0 && !(recompute_share >= kMinRecomputeShare * (1 - 1e-9) && recompute_share <= 1.0)) {
+        return refuse(ReuseSetting::kRecomputeShare,
+                      "document recompute share must be 0 (none) or in [0.0001, 1] (0.01% to 100%), got " +
+                          number(recompute_share));
     }
-    if (recompute_tokens > 0 && recompute_share > 0.0f) {
-        return invalid_argument("document recompute takes a token count or a share, not both");
+    if (recompute_tokens > 0 && recompute_share > 0.0) {
+        return refuse(ReuseSetting::kCombination, "document recompute takes a token count or a share, not both");
     }
     if (neighbours < 0 || neighbours > kMaxNeighbours) {
-        return invalid_argument("document neighbours must be in [0, " + std::to_string(kMaxNeighbours) + "], got " +
-                                std::to_string(neighbours));
+        return refuse(ReuseSetting::kNeighbours, "document neighbours must be in [0, " +
+                                                     std::to_string(kMaxNeighbours) + "], got " +
+                                                     std::to_string(neighbours));
     }
     if (neighbours > 0 && anchored) {
-        return invalid_argument(
-            "anchor and neighbours=K are two encodings of a document (after the preamble, after "
-            "its neighbours): choose one");
+        return refuse(ReuseSetting::kCombination,
+                      "anchor and neighbours=K are two encodings of a document (after the preamble, after "
+                      "its neighbours): choose one");
     }
     if (recompute_select != RecomputeSelect::kFirst && !recomputes()) {
-        return invalid_argument("document recompute selection '" + std::string(select_name(recompute_select)) +
-                                "' needs a budget (recompute=N or recompute=P%)");
+        return refuse(ReuseSetting::kRecomputeSelect, "document recompute selection '" +
+                                                          std::string(select_name(recompute_select)) +
+                                                          "' needs a budget (recompute=N or recompute=P%)");
     }
+    return std::nullopt;
+}
+
+Status DocumentReuse::validate() const {
+    if (auto error = check()) return invalid_argument(error->message);
     return {};
 }
 
@@ -66,8 +79,8 @@ int32_t DocumentReuse::recompute_count(int32_t n) const {
     if (n <= 0) return 0;
     // ceil(share * n), forgiving the float share's rounding (0.3f is 0.3000000119: 30% of 50
     // tokens is 15, not 16): its relative error is under 1e-7.
-    if (recompute_share > 0.0f) {
-        return std::clamp(int32_t(std::ceil(double(recompute_share) * n * (1.0 - 1e-6))), 1, n);
+    if (recompute_share > 0.0) {
+        return std::clamp(int32_t(std::ceil(recompute_share * n * (1.0 - 1e-6))), 1, n);
     }
     return std::min(recompute_tokens, n);
 }
@@ -180,7 +193,7 @@ std::string DocumentReuse::name() const {
     if (logit_bias != 0.0f) add("bias=" + number(logit_bias));
     if (recomputes()) {
         std::string part = "recompute=";
-        part += recompute_share > 0.0f ? number(recompute_share * 100.0f) + "%" : std::to_string(recompute_tokens);
+        part += recompute_share > 0.0 ? number(recompute_share * 100.0) + "%" : std::to_string(recompute_tokens);
         if (recompute_select != RecomputeSelect::kFirst) part += "@" + std::string(select_name(recompute_select));
         add(part);
     }
@@ -203,9 +216,11 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
                 return invalid_argument("'" + std::string(part) + "': not a count of neighbours");
             }
         } else if (part.starts_with("scale=")) {
-            LA_ASSIGN_OR_RETURN(r.logit_scale, parse_float(part, part.substr(6)));
+            LA_ASSIGN_OR_RETURN(const double scale, parse_number(part, part.substr(6)));
+            r.logit_scale = narrow_to_float(scale);
         } else if (part.starts_with("bias=")) {
-            LA_ASSIGN_OR_RETURN(r.logit_bias, parse_float(part, part.substr(5)));
+            LA_ASSIGN_OR_RETURN(const double bias, parse_number(part, part.substr(5)));
+            r.logit_bias = narrow_to_float(bias);
         } else if (part.starts_with("recompute=")) {
             std::string_view n = part.substr(10);
             if (const size_t at = n.find('@'); at != std::string_view::npos) {
@@ -218,12 +233,8 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
                 n = n.substr(0, at);
             }
             if (n.ends_with('%')) {
-                LA_ASSIGN_OR_RETURN(const float percent, parse_float(part, n.substr(0, n.size() - 1)));
-                // (forgiving the float's rounding of the smallest share, 0.01%)
-                if (!(percent >= 100.0 * DocumentReuse::kMinRecomputeShare * (1 - 1e-6) && percent <= 100.0f)) {
-                    return invalid_argument("'" + std::string(part) + "': the share must be in [0.01%, 100%]");
-                }
-                r.recompute_share = percent / 100.0f;
+                LA_ASSIGN_OR_RETURN(const double percent, parse_number(part, n.substr(0, n.size() - 1)));
+                r.recompute_share = percent / 100.0;  // its range: validate()
             } else {
                 const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), r.recompute_tokens);
                 if (ec != std::errc() || end != n.data() + n.size()) {

@@ -74,12 +74,30 @@ inline bool selects_by_query(RecomputeSelect s) {
 // the documents' KV deviation): known only after it ran, ranked by select_by_mass.
 inline bool selected_by_measure(RecomputeSelect s) { return selects_by_query(s) || s == RecomputeSelect::kDeviation; }
 
+// A setting of DocumentReuse, as DocumentReuse::check names the one it refuses: a caller that
+// reads the settings from its own fields (the server's JSON body) names its field for it.
+enum class ReuseSetting {
+    kLogitScale,
+    kLogitBias,
+    kRecomputeTokens,
+    kRecomputeShare,
+    kRecomputeSelect,
+    kNeighbours,
+    kCombination,  // two settings that exclude each other
+};
+struct ReuseSettingError {
+    ReuseSetting setting;
+    std::string message;
+};
+
 struct DocumentReuse {
     bool anchored = false;
     float logit_scale = 1.0f;
     float logit_bias = 0.0f;
     int32_t recompute_tokens = 0;
-    float recompute_share = 0.0f;  // of each document's tokens, (0, 1]; exclusive with the count
+    // Of each document's tokens, [kMinRecomputeShare, 1], or 0 (none); exclusive with the count. A
+    // double, as JSON numbers are: a caller's 1e-300 stays refused rather than rounding to none.
+    double recompute_share = 0.0;
     RecomputeSelect recompute_select = RecomputeSelect::kFirst;
     int32_t neighbours = 0;  // K: documents read their copy conditioned on K neighbours; 0: off
 
@@ -93,12 +111,14 @@ struct DocumentReuse {
     bool rescaled() const { return logit_scale != 1.0f || logit_bias != 0.0f; }
     bool recomputes() const { return recompute_tokens > 0 || recompute_share > 0.0f; }
     bool is_plain() const { return !anchored && !rescaled() && !recomputes() && neighbours == 0; }
-    // kInvalidArgument unless logit_scale is in [0.25, 4], logit_bias in [-8, 8] (finite),
-    // recompute_tokens in [0, kMaxRecomputeTokens], recompute_share 0 or in [kMinRecomputeShare,
-    // 1] and not both set,
-    // a selection other than the first tokens has a budget, and neighbours is in [0,
-    // kMaxNeighbours] and not combined with anchored. (A budget longer than a document
-    // recomputes the whole document: clamped per document, see RagRequest::recompute_rows.)
+    // The one place the ranges are checked (parsers check syntax and types only): logit_scale in
+    // [0.25, 4], logit_bias in [-8, 8], recompute_tokens in [0, kMaxRecomputeTokens],
+    // recompute_share 0 or in [kMinRecomputeShare, 1] and not both set (0 in either means none), a
+    // selection other than the first tokens has a budget, neighbours in [0, kMaxNeighbours] and not
+    // combined with anchored. (A budget longer than a document recomputes the whole document:
+    // clamped per document, see RagRequest::recompute_rows.) The first setting refused, or none.
+    std::optional<ReuseSettingError> check() const;
+    // check() as kInvalidArgument.
     Status validate() const;
     // The most tokens a document of n tokens is encoded after when conditioned: each neighbour
     // contributes at most n tokens, all together at most kMaxNeighbourTokens (what the KV budget
@@ -143,6 +163,13 @@ std::vector<std::vector<int32_t>> select_by_mass(RecomputeSelect select, const s
 std::string_view select_name(RecomputeSelect s);
 std::optional<RecomputeSelect> parse_select(std::string_view name);
 std::string select_names(std::string_view quote = "");
+
+// A double setting as the float DocumentReuse keeps, saturated at the float range so that an
+// out-of-range value stays out of range (and validate() refuses it) instead of overflowing.
+inline float narrow_to_float(double x) {
+    constexpr double kFloatMax = 3.4028234663852886e38;
+    return float(std::clamp(x, -kFloatMax, kFloatMax));
+}
 
 // "plain", or '+'-joined parts: "anchor", "neighbours=K", "scale=X", "bias=X", "recompute=N" or "recompute=P%",
 // optionally followed by "@first" (the default) or "@random". kInvalidArgument naming the part.

@@ -458,20 +458,22 @@ TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     EXPECT_EQ(parsed->recompute_tokens, 32);
     EXPECT_EQ(parse_document_reuse(parsed->name())->name(), parsed->name());
     // Shares and selections: "recompute=P%[@first|@random]", and the variant syntax around them.
-    for (const char* bad : {"recompute=0%", "recompute=101%", "recompute=15%@best", "recompute=x%", "recompute=@random",
-                            "recompute=15%@", "recompute=nan%", "recompute=1e-300%", "recompute=0.001%@query"}) {
+    for (const char* bad :
+         {"recompute=0%@random", "recompute=101%", "recompute=15%@best", "recompute=x%", "recompute=@random",
+          "recompute=15%@", "recompute=nan%", "recompute=1e-300%", "recompute=0.001%@query"}) {
         EXPECT_FALSE(parse_document_reuse(bad).ok()) << bad;
     }
     auto share = parse_document_reuse("anchor+recompute=15%@random");
     ASSERT_TRUE(share.ok()) << share.status().to_string();
-    EXPECT_FLOAT_EQ(share->recompute_share, 0.15f);
+    EXPECT_DOUBLE_EQ(share->recompute_share, 0.15);
     EXPECT_EQ(share->recompute_select, RecomputeSelect::kRandom);
     EXPECT_EQ(share->name(), "anchor+recompute=15%@random");
     EXPECT_EQ(*parse_document_reuse(share->name()), *share);
     EXPECT_EQ(parse_document_reuse("recompute=8@first")->name(), "recompute=8");
-    EXPECT_TRUE(parse_document_reuse("recompute=0.01%").ok());  // the smallest share taken
+    EXPECT_TRUE(parse_document_reuse("recompute=0.01%").ok());      // the smallest share taken
+    EXPECT_TRUE(parse_document_reuse("recompute=0%")->is_plain());  // 0 is none, as "recompute=0"
     DocumentReuse tiny;
-    tiny.recompute_share = 1e-30f;  // refused, not read as no recompute
+    tiny.recompute_share = 1e-30;  // refused, not read as no recompute
     EXPECT_FALSE(tiny.validate().ok());
     DocumentReuse both = *share;
     both.recompute_tokens = 4;
@@ -507,6 +509,36 @@ TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
 // Many requests sharing a preamble and documents, in a pool too small for them together: the
 // anchored jobs wait for the preamble's job, preemption drops and redoes them, and every output
 // equals the output of the request alone.
+// check() is where the ranges live (parsers check syntax and types only): it names the setting
+// it refuses, so that each caller can name its own field for it.
+TEST(DocumentReuse, CheckNamesTheSettingItRefuses) {
+    const auto refused = [](auto set) {
+        DocumentReuse r;
+        set(r);
+        const auto error = r.check();
+        EXPECT_EQ(r.validate().ok(), !error.has_value());
+        return error ? std::optional<ReuseSetting>(error->setting) : std::nullopt;
+    };
+    EXPECT_EQ(refused([](DocumentReuse&) {}), std::nullopt);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.logit_scale = 4.5f; }), ReuseSetting::kLogitScale);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.logit_scale = narrow_to_float(1e300); }), ReuseSetting::kLogitScale);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.logit_bias = -9.0f; }), ReuseSetting::kLogitBias);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.recompute_tokens = -1; }), ReuseSetting::kRecomputeTokens);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.recompute_tokens = DocumentReuse::kMaxRecomputeTokens + 1; }),
+              ReuseSetting::kRecomputeTokens);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.recompute_tokens = DocumentReuse::kMaxRecomputeTokens; }), std::nullopt);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.recompute_share = 1e-300; }), ReuseSetting::kRecomputeShare);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.recompute_share = -0.5; }), ReuseSetting::kRecomputeShare);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.recompute_share = 1.0; }), std::nullopt);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.recompute_select = RecomputeSelect::kQuery; }),
+              ReuseSetting::kRecomputeSelect);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.neighbours = DocumentReuse::kMaxNeighbours + 1; }),
+              ReuseSetting::kNeighbours);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.neighbours = 1, r.anchored = true; }), ReuseSetting::kCombination);
+    EXPECT_EQ(refused([](DocumentReuse& r) { r.recompute_tokens = 4, r.recompute_share = 0.5; }),
+              ReuseSetting::kCombination);
+}
+
 TEST(DocumentReuse, AnchoredRequestsUnderMemoryPressure) {
     Tokens tok(6);
     const auto preamble = tok.make(21);
