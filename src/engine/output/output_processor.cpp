@@ -18,10 +18,7 @@ std::string OutputProcessor::on_token(SequenceState& s, int32_t token, TokenLogp
     RequestOutput& out = output_of(s);
     s.handle->push_token(token, out.stops.push(out.decoder.push(token)), logprobs);
     if (out.stops.stopped()) return "stop";
-    // The token was queued in the tail (Scheduler::update): its position is the tail's last.
-    const int32_t position = s.kv.next_position() - 1;
-    if (s.num_generated >= r.max_tokens || position >= context_length_) return "length";
-    return "";
+    return s.at_length_limit(context_length_) ? "length" : "";
 }
 
 void OutputProcessor::flush(SequenceState& s) {

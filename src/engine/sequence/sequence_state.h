@@ -95,6 +95,12 @@ struct SequenceState {
     // Every tail prompt row yields logits (raw logits kept, or prompt logprobs wanted).
     bool all_tail_rows() const { return want_all_tail_logits || request.prompt_logprobs >= 0; }
     bool prompt_done() const { return kv.tail().done(); }
+    // The finish rule that needs no text: the request has generated its max_tokens, or the token
+    // just sampled (queued last in the tail) sits at the context's last position and could not
+    // be computed. "length" then (OutputProcessor; a model-free test's output side too).
+    bool at_length_limit(int32_t context_length) const {
+        return num_generated >= request.max_tokens || kv.next_position() - 1 >= context_length;
+    }
     bool segments_ready() const {
         for (int64_t j : segment_jobs) {
             if (j >= 0) return false;

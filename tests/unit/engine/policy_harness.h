@@ -1,7 +1,9 @@
-// The Scheduler without a model: a real Scheduler and OutputProcessor over a small host pool,
-// stepped with a fake runner that checks each plan against the pool and answers with scripted
-// tokens. Scheduler policy (admission, preemption, fairness, pins, quotas, cancellation) is
-// tested here in milliseconds; the engine tests check the same policy with a model's forward.
+// The Scheduler without a model or a tokenizer: a real Scheduler over a small host pool, stepped
+// with a fake runner that checks each plan against the pool and answers with scripted tokens,
+// and a text-free output side (end of generation is token kEos; "length" is the sequence's own
+// rule). Scheduler policy (admission, preemption, fairness, pins, quotas, cancellation) is
+// tested here in milliseconds; the engine tests check the same policy with a model's forward,
+// and test_output_processor.cpp what tokens mean as text (stop strings, held-back text).
 #pragma once
 
 #include <functional>
@@ -13,28 +15,15 @@
 #include <gtest/gtest.h>
 
 #include "backend/kv_memory.h"
-#include "core/check.h"
-#include "engine/engine_core.h"
-#include "engine/output/output_processor.h"
+#include "engine/request/cache_mode.h"
 #include "engine/runner/input_builder.h"
 #include "engine/scheduler/scheduler.h"
+#include "engine/scheduler_output.h"
 #include "engine/sequence/sequence_state.h"
-#include "test_vocab_builder.h"
-#include "tokenizer/tokenizer.h"
 
 namespace lazyattn::engine::testing_support {
 
-// 256 byte tokens and one end-of-generation token.
-inline const tokenizer::Tokenizer& byte_tokenizer() {
-    static const std::unique_ptr<tokenizer::Tokenizer> tok = [] {
-        auto d = tokenizer::testing_support::make_byte_vocab({{"<eos>", tokenizer::TokenType::kControl}}, {"a b"});
-        d.eos_id = 256;
-        auto tok = tokenizer::Tokenizer::from_vocab(d);
-        LA_CHECK_MSG(tok.ok(), "%s", tok.status().to_string().c_str());
-        return std::move(tok).value();
-    }();
-    return *tok;
-}
+// Token ids 0..255 and the end of generation.
 constexpr int32_t kEos = 256;
 constexpr int32_t kVocab = 257;
 
@@ -60,9 +49,7 @@ class PolicyHarness {
 public:
     // measures_attention: whether the fake backend measures attention (selection by the question).
     explicit PolicyHarness(EngineConfig config, int32_t context_length = 4096, bool measures_attention = false)
-        : memory_(shape(config)),
-          scheduler_(facts(context_length, measures_attention), memory_, prepared(config)),
-          outputs_(byte_tokenizer(), scheduler_.context_length()) {}
+        : memory_(shape(config)), scheduler_(facts(context_length, measures_attention), memory_, prepared(config)) {}
 
     Scheduler& scheduler() { return scheduler_; }
 
@@ -123,7 +110,17 @@ public:
             if (t.sample) r.token = script(*t.seq);
         }
         steps.push_back(rec);
-        apply_step(scheduler_, outputs_, out, ran);
+        // EngineCore's apply_step with the text-free output side.
+        for (const StepToken& t : scheduler_.update(out, ran)) {
+            std::string reason = "length";  // (a negative token: no position left to sample at)
+            if (t.token >= 0) {
+                t.seq->handle->push_token(t.token, "", t.logprobs);
+                const bool eos = t.token == kEos && !t.seq->request.ignore_eos;
+                reason = eos ? "stop" : t.seq->at_length_limit(scheduler_.context_length()) ? "length" : "";
+            }
+            if (!reason.empty()) scheduler_.finish_request(*t.seq, reason);
+        }
+        scheduler_.end_step();
         return true;
     }
     void run_all(int max_steps = 100000) {
@@ -160,7 +157,6 @@ private:
 
     backend::HostKvMemory memory_;
     Scheduler scheduler_;
-    OutputProcessor outputs_;
     std::vector<float> logits_;
     uint64_t next_id_ = 1;
 };
