@@ -21,6 +21,7 @@
 #include "bench/proportions.h"
 #include "bench/quality_tasks.h"
 #include "cli/command.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/store_probe.h"
@@ -81,7 +82,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
     for (const Variant& v : variants) {
         const EngineKey key = key_of(v);
         if (engines.count(key)) continue;
-        engine::EngineConfig ec;
+        engine::EngineConfig ec = engine_config_for(o.common);  // --device, the store flags
         ec.kv_types = {std::get<1>(key), std::get<2>(key)};
         ec.cache_mode = v.mode;
         ec.kv_cache_mb = 1024;

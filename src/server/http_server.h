@@ -4,6 +4,7 @@
 // is busy):
 //   POST /v1/completions, POST /v1/chat/completions   (completion_routes.h)        heavy
 //   POST /v1/documents, DELETE /v1/documents/{id}      (document_routes.h)          heavy
+//   POST /tokenize, POST /detokenize                   (tokenize_routes.h)          heavy
 //   GET /v1/documents, GET /v1/models, GET /health, GET /metrics                   light
 // Before any route: 503 while draining, 401 without a valid API key (when keys are set), 415 for
 // a body that is not declared JSON (a browser page cannot send one cross-site without a

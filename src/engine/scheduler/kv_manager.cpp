@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/check.h"
+#include "engine/reuse/conditioning.h"
 #include "engine/scheduler/block_budget.h"
 #include "kernels/params/attention_params.h"
 
@@ -144,11 +145,7 @@ kv::BlockHash KvManager::segment_seed(const SequenceState& s, size_t d) const {
         const auto chain = kv::hash_chain(seed, s.request.segments[0], kv_.block_size());
         seed = kv::hash_salt(chain.back(), "anchored");
     }
-    if (const int32_t k = s.request.conditioning_neighbours(d); k > 0) {
-        // A neighbour-conditioned copy is another encoding of the document: never mixed with
-        // the plain one, nor with one conditioned on another number of neighbours.
-        seed = kv::hash_salt(seed, "neighbours=" + std::to_string(k));
-    }
+    if (const int32_t k = s.request.conditioning_neighbours(d); k > 0) seed = conditioned_seed(seed, k);
     if (!config_.position_aware_segments) return seed;
     const int32_t where[1] = {s.kv.segments[d].logical_start};
     return kv::hash_block(seed, where);
@@ -215,16 +212,9 @@ std::vector<KvManager::Conditioning> KvManager::match_conditioning(const Sequenc
         if (k == 0) continue;
         Conditioning c;
         c.segment = d;
-        // The most similar neighbour last, next to the document (as FusionRAG orders them); each
-        // contributes its first tokens, an equal share of the cap and no more than the document.
-        const auto near = neighbours_.nearest(s.request.tenant, s.request.segments[d], k);
-        c.short_of_neighbours = int32_t(near.size()) < k;
-        const size_t share = std::min(s.request.segments[d].size(),
-                                      size_t(DocumentReuse::kMaxNeighbourTokens) / std::max<size_t>(1, near.size()));
-        for (auto it = near.rbegin(); it != near.rend(); ++it) {
-            const auto& n = **it;
-            c.tokens.insert(c.tokens.end(), n.begin(), n.begin() + std::min(n.size(), share));
-        }
+        ConditioningPrefix prefix = conditioning_prefix(neighbours_, s.request.tenant, s.request.segments[d], k);
+        c.tokens = std::move(prefix.tokens);
+        c.short_of_neighbours = prefix.short_of_neighbours;
         // The prefix is plain causal KV from position 0: the same as any segment of these tokens
         // encoded alone, so it is looked up (and published) as one (one neighbour's whole
         // document is its plain cached copy).
