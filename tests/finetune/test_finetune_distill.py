@@ -24,25 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import FAILURES, ROOT, check, finetune_python, llama_gguf_py, sh, write_tiny_llama
+
 FT = os.path.join(ROOT, "scripts/finetune")
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
-
-
-def sh(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
 TEACHER_CHECK = r"""
@@ -88,28 +76,17 @@ def main():
     ap.add_argument("--layout-bin", required=True)
     ap.add_argument("--vocab-gguf", default=os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
     a = ap.parse_args()
-    r = sh([os.path.join(FT, "install.sh")])
-    if r.returncode != 0:
-        print(r.stderr[-3000:])
-        if "pip download failed" in r.stderr:
-            print("SKIP: PyPI unreachable and no cached wheels")
-            return 77
-        return 1
-    py = r.stdout.strip().splitlines()[-1]
+    py = finetune_python()
+    if isinstance(py, int):
+        return py
     t0 = time.time()
-    env_out = sh([os.path.join(ROOT, "scripts/build_llama_tools.sh"), "--sources"])
-    if env_out.returncode != 0:
-        print(env_out.stderr[-2000:])
+    gguf_py = llama_gguf_py()
+    if gguf_py is None:
         return 1
-    gguf_py = re.search(r"^LLAMA_GGUF_PY=(.*)$", env_out.stdout, re.M).group(1)
 
     with tempfile.TemporaryDirectory() as tmp:
         tiny = os.path.join(tmp, "tiny-llama.F32.gguf")
-        r = sh([py, os.path.join(ROOT, "scripts/write_synthetic_gguf.py"), tiny, "--layers", "2", "--hidden", "64",
-                "--heads", "4", "--kv-heads", "2", "--ffn", "128", "--ctx", "2048", "--type", "f32",
-                "--rope-base", "10000", "--vocab-gguf", a.vocab_gguf, "--gguf-py", gguf_py, "--name", "tiny-llama"])
-        check(r.returncode == 0, "a tiny synthetic llama GGUF is written" + ("" if r.returncode == 0 else r.stderr[-800:]))
-        if r.returncode:
+        if not write_tiny_llama(py, tiny, a.vocab_gguf, gguf_py):
             return 1
 
         # 1. the teacher is the full-attention forward, as the engine's none computes it.
