@@ -109,7 +109,7 @@ struct DocumentReuse {
     static constexpr int32_t kMaxNeighbourTokens = 1024;
 
     bool rescaled() const { return logit_scale != 1.0f || logit_bias != 0.0f; }
-    bool recomputes() const { return recompute_tokens > 0 || recompute_share > 0.0f; }
+    bool recomputes() const { return recompute_tokens > 0 || recompute_share > 0.0; }
     bool is_plain() const { return !anchored && !rescaled() && !recomputes() && neighbours == 0; }
     // The one place the ranges are checked (parsers check syntax and types only): logit_scale in
     // [0.25, 4], logit_bias in [-8, 8], recompute_tokens in [0, kMaxRecomputeTokens],
@@ -144,7 +144,7 @@ std::vector<int32_t> recompute_rows(const DocumentReuse& reuse, const std::vecto
 // share, "recompute=P%", is exactly ceil(P n) tokens whichever are chosen, so that selections
 // compare at equal cost).
 inline bool reuse_splits_spans(const DocumentReuse& r) {
-    return r.recompute_select == RecomputeSelect::kFirst && r.recompute_share <= 0.0f;
+    return r.recompute_select == RecomputeSelect::kFirst && r.recompute_share <= 0.0;
 }
 
 // Its size, without drawing the sample.

@@ -327,7 +327,7 @@ TEST(DocumentReuse, PartialRecomputeAgreesAcrossModesAndLeavesTheCacheAlone) {
             if (reuse_splits_spans(reuse)) {
                 const int32_t per = reuse.recompute_tokens > 16 ? 32 : 16;
                 EXPECT_EQ(ra->stats.recomputed_tokens, per + 9 + 16 + per);
-            } else if (reuse.recompute_share > 0.0f) {
+            } else if (reuse.recompute_share > 0.0) {
                 EXPECT_EQ(ra->stats.recomputed_tokens, 11 + 3 + 5 + 15);
             } else {
                 EXPECT_EQ(ra->stats.recomputed_tokens, 7 * 4);
