@@ -393,8 +393,8 @@ std::optional<ApiError> parse_documents(const json& value, bool allow_ids, std::
 // The JSON field each DocumentReuse setting came from, for naming it in an error: the parser
 // checks syntax and types, DocumentReuse::check() the ranges (the one place they are written).
 struct ReuseFieldNames {
+    // The count has three spellings: "recompute_tokens", "recompute": n, {"tokens": n}.
     std::string recompute_tokens = "document_reuse.recompute_tokens";
-    std::string recompute_share = "document_reuse.recompute.share";
 
     std::string of(engine::ReuseSetting setting) const {
         switch (setting) {
@@ -405,7 +405,7 @@ struct ReuseFieldNames {
             case engine::ReuseSetting::kRecomputeTokens:
                 return recompute_tokens;
             case engine::ReuseSetting::kRecomputeShare:
-                return recompute_share;
+                return "document_reuse.recompute.share";
             case engine::ReuseSetting::kRecomputeSelect:
                 return "document_reuse.recompute.select";
             case engine::ReuseSetting::kNeighbours:
