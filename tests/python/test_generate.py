@@ -2,6 +2,7 @@
 batches, threads, Ctrl-C, and bad arguments."""
 
 import _thread
+import signal
 import threading
 import time
 import uuid
@@ -111,10 +112,16 @@ def test_eight_threads_at_once(llm):
 
 def test_ctrl_c_cancels_the_request(llm):
     before = llm.stats()["requests_cancelled"]
-    timer = threading.Timer(0.5, _thread.interrupt_main)
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        llm.generate("Count forever: 1, 2, 3,", max_tokens=4000, ignore_eos=True)
+    # interrupt_main() is a no-op where SIGINT is ignored, as it is for a job a non-interactive
+    # shell starts in the background: give SIGINT Python's own handler for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.5, _thread.interrupt_main)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            llm.generate("Count forever: 1, 2, 3,", max_tokens=4000, ignore_eos=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     # Cancelled in the engine, not run to its 4000 tokens (that would finish "length").
     deadline = time.monotonic() + 10
     while llm.stats()["requests_cancelled"] == before and time.monotonic() < deadline:
