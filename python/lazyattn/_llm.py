@@ -198,7 +198,6 @@ class Stream:
 
     def __init__(self, request: Any) -> None:
         self._request = request
-        self._token_ids: List[int] = []
         self.result: Optional[Completion] = None
 
     def __iter__(self) -> "Stream":
@@ -208,8 +207,6 @@ class Stream:
         while self.result is None:
             kind, a, b = self._request.next()
             if kind == "token":
-                if a >= 0:
-                    self._token_ids.append(a)
                 if b:
                     return b
             else:

@@ -31,13 +31,6 @@ std::vector<std::string> sentences_of(const std::string& text) {
 
 }  // namespace
 
-std::vector<int32_t> Draw::order(int32_t n) {
-    std::vector<int32_t> out(size_t(std::max(0, n)));
-    for (int32_t i = 0; i < n; ++i) out[size_t(i)] = i;
-    for (size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[below(i)]);
-    return out;
-}
-
 Corpus corpus_of(const std::vector<QaItem>& items) {
     Corpus corpus;
     for (const auto& item : items) {

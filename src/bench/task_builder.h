@@ -28,8 +28,6 @@ public:
     const T& pick(const std::vector<T>& v) {
         return v[below(v.size())];
     }
-    // A permutation of 0..n-1.
-    std::vector<int32_t> order(int32_t n);
 
 private:
     std::mt19937_64 rng_;

@@ -44,4 +44,4 @@ def test_console_command_runs_every_subcommand():
     for sub in ("serve", "generate", "precompute", "bench", "info", "tokenize", "demo"):
         assert sub in help_text
     info = subprocess.run([command, "info"], capture_output=True, text=True, check=True).stdout
-    assert "SmolLM2" in info or "smollm" in info.lower()
+    assert "smollm" in info.lower()
