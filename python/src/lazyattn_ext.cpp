@@ -19,6 +19,7 @@
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "kernels/params/kv_dtype.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
+#include "server/document_batch.h"
 #include "server/openai_request.h"
 #include "server/request_builder.h"
 #include "tokenizer/chat_template.h"
@@ -349,34 +351,17 @@ public:
             if (auto e = server::parse_documents(value, false, docs)) raise_api_error(*e);
             if (auto e = server::check_cache_salt(cache_salt)) raise_api_error(*e);
             const std::string tenant = server::ApiKeys::tenant_of("", cache_salt);
-            std::vector<std::vector<int32_t>> tokens(docs.size());
-            for (size_t i = 0; i < docs.size(); ++i) {
-                const std::string param = "documents[" + std::to_string(i) + "]";
-                tokens[i] = state_->builder->document_tokens(docs[i]);
-                if (int64_t(tokens[i].size()) >= eng.context_length()) {
-                    raise_value(param, param + " has " + std::to_string(tokens[i].size()) +
-                                           " tokens; the context length is " + std::to_string(eng.context_length()));
+            if (auto e = server::pin_document_batch(*state_->builder, eng, docs, tenant, infos)) raise_api_error(*e);
+            if (!pin) {
+                // Computed and cached; the batch's pins kept the earlier documents while the later
+                // ones were computed, and are dropped now. A document's k-th pin in the batch
+                // counted k of them, so the pins others hold are its count less k.
+                std::unordered_map<std::string, int32_t> seen;
+                for (engine::DocumentInfo& info : infos) {
+                    (void)eng.unpin_document(tenant, info.id);
+                    info.pin_count -= ++seen[info.id];
+                    info.pinned = info.pin_count > 0;
                 }
-            }
-            state_->builder->note_known(docs, tenant);
-            for (size_t i = 0; i < docs.size(); ++i) {
-                auto info = eng.pin_document(tenant, std::move(tokens[i]));
-                if (!info.ok()) {
-                    if (pin) {
-                        for (const engine::DocumentInfo& d : infos) (void)eng.unpin_document(tenant, d.id);
-                    }
-                    const std::string param = "documents[" + std::to_string(i) + "]";
-                    const Status& st = info.status();
-                    // No room (the pinned share of the pool, or the pool itself): the engine's word.
-                    if (st.code() == StatusCode::kResourceExhausted) throw EngineError(param + ": " + st.message());
-                    raise_api_error(server::api_error_from_status(Status(st.code(), param + ": " + st.message())));
-                }
-                if (!pin) {
-                    (void)eng.unpin_document(tenant, info->id);
-                    info->pinned = info->pin_count > 1;
-                    --info->pin_count;
-                }
-                infos.push_back(std::move(info).value());
             }
         }
         std::vector<nb::dict> out;

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/timer.h"
+#include "server/document_batch.h"
 #include "server/http_util.h"
 #include "server/openai_request.h"
 
@@ -12,14 +13,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr size_t kMaxPinBatch = 256;  // documents one POST may pin (each may be a long prefill)
-
-// A pin the engine refuses for room (the pinned share of the pool, or the tenant's quota, is
-// used up) is a 429 the client may retry after unpinning; other failures map as usual.
-ApiError pin_error(const Status& st) {
-    if (st.code() == StatusCode::kResourceExhausted)
-        return {429, st.message(), "rate_limit_error", "", "pin_quota_exceeded"};
-    return api_error_from_status(st);
-}
 
 // DocumentInfo's steady-clock milliseconds as unix seconds.
 int64_t unix_seconds(double steady_ms) {
@@ -51,44 +44,17 @@ void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http
     std::vector<DocumentRef> docs;
     std::string salt;
     if (auto e = parse_pin_body(req, docs, salt)) return send_error(res, *e);
-    const std::string tenant = ctx.tenant(req, salt);
-    // Every document is checked and tokenized before the first pin, and a pin that fails undoes
-    // the batch's earlier ones: a batch pins all its documents or none.
-    std::vector<std::vector<int32_t>> tokens(docs.size());
-    for (size_t i = 0; i < docs.size(); ++i) {
-        const std::string param = "documents[" + std::to_string(i) + "]";
-        if (!ctx.builder.may_fit_context(docs[i].text.size() + docs[i].title.size())) {
-            return send_error(res, invalid_request(param + " is longer than the context length allows", param,
-                                                   "context_length_exceeded"));
-        }
-        tokens[i] = ctx.builder.document_tokens(docs[i]);
-        if (int64_t(tokens[i].size()) >= ctx.context_length) {
-            return send_error(
-                res, invalid_request(param + " has " + std::to_string(tokens[i].size()) +
-                                         " tokens; the context length is " + std::to_string(ctx.context_length),
-                                     param, "context_length_exceeded"));
-        }
+    std::vector<engine::DocumentInfo> pinned;
+    if (auto e = pin_document_batch(ctx.builder, ctx.engine, docs, ctx.tenant(req, salt), pinned)) {
+        return send_error(res, *e);
     }
-    // Known from here on (documents_from known finds them in flat prompts), pinned or not.
-    ctx.builder.note_known(docs, tenant);
-    std::vector<std::string> pinned;
     json data = json::array();
-    for (size_t i = 0; i < docs.size(); ++i) {
-        const std::string param = "documents[" + std::to_string(i) + "]";
-        auto info = ctx.engine.pin_document(tenant, std::move(tokens[i]));
-        if (!info.ok()) {
-            for (const std::string& id : pinned) (void)ctx.engine.unpin_document(tenant, id);
-            ApiError e = pin_error(info.status());
-            e.message = param + ": " + e.message + (pinned.empty() ? "" : " (the batch's earlier pins were undone)");
-            e.param = param;
-            return send_error(res, e);
-        }
-        pinned.push_back(info->id);
-        data.push_back({{"id", info->id},
+    for (const engine::DocumentInfo& info : pinned) {
+        data.push_back({{"id", info.id},
                         {"object", "document"},
-                        {"tokens", info->num_tokens},
+                        {"tokens", info.num_tokens},
                         {"pinned", true},
-                        {"pin_count", info->pin_count}});
+                        {"pin_count", info.pin_count}});
     }
     send_json(res, 200, {{"object", "list"}, {"data", data}});
 }

@@ -140,6 +140,13 @@ def test_precompute_pin_and_tokenize(llm):
     assert pinned[0].pinned and pinned[0].id == added[0].id
     assert any(d.id == pinned[0].id and d.pinned for d in llm.documents())
     llm.unpin(pinned[0].id)
+    # A document twice in one batch: each reply says what the document holds after the call.
+    twice = llm.precompute([docs[1], docs[1]])
+    assert [(d.pinned, d.pin_count) for d in twice] == [(False, 0), (False, 0)]
+    # All or none: a document past the context refuses the batch and leaves the first unpinned.
+    with pytest.raises(ValueError, match=r"documents\[1\]"):
+        llm.pin([docs[0], "word " * (4 * llm.context_length)])
+    assert not any(d.id == added[0].id and d.pinned for d in llm.documents())
     ids = llm.tokenize("Hello world")
     assert llm.detokenize(ids) == "Hello world"
 
