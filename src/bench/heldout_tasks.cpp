@@ -228,16 +228,41 @@ std::vector<tasks::Family> heldout_families() {
     return {{"attr", make_attr, kMaxDocs}, {"bridge", make_bridge, kMaxDocs}, {"table", make_table, kMaxDocs}};
 }
 
+std::vector<std::string> names_of(const std::vector<tasks::Family>& families) {
+    std::vector<std::string> names;
+    for (const auto& f : families) names.push_back(f.name);
+    return names;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
 }  // namespace
 
 const std::vector<std::string>& heldout_family_names() {
-    static const std::vector<std::string> names{"attr", "bridge", "table"};
+    static const std::vector<std::string> names = names_of(heldout_families());
     return names;
 }
 
 const std::vector<std::string>& all_family_names() {
-    static const std::vector<std::string> names{"kv", "hop", "agg", "attr", "bridge", "table"};
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> all = names_of(tasks::generator_families());
+        for (const auto& n : heldout_family_names()) all.push_back(n);
+        return all;
+    }();
     return names;
+}
+
+const std::vector<std::string>& family_choices() {
+    static const std::vector<std::string> choices = [] {
+        std::vector<std::string> c = all_family_names();
+        c.insert(c.end(), {"heldout", "all"});
+        return c;
+    }();
+    return choices;
 }
 
 bool is_heldout_family(const std::string& family) {
@@ -259,8 +284,7 @@ Expected<std::vector<std::string>> expand_families(const std::vector<std::string
         } else if (std::find(all.begin(), all.end(), n) != all.end()) {
             add(n);
         } else {
-            return invalid_argument("unknown task family '" + n +
-                                    "' (kv, hop, agg, attr, bridge, table; groups: " + "heldout, all)");
+            return invalid_argument("unknown task family '" + n + "' (" + joined(all) + "; groups: heldout, all)");
         }
     }
     return out;

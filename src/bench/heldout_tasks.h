@@ -35,6 +35,8 @@ namespace lazyattn::bench {
 const std::vector<std::string>& heldout_family_names();
 // kv, hop, agg, then the held-out families.
 const std::vector<std::string>& all_family_names();
+// Every family, then the groups heldout and all: what --families accepts.
+const std::vector<std::string>& family_choices();
 bool is_heldout_family(const std::string& family);
 
 // Family names with groups expanded, duplicates dropped, order kept: "heldout" is attr, bridge,

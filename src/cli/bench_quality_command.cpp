@@ -401,7 +401,7 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
                    "bridge table (held out from any training: people's attributes, a fact bridging two documents, a "
                    "cell of a table; at most 24 documents per question), or the groups heldout (attr bridge table) "
                    "and all")
-        ->check(CLI::IsMember({"kv", "hop", "agg", "attr", "bridge", "table", "heldout", "all"}));
+        ->check(CLI::IsMember(bench::family_choices()));
     bq->add_option("--doc-counts", o.doc_counts, "documents per synthetic question")->check(CLI::Range(2, 64));
     bq->add_option("--max-prompt-words", o.max_prompt_words, "cap on a synthetic prompt's documents, in words")
         ->check(CLI::Range(100, 100000));
