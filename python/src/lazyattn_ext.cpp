@@ -202,23 +202,12 @@ public:
     // The next event: ("token", token id, text) or ("finished", finish reason, error message).
     // Blocks with the GIL released; Ctrl-C cancels the request and raises KeyboardInterrupt.
     nb::tuple next() {
-        if (done_) return nb::make_tuple("finished", finish_reason_, error_);
         for (;;) {
-            std::optional<engine::RequestEvent> e;
-            {
-                nb::gil_scoped_release unlocked;
-                e = handle_->next_event(kPollMs);
+            if (done_) return nb::make_tuple("finished", finish_reason_, error_);
+            if (auto e = poll(); e && e->kind == engine::RequestEvent::Kind::kToken) {
+                return nb::make_tuple("token", e->token_id, nb::str(e->text.data(), e->text.size()));
             }
-            if (e) {
-                if (e->kind == engine::RequestEvent::Kind::kToken) {
-                    return nb::make_tuple("token", e->token_id, nb::str(e->text.data(), e->text.size()));
-                }
-                done_ = true;
-                finish_reason_ = e->finish_reason;
-                if (!e->status.ok()) error_ = e->status.message();
-                return nb::make_tuple("finished", finish_reason_, error_);
-            }
-            check_signals();
+            if (!done_) check_signals();
         }
     }
 
@@ -227,16 +216,7 @@ public:
     nb::dict result() {
         // Events not read by next() are passed over: the result holds them all.
         while (!done_) {
-            std::optional<engine::RequestEvent> e;
-            {
-                nb::gil_scoped_release unlocked;
-                e = handle_->next_event(kPollMs);
-            }
-            if (e && e->kind == engine::RequestEvent::Kind::kFinished) {
-                done_ = true;
-                finish_reason_ = e->finish_reason;
-                if (!e->status.ok()) error_ = e->status.message();
-            }
+            (void)poll();
             check_signals();  // tokens may come faster than kPollMs: not only on a timeout
         }
         engine::RagResult r;
@@ -263,6 +243,22 @@ public:
     uint64_t id() const { return handle_->id(); }
 
 private:
+    // The next event within kPollMs (GIL released); the finishing one is kept for next() and
+    // result().
+    std::optional<engine::RequestEvent> poll() {
+        std::optional<engine::RequestEvent> e;
+        {
+            nb::gil_scoped_release unlocked;
+            e = handle_->next_event(kPollMs);
+        }
+        if (e && e->kind == engine::RequestEvent::Kind::kFinished) {
+            done_ = true;
+            finish_reason_ = e->finish_reason;
+            if (!e->status.ok()) error_ = e->status.message();
+        }
+        return e;
+    }
+
     void check_signals() {
         if (PyErr_CheckSignals() != 0) {
             handle_->cancel();
