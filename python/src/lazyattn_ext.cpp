@@ -19,7 +19,6 @@
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -347,17 +346,9 @@ public:
             if (auto e = server::parse_documents(value, false, docs)) raise_api_error(*e);
             if (auto e = server::check_cache_salt(cache_salt)) raise_api_error(*e);
             const std::string tenant = server::ApiKeys::tenant_of("", cache_salt);
-            if (auto e = server::pin_document_batch(*state_->builder, eng, docs, tenant, infos)) raise_api_error(*e);
-            if (!pin) {
-                // Computed and cached; the batch's pins kept the earlier documents while the later
-                // ones were computed, and are dropped now. A document's k-th pin in the batch
-                // counted k of them, so the pins others hold are its count less k.
-                std::unordered_map<std::string, int32_t> seen;
-                for (engine::DocumentInfo& info : infos) {
-                    (void)eng.unpin_document(tenant, info.id);
-                    info.pin_count -= ++seen[info.id];
-                    info.pinned = info.pin_count > 0;
-                }
+            const auto mode = pin ? server::PinMode::kKeep : server::PinMode::kComputeOnly;
+            if (auto e = server::pin_document_batch(*state_->builder, eng, docs, tenant, infos, mode)) {
+                raise_api_error(*e);
             }
         }
         std::vector<nb::dict> out;

@@ -18,7 +18,7 @@ ApiError pin_error(const Status& st, size_t i, bool undone) {
 
 std::optional<ApiError> pin_document_batch(const RequestBuilder& builder, engine::ServingEngine& engine,
                                            const std::vector<DocumentRef>& docs, const std::string& tenant,
-                                           std::vector<engine::DocumentInfo>& pinned) {
+                                           std::vector<engine::DocumentInfo>& pinned, PinMode mode) {
     const int64_t context = engine.context_length();
     std::vector<std::vector<int32_t>> tokens(docs.size());
     for (size_t i = 0; i < docs.size(); ++i) {
@@ -42,6 +42,12 @@ std::optional<ApiError> pin_document_batch(const RequestBuilder& builder, engine
         if (!info.ok()) {
             for (const engine::DocumentInfo& d : batch) (void)engine.unpin_document(tenant, d.id);
             return pin_error(info.status(), i, !batch.empty());
+        }
+        if (mode == PinMode::kComputeOnly) {
+            (void)engine.unpin_document(tenant, info->id);
+            info->pinned = --info->pin_count > 0;
+            pinned.push_back(std::move(info).value());
+            continue;
         }
         batch.push_back(std::move(info).value());
     }

@@ -1,4 +1,4 @@
-// Pinning a batch of documents, all or none: the one rule behind POST /v1/documents and the
+// Pinning (or only computing) a batch of documents: the one rule behind POST /v1/documents and the
 // Python API's pin() and precompute(), so both check, tokenize and undo alike.
 #pragma once
 
@@ -13,15 +13,22 @@
 
 namespace lazyattn::server {
 
-// Pins `docs` in `tenant`, in order, and appends what the engine says of each to `pinned`.
+// Whether the batch's documents stay pinned (pin) or are only computed and cached (precompute:
+// each pin is dropped as soon as its document is computed, so a batch larger than the pinned
+// share of the pool still computes).
+enum class PinMode { kKeep, kComputeOnly };
+
+// Pins `docs` in `tenant`, in order, and appends what the engine says of each to `pinned`
+// (under kComputeOnly, as the document stands after its pin was dropped).
 // Every document is checked against the context and tokenized before the first pin (text whose
-// bytes alone prove it too long is refused untokenized), and a pin that fails unpins the batch's
-// earlier ones, so a failure leaves `pinned` empty and the registry as it was. The documents are
+// bytes alone prove it too long is refused untokenized). Under kKeep a pin that fails unpins the
+// batch's earlier ones, so a failure appends nothing and leaves the pins as they were; under
+// kComputeOnly the documents computed before it stay cached, unpinned. The documents are
 // noted as known (documents_from known) once all of them passed the checks. The error names
 // documents[i]; a refusal for room (the pinned share of the pool, or the tenant's quota) is a
 // 429 pin_quota_exceeded the caller may retry after unpinning.
 std::optional<ApiError> pin_document_batch(const RequestBuilder& builder, engine::ServingEngine& engine,
                                            const std::vector<DocumentRef>& docs, const std::string& tenant,
-                                           std::vector<engine::DocumentInfo>& pinned);
+                                           std::vector<engine::DocumentInfo>& pinned, PinMode mode = PinMode::kKeep);
 
 }  // namespace lazyattn::server
