@@ -40,14 +40,15 @@ std::optional<ApiError> pin_document_batch(const RequestBuilder& builder, engine
     for (size_t i = 0; i < docs.size(); ++i) {
         auto info = engine.pin_document(tenant, std::move(tokens[i]));
         if (!info.ok()) {
-            for (const engine::DocumentInfo& d : batch) (void)engine.unpin_document(tenant, d.id);
-            return pin_error(info.status(), i, !batch.empty());
+            const bool undo = mode == PinMode::kKeep && !batch.empty();
+            if (undo) {
+                for (const engine::DocumentInfo& d : batch) (void)engine.unpin_document(tenant, d.id);
+            }
+            return pin_error(info.status(), i, undo);
         }
         if (mode == PinMode::kComputeOnly) {
             (void)engine.unpin_document(tenant, info->id);
             info->pinned = --info->pin_count > 0;
-            pinned.push_back(std::move(info).value());
-            continue;
         }
         batch.push_back(std::move(info).value());
     }

@@ -21,9 +21,9 @@ enum class PinMode { kKeep, kComputeOnly };
 // Pins `docs` in `tenant`, in order, and appends what the engine says of each to `pinned`
 // (under kComputeOnly, as the document stands after its pin was dropped).
 // Every document is checked against the context and tokenized before the first pin (text whose
-// bytes alone prove it too long is refused untokenized). Under kKeep a pin that fails unpins the
-// batch's earlier ones, so a failure appends nothing and leaves the pins as they were; under
-// kComputeOnly the documents computed before it stay cached, unpinned. The documents are
+// bytes alone prove it too long is refused untokenized). A failure appends nothing to `pinned`;
+// under kKeep it also unpins the batch's earlier documents, leaving the pins as they were, and
+// under kComputeOnly the documents computed before it stay cached, unpinned. The documents are
 // noted as known (documents_from known) once all of them passed the checks. The error names
 // documents[i]; a refusal for room (the pinned share of the pool, or the tenant's quota) is a
 // 429 pin_quota_exceeded the caller may retry after unpinning.
