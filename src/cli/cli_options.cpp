@@ -1,5 +1,6 @@
 #include "cli/cli_options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <map>
@@ -8,6 +9,7 @@
 #include "core/log.h"
 #include "engine/request/cache_mode.h"
 #include "engine/request/document_reuse.h"
+#include "server/api_keys.h"
 
 namespace lazyattn::cli {
 
@@ -164,8 +166,20 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     // Any other value is a .jinja file's path, checked (and its template compiled) when the model loads.
     sv->add_option("--chat-template,--chat-template-file", o.chat_template,
                    "chat template: chatml | llama3 | a .jinja file (default: the model file's own)");
-    sv->add_option("--api-key", o.api_keys, "require this API key (Bearer); repeat or comma-separate for several")
-        ->delimiter(',');
+    // Split here, not by CLI11's delimiter: a value that splits to nothing (",") must be refused,
+    // not make the parser take the next word as the key. Each --api-key takes exactly one word.
+    sv->add_option_function<std::vector<std::string>>(
+          "--api-key",
+          [&o](const std::vector<std::string>& values) {
+              for (const std::string& v : values) {
+                  auto keys = server::ApiKeys::parse_key_list(v);
+                  if (!keys.ok()) throw CLI::ValidationError("--api-key", keys.status().message());
+                  o.api_keys.insert(o.api_keys.end(), keys->begin(), keys->end());
+              }
+          },
+          "require this API key (Bearer or X-Api-Key); repeat or comma-separate for several")
+        ->allow_extra_args(false)
+        ->type_name("KEY[,KEY...]");
     sv->add_option("--api-key-file", o.api_key_file, "file with one API key per line")->check(CLI::ExistingFile);
     sv->add_option("--open-endpoints", o.open_endpoints,
                    "with API keys: GET endpoints reachable without one (health, metrics; 'none' for neither)")
@@ -265,6 +279,14 @@ std::vector<std::string> normalize_arguments(int argc, char** argv) {
     for (int i = 0; i < argc; ++i) {
         auto it = spellings.find(argv[i]);
         out.push_back(i > 0 && it != spellings.end() ? it->second : argv[i]);
+        // A flag whose value is optional takes the next word only when it is one of its values,
+        // joined here (`-fa on` is --flash-attn=on; in `-fa MODEL` the model stays positional).
+        const auto values = compat_optional_values(out.back());
+        if (i == 0 || values.empty()) continue;
+        const bool valued = i + 1 < argc && std::find_if(values.begin(), values.end(), [&](const char* v) {
+                                                return std::string_view(argv[i + 1]) == v;
+                                            }) != values.end();
+        out.back() += std::string("=") + (valued ? argv[++i] : values.front());
     }
     return out;
 }

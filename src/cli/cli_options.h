@@ -43,7 +43,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o);
 Expected<kernels::KvDtype> parse_kv_dtype_option(const std::string& name);
 
 // llama.cpp's multi-letter single-dash options ("-np", "-ctk", "-ctv") rewritten to their long names, which
-// CLI11 cannot declare as short options.
+// CLI11 cannot declare as short options; a compatibility flag's optional value joined to it when
+// the next word is one (compat_optional_values), else its first value.
 std::vector<std::string> normalize_arguments(int argc, char** argv);
 
 // The environment variable that backs a long option name: "--max-num-seqs" -> "LAZYATTN_ARG_MAX_NUM_SEQS".

@@ -130,6 +130,13 @@ std::string refusal(const CompatFlag& f, const std::string& spelled) {
 
 std::span<const CompatFlag> compat_flags() { return kFlags; }
 
+std::span<const char* const> compat_optional_values(const std::string& long_name) {
+    // llama-server's -fa [on|off|auto] (older builds: a bare flag, and 1/0 spellings).
+    static const char* const kFlashAttn[] = {"on", "off", "auto", "1", "0", "true", "false", "enabled", "disabled"};
+    if (long_name == "--flash-attn") return kFlashAttn;
+    return {};
+}
+
 std::span<const std::pair<const char*, const char*>> compat_short_spellings() { return kShortSpellings; }
 
 void add_compat_flags(CLI::App* cmd, bool serve_only, std::vector<std::string>& warnings) {

@@ -37,6 +37,11 @@ std::span<const CompatFlag> compat_flags();
 // names they stand for; CLI11 declares only one-letter short options.
 std::span<const std::pair<const char*, const char*>> compat_short_spellings();
 
+// The values a table flag with an optional value (num_values -1) takes, by its first long name
+// ("--flash-attn": on, off, auto, ...); empty for any other name. normalize_arguments joins such a
+// value to its flag, so a word that is not one of them (`serve -fa MODEL`) is never taken as it.
+std::span<const char* const> compat_optional_values(const std::string& long_name);
+
 // Registers the table's flags whose serve_only is `serve_only` on `cmd`, under the "Compatibility"
 // help group, leaving out any whose name `cmd` already has (call it after the command's own
 // options; main adds the engine flags to every computing command). A given kWarn flag

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -58,14 +59,27 @@ Expected<std::vector<std::string>> read_corpus(const std::string& path) {
     return out;
 }
 
-Expected<std::vector<CorpusDocument>> read_corpus_documents(const std::string& path) {
+Expected<std::vector<CorpusDocument>> read_corpus_documents(const std::string& path, const CorpusReadLimits& limits) {
+    std::error_code ec;
+    if (limits.regular_files_only && !std::filesystem::is_regular_file(path, ec)) {
+        return invalid_argument("'" + path + "' is not a regular file (a corpus is read whole at start-up)");
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) return not_found("cannot open corpus '" + path + "'");
     std::vector<CorpusDocument> docs;
     if (!ends_with(path, ".jsonl") && !ends_with(path, ".json")) {
-        std::stringstream ss;
-        ss << in.rdbuf();
-        if (!ss.str().empty()) docs.push_back({"", ss.str()});
+        std::string text;
+        if (limits.max_plain_bytes == 0) {
+            std::stringstream ss;
+            ss << in.rdbuf();
+            text = std::move(ss).str();
+        } else {
+            text.resize(limits.max_plain_bytes + 1);  // one byte more tells a longer file
+            in.read(text.data(), std::streamsize(text.size()));
+            text.resize(size_t(in.gcount()));
+            if (text.size() > limits.max_plain_bytes) return docs;  // too long to be a document here
+        }
+        if (!text.empty()) docs.push_back({"", std::move(text)});
         return docs;
     }
     std::string line;

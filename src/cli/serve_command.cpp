@@ -1,13 +1,12 @@
 // `lazyattn serve`: loads the model, starts the ServingEngine and the HTTP server, then waits for
-// SIGINT or SIGTERM. Both signals are blocked in our threads and taken here with sigwait() (a thread
-// started before the mask passes them on); on one, the server drains (new requests get 503, in-flight
-// ones get --shutdown-timeout seconds, then are cancelled) and the process exits 0. --check stops
+// SIGINT or SIGTERM (ShutdownSignals: taken from the first line; during start-up one stops it at
+// once); on one, the server drains (new requests get 503, in-flight ones get --shutdown-timeout
+// seconds, then are cancelled) and the process exits 0. --check stops
 // right after start-up, so a command line can be tried without leaving a server behind.
-#include <pthread.h>
-
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <tuple>
@@ -17,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/precompute_command.h"
+#include "cli/shutdown_signals.h"
 #include "cli/store_probe.h"
 #include "core/log.h"
 #include "engine/loading/block_finetune.h"
@@ -63,8 +63,11 @@ Status load_known_documents(const ServeOptions& o, server::KnownDocuments& known
     if (o.known_documents_files.empty()) return {};
     const std::string tenant = server::ApiKeys::tenant_of("", "");
     size_t num_untitled = 0;
+    // Regular files only, and a plain file only as far as the index keeps a document (longer
+    // ones are not indexed): /dev/zero or a FIFO named here must not fill memory or hang start-up.
+    const CorpusReadLimits limits{true, known.limits().max_document_bytes};
     for (const std::string& f : o.known_documents_files) {
-        LA_ASSIGN_OR_RETURN(const auto docs, read_corpus_documents(f));
+        LA_ASSIGN_OR_RETURN(const auto docs, read_corpus_documents(f, limits));
         for (const CorpusDocument& d : docs) {
             if (!d.title.empty()) continue;
             known.add(tenant, d.text);
@@ -133,25 +136,25 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     return sc;
 }
 
-// The thread that waits in sigwait(). Threads started before the mask below (a library's pool
-// created at load, e.g. OpenBLAS's) do not block the signals; the kernel may hand a SIGINT to one
-// of them, whose default action would kill the process mid-drain. This handler (it runs only in
-// such a thread: the waiter blocks the signals) passes the signal on to the waiter instead.
-pthread_t g_signal_waiter;
-
-extern "C" void forward_to_waiter(int sig) { pthread_kill(g_signal_waiter, sig); }
-
-sigset_t shutdown_signals() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    return set;
-}
-
 }  // namespace
 
+// CLI11 skips an environment variable that is set but empty, so LAZYATTN_ARG_API_KEY='' would
+// serve with no authentication and no word said: an authentication setting that yields no key
+// stops the start-up however it is given (the command line's are refused by the parser).
+Status check_key_environment() {
+    for (const char* option : {"--api-key", "--api-key-file"}) {
+        const std::string name = env_name_for(option);
+        const char* value = std::getenv(name.c_str());
+        if (value != nullptr && *value == '\0') {
+            return invalid_argument(name + " is set but empty: give a key (" + option +
+                                    "), or unset it to serve without authentication");
+        }
+    }
+    return {};
+}
+
 int run_serve(const ServeOptions& o) {
+    if (Status st = check_key_environment(); !st.ok()) return fail(st, 2);
     auto ec = engine_config(o);
     if (!ec.ok()) return fail(ec.status(), 2);
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
@@ -159,17 +162,8 @@ int run_serve(const ServeOptions& o) {
     auto sc = server_config(o, path);
     if (!sc.ok()) return fail(sc.status(), 2);
 
-    // Blocked before any thread starts, so every thread inherits the mask and sigwait() below
-    // is the only taker.
-    const sigset_t signals = shutdown_signals();
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    g_signal_waiter = pthread_self();
-    struct sigaction forward {};
-    forward.sa_handler = forward_to_waiter;
-    sigemptyset(&forward.sa_mask);
-    forward.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &forward, nullptr);
-    sigaction(SIGTERM, &forward, nullptr);
+    // Taken from here on, before any thread starts: a signal during start-up stops it at once.
+    ShutdownSignals signals;
 
     warn_unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier);
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
@@ -203,8 +197,8 @@ int run_serve(const ServeOptions& o) {
     }
     std::fflush(stdout);
 
-    int sig = 0;
-    sigwait(&signals, &sig);
+    signals.serving();
+    const int sig = signals.wait();
     log::info("draining", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}, {"timeout_s", sc->shutdown_timeout_s}});
     http.drain();
     eng.shutdown(false);

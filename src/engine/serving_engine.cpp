@@ -11,6 +11,8 @@ namespace {
 
 // How often a stuck inference thread looks again (for cancellations): a poll, not a spin.
 constexpr std::chrono::milliseconds kStuckPoll(100);
+// How often pin_document() asks whether its caller is still there while the document computes.
+constexpr int kCancelPollMs = 50;
 // Document lists (list_documents): republished this soon after a new document, and this often
 // in any case (uses and evictions change them without a version change).
 constexpr double kDocumentsFreshMs = 20;
@@ -126,7 +128,8 @@ void ServingEngine::run_on_engine_thread(std::function<void(Scheduler&)> fn) {
     future.wait();
 }
 
-Expected<DocumentInfo> ServingEngine::pin_document(const std::string& tenant, std::vector<int32_t> tokens) {
+Expected<DocumentInfo> ServingEngine::pin_document(const std::string& tenant, std::vector<int32_t> tokens,
+                                                   const std::function<bool()>& cancelled) {
     Expected<DocumentInfo> result = internal_error("not run");
     run_on_engine_thread([&](Scheduler& s) { result = s.documents().pin(tenant, tokens); });
     if (result.ok() || result.status().code() != StatusCode::kNotFound) return result;
@@ -137,8 +140,16 @@ Expected<DocumentInfo> ServingEngine::pin_document(const std::string& tenant, st
     r.tail = {tokens.front()};
     r.max_tokens = 0;
     LA_ASSIGN_OR_RETURN(auto handle, submit(std::move(r)));
+    if (cancelled) {
+        // It generates nothing: the only event is its end. Polled as a completion polls its client.
+        while (!handle->finished()) {
+            if (handle->next_event(kCancelPollMs).has_value()) continue;
+            if (!handle->cancel_requested() && cancelled()) handle->cancel();
+        }
+    }
     const RagResult done = handle->wait();
     if (done.finish_reason == "error") return done.status;
+    if (done.finish_reason == "cancelled") return Status{StatusCode::kCancelled, "cancelled while it was computed"};
     run_on_engine_thread([&](Scheduler& s) { result = s.documents().pin(tenant, tokens); });
     return result;
 }

@@ -63,8 +63,10 @@ public:
     // Documents of one tenant (thread-safe; each runs on the inference thread between steps).
     // pin_document() computes the document if it is not cached yet, then pins it (counted: each
     // pin needs an unpin); kResourceExhausted when the pin would pass the pinned-share cap or the
-    // tenant's quota. Another tenant's id is kNotFound.
-    Expected<DocumentInfo> pin_document(const std::string& tenant, std::vector<int32_t> tokens);
+    // tenant's quota. Another tenant's id is kNotFound. `cancelled` (polled while the document
+    // computes) true: the computation is cancelled and kCancelled returned, nothing pinned.
+    Expected<DocumentInfo> pin_document(const std::string& tenant, std::vector<int32_t> tokens,
+                                        const std::function<bool()>& cancelled = {});
     Status unpin_document(const std::string& tenant, const std::string& id);
     // list_documents() never waits for the inference thread (it serves GET /v1/documents on the
     // server's light lane, beside /health): it reads the lists the thread publishes between

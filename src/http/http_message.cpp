@@ -85,6 +85,8 @@ const char* reason_phrase(int status) {
             return "Too Many Requests";
         case 431:
             return "Request Header Fields Too Large";
+        case 499:  // nginx's: the answer to a client that left (logged, never read)
+            return "Client Closed Request";
         case 500:
             return "Internal Server Error";
         case 501:

@@ -4,6 +4,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -54,24 +55,66 @@ Expected<std::vector<std::string>> ApiKeys::read_file(const std::string& path) {
     std::vector<std::string> keys;
     for (std::string line; std::getline(in, line);) {
         line = trim(line);
-        if (!line.empty() && line[0] != '#') keys.push_back(line);
+        if (line.empty() || line[0] == '#') continue;
+        if (Status st = check_key(line); !st.ok()) {
+            return invalid_argument("the API key file " + path + " line " + std::to_string(keys.size() + 1) + ": " +
+                                    st.message());
+        }
+        keys.push_back(line);
     }
     if (keys.empty()) return invalid_argument("the API key file " + path + " holds no key");
     return keys;
 }
 
-std::optional<size_t> ApiKeys::match(const http::HttpRequest& request) const {
+Status ApiKeys::check_key(const std::string& key) {
+    if (key.empty()) return invalid_argument("an API key must not be empty");
+    for (const char c : key) {
+        if (c <= ' ' || c > '~') {
+            return invalid_argument("an API key may hold only visible ASCII characters (no spaces or control bytes)");
+        }
+    }
+    return {};
+}
+
+Expected<std::vector<std::string>> ApiKeys::parse_key_list(const std::string& spelled) {
+    std::vector<std::string> keys;
+    for (size_t start = 0;;) {
+        const size_t comma = std::min(spelled.find(',', start), spelled.size());
+        const std::string key = spelled.substr(start, comma - start);
+        if (Status st = check_key(key); !st.ok()) {
+            return invalid_argument(spelled.find(',') == std::string::npos
+                                        ? st.message()
+                                        : "key " + std::to_string(keys.size() + 1) +
+                                              " of the comma-separated list: " + st.message());
+        }
+        keys.push_back(key);
+        if (comma == spelled.size()) return keys;
+        start = comma + 1;
+    }
+}
+
+namespace {
+
+// The key a request presents: "Authorization: Bearer <key>" (OpenAI's clients), else
+// "X-Api-Key: <key>" (Anthropic's clients; llama-server takes both). "" when neither.
+std::string presented_key(const http::HttpRequest& request) {
+    if (!request.has_header("authorization")) return trim(request.header("x-api-key"));
     // credentials = auth-scheme 1*SP token68; the scheme is case-insensitive (RFC 9110 11.1,
     // RFC 6750 2.1: "bearer" and "BEARER" are "Bearer").
     const std::string& auth = request.header("authorization");
     const std::string scheme = "bearer";
-    if (auth.size() <= scheme.size() + 1 || (auth[scheme.size()] != ' ' && auth[scheme.size()] != '\t')) {
-        return std::nullopt;
-    }
+    if (auth.size() <= scheme.size() + 1 || (auth[scheme.size()] != ' ' && auth[scheme.size()] != '\t')) return "";
     for (size_t i = 0; i < scheme.size(); ++i) {
-        if (std::tolower(static_cast<unsigned char>(auth[i])) != scheme[i]) return std::nullopt;
+        if (std::tolower(static_cast<unsigned char>(auth[i])) != scheme[i]) return "";
     }
-    const std::string presented = trim(auth.substr(scheme.size() + 1));
+    return trim(auth.substr(scheme.size() + 1));
+}
+
+}  // namespace
+
+std::optional<size_t> ApiKeys::match(const http::HttpRequest& request) const {
+    const std::string presented = presented_key(request);
+    if (presented.empty()) return std::nullopt;  // no key is ever empty (check_key)
     std::optional<size_t> found;
     for (size_t i = 0; i < keys_.size(); ++i) {
         if (equal_constant_time(presented, keys_[i]) && !found) found = i;

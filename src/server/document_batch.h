@@ -2,6 +2,7 @@
 // Python API's pin() and precompute(), so both check, tokenize and undo alike.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,9 +27,12 @@ enum class PinMode { kKeep, kComputeOnly };
 // under kComputeOnly the documents computed before it stay cached, unpinned. The documents are
 // noted as known (documents_from known) once all of them passed the checks. The error names
 // documents[i]; a refusal for room (the pinned share of the pool, or the tenant's quota) is a
-// 429 pin_quota_exceeded the caller may retry after unpinning.
+// 429 pin_quota_exceeded the caller may retry after unpinning. `client_gone` (polled while a
+// document computes) true: the document in progress is cancelled and the batch fails as above,
+// with the code client_disconnected (nobody reads it; under kKeep its pins are undone).
 std::optional<ApiError> pin_document_batch(const RequestBuilder& builder, engine::ServingEngine& engine,
                                            const std::vector<DocumentRef>& docs, const std::string& tenant,
-                                           std::vector<engine::DocumentInfo>& pinned, PinMode mode = PinMode::kKeep);
+                                           std::vector<engine::DocumentInfo>& pinned, PinMode mode = PinMode::kKeep,
+                                           const std::function<bool()>& client_gone = {});
 
 }  // namespace lazyattn::server

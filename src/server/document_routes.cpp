@@ -12,7 +12,8 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr size_t kMaxPinBatch = 256;  // documents one POST may pin (each may be a long prefill)
+constexpr size_t kMaxPinBatch = 256;         // documents one POST may pin (each may be a long prefill)
+constexpr size_t kMaxDocumentIdBytes = 128;  // far above any id the registry makes
 
 // DocumentInfo's steady-clock milliseconds as unix seconds.
 int64_t unix_seconds(double steady_ms) {
@@ -39,13 +40,18 @@ std::optional<ApiError> parse_pin_body(const http::HttpRequest& req, std::vector
 
 }  // namespace
 
-void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
+void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res,
+                          const http::ClientLink& link) {
     ActiveRequest active(ctx);
     std::vector<DocumentRef> docs;
     std::string salt;
     if (auto e = parse_pin_body(req, docs, salt)) return send_error(res, *e);
     std::vector<engine::DocumentInfo> pinned;
-    if (auto e = pin_document_batch(ctx.builder, ctx.engine, docs, ctx.tenant(req, salt), pinned)) {
+    // A client that leaves cancels the batch (the document being computed too) and undoes its
+    // pins, as a completion whose client leaves is cancelled: nobody would ever unpin them.
+    if (auto e = pin_document_batch(ctx.builder, ctx.engine, docs, ctx.tenant(req, salt), pinned, PinMode::kKeep,
+                                    [&link] { return link.gone(); })) {
+        if (e->code == "client_disconnected") ctx.metrics.count_disconnect();
         return send_error(res, *e);
     }
     json data = json::array();
@@ -79,10 +85,13 @@ void handle_unpin_document(ServerContext& ctx, const http::HttpRequest& req, htt
     const std::string id = req.path_params.empty() ? "" : req.path_params[0];
     const std::string salt = req.query_param("cache_salt");
     if (auto e = check_cache_salt(salt)) return send_error(res, *e);
-    const Status st = ctx.engine.unpin_document(ctx.tenant(req, salt), id);
+    // Ids are short hashes: a longer one is no document's, and is answered without quoting it whole.
+    const Status st = id.size() > kMaxDocumentIdBytes ? not_found("no pinned document")
+                                                      : ctx.engine.unpin_document(ctx.tenant(req, salt), id);
     if (!st.ok()) {
         ApiError e = api_error_from_status(st);
         e.param = "id";
+        if (st.code() == StatusCode::kNotFound) e.message = "no pinned document '" + clip_for_message(id) + "'";
         return send_error(res, e);
     }
     send_json(res, 200, {{"id", id}, {"object", "document"}, {"deleted", true}});

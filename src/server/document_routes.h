@@ -11,7 +11,9 @@
 
 namespace lazyattn::server {
 
-void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res);
+// A client that leaves before the answer cancels the batch and undoes its pins.
+void handle_pin_documents(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res,
+                          const http::ClientLink& link);
 void handle_list_documents(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res);
 void handle_unpin_document(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res);
 

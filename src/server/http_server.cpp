@@ -76,6 +76,10 @@ void handle_health(ServerContext& ctx, HttpResponse& res) {
                  {"requests_waiting", h.num_waiting},
                  {"requests_running", h.num_running},
                  {"seconds_since_progress", h.ms_since_progress / 1000.0}};
+    // A store that is down never fails the check (lookups are computed instead), but shows.
+    if (const store::StoreStats st = ctx.engine.stats().store; !st.tiers.empty()) {
+        body["kv_store"] = store::store_health(st);
+    }
     send_json(res, stalled ? 503 : 200, body);
 }
 
@@ -128,7 +132,9 @@ http::Router make_router(ServerContext& ctx) {
               handle_completion(ctx, q, s, l, true);
           });
     r.add("POST", "/v1/documents", Lane::kHeavy,
-          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_pin_documents(ctx, q, s); });
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
+              handle_pin_documents(ctx, q, s, l);
+          });
     r.add("DELETE", "/v1/documents/{id}", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_unpin_document(ctx, q, s); });
     r.add("GET", "/v1/documents", Lane::kLight,

@@ -7,8 +7,14 @@
 #include <numeric>
 #include <random>
 
+#include "core/utf8.h"
+
 namespace lazyattn::engine {
 namespace {
+
+// A client's part quoted in an error: its first bytes only, so a megabyte of setting never
+// becomes a megabyte of error (one place for every message below).
+std::string quoted(std::string_view part) { return "'" + text::clip_for_message(part) + "'"; }
 
 std::string number(double x) {
     char buf[32];
@@ -20,7 +26,7 @@ Expected<double> parse_number(std::string_view part, std::string_view text) {
     double x = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
     if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(x)) {
-        return invalid_argument("'" + std::string(part) + "': not a number");
+        return invalid_argument(quoted(part) + ": not a number");
     }
     return x;
 }
@@ -213,7 +219,7 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
             const std::string_view n = part.substr(11);
             const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), r.neighbours);
             if (ec != std::errc() || end != n.data() + n.size()) {
-                return invalid_argument("'" + std::string(part) + "': not a count of neighbours");
+                return invalid_argument(quoted(part) + ": not a count of neighbours");
             }
         } else if (part.starts_with("scale=")) {
             LA_ASSIGN_OR_RETURN(const double scale, parse_number(part, part.substr(6)));
@@ -226,8 +232,7 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
             if (const size_t at = n.find('@'); at != std::string_view::npos) {
                 const auto select = parse_select(n.substr(at + 1));
                 if (!select) {
-                    return invalid_argument("'" + std::string(part) + "': unknown selection '" +
-                                            std::string(n.substr(at + 1)) + "' (" + select_names() + ")");
+                    return invalid_argument(quoted(part) + ": unknown selection (" + select_names() + ")");
                 }
                 r.recompute_select = *select;
                 n = n.substr(0, at);
@@ -238,12 +243,12 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
             } else {
                 const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), r.recompute_tokens);
                 if (ec != std::errc() || end != n.data() + n.size()) {
-                    return invalid_argument("'" + std::string(part) + "': not a token count or a share P%");
+                    return invalid_argument(quoted(part) + ": not a token count or a share P%");
                 }
             }
         } else {
-            return invalid_argument("unknown document reuse setting '" + std::string(part) +
-                                    "' (plain, or anchor, neighbours=K, scale=X, bias=X, recompute=N[@SELECT] or "
+            return invalid_argument("unknown document reuse setting " + quoted(part) +
+                                    " (plain, or anchor, neighbours=K, scale=X, bias=X, recompute=N[@SELECT] or "
                                     "recompute=P%[@SELECT] joined by '+')");
         }
     }
@@ -262,7 +267,7 @@ Expected<ReuseVariant> parse_reuse_variant(std::string_view spec) {
             v.kv_types = kernels::KvTypes{*k, *vt};
             spec = spec.substr(0, at);
         } else if (!parse_select(kv)) {
-            return invalid_argument("'@" + std::string(kv) +
+            return invalid_argument("'@" + text::clip_for_message(kv) +
                                     "' is neither KV types (TYPE or KTYPE,VTYPE of f32, f16, bf16, q8_0, q4_0) nor "
                                     "a recompute selection (" +
                                     select_names() + ")");
