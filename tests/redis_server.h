@@ -229,6 +229,14 @@ public:
         }
         return false;
     }
+    // Node i killed and started again without its nodes.conf: a node of a new identity at the old
+    // address, in no cluster (the others then list the old one without an address: ["", 0, id]).
+    bool reborn(int i) {
+        nodes_[size_t(i)]->kill();
+        std::error_code ec;
+        std::filesystem::remove(dir_ + "/" + std::to_string(i) + "/nodes.conf", ec);
+        return nodes_[size_t(i)]->start();
+    }
     // Moves `slots` slots from node `from` to node `to` (redis-cli --cluster reshard); true on success.
     bool reshard(int from, int to, int slots) {
         const std::string cmd = "redis-cli --cluster reshard " + nodes_[0]->address() + " --cluster-from " + id(from) +

@@ -64,8 +64,12 @@ void render_store(std::string& out, const store::StoreStats& st, const std::stri
          [](const store::TierStats& t) { return double(t.usage.bytes); }},
         {"lazyattn_kv_store_max_bytes", "the tier's size cap (--kv-store-max-mib; 0: unbounded)",
          [](const store::TierStats& t) { return double(t.usage.max_bytes); }},
-        {"lazyattn_kv_store_up", "1 while the tier answers, 0 while it is marked down (unreachable or not answering)",
+        {"lazyattn_kv_store_up",
+         "1 while the tier answers, 0 while it is marked down (unreachable, not answering in time, answering "
+         "garbage), misconfigured, or its calls keep failing",
          [](const store::TierStats& t) { return t.usage.up ? 1.0 : 0.0; }},
+        {"lazyattn_kv_store_unserved_slots", "Redis Cluster slots no reachable master serves (their entries computed)",
+         [](const store::TierStats& t) { return double(t.usage.unserved_slots); }},
     };
     static const Series usage_counters[] = {
         {"lazyattn_kv_store_evictions_total", "entries this process evicted from the tier to keep it under its cap",

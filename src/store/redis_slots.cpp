@@ -102,7 +102,10 @@ Expected<SlotMap> SlotMap::from_cluster_slots(const redisReply* reply, const std
             if (n > 2) continue;
             RedisEndpoint e{std::string(node->element[0]->str, node->element[0]->len), int(node->element[1]->integer)};
             if (e.host.empty() || e.host == "?") e.host = asked;
-            if (e.port <= 0 || e.port > 65535) return invalid_argument("CLUSTER SLOTS answered the port " + e.str());
+            // No address (["", 0, id]: Redis' answer for a node whose address now belongs to a
+            // node of another identity): its slots are a gap, so a lost node costs its own
+            // documents, never the whole map.
+            if (e.port <= 0 || e.port > 65535) continue;
             auto it = std::find(m.masters.begin(), m.masters.end(), e);
             if (it == m.masters.end()) {
                 if (m.masters.size() >= 4096) return invalid_argument("CLUSTER SLOTS names too many masters");

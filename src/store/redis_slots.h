@@ -48,7 +48,8 @@ struct SlotMap {
 
     int num_gaps() const;
     // From a CLUSTER SLOTS reply; `asked` stands in for an empty or "?" host (a node that does not
-    // know its own address). kInvalidArgument on a malformed reply (never a crash).
+    // know its own address). A master without a usable port (a node that lost its address) leaves
+    // its slots a gap. kInvalidArgument on a malformed reply (never a crash).
     static Expected<SlotMap> from_cluster_slots(const redisReply* reply, const std::string& asked);
 };
 

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "core/log.h"
@@ -18,16 +21,13 @@ constexpr auto kRepairInterval = std::chrono::seconds(60);        // after an er
 constexpr auto kMovedRefresh = std::chrono::milliseconds(100);    // map re-read after a MOVED, at most
 constexpr auto kFailedRefresh = std::chrono::milliseconds(1000);  // after a gap or a failed node
 constexpr auto kRediscoverInterval = std::chrono::milliseconds(1000);
-constexpr timeval kWriteTimeout{5, 0};  // the writer thread's, for entries of megabytes
-constexpr int64_t kAuditEvery = 32;     // accounting runs between checks that the sizes sum up
+constexpr auto kWriteTimeout = std::chrono::milliseconds(5000);  // the writer's, plus its bytes' time to send
+// Read per call beyond the largest entry: a GET's framing and the replies pipelined with it, a
+// CLUSTER SLOTS or CLUSTER NODES of a large cluster.
+constexpr int64_t kReplyFraming = 1 << 20;
+constexpr int64_t kAuditEvery = 32;  // accounting runs between checks that the sizes sum up
 constexpr size_t kMaxUnaccounted = 4096;
 constexpr size_t kRetriesPerWrite = 8;
-constexpr size_t kMaxNodes = 1024;
-
-timeval to_timeval(double ms) {
-    const auto us = int64_t(std::max(1.0, ms) * 1000);
-    return timeval{time_t(us / 1000000), suseconds_t(us % 1000000)};
-}
 
 // The score of a use in the LRU index: unix microseconds (exact in a double), strictly
 // increasing within this process, so a use always ranks newer than every earlier one even
@@ -66,9 +66,13 @@ std::string bucket_tag(int b) {
 RedisTier::RedisTier(RedisAddress address, const std::string& url, const TierOptions& options)
     : address_(std::move(address)), url_(redact_redis_url(url)), options_(options) {
     if (address_.seeds.empty()) address_.seeds.push_back({address_.host, address_.port});
-    read_timeout_ = to_timeval(options.read_timeout_ms);
+    limits_.read_deadline = std::chrono::milliseconds(int64_t(std::ceil(std::max(1.0, options.read_timeout_ms))));
+    limits_.write_deadline = kWriteTimeout;
+    limits_.max_reply_bytes = std::max<int64_t>(0, options.max_entry_bytes) + kReplyFraming;
     usage_.max_bytes = options.max_bytes;
     owner_.assign(kNumSlots, nullptr);
+    for (const RedisEndpoint& seed : address_.seeds) nodes_.push_back(make_node(seed));
+    mapped_nodes_ = nodes_.size();
 }
 
 RedisTier::~RedisTier() = default;
@@ -79,9 +83,17 @@ TierUsage RedisTier::usage() const {
         std::lock_guard<std::mutex> lock(usage_mu_);
         u = usage_;
     }
+    u.up = failed_calls_.load() < kFailedCallsBeforeDown;
     std::lock_guard<std::mutex> lock(map_mu_);
     for (const auto& n : nodes_) u.up = u.up && !n->down();
+    if (mode_.load() == Mode::kUnknown && discovery_error_.code() == StatusCode::kInvalidArgument) u.up = false;
+    if (mode_.load() == Mode::kCluster) u.unserved_slots = std::count(owner_.begin(), owner_.end(), nullptr);
     return u;
+}
+
+size_t RedisTier::num_nodes() const {
+    std::lock_guard<std::mutex> lock(map_mu_);
+    return nodes_.size();
 }
 
 void RedisTier::abort_writes() {
@@ -99,15 +111,20 @@ int RedisTier::bucket_of(const std::string& key) const {
     return buckets_.size() == 1 ? 0 : int(crc16(key) % buckets_.size());
 }
 
-RedisNode* RedisTier::node_at(const RedisEndpoint& e) {
+RedisTier::NodePtr RedisTier::make_node(const RedisEndpoint& e) const {
+    auto node =
+        std::make_shared<RedisNode>(e, RedisCredentials{address_.user, address_.password, address_.db}, limits_, url_);
+    if (aborted_) node->abort_writes();
+    return node;
+}
+
+RedisTier::NodePtr RedisTier::node_at(const RedisEndpoint& e) {
     for (const auto& n : nodes_) {
-        if (n->endpoint() == e) return n.get();
+        if (n->endpoint() == e) return n;
     }
-    if (nodes_.size() >= kMaxNodes) return nullptr;
-    nodes_.push_back(std::make_unique<RedisNode>(e, RedisCredentials{address_.user, address_.password, address_.db},
-                                                 read_timeout_, kWriteTimeout, url_));
-    if (aborted_) nodes_.back()->abort_writes();
-    return nodes_.back().get();
+    if (nodes_.size() >= mapped_nodes_ + kMaxStrayNodes) return nullptr;
+    nodes_.push_back(make_node(e));
+    return nodes_.back();
 }
 
 Status RedisTier::discover(Role role) {
@@ -128,8 +145,12 @@ Status RedisTier::discover(Role role) {
         }
     }
     Status error = unavailable("redis " + url_ + ": no node answered");
+    // A seed that serves no slots (one that came back empty with a new identity, or has not
+    // joined yet) knows nothing of the cluster: the next seed is asked; its map is the last resort.
+    std::optional<SlotMap> empty_map;
+    RedisEndpoint empty_source;
     for (const RedisEndpoint& seed : address_.seeds) {
-        RedisNode* node = nullptr;
+        NodePtr node;
         {
             std::lock_guard<std::mutex> lock(map_mu_);
             node = node_at(seed);
@@ -167,25 +188,17 @@ Status RedisTier::discover(Role role) {
                 (is_error(reply) ? "CLUSTER SLOTS failed: " + std::string(text(reply)) : map.status().message()));
             continue;
         }
-        if (Status st = check_seeds(role, *map, seed); !st.ok()) {
-            error = st;
-            break;
+        if (map->masters.empty()) {
+            if (!empty_map) empty_map = std::move(*map), empty_source = seed;
+            continue;
         }
-        std::lock_guard<std::mutex> lock(map_mu_);
-        buckets_.clear();
-        for (int b = 0; b < kClusterBuckets; ++b) {
-            const std::string prefix = "lazyattn:seg:{" + bucket_tag(b) + "}:";
-            buckets_.push_back({prefix, prefix + "index", prefix + "bytes", prefix + "sizes", key_slot(prefix)});
-        }
-        install_map_locked(*map);
-        {
-            std::lock_guard<std::mutex> u(usage_mu_);
-            bucket_bytes_.assign(size_t(kClusterBuckets), 0);
-        }
-        mode_ = Mode::kCluster;
-        log::info("KV store: the Redis tier is a cluster",
-                  {{"where", url_}, {"masters", int64_t(map->masters.size())}, {"unserved_slots", map->num_gaps()}});
-        return {};
+        error = use_cluster(role, *map, seed);
+        if (error.ok()) return {};
+        break;
+    }
+    if (empty_map && error.code() != StatusCode::kInvalidArgument) {
+        error = use_cluster(role, *empty_map, empty_source);
+        if (error.ok()) return {};
     }
     std::lock_guard<std::mutex> lock(map_mu_);
     discovery_error_ = error;
@@ -193,12 +206,32 @@ Status RedisTier::discover(Role role) {
     return error;
 }
 
+Status RedisTier::use_cluster(Role role, const SlotMap& map, const RedisEndpoint& source) {
+    LA_RETURN_IF_ERROR(check_seeds(role, map, source));
+    std::lock_guard<std::mutex> lock(map_mu_);
+    buckets_.clear();
+    for (int b = 0; b < kClusterBuckets; ++b) {
+        const std::string prefix = "lazyattn:seg:{" + bucket_tag(b) + "}:";
+        buckets_.push_back({prefix, prefix + "index", prefix + "bytes", prefix + "sizes", key_slot(prefix)});
+    }
+    install_map_locked(map);
+    {
+        std::lock_guard<std::mutex> u(usage_mu_);
+        bucket_bytes_.assign(size_t(kClusterBuckets), 0);
+    }
+    discovery_error_ = {};
+    mode_ = Mode::kCluster;
+    log::info("KV store: the Redis tier is a cluster",
+              {{"where", url_}, {"masters", int64_t(map.masters.size())}, {"unserved_slots", map.num_gaps()}});
+    return {};
+}
+
 Status RedisTier::check_seeds(Role role, const SlotMap& map, const RedisEndpoint& source) {
     std::vector<std::string> known = map.node_ids;  // then every node the source knows, if needed
     bool asked_all = false;
     for (const RedisEndpoint& seed : address_.seeds) {
         if (seed == source) continue;
-        RedisNode* node = nullptr;
+        NodePtr node;
         {
             std::lock_guard<std::mutex> lock(map_mu_);
             node = node_at(seed);
@@ -211,7 +244,7 @@ Status RedisTier::check_seeds(Role role, const SlotMap& map, const RedisEndpoint
         }
         if (std::find(known.begin(), known.end(), id) == known.end() && !asked_all) {
             asked_all = true;
-            RedisNode* src = nullptr;
+            NodePtr src;
             {
                 std::lock_guard<std::mutex> lock(map_mu_);
                 src = node_at(source);
@@ -228,33 +261,68 @@ Status RedisTier::check_seeds(Role role, const SlotMap& map, const RedisEndpoint
             }
         }
         if (std::find(known.begin(), known.end(), id) == known.end()) {
-            return invalid_argument("redis " + url_ + " names nodes of two different clusters: " + seed.str() +
-                                    " is not in the cluster of " + source.str());
+            LA_RETURN_IF_ERROR(check_stranger(role, *node, seed, source));
         }
     }
     return {};
 }
 
+Status RedisTier::check_stranger(Role role, RedisNode& node, const RedisEndpoint& seed, const RedisEndpoint& source) {
+    std::vector<RedisReplyPtr> r;
+    if (!node.call(role, {{"CLUSTER", "SLOTS"}}, &r).ok()) return {};  // down: not checked
+    auto its = SlotMap::from_cluster_slots(r[0].get(), seed.host);
+    if (its.ok() && its->masters.empty()) {
+        // Serves no slots and knows no one: a node that came back empty (with a new identity) or
+        // has not joined yet. Not a second cluster: nothing is routed to it.
+        log::warn("KV store: a Redis node in the URL belongs to no cluster yet (serves no slots); not used",
+                  {{"where", url_}, {"node", seed.str()}});
+        return {};
+    }
+    return invalid_argument("redis " + url_ + " names nodes of two different clusters: " + seed.str() +
+                            " is not in the cluster of " + source.str());
+}
+
 void RedisTier::install_map_locked(const SlotMap& map) {
-    std::vector<RedisNode*> masters;
-    for (const RedisEndpoint& e : map.masters) masters.push_back(node_at(e));
-    for (int s = 0; s < kNumSlots; ++s)
+    // The new table: the seeds, then the map's masters, each the node already known when it is
+    // (its connections and back-off kept). Every other node is dropped: its connections close
+    // once no call holds it.
+    std::map<std::string, NodePtr> old, kept;
+    for (const NodePtr& n : nodes_) old.emplace(n->endpoint().str(), n);
+    std::vector<NodePtr> table;
+    auto keep = [&](const RedisEndpoint& e) {
+        const std::string name = e.str();
+        if (auto it = kept.find(name); it != kept.end()) return it->second;
+        auto it = old.find(name);
+        NodePtr n = it != old.end() ? it->second : make_node(e);
+        kept.emplace(name, n);
+        table.push_back(n);
+        return n;
+    };
+    for (const RedisEndpoint& seed : address_.seeds) keep(seed);
+    std::vector<NodePtr> masters;
+    for (const RedisEndpoint& e : map.masters) masters.push_back(keep(e));
+    for (int s = 0; s < kNumSlots; ++s) {
         owner_[size_t(s)] = map.owner[size_t(s)] < 0 ? nullptr : masters[size_t(map.owner[size_t(s)])];
+    }
+    nodes_ = std::move(table);
+    mapped_nodes_ = nodes_.size();
 }
 
 void RedisTier::refresh_map(Role role, RedisNode* first, std::chrono::milliseconds min_interval) {
-    std::vector<RedisNode*> candidates;
+    std::vector<NodePtr> candidates;
     {
         std::lock_guard<std::mutex> lock(map_mu_);
         const auto now = std::chrono::steady_clock::now();
         if (mode_.load() != Mode::kCluster || now < last_refresh_ + min_interval) return;
         last_refresh_ = now;
-        if (first != nullptr) candidates.push_back(first);
         for (const auto& n : nodes_) {
-            if (n.get() != first && !n->down() && candidates.size() < 3) candidates.push_back(n.get());
+            if (n.get() == first) candidates.insert(candidates.begin(), n);
+        }
+        for (const auto& n : nodes_) {
+            if (n.get() != first && !n->down() && candidates.size() < 3) candidates.push_back(n);
         }
     }
-    for (RedisNode* node : candidates) {
+    for (const NodePtr& node : candidates) {
         std::vector<RedisReplyPtr> r;
         if (!node->call(role, {{"CLUSTER", "SLOTS"}}, &r).ok()) continue;
         auto map = SlotMap::from_cluster_slots(r[0].get(), node->endpoint().host);
@@ -265,22 +333,24 @@ void RedisTier::refresh_map(Role role, RedisNode* first, std::chrono::millisecon
     }
 }
 
-Expected<RedisNode*> RedisTier::node_for(Role role, int slot) {
+Expected<RedisTier::NodePtr> RedisTier::node_for(Role role, int slot) {
     if (mode_.load() == Mode::kUnknown) LA_RETURN_IF_ERROR(discover(role));
     for (int pass = 0; pass < 2; ++pass) {
         {
             std::lock_guard<std::mutex> lock(map_mu_);
-            if (RedisNode* n = owner_[size_t(slot)]) return n;
+            if (NodePtr n = owner_[size_t(slot)]) return n;
         }
         if (pass == 0) refresh_map(role, nullptr, kFailedRefresh);
     }
-    return io_error("redis " + url_ + ": slot " + std::to_string(slot) +
-                    " is served by no node (the cluster's slot map has a gap)");
+    // kUnavailable, as for a node that is down: the gap shows in usage().unserved_slots, not as
+    // a tier whose calls all fail.
+    return unavailable("redis " + url_ + ": slot " + std::to_string(slot) +
+                       " is served by no node (the cluster's slot map has a gap)");
 }
 
 Status RedisTier::run(Role role, int slot, const std::vector<RedisArgv>& commands, std::vector<RedisReplyPtr>* replies,
                       int asking_arg) {
-    LA_ASSIGN_OR_RETURN(RedisNode * node, node_for(role, slot));
+    LA_ASSIGN_OR_RETURN(NodePtr node, node_for(role, slot));
     bool asking = false;
     for (int attempt = 0;; ++attempt) {
         std::vector<RedisArgv> asked;
@@ -305,14 +375,14 @@ Status RedisTier::run(Role role, int slot, const std::vector<RedisArgv>& command
         if (!redirect) return {};
         if (attempt > 0) return io_error("redis " + url_ + ": redirected twice: " + std::string(text(first)));
         if (redirect->to.host.empty()) redirect->to.host = node->endpoint().host;
-        RedisNode* target = nullptr;
+        NodePtr target;
         {
             std::lock_guard<std::mutex> lock(map_mu_);
             target = node_at(redirect->to);
             if (target != nullptr && !redirect->ask) owner_[size_t(redirect->slot)] = target;
         }
+        if (!redirect->ask || target == nullptr) refresh_map(role, target.get(), kMovedRefresh);  // drops strays
         if (target == nullptr) return io_error("redis " + url_ + ": redirected to too many nodes");
-        if (!redirect->ask) refresh_map(role, target, kMovedRefresh);
         node = target;
         asking = redirect->ask;
     }
@@ -323,7 +393,38 @@ Status RedisTier::reply_error(const char* what, const redisReply* r) const {
                     (is_error(r) ? std::string(text(r)) : std::string("an unexpected reply")));
 }
 
+void RedisTier::note_call(const Status& st) {
+    if (st.ok() || st.code() == StatusCode::kNotFound) {
+        failed_calls_ = 0;
+    } else if (int n = failed_calls_.load(); st.code() != StatusCode::kUnavailable && n < kFailedCallsBeforeDown) {
+        failed_calls_.compare_exchange_strong(n, n + 1);
+    }
+}
+
 Expected<Blob> RedisTier::get(const std::string& key) {
+    Expected<Blob> got = fetch(key);
+    note_call(got.status());
+    return got;
+}
+
+Expected<bool> RedisTier::contains(const std::string& key) {
+    Expected<bool> got = probe(key);
+    note_call(got.status());
+    return got;
+}
+
+Expected<bool> RedisTier::put(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) {
+    if (int64_t(bytes.size()) > options_.max_entry_bytes) {  // could never be read back
+        return out_of_range("redis " + url_ + ": an entry of " + std::to_string(bytes.size()) +
+                            " bytes is larger than the tier's largest (" + std::to_string(options_.max_entry_bytes) +
+                            ")");
+    }
+    Expected<bool> put = store(key, bytes, overwrite);
+    note_call(put.status());
+    return put;
+}
+
+Expected<Blob> RedisTier::fetch(const std::string& key) {
     if (mode_.load() == Mode::kUnknown) LA_RETURN_IF_ERROR(discover(Role::kRead));
     const Bucket& b = buckets_[size_t(bucket_of(key))];
     const std::string k = b.prefix + key, now = std::to_string(next_use_us());
@@ -348,7 +449,7 @@ Expected<Blob> RedisTier::get(const std::string& key) {
     return blob;
 }
 
-Expected<bool> RedisTier::contains(const std::string& key) {
+Expected<bool> RedisTier::probe(const std::string& key) {
     if (mode_.load() == Mode::kUnknown) LA_RETURN_IF_ERROR(discover(Role::kRead));
     const Bucket& b = buckets_[size_t(bucket_of(key))];
     const std::string k = b.prefix + key;
@@ -358,7 +459,7 @@ Expected<bool> RedisTier::contains(const std::string& key) {
     return r[0]->integer > 0;
 }
 
-Expected<bool> RedisTier::put(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) {
+Expected<bool> RedisTier::store(const std::string& key, std::span<const uint8_t> bytes, bool overwrite) {
     std::lock_guard<std::mutex> lock(write_mu_);
     if (aborted_) return unavailable("redis " + url_ + ": writes aborted (shutting down)");
     if (mode_.load() == Mode::kUnknown) LA_RETURN_IF_ERROR(discover(Role::kWrite));

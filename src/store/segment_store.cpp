@@ -13,6 +13,15 @@ constexpr auto kOutageQuiet = std::chrono::seconds(5);
 
 }  // namespace
 
+const char* store_health(const StoreStats& st) {
+    const char* health = "ok";
+    for (const TierStats& t : st.tiers) {
+        if (!t.usage.up) return "down";
+        if (t.usage.unserved_slots > 0) health = "degraded";
+    }
+    return health;
+}
+
 Expected<std::unique_ptr<SegmentStore>> SegmentStore::open(const std::vector<std::string>& uris,
                                                            const WriterOptions& writer, const TierOptions& options) {
     LA_RETURN_IF_ERROR(writer.validate());

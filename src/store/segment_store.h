@@ -56,6 +56,12 @@ struct StoreStats {
     int64_t bytes_pending = 0;  // of the entries queued or being written
 };
 
+// The store as /health reports it: "down" while a tier is marked down (unreachable, not
+// answering in time, answering garbage, misconfigured, or failing every call: its lookups are
+// computed), "degraded" while a tier serves only part of its entries (cluster slots no node
+// serves), else "ok".
+const char* store_health(const StoreStats& st);
+
 class SegmentStore {
 public:
     // Opens each tier (see open_tier). A Redis server that is down is not an error here (the

@@ -21,8 +21,14 @@ struct Blob {
 // How every tier is run (--kv-store-timeout-ms, --kv-store-max-mib).
 struct TierOptions {
     // A read (on the inference thread) that takes longer is a miss, and the tier is marked down
-    // for a growing back-off, as an unreachable one is. Network tiers only.
+    // for a growing back-off, as an unreachable one is. The whole read: connect, request and
+    // every byte of the reply (a reply still trickling in at the deadline is cut). Network tiers
+    // only.
     double read_timeout_ms = 250;
+    // The largest entry a network tier reads or writes: a reply larger than it (and its framing)
+    // is cut, the tier marked down as for a deadline; a larger entry is not written. 512 MiB is
+    // Redis' own limit on a string (proto-max-bulk-len), so every entry a Redis can hold is read.
+    int64_t max_entry_bytes = 512ll << 20;
     // The most bytes of entries a tier holds; a write past it evicts the least recently used
     // entries (down to 90%). 0: unbounded.
     int64_t max_bytes = 4ll << 30;
@@ -53,7 +59,11 @@ struct TierUsage {
     // failing (an error from the accounting); each rebuilds the account from the entries present
     // (the first is logged).
     int64_t account_errors = 0;
-    bool up = true;  // false while the tier is marked down (unreachable or not answering)
+    // False while the tier is marked down (unreachable, not answering in time, answering garbage),
+    // misconfigured (two clusters in one URL), or while its calls keep failing.
+    bool up = true;
+    // Redis Cluster slots no reachable master serves (a lost node): their entries are computed.
+    int64_t unserved_slots = 0;
 };
 
 class StoreTier {

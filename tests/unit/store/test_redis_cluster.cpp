@@ -265,6 +265,50 @@ TEST_F(RedisClusterTest, AHungNodeCostsOneDeadlinePerBackoffAndOnlyForItsSlots) 
     }));
 }
 
+// Issue 61 #3: a node that came back with another identity (its nodes.conf lost) is listed by
+// the others as ["", 0, id]. That port 0 made the whole map refused, and with every node in the
+// URL the empty newcomer was taken for a node of another cluster: every document computed, the
+// healthy masters' too, with the tier up. Now its slots are a gap: the rest is served, the gap
+// shows (unserved slots, /health "degraded").
+TEST_F(RedisClusterTest, ANodeBackWithAnotherIdentityCostsOnlyItsOwnSlots) {
+    const std::string all =
+        "redis://" + c().node(0).address() + "," + c().node(1).address() + "," + c().node(2).address();
+    {
+        auto writer = cluster_tier(all);
+        for (int i = 0; i < 60; ++i) ASSERT_TRUE(writer->put(key_of(i), value_of(i), false).ok()) << i;
+    }
+    const int64_t on_node2 = entries_on(c(), 2);
+    ASSERT_GT(on_node2, 0);
+    ASSERT_TRUE(c().reborn(2));
+    ASSERT_TRUE(eventually([&] { return c().cli(0, "CLUSTER NODES").find("noaddr") != std::string::npos; }))
+        << c().cli(0, "CLUSTER NODES");
+    for (const std::string& url : {all, c().url(0)}) {
+        auto owned = cluster_tier(url);
+        RedisTier* tier = owned.get();
+        std::vector<std::unique_ptr<StoreTier>> tiers;
+        tiers.push_back(std::move(owned));
+        SegmentStore store(std::move(tiers));
+        int hits = 0, gaps = 0;
+        for (int i = 0; i < 60; ++i) {
+            auto got = tier->get(key_of(i));
+            if (got.ok()) {
+                ++hits;
+            } else {
+                ++gaps;
+                EXPECT_NE(got.status().message().find("served by no node"), std::string::npos)
+                    << url << ": " << got.status().to_string();
+            }
+        }
+        EXPECT_EQ(hits, 60 - on_node2) << url;
+        EXPECT_EQ(gaps, on_node2) << url;
+        const TierUsage u = tier->usage();
+        EXPECT_TRUE(u.up) << url;
+        EXPECT_GT(u.unserved_slots, kNumSlots / 4) << url;
+        EXPECT_LT(u.unserved_slots, kNumSlots / 2) << url;
+        EXPECT_STREQ(store_health(store.stats()), "degraded") << url;
+    }
+}
+
 TEST_F(RedisClusterTest, TheCapHoldsAcrossTheClusterAndAcrossWriters) {
     TierOptions o;
     o.max_bytes = int64_t(kClusterBuckets) * 100000;  // 100 kB a bucket: 5 entries of 20 kB
