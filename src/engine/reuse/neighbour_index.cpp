@@ -5,6 +5,8 @@
 
 #include <xxhash.h>
 
+#include "engine/request/tenant.h"
+
 namespace lazyattn::engine {
 namespace {
 
@@ -34,56 +36,60 @@ uint64_t NeighbourIndex::key_of(const std::vector<int32_t>& tokens) {
 void NeighbourIndex::add(const std::string& tenant, const std::vector<int32_t>& tokens) {
     if (tokens.empty() || int64_t(tokens.size()) > limits_.max_tokens) return;
     const uint64_t key = key_of(tokens);
+    const std::string account = tenant_account(tenant);
     if (auto t = tenants_.find(tenant); t != tenants_.end()) {
         if (auto it = t->second.documents.find(key); it != t->second.documents.end()) {
             if (it->second.tokens == tokens) {  // known: now the most recent
-                t->second.by_age.splice(t->second.by_age.end(), t->second.by_age, it->second.age);
+                auto& ages = owners_.at(account).by_age;
+                ages.splice(ages.end(), ages, it->second.age);
                 return;
             }
             remove(tenant, key);  // a hash collision: the newer document wins
         }
     }
     Tenant& t = tenants_[tenant];
-    unrank(tenant, t);
+    Owner& o = owners_[account];
+    unrank(account, o);
     Document& doc = t.documents[key];
     doc.tokens = tokens;
     doc.counts = count_tokens(tokens);
     doc.order = next_order_++;
-    doc.age = t.by_age.insert(t.by_age.end(), key);
+    doc.age = o.by_age.insert(o.by_age.end(), {tenant, key});
     for (const auto& [token, n] : doc.counts) t.postings[token].push_back({key, n});
     t.total_length += int64_t(tokens.size());
-    rank(tenant, t);
+    ++o.documents;
+    o.tokens += int64_t(tokens.size());
+    rank(account, o);
     ++num_documents_;
     num_tokens_ += int64_t(tokens.size());
-    evict(tenant);
+    evict(account);
 }
 
 void NeighbourIndex::evict(const std::string& adding) {
     while (num_documents_ > limits_.max_documents || num_tokens_ > limits_.max_tokens) {
         const bool by_count = num_documents_ > limits_.max_documents;
-        const auto adder = tenants_.find(adding);
+        const auto adder = owners_.find(adding);
         std::string victim;
         if (by_count) {
             victim = by_documents_.rbegin()->second;
-            if (adder != tenants_.end() && int32_t(adder->second.documents.size()) == by_documents_.rbegin()->first) {
-                victim = adding;
-            }
+            if (adder != owners_.end() && adder->second.documents == by_documents_.rbegin()->first) victim = adding;
         } else {
             victim = by_tokens_.rbegin()->second;
-            if (adder != tenants_.end() && adder->second.total_length == by_tokens_.rbegin()->first) victim = adding;
+            if (adder != owners_.end() && adder->second.tokens == by_tokens_.rbegin()->first) victim = adding;
         }
-        remove(victim, tenants_.at(victim).by_age.front());
+        const auto oldest = owners_.at(victim).by_age.front();  // a copy: remove() erases it
+        remove(oldest.first, oldest.second);
     }
 }
 
-void NeighbourIndex::unrank(const std::string& name, const Tenant& t) {
-    by_documents_.erase({int32_t(t.documents.size()), name});
-    by_tokens_.erase({t.total_length, name});
+void NeighbourIndex::unrank(const std::string& name, const Owner& o) {
+    by_documents_.erase({o.documents, name});
+    by_tokens_.erase({o.tokens, name});
 }
 
-void NeighbourIndex::rank(const std::string& name, const Tenant& t) {
-    by_documents_.insert({int32_t(t.documents.size()), name});
-    by_tokens_.insert({t.total_length, name});
+void NeighbourIndex::rank(const std::string& name, const Owner& o) {
+    by_documents_.insert({o.documents, name});
+    by_tokens_.insert({o.tokens, name});
 }
 
 int32_t NeighbourIndex::num_documents(const std::string& tenant) const {
@@ -96,7 +102,9 @@ void NeighbourIndex::remove(const std::string& tenant, uint64_t key) {
     if (t == tenants_.end()) return;
     auto it = t->second.documents.find(key);
     if (it == t->second.documents.end()) return;
-    unrank(tenant, t->second);
+    const std::string account = tenant_account(tenant);
+    const auto o = owners_.find(account);
+    unrank(account, o->second);
     const Document& doc = it->second;
     for (const auto& [token, n] : doc.counts) {
         auto p = t->second.postings.find(token);
@@ -106,15 +114,19 @@ void NeighbourIndex::remove(const std::string& tenant, uint64_t key) {
         list.pop_back();
         if (list.empty()) t->second.postings.erase(p);
     }
-    t->second.total_length -= int64_t(doc.tokens.size());
-    num_tokens_ -= int64_t(doc.tokens.size());
+    const int64_t length = int64_t(doc.tokens.size());
+    t->second.total_length -= length;
+    o->second.tokens -= length;
+    --o->second.documents;
+    num_tokens_ -= length;
     --num_documents_;
-    t->second.by_age.erase(doc.age);
+    o->second.by_age.erase(doc.age);
     t->second.documents.erase(it);
-    if (t->second.documents.empty()) {
-        tenants_.erase(t);
+    if (t->second.documents.empty()) tenants_.erase(t);
+    if (o->second.documents == 0) {
+        owners_.erase(o);
     } else {
-        rank(tenant, t->second);
+        rank(account, o->second);
     }
 }
 

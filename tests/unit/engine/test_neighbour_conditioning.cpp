@@ -7,6 +7,7 @@
 // also under memory pressure with preemption.
 #include <algorithm>
 
+#include "engine/request/tenant.h"
 #include "engine/reuse/neighbour_index.h"
 #include "engine/sync_engine.h"
 #include "random_inputs.h"
@@ -161,6 +162,25 @@ TEST(NeighbourIndex, PastTheLimitTheTenantHoldingTheMostLosesItsOldest) {
     EXPECT_EQ(small.num_documents("few"), 5);
     EXPECT_LE(small.num_tokens(), 100);
     EXPECT_EQ(small.num_documents("many"), 26);  // 78 tokens: the most that fit beside the 20
+}
+
+// Fairness is by owner, the API key: a key minting a salt per request (700 salts of a document
+// each) is one owner, so past the bound it evicts its own least recent documents, never another
+// key's 40 (by documents and by tokens); its salts stay isolated for lookup.
+TEST(NeighbourIndex, AKeyMintingSaltsEvictsOnlyItsOwnDocuments) {
+    for (const bool by_count : {true, false}) {
+        SCOPED_TRACE(by_count ? "document bound" : "token bound");
+        NeighbourIndex index({/*max_documents=*/by_count ? 100 : 100000, /*max_tokens=*/by_count ? 1 << 20 : 300});
+        const std::string a = salted_tenant("key-a", "");
+        for (int32_t i = 0; i < 40; ++i) index.add(a, {1000 + i, 7});
+        for (int32_t i = 0; i < 700; ++i) index.add(salted_tenant("key-b", std::to_string(i)), {5000 + i, 7});
+        EXPECT_EQ(index.num_documents(a), 40);
+        EXPECT_LE(index.num_documents(), by_count ? 100 : 150);
+        EXPECT_EQ(index.num_documents(salted_tenant("key-b", "0")), 0);  // B's least recent went
+        EXPECT_EQ(index.num_documents(salted_tenant("key-b", "699")), 1);
+        EXPECT_EQ(index.nearest(a, {1000, 7}, 100).size(), 39u);                        // all of A's others
+        EXPECT_EQ(index.score(salted_tenant("key-b", "698"), {5699}, {5699, 7}), 0.0);  // B's salts: apart
+    }
 }
 
 // A lookup that finds fewer neighbours than asked for encodes the document for its request only:
