@@ -251,11 +251,13 @@ Status RedisNode::exchange(Connection& c, size_t n, Clock::time_point deadline, 
             replies->emplace_back(static_cast<redisReply*>(raw), free_reply);
             continue;
         }
-        if (Status st = wait_ready(c.fd, POLLIN, deadline); !st.ok()) {
+        Status st = wait_ready(c.fd, POLLIN, deadline);
+        if (st.ok()) st = receive(c, deadline, &bytes_read);
+        if (st.code() == StatusCode::kUnavailable) {  // the deadline
             return unavailable(st.message() + " (" + millis(c.deadline) + "; " + std::to_string(bytes_read) +
                                " bytes read)");
         }
-        LA_RETURN_IF_ERROR(receive(c, deadline, &bytes_read));
+        LA_RETURN_IF_ERROR(st);
     }
     return {};
 }

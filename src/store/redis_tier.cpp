@@ -87,7 +87,7 @@ TierUsage RedisTier::usage() const {
     std::lock_guard<std::mutex> lock(map_mu_);
     for (const auto& n : nodes_) u.up = u.up && !n->down();
     if (mode_.load() == Mode::kUnknown && discovery_error_.code() == StatusCode::kInvalidArgument) u.up = false;
-    if (mode_.load() == Mode::kCluster) u.unserved_slots = std::count(owner_.begin(), owner_.end(), nullptr);
+    u.unserved_slots = unserved_slots_;
     return u;
 }
 
@@ -304,6 +304,7 @@ void RedisTier::install_map_locked(const SlotMap& map) {
     for (int s = 0; s < kNumSlots; ++s) {
         owner_[size_t(s)] = map.owner[size_t(s)] < 0 ? nullptr : masters[size_t(map.owner[size_t(s)])];
     }
+    unserved_slots_ = map.num_gaps();
     nodes_ = std::move(table);
     mapped_nodes_ = nodes_.size();
 }
@@ -379,7 +380,10 @@ Status RedisTier::run(Role role, int slot, const std::vector<RedisArgv>& command
         {
             std::lock_guard<std::mutex> lock(map_mu_);
             target = node_at(redirect->to);
-            if (target != nullptr && !redirect->ask) owner_[size_t(redirect->slot)] = target;
+            if (target != nullptr && !redirect->ask) {
+                if (owner_[size_t(redirect->slot)] == nullptr) --unserved_slots_;
+                owner_[size_t(redirect->slot)] = target;
+            }
         }
         if (!redirect->ask || target == nullptr) refresh_map(role, target.get(), kMovedRefresh);  // drops strays
         if (target == nullptr) return io_error("redis " + url_ + ": redirected to too many nodes");

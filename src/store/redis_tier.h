@@ -136,6 +136,7 @@ private:
     std::vector<NodePtr> nodes_;   // under map_mu_: the seeds first, then the map's masters, then strays
     size_t mapped_nodes_ = 0;      // under map_mu_: nodes_ before the strays
     std::vector<NodePtr> owner_;   // under map_mu_: per slot; nullptr: a gap
+    int64_t unserved_slots_ = 0;   // under map_mu_: owner_'s gaps (usage() runs every engine step)
     std::chrono::steady_clock::time_point last_refresh_{}, next_discovery_{};  // under map_mu_
     Status discovery_error_;                                                   // under map_mu_
     std::mutex discover_mu_;                                                   // one discovery at a time

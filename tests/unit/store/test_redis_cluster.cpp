@@ -354,6 +354,7 @@ TEST_F(RedisClusterTest, ANodeOfAnotherClusterOrAStandaloneInTheUrlIsAClearError
             EXPECT_NE(got.status().message().find(stranger), std::string::npos) << got.status().to_string();
             EXPECT_FALSE(tier->put(key_of(i), value_of(i), false).ok());
         }
+        EXPECT_FALSE(tier->usage().up) << "a misconfigured tier showed as up";
         EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
     }
 }
