@@ -6,6 +6,8 @@
 #include <mutex>
 #include <random>
 
+#include "engine/request/tenant.h"
+
 namespace lazyattn::server {
 namespace {
 
@@ -154,11 +156,13 @@ uint64_t KnownDocuments::window_key(const char* data) const {
 void KnownDocuments::rebuild_bloom(Tenant& t) {
     size_t bits = kMinBloomBits;
     while (bits < 64 * t.documents.size()) bits *= 2;
+    const int64_t before = tenant_cost(t);
     t.bloom.assign(bits / 64, 0);
     for (const auto& [id, d] : t.documents) {
         const size_t bit = bloom_bit(t, d.window);
         t.bloom[bit / 64] |= uint64_t(1) << (bit % 64);
     }
+    resize(*t.owner, 0, tenant_cost(t) - before);
 }
 
 void KnownDocuments::add(const std::string& tenant, const std::string& text) {
@@ -167,42 +171,74 @@ void KnownDocuments::add(const std::string& tenant, const std::string& text) {
     d.hash = hash_of(text.data(), text.size(), base_);
     d.window = window_key(text.data());
     std::unique_lock<std::shared_mutex> lock(mu_);
-    Tenant& t = tenants_[tenant];
-    if (auto same = t.by_hash.find(d.hash); same != t.by_hash.end()) {
-        for (uint64_t id : same->second) {
-            Document& known = t.documents.at(id);
-            if (known.text != text) continue;
-            t.by_age.splice(t.by_age.end(), t.by_age, known.age);  // now the most recent
-            return;
-        }
-    }
-    // At most kMaxPerWindow documents per start window: the least recent of them goes.
-    std::vector<uint64_t>& bucket = t.by_window[d.window];
-    if (bucket.size() >= kMaxPerWindow) {
-        uint64_t oldest = bucket.front();
-        for (uint64_t id : t.by_age) {
-            if (std::find(bucket.begin(), bucket.end(), id) != bucket.end()) {
-                oldest = id;
-                break;
-            }
-        }
-        erase(t, oldest);
-    }
+    ++add_stats_.adds;
+    Tenant& t = tenant_of(tenant);
+    if (refresh(t, d.hash, text)) return;
+    make_room_in_window(t, d.window);
     d.pow_len = pow_mod(base_, text.size());
     d.text = text;
+    insert(t, std::move(d));
+    evict_to_limits(*t.owner->name);
+}
+
+KnownDocuments::Tenant& KnownDocuments::tenant_of(const std::string& tenant) {
+    auto [at, fresh] = tenants_.try_emplace(tenant);
+    Tenant& t = at->second;
+    if (!fresh) return t;
+    t.name = &at->first;
+    auto [o, new_owner] = owners_.try_emplace(engine::tenant_account(tenant));
+    t.owner = &o->second;
+    if (new_owner) {
+        t.owner->name = &o->first;
+        by_documents_.insert({0, o->first});
+        by_bytes_.insert({0, o->first});
+        resize(*t.owner, 0, owner_cost(o->first));
+    }
+    ++t.owner->tenants;
+    resize(*t.owner, 0, tenant_cost(t));
+    return t;
+}
+
+// A document `t` already holds is only made the most recent (true).
+bool KnownDocuments::refresh(Tenant& t, uint64_t hash, const std::string& text) {
+    auto same = t.by_hash.find(hash);
+    if (same == t.by_hash.end()) return false;
+    for (uint64_t id : same->second) {
+        Document& known = t.documents.at(id);
+        if (known.text != text) continue;
+        known.stamp = next_stamp_++;
+        t.owner->by_age.splice(t.owner->by_age.end(), t.owner->by_age, known.age);
+        return true;
+    }
+    return false;
+}
+
+// At most kMaxPerWindow documents per start window: the least recent of them goes, found by
+// their stamps (never by walking the age list, which holds every document of the owner).
+void KnownDocuments::make_room_in_window(Tenant& t, uint64_t window) {
+    auto bucket = t.by_window.find(window);
+    if (bucket == t.by_window.end() || bucket->second.size() < kMaxPerWindow) return;
+    uint64_t oldest = bucket->second.front();
+    for (uint64_t id : bucket->second) {
+        ++add_stats_.documents_examined;
+        if (t.documents.at(id).stamp < t.documents.at(oldest).stamp) oldest = id;
+    }
+    ++add_stats_.evictions;
+    erase(t, oldest);
+}
+
+void KnownDocuments::insert(Tenant& t, Document d) {
     const uint64_t id = next_id_++;
-    d.age = t.by_age.insert(t.by_age.end(), id);
+    d.stamp = next_stamp_++;
+    d.age = t.owner->by_age.insert(t.owner->by_age.end(), AgeEntry{&t, id});
     t.by_window[d.window].push_back(id);
     t.by_hash[d.hash].push_back(id);
-    const int64_t c = cost(d);
-    t.bytes += c;
-    num_bytes_ += c;
-    ++num_documents_;
     const size_t bit = bloom_bit(t, d.window);
     t.bloom[bit / 64] |= uint64_t(1) << (bit % 64);
+    const int64_t c = cost(d);
     t.documents.emplace(id, std::move(d));
+    resize(*t.owner, 1, c);
     if (t.bloom.size() * 64 < 64 * t.documents.size()) rebuild_bloom(t);
-    evict_to_limits();
 }
 
 void KnownDocuments::erase(Tenant& t, uint64_t id) {
@@ -217,26 +253,63 @@ void KnownDocuments::erase(Tenant& t, uint64_t id) {
     };
     drop(t.by_window, d.window);
     drop(t.by_hash, d.hash);
-    t.by_age.erase(d.age);
-    const int64_t c = cost(d);
-    t.bytes -= c;
-    num_bytes_ -= c;
-    --num_documents_;
+    t.owner->by_age.erase(d.age);
+    resize(*t.owner, -1, -cost(d));
     t.documents.erase(it);
 }
 
-void KnownDocuments::evict_to_limits() {
+// A tenant goes with its last document, and an owner with its last tenant, their tables'
+// bytes with them: an empty one costs nothing, so tenants never outnumber documents.
+void KnownDocuments::drop_if_empty(Tenant& t) {
+    if (!t.documents.empty()) return;
+    Owner& o = *t.owner;
+    resize(o, 0, -tenant_cost(t));
+    --o.tenants;
+    tenants_.erase(std::string(*t.name));  // a copy: the key goes with the node
+    if (o.tenants > 0) return;
+    resize(o, 0, -owner_cost(*o.name));
+    const std::string owner = *o.name;
+    by_documents_.erase({o.documents, owner});
+    by_bytes_.erase({o.bytes, owner});
+    owners_.erase(owner);
+}
+
+void KnownDocuments::resize(Owner& o, int64_t documents, int64_t bytes) {
+    if (documents != 0) {
+        by_documents_.erase({o.documents, *o.name});
+        o.documents += documents;
+        by_documents_.insert({o.documents, *o.name});
+    }
+    if (bytes != 0) {
+        by_bytes_.erase({o.bytes, *o.name});
+        o.bytes += bytes;
+        by_bytes_.insert({o.bytes, *o.name});
+    }
+    num_documents_ += documents;
+    num_bytes_ += bytes;
+}
+
+// The owner holding the most (documents past the document bound, bytes past the byte bound);
+// `adding` on a tie: it caused the overflow.
+KnownDocuments::Owner& KnownDocuments::largest(bool by_count, const std::string& adding) {
+    ++add_stats_.owners_examined;
+    const auto& ranks = by_count ? by_documents_ : by_bytes_;
+    const auto top = ranks.rbegin();
+    if (auto adder = owners_.find(adding); adder != owners_.end()) {
+        if ((by_count ? adder->second.documents : adder->second.bytes) == top->first) return adder->second;
+    }
+    return owners_.at(top->second);
+}
+
+void KnownDocuments::evict_to_limits(std::string adding) {
     while (num_documents_ > limits_.max_documents || num_bytes_ > limits_.max_bytes) {
-        const bool by_count = num_documents_ > limits_.max_documents;
-        auto most = tenants_.end();
-        for (auto it = tenants_.begin(); it != tenants_.end(); ++it) {
-            if (it->second.documents.empty()) continue;
-            const auto size = [by_count](const Tenant& t) { return by_count ? int64_t(t.documents.size()) : t.bytes; };
-            if (most == tenants_.end() || size(it->second) > size(most->second)) most = it;
-        }
-        if (most == tenants_.end()) return;
-        erase(most->second, most->second.by_age.front());
-        if (most->second.documents.empty()) tenants_.erase(most);
+        if (num_documents_ == 0) return;  // the tables of tenants without documents: none are kept
+        Owner& victim = largest(num_documents_ > limits_.max_documents, adding);
+        if (victim.by_age.empty()) return;
+        const AgeEntry oldest = victim.by_age.front();
+        ++add_stats_.evictions;
+        erase(*oldest.tenant, oldest.id);
+        drop_if_empty(*oldest.tenant);
     }
 }
 
@@ -321,6 +394,22 @@ int64_t KnownDocuments::num_documents(const std::string& tenant) const {
     std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = tenants_.find(tenant);
     return it == tenants_.end() ? 0 : int64_t(it->second.documents.size());
+}
+
+int64_t KnownDocuments::num_tenants() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return int64_t(tenants_.size());
+}
+
+int64_t KnownDocuments::owner_bytes(const std::string& owner) const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = owners_.find(owner);
+    return it == owners_.end() ? 0 : it->second.bytes;
+}
+
+KnownAddStats KnownDocuments::add_stats() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return add_stats_;
 }
 
 }  // namespace lazyattn::server

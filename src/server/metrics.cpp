@@ -180,7 +180,7 @@ void Metrics::render_known(std::string& out, const KnownDocuments& known) const 
     header(out, "lazyattn_known_documents", "gauge", "documents in the known-document index, every tenant");
     sample(out, "lazyattn_known_documents", model_label_, double(known.num_documents()));
     header(out, "lazyattn_known_document_bytes", "gauge",
-           "bytes the known-document index accounts (text and bookkeeping), every tenant");
+           "bytes the known-document index accounts (text, bookkeeping, each tenant's tables), every tenant");
     sample(out, "lazyattn_known_document_bytes", model_label_, double(known.num_bytes()));
 }
 

@@ -174,7 +174,6 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
         }
     }
     LA_ASSIGN_OR_RETURN(auto segments, document_segments(*documents, tenant));
-    note_known(*documents, tenant);
     const auto question_tokens =
         r.prompt_tokens.empty() ? tokenizer_.encode(split.question, false, false) : r.prompt_tokens;
     LA_ASSIGN_OR_RETURN(
@@ -192,7 +191,21 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     req.ignore_eos = r.ignore_eos;
     req.reuse = r.document_reuse.value_or(default_reuse_);
     if (!r.document_reuse && !req.first_segment_is_preamble) req.reuse.anchored = false;
+    // Known only once the request passed the checks that refuse most requests, the engine's
+    // context bound included: a refused request, whatever its tenant, makes nothing known.
+    LA_RETURN_IF_ERROR(check_context(req));
+    note_known(*documents, tenant);
     return req;
+}
+
+Status RequestBuilder::check_context(const engine::RagRequest& req) const {
+    int64_t total = int64_t(req.tail.size());
+    for (const auto& s : req.segments) total += int64_t(s.size());
+    if (total < context_length_) return Status();
+    // The engine's own words (Scheduler::validate), which would refuse it next.
+    return out_of_range("prompt of " + std::to_string(total) +
+                        " tokens (documents and question) leaves no room in the context length " +
+                        std::to_string(context_length_));
 }
 
 }  // namespace lazyattn::server

@@ -64,13 +64,16 @@ public:
     // A document's tokens as a segment: identical here and in POST /v1/documents, so a document
     // pinned there is hit by requests that carry its text.
     std::vector<int32_t> document_tokens(const DocumentRef& document) const;
-    // Indexes the untitled text documents as known to `tenant` (documents_from known).
+    // Indexes the untitled text documents as known to `tenant` (documents_from known). build()
+    // calls it last, once the request passed its checks; POST /v1/documents once a batch is taken.
     void note_known(const std::vector<DocumentRef>& documents, const std::string& tenant) const;
     const std::shared_ptr<KnownDocuments>& known_documents() const { return known_; }
 
 private:
     // The request's documents_from, its unset parts taken from the server's.
     Expected<DocumentsFrom> documents_from(const GenerationRequest& request) const;
+    // kOutOfRange when the assembled prompt leaves no room in the context, as the engine says.
+    Status check_context(const engine::RagRequest& req) const;
     // Each document's tokens, in order; kNotFound for an unknown id.
     Expected<std::vector<std::vector<int32_t>>> document_segments(const std::vector<DocumentRef>& documents,
                                                                   const std::string& tenant) const;

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
+
+#include "engine/request/tenant.h"
 
 namespace lazyattn::server {
 namespace {
@@ -94,6 +97,104 @@ TEST(KnownDocuments, OneStartWindowHoldsABoundedNumberOfDocuments) {
     EXPECT_EQ(k.num_documents("t"), int64_t(KnownDocuments::kMaxPerWindow));
     EXPECT_EQ(matched(k, "t", start + "99 tail text").size(), 1u);  // the newest are kept
     EXPECT_TRUE(matched(k, "t", start + "0 tail text").empty());
+}
+
+// Fairness is by owner, the API key: a key that mints a salt per request (700 salts, a document
+// each; the flood) evicts only its own documents, never another key's 40, whether the
+// document bound or the byte bound is reached. The salts stay isolated for lookup.
+TEST(KnownDocuments, AKeyMintingSaltsEvictsOnlyItsOwnDocuments) {
+    auto doc = [](const std::string& who, int i) {
+        return who + " registered passage number " + std::to_string(i) + ", long enough to index.";
+    };
+    for (const bool by_count : {true, false}) {
+        KnownDocuments::Limits limits;
+        limits.max_documents = by_count ? 100 : 1 << 20;
+        limits.max_bytes = by_count ? 1 << 30 : 128 << 10;
+        KnownDocuments k(limits);
+        const std::string a = engine::salted_tenant("key-a", "");
+        for (int i = 0; i < 40; ++i) k.add(a, doc("A", i));
+        for (int i = 0; i < 700; ++i) k.add(engine::salted_tenant("key-b", "salt-" + std::to_string(i)), doc("B", i));
+        SCOPED_TRACE(by_count ? "document bound" : "byte bound");
+        EXPECT_LE(k.num_documents(), limits.max_documents);
+        EXPECT_LE(k.num_bytes(), limits.max_bytes);
+        EXPECT_EQ(k.num_documents(a), 40);
+        size_t found = 0;
+        for (int i = 0; i < 40; ++i) found += matched(k, a, "x " + doc("A", i) + " y").size();
+        EXPECT_EQ(found, 40u);
+        // B lost its least recent salts' documents, kept its newest, each under its own salt.
+        const std::string newest = engine::salted_tenant("key-b", "salt-699");
+        EXPECT_EQ(matched(k, newest, doc("B", 699)).size(), 1u);
+        EXPECT_TRUE(matched(k, engine::salted_tenant("key-b", "salt-698"), doc("B", 699)).empty());
+        EXPECT_EQ(k.num_documents(engine::salted_tenant("key-b", "salt-0")), 0);
+        EXPECT_LT(k.num_tenants(), 700);  // an evicted salt's tenant goes with its document
+    }
+}
+
+// Each tenant's fixed tables (its maps, bitmap and name) are accounted, so 1,000 salts of one
+// document each cost their owner more than 1,000 documents under one salt, and the byte bound
+// bounds the tenants too. Tenants never outnumber documents; the bytes return to zero with them.
+TEST(KnownDocuments, EachTenantsTablesAreAccounted) {
+    auto doc = [](int i) { return "passage number " + std::to_string(i) + " of the corpus, long enough."; };
+    KnownDocuments one, salted;
+    for (int i = 0; i < 1000; ++i) {
+        one.add("key-a", doc(i));
+        salted.add(engine::salted_tenant("key-a", std::to_string(i)), doc(i));
+    }
+    EXPECT_EQ(one.num_documents(), salted.num_documents());
+    EXPECT_EQ(salted.num_tenants(), 1000);
+    EXPECT_GE(salted.num_bytes() - one.num_bytes(), 999 * 512);  // >= 512 bytes per extra tenant
+    EXPECT_EQ(salted.owner_bytes("key-a"), salted.num_bytes());  // every salt is the key's
+    // The byte bound counts the tables: 2,000 salts under 256 KiB keep far fewer than 2,000.
+    KnownDocuments::Limits limits;
+    limits.max_bytes = 256 << 10;
+    KnownDocuments bounded(limits);
+    for (int i = 0; i < 2000; ++i) bounded.add(engine::salted_tenant("key-a", std::to_string(i)), doc(i));
+    EXPECT_LE(bounded.num_bytes(), limits.max_bytes);
+    EXPECT_LE(bounded.num_tenants(), limits.max_bytes / 512);
+    EXPECT_LE(bounded.num_tenants(), bounded.num_documents());
+    // A one-document limit leaves one tenant: each add drops the last one's tables.
+    KnownDocuments::Limits single;
+    single.max_documents = 1;
+    KnownDocuments k(single);
+    for (int i = 0; i < 100; ++i) k.add(engine::salted_tenant("key-a", std::to_string(i)), doc(i));
+    EXPECT_EQ(k.num_tenants(), 1);
+    KnownDocuments::Limits none;
+    none.max_bytes = 100;  // less than any document with its tenant: nothing is kept
+    KnownDocuments empty(none);
+    empty.add("t", doc(0));
+    EXPECT_EQ(empty.num_documents(), 0);
+    EXPECT_EQ(empty.num_tenants(), 0);
+    EXPECT_EQ(empty.num_bytes(), 0);
+}
+
+// Adding a document is O(log owners) + O(kMaxPerWindow) whatever the index holds (it runs under
+// the lock every request with documents takes): a full start window finds its least recent by
+// stamp among its 16 (never by walking the tenant's age list), and the owner holding the most is
+// ranked (never found by scanning every tenant). Counts operations; the wall time is only a
+// generous backstop (the walk was ~20,000 x 20,000 steps here).
+TEST(KnownDocuments, AddingCostsBoundedWorkWhateverTheIndexHolds) {
+    KnownDocuments::Limits limits;
+    limits.max_documents = 30000;
+    KnownDocuments k(limits);
+    for (int i = 0; i < 20000; ++i) k.add("t", "an older document, number " + std::to_string(i) + " of many");
+    const std::string start(KnownDocuments::kWindowBytes, 's');
+    const auto begin = std::chrono::steady_clock::now();
+    KnownAddStats before = k.add_stats();
+    for (int i = 0; i < 20000; ++i) k.add("t", start + std::to_string(i) + " shares its start window");
+    KnownAddStats s = k.add_stats();
+    EXPECT_EQ(s.adds - before.adds, 20000u);
+    EXPECT_EQ(k.num_documents("t"), 20000 + int64_t(KnownDocuments::kMaxPerWindow));
+    EXPECT_LE(s.documents_examined - before.documents_examined, 20000u * KnownDocuments::kMaxPerWindow);
+    // Many owners at the bound: each eviction compares a constant number of them.
+    for (int i = 0; i < 20000; ++i)
+        k.add("key-" + std::to_string(i), "a document of owner number " + std::to_string(i) + ", to index");
+    before = s;
+    s = k.add_stats();
+    EXPECT_EQ(k.num_documents(), limits.max_documents);
+    EXPECT_GE(s.evictions - before.evictions, 10000u);
+    EXPECT_LE(s.owners_examined - before.owners_examined, s.evictions - before.evictions);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    EXPECT_LT(seconds, 20.0);
 }
 
 // 16 MiB of near-matches: every window is a hit, every candidate's whole-text hash fails (its
