@@ -134,6 +134,12 @@ std::string did_you_mean(CLI::App& app) {
     return out;
 }
 
+std::string system_fingerprint() {
+    const std::string commit = kGitCommit;
+    const bool known = !commit.empty() && commit.find(' ') != 0 && commit.rfind("unknown", 0) != 0;
+    return std::string("b") + LAZYATTN_VERSION + (known ? "-" + commit.substr(0, commit.find(' ')) : "");
+}
+
 std::string version_text(bool cuda_built) {
     std::ostringstream out;
     out << "lazyattn " << LAZYATTN_VERSION << "\n";

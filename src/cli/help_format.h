@@ -30,4 +30,8 @@ std::string did_you_mean(CLI::App& app);
 // The `--version` text: one line per fact (cuda_built: the binary links the CUDA backend).
 std::string version_text(bool cuda_built);
 
+// What responses carry as `system_fingerprint`: "b<version>-<commit>" (llama-server's shape,
+// "b<build>-<commit>", which its clients check), naming the build that answered.
+std::string system_fingerprint();
+
 }  // namespace lazyattn::cli

@@ -14,6 +14,7 @@
 #include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/help_format.h"
 #include "cli/model_path.h"
 #include "cli/precompute_command.h"
 #include "cli/shutdown_signals.h"
@@ -93,6 +94,7 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.model_id =
         o.served_model_name.empty() ? std::filesystem::path(model_path).filename().string() : o.served_model_name;
     sc.strict_model_name = o.strict_model_name;
+    sc.system_fingerprint = system_fingerprint();
     sc.api_keys = o.api_keys;
     if (!o.api_key_file.empty()) {
         LA_ASSIGN_OR_RETURN(auto keys, server::ApiKeys::read_file(o.api_key_file));

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/request/context_overflow.h"
+
 namespace lazyattn::server {
 
 namespace {
@@ -30,6 +32,8 @@ std::string ApiError::to_json() const {
     nlohmann::json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", default_code(http_status)}};
     if (!param.empty()) e["param"] = param;
     if (!code.empty()) e["code"] = code;
+    if (n_prompt_tokens >= 0) e["n_prompt_tokens"] = n_prompt_tokens;
+    if (n_ctx >= 0) e["n_ctx"] = n_ctx;
     return nlohmann::json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -65,6 +69,12 @@ ApiError generation_error(const Status& st, bool chat) {
     if (st.code() == StatusCode::kNotFound) return invalid_request(st.message(), "documents", "document_not_found");
     ApiError e = api_error_from_status(st);
     if (e.code == "context_length_exceeded") e.param = chat ? "messages" : "prompt";
+    // OpenAI's clients read the status and `code`; llama-server's read `type` and the sizes.
+    if (const auto sizes = engine::parse_context_overflow(st)) {
+        e.type = "exceed_context_size_error";
+        e.n_prompt_tokens = sizes->prompt_tokens;
+        e.n_ctx = sizes->context_length;
+    }
     return e;
 }
 

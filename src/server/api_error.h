@@ -20,6 +20,10 @@ struct ApiError {
     std::string type = "invalid_request_error";
     std::string param;  // "" is written as null
     std::string code;   // "" is written as null
+    // A prompt past the context: its sizes, written as llama-server's n_prompt_tokens and n_ctx
+    // (-1: not such an error).
+    int64_t n_prompt_tokens = -1;
+    int64_t n_ctx = -1;
 
     std::string to_json() const;
 };

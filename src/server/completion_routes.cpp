@@ -213,7 +213,7 @@ void handle_completion(ServerContext& ctx, const http::HttpRequest& req, http::H
     auto bell = std::make_shared<Doorbell>();
     auto handles = submit_choices(ctx, rag, gen.n, bell);
     if (!handles.ok()) return send_error(res, generation_error(handles.status(), chat));
-    const ResponseMeta meta = make_response_meta(chat, ctx.config.model_id);
+    const ResponseMeta meta = make_response_meta(chat, ctx.config.model_id, ctx.config.system_fingerprint);
     if (gen.stream) {
         respond_stream(ctx, res, std::move(handles).value(), std::move(bell), link, meta, std::move(output),
                        t_start_ms);

@@ -50,10 +50,12 @@ std::optional<http::HttpError> admit_head(ServerContext& ctx, const HttpRequest&
     if (ctx.draining.load() && req.path != "/metrics") {
         return http::HttpError{503, "the server is shutting down", "shutting_down"};
     }
-    const bool open = (req.path == "/health" && !ctx.config.health_needs_key) ||
-                      (req.path == "/metrics" && !ctx.config.metrics_needs_key);
+    const bool health = req.path == "/health" || req.path == "/v1/health";
+    const bool open =
+        (health && !ctx.config.health_needs_key) || (req.path == "/metrics" && !ctx.config.metrics_needs_key);
     if (ctx.api_keys.enabled() && !open && !ctx.api_keys.match(req)) {
-        return http::HttpError{401, "a valid API key is required (Authorization: Bearer <key>)", "invalid_api_key"};
+        return http::HttpError{401, "a valid API key is required (Authorization: Bearer <key>, or X-Api-Key: <key>)",
+                               "invalid_api_key"};
     }
     return std::nullopt;
 }
@@ -86,7 +88,9 @@ void handle_health(ServerContext& ctx, HttpResponse& res) {
 // One access-log line per response: what was asked, the answer, and (for generations) the
 // token counts and TTFT the handler attached. Health checks and scrapes log at debug only.
 void log_access(const HttpRequest* req, const HttpResponse& res) {
-    const bool routine = req != nullptr && (req->path == "/health" || req->path == "/metrics") && res.status == 200;
+    const bool routine = req != nullptr &&
+                         (req->path == "/health" || req->path == "/v1/health" || req->path == "/metrics") &&
+                         res.status == 200;
     const log::Level level = routine ? log::Level::kDebug : log::Level::kInfo;
     if (!log::enabled(level)) return;
     if (req == nullptr) {
@@ -127,10 +131,13 @@ http::Router make_router(ServerContext& ctx) {
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
               handle_completion(ctx, q, s, l, false);
           });
-    r.add("POST", "/v1/chat/completions", Lane::kHeavy,
-          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
-              handle_completion(ctx, q, s, l, true);
-          });
+    // llama-server also serves the OpenAI routes without /v1 (OpenAI(base_url="http://host:port")
+    // calls them so); /completions is its native API there, not OpenAI's.
+    for (const char* path : {"/v1/chat/completions", "/chat/completions"}) {
+        r.add("POST", path, Lane::kHeavy, [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
+            handle_completion(ctx, q, s, l, true);
+        });
+    }
     r.add("POST", "/v1/documents", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
               handle_pin_documents(ctx, q, s, l);
@@ -143,15 +150,19 @@ http::Router make_router(ServerContext& ctx) {
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_tokenize(ctx, q, s); });
     r.add("POST", "/detokenize", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_detokenize(ctx, q, s); });
-    r.add("GET", "/v1/models", Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
-        const json model = {{"id", ctx.config.model_id},           {"object", "model"},
-                            {"created", ctx.started_unix_s},       {"owned_by", "lazyattn"},
-                            {"max_model_len", ctx.context_length},  // vLLM's name
-                            {"context_length", ctx.context_length}};
-        send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
-    });
-    r.add("GET", "/health", Lane::kLight,
-          [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) { handle_health(ctx, res); });
+    for (const char* path : {"/v1/models", "/models"}) {
+        r.add("GET", path, Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
+            const json model = {{"id", ctx.config.model_id},           {"object", "model"},
+                                {"created", ctx.started_unix_s},       {"owned_by", "lazyattn"},
+                                {"max_model_len", ctx.context_length},  // vLLM's name
+                                {"context_length", ctx.context_length}};
+            send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+        });
+    }
+    for (const char* path : {"/health", "/v1/health"}) {
+        r.add("GET", path, Lane::kLight,
+              [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) { handle_health(ctx, res); });
+    }
     r.add("GET", "/metrics", Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
         res.content_type = "text/plain; version=0.0.4";
         res.body = ctx.metrics.render(ctx.engine.stats(), ctx.engine.health());

@@ -242,10 +242,12 @@ Err parse_sampling(const json& body, GenerationRequest& out) {
 }
 
 Err parse_max_tokens(const json& body, GenerationRequest& out) {
-    for (const char* key : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins
+    // llama-server's n_predict, then OpenAI's names (the newer wins); n_predict -1 is
+    // llama-server's "no limit": the route's default (at most --max-tokens-cap) applies.
+    for (const char* key : {"n_predict", "max_tokens", "max_completion_tokens"}) {
         int64_t v = -1;
         if (auto e = read_integer(body, key, v)) return e;
-        if (absent(body, key)) continue;
+        if (absent(body, key) || (v == -1 && std::string_view(key) == "n_predict")) continue;
         // 0 scores the prompt without generating (echo + logprobs, as lm-evaluation-harness asks).
         if (v < 1 && !(v == 0 && out.echo)) return value_error(key, out.echo ? "must be >= 0" : "must be >= 1");
         out.max_tokens = int32_t(std::min<int64_t>(v, INT32_MAX));
@@ -299,6 +301,15 @@ Err refuse_unsupported(const json& body, bool chat) {
     }
     if (!absent(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty())) {
         return invalid_request("'tools' is not supported", "tools", "unsupported");
+    }
+    // Constrained output in every peer's spelling: refused by name until it is served, never
+    // ignored (an answer that silently breaks its constraint is worse than an error).
+    for (const char* key : {"grammar", "json_schema", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                            "guided_decoding_backend", "structured_outputs"}) {
+        if (!absent(body, key) && body.at(key) != "") {
+            return invalid_request("'" + std::string(key) + "' (constrained output) is not supported yet", key,
+                                   "unsupported");
+        }
     }
     if (!absent(body, "response_format")) {
         const json& rf = body.at("response_format");

@@ -32,14 +32,14 @@ json envelope(const ResponseMeta& meta, const char* object) {
             {"object", object},
             {"created", meta.created},
             {"model", meta.model},
-            {"system_fingerprint", nullptr}};
+            {"system_fingerprint", meta.fingerprint.empty() ? json(nullptr) : json(meta.fingerprint)}};
 }
 
 json reason_json(const std::string& reason) { return reason.empty() ? json(nullptr) : json(reason); }
 
 }  // namespace
 
-ResponseMeta make_response_meta(bool chat, const std::string& model) {
+ResponseMeta make_response_meta(bool chat, const std::string& model, const std::string& fingerprint) {
     thread_local std::mt19937_64 rng(std::random_device{}());
     char hex[25];
     std::snprintf(hex, sizeof hex, "%016llx%08llx", (unsigned long long)rng(),
@@ -49,6 +49,7 @@ ResponseMeta make_response_meta(bool chat, const std::string& model) {
     m.created =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     m.model = model;
+    m.fingerprint = fingerprint;
     m.chat = chat;
     return m;
 }
@@ -90,8 +91,14 @@ std::string chunk_body(const ResponseMeta& meta, int index, const std::string& t
     json choice = {{"index", index}, {"logprobs", logprobs}, {"finish_reason", reason_json(finish_reason)}};
     if (meta.chat) {
         json delta = json::object();
+        // The first chunk names the role; its content is null unless it carries text (OpenAI and
+        // llama-server both send null there, and clients that concatenate skip it).
         if (role) delta["role"] = "assistant";
-        if (role || !text.empty()) delta["content"] = text;
+        if (!text.empty()) {
+            delta["content"] = text;
+        } else if (role) {
+            delta["content"] = nullptr;
+        }
         choice["delta"] = delta;
     } else {
         choice["text"] = text;

@@ -17,11 +17,12 @@ struct ResponseMeta {
     std::string id;       // "cmpl-..." or "chatcmpl-..."
     int64_t created = 0;  // unix seconds
     std::string model;
+    std::string fingerprint;  // system_fingerprint ("": null)
     bool chat = false;
 };
 
 // A fresh response id for a completion (chat: "chatcmpl-", else "cmpl-") and the current time.
-ResponseMeta make_response_meta(bool chat, const std::string& model);
+ResponseMeta make_response_meta(bool chat, const std::string& model, const std::string& fingerprint = "");
 
 // One choice of a whole response. "stop" and "length" pass through as finish_reason; the
 // engine's "cancelled" and "error" never reach a client as one (the routes turn them into errors).

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/timer.h"
+#include "engine/request/context_overflow.h"
 
 namespace lazyattn::engine {
 
@@ -40,9 +41,7 @@ Status Scheduler::validate(const RagRequest& r) const {
     int64_t total = int64_t(r.tail.size());
     for (const auto& s : r.segments) total += int64_t(s.size());
     if (total >= ctx) {
-        return out_of_range("prompt of " + std::to_string(total) +
-                            " tokens (documents and question) leaves no room in the context length " +
-                            std::to_string(ctx));
+        return context_overflow({total, ctx});
     }
     auto bad = [vocab](const std::vector<int32_t>& t) {
         return std::any_of(t.begin(), t.end(), [vocab](int32_t x) { return x < 0 || x >= vocab; });

@@ -1,0 +1,102 @@
+// What llama-server's clients (and llama.cpp's own server tests) expect of the OpenAI routes, over
+// a real socket: the routes without /v1, llama-server's request names, the response fields its
+// clients check, and constraints refused by name rather than ignored.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server_test_util.h"
+
+namespace lazyattn::testing {
+namespace {
+
+using nlohmann::json;
+
+// OpenAI(base_url="http://host:port") calls /chat/completions and /models; llama-server serves
+// both, and /v1/health beside /health.
+TEST(ServerLlamaCompat, RoutesWithoutV1AreServed) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const auto chat = curl("POST", s.url("/chat/completions"), completion_body(true));
+    ASSERT_EQ(chat.status, 200) << chat.body;
+    EXPECT_EQ(parse_or_null(chat.body)["object"], "chat.completion") << chat.body;
+    const auto models = curl("GET", s.url("/models"));
+    ASSERT_EQ(models.status, 200) << models.body;
+    EXPECT_EQ(parse_or_null(models.body)["data"][0]["id"], parse_or_null(chat.body)["model"]);
+    EXPECT_EQ(curl("GET", s.url("/v1/health")).status, 200);
+}
+
+// n_predict is llama-server's max_tokens (-1: no limit of its own, the route's default applies).
+TEST(ServerLlamaCompat, NPredictIsMaxTokens) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    for (const bool chat : {false, true}) {
+        json body = parse_or_null(completion_body(chat, {{"n_predict", 40}, {"ignore_eos", true}}));
+        body.erase("max_tokens");
+        const auto r = curl("POST", s.url(chat ? "/v1/chat/completions" : "/v1/completions"), body.dump());
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(parse_or_null(r.body)["usage"]["completion_tokens"], 40) << r.body;
+    }
+    json unlimited = parse_or_null(completion_body(false, {{"n_predict", -1}}));
+    unlimited.erase("max_tokens");
+    EXPECT_EQ(curl("POST", s.url("/v1/completions"), unlimited.dump()).status, 200);
+    expect_api_error(curl("POST", s.url("/v1/completions"), completion_body(false, {{"n_predict", 0}})), 400);
+}
+
+// llama-server's clients check system_fingerprint ("b<build>"); the first streamed chat chunk
+// names the role with a null content, as OpenAI and llama-server send it.
+TEST(ServerLlamaCompat, FingerprintAndFirstChunk) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const json whole = parse_or_null(curl("POST", s.url("/v1/chat/completions"), completion_body(true)).body);
+    ASSERT_TRUE(whole["system_fingerprint"].is_string()) << whole;
+    EXPECT_EQ(whole["system_fingerprint"].get<std::string>().rfind('b', 0), 0u) << whole;
+    const auto streamed = curl("POST", s.url("/v1/chat/completions"), completion_body(true, {{"stream", true}}));
+    const auto payloads = sse_payloads(streamed.body);
+    ASSERT_GE(payloads.size(), 2u) << streamed.body;
+    const json first = parse_or_null(payloads[0]);
+    EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant") << first;
+    EXPECT_TRUE(first["choices"][0]["delta"].contains("content")) << first;
+    EXPECT_TRUE(first["choices"][0]["delta"]["content"].is_null()) << first;
+    EXPECT_EQ(first["system_fingerprint"], whole["system_fingerprint"]);
+}
+
+// A constraint the server cannot honour yet is a 400 naming its field, never an unconstrained 200.
+TEST(ServerLlamaCompat, ConstraintsAreRefusedByName) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const json constraints = {{"grammar", "root ::= \"yes\" | \"no\""},
+                              {"json_schema", {{"type", "object"}}},
+                              {"guided_json", {{"type", "object"}}},
+                              {"guided_regex", "[a-z]+"},
+                              {"guided_choice", {"yes", "no"}},
+                              {"guided_grammar", "root ::= \"a\""},
+                              {"structured_outputs", {{"choice", {"a", "b"}}}}};
+    for (const auto& [key, value] : constraints.items()) {
+        for (const bool chat : {false, true}) {
+            const auto r = curl("POST", s.url(chat ? "/v1/chat/completions" : "/v1/completions"),
+                                completion_body(chat, {{key, value}}));
+            expect_api_error(r, 400, "unsupported");
+            EXPECT_EQ(parse_or_null(r.body)["error"]["param"], key) << r.body;
+        }
+    }
+    // An empty grammar constrains nothing (llama-server's default).
+    EXPECT_EQ(curl("POST", s.url("/v1/completions"), completion_body(false, {{"grammar", ""}})).status, 200);
+}
+
+// A prompt past the context: OpenAI's clients read the status and `code`, llama-server's the
+// `type` and the sizes; one body carries both.
+TEST(ServerLlamaCompat, AContextOverflowCarriesBothPeersFields) {
+    ServerProcess s(server_args({}, 512));
+    ASSERT_TRUE(s.started()) << s.log();
+    const auto r =
+        curl("POST", s.url("/v1/completions"), completion_body(false, {{"prompt", std::vector<int>(600, 7)}}));
+    expect_api_error(r, 400, "context_length_exceeded");
+    const json e = parse_or_null(r.body)["error"];
+    EXPECT_EQ(e["type"], "exceed_context_size_error") << r.body;
+    EXPECT_EQ(e["n_prompt_tokens"], 600) << r.body;
+    EXPECT_EQ(e["n_ctx"], 512) << r.body;
+}
+
+}  // namespace
+}  // namespace lazyattn::testing
