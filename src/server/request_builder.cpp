@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "core/log.h"
+#include "engine/request/context_overflow.h"
 #include "engine/request/rag_prompt.h"
 #include "server/api_error.h"
 
@@ -202,10 +203,8 @@ Status RequestBuilder::check_context(const engine::RagRequest& req) const {
     int64_t total = int64_t(req.tail.size());
     for (const auto& s : req.segments) total += int64_t(s.size());
     if (total < context_length_) return Status();
-    // The engine's own words (Scheduler::validate), which would refuse it next.
-    return out_of_range("prompt of " + std::to_string(total) +
-                        " tokens (documents and question) leaves no room in the context length " +
-                        std::to_string(context_length_));
+    // The engine's own refusal (Scheduler::validate), which would refuse it next.
+    return engine::context_overflow({total, context_length_});
 }
 
 }  // namespace lazyattn::server
