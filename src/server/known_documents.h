@@ -6,7 +6,8 @@
 // server holds before tokenizing (the engine sees tokens; a passage's tokens inside a prompt differ
 // from its tokens alone at its edges, so only the text can be found). It is fed with every text
 // document of every request (`documents`, parts, delimiter chunks, found matches) and every
-// /v1/documents registration, before the request runs. Titled documents are not indexed (their
+// /v1/documents registration, once the request passed its checks (a refused one indexes
+// nothing) and before it runs. Titled documents are not indexed (their
 // segment holds the title, which a flat prompt does not). Documents shorter than kWindowBytes are
 // not indexed either (too short to be told from ordinary text).
 //
