@@ -40,7 +40,8 @@ std::optional<ApiError> fit_response_budget(const GenerationRequest& gen, engine
 
 // Body -> checked GenerationRequest -> RagRequest (in the caller's tenant).
 std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req, const http::ClientLink& link,
-                                bool chat, GenerationRequest& gen, engine::RagRequest& out) {
+                                bool chat, GenerationRequest& gen, engine::RagRequest& out,
+                                std::vector<DocumentRef>& known_later) {
     nlohmann::json body;
     // A message's parts are its documents and the question: no list of them may be longer.
     if (auto e = parse_json_body(req, body, JsonBounds{int64_t(ctx.config.max_documents) + 1})) return e;
@@ -54,7 +55,8 @@ std::optional<ApiError> prepare(ServerContext& ctx, const http::HttpRequest& req
     if (Status st = gen.sampling.check_vocabulary(ctx.tokenizer.vocab_size()); !st.ok()) {
         return invalid_request(st.message(), "logit_bias", "invalid_value");
     }
-    auto built = ctx.builder.build(gen, ctx.tenant(req, gen.cache_salt), [&link] { return link.gone(); });
+    auto built = ctx.builder.build(
+        gen, ctx.tenant(req, gen.cache_salt), [&link] { return link.gone(); }, &known_later);
     if (!built.ok()) {
         if (built.status().code() == StatusCode::kCancelled) ctx.metrics.count_disconnect();  // nobody reads it
         return generation_error(built.status(), chat);
@@ -208,11 +210,15 @@ void handle_completion(ServerContext& ctx, const http::HttpRequest& req, http::H
     ActiveRequest active(ctx);
     GenerationRequest gen;
     engine::RagRequest rag;
-    if (auto e = prepare(ctx, req, link, chat, gen, rag)) return send_error(res, *e);
+    std::vector<DocumentRef> known_later;
+    if (auto e = prepare(ctx, req, link, chat, gen, rag, known_later)) return send_error(res, *e);
     OutputOptions output = output_options(ctx, gen, rag);
     auto bell = std::make_shared<Doorbell>();
     auto handles = submit_choices(ctx, rag, gen.n, bell);
     if (!handles.ok()) return send_error(res, generation_error(handles.status(), chat));
+    // Known only once the engine took the request: a refused one (response budget, the engine's
+    // checks, a full queue) makes nothing known, whatever its tenant.
+    ctx.builder.note_known(known_later, rag.tenant);
     const ResponseMeta meta = make_response_meta(chat, ctx.config.model_id, ctx.config.system_fingerprint);
     if (gen.stream) {
         respond_stream(ctx, res, std::move(handles).value(), std::move(bell), link, meta, std::move(output),

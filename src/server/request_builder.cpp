@@ -104,7 +104,8 @@ Expected<DocumentsFrom> RequestBuilder::documents_from(const GenerationRequest& 
 }
 
 Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, const std::string& tenant,
-                                                   std::function<bool()> client_gone) const {
+                                                   std::function<bool()> client_gone,
+                                                   std::vector<DocumentRef>* known_later) const {
     if (!may_fit_context(text_bytes(r))) {
         return out_of_range("the prompt's text (" + std::to_string(text_bytes(r)) +
                             " bytes) cannot fit the context length of " + std::to_string(context_length_) + " tokens");
@@ -195,7 +196,11 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     // Known only once the request passed the checks that refuse most requests, the engine's
     // context bound included: a refused request, whatever its tenant, makes nothing known.
     LA_RETURN_IF_ERROR(check_context(req));
-    note_known(*documents, tenant);
+    if (known_later != nullptr) {
+        known_later->insert(known_later->end(), documents->begin(), documents->end());
+    } else {
+        note_known(*documents, tenant);
+    }
     return req;
 }
 

@@ -50,9 +50,12 @@ public:
     // no chat template; kInvalidArgument for documents both in `documents` and inside the
     // messages, or more than max_documents. max_tokens not given: 16 for completions (as OpenAI), the rest of the
     // context for chat; never above the cap. No seed given: a random one. `client_gone` is
-    // polled while delimiters are matched (kCancelled once it says so).
+    // polled while delimiters are matched (kCancelled once it says so). `known_later` given: the
+    // documents to note as known are appended there for the caller to note once the request is
+    // taken (queued); else they are noted here, after every check build() makes.
     Expected<engine::RagRequest> build(const GenerationRequest& request, const std::string& tenant,
-                                       std::function<bool()> client_gone = {}) const;
+                                       std::function<bool()> client_gone = {},
+                                       std::vector<DocumentRef>* known_later = nullptr) const;
 
     // False when `text_bytes` of text cannot tokenize to fewer tokens than the context holds:
     // every token covers at most max_token_bytes() bytes, so such text is refused without

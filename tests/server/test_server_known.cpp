@@ -181,6 +181,26 @@ TEST(ServerKnownDocuments, AKeyMintingSaltsEvictsNoneOfAnotherKeysDocuments) {
     EXPECT_EQ(chat(s, "Read: " + doc("Beta", 0) + " Q?", {{"cache_salt", "salt-0"}}, 200, "beta-key").documents, 0);
 }
 
+// Documents were noted as known before the response budget and the engine's own checks: a
+// request refused there made its documents known all the same. Only a request the engine takes does.
+TEST(ServerKnownDocuments, ARequestRefusedAfterItsDocumentsWereReadMakesNothingKnown) {
+    ServerProcess s(server_args({"--documents-from", "known"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const json too_large = {{"documents", {kPassages[0]}},
+                            {"n", 16},
+                            {"max_tokens", 3000},
+                            {"logprobs", true},
+                            {"top_logprobs", 20}};  // past the response budget: 400 response_too_large
+    chat(s, "Q?", too_large, 400);
+    const json bad_reuse = {{"documents", {kPassages[1]}},
+                            {"document_reuse", "anchor+neighbours=1"}};  // the engine's check
+    chat(s, "Q?", bad_reuse, 400);
+    EXPECT_EQ(chat(s, "Context: " + kPassages[0] + " Q?").documents, 0);
+    EXPECT_EQ(chat(s, "Context: " + kPassages[1] + " Q?").documents, 0);
+    chat(s, "Q?", {{"documents", {kPassages[0]}}});  // taken: known from now on
+    EXPECT_GT(chat(s, "Context: " + kPassages[0] + " Q?").documents, 0);
+}
+
 TEST(ServerKnownDocuments, KnownIsOptInPerRequestAndServedPlainWhenNothingIsKnown) {
     ServerProcess s(server_args());
     ASSERT_TRUE(s.started()) << s.log();
