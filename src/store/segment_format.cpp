@@ -114,6 +114,12 @@ size_t segment_total_bytes(const SegmentMeta& m) {
     return segment_data_offset(m) + size_t(m.data_bytes()) + kChecksumBytes;
 }
 
+int64_t segment_max_bytes(const kv::KvShape& shape) {
+    const int64_t tokens = int64_t(shape.num_blocks) * shape.block_size;
+    return int64_t(sizeof(SegmentHeader) + tokens_bytes(size_t(tokens)) + kChecksumBytes) +
+           int64_t(shape.num_blocks) * shape.bytes_per_block();
+}
+
 std::vector<uint8_t> begin_segment(const SegmentMeta& m) {
     std::vector<uint8_t> out(segment_total_bytes(m), 0);
     const SegmentHeader h = header_for(m);

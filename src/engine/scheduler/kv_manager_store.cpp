@@ -19,8 +19,11 @@ Status KvManager::open_store(double fingerprint_ms) {
                   {{"cache_mode", cache_mode_name(config_.cache_mode)}});
         return {};
     }
-    LA_ASSIGN_OR_RETURN(store_,
-                        store::SegmentStore::open(config_.kv_stores, config_.kv_store_writer, config_.kv_store_tier));
+    // No entry this engine writes or reads is larger than a segment filling its whole pool: a
+    // reply past that is garbage (or not ours) and is cut there, not read whole into memory.
+    store::TierOptions tier = config_.kv_store_tier;
+    tier.max_entry_bytes = std::min(tier.max_entry_bytes, store::segment_max_bytes(kv_.shape()));
+    LA_ASSIGN_OR_RETURN(store_, store::SegmentStore::open(config_.kv_stores, config_.kv_store_writer, tier));
     char fp[33];
     std::snprintf(fp, sizeof fp, "%016llx%016llx", (unsigned long long)fingerprint_.high,
                   (unsigned long long)fingerprint_.low);
