@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -114,10 +115,11 @@ size_t segment_total_bytes(const SegmentMeta& m) {
     return segment_data_offset(m) + size_t(m.data_bytes()) + kChecksumBytes;
 }
 
-int64_t segment_max_bytes(const kv::KvShape& shape) {
-    const int64_t tokens = int64_t(shape.num_blocks) * shape.block_size;
+int64_t segment_max_bytes(const kv::KvShape& shape, int64_t max_tokens) {
+    const int64_t tokens = std::min(max_tokens, int64_t(shape.num_blocks) * shape.block_size);
+    const int64_t blocks = (tokens + shape.block_size - 1) / shape.block_size;
     return int64_t(sizeof(SegmentHeader) + tokens_bytes(size_t(tokens)) + kChecksumBytes) +
-           int64_t(shape.num_blocks) * shape.bytes_per_block();
+           blocks * shape.bytes_per_block();
 }
 
 std::vector<uint8_t> begin_segment(const SegmentMeta& m) {

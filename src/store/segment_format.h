@@ -65,9 +65,10 @@ std::string segment_key(const SegmentMeta& meta);
 // Offsets inside an encoded segment.
 size_t segment_data_offset(const SegmentMeta& meta);
 size_t segment_total_bytes(const SegmentMeta& meta);
-// The largest entry a pool of `shape` can write or read: a segment filling every block of it.
-// A network tier's reply past it is no entry of this engine (TierOptions::max_entry_bytes).
-int64_t segment_max_bytes(const kv::KvShape& shape);
+// The largest entry a pool of `shape` writes or reads for segments of at most `max_tokens` (the
+// context length): a segment of that length, or filling every block of the pool if smaller. A
+// network tier's reply past it is no entry of this engine (TierOptions::max_entry_bytes).
+int64_t segment_max_bytes(const kv::KvShape& shape, int64_t max_tokens);
 
 // An entry's bytes with header and tokens written, the KV data zeroed (to be filled through
 // data_of()) and the checksum not yet computed (seal_segment()).

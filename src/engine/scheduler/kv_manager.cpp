@@ -24,7 +24,7 @@ uint64_t random_key() {
 }  // namespace
 
 KvManager::KvManager(const std::string& model_description, const store::Fingerprint& fingerprint, double fingerprint_ms,
-                     backend::KvMemory& kv_memory, const EngineConfig& config)
+                     backend::KvMemory& kv_memory, const EngineConfig& config, int32_t context_length)
     : config_(config),
       fingerprint_(fingerprint),
       kv_memory_(kv_memory),
@@ -43,7 +43,7 @@ KvManager::KvManager(const std::string& model_description, const store::Fingerpr
     segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", model_description, key);
     tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", model_description, key);
     prefix_seed_ = kv::hash_seed("prefix", model_description, key);
-    status_ = open_store(fingerprint_ms);
+    status_ = open_store(fingerprint_ms, context_length);
 }
 
 ChainSeeds KvManager::seeds_for(const std::string& tenant) const {

@@ -37,8 +37,9 @@ namespace lazyattn::engine {
 class KvManager {
 public:
     // `model_description` and `fingerprint` key the chains and the store entries.
+    // `context_length`: the longest segment it will hold (bounds what a store read may return).
     KvManager(const std::string& model_description, const store::Fingerprint& fingerprint, double fingerprint_ms,
-              backend::KvMemory& kv_memory, const EngineConfig& config);
+              backend::KvMemory& kv_memory, const EngineConfig& config, int32_t context_length);
     // Whether the persistent store opened (ok without one).
     const Status& status() const { return status_; }
 
@@ -131,7 +132,7 @@ private:
     kv::BlockHash tail_seed(const SequenceState& s) const;
     void drop_job(int64_t job_id);
 
-    Status open_store(double fingerprint_ms);
+    Status open_store(double fingerprint_ms, int32_t context_length);
     bool segment_storable(const SequenceState& s, size_t d) const;
     uint64_t store_variant(const std::string& tenant, int32_t neighbours) const;
     bool load_segment(SequenceState& s, size_t d, int32_t num_present);

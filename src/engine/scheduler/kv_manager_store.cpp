@@ -12,17 +12,17 @@
 
 namespace lazyattn::engine {
 
-Status KvManager::open_store(double fingerprint_ms) {
+Status KvManager::open_store(double fingerprint_ms, int32_t context_length) {
     if (config_.kv_stores.empty()) return {};
     if (!segments_are_blocks(config_.cache_mode)) {
         log::warn("--kv-store is unused: documents are segments only in the lazy, lazy-k and block-attn modes",
                   {{"cache_mode", cache_mode_name(config_.cache_mode)}});
         return {};
     }
-    // No entry this engine writes or reads is larger than a segment filling its whole pool: a
-    // reply past that is garbage (or not ours) and is cut there, not read whole into memory.
+    // No entry this engine writes or reads is larger than a segment of the whole context (or the
+    // whole pool): a reply past that is garbage (or not ours), cut there rather than read whole.
     store::TierOptions tier = config_.kv_store_tier;
-    tier.max_entry_bytes = std::min(tier.max_entry_bytes, store::segment_max_bytes(kv_.shape()));
+    tier.max_entry_bytes = std::min(tier.max_entry_bytes, store::segment_max_bytes(kv_.shape(), context_length));
     LA_ASSIGN_OR_RETURN(store_, store::SegmentStore::open(config_.kv_stores, config_.kv_store_writer, tier));
     char fp[33];
     std::snprintf(fp, sizeof fp, "%016llx%016llx", (unsigned long long)fingerprint_.high,

@@ -33,7 +33,8 @@ Status EngineConfig::validate() const {
 Scheduler::Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config)
     : model_(model),
       config_(config),
-      kv_(model.description, model.fingerprint, model.fingerprint_ms, kv_memory, config) {}
+      kv_(model.description, model.fingerprint, model.fingerprint_ms, kv_memory, config,
+          config.max_model_len > 0 ? std::min(config.max_model_len, model.context_length) : model.context_length) {}
 
 Status Scheduler::validate(const RagRequest& r) const {
     const int32_t vocab = vocab_size(), ctx = context_length();

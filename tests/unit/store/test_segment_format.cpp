@@ -178,15 +178,17 @@ TEST(SegmentFormat, KeysDifferByEverythingTheKvDependsOn) {
 }
 
 // The bound a network tier reads up to (TierOptions::max_entry_bytes, set by the engine): exactly a
-// segment that fills the whole pool, for every KV type and an uneven last block.
-TEST(SegmentFormat, TheLargestEntryIsASegmentFillingThePool) {
+// segment of the context length, or of the whole pool when that is smaller, for every KV type and
+// an uneven last block.
+TEST(SegmentFormat, TheLargestEntryIsASegmentOfTheContextOrThePool) {
     for (const kv::KvDtype dtype : {kv::KvDtype::kF32, kv::KvDtype::kF16, kv::KvDtype::kQ8_0, kv::KvDtype::kQ4_0}) {
         kv::KvShape s = shape_of(dtype);
         s.num_blocks = 37;
         const std::vector<int32_t> full(size_t(s.num_blocks) * size_t(s.block_size), 7);
-        EXPECT_EQ(int64_t(segment_total_bytes(segment_meta(kModel, 1, s, full))), segment_max_bytes(s));
-        const std::vector<int32_t> shorter(full.size() - 5, 7);
-        EXPECT_LE(int64_t(segment_total_bytes(segment_meta(kModel, 1, s, shorter))), segment_max_bytes(s));
+        EXPECT_EQ(int64_t(segment_total_bytes(segment_meta(kModel, 1, s, full))), segment_max_bytes(s, 1 << 20));
+        const std::vector<int32_t> context(full.size() - 5, 7);  // a context shorter than the pool
+        EXPECT_EQ(int64_t(segment_total_bytes(segment_meta(kModel, 1, s, context))),
+                  segment_max_bytes(s, int64_t(context.size())));
     }
 }
 
