@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <filesystem>
+#include <iostream>
 #include <map>
 
 #include "cli/compat_flags.h"
@@ -12,6 +14,47 @@
 #include "server/api_keys.h"
 
 namespace lazyattn::cli {
+namespace {
+
+// "a, b,,c" -> {"a", "b", "c"}: llama-server's comma-separated lists (--host, --alias).
+std::vector<std::string> split_list(const std::string& value) {
+    std::vector<std::string> out;
+    for (size_t start = 0; start <= value.size();) {
+        const size_t comma = std::min(value.find(',', start), value.size());
+        const size_t first = value.find_first_not_of(" \t", start);
+        const size_t last = value.find_last_not_of(" \t", comma == 0 ? 0 : comma - 1);
+        if (first < comma && last != std::string::npos && last >= first)
+            out.push_back(value.substr(first, last - first + 1));
+        start = comma + 1;
+    }
+    return out;
+}
+
+std::string joined(const std::vector<std::string>& names, size_t from) {
+    std::string out;
+    for (size_t i = from; i < names.size(); ++i) out += (out.empty() ? "" : ", ") + names[i];
+    return out;
+}
+
+// --device as lazyattn spells it (cpu, cuda) and as llama-server does (-dev none, CUDA0).
+std::string device_spelling(std::string& value) {
+    std::string lower;
+    for (char c : value) lower += char(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "cpu" || lower == "none") {
+        value = "cpu";
+    } else if (lower == "cuda" || lower == "cuda0") {
+        value = "cuda";
+    } else if (lower.rfind("cuda", 0) == 0 && lower.find_first_not_of("0123456789", 4) == std::string::npos) {
+        return "one device per process: --device cuda uses the first visible GPU; choose it with "
+               "CUDA_VISIBLE_DEVICES=" +
+               lower.substr(4);
+    } else {
+        return "'" + value + "' is neither cpu nor cuda (llama-server's none and CUDA0 are understood)";
+    }
+    return {};
+}
+
+}  // namespace
 
 void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
     cmd->add_option("-m,--model", o.model_path, "GGUF model file (default: the embedded SmolLM2-135M)");
@@ -46,8 +89,8 @@ void add_common_options(CLI::App* cmd, CommonOptions& o, bool with_kv) {
     cmd->add_option_function<std::string>(
            "--device", [&o](const std::string& v) { o.device = backend::parse_device(v).value(); },
            "where to compute: cpu (default) or cuda (refused with the reason where this build or machine has no "
-           "CUDA)")
-        ->check(CLI::IsMember({"cpu", "cuda"}))
+           "CUDA); llama-server's -dev none and CUDA0 are cpu and cuda")
+        ->transform(CLI::Validator(device_spelling, "cpu|cuda"))
         ->type_name("cpu|cuda");
     // The KV type follows the device unless one was named: once both flags are read.
     cmd->parse_complete_callback([&o] {
@@ -131,11 +174,48 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     const auto positive = CLI::Range(1, INT32_MAX), non_negative = CLI::Range(0, INT32_MAX);
     const auto seconds = CLI::Range(0.001, 1e9);
     CLI::App* sv = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, documents, metrics)");
+    sv->set_help_flag("-h,--help,--usage", "print this help message and exit");
     add_common_options(sv, o.common);
-    sv->add_option("--host", o.host, "address to listen on");
+    // llama-server's --host takes a comma-separated list, or a UNIX socket path ending in .sock.
+    sv->add_option_function<std::string>(
+          "--host",
+          [&o](const std::string& value) {
+              const std::vector<std::string> hosts = split_list(value);
+              if (hosts.empty()) throw CLI::ValidationError("--host: no address given");
+              for (const std::string& h : hosts) {
+                  if (h.size() > 5 && h.compare(h.size() - 5, 5, ".sock") == 0) {
+                      throw CLI::ValidationError("--host " + h +
+                                                 " (llama-server) is not supported here: no UNIX sockets; listen on "
+                                                 "TCP with --host ADDRESS --port N");
+                  }
+              }
+              o.host = hosts.front();
+              if (hosts.size() > 1) {
+                  o.common.compat_warnings.push_back("--host " + value + " (llama-server): only " + hosts.front() +
+                                                     " is bound, one address per process (not " + joined(hosts, 1) +
+                                                     ")");
+              }
+          },
+          "address to listen on (of a comma-separated list, the first)")
+        ->default_str(o.host)
+        ->type_name("ADDRESS");
     sv->add_option("--port", o.port, "port to listen on (0 = any free port)")->check(CLI::Range(0, 65535));
-    sv->add_option("--served-model-name,--alias", o.served_model_name,
-                   "the model id clients see and name (default: the file name)");
+    // llama-server's --alias takes several names, comma-separated: the first is the id.
+    sv->add_option_function<std::string>(
+          "--served-model-name,--alias,-a",
+          [&o](const std::string& value) {
+              const std::vector<std::string> names = split_list(value);
+              if (names.empty()) throw CLI::ValidationError("--served-model-name: no name given");
+              o.served_model_name = names.front();
+              if (names.size() > 1) {
+                  o.common.compat_warnings.push_back(
+                      "--alias " + value + " (llama-server): the model id is " + names.front() + "; requests naming " +
+                      joined(names, 1) + " are answered too, as any name is (with --strict-model-name, only " +
+                      names.front() + ")");
+              }
+          },
+          "the model id clients see and name (default: the file name; of a comma-separated list, the first)")
+        ->type_name("NAME");
     sv->add_flag("--strict-model-name", o.strict_model_name,
                  "answer 404 to a request naming another model (vLLM); by default it is answered by this "
                  "model, as llama-server does");
@@ -163,9 +243,27 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(CLI::Range(1, 4096));
     sv->add_option("--shutdown-timeout", o.shutdown_timeout_s, "seconds in-flight requests get on SIGTERM")
         ->check(CLI::Range(0.0, 1e9));
-    // Any other value is a .jinja file's path, checked (and its template compiled) when the model loads.
-    sv->add_option("--chat-template,--chat-template-file", o.chat_template,
-                   "chat template: chatml | llama3 | a .jinja file (default: the model file's own)");
+    // Any other value is a .jinja file's path: it must exist (its template is compiled when the model
+    // loads). llama-server's other built-in names and a template's text inline are refused here.
+    sv->add_option_function<std::string>(
+          "--chat-template,--chat-template-file",
+          [&o](const std::string& value) {
+              if (value.find("{%") != std::string::npos || value.find("{{") != std::string::npos) {
+                  throw CLI::ValidationError(
+                      "--chat-template with the template's text (llama-server) is not supported here: save it to a "
+                      ".jinja file and pass --chat-template FILE");
+              }
+              std::error_code ec;
+              if (value != "chatml" && value != "llama3" && !std::filesystem::exists(value, ec)) {
+                  throw CLI::ValidationError("--chat-template " + value +
+                                             ": neither a file nor a template built in here (chatml, llama3; "
+                                             "llama-server builds in more): pass the model's template as a .jinja "
+                                             "file, or leave --chat-template out to use the GGUF file's own");
+              }
+              o.chat_template = value;
+          },
+          "chat template: chatml | llama3 | a .jinja file (default: the model file's own)")
+        ->type_name("TEMPLATE");
     // Split here, not by CLI11's delimiter: a value that splits to nothing (",") must be refused,
     // not make the parser take the next word as the key. Each --api-key takes exactly one word.
     sv->add_option_function<std::vector<std::string>>(
@@ -245,10 +343,55 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         "vLLM's spelling of --cache-mode none (every request computed in full)");
     sv->add_flag_callback(
         "--log-disable", [&o] { o.common.log_level = "off"; }, "llama-server's spelling of --log-level off");
+    sv->add_flag_callback(
+        "-v,--verbose,--log-verbose", [&o] { o.common.log_level = "debug"; },
+        "llama-server's spelling of --log-level debug");
+    // llama.cpp's verbosity: 0 generic output, 1 errors, 2 warnings, 3 info, 4 debug.
+    sv->add_option_function<int>(
+          "--log-verbosity,--verbosity",
+          [&o](int n) {
+              static const char* const kLevels[] = {"off", "error", "warn", "info", "debug"};
+              o.common.log_level = kLevels[std::clamp(n, 0, 4)];
+          },
+          "llama-server's -lv N: --log-level off (0), error (1), warn (2), info (3) or debug (4 and above)")
+        ->type_name("N");
+    sv->add_flag_callback(
+        "--log-jsonl", [&o] { o.common.log_format = "json"; }, "llama-server's spelling of --log-format json");
+    sv->add_flag_callback(
+        "--no-log-jsonl", [&o] { o.common.log_format = "text"; }, "llama-server's spelling of --log-format text");
+    sv->add_flag_callback(
+        "--no-cache-prompt", [&o] { o.cache_mode = "none"; },
+        "llama-server's spelling of --cache-mode none (every request computed in full)");
     sv->add_flag("--check", o.check,
                  "load the model, size the KV pool, bind the port, print what serve would run, then exit (0: it "
                  "would start)");
     add_compat_flags(sv, true, o.common.compat_warnings);
+    // Hidden: every spelling serve takes, for tests/e2e/test_llama_server_flags.py. One option a
+    // line, "option|warn|refuse VALUES NAME,NAME... HELP" (VALUES: 0 a flag, -1 an optional value),
+    // then "short -ngl --n-gpu-layers" for each multi-letter single-dash spelling.
+    sv->add_flag_callback(
+          "--list-flags",
+          [sv] {
+              for (const CLI::Option* opt : sv->get_options()) {
+                  if (opt->get_lnames().empty() && opt->get_snames().empty()) continue;  // the positional
+                  const std::string& help = opt->get_description();
+                  const bool compat = opt->get_group().rfind("Compat", 0) == 0;
+                  const char* kind = !compat ? "option" : help.rfind("refused: ", 0) == 0 ? "refuse" : "warn";
+                  const int values = opt->get_items_expected_max() == 0 ? 0
+                                     : opt->get_expected_min() == 0     ? -1
+                                                                        : opt->get_items_expected_min();
+                  std::string names;
+                  for (const std::string& n : opt->get_snames()) names += (names.empty() ? "-" : ",-") + n;
+                  for (const std::string& n : opt->get_lnames()) names += (names.empty() ? "--" : ",--") + n;
+                  std::cout << kind << ' ' << values << ' ' << names << ' ' << help << '\n';
+              }
+              for (const auto& [single_dash, long_name] : compat_short_spellings()) {
+                  std::cout << "short " << single_dash << ' ' << long_name << '\n';
+              }
+              throw CLI::Success();
+          },
+          "")
+        ->group("");
     for (CLI::Option* opt : sv->get_options()) {
         if (opt == sv->get_help_ptr() || opt->get_lnames().empty() || opt->get_group().rfind("Compat", 0) == 0 ||
             opt->get_type_size() == 0) {
@@ -277,8 +420,13 @@ std::vector<std::string> normalize_arguments(int argc, char** argv) {
     for (const auto& [single_dash, long_name] : compat_short_spellings()) spellings.emplace(single_dash, long_name);
     std::vector<std::string> out;
     for (int i = 0; i < argc; ++i) {
-        auto it = spellings.find(argv[i]);
-        out.push_back(i > 0 && it != spellings.end() ? it->second : argv[i]);
+        // llama.cpp reads --backend_sampling as --backend-sampling: underscores in a long name.
+        std::string word = argv[i];
+        if (i > 0 && word.size() > 2 && word.compare(0, 2, "--") == 0) {
+            std::replace(word.begin(), word.begin() + std::min(word.find('='), word.size()), '_', '-');
+        }
+        auto it = spellings.find(word);
+        out.push_back(i > 0 && it != spellings.end() ? it->second : word);
         // A flag whose value is optional takes the next word only when it is one of its values,
         // joined here (`-fa on` is --flash-attn=on; in `-fa MODEL` the model stays positional).
         const auto values = compat_optional_values(out.back());

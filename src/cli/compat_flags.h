@@ -20,10 +20,11 @@ enum class CompatAction {
 };
 
 struct CompatFlag {
-    const char* names;  // CLI11 spelling: "--n-gpu-layers,--gpu-layers" (multi-letter short forms
-                        // such as -ngl are rewritten to the first long name by normalize_arguments)
+    const char* names;  // CLI11 spelling, a long name first: "--n-gpu-layers,--gpu-layers", "--seed,-s"
+                        // (multi-letter short forms such as -ngl are rewritten to a long name by
+                        // normalize_arguments: compat_short_spellings)
     const char* peer;   // "llama-server", "vLLM" or both
-    int num_values;     // 0: a flag; 1: takes a value; -1: an optional value (-fa [on|off|auto])
+    int num_values;     // 0: a flag; 1 or 2: takes that many values; -1: an optional value (-fa [on|off|auto])
     CompatAction action;
     const char* why;     // the warning's or the refusal's reason
     const char* accept;  // kRefuse only: the one value still accepted with a warning ("1" for -tp 1), or nullptr

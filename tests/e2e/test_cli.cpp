@@ -386,7 +386,7 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
         {"-m " + model + " --ctx-size 256 --n-gpu-layers 35 --cont-batching --mlock --no-mmap -t 2",
          {"--n-gpu-layers 35", "--cont-batching", "--mlock", "--no-mmap"}},
         {"-m " + model + " -fa -ngl 99 --chat-template-file " + jinja + " -b 256 -ub 256 --alias smol",
-         {"--flash-attn", "--ubatch-size 256"}},
+         {"--flash-attn on", "--ubatch-size 256"}},
         {"-m " + model + " -ctk bf16 -ctv f16 --metrics --threads-http 4 -to 60 --slots", {"--metrics", "--slots"}},
         {model + " --gpu-memory-utilization 0.9 --max-model-len 512", {"--gpu-memory-utilization 0.9"}},
         {model + " --dtype auto --enable-prefix-caching --served-model-name smol --max-num-seqs 8",
@@ -395,6 +395,13 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
          {"--tensor-parallel-size 1", "--trust-remote-code"}},
         {"--model " + model + " --api-key k --enforce-eager --seed 0 --disable-log-requests",
          {"--enforce-eager", "--seed 0", "--disable-log-requests"}},
+        // What llama.cpp's own server tests pass (tools/server/tests/utils.py).
+        {"--model " + model + " --temp 0.8 --seed 42 --host 127.0.0.1,::1 --offline --no-slots --jinja --no-ui " +
+             "--verbose --alias smol,tinyllama-2 --cors-origins '*' --swa-full --context-shift --cache-ram 0 " +
+             "--no-cache-idle-slots --no-mmproj --reasoning-format none --no-models-autoload --backend_sampling",
+         {"--temp 0.8", "--host 127.0.0.1,::1", "--offline", "--no-slots", "--no-webui", "--alias smol,tinyllama-2",
+          "--cors-origins *", "--swa-full", "--context-shift", "--cache-ram 0", "--no-mmproj",
+          "--reasoning-format none", "--no-models-autoload", "--backend-sampling"}},
     };
     for (const Line& line : starts) {
         const auto r = run_cli("serve " + line.args + " --port 0 --check", true);
@@ -409,6 +416,11 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
         {model + " --tensor-parallel-size 2", "one `lazyattn serve` per GPU"},
         {"-hf bartowski/SmolLM2-135M-Instruct-GGUF", "-m FILE"},
         {"-m " + model + " --enable-auto-tool-choice --tool-call-parser hermes", "tool calling"},
+        {"-m " + model + " --chat-template command-r", "chatml, llama3"},
+        {"-m " + model + " --chat-template '{{ messages }}'", ".jinja file"},
+        {"-m " + model + " --mmproj-url http://x/mmproj.gguf", "not served"},
+        {"-m " + model + " --embeddings --pooling mean", "no embeddings"},
+        {"-m " + model + " --spec-type ngram-simple", "speculative decoding"},
     };
     for (const auto& [args, reason] : refused) {
         const auto r = run_cli("serve " + args + " --port 0 --check", true);
