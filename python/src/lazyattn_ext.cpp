@@ -7,6 +7,8 @@
 // Python threads may submit and wait at once. A wait polls for signals every kPollMs and, when one
 // raised (Ctrl-C: KeyboardInterrupt), cancels its request before the exception propagates.
 // Errors: a bad request raises ValueError naming the field; an engine failure lazyattn.Error.
+#include <unistd.h>
+
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -97,12 +99,33 @@ struct State {
     // Held shared by every call that uses the engine, whole by close() (taken with the GIL released).
     std::shared_mutex mu;
     bool closed = false;
+    const pid_t owner = ::getpid();  // the process the engine's thread runs in
 
+    // A process forked after the LLM started has none of its threads: every wait would hang (and
+    // `mu` may have been held at the fork), so the engine is refused there before anything waits.
+    bool forked() const { return ::getpid() != owner; }
+    void require_own_process() const {
+        if (forked()) {
+            throw EngineError("this LLM was started in process " + std::to_string(owner) +
+                              "; its engine thread does not exist after fork(): create a new LLM in this process");
+        }
+    }
+    std::shared_lock<std::shared_mutex> hold() {
+        require_own_process();
+        return std::shared_lock<std::shared_mutex>(mu);
+    }
     engine::ServingEngine& live() {
         if (closed) throw EngineError("the LLM is closed");
         return *engine;
     }
 };
+
+// In a forked child the engine is never destroyed: its destructor would join a thread that does
+// not exist there. The child keeps it until it exits (only its memory, shared copy-on-write).
+void keep_in_forked_child(std::shared_ptr<State> state) {
+    static auto* kept = new std::vector<std::shared_ptr<State>>();  // never freed, by design
+    kept->push_back(std::move(state));
+}
 
 Expected<engine::EngineConfig> engine_config(const Options& o) {
     engine::EngineConfig ec;
@@ -201,6 +224,7 @@ public:
     // The next event: ("token", token id, text) or ("finished", finish reason, error message).
     // Blocks with the GIL released; Ctrl-C cancels the request and raises KeyboardInterrupt.
     nb::tuple next() {
+        state_->require_own_process();
         for (;;) {
             if (done_) return nb::make_tuple("finished", finish_reason_, error_);
             if (auto e = poll(); e && e->kind == engine::RequestEvent::Kind::kToken) {
@@ -213,6 +237,7 @@ public:
     // Waits for the end (GIL released, Ctrl-C cancels) and returns text, token_ids,
     // finish_reason, error and usage.
     nb::dict result() {
+        state_->require_own_process();
         // Events not read by next() are passed over: the result holds them all.
         while (!done_) {
             (void)poll();
@@ -285,7 +310,7 @@ public:
         std::shared_ptr<engine::RequestHandle> handle;
         {
             nb::gil_scoped_release unlocked;
-            std::shared_lock lock(state_->mu);
+            auto lock = state_->hold();
             engine::ServingEngine& eng = state_->live();
             const nlohmann::json body = parse_body(body_json);
             server::GenerationRequest gen;
@@ -339,7 +364,7 @@ public:
         std::vector<engine::DocumentInfo> infos;
         {
             nb::gil_scoped_release unlocked;
-            std::shared_lock lock(state_->mu);
+            auto lock = state_->hold();
             engine::ServingEngine& eng = state_->live();
             const nlohmann::json value = nlohmann::json::parse(documents_json, nullptr, false);
             std::vector<server::DocumentRef> docs;
@@ -358,7 +383,7 @@ public:
 
     void unpin(const std::string& id, const std::string& cache_salt) {
         nb::gil_scoped_release unlocked;
-        std::shared_lock lock(state_->mu);
+        auto lock = state_->hold();
         engine::ServingEngine& eng = state_->live();
         if (auto e = server::check_cache_salt(cache_salt)) raise_api_error(*e);
         const Status st = eng.unpin_document(server::ApiKeys::tenant_of("", cache_salt), id);
@@ -373,7 +398,7 @@ public:
         std::vector<engine::DocumentInfo> infos;
         {
             nb::gil_scoped_release unlocked;
-            std::shared_lock lock(state_->mu);
+            auto lock = state_->hold();
             engine::ServingEngine& eng = state_->live();
             if (auto e = server::check_cache_salt(cache_salt)) raise_api_error(*e);
             infos = eng.list_documents(server::ApiKeys::tenant_of("", cache_salt));
@@ -440,6 +465,7 @@ public:
     // Cancels what runs and stops the engine thread; the LLM refuses work afterwards.
     void close() {
         if (!state_) return;
+        if (state_->forked()) return keep_in_forked_child(state_);
         nb::gil_scoped_release unlocked;
         std::unique_lock lock(state_->mu);
         if (state_->closed) return;
