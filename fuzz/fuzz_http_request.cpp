@@ -2,17 +2,20 @@
 // first byte picks how the input is split into reads (the parser must give the same result for
 // any split), the rest is what arrives on the socket: request heads, chunked and compressed
 // bodies, pipelines; each complete request's body then goes through the JSON checks and the
-// OpenAI request parser, as the server runs them.
+// OpenAI request parser, as the server runs them; its key headers go through the key matcher.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "http/request_parser.h"
+#include "server/api_keys.h"
 #include "server/http_util.h"
 #include "server/openai_request.h"
 
 using namespace lazyattn;
+
+void check_keys(const http::HttpRequest& request);
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1) return 0;
@@ -34,6 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             continue;
         }
         http::HttpRequest request = parser.take();
+        check_keys(request);
         nlohmann::json body;
         // The server's bounds: 256 documents, plus the question part.
         if (server::parse_json_body(request, body, server::JsonBounds{257})) continue;
@@ -49,4 +53,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             (void)server::parse_documents(body["documents"], false, docs);
     }
     return 0;
+}
+
+// The keys a request presents (Bearer or X-Api-Key), matched as the server matches them, and an
+// --api-key value split as the command line splits it.
+void check_keys(const http::HttpRequest& request) {
+    static const server::ApiKeys keys({"fuzz-key-1", "fuzz-key-2"});
+    (void)keys.match(request);
+    (void)server::ApiKeys::parse_key_list(request.header("x-api-key"));
 }

@@ -100,6 +100,11 @@ std::string first_word(const std::vector<RedisArgv>& commands) {
 
 }  // namespace
 
+void bound_reader(redisReader* reader, RedisReplyBudget* budget) {
+    reader->fn = const_cast<redisReplyObjectFunctions*>(&reply_functions().bounded);
+    reader->privdata = budget;
+}
+
 RedisNode::RedisNode(RedisEndpoint endpoint, RedisCredentials credentials, const RedisCallLimits& limits,
                      std::string shown)
     : endpoint_(std::move(endpoint)), credentials_(std::move(credentials)), limits_(limits), shown_(std::move(shown)) {
@@ -160,8 +165,7 @@ Status RedisNode::ensure(Connection& c, Clock::time_point deadline) {
     // treats EAGAIN as "try again later", not as an error.
     ::fcntl(ctx->fd, F_SETFL, ::fcntl(ctx->fd, F_GETFL) | O_NONBLOCK);
     ctx->flags &= ~REDIS_BLOCK;
-    ctx->reader->fn = const_cast<redisReplyObjectFunctions*>(&reply_functions().bounded);
-    ctx->reader->privdata = &c.budget;
+    bound_reader(ctx->reader, &c.budget);
     {
         std::lock_guard<std::mutex> lock(c.fd_mu);
         if (&c == &write_ && aborted_) {

@@ -24,6 +24,7 @@
 #include "store/redis_slots.h"
 
 struct redisContext;
+struct redisReader;
 struct redisReply;
 
 namespace lazyattn::store {
@@ -60,6 +61,11 @@ struct RedisReplyBudget {
     int64_t elements = 0;
     int64_t refused_array = -1;  // the size of an array refused, for the message
 };
+
+// Makes `reader` (a connection's, or one of its own in the fuzz target) count every array header
+// against `budget` and fail on one past it, before hiredis allocates its pointers. `budget`
+// must outlive the reader's use.
+void bound_reader(redisReader* reader, RedisReplyBudget* budget);
 
 class RedisNode {
 public:
