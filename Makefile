@@ -16,7 +16,9 @@ $(BUILD_DIR)/build.ninja:
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-run: build
+# The demo needs the lazyattn binary alone: the tests build under `make test`.
+run: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target lazyattn
 	./scripts/run_demo.sh
 
 test: build format-check

@@ -79,7 +79,7 @@ int run_generate(const GenerateOptions& o) {
     if (!docs.ok()) return fail(docs.status());
 
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
+    if (path.empty()) return fail(no_model_found());
     warn_unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier);
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());

