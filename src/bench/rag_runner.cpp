@@ -8,6 +8,7 @@
 #include "core/timer.h"
 #include "engine/engine_core.h"
 #include "engine/request/request_handle.h"
+#include "engine/serving_engine.h"
 
 namespace lazyattn::bench {
 
@@ -34,12 +35,7 @@ Status prewarm(engine::EngineCore& s, const Workload& w) {
     }
     for (size_t d = 0; d < w.docs.size(); ++d) {
         if (!used[d]) continue;
-        const auto& doc = w.docs[d];
-        engine::RagRequest r;
-        r.segments.push_back(doc);
-        r.tail = {doc.front()};
-        r.max_tokens = 0;
-        LA_ASSIGN_OR_RETURN(auto h, s.add(std::move(r)));
+        LA_ASSIGN_OR_RETURN(auto h, s.add(engine::documents_only_request("", {w.docs[d]})));
         while (!h->finished()) s.step();
     }
     return {};

@@ -1,7 +1,8 @@
 // `lazyattn precompute`: computes every document of a corpus into the persistent store
 // (--kv-store), so that serving replicas load them instead of prefilling. Documents are
-// tokenized exactly as requests tokenize them (engine::format_document, no special tokens), so
-// every later request naming the same passage hits; documents already in the store are skipped.
+// tokenized exactly as requests tokenize them (engine::document_tokens), so every later request
+// naming the same passage hits; documents already in the store are skipped. The work is
+// ServingEngine::precompute's, the one precompute path; the corpus reader is cli/corpus.h.
 #pragma once
 
 #include <string>
@@ -37,23 +38,5 @@ struct PrecomputeOptions {
 
 CLI::App* add_precompute_command(CLI::App& app, PrecomputeOptions& o);
 int run_precompute(const PrecomputeOptions& o);
-
-// One document of a corpus file.
-struct CorpusDocument {
-    std::string title;
-    std::string text;
-};
-// How much of what a corpus path names is read (serve --known-documents reads operator input
-// at start-up: a device or a FIFO named by mistake must not fill memory or block it).
-struct CorpusReadLimits {
-    bool regular_files_only = false;  // refuse devices, FIFOs, sockets (before opening them)
-    size_t max_plain_bytes = 0;       // a plain file longer than this is skipped unread past it (0: no bound)
-};
-// The documents of one corpus file: a .jsonl/.json file of {"text", "title"} objects (or
-// {"documents": [...]}) one a line, or any other file as one document.
-Expected<std::vector<CorpusDocument>> read_corpus_documents(const std::string& path,
-                                                            const CorpusReadLimits& limits = {});
-// The same, formatted as requests format them.
-Expected<std::vector<std::string>> read_corpus(const std::string& path);
 
 }  // namespace lazyattn::cli

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <set>
 
 #include "core/timer.h"
 
@@ -11,14 +12,37 @@ namespace {
 
 // How often a stuck inference thread looks again (for cancellations): a poll, not a spin.
 constexpr std::chrono::milliseconds kStuckPoll(100);
-// How often pin_document() asks whether its caller is still there while the document computes.
+// How often precompute() asks whether its caller is still there while the document computes.
 constexpr int kCancelPollMs = 50;
 // Document lists (list_documents): republished this soon after a new document, and this often
 // in any case (uses and evictions change them without a version change).
 constexpr double kDocumentsFreshMs = 20;
 constexpr double kDocumentsRefreshMs = 500;
 
+// Waits for a request that generates nothing (its only event is its end), cancelling it once
+// `cancelled` says so (polled as a completion polls its client).
+RagResult wait_polling(RequestHandle& handle, const std::function<bool()>& cancelled) {
+    if (cancelled) {
+        while (!handle.finished()) {
+            if (handle.next_event(kCancelPollMs).has_value()) continue;
+            if (!handle.cancel_requested() && cancelled()) handle.cancel();
+        }
+    }
+    return handle.wait();
+}
+
 }  // namespace
+
+RagRequest documents_only_request(std::string tenant, std::vector<std::vector<int32_t>> documents, int32_t neighbours) {
+    RagRequest r;
+    r.tenant = std::move(tenant);
+    r.segments = std::move(documents);
+    if (!r.segments.empty() && !r.segments.front().empty()) r.tail = {r.segments.front().front()};
+    r.max_tokens = 0;
+    r.ignore_eos = true;
+    r.reuse.neighbours = neighbours;
+    return r;
+}
 
 ServingEngine::ServingEngine(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
     : core_(model, tokenizer, config), scheduler_(core_.scheduler()) {
@@ -133,25 +157,101 @@ Expected<DocumentInfo> ServingEngine::pin_document(const std::string& tenant, st
     Expected<DocumentInfo> result = internal_error("not run");
     run_on_engine_thread([&](Scheduler& s) { result = s.documents().pin(tenant, tokens); });
     if (result.ok() || result.status().code() != StatusCode::kNotFound) return result;
-    // Not cached yet: compute it as the only segment of a request that generates nothing.
-    RagRequest r;
-    r.tenant = tenant;
-    r.segments.push_back(tokens);
-    r.tail = {tokens.front()};
-    r.max_tokens = 0;
-    LA_ASSIGN_OR_RETURN(auto handle, submit(std::move(r)));
-    if (cancelled) {
-        // It generates nothing: the only event is its end. Polled as a completion polls its client.
-        while (!handle->finished()) {
-            if (handle->next_event(kCancelPollMs).has_value()) continue;
-            if (!handle->cancel_requested() && cancelled()) handle->cancel();
-        }
+    // Not cached yet: computed by the one precompute path, then pinned.
+    LA_ASSIGN_OR_RETURN(const PrecomputeReport report, precompute(tenant, {tokens}, {}, cancelled));
+    if (report.outcomes.front() == PrecomputeOutcome::kTooLong) {
+        return out_of_range("the document has " + std::to_string(tokens.size()) + " tokens; the context length is " +
+                            std::to_string(context_length()));
     }
-    const RagResult done = handle->wait();
-    if (done.finish_reason == "error") return done.status;
-    if (done.finish_reason == "cancelled") return Status{StatusCode::kCancelled, "cancelled while it was computed"};
     run_on_engine_thread([&](Scheduler& s) { result = s.documents().pin(tenant, tokens); });
     return result;
+}
+
+Expected<PrecomputeReport> ServingEngine::precompute(const std::string& tenant,
+                                                     std::vector<std::vector<int32_t>> documents,
+                                                     const PrecomputeSettings& settings,
+                                                     const std::function<bool()>& cancelled) {
+    PrecomputeReport report;
+    report.outcomes.assign(documents.size(), PrecomputeOutcome::kComputed);
+    report.documents.resize(documents.size());
+    DocumentReuse reuse;
+    reuse.neighbours = settings.neighbours;
+    const auto cost = [&reuse](const std::vector<int32_t>& d) {
+        return int64_t(d.size()) + reuse.max_conditioning_tokens(int64_t(d.size()));
+    };
+    const int64_t budget = max_document_tokens();  // a batch, as a document, fits one context with its tail
+    // Which documents to compute, decided in one trip to the engine thread.
+    run_on_engine_thread([&](Scheduler& s) {
+        // Conditioned copies: every document's neighbours come from the whole list, indexed first.
+        if (settings.neighbours > 0) s.index_documents(tenant, documents);
+        store::SegmentStore* store = settings.skip_stored ? s.segment_store() : nullptr;
+        std::set<std::string> seen;
+        for (size_t i = 0; i < documents.size(); ++i) {
+            const std::vector<int32_t>& d = documents[i];
+            report.documents[i].id = s.documents().id(tenant, d);
+            report.documents[i].num_tokens = int32_t(d.size());
+            PrecomputeOutcome& out = report.outcomes[i];
+            if (d.empty()) {
+                out = PrecomputeOutcome::kEmpty;
+            } else if (cost(d) > budget) {
+                out = PrecomputeOutcome::kTooLong;
+            } else if (!seen.insert(report.documents[i].id).second) {
+                out = PrecomputeOutcome::kDuplicate;
+            } else if (store != nullptr && store->contains(s.store_key(tenant, d, settings.neighbours))) {
+                out = PrecomputeOutcome::kStored;
+            }
+        }
+    });
+    std::vector<std::vector<int32_t>> batch;
+    int64_t batch_tokens = 0;
+    auto run_batch = [&](int64_t documents_done) -> Status {
+        if (batch.empty()) return {};
+        LA_ASSIGN_OR_RETURN(auto handle, submit(documents_only_request(tenant, std::move(batch), settings.neighbours)));
+        batch.clear();
+        batch_tokens = 0;
+        const RagResult done = wait_polling(*handle, cancelled);
+        if (done.finish_reason == "error") return done.status;
+        if (done.finish_reason == "cancelled") return Status{StatusCode::kCancelled, "cancelled while it was computed"};
+        // Between steps: the batch's entries were handed to the store's writer by then.
+        if (settings.flush_store && store_ != nullptr) run_on_engine_thread([this](Scheduler&) { store_->flush(); });
+        if (settings.progress) settings.progress(documents_done);
+        return {};
+    };
+    for (size_t i = 0; i < documents.size(); ++i) {
+        switch (report.outcomes[i]) {
+            case PrecomputeOutcome::kStored:
+                ++report.stored;
+                continue;
+            case PrecomputeOutcome::kDuplicate:
+                ++report.duplicates;
+                continue;
+            case PrecomputeOutcome::kTooLong:
+                ++report.too_long;
+                continue;
+            case PrecomputeOutcome::kEmpty:
+                continue;
+            case PrecomputeOutcome::kComputed:
+                break;
+        }
+        const int64_t c = cost(documents[i]);
+        if (batch_tokens + c > budget || int32_t(batch.size()) >= settings.batch_docs) {
+            LA_RETURN_IF_ERROR(run_batch(int64_t(i)));
+        }
+        batch_tokens += c;
+        ++report.computed;
+        report.tokens_computed += int64_t(documents[i].size());
+        batch.push_back(std::move(documents[i]));
+    }
+    LA_RETURN_IF_ERROR(run_batch(int64_t(documents.size())));
+    // As the documents stand now (listed ones: plain copies still cached).
+    run_on_engine_thread([&](Scheduler& s) {
+        std::map<std::string, DocumentInfo> listed;
+        for (DocumentInfo& d : s.documents().list(tenant)) listed.emplace(d.id, std::move(d));
+        for (DocumentInfo& d : report.documents) {
+            if (auto it = listed.find(d.id); it != listed.end()) d = it->second;
+        }
+    });
+    return report;
 }
 
 Status ServingEngine::unpin_document(const std::string& tenant, const std::string& id) {

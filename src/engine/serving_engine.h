@@ -29,6 +29,33 @@ struct EngineHealth {
     int32_t num_running = 0;
 };
 
+// How precompute() computes a list of documents.
+struct PrecomputeSettings {
+    // K > 0: each document's copy conditioned on its K most similar documents of the list
+    // (DocumentReuse::neighbours; the whole list is indexed first) instead of its plain copy.
+    int32_t neighbours = 0;
+    int32_t batch_docs = 16;   // documents per engine request (computed as parallel segment jobs)
+    bool skip_stored = false;  // a document whose entry a --kv-store tier holds is not computed
+    bool flush_store = false;  // each batch's entries are written before the next batch is queued
+    std::function<void(int64_t documents_done)> progress;  // after each batch (on the caller's thread)
+};
+
+// What precompute() did with one document.
+enum class PrecomputeOutcome { kComputed, kStored, kDuplicate, kTooLong, kEmpty };
+
+struct PrecomputeReport {
+    std::vector<PrecomputeOutcome> outcomes;  // one per document, in order
+    // One per document, as it stands after the call (unpinned unless pinned before; a document
+    // not computed, or evicted since, has only its id and num_tokens).
+    std::vector<DocumentInfo> documents;
+    int64_t computed = 0, stored = 0, duplicates = 0, too_long = 0, tokens_computed = 0;
+};
+
+// The request that computes `documents` of `tenant` as segments and generates nothing (one tail
+// token: the segments are the work): precompute(), and the benchmarks' prewarming.
+RagRequest documents_only_request(std::string tenant, std::vector<std::vector<int32_t>> documents,
+                                  int32_t neighbours = 0);
+
 class ServingEngine {
 public:
     using EngineHealth = engine::EngineHealth;
@@ -67,6 +94,17 @@ public:
     // computes) true: the computation is cancelled and kCancelled returned, nothing pinned.
     Expected<DocumentInfo> pin_document(const std::string& tenant, std::vector<int32_t> tokens,
                                         const std::function<bool()>& cancelled = {});
+    // The one precompute path (`lazyattn precompute`, POST /v1/documents' compute-only batches,
+    // Python's precompute()): computes `documents` (segment tokens, engine::document_tokens) into
+    // the cache and the --kv-store tiers without pinning them, as few documents-only requests
+    // through the ordinary queue as the context allows (each at most settings.batch_docs
+    // documents). Empty documents, repeats and documents longer than the context (with their
+    // conditioning) are skipped, as are stored ones under settings.skip_stored. An error stops
+    // at the batch that failed (earlier batches stay cached); `cancelled` true (polled while a
+    // batch computes): that batch is cancelled and kCancelled returned.
+    Expected<PrecomputeReport> precompute(const std::string& tenant, std::vector<std::vector<int32_t>> documents,
+                                          const PrecomputeSettings& settings = {},
+                                          const std::function<bool()>& cancelled = {});
     Status unpin_document(const std::string& tenant, const std::string& id);
     // list_documents() never waits for the inference thread (it serves GET /v1/documents on the
     // server's light lane, beside /health): it reads the lists the thread publishes between
@@ -76,6 +114,9 @@ public:
     std::optional<std::vector<int32_t>> document_tokens(const std::string& tenant, const std::string& id);
     const EngineConfig& config() const { return scheduler_.config(); }
     int32_t context_length() const { return scheduler_.context_length(); }
+    // The longest document precompute() and pin_document() compute: it and a one-token tail fit
+    // one context.
+    int32_t max_document_tokens() const { return context_length() - 2; }
 
 private:
     struct Pending {

@@ -15,16 +15,17 @@
 namespace lazyattn::server {
 
 // Whether the batch's documents stay pinned (pin) or are only computed and cached (precompute:
-// each pin is dropped as soon as its document is computed, so a batch larger than the pinned
-// share of the pool still computes).
+// ServingEngine::precompute, never pinned, so a batch larger than the pinned share of the pool
+// still computes).
 enum class PinMode { kKeep, kComputeOnly };
 
 // Pins `docs` in `tenant`, in order, and appends what the engine says of each to `pinned`
-// (under kComputeOnly, as the document stands after its pin was dropped).
+// (under kComputeOnly, as the document stands after the call, unpinned unless pinned before).
 // Every document is checked against the context and tokenized before the first pin (text whose
 // bytes alone prove it too long is refused untokenized). A failure appends nothing to `pinned`;
 // under kKeep it also unpins the batch's earlier documents, leaving the pins as they were, and
-// under kComputeOnly the documents computed before it stay cached, unpinned. The documents are
+// under kComputeOnly the documents computed before it stay cached, unpinned (the error names
+// `documents`: the batch is computed in engine requests of several documents). The documents are
 // noted as known (documents_from known) once all of them passed the checks. The error names
 // documents[i]; a refusal for room (the pinned share of the pool, or the tenant's quota) is a
 // 429 pin_quota_exceeded the caller may retry after unpinning. `client_gone` (polled while a

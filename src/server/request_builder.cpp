@@ -64,7 +64,7 @@ void RequestBuilder::note_known(const std::vector<DocumentRef>& documents, const
 
 std::vector<int32_t> RequestBuilder::document_tokens(const DocumentRef& d) const {
     if (!d.tokens.empty()) return d.tokens;
-    return tokenizer_.encode(engine::format_document(d.title, d.text), false, false);
+    return engine::document_tokens(tokenizer_, d.title, d.text);
 }
 
 Expected<std::vector<std::vector<int32_t>>> RequestBuilder::document_segments(const std::vector<DocumentRef>& documents,

@@ -9,6 +9,15 @@ std::string format_document(const std::string& title, const std::string& text) {
     return title.empty() ? text + "\n\n" : "Title: " + title + "\n" + text + "\n\n";
 }
 
+std::vector<int32_t> formatted_document_tokens(const tokenizer::Tokenizer& tokenizer, const std::string& formatted) {
+    return tokenizer.encode(formatted, /*add_special=*/false, /*parse_special=*/false);
+}
+
+std::vector<int32_t> document_tokens(const tokenizer::Tokenizer& tokenizer, const std::string& title,
+                                     const std::string& text) {
+    return formatted_document_tokens(tokenizer, format_document(title, text));
+}
+
 Expected<ChatSplit> split_rendered_chat(std::vector<tokenizer::ChatPiece> pieces, int32_t message) {
     auto at = std::find_if(pieces.begin(), pieces.end(), [message](const auto& p) { return p.message == message; });
     if (at == pieces.end()) {
@@ -74,7 +83,7 @@ Expected<RagRequest> build_rag_request(const tokenizer::Tokenizer& tok,
         split.preamble.push_back({text.system + "\n\n"});  // plain text: no special tokens
     }
     std::vector<std::vector<int32_t>> documents;
-    for (const auto& doc : text.documents) documents.push_back(tok.encode(doc, false, false));
+    for (const auto& doc : text.documents) documents.push_back(formatted_document_tokens(tok, doc));
     return assemble_rag_request(tok, split.preamble, std::move(documents), tok.encode(split.question, false, false),
                                 split.suffix);
 }

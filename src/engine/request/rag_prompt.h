@@ -56,4 +56,12 @@ Expected<RagRequest> assemble_rag_request(const tokenizer::Tokenizer& tokenizer,
 // retrieved passage.
 std::string format_document(const std::string& title, const std::string& text);
 
+// A document's segment tokens: the one rule that makes a document computed anywhere (`lazyattn
+// precompute`, POST /v1/documents, Python, a request carrying its text) the same cached segment
+// and the same store key. Tokenized alone, no BOS, no special tokens parsed from its text.
+std::vector<int32_t> document_tokens(const tokenizer::Tokenizer& tokenizer, const std::string& title,
+                                     const std::string& text);
+// The same for a document already laid out by format_document.
+std::vector<int32_t> formatted_document_tokens(const tokenizer::Tokenizer& tokenizer, const std::string& formatted);
+
 }  // namespace lazyattn::engine
