@@ -23,8 +23,8 @@
 #include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/data_files.h"
 #include "cli/model_path.h"
-#include "cli/store_probe.h"
 #include "core/progress.h"
 #include "core/timer.h"
 #include "engine/loading/block_finetune.h"
@@ -167,18 +167,221 @@ nlohmann::json paired_json(const std::string& variant, const std::string& refere
             {"only_reference", c.only_b}};
 }
 
-}  // namespace
+using TaskFilter = std::function<bool(const bench::QualityTask&)>;
 
-int run_bench_quality(const BenchQualityOptions& o) {
+// Every variant's answer to every task, and the groups the tables count them in.
+struct QualityResults {
+    std::vector<bench::QualityTask> tasks;
     std::vector<Variant> variants;
+    std::map<std::string, std::vector<Answer>> answers;  // per variant, per task
+    std::vector<std::string> families;                   // the groups compared per family
+    std::vector<std::pair<std::string, TaskFilter>> groups;
+
+    std::vector<bool> correct_where(const std::string& v, const TaskFilter& keep) const {
+        std::vector<bool> out;
+        for (size_t i = 0; i < tasks.size(); ++i) {
+            if (keep(tasks[i])) out.push_back(answers.at(v)[i].correct);
+        }
+        return out;
+    }
+};
+
+bool every_task(const bench::QualityTask&) { return true; }
+
+// The variants of --variants. The command's exit code: 0, or 2 for a bad spelling.
+int parse_variants(const BenchQualityOptions& o, std::vector<Variant>* variants) {
     for (const auto& spec : o.variants) {
         auto v = engine::parse_reuse_variant(spec);
         if (!v.ok()) {
             std::cerr << "error: variant '" << spec << "': " << v.status().to_string() << "\n";
             return 2;
         }
-        variants.push_back(*v);
+        variants->push_back(*v);
     }
+    return 0;
+}
+
+// "MODE:default": serve's default for this model. The command's exit code: 0, or 1 for a model
+// whose default cannot be read.
+int resolve_model_defaults(const engine::LoadedModel& lm, std::vector<Variant>* variants) {
+    for (Variant& v : *variants) {
+        if (!v.model_default) continue;
+        auto reuse = engine::model_default_document_reuse(lm.model->gguf());
+        if (!reuse.ok()) {
+            std::cerr << "error: variant '" << v.name << "': " << reuse.status().to_string() << "\n";
+            return 1;
+        }
+        v.reuse = *reuse;
+    }
+    return 0;
+}
+
+// The questions: the synthetic suite, then (with --wiki) the QA file's own. The command's exit
+// code: 0, 1 for an unreadable QA file, 2 for bad suite options.
+int make_tasks(const BenchQualityOptions& o, bench::QualitySuiteOptions* so, std::vector<bench::QualityTask>* tasks,
+               size_t* num_synthetic) {
+    auto qa = bench::read_qa_file(o.data_path);
+    if (!qa.ok() || qa->empty()) {
+        std::cerr << "error: " << (qa.ok() ? "no questions in " + o.data_path : qa.status().to_string()) << "\n";
+        return 1;
+    }
+    auto families_asked = bench::expand_families(o.families);
+    if (!families_asked.ok()) {
+        std::cerr << "error: " << families_asked.status().to_string() << "\n";
+        return 2;
+    }
+    so->seed = o.seed;
+    so->num_questions = o.num_questions;
+    so->families = *families_asked;
+    so->doc_counts = o.doc_counts;
+    so->max_prompt_words = o.max_prompt_words;
+    auto suite = bench::make_benchmark_suite(*so, *qa);
+    if (!suite.ok()) {
+        std::cerr << "error: " << suite.status().to_string() << "\n";
+        return 2;
+    }
+    *tasks = std::move(suite).value();
+    *num_synthetic = tasks->size();
+    if (o.wiki) {
+        for (auto& t : bench::qa_tasks(*qa)) tasks->push_back(std::move(t));
+    }
+    return 0;
+}
+
+// Groups: every question, each family (and the held-out ones together), each k, each answer
+// position.
+void add_groups(const BenchQualityOptions& o, const bench::QualitySuiteOptions& so, QualityResults& r) {
+    r.groups.push_back({"all", every_task});
+    r.families = so.families;
+    if (o.wiki) r.families.push_back("2wiki");
+    for (const auto& f : r.families)
+        r.groups.push_back({f, [f](const bench::QualityTask& t) { return t.family == f; }});
+    if (std::count_if(so.families.begin(), so.families.end(), bench::is_heldout_family) > 1) {
+        r.families.push_back("heldout");
+        r.groups.push_back({"heldout", [](const bench::QualityTask& t) { return bench::is_heldout_family(t.family); }});
+    }
+    for (int32_t k : o.doc_counts) {
+        r.groups.push_back({"k=" + std::to_string(k),
+                            [k](const bench::QualityTask& t) { return t.family != "2wiki" && t.num_docs == k; }});
+    }
+    for (const char* pos : {"first", "early", "middle", "late", "last"}) {
+        const std::string p = pos;
+        r.groups.push_back({"answer " + p, [p](const bench::QualityTask& t) { return position_bucket(t) == p; }});
+    }
+}
+
+void report_accuracy(const QualityResults& r, nlohmann::json& out) {
+    std::printf("\naccuracy %% [95%% Wilson interval]\n%-14s", "group");
+    for (const auto& v : r.variants) std::printf(" %-24s", v.name.c_str());
+    std::printf(" %6s\n", "n");
+    for (const auto& [name, keep] : r.groups) {
+        const size_t n = r.correct_where(r.variants[0].name, keep).size();
+        if (n == 0) continue;
+        std::printf("%-14s", name.c_str());
+        for (const auto& v : r.variants) {
+            const auto c = r.correct_where(v.name, keep);
+            std::printf(" %-24s", accuracy_cell(c).c_str());
+            const int64_t hits = std::count(c.begin(), c.end(), true);
+            const auto ci = bench::wilson_interval(hits, int64_t(n));
+            out["accuracy"][name][v.name] = {
+                {"n", n}, {"correct", hits}, {"accuracy", double(hits) / double(n)}, {"ci", {ci.low, ci.high}}};
+        }
+        std::printf(" %6zu\n", n);
+    }
+}
+
+void report_paired(const QualityResults& r, nlohmann::json& out) {
+    // Paired comparisons against the references present: the first variant and `lazy`.
+    std::vector<std::string> refs{r.variants[0].name};
+    if (r.answers.count("lazy") && r.variants[0].name != "lazy") refs.push_back("lazy");
+    std::printf("\npaired, every question: difference in points [95%% interval], McNemar p\n");
+    for (const auto& ref : refs) {
+        for (const auto& v : r.variants) {
+            if (v.name == ref) continue;
+            const auto c = bench::compare_paired(r.correct_where(v.name, every_task), r.correct_where(ref, every_task));
+            std::printf("%-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld only here, %lld only there)\n",
+                        v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
+                        100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
+            out["paired"].push_back(paired_json(v.name, ref, c));
+        }
+    }
+    // The same per family (the JSON has every reference; the table, the first variant).
+    if (r.families.size() > 1) std::printf("\npaired, per family\n");
+    for (const auto& [name, keep] : r.groups) {
+        if (std::find(r.families.begin(), r.families.end(), name) == r.families.end()) continue;
+        for (const auto& ref : refs) {
+            for (const auto& v : r.variants) {
+                if (v.name == ref) continue;
+                const auto c = bench::compare_paired(r.correct_where(v.name, keep), r.correct_where(ref, keep));
+                if (r.families.size() > 1 && ref == refs[0]) {
+                    std::printf("%-8s %-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld / %lld)\n", name.c_str(),
+                                v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
+                                100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
+                }
+                out["paired_by_group"][name].push_back(paired_json(v.name, ref, c));
+            }
+        }
+    }
+}
+
+void report_gap(const QualityResults& r, nlohmann::json& out) {
+    // Share of the lazy -> none gap each variant recovers.
+    if (r.answers.count("none") && r.answers.count("lazy")) {
+        auto acc = [&](const std::string& v) {
+            const auto c = r.correct_where(v, every_task);
+            return double(std::count(c.begin(), c.end(), true)) / double(c.size());
+        };
+        const double gap = acc("none") - acc("lazy");
+        std::printf("\ngap none - lazy: %.1f points\n", 100 * gap);
+        for (const auto& v : r.variants) {
+            if (v.name == "none" || v.name == "lazy" || gap <= 0) continue;
+            std::printf("%-24s recovers %.0f%% of it\n", v.name.c_str(), 100 * (acc(v.name) - acc("lazy")) / gap);
+            out["gap_recovered"][v.name] = (acc(v.name) - acc("lazy")) / gap;
+        }
+    }
+}
+
+void report_cost(const QualityResults& r, double seconds, nlohmann::json& out) {
+    // Variants sharing a document encoding share its computation here (whoever asked first is
+    // charged), so prefill per variant is not comparable; recomputed rows are per variant.
+    std::printf("\n%-24s %12s %16s   (all variants: %.0f s)\n", "variant", "prompt tok", "recomputed tok", seconds);
+    for (const auto& v : r.variants) {
+        int64_t prompt = 0, recomputed = 0;
+        double f1 = 0;
+        for (const auto& a : r.answers.at(v.name))
+            prompt += a.prompt_tokens, recomputed += a.recomputed_tokens, f1 += a.f1;
+        std::printf("%-24s %12lld %16lld\n", v.name.c_str(), (long long)prompt, (long long)recomputed);
+        out["cost"][v.name] = {{"prompt_tokens", prompt}, {"recomputed_tokens", recomputed}};
+        // SQuAD token F1, the 2Wiki convention (verbose replies keep it low).
+        out["mean_f1"][v.name] = f1 / double(std::max<size_t>(1, r.tasks.size()));
+    }
+}
+
+void report_questions(const QualityResults& r, nlohmann::json& out) {
+    for (size_t i = 0; i < r.tasks.size(); ++i) {
+        const auto& t = r.tasks[i];
+        nlohmann::json q = {{"family", t.family},
+                            {"k", t.num_docs},
+                            {"answer_doc", t.answer_doc},
+                            {"depth", t.depth},
+                            {"position", position_bucket(t)},
+                            {"chance", t.chance},
+                            {"question", t.question},
+                            {"answers", t.answers}};
+        for (const auto& v : r.variants) {
+            q["replies"][v.name] = r.answers.at(v.name)[i].reply;
+            q["correct"][v.name] = r.answers.at(v.name)[i].correct;
+            q["names_all"][v.name] = bench::reply_names_all(t, r.answers.at(v.name)[i].reply);
+        }
+        out["questions"].push_back(std::move(q));
+    }
+}
+
+}  // namespace
+
+int run_bench_quality(const BenchQualityOptions& o) {
+    QualityResults r;
+    if (int rc = parse_variants(o, &r.variants); rc != 0) return rc;
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     model::WeightOptions wo;
     wo.dequantize_all = o.fp32;
@@ -191,187 +394,41 @@ int run_bench_quality(const BenchQualityOptions& o) {
         std::cerr << "error: " << st.message() << "\n";
         return 2;
     }
-    for (Variant& v : variants) {  // "MODE:default": serve's default for this model
-        if (!v.model_default) continue;
-        auto reuse = engine::model_default_document_reuse(lm->model->gguf());
-        if (!reuse.ok()) {
-            std::cerr << "error: variant '" << v.name << "': " << reuse.status().to_string() << "\n";
-            return 1;
-        }
-        v.reuse = *reuse;
-    }
+    if (int rc = resolve_model_defaults(*lm, &r.variants); rc != 0) return rc;
     auto tmpl = tokenizer::select_chat_template("", lm->model->gguf());
     if (!tmpl.ok()) {
         std::cerr << "error: " << tmpl.status().to_string() << "\n";
         return 1;
     }
     const std::optional<tokenizer::ChatTemplate> chat = *tmpl;
-    auto qa = bench::read_qa_file(o.data_path);
-    if (!qa.ok() || qa->empty()) {
-        std::cerr << "error: " << (qa.ok() ? "no questions in " + o.data_path : qa.status().to_string()) << "\n";
-        return 1;
-    }
-    auto families_asked = bench::expand_families(o.families);
-    if (!families_asked.ok()) {
-        std::cerr << "error: " << families_asked.status().to_string() << "\n";
-        return 2;
-    }
     bench::QualitySuiteOptions so;
-    so.seed = o.seed;
-    so.num_questions = o.num_questions;
-    so.families = *families_asked;
-    so.doc_counts = o.doc_counts;
-    so.max_prompt_words = o.max_prompt_words;
-    auto suite = bench::make_benchmark_suite(so, *qa);
-    if (!suite.ok()) {
-        std::cerr << "error: " << suite.status().to_string() << "\n";
-        return 2;
-    }
-    std::vector<bench::QualityTask> tasks = std::move(suite).value();
-    const size_t num_synthetic = tasks.size();
-    if (o.wiki) {
-        for (auto& t : bench::qa_tasks(*qa)) tasks.push_back(std::move(t));
-    }
-    std::printf("%zu questions (%zu synthetic + %zu from %s%s), %zu variants, model %s\n", tasks.size(), num_synthetic,
-                tasks.size() - num_synthetic, o.data_path.c_str(), o.wiki ? "; --no-wiki leaves those out" : "",
-                variants.size(), path.c_str());
+    size_t num_synthetic = 0;
+    if (int rc = make_tasks(o, &so, &r.tasks, &num_synthetic); rc != 0) return rc;
+    std::printf("%zu questions (%zu synthetic + %zu from %s%s), %zu variants, model %s\n", r.tasks.size(),
+                num_synthetic, r.tasks.size() - num_synthetic, o.data_path.c_str(),
+                o.wiki ? "; --no-wiki leaves those out" : "", r.variants.size(), path.c_str());
 
-    std::map<std::string, std::vector<Answer>> answers;
     const double t0 = now_ms();
-    if (Status st = run_variants(*lm, chat, variants, tasks, o, answers); !st.ok()) {
+    if (Status st = run_variants(*lm, chat, r.variants, r.tasks, o, r.answers); !st.ok()) {
         std::cerr << "error: " << st.to_string() << "\n";
         return 1;
     }
     const double seconds = (now_ms() - t0) / 1000;
-
-    auto correct_where = [&](const std::string& v, const auto& keep) {
-        std::vector<bool> out;
-        for (size_t i = 0; i < tasks.size(); ++i) {
-            if (keep(tasks[i])) out.push_back(answers[v][i].correct);
-        }
-        return out;
-    };
-    auto all = [](const bench::QualityTask&) { return true; };
-
-    // Groups: every question, each family (and the held-out ones together), each k, each answer
-    // position.
-    std::vector<std::pair<std::string, std::function<bool(const bench::QualityTask&)>>> groups;
-    groups.push_back({"all", all});
-    std::vector<std::string> families = so.families;
-    if (o.wiki) families.push_back("2wiki");
-    for (const auto& f : families) groups.push_back({f, [f](const bench::QualityTask& t) { return t.family == f; }});
-    if (std::count_if(so.families.begin(), so.families.end(), bench::is_heldout_family) > 1) {
-        families.push_back("heldout");
-        groups.push_back({"heldout", [](const bench::QualityTask& t) { return bench::is_heldout_family(t.family); }});
-    }
-    for (int32_t k : o.doc_counts) {
-        groups.push_back({"k=" + std::to_string(k),
-                          [k](const bench::QualityTask& t) { return t.family != "2wiki" && t.num_docs == k; }});
-    }
-    for (const char* pos : {"first", "early", "middle", "late", "last"}) {
-        const std::string p = pos;
-        groups.push_back({"answer " + p, [p](const bench::QualityTask& t) { return position_bucket(t) == p; }});
-    }
+    add_groups(o, so, r);
 
     nlohmann::json out;
     out["model"] = path;
     out["weights"] = o.fp32 ? "fp32" : "as stored in the file";
     out["seed"] = o.seed;
     out["neighbours_corpus"] = o.neighbours_corpus;
-    out["num_questions"] = tasks.size();
-    for (const auto& v : variants) out["variants"].push_back(v.name);  // in the order run (objects sort keys)
-    std::printf("\naccuracy %% [95%% Wilson interval]\n%-14s", "group");
-    for (const auto& v : variants) std::printf(" %-24s", v.name.c_str());
-    std::printf(" %6s\n", "n");
-    for (const auto& [name, keep] : groups) {
-        const size_t n = correct_where(variants[0].name, keep).size();
-        if (n == 0) continue;
-        std::printf("%-14s", name.c_str());
-        for (const auto& v : variants) {
-            const auto c = correct_where(v.name, keep);
-            std::printf(" %-24s", accuracy_cell(c).c_str());
-            const int64_t hits = std::count(c.begin(), c.end(), true);
-            const auto ci = bench::wilson_interval(hits, int64_t(n));
-            out["accuracy"][name][v.name] = {
-                {"n", n}, {"correct", hits}, {"accuracy", double(hits) / double(n)}, {"ci", {ci.low, ci.high}}};
-        }
-        std::printf(" %6zu\n", n);
-    }
-    // Paired comparisons against the references present: the first variant and `lazy`.
-    std::vector<std::string> refs{variants[0].name};
-    if (answers.count("lazy") && variants[0].name != "lazy") refs.push_back("lazy");
-    std::printf("\npaired, every question: difference in points [95%% interval], McNemar p\n");
-    for (const auto& ref : refs) {
-        for (const auto& v : variants) {
-            if (v.name == ref) continue;
-            const auto c = bench::compare_paired(correct_where(v.name, all), correct_where(ref, all));
-            std::printf("%-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld only here, %lld only there)\n",
-                        v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
-                        100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
-            out["paired"].push_back(paired_json(v.name, ref, c));
-        }
-    }
-    // The same per family (the JSON has every reference; the table, the first variant).
-    if (families.size() > 1) std::printf("\npaired, per family\n");
-    for (const auto& [name, keep] : groups) {
-        if (std::find(families.begin(), families.end(), name) == families.end()) continue;
-        for (const auto& ref : refs) {
-            for (const auto& v : variants) {
-                if (v.name == ref) continue;
-                const auto c = bench::compare_paired(correct_where(v.name, keep), correct_where(ref, keep));
-                if (families.size() > 1 && ref == refs[0]) {
-                    std::printf("%-8s %-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld / %lld)\n", name.c_str(),
-                                v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
-                                100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
-                }
-                out["paired_by_group"][name].push_back(paired_json(v.name, ref, c));
-            }
-        }
-    }
-    // Share of the lazy -> none gap each variant recovers.
-    if (answers.count("none") && answers.count("lazy")) {
-        auto acc = [&](const std::string& v) {
-            const auto c = correct_where(v, all);
-            return double(std::count(c.begin(), c.end(), true)) / double(c.size());
-        };
-        const double gap = acc("none") - acc("lazy");
-        std::printf("\ngap none - lazy: %.1f points\n", 100 * gap);
-        for (const auto& v : variants) {
-            if (v.name == "none" || v.name == "lazy" || gap <= 0) continue;
-            std::printf("%-24s recovers %.0f%% of it\n", v.name.c_str(), 100 * (acc(v.name) - acc("lazy")) / gap);
-            out["gap_recovered"][v.name] = (acc(v.name) - acc("lazy")) / gap;
-        }
-    }
-    // Variants sharing a document encoding share its computation here (whoever asked first is
-    // charged), so prefill per variant is not comparable; recomputed rows are per variant.
-    std::printf("\n%-24s %12s %16s   (all variants: %.0f s)\n", "variant", "prompt tok", "recomputed tok", seconds);
-    for (const auto& v : variants) {
-        int64_t prompt = 0, recomputed = 0;
-        double f1 = 0;
-        for (const auto& a : answers[v.name]) prompt += a.prompt_tokens, recomputed += a.recomputed_tokens, f1 += a.f1;
-        std::printf("%-24s %12lld %16lld\n", v.name.c_str(), (long long)prompt, (long long)recomputed);
-        out["cost"][v.name] = {{"prompt_tokens", prompt}, {"recomputed_tokens", recomputed}};
-        // SQuAD token F1, the 2Wiki convention (verbose replies keep it low).
-        out["mean_f1"][v.name] = f1 / double(std::max<size_t>(1, tasks.size()));
-    }
+    out["num_questions"] = r.tasks.size();
+    for (const auto& v : r.variants) out["variants"].push_back(v.name);  // in the order run (objects sort keys)
+    report_accuracy(r, out);
+    report_paired(r, out);
+    report_gap(r, out);
+    report_cost(r, seconds, out);
     out["seconds"] = seconds;
-    for (size_t i = 0; i < tasks.size(); ++i) {
-        const auto& t = tasks[i];
-        nlohmann::json q = {{"family", t.family},
-                            {"k", t.num_docs},
-                            {"answer_doc", t.answer_doc},
-                            {"depth", t.depth},
-                            {"position", position_bucket(t)},
-                            {"chance", t.chance},
-                            {"question", t.question},
-                            {"answers", t.answers}};
-        for (const auto& v : variants) {
-            q["replies"][v.name] = answers[v.name][i].reply;
-            q["correct"][v.name] = answers[v.name][i].correct;
-            q["names_all"][v.name] = bench::reply_names_all(t, answers[v.name][i].reply);
-        }
-        out["questions"].push_back(std::move(q));
-    }
+    report_questions(r, out);
     if (!o.json_path.empty()) std::ofstream(o.json_path) << out.dump(1);
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
+#include "cli/data_files.h"
 #include "cli/model_path.h"
 #include "cli/store_probe.h"
 #include "core/progress.h"
@@ -119,6 +120,107 @@ void print_main_table(const std::vector<RunResult>& runs) {
     }
 }
 
+// Everything an HTTP peer needs to replay the same token stream under the same budget.
+nlohmann::json exported_workload(const bench::Workload& w, const bench::WorkloadConfig& wc, const BenchRagOptions& o,
+                                 const bench::KvBudget& budget) {
+    nlohmann::json reqs = nlohmann::json::array();
+    for (size_t i = 0; i < w.requests.size(); ++i) {
+        const auto& r = w.requests[i];
+        reqs.push_back({{"segments", r.segments},
+                        {"first_segment_is_preamble", r.first_segment_is_preamble},
+                        {"doc_ids", w.request_docs[i]},
+                        {"tail", r.tail},
+                        {"max_tokens", r.max_tokens},
+                        {"arrival_s", w.arrival_s[i]}});
+    }
+    return {{"digest", w.digest()},
+            {"digest_hex", hex_digest(w.digest())},
+            {"num_docs", wc.num_docs},
+            {"doc_tokens", wc.doc_tokens},
+            {"k", wc.docs_per_request},
+            {"zipf_s", wc.zipf_s},
+            {"seed", wc.seed},
+            {"warmup_requests", o.warmup_requests},
+            {"kv_budget_blocks", budget.num_blocks},
+            {"kv_budget_mib", budget.mib()},
+            {"kv_budget_docs", budget.docs()},
+            {"kv_block_size", budget.block_size},
+            {"kv_bytes_per_token", budget.bytes_per_token()},
+            {"requests", reqs}};
+}
+
+// The engine every mode's run starts from: the command's options under the stated KV budget.
+engine::EngineConfig rag_engine_config(const BenchRagOptions& o, const bench::KvBudget& budget) {
+    engine::EngineConfig base = engine_config_for(o.common);
+    base.kv_num_blocks = budget.num_blocks;
+    base.max_batch_tokens = o.max_batch_tokens;
+    base.max_prefill_while_decoding = o.max_prefill_while_decoding;
+    base.check_integrity = false;
+    return base;
+}
+
+// The workload's line of the JSON report.
+nlohmann::json workload_json(const bench::Workload& w, const bench::WorkloadConfig& wc, const BenchRagOptions& o,
+                             const bench::KvBudget& budget) {
+    return {{"num_docs", wc.num_docs},
+            {"doc_tokens", wc.doc_tokens},
+            {"k", wc.docs_per_request},
+            {"zipf_s", wc.zipf_s},
+            {"tail_tokens", wc.tail_tokens},
+            {"preamble_tokens", wc.preamble_tokens},
+            {"output_tokens", wc.output_tokens},
+            {"num_requests", wc.num_requests},
+            {"clients", o.clients},
+            {"warmup_requests", o.warmup_requests},
+            {"kv_budget_blocks", budget.num_blocks},
+            {"kv_budget_mib", budget.mib()},
+            {"kv_budget_docs", budget.docs()},
+            {"kv_bytes_per_token", budget.bytes_per_token()},
+            {"seed", wc.seed},
+            {"max_batch_tokens", o.max_batch_tokens},
+            {"max_prefill_while_decoding", o.max_prefill_while_decoding},
+            {"digest", w.digest()},
+            {"digest_hex", hex_digest(w.digest())}};
+}
+
+// Each --modes variant on the stream, then the floor, into *runs; a mode the budget refuses is
+// noted in out["refused"]. The command's exit code: 0, 2 for a bad --modes, 1 for a failed run.
+int run_modes(const bench::Workload& w, const bench::WorkloadConfig& wc, engine::LoadedModel& lm,
+              const BenchRagOptions& o, const engine::EngineConfig& base, nlohmann::json& out,
+              std::vector<RunResult>* runs) {
+    for (const auto& spec : o.modes) {
+        auto variant = engine::parse_reuse_variant(spec);
+        if (!variant.ok()) {
+            std::cerr << "error: --modes " << spec << ": " << variant.status().to_string() << "\n";
+            return 2;
+        }
+        engine::EngineConfig ec = base;
+        ec.cache_mode = variant->mode;
+        if (variant->kv_types) ec.kv_types = *variant->kv_types;  // "lazy@q8_0": its own KV types
+        bench::Workload wv = w;                                   // the same stream, read with this variant's settings
+        for (auto& req : wv.requests) req.reuse = variant->reuse;
+        auto r = run_one(wv, lm, o, spec, ec);
+        if (!r.ok() && r.status().code() == StatusCode::kResourceExhausted) {  // the budget, not a failure
+            std::printf("%s: refused under this KV budget: %s\n", spec.c_str(), r.status().message().c_str());
+            out["refused"].push_back({{"label", spec}, {"reason", r.status().message()}});
+            continue;
+        }
+        if (!r.ok()) {
+            std::cerr << "\nerror: " << r.status().to_string() << "\n";
+            return 1;
+        }
+        runs->push_back(*r);
+    }
+    if (o.floor) {  // on a pool that holds every document and the clients' working sets, whatever the budget
+        engine::EngineConfig ec = base;
+        auto all = rag_kv_budget(o, lm.model->config(), wc.num_docs + o.clients * (wc.docs_per_request + 1));
+        if (all.ok()) ec.kv_num_blocks = all->num_blocks;
+        auto r = run_one(w, lm, o, "floor (all cached)", ec, true);
+        if (r.ok()) runs->push_back(*r);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int run_bench_rag(const BenchRagOptions& o) {
@@ -152,89 +254,12 @@ int run_bench_rag(const BenchRagOptions& o) {
         wc.num_docs, wc.doc_tokens, wc.docs_per_request, wc.zipf_s, wc.tail_tokens, wc.output_tokens, wc.num_requests,
         o.warmup_requests, o.clients, (unsigned long long)w->digest(), budget->describe().c_str());
     if (!o.export_workload_path.empty()) {
-        // Everything an HTTP peer needs to replay the same token stream under the same budget.
-        nlohmann::json reqs = nlohmann::json::array();
-        for (size_t i = 0; i < w->requests.size(); ++i) {
-            const auto& r = w->requests[i];
-            reqs.push_back({{"segments", r.segments},
-                            {"first_segment_is_preamble", r.first_segment_is_preamble},
-                            {"doc_ids", w->request_docs[i]},
-                            {"tail", r.tail},
-                            {"max_tokens", r.max_tokens},
-                            {"arrival_s", w->arrival_s[i]}});
-        }
-        const nlohmann::json exported = {{"digest", w->digest()},
-                                         {"digest_hex", hex_digest(w->digest())},
-                                         {"num_docs", wc.num_docs},
-                                         {"doc_tokens", wc.doc_tokens},
-                                         {"k", wc.docs_per_request},
-                                         {"zipf_s", wc.zipf_s},
-                                         {"seed", wc.seed},
-                                         {"warmup_requests", o.warmup_requests},
-                                         {"kv_budget_blocks", budget->num_blocks},
-                                         {"kv_budget_mib", budget->mib()},
-                                         {"kv_budget_docs", budget->docs()},
-                                         {"kv_block_size", budget->block_size},
-                                         {"kv_bytes_per_token", budget->bytes_per_token()},
-                                         {"requests", reqs}};
-        std::ofstream(o.export_workload_path) << exported.dump();
+        std::ofstream(o.export_workload_path) << exported_workload(*w, wc, o, *budget).dump();
     }
-    engine::EngineConfig base = engine_config_for(o.common);
-    base.kv_num_blocks = budget->num_blocks;
-    base.max_batch_tokens = o.max_batch_tokens;
-    base.max_prefill_while_decoding = o.max_prefill_while_decoding;
-    base.check_integrity = false;
-    nlohmann::json out = {{"workload",
-                           {{"num_docs", wc.num_docs},
-                            {"doc_tokens", wc.doc_tokens},
-                            {"k", wc.docs_per_request},
-                            {"zipf_s", wc.zipf_s},
-                            {"tail_tokens", wc.tail_tokens},
-                            {"preamble_tokens", wc.preamble_tokens},
-                            {"output_tokens", wc.output_tokens},
-                            {"num_requests", wc.num_requests},
-                            {"clients", o.clients},
-                            {"warmup_requests", o.warmup_requests},
-                            {"kv_budget_blocks", budget->num_blocks},
-                            {"kv_budget_mib", budget->mib()},
-                            {"kv_budget_docs", budget->docs()},
-                            {"kv_bytes_per_token", budget->bytes_per_token()},
-                            {"seed", wc.seed},
-                            {"max_batch_tokens", o.max_batch_tokens},
-                            {"max_prefill_while_decoding", o.max_prefill_while_decoding},
-                            {"digest", w->digest()},
-                            {"digest_hex", hex_digest(w->digest())}}}};
+    const engine::EngineConfig base = rag_engine_config(o, *budget);
+    nlohmann::json out = {{"workload", workload_json(*w, wc, o, *budget)}};
     std::vector<RunResult> runs;
-    for (const auto& spec : o.modes) {
-        auto variant = engine::parse_reuse_variant(spec);
-        if (!variant.ok()) {
-            std::cerr << "error: --modes " << spec << ": " << variant.status().to_string() << "\n";
-            return 2;
-        }
-        engine::EngineConfig ec = base;
-        ec.cache_mode = variant->mode;
-        if (variant->kv_types) ec.kv_types = *variant->kv_types;  // "lazy@q8_0": its own KV types
-        bench::Workload wv = *w;                                  // the same stream, read with this variant's settings
-        for (auto& req : wv.requests) req.reuse = variant->reuse;
-        auto r = run_one(wv, *lm, o, spec, ec);
-        if (!r.ok() && r.status().code() == StatusCode::kResourceExhausted) {  // the budget, not a failure
-            std::printf("%s: refused under this KV budget: %s\n", spec.c_str(), r.status().message().c_str());
-            out["refused"].push_back({{"label", spec}, {"reason", r.status().message()}});
-            continue;
-        }
-        if (!r.ok()) {
-            std::cerr << "\nerror: " << r.status().to_string() << "\n";
-            return 1;
-        }
-        runs.push_back(*r);
-    }
-    if (o.floor) {  // on a pool that holds every document and the clients' working sets, whatever the budget
-        engine::EngineConfig ec = base;
-        auto all = rag_kv_budget(o, lm->model->config(), wc.num_docs + o.clients * (wc.docs_per_request + 1));
-        if (all.ok()) ec.kv_num_blocks = all->num_blocks;
-        auto r = run_one(*w, *lm, o, "floor (all cached)", ec, true);
-        if (r.ok()) runs.push_back(*r);
-    }
+    if (int rc = run_modes(*w, wc, *lm, o, base, out, &runs); rc != 0) return rc;
     print_main_table(runs);
     for (const auto& r : runs) out["runs"].push_back(to_json(r));
     auto write_json = [&] {

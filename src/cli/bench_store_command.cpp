@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -16,6 +17,7 @@
 #include "bench/rag_stats.h"
 #include "bench/rag_workload.h"
 #include "cli/cli_options.h"
+#include "cli/data_files.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
 #include "cli/store_probe.h"
@@ -72,38 +74,34 @@ CLI::App* add_bench_store_command(CLI::App& parent, BenchStoreOptions& o) {
     return bs;
 }
 
-int run_bench_store(const BenchStoreOptions& o) {
-    namespace fs = std::filesystem;
-    // The tiers measured: as given, or a fresh directory of our own (removed at the end).
-    std::vector<std::string> tiers = o.common.kv_stores;
-    std::string own_dir;
-    if (tiers.empty()) {
-        own_dir = (fs::temp_directory_path() / ("lazyattn-bench-store-" + std::to_string(getpid()))).string();
-        fs::remove_all(own_dir);
-        tiers.push_back(own_dir);
-    }
-    struct RemoveOwnDir {
-        std::string dir;
-        ~RemoveOwnDir() {
-            std::error_code ec;
-            if (!dir.empty()) fs::remove_all(dir, ec);
-        }
-    } cleanup{own_dir};
+namespace {
 
-    // Measuring a tier that does not answer would spend the whole run on time-outs.
-    if (const auto down = unreachable_store_tiers(tiers, o.common.kv_store_tier); !down.empty()) {
-        return fail(unavailable(describe(down.front())));
+// A directory of our own, removed when the command ends (when no --kv-store is given).
+struct OwnTierDir {
+    std::string dir;
+    ~OwnTierDir() {
+        std::error_code ec;
+        if (!dir.empty()) std::filesystem::remove_all(dir, ec);
     }
-    const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
-    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
-    if (!lm.ok()) return fail(lm.status());
+};
 
-    // Fresh documents per repetition (plus one warm-up set), so no source sees a set twice. The
-    // workload cuts documents from a few hundred passages, so some come out identical: three
-    // times the need is drawn and the distinct ones kept.
-    const int32_t sets = o.repetitions + 1;
-    const int32_t need = sets * o.docs_per_request;
+// The documents of each repetition (plus one warm-up set), distinct, and the two questions.
+struct DocumentSets {
+    bench::Workload workload;
+    std::vector<int32_t> distinct;  // pool indices, docs_per_request per set
+    int32_t docs_per_request = 0;
+    std::vector<int32_t> warm_tail, tail;
+
+    std::vector<int32_t> docs(int32_t set) const {
+        return {distinct.begin() + set * docs_per_request, distinct.begin() + (set + 1) * docs_per_request};
+    }
+};
+
+// Fresh documents per repetition (plus one warm-up set), so no source sees a set twice. The
+// workload cuts documents from a few hundred passages, so some come out identical: three
+// times the need is drawn and the distinct ones kept.
+Expected<DocumentSets> make_document_sets(const BenchStoreOptions& o, const tokenizer::Tokenizer& tok) {
+    const int32_t need = (o.repetitions + 1) * o.docs_per_request;
     bench::WorkloadConfig wc;
     wc.num_docs = 3 * need;
     wc.doc_tokens = o.doc_tokens;
@@ -112,97 +110,90 @@ int run_bench_store(const BenchStoreOptions& o) {
     wc.num_requests = 2;
     wc.zipf_s = 0;
     wc.passages_path = o.data_path;
-    auto w = bench::make_workload(wc, *lm->tokenizer);
-    if (!w.ok()) return fail(w.status(), 2);
-    std::vector<int32_t> distinct;
-    {
-        std::set<std::vector<int32_t>> seen;
-        for (int32_t d = 0; d < wc.num_docs && int32_t(distinct.size()) < need; ++d) {
-            if (seen.insert(w->docs[size_t(d)]).second) distinct.push_back(d);
-        }
+    LA_ASSIGN_OR_RETURN(bench::Workload w, bench::make_workload(wc, tok));
+    DocumentSets sets;
+    sets.docs_per_request = o.docs_per_request;
+    std::set<std::vector<int32_t>> seen;
+    for (int32_t d = 0; d < wc.num_docs && int32_t(sets.distinct.size()) < need; ++d) {
+        if (seen.insert(w.docs[size_t(d)]).second) sets.distinct.push_back(d);
     }
-    if (int32_t(distinct.size()) < need) {
-        return fail(invalid_argument("the passages give only " + std::to_string(distinct.size()) +
-                                     " distinct documents of this length; fewer --repetitions or a larger --data"),
-                    2);
+    if (int32_t(sets.distinct.size()) < need) {
+        return invalid_argument("the passages give only " + std::to_string(sets.distinct.size()) +
+                                " distinct documents of this length; fewer --repetitions or a larger --data");
     }
     // Measured requests ask another question than the warm-up ones, so the question is computed
     // in every source (cached tails would make the floor a different request).
-    const std::vector<int32_t> warm_tail = w->requests[0].tail;
-    std::vector<int32_t> tail = w->requests[1].tail;
-    if (tail == warm_tail) std::reverse(tail.begin(), tail.end());
-    auto set_docs = [&](int32_t set) {
-        std::vector<int32_t> d(size_t(o.docs_per_request));
-        for (int32_t i = 0; i < o.docs_per_request; ++i) d[size_t(i)] = distinct[size_t(set * o.docs_per_request + i)];
-        return d;
-    };
+    sets.warm_tail = w.requests[0].tail;
+    sets.tail = w.requests[1].tail;
+    if (sets.tail == sets.warm_tail) std::reverse(sets.tail.begin(), sets.tail.end());
+    sets.workload = std::move(w);
+    return sets;
+}
 
-    engine::EngineConfig base = engine_config_for(o.common);  // the stores: per engine, below
-    base.kv_cache_mb = o.kv_cache_mb;
-    base.check_integrity = false;
-    base.kv_store_writer.max_pending_bytes = 0;  // the writer engine queues every document, then flushes
-    auto make_engine = [&](std::vector<std::string> stores) -> Expected<std::unique_ptr<engine::SyncEngine>> {
-        engine::EngineConfig ec = base;
-        ec.kv_stores = std::move(stores);
-        return engine::SyncEngine::create(*lm->model, *lm->tokenizer, ec);
-    };
+using EngineMaker = std::function<Expected<std::unique_ptr<engine::SyncEngine>>(std::vector<std::string>)>;
 
-    // Every document into every tier first, by a writer engine of its own (flushed, then gone).
-    {
-        auto writer = make_engine(tiers);
-        if (!writer.ok()) return fail(writer.status(), 2);
-        ProgressBar bar("bench store: filling the tiers", sets);
-        for (int32_t set = 0; set < sets; ++set) {
-            auto r = (*writer)->run(request_over(*w, set_docs(set), tail));
-            if (!r.ok()) return fail(r.status());
-            bar.update(set + 1);
-        }
-        bar.finish();
-        store::SegmentStore* st = (*writer)->scheduler().segment_store();
-        if (st == nullptr) return fail(invalid_argument("no store opened"));
-        st->flush();
-        for (const store::TierStats& t : st->stats().tiers) {
-            if (t.errors > 0) {
-                return fail(unavailable("the " + t.name + " tier " + t.where + " failed while being filled (" +
-                                        std::to_string(t.errors) + " errors)"));
-            }
+// Every document into every tier first, by a writer engine of its own (flushed, then gone).
+// *start_failed: the writer engine did not start (the command's exit code is then 2, not 1).
+Status fill_tiers(const DocumentSets& sets, int32_t num_sets, const std::vector<std::string>& tiers,
+                  const EngineMaker& make_engine, bool* start_failed) {
+    auto writer = make_engine(tiers);
+    if (!writer.ok()) {
+        *start_failed = true;
+        return writer.status();
+    }
+    ProgressBar bar("bench store: filling the tiers", num_sets);
+    for (int32_t set = 0; set < num_sets; ++set) {
+        LA_RETURN_IF_ERROR((*writer)->run(request_over(sets.workload, sets.docs(set), sets.tail)).status());
+        bar.update(set + 1);
+    }
+    bar.finish();
+    store::SegmentStore* st = (*writer)->scheduler().segment_store();
+    if (st == nullptr) return invalid_argument("no store opened");
+    st->flush();
+    for (const store::TierStats& t : st->stats().tiers) {
+        if (t.errors > 0) {
+            return unavailable("the " + t.name + " tier " + t.where + " failed while being filled (" +
+                               std::to_string(t.errors) + " errors)");
         }
     }
+    return {};
+}
 
+// The sources side by side: recompute, each tier, the RAM pool, the all-cached floor (last).
+Expected<std::vector<Source>> make_sources(const std::vector<std::string>& tiers, const EngineMaker& make_engine) {
     std::vector<Source> sources;
     auto add_source = [&](std::string name, std::string detail, std::vector<std::string> stores) -> Status {
         LA_ASSIGN_OR_RETURN(auto e, make_engine(std::move(stores)));
         sources.push_back({std::move(name), std::move(detail), std::move(e), {}, 0, 0, 0});
         return {};
     };
-    if (Status st = add_source("recompute", "prefilled from scratch", {}); !st.ok()) return fail(st, 2);
+    LA_RETURN_IF_ERROR(add_source("recompute", "prefilled from scratch", {}));
     for (const std::string& t : tiers) {
         const std::string kind = t.rfind("redis://", 0) == 0 ? "redis" : "disk";
-        if (Status st = add_source(kind, t, {t}); !st.ok()) return fail(st, 2);
+        LA_RETURN_IF_ERROR(add_source(kind, t, {t}));
     }
-    if (Status st = add_source("ram", "cached by an earlier request, asked in another order", {}); !st.ok()) {
-        return fail(st, 2);
-    }
-    if (Status st = add_source("floor", "cached by a request with the same documents in the same order", {});
-        !st.ok()) {
-        return fail(st, 2);
-    }
+    LA_RETURN_IF_ERROR(add_source("ram", "cached by an earlier request, asked in another order", {}));
+    LA_RETURN_IF_ERROR(add_source("floor", "cached by a request with the same documents in the same order", {}));
+    return sources;
+}
 
-    // Interleaved: repetition by repetition, every source in turn (drift hits all alike). Set 0
-    // warms every engine up and is not measured.
-    ProgressBar bar("bench store", int64_t(sets) * int64_t(sources.size()));
+// Interleaved: repetition by repetition, every source in turn (drift hits all alike). Set 0
+// warms every engine up and is not measured.
+Status measure(const DocumentSets& sets, int32_t num_sets, std::vector<Source>& sources) {
+    ProgressBar bar("bench store", int64_t(num_sets) * int64_t(sources.size()));
     int64_t done = 0;
-    for (int32_t set = 0; set < sets; ++set) {
-        const std::vector<int32_t> docs = set_docs(set);
+    for (int32_t set = 0; set < num_sets; ++set) {
+        const std::vector<int32_t> docs = sets.docs(set);
         std::vector<int32_t> reversed(docs.rbegin(), docs.rend());
         for (Source& s : sources) {
             if (s.name == "ram" || s.name == "floor") {  // cache the documents first, unmeasured
-                auto warm = s.engine->run(request_over(*w, s.name == "ram" ? docs : reversed, warm_tail));
-                if (!warm.ok()) return fail(warm.status());
+                auto warm =
+                    s.engine->run(request_over(sets.workload, s.name == "ram" ? docs : reversed, sets.warm_tail));
+                if (!warm.ok()) return warm.status();
             }
-            auto r = s.engine->run(request_over(*w, reversed, tail));
-            if (!r.ok()) return fail(r.status());
-            if (r->finish_reason == "error") return fail(r->status);
+            auto r = s.engine->run(request_over(sets.workload, reversed, sets.tail));
+            if (!r.ok()) return r.status();
+            if (r->finish_reason == "error") return r->status;
             bar.update(++done);
             if (set == 0) continue;
             s.ttft_ms.push_back(r->stats.ttft_ms);
@@ -212,12 +203,17 @@ int run_bench_store(const BenchStoreOptions& o) {
         }
     }
     bar.finish();
+    return {};
+}
 
-    // The table: p50 with its bootstrap interval, p90, and how much faster than recomputing.
+// The table: p50 with its bootstrap interval, p90, and how much faster than recomputing; the
+// same rows as JSON.
+nlohmann::json print_sources(const BenchStoreOptions& o, const std::string& model_path,
+                             const std::vector<Source>& sources) {
     const double recompute_p50 = bench::percentile(sources.front().ttft_ms, 50);
     const double floor_p50 = bench::percentile(sources.back().ttft_ms, 50);
     std::printf("\n%d documents of %d tokens + %d question tokens per request, %d requests per source, model %s\n",
-                o.docs_per_request, o.doc_tokens, o.tail_tokens, o.repetitions, path.c_str());
+                o.docs_per_request, o.doc_tokens, o.tail_tokens, o.repetitions, model_path.c_str());
     std::printf("%-10s %10s %19s %10s %12s %10s  %s\n", "source", "TTFT p50", "95% CI", "p90", "vs recompute",
                 "vs floor", "documents (store/RAM/computed)");
     nlohmann::json rows = nlohmann::json::array();
@@ -246,6 +242,50 @@ int run_bench_store(const BenchStoreOptions& o) {
     std::printf(
         "(vs recompute: recompute's p50 over this source's, > 1 is faster; vs floor: this source's p50 over "
         "the all-cached floor's; disk reads go through the OS page cache)\n");
+    return rows;
+}
+
+}  // namespace
+
+int run_bench_store(const BenchStoreOptions& o) {
+    namespace fs = std::filesystem;
+    // The tiers measured: as given, or a fresh directory of our own (removed at the end).
+    std::vector<std::string> tiers = o.common.kv_stores;
+    OwnTierDir own;
+    if (tiers.empty()) {
+        own.dir = (fs::temp_directory_path() / ("lazyattn-bench-store-" + std::to_string(getpid()))).string();
+        fs::remove_all(own.dir);
+        tiers.push_back(own.dir);
+    }
+    // Measuring a tier that does not answer would spend the whole run on time-outs.
+    if (const auto down = unreachable_store_tiers(tiers, o.common.kv_store_tier); !down.empty()) {
+        return fail(unavailable(describe(down.front())));
+    }
+    const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
+    if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
+    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
+    if (!lm.ok()) return fail(lm.status());
+    auto sets = make_document_sets(o, *lm->tokenizer);
+    if (!sets.ok()) return fail(sets.status(), 2);
+    const int32_t num_sets = o.repetitions + 1;
+
+    engine::EngineConfig base = engine_config_for(o.common);  // the stores: per engine, below
+    base.kv_cache_mb = o.kv_cache_mb;
+    base.check_integrity = false;
+    base.kv_store_writer.max_pending_bytes = 0;  // the writer engine queues every document, then flushes
+    const EngineMaker make_engine = [&](std::vector<std::string> stores) {
+        engine::EngineConfig ec = base;
+        ec.kv_stores = std::move(stores);
+        return engine::SyncEngine::create(*lm->model, *lm->tokenizer, ec);
+    };
+    bool start_failed = false;
+    if (Status st = fill_tiers(*sets, num_sets, tiers, make_engine, &start_failed); !st.ok()) {
+        return fail(st, start_failed ? 2 : 1);
+    }
+    auto sources = make_sources(tiers, make_engine);
+    if (!sources.ok()) return fail(sources.status(), 2);
+    if (Status st = measure(*sets, num_sets, *sources); !st.ok()) return fail(st);
+    const nlohmann::json rows = print_sources(o, path, *sources);
     if (!o.json_path.empty()) {
         nlohmann::json out = {{"model", path},
                               {"docs_per_request", o.docs_per_request},

@@ -169,13 +169,14 @@ std::string env_name_for(const std::string& long_name) {
     return out;
 }
 
-CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
-    // Integer ranges rather than CLI::PositiveNumber, whose error prints the range up to DBL_MAX.
-    const auto positive = CLI::Range(1, INT32_MAX), non_negative = CLI::Range(0, INT32_MAX);
-    const auto seconds = CLI::Range(0.001, 1e9);
-    CLI::App* sv = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, documents, metrics)");
-    sv->set_help_flag("-h,--help,--usage", "print this help message and exit");
-    add_common_options(sv, o.common);
+namespace {
+
+// Integer ranges rather than CLI::PositiveNumber, whose error prints the range up to DBL_MAX.
+const auto positive = CLI::Range(1, INT32_MAX), non_negative = CLI::Range(0, INT32_MAX);
+const auto seconds = CLI::Range(0.001, 1e9);
+
+// Where serve listens and the model id clients name.
+void add_serve_network_options(CLI::App* sv, ServeOptions& o) {
     // llama-server's --host takes a comma-separated list, or a UNIX socket path ending in .sock.
     sv->add_option_function<std::string>(
           "--host",
@@ -219,6 +220,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     sv->add_flag("--strict-model-name", o.strict_model_name,
                  "answer 404 to a request naming another model (vLLM); by default it is answered by this "
                  "model, as llama-server does");
+}
+
+// The engine's capacity: context, KV pool, batch, queue, HTTP workers; and the chat template.
+void add_serve_engine_options(CLI::App* sv, ServeOptions& o) {
     sv->add_option("-c,--ctx-size,--max-model-len", o.max_model_len,
                    "cap the context length below the model's (0 = the model's)")
         ->check(non_negative);
@@ -264,6 +269,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
           },
           "chat template: chatml | llama3 | a .jinja file (default: the model file's own)")
         ->type_name("TEMPLATE");
+}
+
+// API keys and the endpoints open without one.
+void add_serve_auth_options(CLI::App* sv, ServeOptions& o) {
     // Split here, not by CLI11's delimiter: a value that splits to nothing (",") must be refused,
     // not make the parser take the next word as the key. Each --api-key takes exactly one word.
     sv->add_option_function<std::vector<std::string>>(
@@ -283,6 +292,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                    "with API keys: GET endpoints reachable without one (health, metrics; 'none' for neither)")
         ->delimiter(',')
         ->check(CLI::IsMember({"health", "metrics", "none"}));
+}
+
+// How requests carry documents and read their cached KV.
+void add_serve_document_options(CLI::App* sv, ServeOptions& o) {
     sv->add_option(
         "--document-reuse", o.document_reuse,
         "how requests that do not say read cached documents: plain, or anchor, neighbours=K (the "
@@ -314,6 +327,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                    "which message holds them: auto (the last user message, else the system message), last_user, "
                    "system, or an index");
     sv->add_option("--max-documents", o.max_documents, "most documents one request may carry")->check(positive);
+}
+
+// Per-request and per-client limits, timeouts, health and pins.
+void add_serve_limit_options(CLI::App* sv, ServeOptions& o) {
     sv->add_option("--max-tokens-cap", o.max_tokens_cap, "most tokens one request may generate (clamped)")
         ->check(positive);
     sv->add_option("--header-timeout", o.header_timeout_s, "seconds a client has to send a request's headers")
@@ -335,6 +352,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         ->check(CLI::Range(0.0, 1.0));
     sv->add_option("--pin-quota-blocks", o.pin_quota_blocks, "KV blocks one tenant may pin (0 = only the global share)")
         ->check(non_negative);
+}
+
+// vLLM's and llama-server's spellings of lazyattn options.
+void add_serve_other_spellings(CLI::App* sv, ServeOptions& o) {
     // vLLM's `vllm serve MODEL` and its switch-off of prefix caching; llama-server's --log-disable.
     sv->add_option("model_file", o.common.model_path, "GGUF model file, as -m (vLLM's `vllm serve MODEL`)")
         ->type_name("FILE");
@@ -362,10 +383,9 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     sv->add_flag_callback(
         "--no-cache-prompt", [&o] { o.cache_mode = "none"; },
         "llama-server's spelling of --cache-mode none (every request computed in full)");
-    sv->add_flag("--check", o.check,
-                 "load the model, size the KV pool, bind the port, print what serve would run, then exit (0: it "
-                 "would start)");
-    add_compat_flags(sv, true, o.common.compat_warnings);
+}
+
+void add_list_flags_option(CLI::App* sv) {
     // Hidden: every spelling serve takes, for tests/e2e/test_llama_server_flags.py. One option a
     // line, "option|warn|refuse VALUES NAME,NAME... HELP" (VALUES: 0 a flag, -1 an optional value),
     // then "short -ngl --n-gpu-layers" for each multi-letter single-dash spelling.
@@ -392,6 +412,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
           },
           "")
         ->group("");
+}
+
+// Each serve option with a value also reads LAZYATTN_ARG_<NAME> (env_name_for).
+void add_serve_env_names(CLI::App* sv) {
     for (CLI::Option* opt : sv->get_options()) {
         if (opt == sv->get_help_ptr() || opt->get_lnames().empty() || opt->get_group().rfind("Compat", 0) == 0 ||
             opt->get_type_size() == 0) {
@@ -399,6 +423,27 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
         }
         opt->envname(env_name_for(opt->get_lnames().front()));
     }
+}
+
+}  // namespace
+
+CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
+    CLI::App* sv = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, documents, metrics)");
+    sv->set_help_flag("-h,--help,--usage", "print this help message and exit");
+    // The groups in the order --help lists them.
+    add_common_options(sv, o.common);
+    add_serve_network_options(sv, o);
+    add_serve_engine_options(sv, o);
+    add_serve_auth_options(sv, o);
+    add_serve_document_options(sv, o);
+    add_serve_limit_options(sv, o);
+    add_serve_other_spellings(sv, o);
+    sv->add_flag("--check", o.check,
+                 "load the model, size the KV pool, bind the port, print what serve would run, then exit (0: it "
+                 "would start)");
+    add_compat_flags(sv, true, o.common.compat_warnings);
+    add_list_flags_option(sv);
+    add_serve_env_names(sv);
     return sv;
 }
 

@@ -1,10 +1,7 @@
-// Start-up checks of the command line's inputs that would otherwise fail minutes later: each
-// --kv-store tier is opened and asked for one key (a Redis that is not running is reported at
-// once, naming the URL and the error), and the bundled data file is found from any working
-// directory, as the default model is.
+// A start-up check of the command line's --kv-store tiers, that would otherwise fail minutes
+// later: each tier is opened and asked for one key (a Redis that is not running is reported at
+// once, naming the URL and the error).
 #pragma once
-
-#include <CLI/CLI.hpp>
 
 #include <string>
 #include <vector>
@@ -29,13 +26,5 @@ std::string describe(const UnreachableTier& t);
 // For the commands that go on without a tier (serve, generate, bench rag: the tier is retried
 // with a growing back-off): one warning line per unreachable tier, before the model loads.
 void warn_unreachable_store_tiers(const std::vector<std::string>& uris, const store::TierOptions& options);
-
-// `path` as given when it exists; else, for a relative path, the same path under the folders
-// above the lazyattn binary (where the repository's data/ is); else kNotFound naming `flag`.
-Expected<std::string> find_data_file(const std::string& path, const std::string& flag);
-
-// Registers on `cmd` (once its options are parsed) the lookup of `path` with find_data_file; a
-// file found nowhere is a parse error naming `flag`.
-void resolve_data_file_after_parse(CLI::App* cmd, std::string& path, const std::string& flag);
 
 }  // namespace lazyattn::cli
