@@ -67,6 +67,15 @@ std::optional<ApiError> tokens_of(ServerContext& ctx, json& body, bool add_speci
     return std::nullopt;
 }
 
+// A token's text as llama-server gives it: a string when it is valid UTF-8 alone, else its bytes
+// (a token that is part of a character would otherwise come back as U+FFFD).
+json piece_json(const std::string& piece) {
+    if (text::is_valid_utf8(piece)) return piece;
+    json bytes = json::array();
+    for (const unsigned char c : piece) bytes.push_back(int(c));
+    return bytes;
+}
+
 }  // namespace
 
 void handle_tokenize(ServerContext& ctx, const http::HttpRequest& req, http::HttpResponse& res) {
@@ -86,7 +95,7 @@ void handle_tokenize(ServerContext& ctx, const http::HttpRequest& req, http::Htt
     json tokens = json::array();
     for (int32_t id : ids) {
         if (with_pieces) {
-            tokens.push_back({{"id", id}, {"piece", ctx.tokenizer.token_to_piece(id, true)}});
+            tokens.push_back({{"id", id}, {"piece", piece_json(ctx.tokenizer.token_to_piece(id, true))}});
         } else {
             tokens.push_back(id);
         }

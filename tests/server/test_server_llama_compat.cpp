@@ -98,5 +98,31 @@ TEST(ServerLlamaCompat, AContextOverflowCarriesBothPeersFields) {
     EXPECT_EQ(e["n_ctx"], 512) << r.body;
 }
 
+// /tokenize with_pieces: a token that is part of a character comes back as its bytes (a list of
+// ints, as llama-server gives it), never as U+FFFD; the pieces' bytes are the text.
+TEST(ServerLlamaCompat, TokenPiecesThatSplitACharacterAreBytes) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const std::string text = "emoji \xf0\x9f\xa4\x97 and \xe5\xaa\xbd";
+    const auto r = curl("POST", s.url("/tokenize"), json{{"content", text}, {"with_pieces", true}}.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::string joined;
+    int byte_pieces = 0;
+    const json body = parse_or_null(r.body);
+    for (const json& t : body["tokens"]) {
+        const json& piece = t["piece"];
+        if (piece.is_string()) {
+            EXPECT_EQ(piece.get<std::string>().find("\xef\xbf\xbd"), std::string::npos) << r.body;  // U+FFFD
+            joined += piece.get<std::string>();
+        } else {
+            ASSERT_TRUE(piece.is_array()) << r.body;
+            ++byte_pieces;
+            for (const json& b : piece) joined += char(b.get<int>());
+        }
+    }
+    EXPECT_GT(byte_pieces, 0) << "no token split a character: the case is not exercised; " << r.body;
+    EXPECT_EQ(joined, text) << r.body;
+}
+
 }  // namespace
 }  // namespace lazyattn::testing
