@@ -1,6 +1,7 @@
 #include "engine/engine_core.h"
 
 #include "core/timer.h"
+#include "engine/reuse/phase_kinds.h"
 #include "store/model_fingerprint.h"
 
 namespace lazyattn::engine {
@@ -10,9 +11,7 @@ ModelFacts model_facts(const model::Model& model, const EngineConfig& config) {
     facts.vocab_size = model.config().vocab_size;
     facts.context_length = model.config().context_length;
     facts.description = model.config().describe();
-    facts.measures_attention = model.backend().attention_mass_supported();
-    facts.measures_kv_deviation =
-        model.backend().kv_deviation_supported() && model.config().num_layers > model::Model::kDeviationLayer;
+    facts.measurements = supported_measurements(model);
     if (!config.kv_stores.empty() && segments_are_blocks(config.cache_mode)) {
         const double t0 = now_ms();
         facts.fingerprint = store::model_fingerprint(model);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/request/token_logprobs.h"
+#include "engine/reuse/phase_kinds.h"
 #include "engine/sequence/prefill_phase.h"
 #include "model/kv_block_copy.h"
 
@@ -55,11 +56,11 @@ struct SchedulerOutput {
 
     // Nothing for the runner (no rows, no copies, nothing measured).
     bool empty() const { return jobs.empty() && chunks.empty() && kv_copies.empty(); }
-    // Rows the step's forward computes (KV-deviation rows are measured apart: not counted).
+    // Rows the step's forward computes (a kind's rows run apart, as KV deviation's, are not counted).
     int32_t num_rows() const {
         int32_t n = 0;
         for (const JobChunk& j : jobs) n += j.end - j.begin;
-        for (const PhaseChunk& c : chunks) n += c.kind == PhaseKind::kDeviation ? 0 : c.rows();
+        for (const PhaseChunk& c : chunks) n += phase_kind(c.kind).apart ? 0 : c.rows();
         return n;
     }
 };
@@ -77,9 +78,9 @@ struct ChunkResult {
     // kTail: prompt logprobs of the tail tokens this chunk's rows predict: (index into
     // request.tail, logprobs).
     std::vector<std::pair<int32_t, TokenLogprobs>> prompt_logprobs;
-    // kProbe: the attention mass the chunk's measured rows gave each key of the request's layout
-    // (its segments' tokens in order, then its tail's), empty when none of its rows is measured.
-    // kDeviation: one KV deviation per row of the chunk.
+    // A measurement's chunk: what its rows measured, as its kind's layout placed it (the probe:
+    // the attention mass its measured rows gave each key of the request's layout, its segments'
+    // tokens in order, then its tail's; KV deviation: one per row), empty when none was measured.
     std::vector<float> measured;
 };
 

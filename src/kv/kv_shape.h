@@ -4,11 +4,14 @@
 // one head's keys of a block are contiguous (the attention kernels stream them). K and V each
 // have an element type (kernels/params/kv_dtype.h: fp32, fp16, bf16, or q8_0 / q4_0 blocks along
 // head_dim); keys and values arrive in fp32 and are converted once when stored. Every size below
-// is in real bytes, scales included, so budgets count what the memory holds.
+// is in real bytes, scales included, so budgets count what the memory holds. A block table's two
+// rules (how many blocks hold n tokens, and which slot holds token t) are written below, once.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "core/math.h"
 #include "kernels/params/kv_dtype.h"
 
 namespace lazyattn::kv {
@@ -43,5 +46,13 @@ struct KvShape {
         return int64_t(num_layers) * (k_bytes_per_block() + v_bytes_per_block());
     }
 };
+
+// Blocks holding `tokens` tokens.
+inline int32_t blocks_for(int64_t tokens, int32_t block_size) { return int32_t(ceil_div(tokens, block_size)); }
+
+// The slot of token t of a block table: block blocks[t / block_size], offset t % block_size.
+inline int32_t slot_of(const std::vector<int32_t>& blocks, int32_t t, int32_t block_size) {
+    return blocks[size_t(t / block_size)] * block_size + t % block_size;
+}
 
 }  // namespace lazyattn::kv

@@ -6,7 +6,6 @@
 #include "core/check.h"
 #include "core/timer.h"
 #include "engine/request/tenant.h"
-#include "engine/scheduler/block_budget.h"
 #include "engine/sequence/sequence_state.h"
 
 namespace lazyattn::engine {
@@ -116,7 +115,7 @@ Expected<DocumentInfo> DocumentRegistry::pin(const std::string& tenant, const st
     // Room is checked before "not cached", so a pin that could never be granted is refused
     // before the caller spends a forward pass computing the document.
     auto blocks = kv_.match(seed, tokens, int32_t(tokens.size()));
-    const int32_t missing = block_budget::blocks_for(int64_t(tokens.size()), kv_.block_size()) - int32_t(blocks.size());
+    const int32_t missing = kv::blocks_for(int64_t(tokens.size()), kv_.block_size()) - int32_t(blocks.size());
     if (Status st = check_pin_room(tenant, pins_.num_new(blocks) + missing); !st.ok()) {
         kv_.release(blocks);
         return st;

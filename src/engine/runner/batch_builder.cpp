@@ -7,7 +7,7 @@ int32_t add_span(model::ForwardBatch& batch, const std::vector<int32_t>& blocks,
     if (n <= 0) return -1;
     batch.spans.push_back({int32_t(batch.block_ids.size()), n, logical, stored});
     batch.block_ids.insert(batch.block_ids.end(), blocks.begin() + first_block,
-                           blocks.begin() + first_block + (n + block_size - 1) / block_size);
+                           blocks.begin() + first_block + kv::blocks_for(n, block_size));
     return int32_t(batch.spans.size()) - 1;
 }
 

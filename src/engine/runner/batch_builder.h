@@ -6,14 +6,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "kv/kv_shape.h"
 #include "model/forward_batch.h"
 
 namespace lazyattn::engine {
 
-// The slot of token t of a block table: block blocks[t / block_size], offset t % block_size.
-inline int32_t slot_of(const std::vector<int32_t>& blocks, int32_t t, int32_t block_size) {
-    return blocks[size_t(t / block_size)] * block_size + t % block_size;
-}
+// The slot of token t of a block table (kv_shape.h).
+using kv::slot_of;
 
 // Appends a span reading `n` tokens from blocks[first_block...] (the blocks they need) at logical
 // positions [logical, logical + n), keys rotated from `stored`; no-op when n <= 0. Returns the

@@ -82,17 +82,20 @@ ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
     out.chunks.resize(step.chunks.size());
     const StepInputs in = build_step_inputs(step, rules_);
     const bool on_device = device_sample_rows(step);
-    std::vector<float> key_mass, kv_deviation;
+    std::vector<float> key_mass;
+    std::vector<std::vector<float>> apart(in.apart.size());
     const double t0 = now_ms();
     const Status st = model_.forward(in.batch, *kv_memory_, &logits_, on_device ? &sample_rows_ : nullptr,
                                      &device_tokens_, in.batch.mass_seqs.empty() ? nullptr : &key_mass);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
-    if (in.measure.num_rows() > 0) {
-        const Status ms = model_.measure_kv_deviation(in.measure, *kv_memory_, &kv_deviation);
-        LA_CHECK_MSG(ms.ok(), "KV deviation failed on a validated plan: %s", ms.to_string().c_str());
+    for (size_t k = 0; k < in.apart.size(); ++k) {  // the phase kinds whose rows run apart
+        if (in.apart[k].num_rows() == 0) continue;
+        const PhaseKindRow& kind = phase_kind(PhaseKind{uint8_t(k)});
+        const Status ms = kind.measure(model_, in.apart[k], *kv_memory_, &apart[k]);
+        LA_CHECK_MSG(ms.ok(), "%s rows failed on a validated plan: %s", kind.name, ms.to_string().c_str());
     }
     out.forward_ms = now_ms() - t0;
-    split_measurements(in, step, key_mass, kv_deviation, out.chunks);
+    split_measurements(in, step, key_mass, apart, out.chunks);
 
     const int32_t vocab = model_.config().vocab_size;
     size_t row = 0, tail = 0;  // logit rows and tails come in the order of the tail chunks

@@ -7,13 +7,11 @@
 #include <cstdint>
 
 #include "engine/request/rag_request.h"
+#include "kv/kv_shape.h"
 
 namespace lazyattn::engine::block_budget {
 
-// Blocks holding `tokens` tokens.
-inline int32_t blocks_for(int64_t tokens, int32_t block_size) {
-    return int32_t((tokens + block_size - 1) / block_size);
-}
+using kv::blocks_for;
 
 // Segment d computed (a segment job): all its tokens.
 inline int32_t segment(const RagRequest& r, size_t d, int32_t block_size) {

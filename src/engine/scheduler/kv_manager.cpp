@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "engine/reuse/conditioning.h"
+#include "engine/reuse/phase_kinds.h"
 #include "engine/scheduler/block_budget.h"
 #include "kernels/params/attention_params.h"
 
@@ -251,7 +252,7 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         SegmentPlacement& place = ar.segments[d];
         const int32_t num_present = int32_t(place.blocks.size());
         const int32_t cached = num_present * bs;
-        auto fresh = kv_.allocate(block_budget::blocks_for(place.num_tokens, bs) - num_present);
+        auto fresh = kv_.allocate(kv::blocks_for(place.num_tokens, bs) - num_present);
         LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
                      fresh.status().to_string().c_str());
         place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
@@ -329,7 +330,7 @@ int64_t KvManager::add_job(SegmentJob job) {
 
 void KvManager::start_conditioning(SegmentJob& job, Conditioning& c) {
     const int32_t bs = kv_.block_size();
-    const int32_t missing = block_budget::blocks_for(int64_t(c.tokens.size()), bs) - int32_t(c.blocks.size());
+    const int32_t missing = kv::blocks_for(int64_t(c.tokens.size()), bs) - int32_t(c.blocks.size());
     if (c.job < 0 && missing > 0) {
         if (const int64_t running = find_job(c.seed, c.tokens); running >= 0) {
             // Another document of this request started the same prefix: join it.
@@ -369,9 +370,10 @@ void KvManager::match_tail(SequenceState& s) {
     ar.phases = {PrefillPhase{PhaseKind::kTail, int32_t(ar.tail_tokens.size()), 0}};
     // Cached tail blocks have no logits: a request that wants every tail row (raw logits or
     // prompt logprobs) computes them all.
-    // Nor does a tail that selects by the question: its probe writes every tail row.
+    // Nor does a tail a measurement computes (the probe of a selection by the question writes
+    // every tail row).
     if (config_.cache_mode != CacheMode::kNone && !s.all_tail_rows() &&
-        !selects_by_query(s.request.reuse.recompute_select)) {
+        !measurement_writes_tail(s.request.reuse.recompute_select)) {
         // At least the last prompt token is computed: its logits start generation.
         ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail() - 1);
         ar.held.insert(ar.held.end(), ar.tail_blocks.begin(), ar.tail_blocks.end());
@@ -404,45 +406,28 @@ void KvManager::start_patches(SequenceState& s) {
     RequestKv& ar = s.kv;
     ar.clear_recompute_phases();
     if (!segments_are_blocks(config_.cache_mode)) return;
-    // The phases before the tail, in the order they run.
-    PrefillPhase deviation{PhaseKind::kDeviation}, probe{PhaseKind::kProbe}, patch{PhaseKind::kPatch};
-    const RecomputeSelect select = s.request.reuse.recompute_select;
-    const bool measured = selected_by_measure(select);
-    bool measures = false;  // some document has a budget a measurement chooses rows within
+    PhasePlan plan = plan_phases(s.request, ar, kv_.block_size());
     for (size_t d = 0; d < ar.segments.size(); ++d) {
         SegmentPlacement& place = ar.segments[d];
-        place.patch_rows = s.request.recompute_rows(d, kv_.block_size());
+        PhasePlan::Segment& planned = plan.segments[d];
+        place.patch_rows = std::move(planned.patch_rows);
         place.patch_tokens = int32_t(place.patch_rows.size());
-        place.sparse_patch = !reuse_splits_spans(s.request.reuse);
-        // Chosen by a measurement: room for the most rows it may choose; which ones, it decides.
-        const int32_t room = measured ? s.request.recompute_room(d, kv_.block_size()) : place.patch_tokens;
-        if (room == 0) continue;
-        if (measured) {
-            measures = true;
-            place.selection_score.assign(size_t(place.num_tokens), 0.0f);
-            if (selects_by_query(select)) probe.total = ar.num_prompt_tail();
-            if (select == RecomputeSelect::kDeviation) deviation.total += place.num_tokens;
-        }
-        auto fresh = kv_.allocate(block_budget::blocks_for(room, kv_.block_size()));
+        place.sparse_patch = plan.sparse;
+        if (planned.room == 0) continue;
+        if (planned.measured) place.selection_score.assign(size_t(place.num_tokens), 0.0f);
+        auto fresh = kv_.allocate(kv::blocks_for(planned.room, kv_.block_size()));
         LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
                      fresh.status().to_string().c_str());
         place.patch_blocks = std::move(fresh).value();
         ar.held.insert(ar.held.end(), place.patch_blocks.begin(), place.patch_blocks.end());
-        patch.total += place.patch_tokens;
     }
-    std::vector<PrefillPhase> before;
-    if (deviation.total > 0) before.push_back(deviation);
-    if (probe.total > 0) before.push_back(probe);
-    // After a measurement, the patch phase runs what it chooses (possibly nothing).
-    if (patch.total > 0 || measures) before.push_back(patch);
-    ar.phases.insert(ar.phases.begin(), before.begin(), before.end());
-    const bool recomputes = !before.empty();
-    if (recomputes) patches_.lead(s);
+    ar.phases.insert(ar.phases.begin(), plan.phases.begin(), plan.phases.end());
+    if (!plan.phases.empty()) patches_.lead(s);
 }
 
 bool KvManager::grow_tail(SequenceState& s, int32_t num_tokens) {
     RequestKv& ar = s.kv;
-    const int32_t need = block_budget::blocks_for(num_tokens, kv_.block_size()) - int32_t(ar.tail_blocks.size());
+    const int32_t need = kv::blocks_for(num_tokens, kv_.block_size()) - int32_t(ar.tail_blocks.size());
     if (need <= 0) return true;
     auto fresh = kv_.allocate(need);
     if (!fresh.ok()) return false;

@@ -124,6 +124,7 @@ private:
     // a repeat reads that one's blocks.
     size_t first_occurrence(const SequenceState& s, size_t d) const;
     void match_tail(SequenceState& s);
+    // s's phases before its tail (plan_phases), and the patch blocks the plan asks for.
     void start_patches(SequenceState& s);
     int64_t fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job,
                                 const std::vector<Conditioning>& prefixes, bool others_running) const;

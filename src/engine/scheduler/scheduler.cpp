@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/timer.h"
 #include "engine/request/context_overflow.h"
+#include "engine/reuse/phase_kinds.h"
 
 namespace lazyattn::engine {
 
@@ -72,17 +73,9 @@ Status Scheduler::validate(const RagRequest& r) const {
             }
         }
     }
-    if (selects_by_query(r.reuse.recompute_select) && segments_are_blocks(config_.cache_mode) &&
-        !model_.measures_attention) {
-        return invalid_argument(
-            "recompute selected by the question (@query) measures attention on the host; this backend cannot (use "
-            "--device cpu, or @first / @random)");
-    }
-    if (r.reuse.recompute_select == RecomputeSelect::kDeviation && segments_are_blocks(config_.cache_mode) &&
-        !model_.measures_kv_deviation) {
-        return invalid_argument(
-            "recompute selected by KV deviation (@deviation) measures the cached KV on the host, in the model's "
-            "second layer; this backend or model cannot (use --device cpu, or @first / @random)");
+    if (const auto m = measurement_for(r.reuse.recompute_select);
+        m && segments_are_blocks(config_.cache_mode) && !model_.runs(*m)) {
+        return invalid_argument(phase_kind(*m).refusal);
     }
     if (r.prompt_logprobs < -1 || r.prompt_logprobs > SamplingParams::kMaxLogprobs) {
         return invalid_argument("prompt_logprobs must be in [0, " + std::to_string(SamplingParams::kMaxLogprobs) +

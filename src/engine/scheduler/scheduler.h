@@ -81,12 +81,12 @@ struct ModelFacts {
     // Of the weights (store::model_fingerprint), when a persistent store is configured.
     store::Fingerprint fingerprint;
     double fingerprint_ms = 0;
-    // The backend measures attention mass (Backend::attention_mass): recompute selected by the
-    // question (@query) is possible.
-    bool measures_attention = false;
-    // The backend measures KV deviation (Backend::kv_deviation) and the model has a layer past
-    // the first: recompute selected by deviation (@deviation) is possible.
-    bool measures_kv_deviation = false;
+    // The measurements (rows of the phase table, reuse/phase_kinds.h) the model and its backend
+    // can run, one bit per PhaseKind (supported_measurements): a request selecting its
+    // recomputed rows by another is refused.
+    uint32_t measurements = 0;
+    bool runs(PhaseKind kind) const { return (measurements >> kind.row) & 1u; }
+    void allow(PhaseKind kind) { measurements |= 1u << kind.row; }
 };
 
 class Scheduler {
@@ -176,10 +176,9 @@ private:
     void on_job_progress(int64_t job_id, int32_t n);
     void finish(SequenceState& s, const std::string& reason, Status status = {});
     void drop_finished();
-    // A measuring chunk ran (kProbe: the attention mass its rows gave each key; kDeviation:
-    // each row's KV deviation): its scores are recorded and, once the measurement is complete,
-    // the recomputed rows chosen.
-    void on_measured(const PhaseChunk& c, const std::vector<float>& measured);
+    // A chunk of a phase before the tail ran: what it measured is recorded (its kind's record
+    // hook), its phase advanced and, once a measurement is complete, the recomputed rows chosen.
+    void on_recompute(const PhaseChunk& c, const std::vector<float>& measured);
     // A tail chunk ran: logits and prompt logprobs kept, the prompt's end published, the sampled
     // token counted; returns the token for the OutputProcessor, if any.
     std::optional<StepToken> on_tail(const PhaseChunk& c, ChunkResult& r);

@@ -12,6 +12,8 @@
 // test's TTFT p50 (0.40 s -> 0.90 s), since every request's prefill then ends late.
 #include <algorithm>
 
+#include "core/math.h"
+#include "engine/reuse/phase_kinds.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/sequence/sequence_state.h"
 
@@ -95,8 +97,8 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
         if (config_.cache_mode == CacheMode::kBlockAttn && !s->materialized) continue;
         if (s->kv.awaiting_patches) continue;  // a sibling choice computes its recomputed rows
         const PrefillPhase& phase = s->kv.current_phase();
-        const int32_t per = rows_per_budget_token(phase.kind);
-        items.push_back({-1, s.get(), phase.kind, phase.computed, (phase.total - phase.computed + per - 1) / per});
+        const int32_t per = phase_kind(phase.kind).rows_per_budget_token;
+        items.push_back({-1, s.get(), phase.kind, phase.computed, ceil_div(phase.total - phase.computed, per)});
     }
     if (items.empty() || budget <= 0) return;
     share_budget(items, budget, std::max(kv_.block_size(), budget / 2));
@@ -108,7 +110,7 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
             continue;
         }
         const PrefillPhase& phase = it.seq->kv.current_phase();
-        const int32_t end = std::min(phase.total, it.done + it.take * rows_per_budget_token(it.kind));
+        const int32_t end = std::min(phase.total, it.done + it.take * phase_kind(it.kind).rows_per_budget_token);
         if (it.kind == PhaseKind::kTail) {
             plan.chunks.push_back(tail_chunk(*it.seq, it.done, end, it.seq->all_tail_rows()));
         } else {

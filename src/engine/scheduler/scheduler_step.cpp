@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/timer.h"
 #include "engine/reuse/measured_selection.h"
+#include "engine/reuse/phase_kinds.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/sequence/sequence_state.h"
 
@@ -112,19 +113,10 @@ std::vector<StepToken> Scheduler::update(const SchedulerOutput& out, ModelRunner
     for (const JobChunk& r : out.jobs) on_job_progress(r.job_id, r.end - r.begin);
     for (size_t i = 0; i < out.chunks.size(); ++i) {
         const PhaseChunk& c = out.chunks[i];
-        switch (c.kind) {
-            case PhaseKind::kDeviation:
-            case PhaseKind::kProbe:
-                on_measured(c, ran.chunks[i].measured);
-                break;
-            case PhaseKind::kPatch:
-                c.seq->kv.find_phase(PhaseKind::kPatch)->computed = c.end;
-                stats_.prompt_tokens_computed += c.rows();
-                kv_.patch_shares().share_ready(*c.seq);
-                break;
-            case PhaseKind::kTail:
-                if (auto t = on_tail(c, ran.chunks[i])) tokens.push_back(*t);
-                break;
+        if (c.kind != PhaseKind::kTail) {
+            on_recompute(c, ran.chunks[i].measured);
+        } else if (auto t = on_tail(c, ran.chunks[i])) {
+            tokens.push_back(*t);
         }
     }
     return tokens;
@@ -160,42 +152,19 @@ void Scheduler::end_step() {
     if (config_.check_integrity) check_integrity();
 }
 
-void Scheduler::on_measured(const PhaseChunk& c, const std::vector<float>& measured) {
+void Scheduler::on_recompute(const PhaseChunk& c, const std::vector<float>& measured) {
     SequenceState& s = *c.seq;
-    RequestKv& ar = s.kv;
-    if (c.kind == PhaseKind::kProbe) {
-        // The mass of the probe's keys: each segment's tokens in order (one span each while no
-        // rows are recomputed), then the tail's; the documents' is summed over the probe's chunks.
-        if (!measured.empty()) {  // else no row of this chunk is measured
-            size_t k = 0;
-            for (SegmentPlacement& place : ar.segments) {
-                LA_CHECK(k + size_t(place.num_tokens) <= measured.size());
-                for (size_t t = 0; t < place.selection_score.size(); ++t) place.selection_score[t] += measured[k + t];
-                k += size_t(place.num_tokens);
-            }
-        }
-        stats_.prompt_tokens_computed += c.rows();
-        s.stats.prefill_tokens += c.rows();
-    } else {
-        // Deviation rows [begin, end) over the measured documents' tokens, in segment order.
-        LA_CHECK(int32_t(measured.size()) == c.rows());
-        int32_t j = 0;
-        for (SegmentPlacement& place : ar.segments) {
-            const int32_t n = int32_t(place.selection_score.size());
-            for (int32_t t = std::max(0, c.begin - j); t < n && j + t < c.end; ++t) {
-                place.selection_score[size_t(t)] = measured[size_t(j + t - c.begin)];
-            }
-            j += n;
-        }
-        s.stats.deviation_rows += c.rows();
-    }
-    PrefillPhase& phase = *ar.find_phase(c.kind);
+    const PhaseKindRow& kind = phase_kind(c.kind);
+    if (kind.record != nullptr) kind.record(s, c.begin, c.end, measured);
+    if (!kind.apart) stats_.prompt_tokens_computed += c.rows();
+    PrefillPhase& phase = *s.kv.find_phase(c.kind);
     phase.computed = c.end;
-    if (!phase.done()) return;
-    const int32_t chosen = choose_measured_rows(s, kv_.block_size());
-    s.stats.prefill_tokens += chosen;
-    s.stats.recomputed_tokens += chosen;
-    kv_.patch_shares().share_ready(s);  // nothing chosen: its siblings may run at once
+    if (kind.measures() && phase.done()) {  // the measurement is complete: its rows are chosen
+        const int32_t chosen = choose_measured_rows(s, kv_.block_size());
+        s.stats.prefill_tokens += chosen;
+        s.stats.recomputed_tokens += chosen;
+    }
+    kv_.patch_shares().share_ready(s);  // once every phase before the tail is done (nothing chosen: at once)
 }
 
 void Scheduler::on_job_progress(int64_t job_id, int32_t n) {

@@ -1,31 +1,31 @@
-// PrefillPhase: one stage of a request's prefill. A request's prefill is a list of phases built
-// at admission, run in order, the tail last: a measured selection of recomputed rows first
-// measures (kDeviation: every token of the documents with a budget, compared with its cached
-// copy; kProbe: the prompt tail against the cached documents, its attention measured), then its
-// recomputed document rows run (kPatch), then the prompt tail (kTail), whose counter keeps
-// counting the generated tokens decode computes.
+// PrefillPhase: one stage of a request's prefill. A request's prefill is a list of phases planned
+// at admission (plan_phases), run in order, the tail last: a measured selection of recomputed
+// rows first measures (a measurement phase: the documents' KV deviation, or the prompt tail's
+// attention over the cached documents), then its recomputed document rows run (the patch phase),
+// then the prompt tail (the tail phase), whose counter keeps counting the generated tokens
+// decode computes.
 //
-// A new way of selecting recomputed rows is a phase kind: its row layout (runner/input_builder),
-// its result handler (Scheduler::on_measured) and its backend op; the planner hands budget to a
-// request's first unfinished phase, whatever its kind.
+// Each kind is one row of the phase table (reuse/phase_kinds.h), which holds everything that is
+// the kind's own: its rows per budget token, the capability it needs, its layout and its result.
+// The planner hands budget to a request's first unfinished phase, whatever its kind.
 #pragma once
 
 #include <cstdint>
 
 namespace lazyattn::engine {
 
-enum class PhaseKind : uint8_t {
-    kDeviation,  // KV deviation of the documents' tokens (@deviation); no KV written
-    kProbe,      // the prompt tail against the cached documents, attention measured (@query)
-    kPatch,      // recomputed document tokens (DocumentReuse::recompute), no logits
-    kTail,       // the prompt tail, then one decode row per generated token
+// A row of the phase table. The tail and the patch phase are named: the scheduler and the runner
+// treat them apart (the tail's logits and sampling, the patch phase's rows that one choice shares
+// with its siblings). A measurement is the row that serves the request's selection
+// (measurement_for), so a new one is a row of the table and nothing else of the engine.
+struct PhaseKind {
+    uint8_t row = 0;
+    static const PhaseKind kTail;   // the prompt tail, then one decode row per generated token
+    static const PhaseKind kPatch;  // recomputed document tokens (DocumentReuse::recompute), no logits
+    bool operator==(const PhaseKind&) const = default;
 };
-
-// Rows of the phase one token of a step's budget pays for: a KV-deviation row runs one layer
-// and a third of the next (Model::measure_kv_deviation), so 8 of them count as one row: that
-// keeps a step's work near its budget on models of 12 layers and more (SmolLM2-135M has 30,
-// where 8 is ~1/2 a row). Every other phase's rows are full rows.
-constexpr int32_t rows_per_budget_token(PhaseKind kind) { return kind == PhaseKind::kDeviation ? 8 : 1; }
+inline constexpr PhaseKind PhaseKind::kTail{0};
+inline constexpr PhaseKind PhaseKind::kPatch{1};
 
 struct PrefillPhase {
     PhaseKind kind = PhaseKind::kTail;

@@ -147,7 +147,12 @@ private:
         return s;
     }
     static ModelFacts facts(int32_t context_length, bool measures_attention) {
-        return {kVocab, context_length, "fake model", {}, 0, measures_attention};
+        ModelFacts f;
+        f.vocab_size = kVocab;
+        f.context_length = context_length;
+        f.description = "fake model";
+        if (measures_attention) f.allow(*measurement_for(RecomputeSelect::kQuery));
+        return f;
     }
     static const EngineConfig& prepared(EngineConfig& c) {
         c.check_integrity = true;
