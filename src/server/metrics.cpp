@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace lazyattn::server {
@@ -159,6 +160,9 @@ void Metrics::record_request(const engine::RequestStats& stats, const std::strin
     generation_tokens_ += stats.num_generated;
     prompt_tokens_ += stats.num_prompt_tokens;
     cached_prompt_tokens_ += stats.reused_tokens;
+    prompt_seconds_ += std::max(0.0, stats.ttft_ms - stats.queue_ms) / 1000.0;
+    predicted_seconds_ += std::max(0.0, stats.decode_ms) / 1000.0;
+    max_request_tokens_ = std::max<int64_t>(max_request_tokens_, stats.num_prompt_tokens + stats.num_generated);
     ++finished_[finish_reason == "cancelled" ? "abort" : finish_reason];
     if (finish_reason != "stop" && finish_reason != "length") return;
     ttft_.observe(stats.ttft_ms / 1000.0);
@@ -243,7 +247,42 @@ std::string Metrics::render(const engine::SchedulerStats& s, const engine::Engin
         sample(out, "lazyattn_http_requests_total",
                m + ",route=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"", double(n));
     }
+    render_llamacpp(out, s, h);
     return out;
+}
+
+void Metrics::render_llamacpp(std::string& out, const engine::SchedulerStats& s, const engine::EngineHealth& h) const {
+    // Unlabelled, as llama-server writes them (its dashboards match the bare names). mu_ held.
+    auto scalar = [&out](const std::string& name, const char* type, const char* help, double v) {
+        header(out, name, type, help);
+        out += name + " " + number(v) + "\n";
+    };
+    const int64_t processed = prompt_tokens_ - cached_prompt_tokens_;
+    const int64_t decode_steps = s.decode_only.steps + s.mixed.steps;
+    const int64_t decode_rows = s.decode_only.decode_rows + s.mixed.decode_rows;
+    scalar("llamacpp:prompt_tokens_total", "counter", "prompt tokens computed (cached ones apart)", double(processed));
+    scalar("llamacpp:prompt_tokens_cached_total", "counter", "prompt tokens served from the KV cache",
+           double(cached_prompt_tokens_));
+    scalar("llamacpp:prompt_seconds_total", "counter", "prompt time of ended requests (admission to first token)",
+           prompt_seconds_);
+    scalar("llamacpp:tokens_predicted_total", "counter", "tokens generated", double(generation_tokens_));
+    scalar("llamacpp:tokens_predicted_seconds_total", "counter", "decode time of ended requests", predicted_seconds_);
+    scalar("llamacpp:n_decode_total", "counter", "forward steps run", double(s.steps));
+    scalar("llamacpp:n_tokens_max", "counter", "the most tokens (prompt and generated) one request held",
+           double(max_request_tokens_));
+    for (const char* name :
+         {"llamacpp:spec_decode_num_draft_tokens_total", "llamacpp:spec_decode_num_accepted_tokens_total",
+          "llamacpp:spec_decode_num_drafts_total"}) {
+        scalar(name, "counter", "speculative decoding is not served: always 0", 0);
+    }
+    scalar("llamacpp:prompt_tokens_seconds", "gauge", "prompt tokens computed per prompt second",
+           prompt_seconds_ > 0 ? double(processed) / prompt_seconds_ : 0.0);
+    scalar("llamacpp:predicted_tokens_seconds", "gauge", "tokens generated per decode second",
+           predicted_seconds_ > 0 ? double(generation_tokens_) / predicted_seconds_ : 0.0);
+    scalar("llamacpp:requests_processing", "gauge", "requests running", h.num_running);
+    scalar("llamacpp:requests_deferred", "gauge", "requests waiting for admission", h.num_waiting);
+    scalar("llamacpp:n_busy_slots_per_decode", "gauge", "requests decoding per decode step, on average",
+           decode_steps > 0 ? double(decode_rows) / double(decode_steps) : 0.0);
 }
 
 }  // namespace lazyattn::server

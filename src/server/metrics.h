@@ -3,8 +3,8 @@
 // but use vLLM's stems and meanings (prompt_tokens_total, num_requests_running,
 // kv_cache_usage_perc, time_to_first_token_seconds, request_success_total{finished_reason}, ...)
 // so vLLM dashboards and alerts carry over; every series has a model_name label, as vLLM's do.
-// lazyattn's own series (documents, segment jobs, HTTP, pool blocks) follow. docs/api.md lists
-// them all. Thread-safe: HTTP workers record, any thread renders.
+// lazyattn's own series (documents, segment jobs, HTTP, pool blocks) follow, then llama-server's
+// llamacpp:* names over the same counts. docs/api.md lists them all. Thread-safe: HTTP workers record, any thread renders.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +74,14 @@ private:
     int64_t prompt_tokens_ = 0;
     int64_t cached_prompt_tokens_ = 0;
     int64_t disconnects_ = 0;
+    // For llama-server's series: prompt time (admission to first token) and decode time of the
+    // requests that ended, and the most tokens one request held.
+    double prompt_seconds_ = 0;
+    double predicted_seconds_ = 0;
+    int64_t max_request_tokens_ = 0;
+
+    // llama-server's llamacpp:* series from the same counters (its dashboards carry over).
+    void render_llamacpp(std::string& out, const engine::SchedulerStats& s, const engine::EngineHealth& h) const;
 };
 
 }  // namespace lazyattn::server

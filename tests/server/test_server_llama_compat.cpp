@@ -3,6 +3,7 @@
 // clients check, and constraints refused by name rather than ignored.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "server_test_util.h"
@@ -122,6 +123,43 @@ TEST(ServerLlamaCompat, TokenPiecesThatSplitACharacterAreBytes) {
     }
     EXPECT_GT(byte_pieces, 0) << "no token split a character: the case is not exercised; " << r.body;
     EXPECT_EQ(joined, text) << r.body;
+}
+
+// llama-server's llamacpp:* series beside the lazyattn_ ones, each with its HELP and TYPE, from
+// the same counts: its dashboards (and llama.cpp's test_metrics) read them.
+TEST(ServerLlamaCompat, MetricsCarryLlamaServerSeries) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const auto r = curl("POST", s.url("/v1/completions"), completion_body(false, {{"ignore_eos", true}}, 8));
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json usage = parse_or_null(r.body)["usage"];
+    const std::string text = metrics_text(s);
+    auto value = [&text](const std::string& name) {
+        const size_t at = text.find("\n" + name + " ");
+        return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
+    };
+    const std::map<std::string, std::string> types = {{"llamacpp:prompt_tokens_total", "counter"},
+                                                      {"llamacpp:prompt_tokens_cached_total", "counter"},
+                                                      {"llamacpp:prompt_seconds_total", "counter"},
+                                                      {"llamacpp:tokens_predicted_total", "counter"},
+                                                      {"llamacpp:tokens_predicted_seconds_total", "counter"},
+                                                      {"llamacpp:n_decode_total", "counter"},
+                                                      {"llamacpp:n_tokens_max", "counter"},
+                                                      {"llamacpp:prompt_tokens_seconds", "gauge"},
+                                                      {"llamacpp:predicted_tokens_seconds", "gauge"},
+                                                      {"llamacpp:requests_processing", "gauge"},
+                                                      {"llamacpp:requests_deferred", "gauge"},
+                                                      {"llamacpp:n_busy_slots_per_decode", "gauge"}};
+    for (const auto& [name, type] : types) {
+        EXPECT_NE(text.find("# TYPE " + name + " " + type + "\n"), std::string::npos) << name;
+        EXPECT_NE(text.find("# HELP " + name + " "), std::string::npos) << name;
+    }
+    EXPECT_EQ(value("llamacpp:tokens_predicted_total"), 8);
+    EXPECT_EQ(value("llamacpp:prompt_tokens_total") + value("llamacpp:prompt_tokens_cached_total"),
+              usage["prompt_tokens"].get<double>());
+    EXPECT_GT(value("llamacpp:n_decode_total"), 0);
+    EXPECT_EQ(value("llamacpp:requests_processing"), 0);
+    EXPECT_GE(value("llamacpp:n_tokens_max"), usage["total_tokens"].get<double>());
 }
 
 }  // namespace
