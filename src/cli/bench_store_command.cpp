@@ -262,7 +262,7 @@ int run_bench_store(const BenchStoreOptions& o) {
         return fail(unavailable(describe(down.front())));
     }
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
+    if (path.empty()) return fail(no_model_found());
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
     auto sets = make_document_sets(o, *lm->tokenizer);

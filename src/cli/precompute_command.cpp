@@ -125,7 +125,7 @@ int run_precompute(const PrecomputeOptions& o) {
     auto stores = reachable_stores(o);
     if (!stores.ok()) return fail(stores.status());
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
+    if (path.empty()) return fail(no_model_found());
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
     engine::EngineConfig ec = engine_config_for(o.common);

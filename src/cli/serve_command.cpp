@@ -160,7 +160,7 @@ int run_serve(const ServeOptions& o) {
     auto ec = engine_config(o);
     if (!ec.ok()) return fail(ec.status(), 2);
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    if (path.empty()) return fail(not_found("no model found; run `make run` once or pass --model FILE"));
+    if (path.empty()) return fail(no_model_found());
     auto sc = server_config(o, path);
     if (!sc.ok()) return fail(sc.status(), 2);
 

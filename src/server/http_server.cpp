@@ -9,6 +9,7 @@
 #include "server/server_context.h"
 #include "server/stats_reporter.h"
 #include "server/tokenize_routes.h"
+#include "server/unserved_routes.h"
 
 namespace lazyattn::server {
 namespace {
@@ -168,6 +169,7 @@ http::Router make_router(ServerContext& ctx) {
         res.body = ctx.metrics.render(ctx.engine.stats(), ctx.engine.health());
         ctx.metrics.render_known(res.body, *ctx.builder.known_documents());
     });
+    add_unserved_routes(r);
     return r;
 }
 

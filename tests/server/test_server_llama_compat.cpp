@@ -162,5 +162,24 @@ TEST(ServerLlamaCompat, MetricsCarryLlamaServerSeries) {
     EXPECT_GE(value("llamacpp:n_tokens_max"), usage["total_tokens"].get<double>());
 }
 
+// A route llama-server clients call that lazyattn does not serve answers 501 naming the feature,
+// never a 404 that reads as a wrong URL.
+TEST(ServerLlamaCompat, UnservedFeaturesAre501NamingThem) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const std::vector<std::pair<std::string, std::string>> routes = {
+        {"POST", "/v1/embeddings"}, {"POST", "/rerank"},      {"POST", "/infill"}, {"GET", "/lora-adapters"},
+        {"POST", "/slots/0"},       {"POST", "/v1/messages"}, {"GET", "/props"},   {"POST", "/completion"},
+        {"POST", "/models/load"},   {"GET", "/tools"}};
+    for (const auto& [method, path] : routes) {
+        const auto r = curl(method, s.url(path), method == "POST" ? "{}" : "");
+        EXPECT_EQ(r.status, 501) << method << " " << path << ": " << r.body;
+        const json e = parse_or_null(r.body)["error"];
+        EXPECT_EQ(e["type"], "not_supported_error") << r.body;
+        EXPECT_NE(e["message"].get<std::string>().find("is not served"), std::string::npos) << r.body;
+    }
+    EXPECT_EQ(curl("GET", s.url("/no/such/route")).status, 404);  // a wrong URL is still a 404
+}
+
 }  // namespace
 }  // namespace lazyattn::testing
