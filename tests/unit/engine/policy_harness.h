@@ -151,7 +151,12 @@ private:
         f.vocab_size = kVocab;
         f.context_length = context_length;
         f.description = "fake model";
-        if (measures_attention) f.allow(*measurement_for(RecomputeSelect::kQuery));
+        // The fake forward answers key mass for every measured sequence and runs nothing apart:
+        // it serves each measurement laid out in the forward (the probe's), none run apart.
+        for (int32_t k = 0; k < num_phase_kinds() && measures_attention; ++k) {
+            const PhaseKind kind{uint8_t(k)};
+            if (phase_kind(kind).measures() && !phase_kind(kind).apart) f.allow(kind);
+        }
         return f;
     }
     static const EngineConfig& prepared(EngineConfig& c) {
