@@ -128,7 +128,8 @@ class OpenAiClientTest(unittest.TestCase):
         self.assertGreaterEqual(r.usage.prompt_tokens_details.cached_tokens, doc["tokens"])
 
     def test_metrics_parse_with_prometheus_client(self):
-        """vLLM's metric stems under the lazyattn_ prefix, their types, and model_name on every sample."""
+        """vLLM's metric stems under the lazyattn_ prefix, their types, and model_name on every such
+        sample; llama-server's llamacpp:* series parse too."""
         self.chat(DOCS)
         with urllib.request.urlopen(self.server.base + "/metrics", timeout=30) as r:
             text = r.read().decode()
@@ -150,7 +151,13 @@ class OpenAiClientTest(unittest.TestCase):
             self.assertEqual(families[name].type, kind, name)
         for family in families.values():
             for s in family.samples:
-                self.assertEqual(s.labels.get("model_name"), self.server.model_id, s)
+                if family.name.startswith("llamacpp:"):
+                    # llama-server's series, unlabelled as it writes them (its clients skip labelled lines).
+                    self.assertEqual(s.labels, {}, s)
+                else:
+                    self.assertEqual(s.labels.get("model_name"), self.server.model_id, s)
+        self.assertEqual(families["llamacpp:tokens_predicted"].type, "counter")
+        self.assertEqual(families["llamacpp:requests_processing"].type, "gauge")
         reasons = {s.labels["finished_reason"] for s in families["lazyattn_request_success"].samples}
         self.assertEqual(reasons, {"stop", "length", "abort", "error"})
         usage = [s.value for s in families["lazyattn_kv_cache_usage_perc"].samples]
