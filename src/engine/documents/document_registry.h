@@ -6,9 +6,10 @@
 // max_pinned_fraction of the pool, one account's (an API key's, over all its cache_salts:
 // engine/request/tenant.h) at its quota, so requests always keep room to run.
 //
-// The serving engine reaches it through Scheduler::documents(); the KvManager asks it what pins
-// hold (admission counts a tenant's pinned documents as present). Engine thread only, except
-// pins(), whose ledger locks itself (requests are checked against it on the callers' threads).
+// The Scheduler owns it, on the KV manager's pool, and the serving engine reaches it through
+// Scheduler::documents(); the KvManager is handed its pins (admission counts a tenant's pinned
+// documents as present). Engine thread only, except pins(), whose ledger locks itself (requests
+// are checked against it on the callers' threads).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +41,8 @@ class DocumentRegistry {
 public:
     // The tenant's segment seed (KvManager::seeds_for(tenant).segment).
     using SeedOf = std::function<kv::BlockHash(const std::string& tenant)>;
-    // A document was pinned for the first time: its blocks (the KvManager keeps it in the store).
+    // A document was pinned for the first time: its blocks (kept in the store too:
+    // KvStoreAdapter::write_pinned).
     using OnPinned = std::function<void(const std::string& tenant, const std::vector<int32_t>& tokens,
                                         const std::vector<kv::BlockId>&)>;
 

@@ -26,25 +26,13 @@ uint64_t random_key() {
 
 KvManager::KvManager(const std::string& model_description, const store::Fingerprint& fingerprint, double fingerprint_ms,
                      backend::KvMemory& kv_memory, const EngineConfig& config, int32_t context_length)
-    : config_(config),
-      fingerprint_(fingerprint),
-      kv_memory_(kv_memory),
-      kv_(kv_memory.shape()),
-      documents_(
-          kv_, config, [this](const std::string& tenant) { return seeds_for(tenant).segment; },
-          // Pinned documents are kept in the store too (the writer skips entries already there).
-          [this](const std::string& tenant, const std::vector<int32_t>& tokens,
-                 const std::vector<kv::BlockId>& blocks) {
-              if (store_ != nullptr && !config_.position_aware_segments) {
-                  store_segment(store_variant(tenant, 0), tokens, blocks);
-              }
-          }) {
+    : config_(config), kv_(kv_memory.shape()), store_(config_, fingerprint, kv_memory) {
     const bool rotated = keys_stored_rotated(config.cache_mode);
     const uint64_t key = config.cache_hash_key != 0 ? config.cache_hash_key : random_key();
     segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", model_description, key);
     tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", model_description, key);
     prefix_seed_ = kv::hash_seed("prefix", model_description, key);
-    status_ = open_store(fingerprint_ms, context_length);
+    status_ = store_.open(fingerprint_ms, context_length);
 }
 
 ChainSeeds KvManager::seeds_for(const std::string& tenant) const {
@@ -71,9 +59,10 @@ int64_t KvManager::blocks_needed(const RagRequest& r, int32_t context_length) co
     return blocks + block_budget::tail(std::min(tail + r.max_tokens, ctx), bs);
 }
 
-Status KvManager::check_fits(const RagRequest& r, const ChainSeeds& seeds, int32_t context_length) const {
+Status KvManager::check_fits(const RagRequest& r, const ChainSeeds& seeds, int32_t context_length,
+                             const PinLedger& pins) const {
     int64_t need = blocks_needed(r, context_length);
-    const int32_t total = kv_.pool().num_blocks(), pinned = documents_.pins().num_pinned();
+    const int32_t total = kv_.pool().num_blocks(), pinned = pins.num_pinned();
     if (pinned > 0 && segments_are_blocks(config_.cache_mode)) {
         // The tenant's pinned documents are in the pool already (within the pinned blocks).
         for (size_t d = 0; d < r.segments.size(); ++d) {
@@ -81,7 +70,7 @@ Status KvManager::check_fits(const RagRequest& r, const ChainSeeds& seeds, int32
             if (seg.empty() || std::find(r.segments.begin(), r.segments.begin() + d, seg) != r.segments.begin() + d) {
                 continue;
             }
-            need -= documents_.pins().document_blocks(kv::hash_chain(seeds.segment, seg, kv_.block_size()).back());
+            need -= pins.document_blocks(kv::hash_chain(seeds.segment, seg, kv_.block_size()).back());
         }
     }
     if (need <= total - pinned) return {};
@@ -91,7 +80,7 @@ Status KvManager::check_fits(const RagRequest& r, const ChainSeeds& seeds, int32
                               " (raise --kv-cache-mb, unpin documents or shorten the request)");
 }
 
-bool KvManager::allocate(SequenceState& s, bool others_running) {
+bool KvManager::allocate(SequenceState& s, bool others_running, const NeighbourIndex& neighbours) {
     RequestKv& ar = s.kv;
     ar = RequestKv();
     if (segments_are_blocks(config_.cache_mode)) {
@@ -104,13 +93,9 @@ bool KvManager::allocate(SequenceState& s, bool others_running) {
     s.admission = {};
     ar.tail_tokens.insert(ar.tail_tokens.end(), s.history.end() - s.num_generated, s.history.end());
     std::vector<size_t> needs_job;
-    if (s.request.reuse.neighbours > 0 && segments_are_blocks(config_.cache_mode)) {
-        // The request's own documents are part of the corpus their neighbours come from.
-        index_documents(s.request.tenant, s.request.documents());
-    }
     match_segments(s, &needs_job);
     match_tail(s);
-    auto prefixes = match_conditioning(s, needs_job);
+    auto prefixes = match_conditioning(s, needs_job, neighbours);
     // Allocation evicts cached blocks, so allocate only once the whole admission is known to
     // fit: a request that must keep waiting never flushes the cache.
     if (fresh_blocks_needed(s, needs_job, prefixes, others_running) > kv_.num_free()) {
@@ -126,10 +111,6 @@ bool KvManager::allocate(SequenceState& s, bool others_running) {
     }
     LA_CHECK(grow_tail(s, ar.num_prompt_tail()));
     return true;
-}
-
-void KvManager::index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents) {
-    for (const auto& d : documents) neighbours_.add(tenant, d);
 }
 
 int64_t KvManager::find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const {
@@ -206,14 +187,15 @@ size_t KvManager::first_occurrence(const SequenceState& s, size_t d) const {
 }
 
 std::vector<KvManager::Conditioning> KvManager::match_conditioning(const SequenceState& s,
-                                                                   const std::vector<size_t>& needs_job) {
+                                                                   const std::vector<size_t>& needs_job,
+                                                                   const NeighbourIndex& neighbours) {
     std::vector<Conditioning> out;
     for (size_t d : needs_job) {
         const int32_t k = s.request.conditioning_neighbours(d);
         if (k == 0) continue;
         Conditioning c;
         c.segment = d;
-        ConditioningPrefix prefix = conditioning_prefix(neighbours_, s.request.tenant, s.request.segments[d], k);
+        ConditioningPrefix prefix = conditioning_prefix(neighbours, s.request.tenant, s.request.segments[d], k);
         c.tokens = std::move(prefix.tokens);
         c.short_of_neighbours = prefix.short_of_neighbours;
         // The prefix is plain causal KV from position 0: the same as any segment of these tokens
@@ -285,8 +267,8 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         // the K-neighbour key would be what every later request reads, in RAM and in the store,
         // even once the corpus has its K neighbours.
         job.shared = conditioning == nullptr || !conditioning->short_of_neighbours;
-        job.storable = job.shared && store_ != nullptr && segment_storable(s, d);
-        job.store_variant = store_variant(s.request.tenant, s.request.conditioning_neighbours(d));
+        job.storable = job.shared && store_.storable(s.request, d);
+        job.store_variant = store_.variant(s.request.tenant, s.request.conditioning_neighbours(d));
         if (conditioning != nullptr && !conditioning->tokens.empty()) start_conditioning(job, *conditioning);
         if (const int32_t anchor = s.request.anchor_tokens(d); anchor > 0) {
             // Segment 0 (the preamble) was matched or made a job before any document.
@@ -522,7 +504,7 @@ bool KvManager::advance_job(int64_t job_id, int32_t n) {
     job.num_computed += n;
     if (!job.done()) return false;
     if (job.shared) kv_.publish(job.seed, job.tokens, job.blocks, true);
-    if (job.storable) store_segment(job.store_variant, job.tokens, job.blocks);
+    if (job.storable) store_.write(job.store_variant, job.tokens, job.blocks);
     kv_.release(job.blocks);  // the users keep their own references
     kv_.release(job.anchor_blocks);
     const int64_t anchor_job = job.anchor_job;
@@ -531,7 +513,15 @@ bool KvManager::advance_job(int64_t job_id, int32_t n) {
     return true;
 }
 
-void KvManager::check_integrity(const std::vector<const SequenceState*>& requests) const {
+bool KvManager::load_segment(SequenceState& s, size_t d, int32_t num_present) {
+    const std::vector<kv::BlockId>& blocks = s.kv.segments[d].blocks;
+    if (!store_.load(s.request, d, blocks, num_present)) return false;
+    kv_.publish(segment_seed(s, d), s.request.segments[d], blocks, true);
+    return true;
+}
+
+void KvManager::check_integrity(const std::vector<const SequenceState*>& requests,
+                                const DocumentRegistry& documents) const {
     kv_.check_integrity();
     std::vector<int32_t> refs(kv_.pool().num_blocks(), 0);
     for (const SequenceState* s : requests) {
@@ -542,7 +532,7 @@ void KvManager::check_integrity(const std::vector<const SequenceState*>& request
         for (kv::BlockId b : job.blocks) ++refs[b];
         for (kv::BlockId b : job.anchor_blocks) ++refs[b];
     }
-    documents_.for_each_pinned_block([&](kv::BlockId b) { ++refs[b]; });
+    documents.for_each_pinned_block([&](kv::BlockId b) { ++refs[b]; });
     for (kv::BlockId b = 0; b < kv_.pool().num_blocks(); ++b) {
         LA_CHECK_MSG(refs[b] == kv_.pool().ref_count(b), "block %d: %d references held, pool counts %d", b, refs[b],
                      kv_.pool().ref_count(b));

@@ -2,10 +2,10 @@
 // first-class citizens). It owns the pool's bookkeeping (kv::KvCache: blocks, references, the
 // content-hash index), the segment jobs (a missing document computed once for every request
 // that needs it), block-attn's private copies, the tenants' chain seeds, and the persistent
-// store's lookups and writes; the document registry (pins and quotas) lives beside it, on its
-// pool (documents/document_registry.h). The Scheduler asks it
-// for blocks and gets them or "does not fit" (which it answers with waiting or preemption); it
-// never touches a block itself.
+// store's adapter (kv_store_adapter.h). The document registry (pins and quotas, on its pool) and
+// the neighbour index are the Scheduler's; their state reaches it as arguments. The Scheduler
+// asks it for blocks and gets them or "does not fit" (which it answers with waiting or
+// preemption); it never touches a block itself.
 //
 // Admission takes its references before anything is allocated, so allocation (which may evict
 // cached blocks) can never evict a block the request is about to reuse, and allocates nothing
@@ -13,11 +13,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
-#include <memory>
-#include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +23,7 @@
 #include "engine/engine_config.h"
 #include "engine/reuse/neighbour_index.h"
 #include "engine/reuse/patch_shares.h"
+#include "engine/scheduler/kv_store_adapter.h"
 #include "engine/sequence/sequence_state.h"
 #include "kv/kv_cache.h"
 #include "model/forward_batch.h"
@@ -45,15 +42,17 @@ public:
 
     // --- Requests.
     ChainSeeds seeds_for(const std::string& tenant) const;
-    // Whether r fits the blocks no document pins, alone (its tenant's pinned documents counted
-    // as present); thread-safe (reads the pool's size and the pin ledger only).
-    Status check_fits(const RagRequest& r, const ChainSeeds& seeds, int32_t context_length) const;
+    // Whether r fits the blocks no document pins (`pins`), alone (its tenant's pinned documents
+    // counted as present); thread-safe (reads the pool's size and the pin ledger only).
+    Status check_fits(const RagRequest& r, const ChainSeeds& seeds, int32_t context_length,
+                      const PinLedger& pins) const;
     // Places s's KV: cached segments and tail blocks matched (references taken), running jobs
-    // joined, the rest made segment jobs (or loaded from the store), recompute (patch) blocks
-    // and the prompt tail's blocks allocated; s.kv, s.segment_jobs and s.admission filled.
-    // False (and nothing held) when it does not fit now. `others_running`: block-attn then
-    // counts room for s's private copies up front.
-    bool allocate(SequenceState& s, bool others_running);
+    // joined, the rest made segment jobs (or loaded from the store), a conditioned document's
+    // prefix taken from its neighbours in `neighbours`, recompute (patch) blocks and the prompt
+    // tail's blocks allocated; s.kv, s.segment_jobs and s.admission filled. False (and nothing
+    // held) when it does not fit now. `others_running`: block-attn then counts room for s's
+    // private copies up front.
+    bool allocate(SequenceState& s, bool others_running, const NeighbourIndex& neighbours);
     // Tail blocks for num_tokens tokens; false when the pool has no room (preempt or wait).
     bool grow_tail(SequenceState& s, int32_t num_tokens);
     // Block-attn: s's private re-rotated copy of every segment (planned into the next forward);
@@ -73,28 +72,19 @@ public:
     bool advance_job(int64_t job_id, int32_t n);
     int64_t num_jobs_started() const { return num_jobs_started_; }
 
-    // --- Documents: the registry of the pool's documents, per tenant, with pins and quotas.
-    DocumentRegistry& documents() { return documents_; }
-    const DocumentRegistry& documents() const { return documents_; }
-    // Adds documents to `tenant`'s neighbour index (DocumentReuse::neighbours: the corpus a
-    // conditioned document's neighbours are chosen from); requests that condition add theirs.
-    void index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents);
-    const NeighbourIndex& neighbour_index() const { return neighbours_; }
-
-    // --- The persistent store (null without --kv-store).
-    store::SegmentStore* segment_store() const { return store_.get(); }
-    // The entry of a document of `tenant`: its plain copy, or (neighbours > 0) its copy
-    // conditioned on that many neighbours.
-    std::string store_key(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours = 0) const;
+    // --- The persistent store (its store() null without --kv-store).
+    KvStoreAdapter& store() { return store_; }
+    const KvStoreAdapter& store() const { return store_; }
 
     const kv::KvCache& kv_cache() const { return kv_; }
-    backend::KvMemory& kv_memory() { return kv_memory_; }
+    // The pool's bookkeeping for the document registry, whose pins hold references on it.
+    kv::KvCache& kv_cache() { return kv_; }
     int32_t block_size() const { return kv_.block_size(); }
     int32_t num_blocks() const { return kv_.pool().num_blocks(); }
     // The choices of one request sharing its recomputed rows (reuse/patch_shares.h).
     PatchShares& patch_shares() { return patches_; }
-    // The pool, the index and every reference held by `requests`, jobs and pins agree.
-    void check_integrity(const std::vector<const SequenceState*>& requests) const;
+    // The pool, the index and every reference held by `requests`, jobs and `documents`' pins agree.
+    void check_integrity(const std::vector<const SequenceState*>& requests, const DocumentRegistry& documents) const;
 
 private:
     // A neighbour-conditioned document to compute (DocumentReuse::neighbours): the prefix it is
@@ -112,7 +102,8 @@ private:
     int64_t blocks_needed(const RagRequest& r, int32_t context_length) const;
     void match_segments(SequenceState& s, std::vector<size_t>* needs_job);
     // The prefixes of the conditioned documents among needs_job.
-    std::vector<Conditioning> match_conditioning(const SequenceState& s, const std::vector<size_t>& needs_job);
+    std::vector<Conditioning> match_conditioning(const SequenceState& s, const std::vector<size_t>& needs_job,
+                                                 const NeighbourIndex& neighbours);
     void release_conditioning(std::vector<Conditioning>& prefixes);
     // Makes `job` (a conditioned document's) read the prefix c, started as a job of its own
     // when not cached nor running; c's references move to the job.
@@ -133,17 +124,13 @@ private:
     kv::BlockHash tail_seed(const SequenceState& s) const;
     void drop_job(int64_t job_id);
 
-    Status open_store(double fingerprint_ms, int32_t context_length);
-    bool segment_storable(const SequenceState& s, size_t d) const;
-    uint64_t store_variant(const std::string& tenant, int32_t neighbours) const;
+    // Segment d of s read from the store into its blocks (the first num_present hold it already)
+    // and published: a hit.
     bool load_segment(SequenceState& s, size_t d, int32_t num_present);
-    void store_segment(uint64_t variant, const std::vector<int32_t>& tokens, const std::vector<kv::BlockId>& blocks);
 
     EngineConfig config_;
-    store::Fingerprint fingerprint_;
     Status status_;
-    backend::KvMemory& kv_memory_;                          // the runner's; read and written only by the store
-    kv::KvCache kv_;                                        // its bookkeeping (kv_memory_'s shape)
+    kv::KvCache kv_;                                        // the pool's bookkeeping (the runner's memory's shape)
     kv::BlockHash segment_seed_, tail_seed_, prefix_seed_;  // keyed; salted per tenant
     std::map<int64_t, SegmentJob> jobs_;                    // ordered: oldest job first
     int64_t next_job_id_ = 0;
@@ -152,9 +139,7 @@ private:
     // when that request releases its blocks).
     std::vector<std::pair<uint64_t, model::KvBlockCopy>> pending_copies_;
     PatchShares patches_{kv_};
-    std::unique_ptr<store::SegmentStore> store_;  // null without --kv-store
-    DocumentRegistry documents_;                  // after kv_ and the seeds it reads
-    NeighbourIndex neighbours_;
+    KvStoreAdapter store_;  // after config_
 };
 
 }  // namespace lazyattn::engine

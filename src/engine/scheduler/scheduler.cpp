@@ -35,7 +35,15 @@ Scheduler::Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, cons
     : model_(model),
       config_(config),
       kv_(model.description, model.fingerprint, model.fingerprint_ms, kv_memory, config,
-          config.max_model_len > 0 ? std::min(config.max_model_len, model.context_length) : model.context_length) {}
+          config.max_model_len > 0 ? std::min(config.max_model_len, model.context_length) : model.context_length),
+      documents_(
+          kv_.kv_cache(), config, [this](const std::string& tenant) { return kv_.seeds_for(tenant).segment; },
+          [this](const std::string& tenant, const std::vector<int32_t>& tokens,
+                 const std::vector<kv::BlockId>& blocks) { kv_.store().write_pinned(tenant, tokens, blocks); }) {}
+
+void Scheduler::index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents) {
+    for (const auto& d : documents) neighbours_.add(tenant, d);
+}
 
 Status Scheduler::validate(const RagRequest& r) const {
     const int32_t vocab = vocab_size(), ctx = context_length();
@@ -87,7 +95,7 @@ Status Scheduler::validate(const RagRequest& r) const {
 void Scheduler::fit_default_max_tokens(RagRequest& r) const {
     if (!r.max_tokens_is_default || r.max_tokens <= 1) return;
     const ChainSeeds seeds = kv_.seeds_for(r.tenant);
-    if (kv_.check_fits(r, seeds, context_length()).ok()) return;
+    if (kv_.check_fits(r, seeds, context_length(), documents_.pins()).ok()) return;
     // The largest default that fits (the blocks needed grow with max_tokens); none fitting leaves
     // it for check_request to refuse.
     const int32_t wanted = r.max_tokens;
@@ -95,7 +103,7 @@ void Scheduler::fit_default_max_tokens(RagRequest& r) const {
     while (hi - lo > 1) {
         const int32_t mid = lo + (hi - lo) / 2;
         r.max_tokens = mid;
-        (kv_.check_fits(r, seeds, context_length()).ok() ? lo : hi) = mid;
+        (kv_.check_fits(r, seeds, context_length(), documents_.pins()).ok() ? lo : hi) = mid;
     }
     r.max_tokens = lo > 0 ? lo : wanted;
 }
@@ -103,7 +111,7 @@ void Scheduler::fit_default_max_tokens(RagRequest& r) const {
 Status Scheduler::check_request(const RagRequest& request) const {
     LA_RETURN_IF_ERROR(kv_.status());
     LA_RETURN_IF_ERROR(validate(request));
-    return kv_.check_fits(request, kv_.seeds_for(request.tenant), context_length());
+    return kv_.check_fits(request, kv_.seeds_for(request.tenant), context_length(), documents_.pins());
 }
 
 Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits) {
@@ -143,8 +151,8 @@ void Scheduler::finish(SequenceState& s, const std::string& reason, Status statu
     if (s.request.prompt_logprobs >= 0) {
         s.handle->set_prompt_logprobs(std::move(s.prompt_logprobs), std::move(s.prompt_top_logprobs));
     }
-    if (documents_listener_ && kv_.documents().version() != documents_version_heard_) {
-        documents_version_heard_ = kv_.documents().version();
+    if (documents_listener_ && documents_.version() != documents_version_heard_) {
+        documents_version_heard_ = documents_.version();
         documents_listener_();
     }
     ++(reason == "cancelled" ? stats_.requests_cancelled
@@ -178,13 +186,13 @@ bool Scheduler::reap_cancelled() {
 bool Scheduler::fail_unfittable() {
     // Pins taken since a request was queued may have left it no room: fail it now rather than
     // let it block the queue's head forever. Pins change rarely, so check only after a change.
-    const uint64_t version = kv_.documents().pins().version();
+    const uint64_t version = documents_.pins().version();
     if (version == checked_pin_version_) return false;
     checked_pin_version_ = version;
     bool any = false;
     for (auto& s : waiting_) {
         if (s->handle->finished()) continue;
-        Status st = kv_.check_fits(s->request, s->seeds, context_length());
+        Status st = kv_.check_fits(s->request, s->seeds, context_length(), documents_.pins());
         if (st.ok()) continue;
         finish(*s, "error", std::move(st));
         any = true;
@@ -223,8 +231,8 @@ SchedulerStats Scheduler::stats() const {
     s.blocks_free = cache.num_free();
     s.blocks_used = cache.num_used();
     s.blocks_cached_free = cache.num_cached_free();
-    s.blocks_pinned = kv_.documents().pins().num_pinned();
-    if (kv_.segment_store() != nullptr) s.store = kv_.segment_store()->stats();
+    s.blocks_pinned = documents_.pins().num_pinned();
+    if (kv_.store().store() != nullptr) s.store = kv_.store().store()->stats();
     return s;
 }
 
@@ -245,7 +253,7 @@ void Scheduler::check_integrity() const {
         requests.push_back(s.get());
     }
     for (const auto& s : waiting_) LA_CHECK_MSG(s->kv.held.empty(), "a waiting request holds blocks");
-    kv_.check_integrity(requests);
+    kv_.check_integrity(requests, documents_);
 }
 
 }  // namespace lazyattn::engine

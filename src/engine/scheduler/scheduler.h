@@ -31,8 +31,10 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/documents/document_registry.h"
 #include "engine/engine_config.h"
 #include "engine/request/request_handle.h"
+#include "engine/reuse/neighbour_index.h"
 #include "engine/scheduler/kv_manager.h"
 #include "engine/scheduler_output.h"
 #include "engine/sequence/sequence_state.h"
@@ -125,8 +127,8 @@ public:
 
     // Documents (segment cache modes only), per tenant, with their pins and quotas: the
     // registry (documents/document_registry.h). Engine thread only, as every scheduler call.
-    DocumentRegistry& documents() { return kv_.documents(); }
-    const DocumentRegistry& documents() const { return kv_.documents(); }
+    DocumentRegistry& documents() { return documents_; }
+    const DocumentRegistry& documents() const { return documents_; }
     // Called (on the stepping thread) before a request's result is delivered whenever the
     // documents changed since DocumentRegistry::version() was last seen by the listener: so a
     // client that got its answer finds the request's documents in a list published from the
@@ -134,19 +136,17 @@ public:
     void set_documents_listener(std::function<void()> listener) { documents_listener_ = std::move(listener); }
     // The persistent store (--kv-store; null without one) and the store key of a document of a
     // tenant (what `lazyattn precompute` checks before computing it).
-    store::SegmentStore* segment_store() { return kv_.segment_store(); }
+    store::SegmentStore* segment_store() { return kv_.store().store(); }
     std::string store_key(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours = 0) const {
-        return kv_.store_key(tenant, tokens, neighbours);
+        return kv_.store().key(tenant, tokens, neighbours);
     }
-    // The corpus neighbour-conditioned documents of `tenant` are encoded against
-    // (DocumentReuse::neighbours); engine thread only, as every scheduler call.
-    void index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents) {
-        kv_.index_documents(tenant, documents);
-    }
+    // Adds documents to the corpus neighbour-conditioned documents of `tenant` are encoded
+    // against (DocumentReuse::neighbours; a request that conditions adds its own when admitted);
+    // engine thread only, as every scheduler call.
+    void index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents);
 
     const SequenceState* find(uint64_t id) const;
     const kv::KvCache& kv_cache() const { return kv_.kv_cache(); }
-    KvManager& kv_manager() { return kv_; }
     const EngineConfig& config() const { return config_; }
     // The context length requests may use: the model's, or EngineConfig::max_model_len below it.
     int32_t context_length() const {
@@ -187,7 +187,9 @@ private:
 
     ModelFacts model_;
     EngineConfig config_;
-    KvManager kv_;  // where every request's KV lives
+    KvManager kv_;                // where every request's KV lives
+    DocumentRegistry documents_;  // on kv_'s pool, with its seeds and store
+    NeighbourIndex neighbours_;   // the corpora conditioned documents are encoded against
 
     uint64_t next_admit_order_ = 1;
     int64_t step_count_ = 0;

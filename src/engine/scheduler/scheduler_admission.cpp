@@ -8,7 +8,11 @@
 namespace lazyattn::engine {
 
 bool Scheduler::try_admit(SequenceState& s) {
-    if (!kv_.allocate(s, !running_.empty())) return false;
+    if (s.request.reuse.neighbours > 0 && segments_are_blocks(config_.cache_mode)) {
+        // The request's own documents are part of the corpus their neighbours come from.
+        index_documents(s.request.tenant, s.request.documents());
+    }
+    if (!kv_.allocate(s, !running_.empty(), neighbours_)) return false;
     const RequestKv& ar = s.kv;
     s.admitted = true;
     s.admit_order = next_admit_order_++;
@@ -17,7 +21,7 @@ bool Scheduler::try_admit(SequenceState& s) {
         s.admit_step = step_count_;
         s.t_admit = now_ms();
     }
-    kv_.documents().note(s);
+    documents_.note(s);
     RequestStats& st = s.stats;
     // What the request found cached is decided when it first arrives: after a preemption it is
     // re-admitted against blocks it computed itself, so counting those again would report more

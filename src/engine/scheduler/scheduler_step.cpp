@@ -31,7 +31,7 @@ bool Scheduler::admit_waiting() {
             // Nothing runs, so nothing will free blocks: waiting would be forever.
             finish(s, "error",
                    resource_exhausted("request does not fit the KV blocks left free by pinned documents (" +
-                                      std::to_string(kv_.documents().pins().num_pinned()) + " of " +
+                                      std::to_string(documents_.pins().num_pinned()) + " of " +
                                       std::to_string(kv_.num_blocks()) + " pinned)"));
             waiting_.pop_front();
             progressed = true;
