@@ -47,21 +47,26 @@ inline bool port_accepts(int port) {
     return ok;
 }
 
+// A loopback socket listening on a free port (its number in *port); non-blocking for a server
+// that polls (FakeRedis), blocking for one that never accepts.
+inline int listen_loopback(int* port, bool nonblocking = false) {
+    const int fd = socket(AF_INET, SOCK_STREAM | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    listen(fd, 128);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
 // A listening socket nobody accepts on: a Redis that takes connections and never answers (the
 // kernel completes the handshake from the backlog).
 class SilentRedis {
 public:
-    SilentRedis() {
-        fd_ = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        listen(fd_, 64);
-        socklen_t len = sizeof a;
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
-    }
+    SilentRedis() { fd_ = listen_loopback(&port_); }
     ~SilentRedis() { close(fd_); }
     SilentRedis(const SilentRedis&) = delete;
     SilentRedis& operator=(const SilentRedis&) = delete;

@@ -18,21 +18,9 @@
 #include <thread>
 #include <vector>
 
-namespace lazyattn::store::testing {
+#include "redis_server.h"
 
-// A non-blocking loopback socket listening on a free port.
-inline int listen_loopback(int* port) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    listen(fd, 128);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
+namespace lazyattn::store::testing {
 
 // Parses one RESP command (an array of bulk strings, as hiredis sends) from the front of `in`;
 // false while it is incomplete.
@@ -67,7 +55,7 @@ public:
     explicit FakeRedis(Answer answer, int num_ports = 1) : answer_(std::move(answer)) {
         for (int i = 0; i < num_ports; ++i) {
             int port = 0;
-            listeners_.push_back(listen_loopback(&port));
+            listeners_.push_back(listen_loopback(&port, true));
             ports_.push_back(port);
         }
         thread_ = std::thread([this] { loop(); });
@@ -156,7 +144,7 @@ class ThrottleProxy {
 public:
     ThrottleProxy(int upstream_port, size_t chunk, std::chrono::milliseconds every)
         : upstream_(upstream_port), chunk_(chunk), every_(every) {
-        listener_ = listen_loopback(&port_);
+        listener_ = listen_loopback(&port_, true);
         thread_ = std::thread([this] { loop(); });
     }
     ~ThrottleProxy() {
