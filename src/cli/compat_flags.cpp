@@ -26,7 +26,7 @@ constexpr const char* kGrammar = "constrained decoding (grammars, JSON schemas) 
 constexpr const char* kSpec = "speculative decoding is not served (no draft model, no n-gram drafts)";
 constexpr const char* kSpecOff = "speculative decoding is never on";
 constexpr const char* kLora = "LoRA adapters and control vectors are not served: merge the adapter into the GGUF";
-constexpr const char* kEmbed = "there is no embeddings or rerank endpoint";
+constexpr const char* kEmbed = "there is no embeddings or rerank endpoint (they answer 501)";
 constexpr const char* kVision = "images, audio and video are not served: text-only models, no multimodal projector";
 constexpr const char* kNoProjector = "no multimodal projector is ever loaded: text-only models";
 constexpr const char* kNoUi = "there is no web UI";
@@ -386,9 +386,11 @@ const CompatFlag kFlags[] = {
     {"--no-agent", kLlama, 0, kWarn, kNoTools, nullptr, true},
     {"--ui-mcp-proxy,--webui-mcp-proxy", kLlama, 0, kRefuse, kTools, nullptr, true},
     {"--no-ui-mcp-proxy,--no-webui-mcp-proxy", kLlama, 0, kWarn, kNoTools, nullptr, true},
-    {"--embeddings,--embedding", kLlama, 0, kRefuse, "there is no embeddings endpoint", nullptr, true},
-    {"--rerank,--reranking", kLlama, 0, kRefuse, kEmbed, nullptr, true},
-    {"--pooling", kLlama, 1, kRefuse, kEmbed, nullptr, true},
+    // Accepted, not refused: llama-server's test harness starts every preset once (its embedding
+    // and reranker ones too) before any test; here their routes answer 501 naming the feature.
+    {"--embeddings,--embedding", kLlama, 0, kWarn, kEmbed, nullptr, true},
+    {"--rerank,--reranking", kLlama, 0, kWarn, kEmbed, nullptr, true},
+    {"--pooling", kLlama, 1, kWarn, kEmbed, nullptr, true},
     {"--embd-normalize", kLlama, 1, kWarn, kEmbed, nullptr, true},
     {"--mmproj", kLlama, 1, kRefuse, kVision, nullptr, true},
     {"--mmproj-url", kLlama, 1, kRefuse, kVision, nullptr, true},

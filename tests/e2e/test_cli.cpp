@@ -402,6 +402,9 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
          {"--temp 0.8", "--host 127.0.0.1,::1", "--offline", "--no-slots", "--no-webui", "--alias smol,tinyllama-2",
           "--cors-origins *", "--swa-full", "--context-shift", "--cache-ram 0", "--no-mmproj",
           "--reasoning-format none", "--no-models-autoload", "--backend-sampling"}},
+        // Its embedding and reranker presets: started once by its harness before any test (their
+        // routes answer 501 here).
+        {"-m " + model + " --embeddings --pooling mean --reranking", {"--embeddings", "--pooling mean", "--rerank"}},
     };
     for (const Line& line : starts) {
         const auto r = run_cli("serve " + line.args + " --port 0 --check", true);
@@ -419,7 +422,6 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
         {"-m " + model + " --chat-template command-r", "chatml, llama3"},
         {"-m " + model + " --chat-template '{{ messages }}'", ".jinja file"},
         {"-m " + model + " --mmproj-url http://x/mmproj.gguf", "not served"},
-        {"-m " + model + " --embeddings --pooling mean", "no embeddings"},
         {"-m " + model + " --spec-type ngram-simple", "speculative decoding"},
     };
     for (const auto& [args, reason] : refused) {
