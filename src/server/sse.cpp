@@ -21,6 +21,13 @@ std::string sse_event(std::string_view payload) {
     return out;
 }
 
+std::string sse_named_event(std::string_view name, std::string_view payload) {
+    std::string out = "event: ";
+    out += name;
+    out += '\n';
+    return out + sse_event(payload);
+}
+
 std::string sse_comment(std::string_view text) { return ": " + std::string(text) + "\n\n"; }
 
 }  // namespace lazyattn::server

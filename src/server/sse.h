@@ -13,6 +13,8 @@ inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 
 // One event; a payload with line breaks becomes one data line per line, as the format requires.
 std::string sse_event(std::string_view payload);
+// A named event ("event: <name>" before its data), as the Anthropic and Responses streams use.
+std::string sse_named_event(std::string_view name, std::string_view payload);
 std::string sse_comment(std::string_view text);
 
 }  // namespace lazyattn::server
