@@ -39,6 +39,7 @@
 #include "server/document_batch.h"
 #include "server/openai_request.h"
 #include "server/request_builder.h"
+#include "server/serving_front.h"
 #include "tokenizer/chat_template.h"
 
 #ifdef LAZYATTN_CUDA_BUILT
@@ -53,7 +54,7 @@ namespace {
 
 constexpr int kPollMs = 50;  // how often a wait looks for Ctrl-C
 // max_tokens not given: this many, or the rest of the context when that is less.
-constexpr int64_t kDefaultMaxTokens = 256;
+constexpr int32_t kDefaultMaxTokens = 256;
 
 // An engine failure (lazyattn.Error); bad arguments are ValueError / TypeError.
 struct EngineError : std::runtime_error {
@@ -91,7 +92,7 @@ struct Options {
 struct State {
     engine::LoadedModel lm;
     std::unique_ptr<engine::ServingEngine> engine;
-    std::unique_ptr<server::RequestBuilder> builder;
+    std::unique_ptr<server::ServingFront> front;
     std::optional<tokenizer::ChatTemplate> chat;
     engine::EngineConfig config;
     engine::DocumentReuse default_reuse;
@@ -178,14 +179,14 @@ std::shared_ptr<State> open_engine(const Options& o) {
         if (!created.ok()) throw EngineError(created.status().message());
         state->engine = std::move(created).value();
     }
-    engine::ServingEngine* eng = state->engine.get();
-    // No cap below the context: in-process there is no response size to bound, and a max_tokens
-    // past the context is refused by submit() instead of clamped.
-    const int32_t ctx = eng->context_length();
-    state->builder = std::make_unique<server::RequestBuilder>(
-        *state->lm.tokenizer, state->chat, ctx, ctx,
-        [eng](const std::string& tenant, const std::string& id) { return eng->document_tokens(tenant, id); },
-        state->default_reuse);
+    // The server's front with the in-process defaults: no cap below the context and no response
+    // size to bound; a max_tokens past the context is refused instead of clamped.
+    server::FrontSettings settings;
+    settings.default_max_tokens = kDefaultMaxTokens;
+    settings.clamp_max_tokens = false;
+    settings.bound_response_bytes = false;
+    settings.document_reuse = state->default_reuse;
+    state->front = std::make_unique<server::ServingFront>(*state->engine, *state->lm.tokenizer, state->chat, settings);
     return state;
 }
 
@@ -197,21 +198,13 @@ nlohmann::json parse_body(const std::string& text) {
 
 nb::dict usage_dict(const engine::RequestStats& s) {
     nb::dict d;
-    d["prompt_tokens"] = s.num_prompt_tokens;
-    d["completion_tokens"] = s.num_generated;
-    d["total_tokens"] = s.num_prompt_tokens + s.num_generated;
-    d["cached_tokens"] = s.reused_tokens;
-    d["document_tokens"] = s.document_tokens;
-    d["computed_tokens"] = s.prefill_tokens;
-    d["recomputed_tokens"] = s.recomputed_tokens;
-    d["segments_hit"] = s.segments_hit;
-    d["segments_missed"] = s.segments_missed;
-    d["segments_from_store"] = s.segments_from_store;
-    d["preemptions"] = s.preemptions;
-    d["queue_ms"] = s.queue_ms;
-    d["ttft_ms"] = s.ttft_ms;
-    d["decode_ms"] = s.decode_ms;
-    d["decode_tok_per_s"] = s.decode_tok_per_s;
+    for (const server::UsageField& f : server::usage_fields(s)) {
+        if (f.is_count) {
+            d[f.name] = int64_t(f.value);
+        } else {
+            d[f.name] = f.value;
+        }
+    }
     return d;
 }
 
@@ -251,9 +244,9 @@ public:
         nb::dict d;
         d["text"] = nb::str(r.text.data(), r.text.size());
         d["token_ids"] = r.token_ids;
-        d["finish_reason"] = r.finish_reason;
+        d["finish_reason"] = std::string(engine::finish_reason_name(r.finish_reason));
         d["error"] = r.status.ok() ? std::string() : r.status.message();
-        if (r.finish_reason == "error") {
+        if (r.finish_reason == engine::FinishReason::kError) {
             // The server's face of it: a request the engine found bad is the caller's.
             const server::ApiError e = server::generation_error(r.status, chat_);
             d["error_is_request"] = e.http_status == 400 || e.http_status == 404;
@@ -277,7 +270,7 @@ private:
         }
         if (e && e->kind == engine::RequestEvent::Kind::kFinished) {
             done_ = true;
-            finish_reason_ = e->finish_reason;
+            finish_reason_ = std::string(engine::finish_reason_name(e->finish_reason));
             if (!e->status.ok()) error_ = e->status.message();
         }
         return e;
@@ -311,28 +304,17 @@ public:
         {
             nb::gil_scoped_release unlocked;
             auto lock = state_->hold();
-            engine::ServingEngine& eng = state_->live();
+            (void)state_->live();  // refused once closed
             const nlohmann::json body = parse_body(body_json);
             server::GenerationRequest gen;
             if (auto e = server::parse_generation_request(body, chat, gen)) raise_api_error(*e);
             if (gen.stream || gen.n != 1) raise_value("n", "one choice per request here (submit several)");
-            if (Status st = gen.sampling.check_vocabulary(state_->lm.tokenizer->vocab_size()); !st.ok())
-                raise_value("logit_bias", st.message());
-            auto built = state_->builder->build(gen, server::ApiKeys::tenant_of("", gen.cache_salt));
-            if (!built.ok()) raise_api_error(server::generation_error(built.status(), chat));
-            engine::RagRequest rag = std::move(built).value();
-            const int64_t ctx = eng.context_length();
-            const int64_t prompt = rag.num_prompt_tokens();
-            if (gen.max_tokens < 0) {
-                rag.max_tokens = int32_t(std::max<int64_t>(1, std::min(kDefaultMaxTokens, ctx - prompt)));
-            } else if (prompt + rag.max_tokens > ctx) {
-                raise_value("max_tokens", "max_tokens " + std::to_string(gen.max_tokens) + " and the prompt's " +
-                                              std::to_string(prompt) + " tokens pass the context length of " +
-                                              std::to_string(ctx) + " tokens");
-            }
-            auto submitted = eng.submit(std::move(rag));
+            const std::string tenant = server::ApiKeys::tenant_of("", gen.cache_salt);
+            server::PreparedRequest prepared;
+            if (auto e = state_->front->prepare(std::move(gen), tenant, {}, prepared)) raise_api_error(*e);
+            auto submitted = state_->front->submit(prepared);
             if (!submitted.ok()) raise_api_error(server::generation_error(submitted.status(), chat));
-            handle = std::move(submitted).value();
+            handle = std::move(submitted->handles.front());
         }
         return Request(state_, std::move(handle), chat);
     }
@@ -372,7 +354,7 @@ public:
             if (auto e = server::check_cache_salt(cache_salt)) raise_api_error(*e);
             const std::string tenant = server::ApiKeys::tenant_of("", cache_salt);
             const auto mode = pin ? server::PinMode::kKeep : server::PinMode::kComputeOnly;
-            if (auto e = server::pin_document_batch(*state_->builder, eng, docs, tenant, infos, mode)) {
+            if (auto e = server::pin_document_batch(state_->front->builder(), eng, docs, tenant, infos, mode)) {
                 raise_api_error(*e);
             }
         }

@@ -109,7 +109,7 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
             --in_flight;
             done_s.push_back((now_ms() - t0) / 1000.0);
             const engine::RagResult res = handles[i]->wait();
-            if (res.finish_reason == "error") return res.status;
+            if (res.finish_reason == engine::FinishReason::kError) return res.status;
             if (progress) progress(done, n);
         }
     }

@@ -143,7 +143,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
             }
             for (auto& f : in_flight) {
                 const engine::RagResult r = f.handle->wait();
-                if (r.finish_reason == "error") return r.status;
+                if (r.finish_reason == engine::FinishReason::kError) return r.status;
                 Answer& a = answers[f.variant->name][f.task];
                 a.reply = r.text;
                 a.correct = bench::reply_is_correct(tasks[f.task], r.text);

@@ -193,7 +193,7 @@ Status measure(const DocumentSets& sets, int32_t num_sets, std::vector<Source>& 
             }
             auto r = s.engine->run(request_over(sets.workload, reversed, sets.tail));
             if (!r.ok()) return r.status();
-            if (r->finish_reason == "error") return r->status;
+            if (r->finish_reason == engine::FinishReason::kError) return r->status;
             bar.update(++done);
             if (set == 0) continue;
             s.ttft_ms.push_back(r->stats.ttft_ms);

@@ -208,14 +208,10 @@ void add_serve_network_options(CLI::App* sv, ServeOptions& o) {
               const std::vector<std::string> names = split_list(value);
               if (names.empty()) throw CLI::ValidationError("--served-model-name: no name given");
               o.served_model_name = names.front();
-              if (names.size() > 1) {
-                  o.common.compat_warnings.push_back(
-                      "--alias " + value + " (llama-server): the model id is " + names.front() + "; requests naming " +
-                      joined(names, 1) + " are answered too, as any name is (with --strict-model-name, only " +
-                      names.front() + ")");
-              }
+              o.model_aliases.assign(names.begin() + 1, names.end());
           },
-          "the model id clients see and name (default: the file name; of a comma-separated list, the first)")
+          "the model id clients see and name (default: the file name); of a comma-separated list, the first is "
+          "the id and the others are names requests may give under --strict-model-name too")
         ->type_name("NAME");
     sv->add_flag("--strict-model-name", o.strict_model_name,
                  "answer 404 to a request naming another model (vLLM); by default it is answered by this "

@@ -144,9 +144,10 @@ struct ServeOptions {
     int32_t kv_cache_mb = 512;
     int32_t kv_blocks = 0;  // exact pool size in blocks (0: from kv_cache_mb)
     int32_t block_size = 16;
-    int32_t max_model_len = 0;       // 0: the model's context length
-    std::string served_model_name;   // "" = the model file's name
-    bool strict_model_name = false;  // 404 for a request naming another model (else answered)
+    int32_t max_model_len = 0;               // 0: the model's context length
+    std::string served_model_name;           // "" = the model file's name
+    std::vector<std::string> model_aliases;  // --alias a,b,c: b and c
+    bool strict_model_name = false;          // 404 for a request naming another model (else answered)
     int32_t max_batch_tokens = 512;
     int32_t max_prefill_while_decoding = engine::EngineConfig{}.max_prefill_while_decoding;
     int32_t max_num_seqs = 64;

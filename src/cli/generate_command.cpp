@@ -48,7 +48,7 @@ nlohmann::json run_json(const engine::RagResult& r) {
     const auto& s = r.stats;
     return {{"text", r.text},
             {"token_ids", r.token_ids},
-            {"finish_reason", r.finish_reason},
+            {"finish_reason", std::string(engine::finish_reason_name(r.finish_reason))},
             {"num_prompt_tokens", s.num_prompt_tokens},
             {"num_generated_tokens", s.num_generated},
             {"ttft_ms", s.ttft_ms},
@@ -124,7 +124,7 @@ int run_generate(const GenerateOptions& o) {
                      "missed %d), %d generated, TTFT %.1f ms, decode %.1f tok/s, %s]\n",
                      run + 1, o.cache_mode.c_str(), s.num_prompt_tokens, s.prefill_tokens, s.reused_tokens,
                      s.segments_hit, s.segments_from_store, s.segments_missed, s.num_generated, s.ttft_ms,
-                     s.decode_tok_per_s, result->finish_reason.c_str());
+                     s.decode_tok_per_s, std::string(engine::finish_reason_name(result->finish_reason)).c_str());
     }
     // The documents' store writes finish before exit (the store's close would give them 1 s).
     if (store::SegmentStore* store = eng.scheduler().segment_store()) store->flush();

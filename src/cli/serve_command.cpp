@@ -93,6 +93,7 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.shutdown_timeout_s = o.shutdown_timeout_s;
     sc.model_id =
         o.served_model_name.empty() ? std::filesystem::path(model_path).filename().string() : o.served_model_name;
+    sc.model_aliases = o.model_aliases;
     sc.strict_model_name = o.strict_model_name;
     sc.system_fingerprint = system_fingerprint();
     sc.api_keys = o.api_keys;

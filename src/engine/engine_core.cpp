@@ -23,8 +23,8 @@ ModelFacts model_facts(const model::Model& model, const EngineConfig& config) {
 void apply_step(Scheduler& scheduler, OutputProcessor& outputs, const SchedulerOutput& out, ModelRunnerOutput& ran) {
     for (const StepToken& t : scheduler.update(out, ran)) {
         // What the token means for its request is the OutputProcessor's to say.
-        const std::string reason = t.token < 0 ? "length" : outputs.on_token(*t.seq, t.token, t.logprobs);
-        if (reason.empty()) continue;
+        const FinishReason reason = t.token < 0 ? FinishReason::kLength : outputs.on_token(*t.seq, t.token, t.logprobs);
+        if (reason == FinishReason::kNone) continue;
         outputs.flush(*t.seq);
         scheduler.finish_request(*t.seq, reason);
     }

@@ -210,8 +210,9 @@ Expected<PrecomputeReport> ServingEngine::precompute(const std::string& tenant,
         batch.clear();
         batch_tokens = 0;
         const RagResult done = wait_polling(*handle, cancelled);
-        if (done.finish_reason == "error") return done.status;
-        if (done.finish_reason == "cancelled") return Status{StatusCode::kCancelled, "cancelled while it was computed"};
+        if (done.finish_reason == FinishReason::kError) return done.status;
+        if (done.finish_reason == FinishReason::kCancelled)
+            return Status{StatusCode::kCancelled, "cancelled while it was computed"};
         // Between steps: the batch's entries were handed to the store's writer by then.
         if (settings.flush_store && store_ != nullptr) run_on_engine_thread([this](Scheduler&) { store_->flush(); });
         if (settings.progress) settings.progress(documents_done);
@@ -313,7 +314,7 @@ void ServingEngine::loop() {
         for (Pending& p : fresh) {
             auto handle = p.handle;
             const Status st = scheduler_.enqueue(std::move(p.request), handle);
-            if (!st.ok()) handle->finish("error", {}, st);
+            if (!st.ok()) handle->finish(FinishReason::kError, {}, st);
         }
         const bool progressed = core_.step();
         stuck = !progressed && !scheduler_.idle();

@@ -35,7 +35,7 @@ Expected<RagResult> SyncEngine::run(const RagRequest& request, const TextCallbac
     LA_ASSIGN_OR_RETURN(auto handle, core_.add(request, callback));
     LA_RETURN_IF_ERROR(run_to_end(core_, *handle));
     RagResult result = handle->wait();
-    if (result.finish_reason == "error") return result.status;
+    if (result.finish_reason == FinishReason::kError) return result.status;
     return result;
 }
 
@@ -45,7 +45,7 @@ Expected<std::vector<float>> SyncEngine::tail_logits(const RagRequest& request) 
     LA_ASSIGN_OR_RETURN(auto handle, core_.add(std::move(r), {}, true));
     LA_RETURN_IF_ERROR(run_to_end(core_, *handle));
     const RagResult result = handle->wait();
-    if (result.finish_reason == "error") return result.status;
+    if (result.finish_reason == FinishReason::kError) return result.status;
     return handle->tail_logits();
 }
 

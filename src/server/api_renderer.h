@@ -21,9 +21,15 @@ struct ChoiceResult {
     const engine::RagResult* result = nullptr;
 };
 
+struct PreparedRequest;
+
 class ApiRenderer {
 public:
     virtual ~ApiRenderer() = default;
+
+    // The request as the front laid it out, before it is queued (its prompt tokens, choices,
+    // output options): called once, before any other method.
+    virtual void prepared(const PreparedRequest& request) { (void)request; }
 
     // The 200 body of a whole response: every choice ended with stop or length. `usage` counts
     // the shared prompt once and the completions summed.

@@ -153,10 +153,13 @@ http::Router make_router(ServerContext& ctx) {
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_detokenize(ctx, q, s); });
     for (const char* path : {"/v1/models", "/models"}) {
         r.add("GET", path, Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
-            const json model = {{"id", ctx.config.model_id},           {"object", "model"},
-                                {"created", ctx.started_unix_s},       {"owned_by", "lazyattn"},
+            const json model = {{"id", ctx.config.model_id},
+                                {"object", "model"},
+                                {"created", ctx.started_unix_s},
+                                {"owned_by", "lazyattn"},
                                 {"max_model_len", ctx.context_length},  // vLLM's name
-                                {"context_length", ctx.context_length}};
+                                {"context_length", ctx.context_length},
+                                {"aliases", ctx.config.model_aliases}};  // llama-server's (--alias)
             send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
         });
     }

@@ -155,7 +155,7 @@ void Metrics::count_request(const std::string& path, int status) {
     ++requests_[{route, status}];
 }
 
-void Metrics::record_request(const engine::RequestStats& stats, const std::string& finish_reason, double e2e_seconds) {
+void Metrics::record_request(const engine::RequestStats& stats, engine::FinishReason reason, double e2e_seconds) {
     std::lock_guard<std::mutex> lock(mu_);
     generation_tokens_ += stats.num_generated;
     prompt_tokens_ += stats.num_prompt_tokens;
@@ -163,8 +163,8 @@ void Metrics::record_request(const engine::RequestStats& stats, const std::strin
     prompt_seconds_ += std::max(0.0, stats.ttft_ms - stats.queue_ms) / 1000.0;
     predicted_seconds_ += std::max(0.0, stats.decode_ms) / 1000.0;
     max_request_tokens_ = std::max<int64_t>(max_request_tokens_, stats.num_prompt_tokens + stats.num_generated);
-    ++finished_[finish_reason == "cancelled" ? "abort" : finish_reason];
-    if (finish_reason != "stop" && finish_reason != "length") return;
+    ++finished_[reason == engine::FinishReason::kCancelled ? "abort" : std::string(engine::finish_reason_name(reason))];
+    if (!engine::finished_normally(reason)) return;
     ttft_.observe(stats.ttft_ms / 1000.0);
     queue_time_.observe(stats.queue_ms / 1000.0);
     e2e_.observe(e2e_seconds);

@@ -45,7 +45,7 @@ public:
     void count_request(const std::string& path, int status);
     // A generation request the engine ended: its tokens, cache use, queue time and TTFT, and its
     // outcome ("stop", "length", "cancelled" counts as vLLM's "abort", "error").
-    void record_request(const engine::RequestStats& stats, const std::string& finish_reason, double e2e_seconds);
+    void record_request(const engine::RequestStats& stats, engine::FinishReason reason, double e2e_seconds);
     // The gap between two tokens of one request, as its client received them.
     void observe_inter_token(double seconds);
     void count_disconnect();

@@ -54,18 +54,6 @@ ResponseMeta make_response_meta(bool chat, const std::string& model, const std::
     return m;
 }
 
-engine::RequestStats combined_usage(const std::vector<engine::RequestStats>& per_choice) {
-    engine::RequestStats u = per_choice.empty() ? engine::RequestStats{} : per_choice.front();
-    for (size_t i = 1; i < per_choice.size(); ++i) {
-        // The prompt is counted once; what ran for it is every choice's (each prefills its own
-        // tail and recomputed rows; a document computed by a job they share counts once).
-        u.num_generated += per_choice[i].num_generated;
-        u.prefill_tokens += per_choice[i].prefill_tokens;
-        u.recomputed_tokens += per_choice[i].recomputed_tokens;
-    }
-    return u;
-}
-
 std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBody>& choices,
                             const engine::RequestStats& usage) {
     json body = envelope(meta, meta.chat ? "chat.completion" : "text_completion");

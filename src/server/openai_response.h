@@ -32,10 +32,6 @@ struct ChoiceBody {
     nlohmann::json logprobs;  // null when not asked for
 };
 
-// Usage of a response whose choices share one prompt: the prompt (and its cached tokens) counted
-// once, the completions summed.
-engine::RequestStats combined_usage(const std::vector<engine::RequestStats>& per_choice);
-
 std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBody>& choices,
                             const engine::RequestStats& usage);
 

@@ -21,6 +21,7 @@ struct ServerConfig {
     int32_t num_http_threads = 128;  // generations answered at once (each stream holds one)
     double shutdown_timeout_s = 10;  // SIGTERM: in-flight requests get this long, then cancel
     std::string model_id;            // what /v1/models lists and responses name
+    std::vector<std::string> model_aliases;  // other names requests may give (--alias a,b,c)
     std::string system_fingerprint;  // responses' system_fingerprint ("" is written as null)
     // A request naming another model: 404 model_not_found (vLLM) when set; otherwise it is
     // answered by this server's one model, as llama-server does (clients such as LangChain send

@@ -4,29 +4,36 @@
 
 namespace lazyattn::server {
 
+namespace {
+
+FrontSettings front_settings(const ServerConfig& c) {
+    FrontSettings s;
+    s.model_id = c.model_id;
+    s.aliases = c.model_aliases;
+    s.strict_model_name = c.strict_model_name;
+    s.max_tokens_cap = c.max_tokens_cap;
+    s.document_reuse = c.document_reuse;
+    s.documents_from = c.documents_from;
+    s.max_documents = c.max_documents;
+    s.known_documents = c.known_documents;
+    return s;
+}
+
+}  // namespace
+
 ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng, const tokenizer::Tokenizer& tok,
                              std::optional<tokenizer::ChatTemplate> chat, int32_t ctx_len)
     : config(cfg),
       api_keys(cfg.api_keys),
       engine(eng),
       tokenizer(tok),
-      builder(
-          tok, std::move(chat), ctx_len, cfg.max_tokens_cap,
-          [&eng](const std::string& tenant, const std::string& id) { return eng.document_tokens(tenant, id); },
-          cfg.document_reuse, cfg.documents_from, cfg.max_documents,
-          std::make_shared<KnownDocuments>(cfg.known_documents)),
+      front(eng, tok, std::move(chat), front_settings(cfg)),
+      builder(front.builder()),
       context_length(ctx_len),
       started_unix_s(
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
               .count()),
       metrics(cfg.model_id) {}
-
-bool ServerContext::is_model(const std::string& name) const {
-    const std::string& id = config.model_id;
-    const std::string ext = ".gguf";
-    const bool has_ext = id.size() > ext.size() && id.compare(id.size() - ext.size(), ext.size(), ext) == 0;
-    return name == id || (has_ext && name == id.substr(0, id.size() - ext.size()));
-}
 
 bool ServerContext::wait_idle(double timeout_s) {
     std::unique_lock<std::mutex> lock(active_mu);

@@ -1,5 +1,5 @@
-// ServerContext: what every route shares — the configuration, the engine, the request builder,
-// the metrics, and the two facts graceful shutdown needs: whether the server is draining (new
+// ServerContext: what every route shares — the configuration, the engine, the serving front
+// (request preparation, shared with the Python extension), the metrics, and the two facts graceful shutdown needs: whether the server is draining (new
 // work gets 503) and how many requests are still being answered (a streaming one until its last
 // byte is written, which ActiveRequest tracks).
 #pragma once
@@ -17,15 +17,13 @@
 #include "server/metrics.h"
 #include "server/request_builder.h"
 #include "server/server_config.h"
+#include "server/serving_front.h"
 
 namespace lazyattn::server {
 
 struct ServerContext {
     ServerContext(const ServerConfig& config, engine::ServingEngine& engine, const tokenizer::Tokenizer& tokenizer,
                   std::optional<tokenizer::ChatTemplate> chat, int32_t context_length);
-
-    // True when `name` names the served model (its id, or the id without ".gguf").
-    bool is_model(const std::string& name) const;
 
     // Blocks until no request is being answered or the timeout passes; true when idle.
     bool wait_idle(double timeout_s);
@@ -39,7 +37,8 @@ struct ServerContext {
     const ApiKeys api_keys;
     engine::ServingEngine& engine;
     const tokenizer::Tokenizer& tokenizer;
-    const RequestBuilder builder;
+    const ServingFront front;
+    const RequestBuilder& builder;  // the front's
     const int32_t context_length;
     const int64_t started_unix_s;
     Metrics metrics;

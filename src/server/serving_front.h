@@ -31,9 +31,9 @@ namespace lazyattn::server {
 
 // How requests that do not say are answered, and what no request may pass.
 struct FrontSettings {
-    std::string model_id;            // "" accepts any `model`
+    std::string model_id;              // "" accepts any `model`
     std::vector<std::string> aliases;  // other names the model answers to (--alias)
-    bool strict_model_name = false;  // an unknown `model` is a 404
+    bool strict_model_name = false;    // an unknown `model` is a 404
     // The most tokens one request may generate; a larger max_tokens is clamped (0: the context).
     int32_t max_tokens_cap = 0;
     // max_tokens not given: this many, or the rest of the context when that is less (0: the
@@ -47,7 +47,7 @@ struct FrontSettings {
     engine::DocumentReuse document_reuse;  // requests that do not say
     DocumentsFrom documents_from;          // requests that do not say
     int32_t max_documents = kDefaultMaxDocuments;
-    KnownDocumentsLimits known_documents;
+    KnownDocuments::Limits known_documents;
 };
 
 // One request, checked and laid out, not yet queued.
@@ -95,8 +95,13 @@ private:
     RequestBuilder builder_;
 };
 
-// A token-usage record as every API reports it beyond its own fields: the Python result's
-// `usage` dict and the access log read the same names.
-std::vector<std::pair<std::string, double>> usage_fields(const engine::RequestStats& stats);
+// A request's usage as the Python result's `usage` dict names it: counts (tokens, segments)
+// and times (milliseconds, tokens per second).
+struct UsageField {
+    const char* name;
+    double value;
+    bool is_count;
+};
+std::vector<UsageField> usage_fields(const engine::RequestStats& stats);
 
 }  // namespace lazyattn::server

@@ -229,10 +229,10 @@ TEST(Metrics, RendersPrometheusText) {
     rs.num_generated = 4;
     rs.ttft_ms = 20;
     rs.queue_ms = 400;
-    m.record_request(rs, "stop", 1.2);
+    m.record_request(rs, engine::FinishReason::kStop, 1.2);
     rs.ttft_ms = 3000;
-    m.record_request(rs, "length", 4);
-    m.record_request(rs, "cancelled", 4);  // counted, but no latency observed for it
+    m.record_request(rs, engine::FinishReason::kLength, 4);
+    m.record_request(rs, engine::FinishReason::kCancelled, 4);  // counted, but no latency observed for it
     m.observe_inter_token(0.03);
     engine::SchedulerStats s;
     s.blocks_used = 3;

@@ -9,16 +9,19 @@ RequestOutput& OutputProcessor::output_of(SequenceState& s) {
     return *s.output;
 }
 
-std::string OutputProcessor::on_token(SequenceState& s, int32_t token, TokenLogprobs* logprobs) {
+FinishReason OutputProcessor::on_token(SequenceState& s, int32_t token, TokenLogprobs* logprobs) {
     const RagRequest& r = s.request;
     if (!r.ignore_eos && tokenizer_.is_end_of_generation(token)) {
         s.handle->push_token(token, "", logprobs);
-        return "stop";
+        return FinishReason::kStop;
     }
     RequestOutput& out = output_of(s);
     s.handle->push_token(token, out.stops.push(out.decoder.push(token)), logprobs);
-    if (out.stops.stopped()) return "stop";
-    return s.at_length_limit(context_length_) ? "length" : "";
+    if (out.stops.stopped()) {
+        s.handle->set_stop_word(out.stops.stop_word());
+        return FinishReason::kStop;
+    }
+    return s.at_length_limit(context_length_) ? FinishReason::kLength : FinishReason::kNone;
 }
 
 void OutputProcessor::flush(SequenceState& s) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/request/finish_reason.h"
 #include "engine/request/token_logprobs.h"
 #include "engine/sequence/request_output.h"
 #include "tokenizer/tokenizer.h"
@@ -24,10 +25,10 @@ public:
 
     // The token just sampled for s (already counted in s.num_generated and s.history, and
     // queued at the end of s.kv.tail_tokens): streams
-    // its text and returns the finish reason it causes ("stop" or "length"), or "" to go on.
+    // its text and returns the finish reason it causes (stop or length), or kNone to go on.
     // `logprobs` (null when none were asked) is moved into the request's handle: the runner's
     // output is not read after this step, so its top alternatives are not copied.
-    std::string on_token(SequenceState& s, int32_t token, TokenLogprobs* logprobs);
+    FinishReason on_token(SequenceState& s, int32_t token, TokenLogprobs* logprobs);
     // The request ends with "stop" or "length": releases the text held back.
     void flush(SequenceState& s);
 

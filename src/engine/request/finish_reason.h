@@ -20,11 +20,16 @@ enum class FinishReason : uint8_t {
 // "stop", "length", "cancelled", "error" ("" for kNone): OpenAI's spelling and the metrics label.
 constexpr std::string_view finish_reason_name(FinishReason r) {
     switch (r) {
-        case FinishReason::kStop: return "stop";
-        case FinishReason::kLength: return "length";
-        case FinishReason::kCancelled: return "cancelled";
-        case FinishReason::kError: return "error";
-        case FinishReason::kNone: break;
+        case FinishReason::kStop:
+            return "stop";
+        case FinishReason::kLength:
+            return "length";
+        case FinishReason::kCancelled:
+            return "cancelled";
+        case FinishReason::kError:
+            return "error";
+        case FinishReason::kNone:
+            break;
     }
     return "";
 }

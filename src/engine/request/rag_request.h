@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "engine/request/document_reuse.h"
+#include "engine/request/finish_reason.h"
 #include "engine/request/sampling_params.h"
 #include "engine/request/token_logprobs.h"
 
@@ -140,8 +141,9 @@ struct RequestStats {
 struct RagResult {
     std::vector<int32_t> token_ids;  // generated tokens (an end-of-generation token included)
     std::string text;                // generated text, up to a stop string
-    std::string finish_reason;       // "stop", "length", "cancelled" or "error"
-    Status status;                   // why, when finish_reason is "error"
+    FinishReason finish_reason = FinishReason::kNone;
+    Status status;          // why, when finish_reason is kError
+    std::string stop_word;  // the stop string that ended it (kStop by a stop string; "" for end of generation)
     RequestStats stats;
     // When request.sampling.logprobs >= 0: per generated token (token_ids[i]), its logprob and
     // the top alternatives (see Sampler for the distribution). Empty otherwise.

@@ -81,11 +81,20 @@ std::vector<float> RequestHandle::tail_logits() const {
     return tail_logits_;
 }
 
-void RequestHandle::finish(const std::string& reason, const RequestStats& stats, Status status) {
+void RequestHandle::set_stop_word(std::string word) {
+    std::lock_guard<std::mutex> lock(mu_);
+    result_.stop_word = std::move(word);
+}
+
+void RequestHandle::finish(FinishReason reason, const RequestStats& stats, Status status) {
     RequestEvent e;
     e.kind = RequestEvent::Kind::kFinished;
     e.finish_reason = reason;
     e.status = status;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        e.stop_word = result_.stop_word;
+    }
     if (callback_) callback_(e);
     std::lock_guard<std::mutex> lock(mu_);
     result_.finish_reason = reason;

@@ -21,12 +21,13 @@ namespace lazyattn::engine {
 struct RequestEvent {
     enum class Kind { kToken, kFinished };
     Kind kind = Kind::kToken;
-    int32_t token_id = -1;      // kToken: the sampled token
-    std::string text;           // kToken: text this token completed (may be empty)
-    float logprob = 0;          // kToken with a token, when the request asked for logprobs: log P(token)
-    TopLogprobs top_logprobs;   // kToken: (token id, logprob), best first; empty unless asked
-    std::string finish_reason;  // kFinished: "stop", "length", "cancelled" or "error"
-    Status status;              // kFinished with "error": why
+    int32_t token_id = -1;     // kToken: the sampled token
+    std::string text;          // kToken: text this token completed (may be empty)
+    float logprob = 0;         // kToken with a token, when the request asked for logprobs: log P(token)
+    TopLogprobs top_logprobs;  // kToken: (token id, logprob), best first; empty unless asked
+    FinishReason finish_reason = FinishReason::kNone;  // kFinished: why
+    Status status;                                     // kFinished with kError: why
+    std::string stop_word;                             // kFinished with kStop by a stop string: which
 };
 
 class RequestHandle {
@@ -59,7 +60,9 @@ public:
     void set_prompt_logprobs(std::vector<float> logprobs, std::vector<TopLogprobs> top);
     // The prompt logprobs published so far (once the prompt has run; see RagRequest::prompt_logprobs).
     void prompt_logprobs(std::vector<float>* logprobs, std::vector<TopLogprobs>* top) const;
-    void finish(const std::string& reason, const RequestStats& stats, Status status = {});
+    void finish(FinishReason reason, const RequestStats& stats, Status status = {});
+    // The stop string that is about to end the request (set before finish()).
+    void set_stop_word(std::string word);
 
 private:
     const uint64_t id_;

@@ -138,7 +138,7 @@ Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> han
     return {};
 }
 
-void Scheduler::finish(SequenceState& s, const std::string& reason, Status status) {
+void Scheduler::finish(SequenceState& s, FinishReason reason, Status status) {
     if (s.admitted) kv_.free(s);
     const double t_end = now_ms();
     RequestStats& st = s.stats;
@@ -155,9 +155,9 @@ void Scheduler::finish(SequenceState& s, const std::string& reason, Status statu
         documents_version_heard_ = documents_.version();
         documents_listener_();
     }
-    ++(reason == "cancelled" ? stats_.requests_cancelled
-       : reason == "error"   ? stats_.requests_failed
-                             : stats_.requests_finished);
+    ++(reason == FinishReason::kCancelled ? stats_.requests_cancelled
+       : reason == FinishReason::kError   ? stats_.requests_failed
+                                          : stats_.requests_finished);
     s.handle->finish(reason, st, std::move(status));
 }
 
@@ -171,12 +171,12 @@ bool Scheduler::reap_cancelled() {
     bool any = false;
     for (auto& s : running_) {
         if (!s->handle->cancel_requested() || s->handle->finished()) continue;
-        finish(*s, "cancelled");
+        finish(*s, FinishReason::kCancelled);
         any = true;
     }
     for (auto& s : waiting_) {
         if (!s->handle->cancel_requested() || s->handle->finished()) continue;
-        finish(*s, "cancelled");
+        finish(*s, FinishReason::kCancelled);
         any = true;
     }
     drop_finished();
@@ -194,7 +194,7 @@ bool Scheduler::fail_unfittable() {
         if (s->handle->finished()) continue;
         Status st = kv_.check_fits(s->request, s->seeds, context_length(), documents_.pins());
         if (st.ok()) continue;
-        finish(*s, "error", std::move(st));
+        finish(*s, FinishReason::kError, std::move(st));
         any = true;
     }
     drop_finished();

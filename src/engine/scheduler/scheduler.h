@@ -117,8 +117,8 @@ public:
     // counted (and queued to be computed next step). Returns those tokens, in chunk order, for
     // the OutputProcessor; they point into `ran`, which must outlive their use.
     std::vector<StepToken> update(const SchedulerOutput& out, ModelRunnerOutput& ran);
-    // Ends a running request with the OutputProcessor's reason ("stop" or "length").
-    void finish_request(SequenceState& s, const std::string& reason) { finish(s, reason); }
+    // Ends a running request with the OutputProcessor's reason (stop or length).
+    void finish_request(SequenceState& s, FinishReason reason) { finish(s, reason); }
     // The step's last call: finished requests dropped, integrity checked when configured.
     void end_step();
     bool idle() const { return waiting_.empty() && running_.empty(); }
@@ -174,7 +174,7 @@ private:
     bool preempt_for(SequenceState* requester);
     void preempt(SequenceState& s);
     void on_job_progress(int64_t job_id, int32_t n);
-    void finish(SequenceState& s, const std::string& reason, Status status = {});
+    void finish(SequenceState& s, FinishReason reason, Status status = {});
     void drop_finished();
     // A chunk of a phase before the tail ran: what it measured is recorded (its kind's record
     // hook), its phase advanced and, once a measurement is complete, the recomputed rows chosen.

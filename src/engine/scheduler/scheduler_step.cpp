@@ -29,7 +29,7 @@ bool Scheduler::admit_waiting() {
         if (!try_admit(s)) {
             if (!running_.empty() || !kv_.jobs().empty()) break;  // first come, first served: it waits for room
             // Nothing runs, so nothing will free blocks: waiting would be forever.
-            finish(s, "error",
+            finish(s, FinishReason::kError,
                    resource_exhausted("request does not fit the KV blocks left free by pinned documents (" +
                                       std::to_string(documents_.pins().num_pinned()) + " of " +
                                       std::to_string(kv_.num_blocks()) + " pinned)"));

@@ -12,11 +12,18 @@ std::string StopMatcher::push(const std::string& text) {
     if (stopped_) return {};
     pending_ += text;
     size_t first_stop = std::string::npos;
+    const std::string* word = nullptr;
     for (const auto& s : *stops_) {
-        if (!s.empty()) first_stop = std::min(first_stop, pending_.find(s));
+        if (s.empty()) continue;
+        const size_t at = pending_.find(s);
+        if (at < first_stop) {
+            first_stop = at;
+            word = &s;
+        }
     }
     if (first_stop != std::string::npos) {
         stopped_ = true;
+        stop_word_ = *word;
         std::string out = pending_.substr(0, first_stop);
         pending_.clear();
         return out;

@@ -21,11 +21,14 @@ public:
     // The held-back remainder at the end of generation (no stop string was completed).
     std::string flush();
     bool stopped() const { return stopped_; }
+    // The stop string found (the earliest in the text; the first listed on a tie); "" before.
+    const std::string& stop_word() const { return stop_word_; }
 
 private:
     std::shared_ptr<const std::vector<std::string>> stops_;
     std::string pending_;
     bool stopped_ = false;
+    std::string stop_word_;
 };
 
 }  // namespace lazyattn::engine

@@ -112,13 +112,16 @@ public:
         steps.push_back(rec);
         // EngineCore's apply_step with the text-free output side.
         for (const StepToken& t : scheduler_.update(out, ran)) {
-            std::string reason = "length";  // (a negative token: no position left to sample at)
+            // (a negative token: no position left to sample at)
+            FinishReason reason = FinishReason::kLength;
             if (t.token >= 0) {
                 t.seq->handle->push_token(t.token, "", t.logprobs);
                 const bool eos = t.token == kEos && !t.seq->request.ignore_eos;
-                reason = eos ? "stop" : t.seq->at_length_limit(scheduler_.context_length()) ? "length" : "";
+                reason = eos                                                   ? FinishReason::kStop
+                         : t.seq->at_length_limit(scheduler_.context_length()) ? FinishReason::kLength
+                                                                               : FinishReason::kNone;
             }
-            if (!reason.empty()) scheduler_.finish_request(*t.seq, reason);
+            if (reason != FinishReason::kNone) scheduler_.finish_request(*t.seq, reason);
         }
         scheduler_.end_step();
         return true;

@@ -59,7 +59,7 @@ TEST_P(FairPrefill, AShortPromptIsNotHeldBehindALongDocument) {
     }
     while (s.step()) {
     }
-    EXPECT_EQ((*short_h)->wait().finish_reason, "length");
+    EXPECT_EQ((*short_h)->wait().finish_reason, engine::FinishReason::kLength);
     // Chunking the document differently changes nothing it computes.
     SyncEngine alone(*model().model, *model().tokenizer, config(CacheMode::kLazy, 8, 64));
     testing_support::expect_same_greedy(CacheMode::kLazy, long_req, alone.run(long_req)->token_ids,
@@ -90,8 +90,8 @@ TEST_P(Admission, AWaitingRequestEvictsNothing) {
     EXPECT_EQ(s.scheduler().kv_cache().num_free(), 9);
     while (s.step()) {
     }
-    EXPECT_EQ((*a)->wait().finish_reason, "length");
-    EXPECT_EQ((*w)->wait().finish_reason, "length");
+    EXPECT_EQ((*a)->wait().finish_reason, engine::FinishReason::kLength);
+    EXPECT_EQ((*w)->wait().finish_reason, engine::FinishReason::kLength);
 }
 
 TEST_P(Release, AFinishedRequestFreesItsDocumentTailFirst) {
@@ -103,7 +103,8 @@ TEST_P(Release, AFinishedRequestFreesItsDocumentTailFirst) {
     ASSERT_EQ(e.run(request_of({doc}, random_tokens(rng, 3), 1))->stats.segments_missed, 1);
     // 17 blocks evict exactly one block of the document (15 never used, the first request's
     // tail block, then the first block the document freed).
-    ASSERT_EQ(e.run(request_of({random_tokens(rng, 256)}, random_tokens(rng, 3), 1))->finish_reason, "length");
+    ASSERT_EQ(e.run(request_of({random_tokens(rng, 256)}, random_tokens(rng, 3), 1))->finish_reason,
+              engine::FinishReason::kLength);
     // Freed last block first, the document keeps its first three blocks.
     const RagResult again = *e.run(request_of({doc}, random_tokens(rng, 3), 1));
     EXPECT_EQ(again.stats.segments_missed, 1);

@@ -165,7 +165,7 @@ TEST(DocumentReuse, TheChoicesOfARequestRecomputeOnce) {
             int64_t recomputed = 0;
             for (size_t i = cancel_leader; i < choices.size(); ++i) {
                 const RagResult r = choices[i]->wait();
-                ASSERT_EQ(r.finish_reason, "length") << what << " " << r.status.to_string();
+                ASSERT_EQ(r.finish_reason, engine::FinishReason::kLength) << what << " " << r.status.to_string();
                 EXPECT_EQ(r.token_ids, alone->token_ids) << what << ": choice " << i;
                 recomputed += r.stats.recomputed_tokens;
             }

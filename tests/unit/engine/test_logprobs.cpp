@@ -321,7 +321,7 @@ TEST(PromptLogprobs, SurvivePreemption) {
             if (e.scheduler().stats().preemptions == 0) continue;
             for (size_t i = 0; i < reqs.size(); ++i) {
                 const RagResult res = handles[i]->wait();
-                ASSERT_EQ(res.finish_reason, "length");
+                ASSERT_EQ(res.finish_reason, engine::FinishReason::kLength);
                 ASSERT_EQ(res.prompt_token_logprobs.size(), alone[i].prompt_token_logprobs.size());
                 EXPECT_TRUE(std::isnan(res.prompt_token_logprobs[0]));
                 for (size_t t = 1; t < res.prompt_token_logprobs.size(); ++t) {

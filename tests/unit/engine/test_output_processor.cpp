@@ -43,13 +43,13 @@ RagResult generate(RagRequest request, const std::vector<int32_t>& tokens, int32
     for (const int32_t token : tokens) {
         ++s.num_generated;
         s.kv.tail_tokens.push_back(token);
-        const std::string reason = outputs.on_token(s, token, nullptr);
-        if (reason.empty()) continue;
+        const FinishReason reason = outputs.on_token(s, token, nullptr);
+        if (reason == FinishReason::kNone) continue;
         outputs.flush(s);
         s.handle->finish(reason, {});
         break;
     }
-    if (!s.handle->finished()) s.handle->finish("unfinished", {});
+    if (!s.handle->finished()) s.handle->finish(FinishReason::kNone, {});  // the script ran out
     return s.handle->wait();
 }
 
@@ -64,36 +64,43 @@ std::vector<int32_t> bytes(const std::string& text) { return {text.begin(), text
 
 TEST(OutputProcessor, EndOfGenerationStopsUnlessIgnored) {
     RagResult r = generate(request_of(20), {'x', 'y', 'z', kEos, 'w'});
-    EXPECT_EQ(r.finish_reason, "stop");
+    EXPECT_EQ(r.finish_reason, engine::FinishReason::kStop);
     EXPECT_EQ(r.text, "xyz");
+    EXPECT_EQ(r.stop_word, "") << "an end-of-generation token is no stop string";
     EXPECT_EQ(r.token_ids, (std::vector<int32_t>{'x', 'y', 'z', kEos}));
     RagRequest ignore = request_of(5);
     ignore.ignore_eos = true;
     r = generate(ignore, {'x', kEos, 'y', 'z', 'w', 'v'});
-    EXPECT_EQ(r.finish_reason, "length");
+    EXPECT_EQ(r.finish_reason, engine::FinishReason::kLength);
     EXPECT_EQ(r.token_ids.size(), 5u);
 }
 
 TEST(OutputProcessor, AStopStringEndsTheTextBeforeItAndHoldsNothingBack) {
     RagResult r = generate(request_of(20, {"yz"}), bytes("xyzw"));
-    EXPECT_EQ(r.finish_reason, "stop");
+    EXPECT_EQ(r.finish_reason, engine::FinishReason::kStop);
     EXPECT_EQ(r.text, "x") << "the text before the stop string, nothing held back";
+    EXPECT_EQ(r.stop_word, "yz");
     // A possible start of a stop string ("y") is held back while it may still match, and
     // released when the request ends another way.
     r = generate(request_of(2, {"yz"}), bytes("xy"));
-    EXPECT_EQ(r.finish_reason, "length");
+    EXPECT_EQ(r.finish_reason, engine::FinishReason::kLength);
     EXPECT_EQ(r.text, "xy");
     // A stop string across tokens of several bytes' text.
     r = generate(request_of(20, {"lo w"}), bytes("hello world"));
-    EXPECT_EQ(r.finish_reason, "stop");
+    EXPECT_EQ(r.finish_reason, engine::FinishReason::kStop);
     EXPECT_EQ(r.text, "hel");
+    EXPECT_EQ(r.stop_word, "lo w");
+    // Of two stop strings, the one that begins first in the text is the one named.
+    r = generate(request_of(20, {"world", "lo"}), bytes("hello world"));
+    EXPECT_EQ(r.text, "hel");
+    EXPECT_EQ(r.stop_word, "lo");
 }
 
 TEST(OutputProcessor, TheContextsLastPositionEndsWithLength) {
     // The prompt holds positions 0..9 and generated token k sits at 9 + k: with a context of 14
     // the 5th, sampled from position 13's logits, has no position left to be computed at.
     const RagResult r = generate(request_of(100), bytes("abcdefgh"), /*context_length=*/14);
-    EXPECT_EQ(r.finish_reason, "length");
+    EXPECT_EQ(r.finish_reason, engine::FinishReason::kLength);
     EXPECT_EQ(r.text, "abcde");
 }
 

@@ -52,7 +52,7 @@ TEST(Pins, PinsStopAtTheCapAndRequestsAreCheckedAgainstTheUnpinnedPool) {
     // 18 blocks (16 of segment, 2 of tail) fit the 20 unpinned blocks and run.
     auto fits = engine.submit(request_of({random_tokens(rng, 256)}, random_tokens(rng, 4), 20));
     ASSERT_TRUE(fits.ok()) << fits.status().to_string();
-    EXPECT_EQ((*fits)->wait().finish_reason, "length");
+    EXPECT_EQ((*fits)->wait().finish_reason, engine::FinishReason::kLength);
     // 22 blocks would fit the whole pool but not its unpinned part: refused, not queued.
     auto too_big = engine.submit(request_of({random_tokens(rng, 320)}, random_tokens(rng, 4), 20));
     ASSERT_FALSE(too_big.ok());
@@ -79,7 +79,7 @@ TEST(Pins, ARequestUsingPinnedDocumentsCountsThemAsPresent) {
     auto h = engine.submit(request_of(docs, random_tokens(rng, 4), 40));
     ASSERT_TRUE(h.ok()) << h.status().to_string();
     const RagResult r = h->get()->wait();
-    EXPECT_EQ(r.finish_reason, "length");
+    EXPECT_EQ(r.finish_reason, engine::FinishReason::kLength);
     EXPECT_EQ(r.stats.segments_hit, 10);
     // Another tenant's request with the same documents has them as misses: it needs them all.
     auto other = engine.submit(request_of(docs, random_tokens(rng, 4), 40, "other"));
@@ -128,10 +128,10 @@ TEST(Pins, AWaitingRequestWhoseRoomWentToPinsFailsInsteadOfHanging) {
     s.step();
     ASSERT_TRUE((*b)->finished());
     const RagResult rb = (*b)->wait();
-    EXPECT_EQ(rb.finish_reason, "error");
+    EXPECT_EQ(rb.finish_reason, engine::FinishReason::kError);
     EXPECT_EQ(rb.status.code(), StatusCode::kResourceExhausted);
     run_all(s);
-    EXPECT_EQ((*a)->wait().finish_reason, "length");
+    EXPECT_EQ((*a)->wait().finish_reason, engine::FinishReason::kLength);
     EXPECT_TRUE(s.idle());
     for (const auto& d : docs)
         EXPECT_TRUE(s.scheduler().documents().unpin("", s.scheduler().documents().id("", d)).ok());

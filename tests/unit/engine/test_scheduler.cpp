@@ -88,7 +88,7 @@ TEST_P(SchedulerTest, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
             }
             for (size_t i = 0; i < handles.size(); ++i) {
                 const RagResult r = handles[i]->wait();
-                EXPECT_EQ(r.finish_reason, "length");
+                EXPECT_EQ(r.finish_reason, engine::FinishReason::kLength);
                 const std::string what = std::string(cache_mode_name(mode)) + " request " + std::to_string(i) +
                                          " attempt " + std::to_string(attempt);
                 testing_support::expect_same_greedy(mode, w.requests[i], want[i], r.token_ids, what);
@@ -139,7 +139,7 @@ TEST_P(SchedulerTest, ASharedMissingSegmentIsComputedOnce) {
     EXPECT_EQ(s.scheduler().stats().segment_jobs, 1);
     EXPECT_EQ(s.scheduler().stats().segment_misses, 1);
     EXPECT_EQ(s.scheduler().stats().segment_hits, 4);
-    for (auto& h : handles) EXPECT_EQ(h->wait().finish_reason, "length");
+    for (auto& h : handles) EXPECT_EQ(h->wait().finish_reason, engine::FinishReason::kLength);
     expect_pool_whole(s.scheduler());
 }
 
@@ -162,7 +162,8 @@ TEST_P(SchedulerTest, CancellingAtRandomPointsLeavesThePoolWhole) {
         }
         for (auto& h : handles) {
             const auto reason = h->wait().finish_reason;
-            EXPECT_TRUE(reason == "length" || reason == "cancelled") << reason;
+            EXPECT_TRUE(reason == FinishReason::kLength || reason == FinishReason::kCancelled)
+                << finish_reason_name(reason);
         }
         EXPECT_GT(cancelled, 0);
         EXPECT_EQ(s.scheduler().stats().requests_cancelled + s.scheduler().stats().requests_finished, 24);
@@ -195,7 +196,7 @@ TEST_P(SchedulerTest, NoRequestWaitsUnboundedlyUnderASteadyStream) {
     // FIFO admission and decode-first batching: a request waits at most for the ones ahead of it
     // (60 requests, each done in ~9 steps) and never starves.
     EXPECT_LE(worst_wait, 200);
-    for (auto& h : handles) EXPECT_EQ(h->wait().finish_reason, "length");
+    for (auto& h : handles) EXPECT_EQ(h->wait().finish_reason, engine::FinishReason::kLength);
     expect_pool_whole(s.scheduler());
 }
 
@@ -243,7 +244,7 @@ TEST_P(ServingEngineHealth, ReportsWorkAndProgress) {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     EXPECT_GT(engine.health().ms_since_progress, h.ms_since_progress) << "the clock must keep running while stuck";
     release.set_value();
-    EXPECT_EQ((*handle)->wait().finish_reason, "length");
+    EXPECT_EQ((*handle)->wait().finish_reason, engine::FinishReason::kLength);
     engine.shutdown(false);  // joins the thread: its last snapshot is taken
     h = engine.health();
     EXPECT_FALSE(h.has_work);

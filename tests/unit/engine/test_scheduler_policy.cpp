@@ -44,7 +44,7 @@ TEST(SchedulerPolicy, AdmitsFirstComeFirstServedUpToMaxNumSeqs) {
     h.run_all();
     for (auto& x : hs) {
         const RagResult r = x->wait();
-        EXPECT_EQ(r.finish_reason, "length");
+        EXPECT_EQ(r.finish_reason, engine::FinishReason::kLength);
         EXPECT_EQ(r.token_ids, expected_letters(4));
     }
     h.expect_pool_whole();
@@ -60,7 +60,7 @@ TEST(SchedulerPolicy, PreemptsTheNewestWhenBlocksRunOutAndStillFinishesEveryRequ
         h.run_all();
         for (size_t i = 0; i < hs.size(); ++i) {
             const RagResult r = hs[i]->wait();
-            ASSERT_EQ(r.finish_reason, "length") << r.status.to_string();
+            ASSERT_EQ(r.finish_reason, engine::FinishReason::kLength) << r.status.to_string();
             EXPECT_EQ(r.token_ids, expected_letters(56));
         }
         if (blocks == 24) {
@@ -85,8 +85,8 @@ TEST(SchedulerPolicy, ALongDocumentDoesNotHoldBackAShortPromptBehindIt) {
     EXPECT_LE(steps, 3);
     EXPECT_FALSE(long_h->finished()) << "the long document should still be computing";
     h.run_all();
-    EXPECT_EQ(long_h->wait().finish_reason, "length");
-    EXPECT_EQ(short_h->wait().finish_reason, "length");
+    EXPECT_EQ(long_h->wait().finish_reason, engine::FinishReason::kLength);
+    EXPECT_EQ(short_h->wait().finish_reason, engine::FinishReason::kLength);
     h.expect_pool_whole();
 }
 
@@ -118,7 +118,7 @@ TEST(SchedulerPolicy, ADocumentSharedByConcurrentRequestsIsComputedOnce) {
     h.run_all();
     const SchedulerStats st = h.scheduler().stats();
     EXPECT_EQ(st.segment_jobs, 5) << "one job for the shared document, one per private one";
-    for (auto& x : hs) EXPECT_EQ(x->wait().finish_reason, "length");
+    for (auto& x : hs) EXPECT_EQ(x->wait().finish_reason, engine::FinishReason::kLength);
     // A second wave finds every document cached.
     auto again = h.submit(request({letters(8, 21), doc}, 3, 2, "", 9));
     h.run_all();
@@ -178,8 +178,8 @@ TEST(SchedulerPolicy, CancellingRunningAndWaitingRequestsReturnsEveryBlock) {
     hs[0]->cancel();  // running
     hs[3]->cancel();  // waiting
     ASSERT_TRUE(h.step());
-    EXPECT_EQ(hs[0]->wait().finish_reason, "cancelled");
-    EXPECT_EQ(hs[3]->wait().finish_reason, "cancelled");
+    EXPECT_EQ(hs[0]->wait().finish_reason, engine::FinishReason::kCancelled);
+    EXPECT_EQ(hs[3]->wait().finish_reason, engine::FinishReason::kCancelled);
     EXPECT_EQ(h.scheduler().find(hs[0]->id()), nullptr);
     EXPECT_EQ(h.scheduler().stats().requests_cancelled, 2);
     hs[1]->cancel();
@@ -262,9 +262,9 @@ TEST(SchedulerPolicy, EndOfGenerationFinishesWithStopUnlessIgnored) {
     auto ignored = h.submit(std::move(ignore));
     h.run_all();
     const RagResult a = eos->wait(), c = ignored->wait();
-    EXPECT_EQ(a.finish_reason, "stop");
+    EXPECT_EQ(a.finish_reason, engine::FinishReason::kStop);
     EXPECT_EQ(a.token_ids, (std::vector<int32_t>{'x', 'y', 'z', kEos}));
-    EXPECT_EQ(c.finish_reason, "length");
+    EXPECT_EQ(c.finish_reason, engine::FinishReason::kLength);
     EXPECT_EQ(c.token_ids.size(), 5u);
     h.expect_pool_whole();
 }
@@ -274,7 +274,7 @@ TEST(SchedulerPolicy, AContextFullRequestEndsWithLength) {
     auto x = h.submit(request({letters(20, 1)}, 4, 100));
     h.run_all();
     const RagResult r = x->wait();
-    EXPECT_EQ(r.finish_reason, "length");
+    EXPECT_EQ(r.finish_reason, engine::FinishReason::kLength);
     // Positions 24..39 hold 16 generated tokens; the 17th is sampled from position 39's logits
     // and ends the request, as it has no position left to be computed at.
     EXPECT_EQ(int(r.token_ids.size()), 40 - 24 + 1);

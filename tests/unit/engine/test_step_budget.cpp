@@ -91,7 +91,7 @@ Trace run(int32_t cap) {
     }
     for (auto& h : handles) {
         const RagResult r = h->wait();
-        EXPECT_EQ(r.finish_reason, "length");
+        EXPECT_EQ(r.finish_reason, engine::FinishReason::kLength);
         t.outputs.push_back(r.token_ids);
     }
     s.scheduler().check_integrity();

@@ -262,7 +262,7 @@ TEST(StoreEngine, ReplicasShareARedisClusterThroughAReshardAndALostNode) {
         Pass p;
         for (size_t i = 0; i < 6; ++i) {
             auto r = e.run(request_of({docs[4 * i], docs[4 * i + 1], docs[4 * i + 2], docs[4 * i + 3]}, tail));
-            if (!r.ok() || r->finish_reason == "error") {
+            if (!r.ok() || r->finish_reason == engine::FinishReason::kError) {
                 ++p.failed;
                 continue;
             }

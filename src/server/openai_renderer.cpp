@@ -1,0 +1,88 @@
+#include "server/openai_renderer.h"
+
+#include "server/serving_front.h"
+#include "server/sse.h"
+
+namespace lazyattn::server {
+
+OpenAiRenderer::OpenAiRenderer(const tokenizer::Tokenizer& tokenizer, ResponseMeta meta)
+    : tokenizer_(tokenizer), meta_(std::move(meta)) {}
+
+void OpenAiRenderer::prepared(const PreparedRequest& request) {
+    output_ = request.output;
+    streams_.assign(size_t(std::max<int32_t>(1, request.gen.n)), StreamChoice{});
+}
+
+ChoiceBody OpenAiRenderer::choice_body(const ChoiceResult& choice) const {
+    const engine::RagResult& r = *choice.result;
+    ChoiceBody c;
+    c.finish_reason = std::string(engine::finish_reason_name(r.finish_reason));
+    c.text = output_.echo ? output_.echo_text + r.text : r.text;
+    if (!output_.logprobs) return c;
+    TokenLogprobList tokens;
+    if (output_.echo) append_prompt_logprobs(*choice.handle, output_.echo_tokens, tokens);
+    for (size_t i = 0; i < r.token_ids.size() && i < r.token_logprobs.size(); ++i) {
+        tokens.append(r.token_ids[i], r.token_logprobs[i], r.top_logprobs[i]);
+    }
+    c.logprobs = meta_.chat ? chat_logprobs_json(tokenizer_, tokens) : completion_logprobs_json(tokenizer_, tokens, 0);
+    return c;
+}
+
+std::string OpenAiRenderer::whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats& usage) {
+    std::vector<ChoiceBody> bodies;
+    bodies.reserve(choices.size());
+    for (const ChoiceResult& c : choices) bodies.push_back(choice_body(c));
+    return completion_body(meta_, bodies, usage);
+}
+
+nlohmann::json OpenAiRenderer::take_logprobs(StreamChoice& c) {
+    if (!output_.logprobs) return nullptr;
+    nlohmann::json j = meta_.chat ? chat_logprobs_json(tokenizer_, c.pending)
+                                  : completion_logprobs_json(tokenizer_, c.pending, c.text_bytes);
+    c.pending.clear();
+    return j;
+}
+
+void OpenAiRenderer::stream_open(size_t i, const engine::RequestHandle& handle, std::string& out) {
+    if (meta_.chat) {
+        out += sse_event(chunk_body(meta_, int(i), "", true, "", output_.include_usage));
+        return;
+    }
+    if (!output_.echo) return;
+    // The echoed prompt with its tokens' logprobs; they are published once the prompt has run,
+    // which the first event (a token, or the end of a max_tokens 0 request) guarantees.
+    StreamChoice& c = streams_.at(i);
+    if (output_.logprobs) append_prompt_logprobs(handle, output_.echo_tokens, c.pending);
+    nlohmann::json lp = take_logprobs(c);
+    out += sse_event(chunk_body(meta_, int(i), output_.echo_text, false, "", output_.include_usage, lp));
+    c.text_bytes += int64_t(output_.echo_text.size());
+}
+
+void OpenAiRenderer::stream_token(size_t i, const engine::RequestEvent& e, std::string& out) {
+    StreamChoice& c = streams_.at(i);
+    if (output_.logprobs && e.token_id >= 0) c.pending.append(e.token_id, e.logprob, e.top_logprobs);
+    if (e.text.empty()) return;  // held back (a partial character or a possible stop string)
+    nlohmann::json lp = take_logprobs(c);
+    out += sse_event(chunk_body(meta_, int(i), e.text, false, "", output_.include_usage, lp));
+    c.text_bytes += int64_t(e.text.size());
+}
+
+void OpenAiRenderer::stream_end(size_t i, const engine::RequestEvent& e, const engine::RequestStats&,
+                                std::string& out) {
+    StreamChoice& c = streams_.at(i);
+    nlohmann::json lp = c.pending.empty() ? nlohmann::json(nullptr) : take_logprobs(c);
+    out += sse_event(chunk_body(meta_, int(i), "", false, std::string(engine::finish_reason_name(e.finish_reason)),
+                                output_.include_usage, lp));
+}
+
+void OpenAiRenderer::stream_close(const engine::RequestStats& usage, std::string& out) {
+    if (output_.include_usage) out += sse_event(usage_chunk_body(meta_, usage));
+    out += kSseDone;
+}
+
+void OpenAiRenderer::stream_error(const ApiError& e, std::string& out) {
+    out += sse_event(e.to_json());
+    out += kSseDone;
+}
+
+}  // namespace lazyattn::server

@@ -1,0 +1,49 @@
+// OpenAiRenderer: the OpenAI completions and chat completions shapes (openai_response.h) as an
+// ApiRenderer: whole bodies with n choices, and stream chunks: chat opens each choice with an
+// assistant-role chunk; completions with echo open with the prompt (and its logprobs); then
+// content chunks, each carrying the logprobs of the tokens it completes; then an empty delta with
+// the finish_reason. When every choice ended: the usage chunk when asked for, then [DONE]; after
+// an error event, [DONE].
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "server/api_renderer.h"
+#include "server/logprobs_json.h"
+#include "server/openai_response.h"
+#include "server/output_options.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lazyattn::server {
+
+class OpenAiRenderer : public ApiRenderer {
+public:
+    OpenAiRenderer(const tokenizer::Tokenizer& tokenizer, ResponseMeta meta);
+
+    void prepared(const PreparedRequest& request) override;
+    std::string whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats& usage) override;
+    void stream_open(size_t choice, const engine::RequestHandle& handle, std::string& out) override;
+    void stream_token(size_t choice, const engine::RequestEvent& e, std::string& out) override;
+    void stream_end(size_t choice, const engine::RequestEvent& e, const engine::RequestStats& stats,
+                    std::string& out) override;
+    void stream_close(const engine::RequestStats& usage, std::string& out) override;
+    void stream_error(const ApiError& e, std::string& out) override;
+
+private:
+    struct StreamChoice {
+        TokenLogprobList pending;  // logprobs of tokens whose text has not gone out yet
+        int64_t text_bytes = 0;    // bytes of text written (completions' text_offset)
+    };
+
+    nlohmann::json take_logprobs(StreamChoice& c);
+    ChoiceBody choice_body(const ChoiceResult& choice) const;
+
+    const tokenizer::Tokenizer& tokenizer_;
+    ResponseMeta meta_;
+    OutputOptions output_;
+    std::vector<StreamChoice> streams_;
+};
+
+}  // namespace lazyattn::server
