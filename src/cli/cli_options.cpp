@@ -12,6 +12,8 @@
 #include "engine/request/cache_mode.h"
 #include "engine/request/document_reuse.h"
 #include "server/api_keys.h"
+#include "tokenizer/builtin_chat_templates.h"
+#include "tokenizer/chat_template.h"
 
 namespace lazyattn::cli {
 namespace {
@@ -244,26 +246,21 @@ void add_serve_engine_options(CLI::App* sv, ServeOptions& o) {
         ->check(CLI::Range(1, 4096));
     sv->add_option("--shutdown-timeout", o.shutdown_timeout_s, "seconds in-flight requests get on SIGTERM")
         ->check(CLI::Range(0.0, 1e9));
-    // Any other value is a .jinja file's path: it must exist (its template is compiled when the model
-    // loads). llama-server's other built-in names and a template's text inline are refused here.
+    // A built-in name (llama-server's list) or a template's text is taken as it is; any other value
+    // is a .jinja file's path and must exist (the template is compiled when the model loads).
     sv->add_option_function<std::string>(
           "--chat-template,--chat-template-file",
           [&o](const std::string& value) {
-              if (value.find("{%") != std::string::npos || value.find("{{") != std::string::npos) {
-                  throw CLI::ValidationError(
-                      "--chat-template with the template's text (llama-server) is not supported here: save it to a "
-                      ".jinja file and pass --chat-template FILE");
-              }
               std::error_code ec;
-              if (value != "chatml" && value != "llama3" && !std::filesystem::exists(value, ec)) {
+              if (!tokenizer::is_builtin_or_inline_chat_template(value) && !std::filesystem::exists(value, ec)) {
                   throw CLI::ValidationError("--chat-template " + value +
-                                             ": neither a file nor a template built in here (chatml, llama3; "
-                                             "llama-server builds in more): pass the model's template as a .jinja "
-                                             "file, or leave --chat-template out to use the GGUF file's own");
+                                             ": neither a file, a template's text, nor a built-in name (" +
+                                             tokenizer::builtin_chat_template_names() + ")");
               }
               o.chat_template = value;
           },
-          "chat template: chatml | llama3 | a .jinja file (default: the model file's own)")
+          "chat template: a built-in name (chatml, llama3, command-r, gemma, mistral-v7, ...: llama-server's "
+          "list), the template's text, or a .jinja file (default: the model file's own)")
         ->type_name("TEMPLATE");
 }
 

@@ -140,7 +140,8 @@ CLI::App* add_generate_command(CLI::App& parent, GenerateOptions& o) {
     g->add_flag("--chat", o.chat, "wrap the prompt in the model's chat template");
     g->add_option("--system", o.system, "system message (with --chat)");
     g->add_option("--chat-template", o.chat_template,
-                  "chat template: chatml | llama3 | a .jinja file (default: the model file's own)");
+                  "chat template: a built-in name (llama-server's list), the template's text, or a .jinja file "
+                  "(default: the model file's own)");
     g->add_option("--max-tokens", o.max_tokens, "tokens to generate at most")->check(CLI::NonNegativeNumber);
     g->add_option("--temperature", o.sampling.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
     g->add_option("--top-k", o.sampling.top_k, "0 = off")->check(CLI::NonNegativeNumber);

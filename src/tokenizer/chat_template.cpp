@@ -8,6 +8,8 @@
 
 #include "core/utf8.h"
 #include "loader/gguf_file.h"
+#include "tokenizer/builtin_chat_templates.h"
+#include "tokenizer/chat_template_kwargs.h"
 #include "tokenizer/jinja_chat_template.h"
 
 namespace lazyattn::tokenizer {
@@ -205,14 +207,33 @@ const char* chat_template_name(ChatTemplateKind kind) {
 
 Expected<std::vector<ChatPiece>> ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                                       bool add_generation_prompt) const {
+    ChatRenderOptions options;
+    options.add_generation_prompt = add_generation_prompt;
+    return render(messages, options);
+}
+
+Expected<std::vector<ChatPiece>> ChatTemplate::render(const std::vector<ChatMessage>& messages,
+                                                      const ChatRenderOptions& options) const {
+    if (options.continue_final_message && !messages.empty()) {
+        // The turns before it, opened for the assistant, then its text as it is: the template
+        // never closes it (llama-server and vLLM lay a continued message out this way).
+        const std::vector<ChatMessage> before(messages.begin(), messages.end() - 1);
+        ChatRenderOptions opened = options;
+        opened.continue_final_message = false;
+        opened.add_generation_prompt = true;
+        LA_ASSIGN_OR_RETURN(std::vector<ChatPiece> pieces, render(before, opened));
+        add_content(pieces, messages.back().content, messages.size() - 1);
+        return pieces;
+    }
     switch (kind) {
         case ChatTemplateKind::kChatML:
-            return render_chatml(*this, messages, add_generation_prompt);
+            return render_chatml(*this, messages, options.add_generation_prompt);
         case ChatTemplateKind::kLlama3:
-            return render_llama3(messages, add_generation_prompt);
+            return render_llama3(messages, options.add_generation_prompt);
         case ChatTemplateKind::kJinja:
             if (!jinja) return internal_error("Jinja chat template without a compiled template");
-            return jinja->render(messages, add_generation_prompt);
+            return jinja->render(messages, options.add_generation_prompt,
+                                 merge_template_kwargs(default_kwargs, options.kwargs));
     }
     return internal_error("unknown chat template kind");
 }
@@ -255,30 +276,45 @@ Expected<ChatTemplate> chat_template_from_jinja(std::string_view jinja_template)
 
 namespace {
 
-Expected<ChatTemplate> compile_jinja(std::string_view source, const loader::GgufFile& file, std::string origin) {
-    auto compiled = JinjaChatTemplate::compile(source, chat_template_tokens_from_gguf(file));
+Expected<ChatTemplate> compile_jinja(std::string_view source, const loader::GgufFile& file, std::string origin,
+                                     const tmpl::Value& default_kwargs) {
+    auto compiled = JinjaChatTemplate::compile(source, chat_template_tokens_from_gguf(file), default_kwargs);
     if (!compiled.ok()) return Status(compiled.status().code(), origin + ": " + compiled.status().message());
     ChatTemplate t;
     t.kind = ChatTemplateKind::kJinja;
     t.jinja = std::move(compiled).value();
     t.origin = std::move(origin);
+    t.default_kwargs = default_kwargs;
     return t;
 }
 
 constexpr size_t kMaxTemplateFileBytes = 4u << 20;
 
+bool is_inline_template(std::string_view choice) {
+    return choice.find("{%") != std::string_view::npos || choice.find("{{") != std::string_view::npos;
+}
+
 }  // namespace
 
 Expected<ChatTemplate> chat_template_from_gguf(const loader::GgufFile& file) {
     LA_ASSIGN_OR_RETURN(const std::string jinja, file.get_string("tokenizer.chat_template"));
-    return compile_jinja(jinja, file, "the model file's tokenizer.chat_template");
+    return compile_jinja(jinja, file, "the model file's tokenizer.chat_template", {});
 }
 
-Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choice, const loader::GgufFile& file) {
+bool is_builtin_or_inline_chat_template(std::string_view choice) {
+    return find_builtin_chat_template(choice) != nullptr || is_inline_template(choice);
+}
+
+Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choice, const loader::GgufFile& file,
+                                                           const tmpl::Value& default_kwargs) {
+    auto chosen = [](Expected<ChatTemplate> t) -> Expected<std::optional<ChatTemplate>> {
+        if (!t.ok()) return t.status();
+        return std::optional<ChatTemplate>(std::move(t).value());
+    };
     if (choice.empty()) {
-        if (!file.get_string("tokenizer.chat_template").ok()) return std::optional<ChatTemplate>();
-        LA_ASSIGN_OR_RETURN(ChatTemplate t, chat_template_from_gguf(file));
-        return std::optional<ChatTemplate>(std::move(t));
+        auto own = file.get_string("tokenizer.chat_template");
+        if (!own.ok()) return std::optional<ChatTemplate>();
+        return chosen(compile_jinja(*own, file, "the model file's tokenizer.chat_template", default_kwargs));
     }
     if (choice == "chatml" || choice == "llama3") {
         ChatTemplate t;
@@ -286,16 +322,24 @@ Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choi
         t.origin = "--chat-template " + std::string(choice) + " (built in)";
         return std::optional<ChatTemplate>(std::move(t));
     }
+    if (const BuiltinChatTemplate* builtin = find_builtin_chat_template(choice)) {
+        return chosen(
+            compile_jinja(builtin->source, file, "--chat-template " + builtin->name + " (built in)", default_kwargs));
+    }
+    if (is_inline_template(choice)) {
+        if (choice.size() > kMaxTemplateFileBytes) return invalid_argument("inline chat template larger than 4 MiB");
+        return chosen(compile_jinja(choice, file, "--chat-template (the template's text)", default_kwargs));
+    }
     std::ifstream in{std::string(choice), std::ios::binary};
     if (!in) {
         return invalid_argument("unknown chat template '" + std::string(choice) +
-                                "': expected 'chatml', 'llama3' or the path of a .jinja file");
+                                "': not a file, not a template's text, and not a built-in name (" +
+                                builtin_chat_template_names() + ")");
     }
     std::ostringstream source;
     source << in.rdbuf();
     if (source.str().size() > kMaxTemplateFileBytes) return invalid_argument("chat template file larger than 4 MiB");
-    LA_ASSIGN_OR_RETURN(ChatTemplate t, compile_jinja(source.str(), file, "--chat-template " + std::string(choice)));
-    return std::optional<ChatTemplate>(std::move(t));
+    return chosen(compile_jinja(source.str(), file, "--chat-template " + std::string(choice), default_kwargs));
 }
 
 }  // namespace lazyattn::tokenizer

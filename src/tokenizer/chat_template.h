@@ -1,8 +1,9 @@
-// Chat templates. A model's own Jinja template (the GGUF's tokenizer.chat_template, or a .jinja
-// file named with --chat-template) is rendered by lazyattn's Jinja engine exactly as Hugging Face
-// renders it (jinja_chat_template.h); the names "chatml" and "llama3" select two templates built
-// in natively. Either way the result is ChatPieces that keep the template's special tokens apart
-// from what clients wrote.
+// Chat templates. A model's own Jinja template (the GGUF's tokenizer.chat_template, a .jinja file
+// named with --chat-template, or a template's text given inline) is rendered by lazyattn's Jinja
+// engine exactly as Hugging Face renders it (jinja_chat_template.h); "chatml" and "llama3" select
+// two templates rendered natively, and llama-server's other built-in names select lazyattn's own
+// Jinja text for that format (builtin_chat_templates.h). Either way the result is ChatPieces that
+// keep the template's special tokens apart from what clients wrote.
 #pragma once
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "template/value.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyattn::loader {
@@ -43,6 +45,19 @@ struct ChatPiece {
     int32_t message = -1;  // index of the message whose content this is; -1 for template text
 };
 
+// How one conversation is rendered (a request's add_generation_prompt, continue_final_message,
+// chat_template_kwargs).
+struct ChatRenderOptions {
+    bool add_generation_prompt = true;
+    // The last message (the assistant's, in practice) is continued rather than closed: the
+    // messages before it are rendered with the generation prompt and its content follows as it
+    // is (llama-server's assistant prefill, vLLM's continue_final_message).
+    bool continue_final_message = false;
+    // Extra template variables (a dict, e.g. {"enable_thinking": false}); none: nothing extra.
+    // Each overrides the template's default of the same name (ChatTemplate::default_kwargs).
+    tmpl::Value kwargs;
+};
+
 struct ChatTemplate {
     ChatTemplateKind kind = ChatTemplateKind::kChatML;
     // ChatML templates (SmolLM2's) insert this system message when the first message is not a
@@ -50,6 +65,9 @@ struct ChatTemplate {
     std::string default_system;
     std::shared_ptr<const JinjaChatTemplate> jinja;  // kJinja
     std::string origin;                              // where it came from, for `lazyattn info` and logs
+    // Variables every render passes (--chat-template-kwargs: a dict, or none); a request's
+    // kwargs override them name by name. Jinja templates only: the native renderers have none.
+    tmpl::Value default_kwargs = {};
 
     // Renders messages; with add_generation_prompt, ends with the assistant header. Errors come
     // only from Jinja templates (the template raised, e.g. a role it does not support).
@@ -57,6 +75,10 @@ struct ChatTemplate {
     // The same text as pieces (apply() is their concatenation), so a tokenizer can tell the
     // template's special tokens from text a client sent.
     Expected<std::vector<ChatPiece>> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+    // With a request's options. Continuing the final message: its content is the last piece,
+    // carrying its message index, after the generation prompt of the messages before it.
+    Expected<std::vector<ChatPiece>> render(const std::vector<ChatMessage>& messages,
+                                            const ChatRenderOptions& options) const;
 };
 
 // Tokens of rendered pieces: each special piece becomes its token, and the text between special
@@ -75,7 +97,15 @@ Expected<ChatTemplate> chat_template_from_jinja(std::string_view jinja_template)
 Expected<ChatTemplate> chat_template_from_gguf(const loader::GgufFile& file);
 
 // The template a command uses: `choice` is "" (the model file's own, or none when it has none),
-// "chatml" / "llama3" (built in), or the path of a .jinja file (rendered with the model's tokens).
-Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choice, const loader::GgufFile& file);
+// "chatml" / "llama3" (rendered natively), another of llama-server's built-in names
+// (builtin_chat_templates.h), a template's text (it contains "{%" or "{{", as llama-server takes
+// it), or the path of a .jinja file; all but the native two are rendered by the Jinja engine with
+// the model's tokens. Anything else is kInvalidArgument naming the built-in names.
+// `default_kwargs` (a dict, or none) becomes the template's default_kwargs; the start-up render
+// check uses them, as every request does.
+Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choice, const loader::GgufFile& file,
+                                                           const tmpl::Value& default_kwargs = {});
+// Whether select_chat_template takes `choice` without a file (a built-in name or inline text).
+bool is_builtin_or_inline_chat_template(std::string_view choice);
 
 }  // namespace lazyattn::tokenizer

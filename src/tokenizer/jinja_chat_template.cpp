@@ -105,7 +105,8 @@ ChatTemplateTokens chat_template_tokens_from_gguf(const loader::GgufFile& file) 
 }
 
 Expected<std::shared_ptr<const JinjaChatTemplate>> JinjaChatTemplate::compile(std::string_view source,
-                                                                              ChatTemplateTokens tokens) {
+                                                                              ChatTemplateTokens tokens,
+                                                                              const tmpl::Value& kwargs) {
     auto parsed = tmpl::Template::parse(source);
     if (!parsed.ok()) return invalid_argument("chat template: " + parsed.status().message());
     auto t = std::make_shared<JinjaChatTemplate>();
@@ -117,7 +118,7 @@ Expected<std::shared_ptr<const JinjaChatTemplate>> JinjaChatTemplate::compile(st
     t->escape_by_byte_ = index_by_first_byte(t->escaped_);
     t->special_by_byte_ = index_by_first_byte(tokens.special_texts);
     t->tokens_ = std::move(tokens);
-    auto probe = t->render({{"user", "Hello"}}, true);
+    auto probe = t->render({{"user", "Hello"}}, true, kwargs);
     if (!probe.ok())
         return invalid_argument("chat template cannot render a one-message chat: " + probe.status().message());
     return std::shared_ptr<const JinjaChatTemplate>(std::move(t));
@@ -187,17 +188,21 @@ void JinjaChatTemplate::add_markup(std::vector<ChatPiece>& out, std::string_view
 }
 
 Expected<std::vector<ChatPiece>> JinjaChatTemplate::render(const std::vector<ChatMessage>& messages,
-                                                           bool add_generation_prompt) const {
+                                                           bool add_generation_prompt,
+                                                           const tmpl::Value& kwargs) const {
     std::vector<std::string> contents;
     for (const ChatMessage& m : messages) contents.push_back(escape_content(m.content));
     tmpl::Value context = tmpl::Value::dict();
     tmpl::ValueDict& c = context.dict_items();
+    // Extra variables first, so that none can stand in for the renderer's own (the kwargs
+    // parser refuses those names too).
+    if (kwargs.is_dict()) {
+        for (const auto& [name, value] : kwargs.dict_items().entries()) c.set(name, value);
+    }
     c.set("messages", message_list(messages, contents));
     c.set("add_generation_prompt", tmpl::Value(add_generation_prompt));
     c.set("bos_token", tmpl::Value(tokens_.bos_token));
     c.set("eos_token", tmpl::Value(tokens_.eos_token));
-    c.set("tools", tmpl::Value::none());  // as transformers passes them when a request has none
-    c.set("documents", tmpl::Value::none());
     auto rendered = template_.render(context, {}, std::time(nullptr));
     if (!rendered.ok()) return Status(rendered.status().code(), "chat template: " + rendered.status().message());
     const std::string& text = *rendered;

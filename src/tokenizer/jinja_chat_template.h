@@ -49,13 +49,18 @@ ChatTemplateTokens chat_template_tokens_from_gguf(const loader::GgufFile& file);
 class JinjaChatTemplate {
 public:
     // Parses `source` and renders a probe conversation (one user message, with the generation
-    // prompt), so that a template that cannot serve is refused when the model loads.
+    // prompt, and `kwargs`) exactly as a request without tools renders, so that a template that
+    // cannot serve is refused when the model loads.
     static Expected<std::shared_ptr<const JinjaChatTemplate>> compile(std::string_view source,
-                                                                      ChatTemplateTokens tokens);
+                                                                      ChatTemplateTokens tokens,
+                                                                      const tmpl::Value& kwargs = {});
 
     // kInvalidArgument when the template raises (e.g. "System role not supported"), names a
-    // construct the engine lacks, or reaches a render limit.
-    Expected<std::vector<ChatPiece>> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+    // construct the engine lacks, or reaches a render limit. `kwargs` (a dict, or undefined) are
+    // extra variables. `tools` and `documents` are left undefined, as llama-server renders a
+    // request that has none (tool-use templates iterate `tools` unguarded; None would raise).
+    Expected<std::vector<ChatPiece>> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                            const tmpl::Value& kwargs = {}) const;
     const ChatTemplateTokens& tokens() const { return tokens_; }
 
 private:
