@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/utf8.h"
+#include "tokenizer/chat_template_kwargs.h"
 
 namespace lazyattn::server {
 namespace {
@@ -607,6 +608,49 @@ Err parse_documents_from(const json& body, GenerationRequest& out) {
     return std::nullopt;
 }
 
+namespace {
+
+// The chat template's request fields (chat requests only).
+Err parse_chat_template_fields(const json& body, GenerationRequest& out) {
+    if (!absent(body, "add_generation_prompt")) {
+        bool v = true;
+        if (auto e = read_bool(body, "add_generation_prompt", v)) return e;
+        out.add_generation_prompt = v;
+    }
+    if (!absent(body, "continue_final_message")) {
+        const json& v = body.at("continue_final_message");
+        if (v.is_boolean()) {
+            out.continue_final_message = v.get<bool>();
+        } else if (v == "content") {
+            out.continue_final_message = true;
+        } else {
+            return value_error("continue_final_message",
+                               "must be a boolean or \"content\" (continuing reasoning_content is not served)");
+        }
+    }
+    if (out.continue_final_message.value_or(false) && out.add_generation_prompt.value_or(false)) {
+        return invalid_request("Cannot set both add_generation_prompt and continue_final_message to true",
+                               "continue_final_message", "invalid_value");
+    }
+    if (!absent(body, "chat_template_kwargs")) {
+        auto kwargs =
+            tokenizer::chat_template_kwargs_from_json(body.at("chat_template_kwargs"), "chat_template_kwargs");
+        if (!kwargs.ok()) return invalid_request(kwargs.status().message(), "chat_template_kwargs", "invalid_value");
+        out.chat_template_kwargs = std::move(kwargs).value();
+    }
+    if (!absent(body, "reasoning_format")) {
+        const json& v = body.at("reasoning_format");
+        const auto format = v.is_string() ? reasoning_format_from_name(v.get<std::string>()) : std::nullopt;
+        if (!format) {
+            return value_error("reasoning_format", std::string("must be one of ") + reasoning_format_names());
+        }
+        out.reasoning_format = format;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ApiError> parse_generation_request(const json& body, bool chat, GenerationRequest& out) {
     if (!body.is_object()) return invalid_request("the request body must be a JSON object", "", "invalid_type");
     out.chat = chat;
@@ -627,6 +671,9 @@ std::optional<ApiError> parse_generation_request(const json& body, bool chat, Ge
     if (auto e = parse_cache_salt(body, out.cache_salt)) return e;
     if (auto e = parse_document_reuse_field(body, out.document_reuse)) return e;
     if (auto e = parse_documents_from(body, out)) return e;
+    if (chat) {
+        if (auto e = parse_chat_template_fields(body, out)) return e;
+    }
     return refuse_unsupported(body, chat);
 }
 

@@ -5,6 +5,10 @@
 // tools, suffix) are refused rather than silently dropped. `n` choices (up to kMaxChoices) run
 // as one group that shares its recomputed rows (engine::RagRequest::choice_group).
 //
+// Chat template fields (llama-server's and vLLM's): `add_generation_prompt`,
+// `continue_final_message`, `chat_template_kwargs` (tokenizer/chat_template_kwargs.h) and
+// `reasoning_format`; a completion ignores them, as llama-server does.
+//
 // Extensions: `cache_salt` (vLLM's: requests share cached KV only with the same salt),
 // `documents` (strings, or {"text", "title"?} objects, or {"id"} naming a cached
 // document), `documents_from` ("parts", "delimiter", "none", or {"source", "message",
@@ -23,6 +27,8 @@
 #include "engine/request/sampling_params.h"
 #include "server/api_error.h"
 #include "server/message_documents.h"
+#include "server/reasoning_split.h"
+#include "template/value.h"
 #include "tokenizer/chat_template.h"
 
 namespace lazyattn::server {
@@ -67,6 +73,17 @@ struct GenerationRequest {
     std::optional<std::pair<DocumentsFrom::Message, int32_t>> documents_message;
     std::shared_ptr<const Delimiter> document_delimiter;
     std::optional<bool> documents_known;  // documents_from "known" (or "…+known", {"known": true})
+    // Chat template fields (chat only; llama-server's and vLLM's spellings): each unset when the
+    // body did not say. add_generation_prompt: opens the assistant's turn (default true).
+    // continue_final_message: the last message is continued, not closed (true, or "content");
+    // unset, a final assistant message is continued all the same (llama-server's assistant
+    // prefill). chat_template_kwargs: extra template variables (a dict; undefined when none).
+    std::optional<bool> add_generation_prompt;
+    std::optional<bool> continue_final_message;
+    tmpl::Value chat_template_kwargs;
+    // How the reply's <think> section is returned (server/reasoning_split.h); unset: the
+    // server's --reasoning-format.
+    std::optional<ReasoningFormat> reasoning_format;
 };
 
 // Longest cache_salt accepted (it only names a namespace).

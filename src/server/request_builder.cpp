@@ -34,6 +34,28 @@ size_t text_bytes(const GenerationRequest& r) {
     return n;
 }
 
+// How a chat request renders: llama-server's rules. A final assistant message is continued
+// (assistant prefill) unless continue_final_message says false; continuing opens no new turn.
+Expected<tokenizer::ChatRenderOptions> render_options(const GenerationRequest& r) {
+    tokenizer::ChatRenderOptions o;
+    const size_t n = r.messages.size();
+    const std::string& last_role = r.messages.back().role;
+    if (r.continue_final_message) {
+        o.continue_final_message = *r.continue_final_message;
+        if (o.continue_final_message && last_role != "assistant") {
+            return invalid_argument("continue_final_message continues the assistant's message, and messages[" +
+                                    std::to_string(n - 1) + "] is the " + clip_for_message(last_role) + "'s");
+        }
+    } else if (last_role == "assistant") {
+        if (n >= 2 && r.messages[n - 2].role == "assistant")
+            return invalid_argument("Cannot have 2 or more assistant messages at the end of the list.");
+        o.continue_final_message = true;
+    }
+    o.add_generation_prompt = !o.continue_final_message && r.add_generation_prompt.value_or(true);
+    o.kwargs = r.chat_template_kwargs;
+    return o;
+}
+
 }  // namespace
 
 RequestBuilder::RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
@@ -122,7 +144,12 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     if (r.chat) {
         if (!chat_) return unsupported("the model has no chat template; use /v1/completions");
         if (r.messages.empty()) return invalid_argument("the conversation is empty");
-        LA_ASSIGN_OR_RETURN(auto pieces, chat_->render(r.messages, true));
+        LA_ASSIGN_OR_RETURN(const tokenizer::ChatRenderOptions options, render_options(r));
+        LA_ASSIGN_OR_RETURN(auto pieces, chat_->render(r.messages, options));
+        // The question the tail starts with: the last message, or the one a continued message
+        // answers (the continued text then follows the assistant header in the tail).
+        const int32_t question =
+            int32_t(r.messages.size()) - (options.continue_final_message && r.messages.size() >= 2 ? 2 : 1);
         MessageDocuments found;
         if (from.enabled()) {
             std::vector<std::string> roles, content(r.messages.size());
@@ -156,7 +183,7 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
             if (from.enabled())
                 log::debug("documents_from found no documents; the prompt is laid out as sent",
                            {{"documents_from", from.describe()}});
-            LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), int32_t(r.messages.size()) - 1));
+            LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), question));
         } else {
             if (!r.documents.empty()) {
                 return invalid_argument("the request carries documents both in `documents` and inside messages[" +

@@ -4,7 +4,9 @@
 // everything the chat template renders before the last user message's content (system message,
 // earlier turns, the user header) is segment 0, preceded by BOS when the model wants one; each
 // document is a segment of its own (formatted by format_document, tokenized alone, no special
-// tokens parsed from it); the last user message plus the assistant header is the tail.
+// tokens parsed from it); the last user message plus the assistant header is the tail. A
+// continued final assistant message (continue_final_message, or llama-server's assistant
+// prefill) is rendered after that header, in the tail, so the question still starts it.
 // Documents found inside a message (documents_from: server/message_documents.h) are laid out the
 // same way in place: what the template renders before them is segment 0, what follows the tail. A plain
 // completion has no segment 0: documents, then the prompt as the tail. A document named by id
