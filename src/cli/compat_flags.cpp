@@ -32,6 +32,8 @@ constexpr const char* kNoProjector = "no multimodal projector is ever loaded: te
 constexpr const char* kNoUi = "there is no web UI";
 constexpr const char* kTools = "tool calling and MCP are not served (requests with tools get 400)";
 constexpr const char* kNoTools = "there are no built-in tools or MCP proxy";
+constexpr const char* kBuiltinTools = "built-in tools are not served (GET and POST /tools answer 501)";
+constexpr const char* kMcp = "MCP is not served (/tools and /cors-proxy answer 501; requests with tools get 400)";
 constexpr const char* kRouter =
     "one model per process, no model router: run one `lazyattn serve` per model behind a proxy";
 constexpr const char* kNoRouter = "one model per process: there is no model router";
@@ -326,9 +328,9 @@ const CompatFlag kFlags[] = {
      true},
     {"--no-slots", kLlama, 0, kWarn, "there is no /slots endpoint", nullptr, true},
     {"--props", kLlama, 0, kWarn, "there is no /props endpoint: settings are fixed at start", nullptr, true},
-    {"--slot-save-path", kLlama, 1, kRefuse,
-     "slots are not saved or restored (there are no slots); cached documents persist in --kv-store DIR", nullptr,
-     true},
+    {"--slot-save-path", kLlama, 1, kWarn,
+     "slots are not saved or restored (POST /slots/{id} answers 501); cached documents persist in --kv-store DIR",
+     nullptr, true},
     {"--no-webui,--no-ui", kLlama, 0, kWarn, kNoUi, nullptr, true},
     {"--ui,--webui", kLlama, 0, kWarn, kNoUi, nullptr, true},
     {"--ui-config,--webui-config", kLlama, 1, kWarn, kNoUi, nullptr, true},
@@ -378,13 +380,14 @@ const CompatFlag kFlags[] = {
      nullptr, true},
     {"--tool-call-parser", kVllm, 1, kRefuse, "tool calling is not supported (requests with tools get 400)", nullptr,
      true},
-    {"--tools", kLlama, 1, kRefuse, kTools, nullptr, true},
-    {"--tools-runtime", kLlama, 1, kRefuse, kTools, nullptr, true},
-    {"--mcp-servers-config", kLlama, 1, kRefuse, kTools, nullptr, true},
-    {"--mcp-servers-json", kLlama, 1, kRefuse, kTools, nullptr, true},
+    // Accepted with a warning: the routes they would enable answer 501 naming the feature.
+    {"--tools", kLlama, 1, kWarn, kBuiltinTools, nullptr, true},
+    {"--tools-runtime", kLlama, 1, kWarn, kBuiltinTools, nullptr, true},
+    {"--mcp-servers-config", kLlama, 1, kWarn, kMcp, nullptr, true},
+    {"--mcp-servers-json", kLlama, 1, kWarn, kMcp, nullptr, true},
     {"--agent", kLlama, 0, kRefuse, kTools, nullptr, true},
     {"--no-agent", kLlama, 0, kWarn, kNoTools, nullptr, true},
-    {"--ui-mcp-proxy,--webui-mcp-proxy", kLlama, 0, kRefuse, kTools, nullptr, true},
+    {"--ui-mcp-proxy,--webui-mcp-proxy", kLlama, 0, kWarn, kMcp, nullptr, true},
     {"--no-ui-mcp-proxy,--no-webui-mcp-proxy", kLlama, 0, kWarn, kNoTools, nullptr, true},
     // Accepted, not refused: llama-server's test harness starts every preset once (its embedding
     // and reranker ones too) before any test; here their routes answer 501 naming the feature.

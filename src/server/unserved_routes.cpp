@@ -43,6 +43,12 @@ const UnservedRoute kRoutes[] = {
     {"POST", "/tools", "built-in tools and MCP", "not served"},
     {"GET", "/cors-proxy", "the CORS proxy", "not served"},
     {"POST", "/cors-proxy", "the CORS proxy", "not served"},
+    {"GET", "/", "the web UI", "call the HTTP API (docs/api.md)"},
+    {"POST", "/chat/completions/input_tokens", "chat token counting", "POST /tokenize with messages"},
+    {"POST", "/v1/chat/completions/input_tokens", "chat token counting", "POST /tokenize with messages"},
+    {"GET", "/v1/stream", "resumable streams (X-Conversation-Id)", "not served: a dropped stream is asked again"},
+    {"DELETE", "/v1/stream", "resumable streams (X-Conversation-Id)", "not served: a dropped stream is asked again"},
+    {"POST", "/predict", "Vertex AI prediction (AIP_MODE)", "POST /v1/chat/completions"},
 };
 
 }  // namespace
