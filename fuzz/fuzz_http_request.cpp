@@ -12,6 +12,7 @@
 #include "server/api_keys.h"
 #include "server/http_util.h"
 #include "server/openai_request.h"
+#include "server/responses_request.h"
 
 using namespace lazyattn;
 
@@ -42,7 +43,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // The server's bounds: 256 documents, plus the question part.
         if (server::parse_json_body(request, body, server::JsonBounds{257})) continue;
         server::GenerationRequest gen;
-        (void)server::parse_generation_request(body, request.path.find("chat") != std::string::npos, gen);
+        if (request.path.ends_with("/responses")) {  // OpenAI Responses
+            server::ResponsesRequest responses;
+            (void)server::parse_responses_request(body, responses);
+            gen = std::move(responses.gen);
+        } else {
+            (void)server::parse_generation_request(body, request.path.find("chat") != std::string::npos, gen);
+        }
         if (gen.document_delimiter) {  // a client's pattern over its own messages, budgeted
             server::MatchBudget budget;
             budget.steps_left = 1 << 20;  // each input stays fast; the budget's exhaustion is exercised

@@ -6,6 +6,7 @@
 #include "server/completion_routes.h"
 #include "server/document_routes.h"
 #include "server/http_util.h"
+#include "server/responses_routes.h"
 #include "server/server_context.h"
 #include "server/stats_reporter.h"
 #include "server/tokenize_routes.h"
@@ -138,6 +139,16 @@ http::Router make_router(ServerContext& ctx) {
         r.add("POST", path, Lane::kHeavy, [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
             handle_completion(ctx, q, s, l, true);
         });
+    }
+    // OpenAI Responses; llama-server serves it without /v1 too.
+    for (const char* path : {"/v1/responses", "/responses"}) {
+        r.add("POST", path, Lane::kHeavy, [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
+            handle_responses(ctx, q, s, l);
+        });
+    }
+    for (const char* method : {"GET", "DELETE"}) {
+        r.add(method, "/v1/responses/{id}", Lane::kLight,
+              [](const HttpRequest&, HttpResponse& s, const http::ClientLink&) { handle_stored_response(s); });
     }
     r.add("POST", "/v1/documents", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {

@@ -20,8 +20,6 @@ const UnservedRoute kRoutes[] = {
      "documents persist in --kv-store; pin them with POST /v1/documents"},
     {"POST", "/v1/messages", "the Anthropic Messages API", kSoon},
     {"POST", "/v1/messages/count_tokens", "Anthropic token counting", "POST /tokenize with messages"},
-    {"POST", "/v1/responses", "the OpenAI Responses API", kSoon},
-    {"POST", "/responses", "the OpenAI Responses API", kSoon},
     {"POST", "/v1/embeddings", "embeddings", kEmbeddings},
     {"POST", "/embeddings", "embeddings", kEmbeddings},
     {"POST", "/embedding", "embeddings", kEmbeddings},

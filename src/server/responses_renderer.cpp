@@ -1,0 +1,184 @@
+#include "server/responses_renderer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "server/sse.h"
+
+namespace lazyattn::server {
+namespace {
+
+using json = nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// OpenAI's ids are a prefix and an opaque string; 24 random bytes in hex keep them unguessable.
+std::string random_id(const char* prefix) {
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    std::string id = prefix;
+    char hex[17];
+    for (int i = 0; i < 3; ++i) {
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rng()));
+        id += hex;
+    }
+    return id;
+}
+
+int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+json usage_json(const engine::RequestStats& s) {
+    return {{"input_tokens", s.num_prompt_tokens},
+            // document_tokens: lazyattn's extension, as in chat's prompt_tokens_details.
+            {"input_tokens_details", {{"cached_tokens", s.reused_tokens}, {"document_tokens", s.document_tokens}}},
+            {"output_tokens", s.num_generated},
+            {"output_tokens_details", {{"reasoning_tokens", 0}}},
+            {"total_tokens", s.num_prompt_tokens + s.num_generated}};
+}
+
+// ResponseError.code is one of a closed list; the HTTP face of the error picks the nearest.
+const char* failure_code(const ApiError& e) {
+    if (e.http_status == 429) return "rate_limit_exceeded";
+    if (e.http_status >= 400 && e.http_status < 500) return "invalid_prompt";
+    return "server_error";
+}
+
+}  // namespace
+
+ResponsesRenderer::ResponsesRenderer(ResponsesEcho echo, std::string model)
+    : echo_(std::move(echo)),
+      model_(std::move(model)),
+      id_(random_id("resp_")),
+      message_id_(random_id("msg_")),
+      created_at_(unix_now()) {}
+
+json ResponsesRenderer::message_json(const std::string& status) const {
+    json content = json::array();
+    if (status != "in_progress") {
+        content.push_back({{"type", "output_text"}, {"text", text_}, {"annotations", json::array()}});
+    }
+    return {{"type", "message"},
+            {"id", message_id_},
+            {"status", status},
+            {"role", "assistant"},
+            {"content", std::move(content)}};
+}
+
+json ResponsesRenderer::response_json(const std::string& status, const engine::RequestStats* usage) const {
+    json output = json::array();
+    if (status == "completed" || status == "incomplete" || (status == "failed" && opened_)) {
+        output.push_back(message_json(status == "failed" ? "incomplete" : status));
+    }
+    json r = {{"id", id_},
+              {"object", "response"},
+              {"created_at", created_at_},
+              {"status", status},
+              {"background", false},
+              {"error", status == "failed" ? error_ : json(nullptr)},
+              {"incomplete_details", status == "incomplete" ? json{{"reason", "max_output_tokens"}} : json(nullptr)},
+              {"instructions", echo_.instructions ? json(*echo_.instructions) : json(nullptr)},
+              {"max_output_tokens", echo_.max_output_tokens ? json(*echo_.max_output_tokens) : json(nullptr)},
+              {"metadata", echo_.metadata},
+              {"model", model_},
+              {"output", std::move(output)},
+              {"parallel_tool_calls", true},
+              {"previous_response_id", nullptr},
+              {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+              {"store", echo_.store},
+              {"temperature", echo_.temperature},
+              {"text", {{"format", {{"type", "text"}}}}},
+              {"tool_choice", "auto"},
+              {"tools", json::array()},
+              {"top_p", echo_.top_p},
+              {"truncation", echo_.truncation},
+              {"usage", usage != nullptr ? usage_json(*usage) : json(nullptr)},
+              {"user", echo_.user ? json(*echo_.user) : json(nullptr)}};
+    if (status == "completed" || status == "incomplete") r["completed_at"] = unix_now();
+    return r;
+}
+
+void ResponsesRenderer::emit(const char* type, json fields, std::string& out) {
+    fields["type"] = type;
+    fields["sequence_number"] = sequence_++;
+    out += sse_named_event(type, dump(fields));
+}
+
+std::string ResponsesRenderer::whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats& usage) {
+    // One output per response (the parser lets no `n` through).
+    if (!choices.empty() && choices.front().result != nullptr) {
+        text_ = choices.front().result->text;
+        finish_ = choices.front().result->finish_reason;
+    }
+    return dump(response_json(finish_ == engine::FinishReason::kLength ? "incomplete" : "completed", &usage));
+}
+
+void ResponsesRenderer::stream_open(size_t choice, const engine::RequestHandle&, std::string& out) {
+    if (choice != 0 || opened_) return;
+    emit("response.created", {{"response", response_json("in_progress", nullptr)}}, out);
+    emit("response.in_progress", {{"response", response_json("in_progress", nullptr)}}, out);
+    emit("response.output_item.added", {{"output_index", 0}, {"item", message_json("in_progress")}}, out);
+    opened_ = true;
+    emit("response.content_part.added",
+         {{"item_id", message_id_},
+          {"output_index", 0},
+          {"content_index", 0},
+          {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}}}},
+         out);
+}
+
+void ResponsesRenderer::stream_token(size_t choice, const engine::RequestEvent& e, std::string& out) {
+    if (choice != 0 || e.text.empty()) return;  // empty: text held back (a partial character, a possible stop)
+    text_ += e.text;
+    emit("response.output_text.delta",
+         {{"item_id", message_id_},
+          {"output_index", 0},
+          {"content_index", 0},
+          {"delta", e.text},
+          {"logprobs", json::array()}},
+         out);
+}
+
+void ResponsesRenderer::stream_end(size_t choice, const engine::RequestEvent& e, const engine::RequestStats&,
+                                   std::string& out) {
+    if (choice != 0) return;
+    finish_ = e.finish_reason;
+    const std::string status = finish_ == engine::FinishReason::kLength ? "incomplete" : "completed";
+    emit("response.output_text.done",
+         {{"item_id", message_id_},
+          {"output_index", 0},
+          {"content_index", 0},
+          {"text", text_},
+          {"logprobs", json::array()}},
+         out);
+    emit("response.content_part.done",
+         {{"item_id", message_id_},
+          {"output_index", 0},
+          {"content_index", 0},
+          {"part", {{"type", "output_text"}, {"text", text_}, {"annotations", json::array()}}}},
+         out);
+    emit("response.output_item.done", {{"output_index", 0}, {"item", message_json(status)}}, out);
+}
+
+void ResponsesRenderer::stream_close(const engine::RequestStats& usage, std::string& out) {
+    const bool incomplete = finish_ == engine::FinishReason::kLength;
+    emit(incomplete ? "response.incomplete" : "response.completed",
+         {{"response", response_json(incomplete ? "incomplete" : "completed", &usage)}}, out);
+}
+
+void ResponsesRenderer::stream_error(const ApiError& given, std::string& out) {
+    const ApiError e = responses_field_names(given);
+    emit("error",
+         {{"code", e.code.empty() ? json(e.type) : json(e.code)},
+          {"message", e.message},
+          {"param", e.param.empty() ? json(nullptr) : json(e.param)}},
+         out);
+    error_ = {{"code", failure_code(e)}, {"message", e.message}};
+    emit("response.failed", {{"response", response_json("failed", nullptr)}}, out);
+}
+
+std::string ResponsesRenderer::error_body(const ApiError& e) const { return responses_field_names(e).to_json(); }
+
+}  // namespace lazyattn::server
