@@ -14,6 +14,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,7 @@
 #include "server/openai_request.h"
 #include "server/request_builder.h"
 #include "server/serving_front.h"
+#include "server/serving_stack.h"
 #include "tokenizer/chat_template.h"
 
 #ifdef LAZYATTN_CUDA_BUILT
@@ -154,31 +156,30 @@ std::shared_ptr<State> open_engine(const Options& o) {
     auto ec = engine_config(o);
     if (!ec.ok()) raise_value("", ec.status().message());
     state->config = *ec;
-    if (!o.document_reuse.empty()) {
-        auto reuse = engine::parse_document_reuse(o.document_reuse);
-        if (!reuse.ok()) raise_value("document_reuse", reuse.status().message());
-        state->default_reuse = *reuse;
-    }
-    {
+    server::ServingStackOptions so;
+    so.model_path = o.model;
+    so.device = ec->device;
+    so.num_threads = o.threads;
+    so.engine = *ec;
+    so.chat_template = o.chat_template;
+    so.document_reuse = o.document_reuse;
+    auto open = [&so] {
         nb::gil_scoped_release unlocked;
-        auto lm = engine::load_model(o.model, ec->device, o.threads);
-        if (!lm.ok()) throw EngineError("cannot load the model " + o.model + ": " + lm.status().message());
-        state->lm = std::move(lm).value();
+        return server::open_serving_stack(so);
+    };
+    Expected<server::ServingStack> opened = open();
+    if (!opened.ok()) {
+        // A setting the caller gave is theirs (ValueError naming it); anything else the engine's.
+        const std::string& m = opened.status().message();
+        for (const char* param : {"document_reuse", "chat_template"}) {
+            if (m.rfind(std::string(param) + ": ", 0) == 0) raise_value(param, m.substr(std::strlen(param) + 2));
+        }
+        throw EngineError("cannot start the engine on " + o.model + ": " + m);
     }
-    if (o.document_reuse.empty()) {
-        auto reuse = engine::model_default_document_reuse(state->lm.model->gguf());
-        if (!reuse.ok()) throw EngineError(reuse.status().message());
-        state->default_reuse = *reuse;
-    }
-    auto chat = tokenizer::select_chat_template(o.chat_template, state->lm.model->gguf());
-    if (!chat.ok()) raise_value("chat_template", chat.status().message());
-    state->chat = *chat;
-    {
-        nb::gil_scoped_release unlocked;
-        auto created = engine::ServingEngine::create(*state->lm.model, *state->lm.tokenizer, state->config);
-        if (!created.ok()) throw EngineError(created.status().message());
-        state->engine = std::move(created).value();
-    }
+    state->lm = std::move(opened->lm);
+    state->chat = std::move(opened->chat);
+    state->default_reuse = opened->default_reuse;
+    state->engine = std::move(opened->engine);
     // The server's front with the in-process defaults: no cap below the context and no response
     // size to bound; a max_tokens past the context is refused instead of clamped.
     server::FrontSettings settings;

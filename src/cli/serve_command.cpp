@@ -25,6 +25,7 @@
 #include "engine/serving_engine.h"
 #include "server/api_keys.h"
 #include "server/http_server.h"
+#include "server/serving_stack.h"
 
 namespace lazyattn::cli {
 namespace {
@@ -50,11 +51,6 @@ Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     ec.max_pinned_blocks_per_tenant = o.pin_quota_blocks;
     LA_RETURN_IF_ERROR(ec.validate());
     return ec;
-}
-
-// The template named on the command line, else the model's, else none (chat requests get 400).
-Expected<std::optional<tokenizer::ChatTemplate>> chat_template(const ServeOptions& o, const loader::GgufFile& gguf) {
-    return tokenizer::select_chat_template(o.chat_template, gguf);
 }
 
 // --known-documents: the corpora a store was filled from (precompute --corpus) are known to the
@@ -107,11 +103,7 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.health_needs_key = !open("health");
     sc.metrics_needs_key = !open("metrics");
     sc.max_tokens_cap = o.max_tokens_cap;
-    if (o.document_reuse.empty()) {
-        // Not said: the model's own (a block fine-tuned model names the layout it was trained for).
-        LA_ASSIGN_OR_RETURN(auto file, open_model_gguf(model_path));
-        LA_ASSIGN_OR_RETURN(sc.document_reuse, engine::model_default_document_reuse(*file));
-    } else {
+    if (!o.document_reuse.empty()) {  // checked here to stop before loading; not said: the model's (the stack's)
         auto reuse = engine::parse_document_reuse(o.document_reuse);
         if (!reuse.ok()) return invalid_argument("--document-reuse: " + reuse.status().message());
         sc.document_reuse = *reuse;
@@ -169,15 +161,23 @@ int run_serve(const ServeOptions& o) {
     ShutdownSignals signals;
 
     warn_unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier);
-    auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
-    if (!lm.ok()) return fail(lm.status());
-    if (Status st = check_query_layers(o.query_layers, lm->model->config().num_layers); !st.ok()) return fail(st, 2);
-    auto chat = chat_template(o, lm->model->gguf());
-    if (!chat.ok()) return fail(chat.status());
-    auto created = engine::ServingEngine::create(*lm->model, *lm->tokenizer, *ec);
-    if (!created.ok()) return fail(created.status(), 2);  // e.g. a KV pool larger than memory
-    engine::ServingEngine& eng = **created;
-    server::HttpServer http(*sc, eng, *lm->tokenizer, *chat, eng.context_length());
+    // The model, its chat template (--chat-template, else the file's), the default document reuse
+    // and the engine: the start-up the Python LLM shares.
+    auto stack = server::open_serving_stack(
+        {path, o.common.device, o.common.num_threads, *ec, o.chat_template, o.document_reuse});
+    if (!stack.ok()) {
+        // A bad setting or a KV pool larger than memory is the command line's (2); a file the
+        // loader cannot read, the model's (1).
+        const StatusCode code = stack.status().code();
+        return fail(stack.status(),
+                    code == StatusCode::kInvalidArgument || code == StatusCode::kResourceExhausted ? 2 : 1);
+    }
+    if (Status st = check_query_layers(o.query_layers, stack->lm.model->config().num_layers); !st.ok()) {
+        return fail(st, 2);
+    }
+    sc->document_reuse = stack->default_reuse;
+    engine::ServingEngine& eng = *stack->engine;
+    server::HttpServer http(*sc, eng, *stack->lm.tokenizer, stack->chat, eng.context_length());
     if (Status st = load_known_documents(o, http.known_documents()); !st.ok()) return fail(st, 2);
     if (Status st = http.start(); !st.ok()) return fail(st);
     std::printf(
@@ -187,7 +187,13 @@ int run_serve(const ServeOptions& o) {
         sc->api_keys.empty() ? "" : ", API keys required");
     std::printf("lazyattn serve: requests that do not say read documents with document_reuse %s%s\n",
                 sc->document_reuse.name().c_str(),
-                o.document_reuse.empty() ? " (the model's default: docs/finetune.md)" : "");
+                stack->reuse_is_models_default ? " (the model's default: docs/finetune.md)" : "");
+    if (!sc->model_aliases.empty()) {
+        std::string names;
+        for (const std::string& a : sc->model_aliases) names += (names.empty() ? "" : ", ") + a;
+        std::printf("lazyattn serve: the model id is %s; requests naming %s are answered too%s\n", sc->model_id.c_str(),
+                    names.c_str(), sc->strict_model_name ? " (--strict-model-name)" : "");
+    }
     if (sc->documents_from.enabled()) {
         std::printf("lazyattn serve: documents inside messages: %s\n", sc->documents_from.describe().c_str());
     }

@@ -399,9 +399,9 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
         {"--model " + model + " --temp 0.8 --seed 42 --host 127.0.0.1,::1 --offline --no-slots --jinja --no-ui " +
              "--verbose --alias smol,tinyllama-2 --cors-origins '*' --swa-full --context-shift --cache-ram 0 " +
              "--no-cache-idle-slots --no-mmproj --reasoning-format none --no-models-autoload --backend_sampling",
-         {"--temp 0.8", "--host 127.0.0.1,::1", "--offline", "--no-slots", "--no-webui", "--alias smol,tinyllama-2",
-          "--cors-origins *", "--swa-full", "--context-shift", "--cache-ram 0", "--no-mmproj",
-          "--reasoning-format none", "--no-models-autoload", "--backend-sampling"}},
+         {"--temp 0.8", "--host 127.0.0.1,::1", "--offline", "--no-slots", "--no-webui", "--cors-origins *",
+          "--swa-full", "--context-shift", "--cache-ram 0", "--no-mmproj", "--reasoning-format none",
+          "--no-models-autoload", "--backend-sampling"}},
         // Its embedding and reranker presets: started once by its harness before any test (their
         // routes answer 501 here).
         {"-m " + model + " --embeddings --pooling mean --reranking", {"--embeddings", "--pooling mean", "--rerank"}},

@@ -27,6 +27,23 @@ TEST(ServerLlamaCompat, RoutesWithoutV1AreServed) {
     EXPECT_EQ(curl("GET", s.url("/v1/health")).status, 200);
 }
 
+// --alias a,b,c (llama-server): a is the id, b and c are names the model answers to, also under
+// --strict-model-name; /v1/models lists them as its aliases.
+TEST(ServerLlamaCompat, AliasesAreNamesTheModelAnswersTo) {
+    ServerProcess s(server_args({"--alias", "smol,smol-instruct,tiny", "--strict-model-name"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    for (const char* name : {"smol", "smol-instruct", "tiny"}) {
+        const auto r = curl("POST", s.url("/v1/completions"), completion_body(false, {{"model", name}}));
+        ASSERT_EQ(r.status, 200) << name << " " << r.body;
+        EXPECT_EQ(parse_or_null(r.body)["model"], "smol") << "responses name the id";
+    }
+    expect_api_error(curl("POST", s.url("/v1/completions"), completion_body(false, {{"model", "smol,tiny"}})), 404,
+                     "model_not_found");
+    const json model = parse_or_null(curl("GET", s.url("/v1/models")).body)["data"][0];
+    EXPECT_EQ(model["id"], "smol");
+    EXPECT_EQ(model["aliases"], json::array({"smol-instruct", "tiny"}));
+}
+
 // n_predict is llama-server's max_tokens (-1: no limit of its own, the route's default applies).
 TEST(ServerLlamaCompat, NPredictIsMaxTokens) {
     ServerProcess s(server_args());

@@ -1,0 +1,43 @@
+// ServingStack: what `lazyattn serve` and the Python LLM both start before answering anything:
+// the model (weights, tokenizer, backend), its chat template, the document reuse that requests
+// which do not say get, and the serving engine. One start-up for both, so a setting means the
+// same in either and a new one is wired once.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/device.h"
+#include "core/status.h"
+#include "engine/engine_config.h"
+#include "engine/loading/loaded_model.h"
+#include "engine/request/document_reuse.h"
+#include "engine/serving_engine.h"
+#include "tokenizer/chat_template.h"
+
+namespace lazyattn::server {
+
+struct ServingStackOptions {
+    std::string model_path;
+    backend::Device device;
+    int num_threads = 0;  // 0: the machine's
+    engine::EngineConfig engine;
+    std::string chat_template;   // "": the model file's (tokenizer::select_chat_template)
+    std::string document_reuse;  // "": the model's default (a block fine-tuned model names its own)
+};
+
+struct ServingStack {
+    engine::LoadedModel lm;
+    std::optional<tokenizer::ChatTemplate> chat;  // nullopt: the model has none (chat requests get 400)
+    engine::DocumentReuse default_reuse;
+    bool reuse_is_models_default = false;  // document_reuse was not given
+    std::unique_ptr<engine::ServingEngine> engine;
+};
+
+// kInvalidArgument (naming the option: "document_reuse: ...", "chat_template: ...") for a bad
+// setting, before the model is loaded where the setting alone shows it; the loader's or the
+// engine's status otherwise (a missing file, a KV pool larger than memory).
+Expected<ServingStack> open_serving_stack(const ServingStackOptions& options);
+
+}  // namespace lazyattn::server
