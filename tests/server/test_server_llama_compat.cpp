@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "server_test_util.h"
 
@@ -150,7 +151,12 @@ TEST(ServerLlamaCompat, MetricsCarryLlamaServerSeries) {
     const auto r = curl("POST", s.url("/v1/completions"), completion_body(false, {{"ignore_eos", true}}, 8));
     ASSERT_EQ(r.status, 200) << r.body;
     const json usage = parse_or_null(r.body)["usage"];
-    const std::string text = metrics_text(s);
+    const auto metrics = curl("GET", s.url("/metrics"));
+    ASSERT_EQ(metrics.status, 200) << metrics.body;
+    const auto started = metrics.headers.find("process-start-time-unix");
+    ASSERT_NE(started, metrics.headers.end()) << "no Process-Start-Time-Unix header (llama-server sends one)";
+    EXPECT_GT(std::stoll(started->second), 1700000000LL) << started->second;  // a Unix time in seconds
+    const std::string& text = metrics.body;
     auto value = [&text](const std::string& name) {
         const size_t at = text.find("\n" + name + " ");
         return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
@@ -186,7 +192,7 @@ TEST(ServerLlamaCompat, UnservedFeaturesAre501NamingThem) {
     ASSERT_TRUE(s.started()) << s.log();
     const std::vector<std::pair<std::string, std::string>> routes = {
         {"POST", "/v1/embeddings"}, {"POST", "/rerank"},      {"POST", "/infill"}, {"GET", "/lora-adapters"},
-        {"POST", "/slots/0"},       {"POST", "/v1/messages"}, {"POST", "/props"},  {"POST", "/embedding"},
+        {"POST", "/slots/0"},       {"POST", "/v1/messages"}, {"GET", "/props"},   {"POST", "/completion"},
         {"POST", "/models/load"},   {"GET", "/tools"}};
     for (const auto& [method, path] : routes) {
         const auto r = curl(method, s.url(path), method == "POST" ? "{}" : "");
@@ -196,6 +202,27 @@ TEST(ServerLlamaCompat, UnservedFeaturesAre501NamingThem) {
         EXPECT_NE(e["message"].get<std::string>().find("is not served"), std::string::npos) << r.body;
     }
     EXPECT_EQ(curl("GET", s.url("/no/such/route")).status, 404);  // a wrong URL is still a 404
+}
+
+// Routes of llama.cpp's server test suite that name features not served here (the web UI, chat
+// token counting, resumable streams, Vertex AI prediction): 501 naming each, not a 404.
+TEST(ServerLlamaCompat, SuiteRoutesNotServedAre501) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const std::vector<std::tuple<std::string, std::string, std::string>> routes = {
+        {"GET", "/", "the web UI"},
+        {"POST", "/chat/completions/input_tokens", "chat token counting"},
+        {"POST", "/v1/chat/completions/input_tokens", "chat token counting"},
+        {"GET", "/v1/stream?conv_id=a", "resumable streams"},
+        {"DELETE", "/v1/stream?conv_id=a", "resumable streams"},
+        {"POST", "/predict", "Vertex AI prediction"}};
+    for (const auto& [method, path, feature] : routes) {
+        const auto r = curl(method, s.url(path), method == "POST" ? "{}" : "");
+        EXPECT_EQ(r.status, 501) << method << " " << path << ": " << r.body;
+        const std::string message = parse_or_null(r.body)["error"]["message"].get<std::string>();
+        EXPECT_EQ(message.rfind(feature, 0), 0u) << message;
+        EXPECT_NE(message.find("is not served"), std::string::npos) << message;
+    }
 }
 
 }  // namespace
