@@ -285,6 +285,8 @@ void add_serve_auth_options(CLI::App* sv, ServeOptions& o) {
                    "with API keys: GET endpoints reachable without one (health, metrics; 'none' for neither)")
         ->delimiter(',')
         ->check(CLI::IsMember({"health", "metrics", "none"}));
+    sv->add_flag("--slots,!--no-slots", o.slots_endpoint,
+                 "GET /slots lists the engine's slots (default; --no-slots: it answers 501, as llama-server)");
 }
 
 // How requests carry documents and read their cached KV.

@@ -148,6 +148,7 @@ struct ServeOptions {
     std::string served_model_name;           // "" = the model file's name
     std::vector<std::string> model_aliases;  // --alias a,b,c: b and c
     bool strict_model_name = false;          // 404 for a request naming another model (else answered)
+    bool slots_endpoint = true;              // GET /slots answers (--no-slots: 501, as llama-server)
     int32_t max_batch_tokens = 512;
     int32_t max_prefill_while_decoding = engine::EngineConfig{}.max_prefill_while_decoding;
     int32_t max_num_seqs = 64;

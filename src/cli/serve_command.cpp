@@ -92,6 +92,8 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.model_aliases = o.model_aliases;
     sc.strict_model_name = o.strict_model_name;
     sc.system_fingerprint = system_fingerprint();
+    sc.model_path = model_path;
+    sc.slots_endpoint = o.slots_endpoint;
     sc.api_keys = o.api_keys;
     if (!o.api_key_file.empty()) {
         LA_ASSIGN_OR_RETURN(auto keys, server::ApiKeys::read_file(o.api_key_file));

@@ -6,6 +6,8 @@
 #include "server/completion_routes.h"
 #include "server/document_routes.h"
 #include "server/http_util.h"
+#include "server/native_routes.h"
+#include "server/props_routes.h"
 #include "server/responses_routes.h"
 #include "server/server_context.h"
 #include "server/stats_reporter.h"
@@ -162,6 +164,16 @@ http::Router make_router(ServerContext& ctx) {
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_tokenize(ctx, q, s); });
     r.add("POST", "/detokenize", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_detokenize(ctx, q, s); });
+    // llama-server's native API: /completion and /completions (OpenAI's is /v1/completions).
+    for (const char* path : {"/completion", "/completions"}) {
+        r.add("POST", path, Lane::kHeavy, [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
+            handle_native_completion(ctx, q, s, l);
+        });
+    }
+    r.add("GET", "/props", Lane::kLight,
+          [&ctx](const HttpRequest&, HttpResponse& s, const http::ClientLink&) { handle_props(ctx, s); });
+    r.add("GET", "/slots", Lane::kLight,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_slots(ctx, q, s); });
     for (const char* path : {"/v1/models", "/models"}) {
         r.add("GET", path, Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
             const json model = {{"id", ctx.config.model_id},

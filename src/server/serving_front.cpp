@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "server/constraint_request.h"
 #include "server/response_budget.h"
 
 namespace lazyattn::server {
@@ -65,7 +66,8 @@ ServingFront::ServingFront(engine::ServingEngine& engine, const tokenizer::Token
     : engine_(engine),
       tokenizer_(tokenizer),
       settings_(std::move(settings)),
-      builder_(make_builder(engine, tokenizer, std::move(chat), settings_)) {}
+      builder_(make_builder(engine, tokenizer, std::move(chat), settings_)),
+      constraints_(std::make_unique<grammar::ConstraintCompiler>(tokenizer)) {}
 
 int32_t ServingFront::context_length() const { return engine_.context_length(); }
 
@@ -102,6 +104,11 @@ std::optional<ApiError> ServingFront::prepare(GenerationRequest gen, const std::
     if (Status st = gen.sampling.check_vocabulary(tokenizer_.vocab_size()); !st.ok()) {
         return invalid_request(st.message(), "logit_bias", "invalid_value");
     }
+    if (gen.constraint) {  // compiled (or found cached) here, on the HTTP worker, never the engine thread
+        auto compiled = constraints_->compile(*gen.constraint);
+        if (!compiled.ok()) return constraint_error(*gen.constraint, compiled.status());
+        gen.sampling.constraint = std::move(compiled).value();
+    }
     out.known_later.clear();
     auto built = builder_.build(gen, tenant, client_gone, &out.known_later);
     if (!built.ok()) return generation_error(built.status(), gen.chat);
@@ -112,7 +119,7 @@ std::optional<ApiError> ServingFront::prepare(GenerationRequest gen, const std::
     return std::nullopt;
 }
 
-Expected<SubmittedRequest> ServingFront::submit(PreparedRequest& p) const {
+Expected<SubmittedRequest> ServingFront::submit(PreparedRequest& p, engine::RequestHandle::Callback on_event) const {
     // One group per request, queued at once: the choices compute their recomputed document rows
     // once and share the prompt's cached copy; each gets its own seed (the request's + i, so a
     // seeded request is reproducible).
@@ -128,8 +135,11 @@ Expected<SubmittedRequest> ServingFront::submit(PreparedRequest& p) const {
     }
     SubmittedRequest s;
     s.bell = std::make_shared<Doorbell>();
-    auto handles =
-        engine_.submit_group(std::move(choices), [bell = s.bell](const engine::RequestEvent&) { bell->ring(); });
+    auto handles = engine_.submit_group(std::move(choices),
+                                        [bell = s.bell, on_event = std::move(on_event)](const engine::RequestEvent& e) {
+                                            bell->ring();
+                                            if (on_event) on_event(e);
+                                        });
     if (!handles.ok()) return handles.status();
     s.handles = std::move(handles).value();
     // Known only once the engine took the request: a refused one (response budget, the engine's

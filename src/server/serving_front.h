@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "engine/request/request_handle.h"
 #include "engine/serving_engine.h"
+#include "grammar/constraint_compiler.h"
 #include "server/api_error.h"
 #include "server/doorbell.h"
 #include "server/known_documents.h"
@@ -74,8 +75,9 @@ public:
     std::optional<ApiError> prepare(GenerationRequest gen, const std::string& tenant,
                                     const std::function<bool()>& client_gone, PreparedRequest& out) const;
     // Queues every choice of `p` as one group (each its own seed: the request's + i) and notes
-    // its documents as known once queued. `on_event` (optional) is called on the engine thread.
-    Expected<SubmittedRequest> submit(PreparedRequest& p) const;
+    // its documents as known once queued. `on_event` (optional) is called on the engine thread
+    // with every event of every choice, before the handle holds it (the Python async waiters).
+    Expected<SubmittedRequest> submit(PreparedRequest& p, engine::RequestHandle::Callback on_event = {}) const;
 
     // True when `name` names the served model (its id, the id without ".gguf", an alias).
     bool is_model(const std::string& name) const;
@@ -93,6 +95,8 @@ private:
     const tokenizer::Tokenizer& tokenizer_;
     FrontSettings settings_;
     RequestBuilder builder_;
+    // Structured output: compiles request constraints against this model's vocabulary (cached).
+    std::unique_ptr<grammar::ConstraintCompiler> constraints_;
 };
 
 // A request's usage as the Python result's `usage` dict names it: counts (tokens, segments)

@@ -11,11 +11,7 @@ constexpr const char* kRerank = "reranking (this server generates text; run a re
 constexpr const char* kSoon = "not served yet (docs/api.md lists what is planned)";
 
 const UnservedRoute kRoutes[] = {
-    {"POST", "/completion", "llama-server's native completion API", "POST /v1/completions; native API not served yet"},
-    {"POST", "/completions", "llama-server's native completion API", "POST /v1/completions; native API not served yet"},
-    {"GET", "/props", "llama-server's /props", kSoon},
     {"POST", "/props", "llama-server's /props", "server settings are command-line options"},
-    {"GET", "/slots", "llama-server's slots", "GET /health and /metrics report the engine; slots not served yet"},
     {"POST", "/slots/{id}", "slot save, restore and erase",
      "documents persist in --kv-store; pin them with POST /v1/documents"},
     {"POST", "/v1/messages", "the Anthropic Messages API", kSoon},

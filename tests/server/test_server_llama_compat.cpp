@@ -192,7 +192,7 @@ TEST(ServerLlamaCompat, UnservedFeaturesAre501NamingThem) {
     ASSERT_TRUE(s.started()) << s.log();
     const std::vector<std::pair<std::string, std::string>> routes = {
         {"POST", "/v1/embeddings"}, {"POST", "/rerank"},      {"POST", "/infill"}, {"GET", "/lora-adapters"},
-        {"POST", "/slots/0"},       {"POST", "/v1/messages"}, {"GET", "/props"},   {"POST", "/completion"},
+        {"POST", "/slots/0"},       {"POST", "/v1/messages"}, {"POST", "/props"},  {"POST", "/embedding"},
         {"POST", "/models/load"},   {"GET", "/tools"}};
     for (const auto& [method, path] : routes) {
         const auto r = curl(method, s.url(path), method == "POST" ? "{}" : "");
