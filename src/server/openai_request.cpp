@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/utf8.h"
+#include "server/constraint_request.h"
 #include "tokenizer/chat_template_kwargs.h"
 
 namespace lazyattn::server {
@@ -302,22 +303,6 @@ Err refuse_unsupported(const json& body, bool chat) {
     }
     if (!absent(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty())) {
         return invalid_request("'tools' is not supported", "tools", "unsupported");
-    }
-    // Constrained output in every peer's spelling: refused by name until it is served, never
-    // ignored (an answer that silently breaks its constraint is worse than an error).
-    for (const char* key : {"grammar", "json_schema", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                            "guided_decoding_backend", "structured_outputs"}) {
-        if (!absent(body, key) && body.at(key) != "") {
-            return invalid_request("'" + std::string(key) + "' (constrained output) is not supported yet", key,
-                                   "unsupported");
-        }
-    }
-    if (!absent(body, "response_format")) {
-        const json& rf = body.at("response_format");
-        if (!rf.is_object() || !rf.contains("type") || rf.at("type") != "text") {
-            return invalid_request("'response_format' other than {\"type\": \"text\"} is not supported",
-                                   "response_format", "unsupported");
-        }
     }
     return std::nullopt;
 }
@@ -674,6 +659,7 @@ std::optional<ApiError> parse_generation_request(const json& body, bool chat, Ge
     if (chat) {
         if (auto e = parse_chat_template_fields(body, out)) return e;
     }
+    if (auto e = parse_constraint(body, out.constraint)) return e;  // structured output
     return refuse_unsupported(body, chat);
 }
 

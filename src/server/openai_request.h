@@ -84,6 +84,9 @@ struct GenerationRequest {
     // How the reply's <think> section is returned (server/reasoning_split.h); unset: the
     // server's --reasoning-format.
     std::optional<ReasoningFormat> reasoning_format;
+    // Structured output (server/constraint_request.h): what the output must match; compiled by
+    // ServingFront::prepare into sampling.constraint.
+    std::optional<grammar::ConstraintSpec> constraint;
 };
 
 // Longest cache_salt accepted (it only names a namespace).

@@ -243,8 +243,8 @@ TEST(ServerNative, BadInputIsRefusedNamingTheField) {
     expect_refused(s, native_body({{"n_predict", "8"}}), "n_predict");
     expect_refused(s, native_body({{"n_probs", 99}}), "n_probs");
     expect_refused(s, native_body({{"mirostat", 2}}), "mirostat");
-    expect_refused(s, native_body({{"grammar", "root ::= \"a\""}}), "grammar");
-    expect_refused(s, native_body({{"json_schema", json::object()}}), "json_schema");
+    expect_refused(s, native_body({{"grammar", "root ::= undefined_rule"}}), "grammar");
+    expect_refused(s, native_body({{"json_schema", {{"type", 5}}}}), "json_schema");
     expect_refused(s, native_body({{"dry_multiplier", 0.5}}), "dry_multiplier");
     expect_refused(s, native_body({{"post_sampling_probs", true}}), "post_sampling_probs");
     expect_refused(s, native_body({{"id_slot", 2}}), "id_slot");

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "grammar/constraint.h"
 
 namespace lazyattn::engine {
 
@@ -28,6 +30,10 @@ struct SamplingParams {
     // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to that token's logit after the
     // penalties, before everything else (so logprobs include it, as vLLM's processed logprobs do).
     std::vector<std::pair<int32_t, float>> logit_bias;
+    // Structured output: the grammar the generated tokens must follow (compiled by the server
+    // against this model's vocabulary; null: none). Tokens it does not allow are masked to
+    // -infinity after logit_bias, before temperature, top-k, top-p and min-p.
+    std::shared_ptr<const grammar::CompiledConstraint> constraint;
 
     static constexpr int32_t kMaxLogprobs = 20;
 
@@ -40,7 +46,7 @@ struct SamplingParams {
     // is what a device backend may sample where the logits live (backend::SampleRow).
     bool samples_raw_logits() const {
         return repetition_penalty == 1.0f && presence_penalty == 0.0f && frequency_penalty == 0.0f &&
-               logit_bias.empty() && logprobs < 0 && (temperature <= 0.0f || min_p <= 0.0f);
+               logit_bias.empty() && !constraint && logprobs < 0 && (temperature <= 0.0f || min_p <= 0.0f);
     }
 };
 

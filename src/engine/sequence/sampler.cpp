@@ -61,7 +61,8 @@ size_t pick_by_running_sum(std::span<const double> weights, double u) {
     return weights.empty() ? 0 : weights.size() - 1;
 }
 
-Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+Sampler::Sampler(const SamplingParams& params)
+    : params_(params), rng_(params.seed), matcher_(params.constraint ? params.constraint->new_matcher() : nullptr) {}
 
 float Sampler::next_uniform() {
     // The generator's top 24 bits: an integer below 2^24 times 2^-24 is exact in a float.
@@ -76,7 +77,13 @@ int32_t Sampler::sample(const float* logits, int32_t vocab_size, std::span<const
     for (const auto& [id, bias] : params_.logit_bias) {
         if (id < vocab_size) penalized_[id] += bias;
     }
-    const int32_t token = params_.temperature <= 0.0f ? argmax(penalized_.data(), vocab_size) : draw();
+    if (matcher_) matcher_->mask_logits(penalized_);
+    int32_t token = params_.temperature <= 0.0f ? argmax(penalized_.data(), vocab_size) : draw();
+    if (matcher_ && !matcher_->accept(token)) {
+        // Nothing the grammar allows was left to pick (every allowed logit -inf): end the output
+        // rather than emit a token outside the grammar.
+        token = matcher_->stop_token() >= 0 ? matcher_->stop_token() : token;
+    }
     if (logprobs != nullptr && params_.logprobs >= 0) {
         *logprobs = token_logprobs(penalized_.data(), vocab_size, token, params_.logprobs);
     }

@@ -8,6 +8,10 @@
 // (backend::SampleRow): a row sampled on the device with this sampler's u picks the token the
 // host would have.
 //
+// Structured output (SamplingParams::constraint): the sampler owns the request's grammar matcher;
+// tokens the grammar does not allow are masked after logit_bias (so logprobs are those of the
+// masked distribution) and the sampled token is fed to the matcher.
+//
 // Logprobs (when SamplingParams::logprobs >= 0) are those of the model's distribution AFTER the
 // penalties and logit_bias but BEFORE temperature, top-k, top-p and min-p: log_softmax(penalized logits) over
 // the whole vocabulary. This is what vLLM reports by default ("processed" logits without the
@@ -17,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <span>
 #include <vector>
@@ -56,6 +61,7 @@ private:
     std::vector<float> penalized_;
     std::vector<int32_t> sorted_;
     std::vector<std::pair<float, int32_t>> candidates_;
+    std::unique_ptr<grammar::ConstraintMatcher> matcher_;  // made with the sampler when constrained
 };
 
 int32_t argmax(const float* logits, int32_t n);
