@@ -11,6 +11,7 @@
 #include "server/responses_routes.h"
 #include "server/server_context.h"
 #include "server/stats_reporter.h"
+#include "server/template_routes.h"
 #include "server/tokenize_routes.h"
 #include "server/unserved_routes.h"
 
@@ -162,6 +163,8 @@ http::Router make_router(ServerContext& ctx) {
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_list_documents(ctx, q, s); });
     r.add("POST", "/tokenize", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_tokenize(ctx, q, s); });
+    r.add("POST", "/apply-template", Lane::kHeavy,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_apply_template(ctx, q, s); });
     r.add("POST", "/detokenize", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) { handle_detokenize(ctx, q, s); });
     // llama-server's native API: /completion and /completions (OpenAI's is /v1/completions).

@@ -34,9 +34,11 @@ size_t text_bytes(const GenerationRequest& r) {
     return n;
 }
 
+}  // namespace
+
 // How a chat request renders: llama-server's rules. A final assistant message is continued
 // (assistant prefill) unless continue_final_message says false; continuing opens no new turn.
-Expected<tokenizer::ChatRenderOptions> render_options(const GenerationRequest& r) {
+Expected<tokenizer::ChatRenderOptions> chat_render_options(const GenerationRequest& r) {
     tokenizer::ChatRenderOptions o;
     const size_t n = r.messages.size();
     const std::string& last_role = r.messages.back().role;
@@ -55,8 +57,6 @@ Expected<tokenizer::ChatRenderOptions> render_options(const GenerationRequest& r
     o.kwargs = r.chat_template_kwargs;
     return o;
 }
-
-}  // namespace
 
 RequestBuilder::RequestBuilder(const tokenizer::Tokenizer& tokenizer, std::optional<tokenizer::ChatTemplate> chat,
                                int32_t context_length, int32_t max_tokens_cap, DocumentLookup lookup,
@@ -144,7 +144,7 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     if (r.chat) {
         if (!chat_) return unsupported("the model has no chat template; use /v1/completions");
         if (r.messages.empty()) return invalid_argument("the conversation is empty");
-        LA_ASSIGN_OR_RETURN(const tokenizer::ChatRenderOptions options, render_options(r));
+        LA_ASSIGN_OR_RETURN(const tokenizer::ChatRenderOptions options, chat_render_options(r));
         LA_ASSIGN_OR_RETURN(auto pieces, chat_->render(r.messages, options));
         // The question the tail starts with: the last message, or the one a continued message
         // answers (the continued text then follows the assistant header in the tail).

@@ -33,6 +33,13 @@ namespace lazyattn::server {
 using DocumentLookup =
     std::function<std::optional<std::vector<int32_t>>(const std::string& tenant, const std::string& id)>;
 
+// How a chat request renders (llama-server's rules): a final assistant message is continued (an
+// assistant prefill) unless continue_final_message says false, and continuing opens no new turn;
+// add_generation_prompt (default true) otherwise; chat_template_kwargs. kInvalidArgument for
+// continue_final_message after a message that is not the assistant's, or two assistant messages
+// at the end. `request.messages` is not empty.
+Expected<tokenizer::ChatRenderOptions> chat_render_options(const GenerationRequest& request);
+
 class RequestBuilder {
 public:
     // max_tokens_cap: the most tokens any request may generate (larger asks are clamped).

@@ -28,7 +28,6 @@ const UnservedRoute kRoutes[] = {
     {"POST", "/lora-adapters", "LoRA adapters", "merge the adapter into the GGUF"},
     {"POST", "/v1/audio/transcriptions", "audio transcription", "not planned: a text-only engine"},
     {"POST", "/audio/transcriptions", "audio transcription", "not planned: a text-only engine"},
-    {"POST", "/apply-template", "llama-server's /apply-template", "POST /tokenize with messages renders and counts"},
     {"POST", "/models", "router mode (several models)", "one model per process: run one lazyattn serve per model"},
     {"POST", "/models/load", "router mode (several models)", "one model per process: run one lazyattn serve per model"},
     {"POST", "/models/unload", "router mode (several models)",

@@ -46,6 +46,29 @@ TEST(ServerLlamaCompat, AliasesAreNamesTheModelAnswersTo) {
     EXPECT_EQ(model["aliases"], json::array({"smol-instruct", "tiny"}));
 }
 
+// POST /apply-template renders a chat request's messages as a generation would, without
+// generating: SmolLM2's ChatML template, the generation prompt on by default and off when asked,
+// bad input a 400 naming the field.
+TEST(ServerLlamaCompat, ApplyTemplateRendersWhatAChatRequestWould) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const json user = {{"role", "user"}, {"content", "Hi there"}};
+    auto r = curl("POST", s.url("/apply-template"), json{{"messages", {user}}}.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string prompt = parse_or_null(r.body)["prompt"];
+    EXPECT_NE(prompt.find("<|im_start|>user\nHi there<|im_end|>\n"), std::string::npos) << prompt;
+    EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n")) << prompt;
+    r = curl("POST", s.url("/apply-template"), json{{"messages", {user}}, {"add_generation_prompt", false}}.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_FALSE(std::string(parse_or_null(r.body)["prompt"]).ends_with("<|im_start|>assistant\n")) << r.body;
+    expect_api_error(curl("POST", s.url("/apply-template"), json{{"prompt", "x"}}.dump()), 400,
+                     "missing_required_parameter");
+    expect_api_error(curl("POST", s.url("/apply-template"), json{{"messages", "x"}}.dump()), 400);
+    expect_api_error(
+        curl("POST", s.url("/apply-template"), json{{"messages", {user}}, {"continue_final_message", true}}.dump()),
+        400);
+}
+
 // n_predict is llama-server's max_tokens (-1: no limit of its own, the route's default applies).
 TEST(ServerLlamaCompat, NPredictIsMaxTokens) {
     ServerProcess s(server_args());
