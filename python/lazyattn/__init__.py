@@ -13,7 +13,8 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from ._lazyattn import Error
-from ._llm import LLM, Completion, DocumentInfo, Stream, Usage
+from ._async import AsyncLLM, AsyncStream
+from ._llm import LLM, Chunk, Completion, DocumentInfo, Stream, TokenLogprob, TopLogprob, Usage
 from ._model import default_model_path
 
 try:
@@ -21,4 +22,18 @@ try:
 except PackageNotFoundError:  # imported from a source tree
     __version__ = "0.0.0"
 
-__all__ = ["LLM", "Completion", "DocumentInfo", "Error", "Stream", "Usage", "default_model_path", "__version__"]
+__all__ = [
+    "LLM",
+    "AsyncLLM",
+    "AsyncStream",
+    "Chunk",
+    "Completion",
+    "DocumentInfo",
+    "Error",
+    "Stream",
+    "TokenLogprob",
+    "TopLogprob",
+    "Usage",
+    "default_model_path",
+    "__version__",
+]

@@ -1,7 +1,7 @@
 """Type stub of the compiled extension (python/src/lazyattn_ext.cpp). Use the lazyattn package
 (LLM, Stream, Completion); this module is its engine."""
 
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 cuda_built: bool
 
@@ -10,14 +10,36 @@ class Error(Exception):
 
 def set_log_level(level: str) -> None: ...
 
+# A generated token's logprobs: (its bytes, logprob, [(alternative id, its bytes, logprob), ...]).
+RawLogprob = Tuple[bytes, float, List[Tuple[int, bytes, float]]]
+
+class Notifier:
+    """One event loop's wake-up: an eventfd the engine's thread writes when a request submitted
+    with this notifier has news; take() drains it and returns the requests' keys."""
+    def __init__(self) -> None: ...
+    @property
+    def fd(self) -> int: ...
+    def take(self) -> List[int]: ...
+    def close(self) -> None: ...
+
 class Request:
     @property
     def id(self) -> int: ...
-    def next(self) -> Tuple[str, Union[int, str], str]:
-        """("token", token id, text) or ("finished", finish reason, error message); blocks with
-        the GIL released; Ctrl-C cancels the request and raises KeyboardInterrupt."""
+    @property
+    def key(self) -> int:
+        """The name its Notifier gives it (0: submitted without one)."""
+    @property
+    def done(self) -> bool: ...
+    def next(self) -> Tuple[Any, ...]:
+        """("token", token id, text, RawLogprob or None) or ("finished", finish reason, error
+        message); blocks with the GIL released; Ctrl-C cancels the request and raises
+        KeyboardInterrupt."""
+    def try_next(self) -> List[Tuple[Any, ...]]:
+        """A request submitted with a Notifier: the events ready now (as next() gives them), the
+        finishing one last; never blocks."""
     def result(self) -> Dict[str, Any]:
-        """Waits for the end: text, token_ids, finish_reason, error, usage (a dict)."""
+        """Waits for the end: text, token_ids, finish_reason, error, usage (a dict), logprobs
+        (a list of RawLogprob, one per token id, or None when not asked)."""
     def cancel(self) -> None: ...
 
 class Engine:
@@ -36,8 +58,9 @@ class Engine:
         document_reuse: str,
         chat_template: str,
     ) -> None: ...
-    def submit(self, body_json: str, chat: bool) -> Request:
-        """An OpenAI /v1/completions (chat False) or /v1/chat/completions body."""
+    def submit(self, body_json: str, chat: bool, notifier: Optional[Notifier] = None) -> Request:
+        """An OpenAI /v1/completions (chat False) or /v1/chat/completions body; with a notifier,
+        an async request read with try_next()."""
     def tokenize(self, text: str, add_special: bool, parse_special: bool) -> List[int]: ...
     def detokenize(self, ids: List[int], render_special: bool) -> str: ...
     def add_documents(self, documents_json: str, cache_salt: str, pin: bool) -> List[Dict[str, Any]]: ...

@@ -22,7 +22,7 @@ from ._lazyattn import Error
 from ._model import INSTALL_HINT, default_model_path
 
 Message = Mapping[str, Any]
-Prompt = Union[str, Sequence[Message]]
+Prompt = Union[str, Sequence[Message], None]
 Document = Union[str, Mapping[str, str]]
 
 _LIVE: "weakref.WeakSet[LLM]" = weakref.WeakSet()
@@ -56,16 +56,55 @@ class Usage:
 
 
 @dataclass
+class TopLogprob:
+    """One alternative at a generated position: a token the model found likely there."""
+
+    token_id: int
+    token: str  # the token's text (bytes not valid UTF-8 on their own become U+FFFD)
+    logprob: float
+    bytes: bytes  # the token's exact bytes
+
+
+@dataclass
+class TokenLogprob:
+    """A generated token's log-probability under the model (before sampling settings reshape
+    it, as OpenAI reports it) and the most likely tokens at its position, best first."""
+
+    token_id: int
+    token: str
+    logprob: float
+    bytes: bytes
+    top_logprobs: List[TopLogprob] = field(default_factory=list)
+
+
+@dataclass
 class Completion:
-    """One generation: its text, its token ids, why it stopped and what it cost."""
+    """One generation: its text, its token ids, why it stopped and what it cost. `logprobs`:
+    one TokenLogprob per token id when the request asked (logprobs=True or top_logprobs=k)."""
 
     text: str
     token_ids: List[int]
     finish_reason: str  # "stop", "length" or "cancelled"
     usage: Usage = field(default_factory=Usage)
+    logprobs: Optional[List[TokenLogprob]] = None
 
     def __str__(self) -> str:
         return self.text
+
+
+class Chunk(str):
+    """A streamed piece of text (a str) with the generated tokens it completes: `token_ids` and,
+    when the request asked, `logprobs` (one TokenLogprob per id). A chunk is empty only when
+    it carries tokens that released no text (the end-of-generation token) and logprobs were asked."""
+
+    token_ids: List[int]
+    logprobs: Optional[List[TokenLogprob]]
+
+    def __new__(cls, text: str, token_ids: List[int], logprobs: Optional[List[TokenLogprob]]) -> "Chunk":
+        chunk = super().__new__(cls, text)
+        chunk.token_ids = token_ids
+        chunk.logprobs = logprobs
+        return chunk
 
 
 @dataclass
@@ -118,9 +157,38 @@ def _messages(messages: Sequence[Any]) -> List[Dict[str, Any]]:
     return out
 
 
+def _token_logprob(token_id: int, raw: Any) -> TokenLogprob:
+    """The extension's (bytes, logprob, [(id, bytes, logprob)]) as a TokenLogprob."""
+    data, logprob, top = raw
+    return TokenLogprob(
+        token_id,
+        data.decode("utf-8", "replace"),
+        logprob,
+        data,
+        [TopLogprob(i, b.decode("utf-8", "replace"), lp, b) for i, b, lp in top],
+    )
+
+
+def _prompt_token_ids(ids: Any, vocab_size: int) -> List[int]:
+    """A token-id prompt, checked: a non-empty list of ints in [0, vocab_size)."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise TypeError(f"prompt_token_ids must be a list of int, got {_type_name(ids)}")
+    out = []
+    for i, t in enumerate(ids):
+        if not _is_int(t):
+            raise TypeError(f"prompt_token_ids[{i}] must be an int, got {_type_name(t)}")
+        if not 0 <= t < vocab_size:
+            raise ValueError(f"prompt_token_ids[{i}] = {t} is not in the vocabulary [0, {vocab_size})")
+        out.append(int(t))
+    if not out:
+        raise ValueError("prompt_token_ids must not be empty")
+    return out
+
+
 def _body(
     prompt: Any,
     *,
+    prompt_token_ids: Optional[List[int]] = None,
     documents: Any = None,
     document_reuse: Any = None,
     max_tokens: Any = None,
@@ -136,10 +204,18 @@ def _body(
     logit_bias: Any = None,
     ignore_eos: bool = False,
     cache_salt: Any = None,
+    logprobs: Any = None,
+    top_logprobs: Any = None,
 ) -> "tuple[str, bool]":
-    """The request as an OpenAI body (JSON) and whether it is a chat."""
+    """The request as an OpenAI body (JSON) and whether it is a chat. `prompt_token_ids` was
+    checked by the caller (_prompt_token_ids: it knows the vocabulary)."""
     body: Dict[str, Any] = {}
-    if isinstance(prompt, str):
+    if prompt_token_ids is not None:
+        if prompt is not None:
+            raise TypeError("give prompt or prompt_token_ids, not both")
+        chat = False
+        body["prompt"] = prompt_token_ids
+    elif isinstance(prompt, str):
         chat = False
         body["prompt"] = prompt
     elif isinstance(prompt, Sequence) and not isinstance(prompt, bytes):
@@ -178,6 +254,23 @@ def _body(
     if cache_salt is not None:
         _expect("cache_salt", cache_salt, isinstance(cache_salt, str), "a str")
         body["cache_salt"] = cache_salt
+    if logprobs is not None:
+        _expect("logprobs", logprobs, isinstance(logprobs, bool), "a bool (top_logprobs=k for alternatives)")
+    if top_logprobs is not None:
+        _expect("top_logprobs", top_logprobs, _is_int(top_logprobs), "an int")
+        # Checked here: a completion carries it as OpenAI's `logprobs`, whose name would mislead.
+        if not 0 <= top_logprobs <= 20:
+            raise ValueError(f"top_logprobs must be in [0, 20], got {top_logprobs}")
+    if logprobs or top_logprobs is not None:
+        if logprobs is False:
+            raise ValueError("top_logprobs needs logprobs (leave logprobs out or set it True)")
+        # The OpenAI spelling of each endpoint: chat a flag and a count, completions a count.
+        k = 0 if top_logprobs is None else top_logprobs
+        if chat:
+            body["logprobs"] = True
+            body["top_logprobs"] = k
+        else:
+            body["logprobs"] = k
     return json.dumps(body), chat
 
 
@@ -188,29 +281,65 @@ def _completion(result: Dict[str, Any]) -> Completion:
             param = result.get("error_param") or ""
             raise ValueError(f"{param}: {message}" if param and not message.startswith(param) else message)
         raise Error(message)
-    return Completion(result["text"], list(result["token_ids"]), result["finish_reason"], Usage(**result["usage"]))
+    raw = result.get("logprobs")
+    lps = None if raw is None else [_token_logprob(i, r) for i, r in zip(result["token_ids"], raw)]
+    return Completion(result["text"], list(result["token_ids"]), result["finish_reason"], Usage(**result["usage"]), lps)
+
+
+class _Chunker:
+    """Turns a request's events into Chunks: tokens that release no text wait for the next
+    piece; what is left at the end is one empty chunk when logprobs were asked."""
+
+    def __init__(self, logprobs: bool) -> None:
+        self.logprobs = logprobs
+        self.ids: List[int] = []
+        self.lps: List[TokenLogprob] = []
+
+    def token(self, token_id: int, text: str, raw: Any) -> Optional[Chunk]:
+        if token_id >= 0:
+            self.ids.append(token_id)
+            if raw is not None:
+                self.lps.append(_token_logprob(token_id, raw))
+        return self._chunk(text) if text else None
+
+    def end(self) -> Optional[Chunk]:
+        return self._chunk("") if self.logprobs and self.ids else None
+
+    def _chunk(self, text: str) -> Chunk:
+        chunk = Chunk(text, self.ids, self.lps if self.logprobs else None)
+        self.ids, self.lps = [], []
+        return chunk
+
+
+def _wants_logprobs(kwargs: Mapping[str, Any]) -> bool:
+    return bool(kwargs.get("logprobs")) or kwargs.get("top_logprobs") is not None
 
 
 class Stream:
-    """The text of one request as it is generated: iterate for the pieces (str); `result` holds
-    the whole Completion once the iteration ends. Closing it early (or leaving a `with` block)
-    cancels the request."""
+    """The text of one request as it is generated: iterate for the pieces (Chunk: a str with
+    the token ids and logprobs it completes); `result` holds the whole Completion once the
+    iteration ends. Closing it early (or leaving a `with` block) cancels the request."""
 
-    def __init__(self, request: Any) -> None:
+    def __init__(self, request: Any, logprobs: bool = False) -> None:
         self._request = request
+        self._chunker = _Chunker(logprobs)
         self.result: Optional[Completion] = None
 
     def __iter__(self) -> "Stream":
         return self
 
-    def __next__(self) -> str:
+    def __next__(self) -> Chunk:
         while self.result is None:
-            kind, a, b = self._request.next()
-            if kind == "token":
-                if b:
-                    return b
+            event = self._request.next()
+            if event[0] == "token":
+                chunk = self._chunker.token(event[1], event[2], event[3])
+                if chunk is not None:
+                    return chunk
             else:
                 self.result = _completion(self._request.result())
+                last = self._chunker.end()
+                if last is not None:
+                    return last
         raise StopIteration
 
     def close(self) -> None:
@@ -301,19 +430,22 @@ class LLM:
             chat_template=chat_template or "",
         )
         self.model = model
+        self._vocab_size = int(self._engine.info()["vocab_size"])
         _LIVE.add(self)
 
     # -- generation -------------------------------------------------------------------------
 
-    def generate(self, prompt: Prompt, **kwargs: Any) -> Completion:
+    def generate(self, prompt: Prompt = None, **kwargs: Any) -> Completion:
         """Generates for one request and returns its Completion.
 
         prompt: a str (a completion: documents, then the prompt) or a list of chat messages
         ({'role', 'content'} dicts; the model's chat template lays them out). Keyword arguments:
-        documents (list of str or {'text', 'title'} dicts, each cached as a segment of its own),
-        document_reuse, max_tokens (None: 256, or the rest of the context), temperature (0.0:
-        greedy), top_p, top_k, min_p, seed, stop, repetition_penalty, presence_penalty,
-        frequency_penalty, logit_bias, ignore_eos, cache_salt.
+        prompt_token_ids (instead of prompt: the completion prompt as token ids), documents (list
+        of str or {'text', 'title'} dicts, each cached as a segment of its own), document_reuse,
+        max_tokens (None: 256, or the rest of the context), temperature (0.0: greedy), top_p,
+        top_k, min_p, seed, stop, repetition_penalty, presence_penalty, frequency_penalty,
+        logit_bias, ignore_eos, cache_salt, logprobs (True: Completion.logprobs), top_logprobs
+        (k in [0, 20] alternatives per token; implies logprobs).
         """
         request = self._submit(prompt, kwargs)
         try:
@@ -326,9 +458,9 @@ class LLM:
         """generate() for a conversation (vLLM's LLM.chat)."""
         return self.generate(list(messages), **kwargs)
 
-    def stream(self, prompt: Prompt, **kwargs: Any) -> Stream:
+    def stream(self, prompt: Prompt = None, **kwargs: Any) -> Stream:
         """The request's text piece by piece (a Stream); the same arguments as generate()."""
-        return Stream(self._submit(prompt, kwargs))
+        return Stream(self._submit(prompt, kwargs), _wants_logprobs(kwargs))
 
     def generate_batch(self, requests: Sequence[Any], **defaults: Any) -> List[Completion]:
         """Runs every request at once (continuous batching) and returns their Completions in
@@ -340,14 +472,14 @@ class LLM:
         for i, r in enumerate(requests):
             args = dict(defaults)
             if isinstance(r, Mapping):
-                if "prompt" not in r:
-                    raise TypeError(f"requests[{i}] has no 'prompt'")
+                if "prompt" not in r and "prompt_token_ids" not in r:
+                    raise TypeError(f"requests[{i}] has no 'prompt' (or 'prompt_token_ids')")
                 args.update(r)
             else:
                 args["prompt"] = r
-            prompt = args.pop("prompt")
+            prompt = args.pop("prompt", None)
             try:
-                bodies.append(_body(prompt, **args))
+                bodies.append(self._body(prompt, args))
             except (TypeError, ValueError) as e:
                 raise type(e)(f"requests[{i}]: {e}") from None
         submitted = []
@@ -360,9 +492,17 @@ class LLM:
                 r.cancel()
             raise
 
-    def _submit(self, prompt: Prompt, kwargs: Dict[str, Any]) -> Any:
-        text, chat = _body(prompt, **kwargs)
-        return self._live().submit(text, chat)
+    def _body(self, prompt: Prompt, kwargs: Dict[str, Any]) -> "tuple[str, bool]":
+        ids = kwargs.get("prompt_token_ids")
+        if ids is not None:
+            kwargs = dict(kwargs, prompt_token_ids=_prompt_token_ids(ids, self._vocab_size))
+        elif prompt is None:
+            raise TypeError("prompt (a str or a list of messages) or prompt_token_ids is required")
+        return _body(prompt, **kwargs)
+
+    def _submit(self, prompt: Prompt, kwargs: Dict[str, Any], notifier: Any = None) -> Any:
+        text, chat = self._body(prompt, kwargs)
+        return self._live().submit(text, chat, notifier)
 
     # -- documents --------------------------------------------------------------------------
 

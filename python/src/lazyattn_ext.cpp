@@ -6,7 +6,12 @@
 // Threads: the engine runs on its own thread; every wait here releases the GIL, so any number of
 // Python threads may submit and wait at once. A wait polls for signals every kPollMs and, when one
 // raised (Ctrl-C: KeyboardInterrupt), cancels its request before the exception propagates.
+// asyncio (lazyattn.AsyncLLM): a request submitted with a Notifier never blocks. The engine's
+// event callback copies each event into the request's Mailbox and, when the mailbox was empty,
+// names the request on the Notifier, whose eventfd the event loop watches (loop.add_reader);
+// Request.try_next() then takes what the mailbox holds. One fd per event loop, no thread.
 // Errors: a bad request raises ValueError naming the field; an engine failure lazyattn.Error.
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <nanobind/nanobind.h>
@@ -14,7 +19,10 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -209,23 +217,153 @@ nb::dict usage_dict(const engine::RequestStats& s) {
     return d;
 }
 
+// Which requests of one event loop have news: the engine thread names them, the loop takes the
+// names when the eventfd is readable. A write only when the fd is not already readable (coalesced);
+// the names are at most one per request between two takes (see Mailbox::post).
+class NotifierCore {
+public:
+    NotifierCore() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+        if (fd_ < 0) throw EngineError(std::string("eventfd: ") + std::strerror(errno));
+    }
+    ~NotifierCore() { close(); }
+    NotifierCore(const NotifierCore&) = delete;
+    NotifierCore& operator=(const NotifierCore&) = delete;
+
+    int fd() {
+        std::lock_guard<std::mutex> lock(mu_);
+        return fd_;
+    }
+    // Engine thread: `key` has news.
+    void ring(uint64_t key) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (fd_ < 0) return;  // closed: nobody listens
+        ready_.push_back(key);
+        if (armed_) return;
+        armed_ = true;
+        const uint64_t one = 1;
+        // Non-blocking; fails only when the counter would overflow, and then it is readable anyway.
+        [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof(one));
+    }
+    // Loop thread: the keys with news since the last take; the fd is drained.
+    std::vector<uint64_t> take() {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (fd_ >= 0) {
+            uint64_t count = 0;
+            [[maybe_unused]] const ssize_t n = ::read(fd_, &count, sizeof(count));
+        }
+        armed_ = false;
+        return std::exchange(ready_, {});
+    }
+    void close() {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+        ready_.clear();
+    }
+
+private:
+    std::mutex mu_;
+    int fd_ = -1;
+    bool armed_ = false;
+    std::vector<uint64_t> ready_;
+};
+
+// One async request's events, copied by the engine's callback. The callback runs before the
+// handle itself holds the event, so an async reader reads here, never the handle's queue: a
+// wake-up always finds what woke it.
+struct Mailbox {
+    Mailbox(std::shared_ptr<NotifierCore> n, uint64_t k) : notifier(std::move(n)), key(k) {}
+    void post(const engine::RequestEvent& e) {
+        bool was_empty = false;
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            was_empty = events.empty();
+            events.push_back(e);
+        }
+        if (was_empty) notifier->ring(key);  // a reader that took the rest sees this one by the ring
+    }
+    std::deque<engine::RequestEvent> take() {
+        std::lock_guard<std::mutex> lock(mu);
+        return std::exchange(events, {});
+    }
+
+    std::mutex mu;
+    std::deque<engine::RequestEvent> events;
+    const std::shared_ptr<NotifierCore> notifier;
+    const uint64_t key;
+};
+
+// lazyattn._lazyattn.Notifier: one per event loop (python/lazyattn/_async.py).
+class Notifier {
+public:
+    Notifier() : core_(std::make_shared<NotifierCore>()) {}
+    int fd() const { return core_->fd(); }
+    std::vector<uint64_t> take() { return core_->take(); }
+    void close() { core_->close(); }
+    const std::shared_ptr<NotifierCore>& core() const { return core_; }
+
+private:
+    std::shared_ptr<NotifierCore> core_;
+};
+
+uint64_t next_mailbox_key() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1);
+}
+
+nb::bytes piece_bytes(const tokenizer::Tokenizer& tok, int32_t id) {
+    const std::string piece = tok.token_to_piece(id, true);
+    return nb::bytes(piece.data(), piece.size());
+}
+
+// One generated token's logprobs: (token bytes, logprob, [(id, bytes, logprob), ...] best first).
+nb::tuple logprob_tuple(const tokenizer::Tokenizer& tok, int32_t id, float logprob, const engine::TopLogprobs& top) {
+    nb::list alternatives;
+    for (const auto& [alt, lp] : top) alternatives.append(nb::make_tuple(alt, piece_bytes(tok, alt), lp));
+    return nb::make_tuple(piece_bytes(tok, id), logprob, alternatives);
+}
+
 // One submitted request: its events, one at a time, or its whole result.
 class Request {
 public:
-    Request(std::shared_ptr<State> state, std::shared_ptr<engine::RequestHandle> handle, bool chat)
-        : state_(std::move(state)), handle_(std::move(handle)), chat_(chat) {}
+    Request(std::shared_ptr<State> state, std::shared_ptr<engine::RequestHandle> handle, bool chat, bool logprobs,
+            std::shared_ptr<Mailbox> mailbox)
+        : state_(std::move(state)),
+          handle_(std::move(handle)),
+          mailbox_(std::move(mailbox)),
+          chat_(chat),
+          logprobs_(logprobs) {}
 
-    // The next event: ("token", token id, text) or ("finished", finish reason, error message).
-    // Blocks with the GIL released; Ctrl-C cancels the request and raises KeyboardInterrupt.
+    // The next event: ("token", token id, text, logprobs) or ("finished", finish reason, error
+    // message); logprobs is None unless the request asked for them (see logprob_tuple), and for
+    // text released without a token (id -1). Blocks with the GIL released; Ctrl-C cancels the
+    // request and raises KeyboardInterrupt.
     nb::tuple next() {
         state_->require_own_process();
         for (;;) {
-            if (done_) return nb::make_tuple("finished", finish_reason_, error_);
-            if (auto e = poll(); e && e->kind == engine::RequestEvent::Kind::kToken) {
-                return nb::make_tuple("token", e->token_id, nb::str(e->text.data(), e->text.size()));
-            }
+            if (done_) return finished_tuple();
+            if (auto e = poll(); e && e->kind == engine::RequestEvent::Kind::kToken) return token_tuple(*e);
             if (!done_) check_signals();
         }
+    }
+
+    // Async requests (submitted with a Notifier): every event ready now, in order, without
+    // blocking; the finishing one last. Empty when none is ready.
+    nb::list try_next() {
+        state_->require_own_process();
+        if (!mailbox_) throw EngineError("try_next: the request was submitted without a notifier");
+        nb::list out;
+        if (done_) return out;
+        for (const engine::RequestEvent& e : mailbox_->take()) {
+            if (e.kind == engine::RequestEvent::Kind::kToken) {
+                out.append(token_tuple(e));
+            } else {
+                note_finished(e);
+                out.append(finished_tuple());
+                break;  // nothing follows the end
+            }
+        }
+        return out;
     }
 
     // Waits for the end (GIL released, Ctrl-C cancels) and returns text, token_ids,
@@ -245,6 +383,19 @@ public:
         nb::dict d;
         d["text"] = nb::str(r.text.data(), r.text.size());
         d["token_ids"] = r.token_ids;
+        if (logprobs_) {
+            // Per generated token, as the events carried them (token_ids[i] with token_logprobs[i]).
+            nb::list lps;
+            const size_t n = std::min(r.token_ids.size(), r.token_logprobs.size());
+            for (size_t i = 0; i < n; ++i) {
+                static const engine::TopLogprobs kNone;
+                lps.append(logprob_tuple(*state_->lm.tokenizer, r.token_ids[i], r.token_logprobs[i],
+                                         i < r.top_logprobs.size() ? r.top_logprobs[i] : kNone));
+            }
+            d["logprobs"] = lps;
+        } else {
+            d["logprobs"] = nb::none();
+        }
         d["finish_reason"] = std::string(engine::finish_reason_name(r.finish_reason));
         d["error"] = r.status.ok() ? std::string() : r.status.message();
         if (r.finish_reason == engine::FinishReason::kError) {
@@ -259,8 +410,25 @@ public:
 
     void cancel() { handle_->cancel(); }
     uint64_t id() const { return handle_->id(); }
+    // The name the Notifier gives this request (0: submitted without one).
+    uint64_t key() const { return mailbox_ ? mailbox_->key : 0; }
+    bool done() const { return done_; }
 
 private:
+    nb::tuple token_tuple(const engine::RequestEvent& e) const {
+        nb::object lp = nb::none();
+        if (logprobs_ && e.token_id >= 0) {
+            lp = logprob_tuple(*state_->lm.tokenizer, e.token_id, e.logprob, e.top_logprobs);
+        }
+        return nb::make_tuple("token", e.token_id, nb::str(e.text.data(), e.text.size()), lp);
+    }
+    nb::tuple finished_tuple() const { return nb::make_tuple("finished", finish_reason_, error_); }
+    void note_finished(const engine::RequestEvent& e) {
+        done_ = true;
+        finish_reason_ = std::string(engine::finish_reason_name(e.finish_reason));
+        if (!e.status.ok()) error_ = e.status.message();
+    }
+
     // The next event within kPollMs (GIL released); the finishing one is kept for next() and
     // result().
     std::optional<engine::RequestEvent> poll() {
@@ -269,11 +437,7 @@ private:
             nb::gil_scoped_release unlocked;
             e = handle_->next_event(kPollMs);
         }
-        if (e && e->kind == engine::RequestEvent::Kind::kFinished) {
-            done_ = true;
-            finish_reason_ = std::string(engine::finish_reason_name(e->finish_reason));
-            if (!e->status.ok()) error_ = e->status.message();
-        }
+        if (e && e->kind == engine::RequestEvent::Kind::kFinished) note_finished(*e);
         return e;
     }
 
@@ -286,7 +450,9 @@ private:
 
     std::shared_ptr<State> state_;
     std::shared_ptr<engine::RequestHandle> handle_;
+    std::shared_ptr<Mailbox> mailbox_;  // async requests only
     bool chat_ = false;
+    bool logprobs_ = false;  // the request asked for logprobs
     bool done_ = false;
     std::string finish_reason_, error_;
 };
@@ -300,8 +466,12 @@ public:
     ~Engine() { close(); }
 
     // `body_json`: an OpenAI /v1/completions (chat false) or /v1/chat/completions body.
-    Request submit(const std::string& body_json, bool chat) {
+    // `notifier`: an async request, read with try_next() when the notifier names it.
+    Request submit(const std::string& body_json, bool chat, const Notifier* notifier) {
         std::shared_ptr<engine::RequestHandle> handle;
+        std::shared_ptr<Mailbox> mailbox;
+        if (notifier != nullptr) mailbox = std::make_shared<Mailbox>(notifier->core(), next_mailbox_key());
+        bool logprobs = false;
         {
             nb::gil_scoped_release unlocked;
             auto lock = state_->hold();
@@ -310,14 +480,17 @@ public:
             server::GenerationRequest gen;
             if (auto e = server::parse_generation_request(body, chat, gen)) raise_api_error(*e);
             if (gen.stream || gen.n != 1) raise_value("n", "one choice per request here (submit several)");
+            logprobs = gen.logprobs >= 0;
             const std::string tenant = server::ApiKeys::tenant_of("", gen.cache_salt);
             server::PreparedRequest prepared;
             if (auto e = state_->front->prepare(std::move(gen), tenant, {}, prepared)) raise_api_error(*e);
-            auto submitted = state_->front->submit(prepared);
+            engine::RequestHandle::Callback on_event;
+            if (mailbox) on_event = [mailbox](const engine::RequestEvent& e) { mailbox->post(e); };
+            auto submitted = state_->front->submit(prepared, std::move(on_event));
             if (!submitted.ok()) raise_api_error(server::generation_error(submitted.status(), chat));
             handle = std::move(submitted->handles.front());
         }
-        return Request(state_, std::move(handle), chat);
+        return Request(state_, std::move(handle), chat, logprobs, std::move(mailbox));
     }
 
     std::vector<int32_t> tokenize(const std::string& text, bool add_special, bool parse_special) {
@@ -495,9 +668,18 @@ NB_MODULE(_lazyattn, m) {
 
     nb::class_<Request>(m, "Request")
         .def("next", &Request::next)
+        .def("try_next", &Request::try_next)
         .def("result", &Request::result)
         .def("cancel", &Request::cancel)
-        .def_prop_ro("id", &Request::id);
+        .def_prop_ro("id", &Request::id)
+        .def_prop_ro("key", &Request::key)
+        .def_prop_ro("done", &Request::done);
+
+    nb::class_<Notifier>(m, "Notifier")
+        .def(nb::init<>())
+        .def_prop_ro("fd", &Notifier::fd)
+        .def("take", &Notifier::take)
+        .def("close", &Notifier::close);
 
     nb::class_<Engine>(m, "Engine")
         .def(
@@ -523,7 +705,7 @@ NB_MODULE(_lazyattn, m) {
             },
             "model"_a, "cache_mode"_a, "kv_dtype"_a, "kv_store"_a, "threads"_a, "kv_cache_mb"_a, "max_num_seqs"_a,
             "max_model_len"_a, "max_batch_tokens"_a, "device"_a, "document_reuse"_a, "chat_template"_a)
-        .def("submit", &Engine::submit, "body_json"_a, "chat"_a)
+        .def("submit", &Engine::submit, "body_json"_a, "chat"_a, "notifier"_a.none() = nb::none())
         .def("tokenize", &Engine::tokenize, "text"_a, "add_special"_a, "parse_special"_a)
         .def("detokenize", &Engine::detokenize, "ids"_a, "render_special"_a)
         .def("add_documents", &Engine::add_documents, "documents_json"_a, "cache_salt"_a, "pin"_a)
