@@ -36,7 +36,10 @@ class _LoopWatch:
                 wake.set()
 
     def close(self) -> None:
-        self.loop.remove_reader(self.notifier.fd)
+        try:
+            self.loop.remove_reader(self.notifier.fd)
+        except Exception:  # the loop was closed with a request still registered: nothing to remove
+            pass
         self.notifier.close()
 
 
