@@ -143,16 +143,23 @@ http::Router make_router(ServerContext& ctx) {
             handle_completion(ctx, q, s, l, true);
         });
     }
-    // OpenAI Responses; llama-server serves it without /v1 too.
+    // OpenAI Responses; llama-server serves it without /v1 too. The kept responses live as long as
+    // the routes that use them.
+    auto responses = make_response_store();
     for (const char* path : {"/v1/responses", "/responses"}) {
-        r.add("POST", path, Lane::kHeavy, [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
-            handle_responses(ctx, q, s, l);
-        });
+        r.add("POST", path, Lane::kHeavy,
+              [&ctx, responses](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
+                  handle_responses(ctx, responses, q, s, l);
+              });
     }
-    for (const char* method : {"GET", "DELETE"}) {
-        r.add(method, "/v1/responses/{id}", Lane::kLight,
-              [](const HttpRequest&, HttpResponse& s, const http::ClientLink&) { handle_stored_response(s); });
-    }
+    r.add("GET", "/v1/responses/{id}", Lane::kLight,
+          [&ctx, responses](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) {
+              handle_get_response(ctx, *responses, q, s);
+          });
+    r.add("DELETE", "/v1/responses/{id}", Lane::kLight,
+          [&ctx, responses](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) {
+              handle_delete_response(ctx, *responses, q, s);
+          });
     r.add("POST", "/v1/documents", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
               handle_pin_documents(ctx, q, s, l);

@@ -85,7 +85,7 @@ json ResponsesRenderer::response_json(const std::string& status, const engine::R
               {"model", model_},
               {"output", std::move(output)},
               {"parallel_tool_calls", true},
-              {"previous_response_id", nullptr},
+              {"previous_response_id", echo_.previous_response_id ? json(*echo_.previous_response_id) : json(nullptr)},
               {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
               {"store", echo_.store},
               {"temperature", echo_.temperature},
@@ -112,7 +112,10 @@ std::string ResponsesRenderer::whole_body(const std::vector<ChoiceResult>& choic
         text_ = choices.front().result->text;
         finish_ = choices.front().result->finish_reason;
     }
-    return dump(response_json(finish_ == engine::FinishReason::kLength ? "incomplete" : "completed", &usage));
+    std::string body =
+        dump(response_json(finish_ == engine::FinishReason::kLength ? "incomplete" : "completed", &usage));
+    if (on_done_) on_done_(id_, body, text_);
+    return body;
 }
 
 void ResponsesRenderer::stream_open(size_t choice, const engine::RequestHandle&, std::string& out) {
@@ -164,8 +167,9 @@ void ResponsesRenderer::stream_end(size_t choice, const engine::RequestEvent& e,
 
 void ResponsesRenderer::stream_close(const engine::RequestStats& usage, std::string& out) {
     const bool incomplete = finish_ == engine::FinishReason::kLength;
-    emit(incomplete ? "response.incomplete" : "response.completed",
-         {{"response", response_json(incomplete ? "incomplete" : "completed", &usage)}}, out);
+    json response = response_json(incomplete ? "incomplete" : "completed", &usage);
+    if (on_done_) on_done_(id_, dump(response), text_);
+    emit(incomplete ? "response.incomplete" : "response.completed", {{"response", std::move(response)}}, out);
 }
 
 void ResponsesRenderer::stream_error(const ApiError& given, std::string& out) {

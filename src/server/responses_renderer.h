@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -23,6 +24,11 @@ namespace lazyattn::server {
 class ResponsesRenderer : public ApiRenderer {
 public:
     ResponsesRenderer(ResponsesEcho echo, std::string model);
+
+    // Called once with the finished response (completed or incomplete): its id, its body as
+    // answered (or as response.completed carried it) and its text. For ResponseStore.
+    using OnDone = std::function<void(const std::string& id, const std::string& body, const std::string& text)>;
+    void on_done(OnDone done) { on_done_ = std::move(done); }
 
     const std::string& id() const { return id_; }
     const std::string& message_id() const { return message_id_; }
@@ -53,6 +59,7 @@ private:
     engine::FinishReason finish_ = engine::FinishReason::kNone;
     bool opened_ = false;  // the message item was announced
     nlohmann::json error_ = nullptr;
+    OnDone on_done_;
 };
 
 }  // namespace lazyattn::server

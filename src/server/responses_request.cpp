@@ -131,7 +131,7 @@ Err refuse_item_type(const std::string& type, const std::string& p) {
     if (tool) return unsupported(p, "a " + clip_for_message(type) + " item: tool calls are not supported yet");
     if (type == "reasoning") return unsupported(p, "reasoning items are not supported (this server returns none)");
     if (type == "item_reference") {
-        return unsupported(p, "responses are not stored; send the items themselves, not references");
+        return unsupported(p, "items are not kept by id; send the items themselves, not references");
     }
     return value_error(p + ".type", "must be message (got '" + clip_for_message(type) + "')");
 }
@@ -159,15 +159,39 @@ Err take_item(json& item, size_t i, json& messages) {
     return std::nullopt;
 }
 
-// `instructions` (a system message first) and `input` -> chat messages.
-Err take_messages(json& body, ResponsesRequest& out, json& messages) {
+// The turns of the response previous_response_id names, as chat messages.
+Err take_previous(const json& body, const PreviousResponseLookup& previous, ResponsesRequest& out, json& messages) {
+    if (absent(body, "previous_response_id")) return std::nullopt;
+    const json& id = body.at("previous_response_id");
+    if (!id.is_string()) return type_error("previous_response_id", "a string");
+    out.echo.previous_response_id = id.get<std::string>();
+    auto turns = previous ? previous(id.get<std::string>()) : std::nullopt;
+    if (!turns) {
+        return invalid_request("the response '" + clip_for_message(id.get<std::string>()) +
+                                   "' is not kept here (store: false, deleted, evicted, or another API key's); "
+                                   "send the conversation as input",
+                               "previous_response_id", "previous_response_not_found");
+    }
+    for (tokenizer::ChatMessage& m : *turns) {
+        messages.push_back({{"role", std::move(m.role)}, {"content", std::move(m.content)}});
+    }
+    return std::nullopt;
+}
+
+// `instructions` (a system message first), the previous response's turns and `input` -> chat
+// messages.
+Err take_messages(json& body, ResponsesRequest& out, const PreviousResponseLookup& previous, json& messages) {
     messages = json::array();
     if (!absent(body, "instructions")) {
         json text;
         if (auto e = take_text(body.at("instructions"), "instructions", text)) return e;
         out.echo.instructions = text.get<std::string>();
-        if (!out.echo.instructions->empty()) messages.push_back({{"role", "system"}, {"content", std::move(text)}});
+        if (!out.echo.instructions->empty()) {
+            messages.push_back({{"role", "system"}, {"content", std::move(text)}});
+            out.instruction_messages = 1;
+        }
     }
+    if (auto e = take_previous(body, previous, out, messages)) return e;
     if (absent(body, "input")) return missing("input");
     json& input = body.at("input");
     if (input.is_string()) {
@@ -280,15 +304,16 @@ Err check_tools_and_reasoning(const json& body) {
 
 // What needs a stored response or conversation, or output this server does not produce.
 Err check_state_and_extras(const json& body, ResponsesEcho& echo) {
-    for (const char* key : {"previous_response_id", "conversation"}) {
-        if (!absent(body, key)) return unsupported(key, "responses are not stored; send the conversation as input");
+    if (!absent(body, "conversation")) {
+        return unsupported("conversation",
+                           "conversations are not kept; send previous_response_id or the turns as input");
     }
     if (!absent(body, "prompt")) {
         return unsupported("prompt", "stored prompt templates are not served; send the text as instructions and input");
     }
     if (auto e = check_bool(body, "background")) return e;
     if (!absent(body, "background") && body.at("background") == true) {
-        return unsupported("background", "background responses need stored responses, which this server does not keep");
+        return unsupported("background", "background responses are not served; stream instead");
     }
     if (auto e = check_bool(body, "store")) return e;
     if (!absent(body, "store")) echo.store = body.at("store").get<bool>();
@@ -365,14 +390,15 @@ ApiError responses_field_names(ApiError e) {
     return e;
 }
 
-std::optional<ApiError> parse_responses_request(json& body, ResponsesRequest& out) {
+std::optional<ApiError> parse_responses_request(json& body, ResponsesRequest& out,
+                                                const PreviousResponseLookup& previous) {
     if (!body.is_object()) return invalid_request("the request body must be a JSON object", "", "invalid_type");
     if (auto e = refuse_chat_names(body)) return e;
     if (auto e = check_text(body)) return e;
     if (auto e = check_tools_and_reasoning(body)) return e;
     if (auto e = check_state_and_extras(body, out.echo)) return e;
     json chat = json::object();
-    if (auto e = take_messages(body, out, chat["messages"])) return e;
+    if (auto e = take_messages(body, out, previous, chat["messages"])) return e;
     for (const char* key : kChatFields) {
         if (body.contains(key)) chat[key] = std::move(body.at(key));
     }

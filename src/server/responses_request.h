@@ -8,18 +8,22 @@
 //
 // Refused with a 400 naming the field, never silently dropped: images, files and audio parts;
 // tool calls and tools; structured output (text.format json_schema / json_object); reasoning
-// effort; logprobs; previous_response_id, conversation and item references (responses are not
-// stored); background. Accepted as no-ops: store, metadata (checked as OpenAI bounds it),
-// truncation, include (except logprobs), parallel_tool_calls, service_tier, user, ...
+// effort; logprobs; conversation and item references (only whole responses are kept, by id);
+// background. previous_response_id continues a kept response's conversation (its input turns and
+// its answer come before the new input; its instructions do not carry over, as OpenAI's). Accepted
+// as no-ops: metadata (checked as OpenAI bounds it), truncation, include (except logprobs),
+// parallel_tool_calls, service_tier, user, ...
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "tokenizer/chat_template.h"
 
 namespace lazyattn::server {
 
@@ -33,12 +37,17 @@ struct ResponsesEcho {
     bool store = true;
     std::string truncation = "disabled";
     std::optional<std::string> user;
+    std::optional<std::string> previous_response_id;
 };
 
 struct ResponsesRequest {
-    GenerationRequest gen;  // chat: the messages with instructions first
+    GenerationRequest gen;  // chat: instructions, the previous response's turns, the input
     ResponsesEcho echo;
+    size_t instruction_messages = 0;  // gen.messages that are `instructions` (0 or 1)
 };
+
+// The conversation of a kept response (previous_response_id), or nullopt when none has that id.
+using PreviousResponseLookup = std::function<std::optional<std::vector<tokenizer::ChatMessage>>(const std::string&)>;
 
 // metadata as OpenAI bounds it: at most 16 pairs, keys up to 64 characters, values strings up to
 // 512.
@@ -48,7 +57,9 @@ inline constexpr size_t kMaxMetadataValueChars = 512;
 
 // Reads `body` (consumed: long strings are moved out of it, not copied). On error, the ApiError
 // names the Responses field ("input[2].content[0]", "max_output_tokens", ...).
-std::optional<ApiError> parse_responses_request(nlohmann::json& body, ResponsesRequest& out);
+// previous_response_id is looked up with `previous` (none: every id is unknown).
+std::optional<ApiError> parse_responses_request(nlohmann::json& body, ResponsesRequest& out,
+                                                const PreviousResponseLookup& previous = {});
 
 // An error from the chat parser or the serving front in this API's field names: "max_tokens" is
 // "max_output_tokens", "messages" is "input".

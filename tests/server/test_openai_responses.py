@@ -5,7 +5,8 @@ Run by CTest (server_openai_responses_python) on the synthetic model, with the s
 server helper as test_openai_client.py: client.responses.create with a string, an item list and
 instructions; streamed (create(stream=True) and the client.responses.stream helper, which checks
 the event sequence as it accumulates it); documents through extra_body reused from the cache on a
-reordered second request; errors raised as the client's exceptions. Exits 77 (skipped) when the
+reordered second request; kept responses retrieved, continued (previous_response_id) and
+deleted; errors raised as the client's exceptions. Exits 77 (skipped) when the
 `openai` package is missing; scripts/install_deps.sh installs it.
 """
 import argparse
@@ -115,6 +116,24 @@ class OpenAiResponsesTest(unittest.TestCase):
                            first.usage.input_tokens_details.cached_tokens)
         self.assertGreater(second.usage.input_tokens_details.cached_tokens, second.usage.input_tokens // 2)
 
+    def test_kept_responses_are_retrieved_continued_and_deleted(self):
+        first = self.create("my name is Ada")
+        got = self.client.responses.retrieve(first.id)
+        self.assertEqual(got.id, first.id)
+        self.assertEqual(got.output_text, first.output_text)
+        second = self.create("what is my name?", previous_response_id=first.id)
+        self.assertEqual(second.previous_response_id, first.id)
+        self.assertGreater(second.usage.input_tokens, first.usage.input_tokens + first.usage.output_tokens)
+        self.client.responses.delete(first.id)
+        with self.assertRaises(openai.NotFoundError):
+            self.client.responses.retrieve(first.id)
+        with self.assertRaises(openai.BadRequestError) as bad:
+            self.create("again?", previous_response_id=first.id)
+        self.assertEqual(bad.exception.param, "previous_response_id")
+        unkept = self.create("x", store=False)
+        with self.assertRaises(openai.NotFoundError):
+            self.client.responses.retrieve(unkept.id)
+
     def test_errors_raise_the_matching_exceptions(self):
         with self.assertRaises(openai.BadRequestError) as bad:
             self.create([{"role": "user", "content": [
@@ -128,6 +147,9 @@ class OpenAiResponsesTest(unittest.TestCase):
         with self.assertRaises(openai.BadRequestError) as bad:
             self.create("x", previous_response_id="resp_123")
         self.assertEqual(bad.exception.param, "previous_response_id")
+        with self.assertRaises(openai.BadRequestError) as bad:
+            self.create("x", text={"format": {"type": "json_object"}})
+        self.assertEqual(bad.exception.param, "text.format")
         with self.assertRaises(openai.BadRequestError) as bad:
             self.create("x", tools=[{"type": "function", "name": "f", "parameters": {}}])
         self.assertEqual(bad.exception.param, "tools")

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/response_store.h"
 #include "server/responses_renderer.h"
 #include "server/responses_request.h"
 
@@ -187,7 +188,8 @@ TEST(ResponsesRequest, EveryBadFieldIsA400NamingIt) {
         {with({{"top_p", -1}}), "top_p"},
         {with({{"stream", "yes"}}), "stream"},
         {with({{"store", "yes"}}), "store"},
-        {with({{"previous_response_id", "resp_1"}}), "previous_response_id"},
+        {with({{"previous_response_id", "resp_1"}}), "previous_response_id"},  // none is kept
+        {with({{"previous_response_id", 5}}), "previous_response_id"},
         {with({{"conversation", "conv_1"}}), "conversation"},
         {with({{"prompt", {{"id", "pmpt_1"}}}}), "prompt"},
         {with({{"background", true}}), "background"},
@@ -244,6 +246,29 @@ TEST(ResponsesRequest, EveryBadFieldIsA400NamingIt) {
     }
 }
 
+TEST(ResponsesRequest, APreviousResponsesTurnsComeAfterTheInstructions) {
+    PreviousResponseLookup previous = [](const std::string& id) -> std::optional<std::vector<tokenizer::ChatMessage>> {
+        if (id != "resp_kept") return std::nullopt;
+        return std::vector<tokenizer::ChatMessage>{{"user", "my name is Ada"}, {"assistant", "hello Ada"}};
+    };
+    json body = {{"instructions", "be brief"}, {"previous_response_id", "resp_kept"}, {"input", "what is my name?"}};
+    ResponsesRequest r;
+    ASSERT_FALSE(parse_responses_request(body, r, previous));
+    ASSERT_EQ(r.gen.messages.size(), 4u);
+    EXPECT_EQ(r.instruction_messages, 1u);
+    EXPECT_EQ(r.gen.messages[0].content, "be brief");
+    EXPECT_EQ(r.gen.messages[1].content, "my name is Ada");
+    EXPECT_EQ(r.gen.messages[2].role, "assistant");
+    EXPECT_EQ(r.gen.messages[3].content, "what is my name?");
+    EXPECT_EQ(*r.echo.previous_response_id, "resp_kept");
+    json unknown = {{"previous_response_id", "resp_other"}, {"input", "q"}};
+    ResponsesRequest u;
+    auto e = parse_responses_request(unknown, u, previous);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->param, "previous_response_id");
+    EXPECT_EQ(e->code, "previous_response_not_found");
+}
+
 TEST(ResponsesRequest, ChatErrorsSpeakThisApisNames) {
     auto e = parse({{"input", "q"}, {"max_output_tokens", -3}});
     ASSERT_TRUE(e);
@@ -254,6 +279,60 @@ TEST(ResponsesRequest, ChatErrorsSpeakThisApisNames) {
     EXPECT_EQ(front.param, "input");
     EXPECT_EQ(front.message, "the prompt (input) and max_output_tokens=9 pass the context");
     EXPECT_EQ(responses_field_names(invalid_request("x", "max_tokens_cap")).param, "max_tokens_cap");
+}
+
+// --- the store --------------------------------------------------------------------------------
+
+StoredResponse stored(size_t body_bytes) {
+    return StoredResponse{std::string(body_bytes, 'x'), {{"user", "q"}, {"assistant", "a"}}};
+}
+
+TEST(ResponseStore, KeepsGetsAndDeletesPerTenant) {
+    ResponseStore store(ResponseStore::Limits{});
+    store.put("key-a", "resp_1", stored(10));
+    ASSERT_TRUE(store.get("key-a", "resp_1"));
+    EXPECT_EQ(store.get("key-a", "resp_1")->conversation.size(), 2u);
+    EXPECT_FALSE(store.get("key-b", "resp_1"));  // another API key sees nothing
+    EXPECT_FALSE(store.erase("key-b", "resp_1"));
+    EXPECT_TRUE(store.erase("key-a", "resp_1"));
+    EXPECT_FALSE(store.get("key-a", "resp_1"));
+    EXPECT_EQ(store.size(), 0u);
+    EXPECT_EQ(store.bytes(), 0u);
+}
+
+TEST(ResponseStore, ATenantsBoundsDropItsLeastRecentlyUsed) {
+    ResponseStore store(ResponseStore::Limits{3, size_t(1) << 20, size_t(1) << 30});
+    for (const char* id : {"r1", "r2", "r3"}) store.put("t", id, stored(10));
+    store.put("other", "o1", stored(10));
+    ASSERT_TRUE(store.get("t", "r1"));  // now the most recent: r2 is the oldest
+    store.put("t", "r4", stored(10));
+    EXPECT_FALSE(store.get("t", "r2"));
+    EXPECT_TRUE(store.get("t", "r1"));
+    EXPECT_TRUE(store.get("t", "r3"));
+    EXPECT_TRUE(store.get("t", "r4"));
+    EXPECT_TRUE(store.get("other", "o1"));  // another tenant's bound is its own
+    EXPECT_EQ(store.size(), 4u);
+
+    ResponseStore by_bytes(ResponseStore::Limits{100, 10000, size_t(1) << 30});
+    for (int i = 0; i < 5; ++i) by_bytes.put("t", "r" + std::to_string(i), stored(3000));
+    EXPECT_LE(by_bytes.bytes(), 10000u);
+    EXPECT_FALSE(by_bytes.get("t", "r0"));
+    EXPECT_TRUE(by_bytes.get("t", "r4"));
+    by_bytes.put("t", "huge", stored(20000));  // larger than the bound alone: not kept, nothing dropped
+    EXPECT_FALSE(by_bytes.get("t", "huge"));
+    EXPECT_TRUE(by_bytes.get("t", "r4"));
+}
+
+TEST(ResponseStore, TheOverallBoundDropsFromTheLargestTenant) {
+    ResponseStore store(ResponseStore::Limits{100, 20000, 25000});
+    for (int i = 0; i < 4; ++i) store.put("big", "b" + std::to_string(i), stored(4000));
+    store.put("small", "s0", stored(4000));
+    store.put("small", "s1", stored(4000));
+    EXPECT_LE(store.bytes(), 25000u);
+    EXPECT_TRUE(store.get("small", "s0"));
+    EXPECT_TRUE(store.get("small", "s1"));
+    EXPECT_FALSE(store.get("big", "b0"));
+    EXPECT_TRUE(store.get("big", "b3"));
 }
 
 // --- the renderer -----------------------------------------------------------------------------
@@ -440,6 +519,41 @@ TEST(ResponsesRenderer, AnErrorMidStreamIsAnErrorEventThenResponseFailed) {
     EXPECT_EQ(failed["error"]["code"], "server_error");
     EXPECT_EQ(failed["output"][0]["content"][0]["text"], "par");
     EXPECT_EQ(failed["output"][0]["status"], "incomplete");
+}
+
+TEST(ResponsesRenderer, AFinishedResponseIsHandedOnOnce) {
+    for (const bool stream : {false, true}) {
+        ResponsesRenderer r(ResponsesEcho{}, "m");
+        int calls = 0;
+        std::string kept_id, kept_body, kept_text;
+        r.on_done([&](const std::string& id, const std::string& body, const std::string& text) {
+            ++calls;
+            kept_id = id;
+            kept_body = body;
+            kept_text = text;
+        });
+        if (stream) {
+            const auto events = parse_sse(stream_of(r, engine::FinishReason::kStop));
+            EXPECT_EQ(json::parse(kept_body), events.back().data["response"]);
+        } else {
+            engine::RequestHandle handle(1);
+            engine::RagResult result;
+            result.text = "Hello";
+            result.finish_reason = engine::FinishReason::kStop;
+            EXPECT_EQ(r.whole_body({ChoiceResult{&handle, &result}}, usage_of(1, 0, 1)), kept_body);
+        }
+        EXPECT_EQ(calls, 1);
+        EXPECT_EQ(kept_id, r.id());
+        EXPECT_EQ(kept_text, "Hello");
+    }
+    ResponsesRenderer failed(ResponsesEcho{}, "m");
+    bool called = false;
+    failed.on_done([&](const std::string&, const std::string&, const std::string&) { called = true; });
+    engine::RequestHandle handle(1);
+    std::string out;
+    failed.stream_open(0, handle, out);
+    failed.stream_error(ApiError{500, "boom", "server_error", "", ""}, out);
+    EXPECT_FALSE(called);  // a failed response is not kept
 }
 
 TEST(ResponsesRenderer, ErrorBodiesAreOpenAisShapeInThisApisNames) {

@@ -132,6 +132,53 @@ TEST(ServerResponses, StreamsNamedEventsInOrder) {
     EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);  // the Responses stream has no [DONE]
 }
 
+// store: true (the default) keeps a response for its API key: GET answers it as it was sent,
+// previous_response_id continues its conversation, DELETE drops it; store: false keeps nothing.
+TEST(ServerResponses, KeptResponsesAreReadContinuedAndDeleted) {
+    ServerProcess s(server_args({"--api-key", "key-one,key-two"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const std::vector<std::string> one = {"-H", "'Authorization: Bearer key-one'"};
+    const std::vector<std::string> two = {"-H", "'Authorization: Bearer key-two'"};
+    const auto first = curl("POST", s.url("/v1/responses"), responses_body().dump(), one);
+    ASSERT_EQ(first.status, 200) << first.body;
+    const json r1 = parse_or_null(first.body);
+    const std::string id = r1["id"];
+    const auto got = curl("GET", s.url("/v1/responses/" + id), "", one);
+    ASSERT_EQ(got.status, 200) << got.body;
+    EXPECT_EQ(parse_or_null(got.body), r1);
+    expect_api_error(curl("GET", s.url("/v1/responses/" + id), "", two), 404);  // another key's
+
+    json next = responses_body({{"previous_response_id", id}, {"input", "and silver?"}});
+    const json r2 = parse_or_null(curl("POST", s.url("/v1/responses"), next.dump(), one).body);
+    ASSERT_TRUE(r2.contains("usage")) << r2;
+    EXPECT_EQ(r2["previous_response_id"], id);
+    // The earlier turns and answer come first (and are a prefix the cache serves).
+    EXPECT_GT(r2["usage"]["input_tokens"].get<int>(),
+              r1["usage"]["input_tokens"].get<int>() + r1["usage"]["output_tokens"].get<int>());
+    EXPECT_GT(r2["usage"]["input_tokens_details"]["cached_tokens"].get<int>(), 0) << r2;
+    const auto streamed = curl("POST", s.url("/v1/responses"),
+                               responses_body({{"previous_response_id", r2["id"]}, {"stream", true}}).dump(), one);
+    const auto events = named_events(streamed.body);
+    ASSERT_FALSE(events.empty()) << streamed.body;
+    const std::string streamed_id = events.back().data["response"]["id"];
+    EXPECT_EQ(curl("GET", s.url("/v1/responses/" + streamed_id), "", one).status, 200);  // streamed ones too
+    expect_api_error(curl("POST", s.url("/v1/responses"), next.dump(), two), 400);
+
+    const auto deleted = curl("DELETE", s.url("/v1/responses/" + id), "", one);
+    ASSERT_EQ(deleted.status, 200) << deleted.body;
+    EXPECT_EQ(parse_or_null(deleted.body)["deleted"], true);
+    expect_api_error(curl("GET", s.url("/v1/responses/" + id), "", one), 404);
+    const auto gone = curl("POST", s.url("/v1/responses"), next.dump(), one);
+    expect_api_error(gone, 400, "previous_response_not_found");
+    EXPECT_EQ(parse_or_null(gone.body)["error"]["param"], "previous_response_id");
+
+    const json unkept =
+        parse_or_null(curl("POST", s.url("/v1/responses"), responses_body({{"store", false}}).dump(), one).body);
+    ASSERT_TRUE(unkept.contains("id")) << unkept;
+    EXPECT_EQ(unkept["store"], false);
+    expect_api_error(curl("GET", s.url("/v1/responses/" + unkept["id"].get<std::string>()), "", one), 404);
+}
+
 TEST(ServerResponses, BadInputIsA400NamingTheFieldAndHarmsNothing) {
     ServerProcess s(server_args());
     ASSERT_TRUE(s.started()) << s.log();
