@@ -14,6 +14,7 @@
 #include "server/api_keys.h"
 #include "tokenizer/builtin_chat_templates.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/chat_template_kwargs.h"
 
 namespace lazyattn::cli {
 namespace {
@@ -264,6 +265,63 @@ void add_serve_engine_options(CLI::App* sv, ServeOptions& o) {
         ->type_name("TEMPLATE");
 }
 
+// Chat template variables and thinking models (llama-server's flags).
+void add_serve_reasoning_options(CLI::App* sv, ServeOptions& o) {
+    sv->add_option("--chat-template-kwargs", o.chat_template_kwargs,
+                   "chat template variables every request renders with, a JSON object (e.g. "
+                   "'{\"enable_thinking\": false}'); a request's chat_template_kwargs override them")
+        ->check([](const std::string& v) {
+            auto kwargs = tokenizer::server_template_kwargs(v, std::nullopt);
+            return kwargs.ok() ? std::string() : kwargs.status().message();
+        })
+        ->type_name("JSON");
+    sv->add_option_function<std::string>(
+          "--reasoning",
+          [&o](const std::string& v) {
+              if (v == "on" || v == "true" || v == "1" || v == "enabled") {
+                  o.enable_thinking = true;
+              } else if (v == "off" || v == "false" || v == "0" || v == "disabled") {
+                  o.enable_thinking = false;
+              } else if (v == "auto") {
+                  o.enable_thinking.reset();
+              } else {
+                  throw CLI::ValidationError("--reasoning", "expected on, off or auto, not '" + v + "'");
+              }
+          },
+          "thinking in the chat template: on | off set its enable_thinking variable; auto (default) leaves the "
+          "template's own choice")
+        ->type_name("on|off|auto");
+    sv->add_option_function<std::string>(
+          "--reasoning-format",
+          [&o](const std::string& v) {
+              auto format = server::reasoning_format_from_name(v);
+              if (!format) {
+                  throw CLI::ValidationError(
+                      "--reasoning-format",
+                      "expected one of " + std::string(server::reasoning_format_names()) + ", not '" + v + "'");
+              }
+              o.reasoning_format = *format;
+          },
+          "a chat reply's <think> section: none (left in the content), deepseek or auto (default: in "
+          "reasoning_content), deepseek-legacy (both)")
+        ->type_name("FORMAT");
+    sv->add_option_function<int32_t>(
+          "--reasoning-budget",
+          [&o](int32_t n) {
+              if (n < -1) throw CLI::ValidationError("--reasoning-budget", "-1 (unrestricted), 0 (no thinking) or N");
+              if (n == 0) o.enable_thinking = false;
+              if (n > 0) {
+                  o.common.compat_warnings.push_back(
+                      "--reasoning-budget " + std::to_string(n) +
+                      ": thinking has no budget of its own here; max_tokens bounds the whole reply (0 turns "
+                      "thinking off)");
+              }
+          },
+          "-1: unrestricted (default); 0: no thinking (enable_thinking false); N > 0 is accepted with a warning: "
+          "max_tokens bounds the whole reply")
+        ->type_name("N");
+}
+
 // API keys and the endpoints open without one.
 void add_serve_auth_options(CLI::App* sv, ServeOptions& o) {
     // Split here, not by CLI11's delimiter: a value that splits to nothing (",") must be refused,
@@ -429,6 +487,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     add_common_options(sv, o.common);
     add_serve_network_options(sv, o);
     add_serve_engine_options(sv, o);
+    add_serve_reasoning_options(sv, o);
     add_serve_auth_options(sv, o);
     add_serve_document_options(sv, o);
     add_serve_limit_options(sv, o);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "engine/request/sampling_params.h"
 #include "server/known_documents.h"
 #include "server/message_documents.h"
+#include "server/reasoning_split.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -156,7 +158,10 @@ struct ServeOptions {
     int64_t max_body_bytes = 8 << 20;
     int32_t http_threads = 128;
     double shutdown_timeout_s = 10;
-    std::string chat_template;          // "" = from the model file
+    std::string chat_template;            // "" = from the model file
+    std::string chat_template_kwargs;     // --chat-template-kwargs: a JSON object ("" = none)
+    std::optional<bool> enable_thinking;  // --reasoning on|off (--reasoning-budget 0: off); unset: auto
+    server::ReasoningFormat reasoning_format = server::ReasoningFormat::kAuto;  // --reasoning-format
     std::vector<std::string> api_keys;  // --api-key (repeatable, or comma-separated)
     std::string api_key_file;
     std::vector<std::string> open_endpoints = {"health"};  // reachable without a key

@@ -41,8 +41,6 @@ constexpr const char* kCors = "no CORS headers are sent (browsers refuse cross-o
 constexpr const char* kCheckpoints =
     "no context checkpoints or slot caches: cached documents and prefixes are reused from the paged KV pool "
     "(--kv-cache-mb, --kv-store)";
-constexpr const char* kReasoning =
-    "reasoning is not parsed out of the reply: the model's thinking text stays in the message content";
 constexpr const char* kLogLines = "log lines always carry their time and level (--log-format text|json)";
 constexpr const char* kPreset = "a llama.cpp model preset downloads its model: pass a local GGUF file with -m FILE";
 
@@ -205,9 +203,11 @@ const CompatFlag kFlags[] = {
     {"--lookup-cache-dynamic", kLlama, 1, kRefuse, kSpec, nullptr, true},
     // Serving: what is always on, or per request.
     {"--jinja", kLlama, 0, kWarn,
-     "the model's Jinja chat template is always used (--chat-template chatml|llama3|FILE overrides it)", nullptr, true},
+     "chat templates are always Jinja: the model's, or --chat-template's (a built-in name, the text, or a file)",
+     nullptr, true},
     {"--no-jinja", kLlama, 0, kWarn,
-     "the model's Jinja chat template is always used (--chat-template chatml|llama3|FILE overrides it)", nullptr, true},
+     "chat templates are always Jinja: the model's, or --chat-template's (a built-in name, the text, or a file)",
+     nullptr, true},
     {"--cont-batching", kLlama, 0, kWarn, "continuous batching is always on", nullptr, true},
     {"--no-cont-batching", kLlama, 0, kWarn, "continuous batching is always on and cannot be turned off", nullptr,
      true},
@@ -301,13 +301,9 @@ const CompatFlag kFlags[] = {
     {"--json-schema,-j", kLlama, 1, kRefuse, kGrammar, nullptr, true},
     {"--json-schema-file", kLlama, 1, kRefuse, kGrammar, nullptr, true},
     // Chat templates and reasoning.
-    {"--chat-template-kwargs", kLlama, 1, kWarn,
-     "the chat template renders with its own defaults; template keyword arguments are not passed", nullptr, true},
-    {"--reasoning", kLlama, 1, kWarn, kReasoning, nullptr, true},
-    {"--reasoning-format", kLlama, 1, kWarn, kReasoning, nullptr, true},
+    // (--chat-template-kwargs, --reasoning, --reasoning-format, --reasoning-budget: serve's own.)
     {"--reasoning-effort", kLlama, 1, kWarn,
-     "the chat template renders with its own defaults; template keyword arguments are not passed", nullptr, true},
-    {"--reasoning-budget", kLlama, 1, kWarn, "reasoning has no budget of its own: max_tokens bounds the whole reply",
+     "not passed to the template by this flag: give it as --chat-template-kwargs '{\"reasoning_effort\": \"low\"}'",
      nullptr, true},
     {"--reasoning-budget-message", kLlama, 1, kWarn,
      "reasoning has no budget of its own: max_tokens bounds the whole reply", nullptr, true},
@@ -316,11 +312,17 @@ const CompatFlag kFlags[] = {
     {"--no-reasoning-preserve", kLlama, 0, kWarn, "messages are rendered as sent, with whatever reasoning they carry",
      nullptr, true},
     {"--skip-chat-parsing", kLlama, 0, kWarn,
-     "the reply is never parsed for tool calls or reasoning: its text is the message content", nullptr, true},
+     "replies are never parsed for tool calls; their <think> section is split by --reasoning-format (none keeps it "
+     "in the content)",
+     nullptr, true},
     {"--no-skip-chat-parsing", kLlama, 0, kWarn,
-     "the reply is never parsed for tool calls or reasoning: its text is the message content", nullptr, true},
-    {"--prefill-assistant", kLlama, 0, kWarn, "messages are rendered by the chat template as sent", nullptr, true},
-    {"--no-prefill-assistant", kLlama, 0, kWarn, "messages are rendered by the chat template as sent", nullptr, true},
+     "replies are never parsed for tool calls; their <think> section is split by --reasoning-format (none keeps it "
+     "in the content)",
+     nullptr, true},
+    {"--prefill-assistant", kLlama, 0, kWarn,
+     "a final assistant message is always continued (prefill), as llama-server's default", nullptr, true},
+    {"--no-prefill-assistant", kLlama, 0, kWarn,
+     "a final assistant message is continued unless the request says continue_final_message: false", nullptr, true},
     // Endpoints and HTTP.
     {"--metrics", kLlama, 0, kWarn, "/metrics is always served (with API keys, --open-endpoints metrics)", nullptr,
      true},

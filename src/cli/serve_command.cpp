@@ -26,6 +26,7 @@
 #include "server/api_keys.h"
 #include "server/http_server.h"
 #include "server/serving_stack.h"
+#include "tokenizer/chat_template_kwargs.h"
 
 namespace lazyattn::cli {
 namespace {
@@ -87,6 +88,9 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.limits.max_connections_per_client = o.max_connections_per_client;
     sc.num_http_threads = o.http_threads;
     sc.shutdown_timeout_s = o.shutdown_timeout_s;
+    LA_ASSIGN_OR_RETURN(sc.chat_template_kwargs,
+                        tokenizer::server_template_kwargs(o.chat_template_kwargs, o.enable_thinking));
+    sc.reasoning_format = o.reasoning_format;
     sc.model_id =
         o.served_model_name.empty() ? std::filesystem::path(model_path).filename().string() : o.served_model_name;
     sc.model_aliases = o.model_aliases;

@@ -18,6 +18,7 @@ void handle_completion(ServerContext& ctx, const http::HttpRequest& req, http::H
     }
     GenerationRequest gen;
     if (auto e = parse_generation_request(body, chat, gen)) return send_api_error(res, *e, *renderer);
+    if (chat && !gen.reasoning_format) gen.reasoning_format = ctx.config.reasoning_format;
     answer_generation(ctx, req, res, link, std::move(gen), std::move(renderer));
 }
 

@@ -10,7 +10,17 @@ OpenAiRenderer::OpenAiRenderer(const tokenizer::Tokenizer& tokenizer, ResponseMe
 
 void OpenAiRenderer::prepared(const PreparedRequest& request) {
     output_ = request.output;
-    streams_.assign(size_t(std::max<int32_t>(1, request.gen.n)), StreamChoice{});
+    reasoning_ = meta_.chat ? request.gen.reasoning_format.value_or(ReasoningFormat::kNone) : ReasoningFormat::kNone;
+    if (reasoning_ != ReasoningFormat::kNone) {
+        // A template whose generation prompt opens the thoughts (DeepSeek-R1's "<think>\n").
+        const std::vector<int32_t>& tail = request.rag.tail;
+        const size_t last = std::min<size_t>(tail.size(), 16);
+        prompt_opens_reasoning_ =
+            prompt_opens_reasoning(tokenizer_.decode(std::vector<int32_t>(tail.end() - last, tail.end()), true));
+    }
+    StreamChoice fresh;
+    fresh.reasoning = ReasoningStream(reasoning_, prompt_opens_reasoning_);
+    streams_.assign(size_t(std::max<int32_t>(1, request.gen.n)), fresh);
 }
 
 ChoiceBody OpenAiRenderer::choice_body(const ChoiceResult& choice) const {
@@ -18,6 +28,11 @@ ChoiceBody OpenAiRenderer::choice_body(const ChoiceResult& choice) const {
     ChoiceBody c;
     c.finish_reason = std::string(engine::finish_reason_name(r.finish_reason));
     c.text = output_.echo ? output_.echo_text + r.text : r.text;
+    if (reasoning_ != ReasoningFormat::kNone) {
+        ReasoningParts parts = split_reasoning(r.text, reasoning_, prompt_opens_reasoning_);
+        c.text = std::move(parts.content);
+        if (parts.has_reasoning) c.reasoning = std::move(parts.reasoning);
+    }
     if (!output_.logprobs) return c;
     TokenLogprobList tokens;
     if (output_.echo) append_prompt_logprobs(*choice.handle, output_.echo_tokens, tokens);
@@ -62,14 +77,29 @@ void OpenAiRenderer::stream_token(size_t i, const engine::RequestEvent& e, std::
     StreamChoice& c = streams_.at(i);
     if (output_.logprobs && e.token_id >= 0) c.pending.append(e.token_id, e.logprob, e.top_logprobs);
     if (e.text.empty()) return;  // held back (a partial character or a possible stop string)
+    if (reasoning_ != ReasoningFormat::kNone) return send_split(c, int(i), c.reasoning.feed(e.text), out);
     nlohmann::json lp = take_logprobs(c);
     out += sse_event(chunk_body(meta_, int(i), e.text, false, "", output_.include_usage, lp));
     c.text_bytes += int64_t(e.text.size());
 }
 
+// Thoughts and answer text as chunks of their own (the pending logprobs go with the first).
+void OpenAiRenderer::send_split(StreamChoice& c, int i, const ReasoningStream::Delta& d, std::string& out) {
+    if (!d.reasoning.empty()) {
+        nlohmann::json lp = take_logprobs(c);
+        out += sse_event(chunk_body(meta_, i, "", false, "", output_.include_usage, lp, d.reasoning));
+    }
+    if (!d.content.empty()) {
+        nlohmann::json lp = take_logprobs(c);
+        out += sse_event(chunk_body(meta_, i, d.content, false, "", output_.include_usage, lp));
+        c.text_bytes += int64_t(d.content.size());
+    }
+}
+
 void OpenAiRenderer::stream_end(size_t i, const engine::RequestEvent& e, const engine::RequestStats&,
                                 std::string& out) {
     StreamChoice& c = streams_.at(i);
+    if (reasoning_ != ReasoningFormat::kNone) send_split(c, int(i), c.reasoning.finish(), out);
     nlohmann::json lp = c.pending.empty() ? nlohmann::json(nullptr) : take_logprobs(c);
     out += sse_event(chunk_body(meta_, int(i), "", false, std::string(engine::finish_reason_name(e.finish_reason)),
                                 output_.include_usage, lp));

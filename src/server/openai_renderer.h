@@ -3,7 +3,8 @@
 // assistant-role chunk; completions with echo open with the prompt (and its logprobs); then
 // content chunks, each carrying the logprobs of the tokens it completes; then an empty delta with
 // the finish_reason. When every choice ended: the usage chunk when asked for, then [DONE]; after
-// an error event, [DONE].
+// an error event, [DONE]. Chat replies are split by the request's reasoning_format
+// (server/reasoning_split.h): thoughts as reasoning_content, whole or streamed.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "server/logprobs_json.h"
 #include "server/openai_response.h"
 #include "server/output_options.h"
+#include "server/reasoning_split.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyattn::server {
@@ -35,15 +37,19 @@ private:
     struct StreamChoice {
         TokenLogprobList pending;  // logprobs of tokens whose text has not gone out yet
         int64_t text_bytes = 0;    // bytes of text written (completions' text_offset)
+        ReasoningStream reasoning{ReasoningFormat::kNone};
     };
 
     nlohmann::json take_logprobs(StreamChoice& c);
+    void send_split(StreamChoice& c, int i, const ReasoningStream::Delta& d, std::string& out);
     ChoiceBody choice_body(const ChoiceResult& choice) const;
 
     const tokenizer::Tokenizer& tokenizer_;
     ResponseMeta meta_;
     OutputOptions output_;
     std::vector<StreamChoice> streams_;
+    ReasoningFormat reasoning_ = ReasoningFormat::kNone;  // chat: the request's (or the server's)
+    bool prompt_opens_reasoning_ = false;                 // the prompt ended inside <think>
 };
 
 }  // namespace lazyattn::server

@@ -63,6 +63,7 @@ std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBo
         json choice = {{"index", int(i)}, {"logprobs", c.logprobs}, {"finish_reason", reason_json(c.finish_reason)}};
         if (meta.chat) {
             choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+            if (c.reasoning) choice["message"]["reasoning_content"] = *c.reasoning;
         } else {
             choice["text"] = c.text;
         }
@@ -74,7 +75,8 @@ std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBo
 }
 
 std::string chunk_body(const ResponseMeta& meta, int index, const std::string& text, bool role,
-                       const std::string& finish_reason, bool with_usage_null, const json& logprobs) {
+                       const std::string& finish_reason, bool with_usage_null, const json& logprobs,
+                       const std::string& reasoning) {
     json body = envelope(meta, meta.chat ? "chat.completion.chunk" : "text_completion");
     json choice = {{"index", index}, {"logprobs", logprobs}, {"finish_reason", reason_json(finish_reason)}};
     if (meta.chat) {
@@ -82,9 +84,10 @@ std::string chunk_body(const ResponseMeta& meta, int index, const std::string& t
         // The first chunk names the role; its content is null unless it carries text (OpenAI and
         // llama-server both send null there, and clients that concatenate skip it).
         if (role) delta["role"] = "assistant";
+        if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
         if (!text.empty()) {
             delta["content"] = text;
-        } else if (role) {
+        } else if (role && reasoning.empty()) {
             delta["content"] = nullptr;
         }
         choice["delta"] = delta;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct ChoiceBody {
     std::string text;  // completions with echo: the prompt, then the completion
     std::string finish_reason;
     nlohmann::json logprobs;  // null when not asked for
+    // Chat: the reply's thoughts (server/reasoning_split.h), written as message.reasoning_content
+    // when the reply had a <think> section; text is then the answer.
+    std::optional<std::string> reasoning;
 };
 
 std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBody>& choices,
@@ -38,9 +42,10 @@ std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBo
 // One stream chunk for choice `index`. Chat: with `role`, the delta opens with {"role":
 // "assistant"}; with a finish_reason, the delta is empty and the reason is set. with_usage_null
 // adds "usage": null (OpenAI does so on every chunk when stream_options.include_usage is set).
+// `reasoning` (chat): thought text, sent as delta.reasoning_content.
 std::string chunk_body(const ResponseMeta& meta, int index, const std::string& text, bool role,
-                       const std::string& finish_reason, bool with_usage_null,
-                       const nlohmann::json& logprobs = nullptr);
+                       const std::string& finish_reason, bool with_usage_null, const nlohmann::json& logprobs = nullptr,
+                       const std::string& reasoning = "");
 // The last chunk of an include_usage stream: empty choices, the usage object.
 std::string usage_chunk_body(const ResponseMeta& meta, const engine::RequestStats& stats);
 

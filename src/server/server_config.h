@@ -11,20 +11,22 @@
 #include "http/http_limits.h"
 #include "server/known_documents.h"
 #include "server/message_documents.h"
+#include "server/reasoning_split.h"
+#include "template/value.h"
 
 namespace lazyattn::server {
 
 struct ServerConfig {
     std::string host = "127.0.0.1";
-    int32_t port = 8080;             // 0: any free port (HttpServer::port() tells which)
-    http::HttpLimits limits;         // body, header, deadline and connection caps
-    int32_t num_http_threads = 128;  // generations answered at once (each stream holds one)
-    double shutdown_timeout_s = 10;  // SIGTERM: in-flight requests get this long, then cancel
-    std::string model_id;            // what /v1/models lists and responses name
+    int32_t port = 8080;                     // 0: any free port (HttpServer::port() tells which)
+    http::HttpLimits limits;                 // body, header, deadline and connection caps
+    int32_t num_http_threads = 128;          // generations answered at once (each stream holds one)
+    double shutdown_timeout_s = 10;          // SIGTERM: in-flight requests get this long, then cancel
+    std::string model_id;                    // what /v1/models lists and responses name
     std::vector<std::string> model_aliases;  // other names requests may give (--alias a,b,c)
-    std::string system_fingerprint;  // responses' system_fingerprint ("" is written as null)
-    std::string model_path;          // the GGUF file served (GET /props' model_path)
-    bool slots_endpoint = true;      // GET /slots answers (llama-server's --slots; --no-slots: 501)
+    std::string system_fingerprint;          // responses' system_fingerprint ("" is written as null)
+    std::string model_path;                  // the GGUF file served (GET /props' model_path)
+    bool slots_endpoint = true;              // GET /slots answers (llama-server's --slots; --no-slots: 501)
     // A request naming another model: 404 model_not_found (vLLM) when set; otherwise it is
     // answered by this server's one model, as llama-server does (clients such as LangChain send
     // a default name like "gpt-3.5-turbo"), and the response's `model` says which answered.
@@ -44,6 +46,11 @@ struct ServerConfig {
     int32_t max_documents = kDefaultMaxDocuments;
     // The bounds of the known-document index (--known-documents-max, --known-documents-max-bytes).
     KnownDocuments::Limits known_documents;
+    // Chat replies' <think> section (--reasoning-format; a request's reasoning_format wins).
+    ReasoningFormat reasoning_format = ReasoningFormat::kAuto;
+    // Chat template variables every request renders with (--chat-template-kwargs, --reasoning);
+    // a request's chat_template_kwargs override them name by name. Undefined: none.
+    tmpl::Value chat_template_kwargs;
     Status validate() const;
 };
 

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "tokenizer/chat_template_kwargs.h"
+
 namespace lazyattn::server {
 
 namespace {
@@ -19,6 +21,13 @@ FrontSettings front_settings(const ServerConfig& c) {
     return s;
 }
 
+// The server's template variables become the template's defaults.
+std::optional<tokenizer::ChatTemplate> with_server_kwargs(std::optional<tokenizer::ChatTemplate> chat,
+                                                          const ServerConfig& c) {
+    if (chat) chat->default_kwargs = tokenizer::merge_template_kwargs(chat->default_kwargs, c.chat_template_kwargs);
+    return chat;
+}
+
 }  // namespace
 
 ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng, const tokenizer::Tokenizer& tok,
@@ -27,7 +36,7 @@ ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng
       api_keys(cfg.api_keys),
       engine(eng),
       tokenizer(tok),
-      front(eng, tok, std::move(chat), front_settings(cfg)),
+      front(eng, tok, with_server_kwargs(std::move(chat), cfg), front_settings(cfg)),
       builder(front.builder()),
       context_length(ctx_len),
       started_unix_s(

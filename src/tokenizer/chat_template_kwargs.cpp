@@ -75,6 +75,18 @@ Expected<tmpl::Value> chat_template_kwargs_from_text(std::string_view text, std:
     return chat_template_kwargs_from_json(parsed, field);
 }
 
+Expected<tmpl::Value> server_template_kwargs(std::string_view json_text, std::optional<bool> enable_thinking) {
+    nlohmann::json kwargs = nlohmann::json::object();
+    if (!json_text.empty()) {
+        kwargs = nlohmann::json::parse(json_text, nullptr, false);
+        if (kwargs.is_discarded()) return invalid_argument("--chat-template-kwargs is not valid JSON");
+        if (!kwargs.is_object()) return invalid_argument("--chat-template-kwargs must be a JSON object");
+    }
+    if (enable_thinking) kwargs["enable_thinking"] = *enable_thinking;
+    if (kwargs.empty()) return tmpl::Value();
+    return chat_template_kwargs_from_json(kwargs, "--chat-template-kwargs");
+}
+
 tmpl::Value merge_template_kwargs(const tmpl::Value& defaults, const tmpl::Value& overrides) {
     if (!overrides.is_dict() || overrides.dict_items().size() == 0) return defaults;
     if (!defaults.is_dict() || defaults.dict_items().size() == 0) return overrides;

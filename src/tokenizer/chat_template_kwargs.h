@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,11 @@ inline constexpr size_t kMaxTemplateKwargsBytes = 64 * 1024;
 Expected<tmpl::Value> chat_template_kwargs_from_json(const nlohmann::json& object, std::string_view field);
 // The same from JSON text (--chat-template-kwargs).
 Expected<tmpl::Value> chat_template_kwargs_from_text(std::string_view text, std::string_view field);
+
+// The server's defaults: --chat-template-kwargs' JSON text ("" = none), with enable_thinking set
+// when `enable_thinking` says (--reasoning on|off, --reasoning-budget 0); undefined when nothing
+// is set. kInvalidArgument naming --chat-template-kwargs.
+Expected<tmpl::Value> server_template_kwargs(std::string_view json_text, std::optional<bool> enable_thinking);
 
 // `overrides` (a dict, or not a dict: nothing) over `defaults` name by name; either may be
 // undefined. Neither is changed (dicts are shared by reference, so no render writes to one).

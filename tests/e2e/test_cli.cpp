@@ -400,11 +400,14 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
              "--verbose --alias smol,tinyllama-2 --cors-origins '*' --swa-full --context-shift --cache-ram 0 " +
              "--no-cache-idle-slots --no-mmproj --reasoning-format none --no-models-autoload --backend_sampling",
          {"--temp 0.8", "--host 127.0.0.1,::1", "--offline", "--no-slots", "--no-webui", "--cors-origins *",
-          "--swa-full", "--context-shift", "--cache-ram 0", "--no-mmproj", "--reasoning-format none",
-          "--no-models-autoload", "--backend-sampling"}},
+          "--swa-full", "--context-shift", "--cache-ram 0", "--no-mmproj", "--no-models-autoload",
+          "--backend-sampling"}},
         // Its embedding and reranker presets: started once by its harness before any test (their
         // routes answer 501 here).
         {"-m " + model + " --embeddings --pooling mean --reranking", {"--embeddings", "--pooling mean", "--rerank"}},
+        // llama-server's built-in template names and a template's text (its tests pass both).
+        {"-m " + model + " --chat-template command-r", {}},
+        {"-m " + model + " --chat-template '{% for m in messages %}{{ m.content }}{% endfor %}'", {}},
     };
     for (const Line& line : starts) {
         const auto r = run_cli("serve " + line.args + " --port 0 --check", true);
@@ -419,8 +422,7 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
         {model + " --tensor-parallel-size 2", "one `lazyattn serve` per GPU"},
         {"-hf bartowski/SmolLM2-135M-Instruct-GGUF", "-m FILE"},
         {"-m " + model + " --enable-auto-tool-choice --tool-call-parser hermes", "tool calling"},
-        {"-m " + model + " --chat-template command-r", "chatml, llama3"},
-        {"-m " + model + " --chat-template '{{ messages }}'", ".jinja file"},
+        {"-m " + model + " --chat-template command-r-plus", "mistral-v7"},
         {"-m " + model + " --mmproj-url http://x/mmproj.gguf", "not served"},
         {"-m " + model + " --spec-type ngram-simple", "speculative decoding"},
     };

@@ -1,0 +1,100 @@
+// Chat templates and thinking models over a real socket: --chat-template as a built-in name and as
+// a template's text, --chat-template-kwargs, and the reply's <think> section split into
+// reasoning_content (whole and streamed) by --reasoning-format and a request's reasoning_format.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server/reasoning_split.h"
+#include "server_test_util.h"
+
+namespace lazyattn::testing {
+namespace {
+
+using nlohmann::json;
+
+// A template whose generation prompt opens the thoughts (as DeepSeek-R1's does), so whatever the
+// random model writes is its thinking until it writes </think>.
+const std::string kThinkingTemplate =
+    "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant: <think>\n{% endif %}";
+
+json chat(const ServerProcess& s, const json& extra = json::object()) {
+    const auto r = curl("POST", s.url("/v1/chat/completions"), completion_body(true, extra, 12));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return parse_or_null(r.body)["choices"][0]["message"];
+}
+
+TEST(ServerChatTemplates, ThoughtsGoToReasoningContentWholeAndStreamed) {
+    ServerProcess s(server_args({"--chat-template", kThinkingTemplate}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const json raw = chat(s, {{"reasoning_format", "none"}});
+    ASSERT_TRUE(raw["content"].is_string()) << raw;
+    EXPECT_FALSE(raw.contains("reasoning_content")) << raw;
+    const std::string text = raw["content"];
+    const server::ReasoningParts want = server::split_reasoning(text, server::ReasoningFormat::kDeepseek, true);
+
+    const json split = chat(s);  // the server's default: auto
+    EXPECT_EQ(split["reasoning_content"], want.reasoning) << split;
+    EXPECT_EQ(split["content"], want.content) << split;
+    const json legacy = chat(s, {{"reasoning_format", "deepseek-legacy"}});
+    EXPECT_EQ(legacy["reasoning_content"], want.reasoning) << legacy;
+    EXPECT_EQ(legacy["content"], text) << legacy;
+
+    const auto streamed = curl("POST", s.url("/v1/chat/completions"), completion_body(true, {{"stream", true}}, 12));
+    ASSERT_EQ(streamed.status, 200) << streamed.body;
+    std::string reasoning, content;
+    for (const std::string& p : sse_payloads(streamed.body)) {
+        if (p == "[DONE]") break;
+        const json delta = parse_or_null(p)["choices"][0]["delta"];
+        if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"].get<std::string>();
+        if (delta.contains("content") && delta["content"].is_string()) content += delta["content"].get<std::string>();
+    }
+    EXPECT_EQ(reasoning, want.reasoning) << streamed.body;
+    EXPECT_EQ(content, want.content) << streamed.body;
+}
+
+TEST(ServerChatTemplates, ReasoningFormatNoneOnTheCommandLineLeavesTheText) {
+    ServerProcess s(server_args({"--chat-template", kThinkingTemplate, "--reasoning-format", "none"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const json m = chat(s);
+    EXPECT_FALSE(m.contains("reasoning_content")) << m;
+    EXPECT_TRUE(m.contains("reasoning_content") == false && m["content"].is_string());
+    EXPECT_EQ(chat(s, {{"reasoning_format", "deepseek"}}).count("reasoning_content"), 1u);
+}
+
+TEST(ServerChatTemplates, BuiltInNamesKwargsAndTheirRefusals) {
+    // A template that writes a variable into the prompt: the server's default, a request's override.
+    const std::string shows_mood =
+        "{% for m in messages %}{{ m.role }} ({{ mood }}): {{ m.content }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant:{% endif %}";
+    ServerProcess s(server_args({"--chat-template", shows_mood, "--chat-template-kwargs", R"({"mood": "calm"})"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    auto prompt_tokens = [&](const json& extra) {
+        const auto r = curl("POST", s.url("/v1/chat/completions"), completion_body(true, extra, 1));
+        EXPECT_EQ(r.status, 200) << r.body;
+        return parse_or_null(r.body)["usage"]["prompt_tokens"].get<int>();
+    };
+    // "calm" and "exuberant" differ in length, so the prompt's token count shows which rendered.
+    EXPECT_LT(prompt_tokens(json::object()), prompt_tokens({{"chat_template_kwargs", {{"mood", "exuberant"}}}}));
+    expect_api_error(curl("POST", s.url("/v1/chat/completions"),
+                          completion_body(true, {{"chat_template_kwargs", {{"messages", 1}}}})),
+                     400);
+    expect_api_error(curl("POST", s.url("/v1/chat/completions"),
+                          completion_body(true, {{"add_generation_prompt", true}, {"continue_final_message", true}})),
+                     400);
+    expect_api_error(curl("POST", s.url("/v1/chat/completions"), completion_body(true, {{"reasoning_format", "r1"}})),
+                     400);
+
+    // llama-server's built-in names start; an unknown name is refused naming them.
+    ServerProcess named(server_args({"--chat-template", "command-r"}));
+    ASSERT_TRUE(named.started()) << named.log();
+    EXPECT_EQ(curl("POST", named.url("/v1/chat/completions"), completion_body(true)).status, 200);
+    ServerProcess unknown(server_args({"--chat-template", "command-r-plus"}));
+    EXPECT_FALSE(unknown.started());
+    EXPECT_EQ(unknown.wait_exit(30), 2);
+    EXPECT_NE(unknown.log().find("mistral-v7"), std::string::npos) << unknown.log();
+}
+
+}  // namespace
+}  // namespace lazyattn::testing
