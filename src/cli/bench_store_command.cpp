@@ -20,6 +20,7 @@
 #include "cli/data_files.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
+#include "cli/store_probe.h"
 #include "core/progress.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/sync_engine.h"
@@ -132,13 +133,12 @@ Expected<DocumentSets> make_document_sets(const BenchStoreOptions& o, const toke
 using EngineMaker = std::function<Expected<std::unique_ptr<engine::SyncEngine>>(std::vector<std::string>)>;
 
 // Every document into every tier first, by a writer engine of its own (flushed, then gone).
-// *start_failed: the writer engine did not start (the command's exit code is then 2, not 1;
-// a tier that does not answer is 1).
+// *start_failed: the writer engine did not start (the command's exit code is then 2, not 1).
 Status fill_tiers(const DocumentSets& sets, int32_t num_sets, const std::vector<std::string>& tiers,
                   const EngineMaker& make_engine, bool* start_failed) {
     auto writer = make_engine(tiers);
     if (!writer.ok()) {
-        *start_failed = writer.status().code() != StatusCode::kUnavailable;
+        *start_failed = true;
         return writer.status();
     }
     ProgressBar bar("bench store: filling the tiers", num_sets);
@@ -147,7 +147,7 @@ Status fill_tiers(const DocumentSets& sets, int32_t num_sets, const std::vector<
         bar.update(set + 1);
     }
     bar.finish();
-    store::SegmentStore* st = (*writer)->core().kv_store().store();
+    store::SegmentStore* st = (*writer)->scheduler().segment_store();
     if (st == nullptr) return invalid_argument("no store opened");
     st->flush();
     for (const store::TierStats& t : st->stats().tiers) {
@@ -235,8 +235,8 @@ nlohmann::json print_sources(const BenchStoreOptions& o, const std::string& mode
                         {"docs_from_store", s.docs_from_store},
                         {"docs_from_ram", s.docs_from_ram},
                         {"docs_computed", s.docs_computed},
-                        {"store", s.engine->core().kv_store().store() != nullptr
-                                      ? store_stats_json(s.engine->core().kv_store().store()->stats())
+                        {"store", s.engine->scheduler().segment_store() != nullptr
+                                      ? store_stats_json(s.engine->scheduler().segment_store()->stats())
                                       : nlohmann::json::array()}});
     }
     std::printf(
@@ -257,6 +257,10 @@ int run_bench_store(const BenchStoreOptions& o) {
         fs::remove_all(own.dir);
         tiers.push_back(own.dir);
     }
+    // Measuring a tier that does not answer would spend the whole run on time-outs.
+    if (const auto down = unreachable_store_tiers(tiers, o.common.kv_store_tier); !down.empty()) {
+        return fail(unavailable(describe(down.front())));
+    }
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     if (path.empty()) return fail(no_model_found());
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
@@ -269,9 +273,6 @@ int run_bench_store(const BenchStoreOptions& o) {
     base.kv_cache_mb = o.kv_cache_mb;
     base.check_integrity = false;
     base.kv_store_writer.max_pending_bytes = 0;  // the writer engine queues every document, then flushes
-    // Measuring a tier that does not answer would spend the whole run on time-outs: each engine
-    // opens its tiers once and refuses one that does not answer.
-    base.kv_store_unreachable = store::UnreachableTiers::kRefuse;
     const EngineMaker make_engine = [&](std::vector<std::string> stores) {
         engine::EngineConfig ec = base;
         ec.kv_stores = std::move(stores);
