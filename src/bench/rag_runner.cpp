@@ -84,7 +84,7 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
     r.label = config.label;
     r.mode = engine::cache_mode_name(config.engine.cache_mode);
     r.warmup_requests = config.warmup_requests;
-    r.pool_blocks = s.kv_cache().pool().num_blocks();
+    r.pool_blocks = s.kv().kv_cache().pool().num_blocks();
     const double t0 = now_ms();
     int32_t next = 0, done = 0, in_flight = 0;
     std::vector<bool> collected(n, false);
@@ -101,7 +101,7 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
             if (wait > 0) std::this_thread::sleep_for(std::chrono::microseconds(int64_t(wait * 1000)));
         }
         // Peak pool use in the steady state (the warm-up's first wave is not representative).
-        if (done >= config.warmup_requests) r.peak_blocks = std::max(r.peak_blocks, s.kv_cache().num_used());
+        if (done >= config.warmup_requests) r.peak_blocks = std::max(r.peak_blocks, s.kv().kv_cache().num_used());
         for (int32_t i = 0; i < next; ++i) {
             if (collected[i] || !handles[i]->finished()) continue;
             collected[i] = true;

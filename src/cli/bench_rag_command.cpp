@@ -17,7 +17,6 @@
 #include "cli/commands.h"
 #include "cli/data_files.h"
 #include "cli/model_path.h"
-#include "cli/store_probe.h"
 #include "core/progress.h"
 #include "engine/loading/loaded_model.h"
 
@@ -225,7 +224,6 @@ int run_modes(const bench::Workload& w, const bench::WorkloadConfig& wc, engine:
 
 int run_bench_rag(const BenchRagOptions& o) {
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
-    warn_unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier);
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) {
         std::cerr << "error: " << lm.status().to_string() << "\n";

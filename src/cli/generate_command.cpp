@@ -15,7 +15,6 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
-#include "cli/store_probe.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/rag_prompt.h"
 #include "engine/sync_engine.h"
@@ -80,7 +79,6 @@ int run_generate(const GenerateOptions& o) {
 
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     if (path.empty()) return fail(no_model_found());
-    warn_unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier);
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
     auto chat = chat_template_for(o, lm->model->gguf());
@@ -127,7 +125,7 @@ int run_generate(const GenerateOptions& o) {
                      s.decode_tok_per_s, std::string(engine::finish_reason_name(result->finish_reason)).c_str());
     }
     // The documents' store writes finish before exit (the store's close would give them 1 s).
-    if (store::SegmentStore* store = eng.scheduler().segment_store()) store->flush();
+    if (store::SegmentStore* store = eng.core().kv_store().store()) store->flush();
     return 0;
 }
 

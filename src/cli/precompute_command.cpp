@@ -11,7 +11,6 @@
 #include "cli/corpus.h"
 #include "cli/model_path.h"
 #include "cli/store_json.h"
-#include "cli/store_probe.h"
 #include "core/progress.h"
 #include "core/timer.h"
 #include "engine/loading/loaded_model.h"
@@ -35,23 +34,6 @@ std::vector<std::vector<int32_t>> segment_tokens(const std::vector<CorpusDocumen
     out.reserve(docs.size());
     for (const CorpusDocument& d : docs) out.push_back(engine::document_tokens(tokenizer, d.title, d.text));
     return out;
-}
-
-// The --kv-store tiers to fill: an unreachable one stops precompute, or is skipped
-// (--unreachable-tier skip).
-Expected<std::vector<std::string>> reachable_stores(const PrecomputeOptions& o) {
-    std::vector<std::string> stores = o.common.kv_stores;
-    for (const UnreachableTier& t : unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier)) {
-        if (o.unreachable_tier == "stop") {
-            return unavailable(describe(t) +
-                               "; precompute stops before computing (--unreachable-tier skip fills "
-                               "the other tiers)");
-        }
-        std::cerr << "warning: " << describe(t) << "; skipped (--unreachable-tier skip)\n";
-        std::erase(stores, t.uri);
-    }
-    if (stores.empty()) return unavailable("no --kv-store tier can be reached; nothing to fill");
-    return stores;
 }
 
 // The JSON summary on stdout, a line on stderr; the exit status (1 when an entry was not written).
@@ -122,20 +104,25 @@ int run_precompute(const PrecomputeOptions& o) {
     if (!mode.ok()) return fail(mode.status(), 2);
     auto docs = read_corpus_files(o.corpus_files);  // a bad corpus is refused before the model loads
     if (!docs.ok()) return fail(docs.status(), 2);
-    auto stores = reachable_stores(o);
-    if (!stores.ok()) return fail(stores.status());
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
     if (path.empty()) return fail(no_model_found());
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads);
     if (!lm.ok()) return fail(lm.status());
     engine::EngineConfig ec = engine_config_for(o.common);
-    ec.kv_stores = *stores;
+    // The engine opens each tier once and asks it for one key: an unreachable one stops
+    // precompute before anything is computed, or is left out (--unreachable-tier skip).
+    ec.kv_store_unreachable =
+        o.unreachable_tier == "skip" ? store::UnreachableTiers::kSkip : store::UnreachableTiers::kRefuse;
     ec.kv_cache_mb = o.kv_cache_mb;
     ec.max_batch_tokens = o.max_batch_tokens;
     ec.cache_mode = *mode;
     // Unbounded: a batch (whose KV fits the pool) is flushed before the next, and none is dropped.
     ec.kv_store_writer.max_pending_bytes = 0;
     auto engine = engine::ServingEngine::create(*lm->model, *lm->tokenizer, ec);
+    if (!engine.ok() && engine.status().code() == StatusCode::kUnavailable && o.unreachable_tier == "stop") {
+        return fail(unavailable(engine.status().message() +
+                                "; precompute stops before computing (--unreachable-tier skip fills the other tiers)"));
+    }
     if (!engine.ok()) return fail(engine.status(), 2);
     std::vector<std::vector<int32_t>> corpus = segment_tokens(*docs, *lm->tokenizer);
     const size_t num_documents = corpus.size();

@@ -53,6 +53,9 @@ struct EngineConfig {
     std::vector<std::string> kv_stores;
     store::WriterOptions kv_store_writer;  // --kv-store-max-pending-mib
     store::TierOptions kv_store_tier;      // --kv-store-timeout-ms, --kv-store-max-mib
+    // A tier that cannot be reached at start-up: kept and retried (serve), left out or refused
+    // (precompute's --unreachable-tier, bench store).
+    store::UnreachableTiers kv_store_unreachable = store::UnreachableTiers::kKeep;
 #ifdef NDEBUG
     bool check_integrity = false;  // verify the pool and cache index after every step
 #else

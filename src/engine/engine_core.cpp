@@ -6,17 +6,12 @@
 
 namespace lazyattn::engine {
 
-ModelFacts model_facts(const model::Model& model, const EngineConfig& config) {
+ModelFacts model_facts(const model::Model& model) {
     ModelFacts facts;
     facts.vocab_size = model.config().vocab_size;
     facts.context_length = model.config().context_length;
     facts.description = model.config().describe();
     facts.measurements = supported_measurements(model);
-    if (!config.kv_stores.empty() && segments_are_blocks(config.cache_mode)) {
-        const double t0 = now_ms();
-        facts.fingerprint = store::model_fingerprint(model);
-        facts.fingerprint_ms = now_ms() - t0;
-    }
     return facts;
 }
 
@@ -33,14 +28,24 @@ void apply_step(Scheduler& scheduler, OutputProcessor& outputs, const SchedulerO
 
 EngineCore::EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
     : runner_(model, config),
-      scheduler_(model_facts(model, config), runner_.kv_memory(), config),
-      outputs_(tokenizer, scheduler_.context_length()) {}
+      store_(config, runner_.kv_memory()),
+      scheduler_(model_facts(model), runner_.kv_memory(), config, &store_),
+      outputs_(tokenizer, scheduler_.context_length()) {
+    if (!runner_.status().ok()) return;  // a pool that could not be had refuses everything: no tier opened
+    // The entries are keyed by the weights' fingerprint (a store never serves another model's
+    // KV); it reads every weight, so it is made only for a store that is used.
+    const bool used = !config.kv_stores.empty() && segments_are_blocks(config.cache_mode);
+    const double t0 = now_ms();
+    const store::Fingerprint fingerprint = used ? store::model_fingerprint(model) : store::Fingerprint{};
+    store_status_ = store_.open(fingerprint, now_ms() - t0, scheduler_.context_length());
+}
 
 Status EngineCore::check_request(const RagRequest& request) const {
     // The only way to an empty KV pool: the runner could not allocate the one asked for, and its
     // status says why. Checked here once (the Scheduler's check_fits would refuse every request
     // against an empty pool too, without the reason).
     LA_RETURN_IF_ERROR(runner_.status());
+    LA_RETURN_IF_ERROR(store_status_);
     return scheduler_.check_request(request);
 }
 

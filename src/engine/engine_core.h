@@ -1,6 +1,7 @@
 // EngineCore: one step as schedule -> run -> update (vLLM v1's EngineCore). It owns the three
 // parts: the Scheduler (policy: what runs), the ModelRunner (the KV pool's memory, the forward,
-// sampling) and the OutputProcessor (what a token means: text, stop strings, finish reasons).
+// sampling) and the OutputProcessor (what a token means: text, stop strings, finish reasons);
+// and the persistent store below the pool (--kv-store: KvStoreAdapter), which it opens once.
 // Both faces of the engine step through it: SyncEngine (one caller, synchronous) and ServingEngine
 // (its inference thread). Single-threaded, as the Scheduler.
 #pragma once
@@ -17,8 +18,8 @@
 
 namespace lazyattn::engine {
 
-// What the Scheduler is told of `model` (the weights' fingerprint only when config opens a store).
-ModelFacts model_facts(const model::Model& model, const EngineConfig& config);
+// What the Scheduler is told of `model`.
+ModelFacts model_facts(const model::Model& model);
 
 // The update half of a step: the runner's results applied, each sampled token given to the
 // OutputProcessor, and the requests it ends finished.
@@ -27,9 +28,10 @@ void apply_step(Scheduler& scheduler, OutputProcessor& outputs, const SchedulerO
 class EngineCore {
 public:
     // Never throws: a KV pool that cannot be allocated (or a store that cannot be opened) leaves
-    // status() not ok, and every request is refused with it.
+    // status() not ok, and every request is refused with it. The store's tiers are opened here,
+    // each once, and asked for one key (EngineConfig::kv_store_unreachable).
     EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config);
-    const Status& status() const { return runner_.status().ok() ? scheduler_.status() : runner_.status(); }
+    const Status& status() const { return runner_.status().ok() ? store_status_ : runner_.status(); }
 
     // Checks and queues a request (a default max_tokens fitted first). Refused (never queued)
     // when it is malformed, longer than the context, larger than the pool's unpinned blocks, or
@@ -46,10 +48,15 @@ public:
     Scheduler& scheduler() { return scheduler_; }
     const Scheduler& scheduler() const { return scheduler_; }
     ModelRunner& runner() { return runner_; }
+    // The persistent store (its store() null without --kv-store): flushing, lookups by key,
+    // statistics. Engine thread only once steps run, as every part.
+    KvStoreAdapter& kv_store() { return store_; }
     const EngineConfig& config() const { return scheduler_.config(); }
 
 private:
-    ModelRunner runner_;  // first: the pool the scheduler plans over
+    ModelRunner runner_;    // first: the pool the scheduler plans over
+    KvStoreAdapter store_;  // on the runner's pool; the scheduler writes through it
+    Status store_status_;
     Scheduler scheduler_;
     OutputProcessor outputs_;
     uint64_t next_id_ = 1;

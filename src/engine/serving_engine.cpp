@@ -47,7 +47,7 @@ RagRequest documents_only_request(std::string tenant, std::vector<std::vector<in
 ServingEngine::ServingEngine(model::Model& model, const tokenizer::Tokenizer& tokenizer, const EngineConfig& config)
     : core_(model, tokenizer, config), scheduler_(core_.scheduler()) {
     snapshot_ = scheduler_.stats();
-    store_ = scheduler_.segment_store();
+    store_ = core_.kv_store().store();
     // Before a finished request's answer is delivered: its documents are listed once it returns.
     scheduler_.set_documents_listener([this] { publish_documents(true); });
     thread_ = std::thread([this] { loop(); });
@@ -184,7 +184,8 @@ Expected<PrecomputeReport> ServingEngine::precompute(const std::string& tenant,
     run_on_engine_thread([&](Scheduler& s) {
         // Conditioned copies: every document's neighbours come from the whole list, indexed first.
         if (settings.neighbours > 0) s.index_documents(tenant, documents);
-        store::SegmentStore* store = settings.skip_stored ? s.segment_store() : nullptr;
+        const KvStoreAdapter& entries = core_.kv_store();
+        store::SegmentStore* store = settings.skip_stored ? store_ : nullptr;
         std::set<std::string> seen;
         for (size_t i = 0; i < documents.size(); ++i) {
             const std::vector<int32_t>& d = documents[i];
@@ -197,7 +198,7 @@ Expected<PrecomputeReport> ServingEngine::precompute(const std::string& tenant,
                 out = PrecomputeOutcome::kTooLong;
             } else if (!seen.insert(report.documents[i].id).second) {
                 out = PrecomputeOutcome::kDuplicate;
-            } else if (store != nullptr && store->contains(s.store_key(tenant, d, settings.neighbours))) {
+            } else if (store != nullptr && store->contains(entries.key(tenant, d, settings.neighbours))) {
                 out = PrecomputeOutcome::kStored;
             }
         }

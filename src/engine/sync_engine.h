@@ -38,7 +38,7 @@ public:
     EngineCore& core() { return core_; }
     Scheduler& scheduler() { return core_.scheduler(); }
     const EngineConfig& config() const { return core_.config(); }
-    const kv::KvCache& kv_cache() const { return core_.scheduler().kv_cache(); }
+    const kv::KvCache& kv_cache() const { return core_.scheduler().kv().kv_cache(); }
     void check_integrity() const { core_.scheduler().check_integrity(); }
 
 private:

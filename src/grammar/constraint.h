@@ -53,6 +53,9 @@ public:
 class ConstraintMatcher {
 public:
     virtual ~ConstraintMatcher() = default;
+    // Computes which tokens the grammar allows next (the bitmask), once per state: the runner
+    // calls it while the step's forward runs; mask_logits computes it itself if not done.
+    virtual void prepare() = 0;
     // Sets every logit of a token the grammar does not allow next to -infinity (tokens at and
     // beyond the vocabulary the grammar was compiled for included). `logits` has the model's
     // vocabulary size.

@@ -160,8 +160,14 @@ void ConstraintCompiler::remember(const std::string& key, std::shared_ptr<const 
 }
 
 ConstraintCompiler::Stats ConstraintCompiler::stats() const {
+    std::shared_ptr<Engine> engine;
+    {
+        std::lock_guard<std::mutex> lock(engine_mu_);
+        engine = engine_;
+    }
     std::lock_guard<std::mutex> lock(cache_mu_);
     Stats s = stats_;
+    s.runaway = engine ? engine->runaway->load() : 0;
     s.cached = lru_.size();
     s.cached_bytes = cached_bytes_;
     return s;

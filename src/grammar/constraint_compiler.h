@@ -50,6 +50,7 @@ public:
         int64_t cache_hits = 0;
         size_t cached = 0;
         size_t cached_bytes = 0;
+        int runaway = 0;  // compiles past the time limit still running on their own threads
     };
     Stats stats() const;
 
@@ -61,7 +62,7 @@ private:
 
     const tokenizer::Tokenizer& tokenizer_;
     CompileLimits limits_;
-    std::mutex engine_mu_;
+    mutable std::mutex engine_mu_;
     std::shared_ptr<Engine> engine_;
 
     mutable std::mutex cache_mu_;

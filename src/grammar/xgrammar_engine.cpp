@@ -80,8 +80,16 @@ public:
         tensor_.byte_offset = 0;
     }
 
+    void prepare() override {
+        if (prepared_) return;
+        // Terminated: only the stop tokens (mask_logits keeps them), nothing to fill.
+        restricted_ = !matcher_.IsTerminated() && matcher_.FillNextTokenBitmask(&tensor_);
+        prepared_ = true;
+    }
+
     void mask_logits(std::span<float> logits) override {
         constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+        prepare();
         const size_t n = std::min(logits.size(), size_t(vocab_size_));
         for (size_t i = n; i < logits.size(); ++i) logits[i] = kNegInf;  // rows past the vocabulary
         if (matcher_.IsTerminated()) {
@@ -93,7 +101,7 @@ public:
             }
             return;
         }
-        if (!matcher_.FillNextTokenBitmask(&tensor_)) return;  // everything allowed
+        if (!restricted_) return;  // everything allowed
         for (size_t w = 0; w * 32 < n; ++w) {
             const uint32_t word = uint32_t(bits_[w]);
             if (word == 0xffffffffu) continue;
@@ -106,7 +114,9 @@ public:
 
     bool accept(int32_t token) override {
         if (matcher_.IsTerminated()) return std::find(stops_.begin(), stops_.end(), token) != stops_.end();
-        return matcher_.AcceptToken(token);
+        const bool ok = matcher_.AcceptToken(token);
+        if (ok) prepared_ = false;  // a new state: its mask is computed again
+        return ok;
     }
 
     bool terminated() const override { return matcher_.IsTerminated(); }
@@ -119,6 +129,8 @@ private:
     std::vector<int32_t> bits_;
     int64_t shape_ = 0;
     DLTensor tensor_{};
+    bool prepared_ = false;    // bits_ hold the current state's mask
+    bool restricted_ = false;  // ... and it excludes some token
 };
 
 class XgrammarCompiled final : public CompiledConstraint {

@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "core/timer.h"
+#include "store/redis_url.h"
 #include "store/segment_blocks.h"
 
 namespace lazyattn::store {
@@ -23,14 +24,38 @@ const char* store_health(const StoreStats& st) {
 }
 
 Expected<std::unique_ptr<SegmentStore>> SegmentStore::open(const std::vector<std::string>& uris,
-                                                           const WriterOptions& writer, const TierOptions& options) {
+                                                           const WriterOptions& writer, const TierOptions& options,
+                                                           UnreachableTiers unreachable) {
     LA_RETURN_IF_ERROR(writer.validate());
     std::vector<std::unique_ptr<StoreTier>> tiers;
+    std::vector<UnreachableTier> down;
     for (const std::string& uri : uris) {
-        LA_ASSIGN_OR_RETURN(auto tier, open_tier(uri, options));
-        tiers.push_back(std::move(tier));
+        const std::string where = uri.rfind("redis://", 0) == 0 ? redact_redis_url(uri) : uri;
+        auto tier = open_tier(uri, options);
+        if (!tier.ok()) {
+            if (unreachable != UnreachableTiers::kSkip) return tier.status();
+            down.push_back({where, tier.status()});
+            continue;
+        }
+        // Absent is the expected answer; an error is a tier that does not answer. The lookup
+        // connects the tier (a Redis node's read connection), which it then keeps: one
+        // connection at start-up, reported now rather than at the first request.
+        if (const Expected<bool> probe = (*tier)->contains(std::string(64, '0')); !probe.ok()) {
+            down.push_back({where, probe.status()});
+            if (unreachable == UnreachableTiers::kRefuse) return unavailable(describe(down.back()));
+            if (unreachable == UnreachableTiers::kSkip) continue;
+        }
+        tiers.push_back(std::move(*tier));
     }
-    return std::make_unique<SegmentStore>(std::move(tiers), writer);
+    for (const UnreachableTier& t : down) {
+        log::warn(describe(t) + (unreachable == UnreachableTiers::kSkip
+                                     ? "; skipped (--unreachable-tier skip)"
+                                     : "; going on without it (it is retried with a growing back-off)"));
+    }
+    if (tiers.empty() && !uris.empty()) return unavailable("no --kv-store tier can be reached");
+    auto store = std::make_unique<SegmentStore>(std::move(tiers), writer);
+    store->unreachable_at_open_ = std::move(down);
+    return store;
 }
 
 SegmentStore::SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, const WriterOptions& writer)

@@ -64,11 +64,14 @@ const char* store_health(const StoreStats& st);
 
 class SegmentStore {
 public:
-    // Opens each tier (see open_tier). A Redis server that is down is not an error here (the
-    // tier reconnects later); a bad URI or an unusable directory is.
+    // Opens each tier once (see open_tier) and asks it for one key, on the connection it keeps:
+    // a tier that cannot be opened or does not answer is warned about and kept, left out or
+    // refused, as `unreachable` says (a bad URI or an unusable directory is an error unless
+    // skipped). unreachable_at_open() lists them.
     static Expected<std::unique_ptr<SegmentStore>> open(const std::vector<std::string>& uris,
                                                         const WriterOptions& writer = {},
-                                                        const TierOptions& options = {});
+                                                        const TierOptions& options = {},
+                                                        UnreachableTiers unreachable = UnreachableTiers::kKeep);
     // Takes ready-made tiers (tests).
     explicit SegmentStore(std::vector<std::unique_ptr<StoreTier>> tiers, const WriterOptions& writer = {});
     // close().
@@ -96,6 +99,8 @@ public:
 
     StoreStats stats() const;
     int32_t num_tiers() const { return int32_t(tiers_.size()); }
+    // The tiers open() found unreachable (kept or left out, as it was asked).
+    const std::vector<UnreachableTier>& unreachable_at_open() const { return unreachable_at_open_; }
 
 private:
     struct WriteJob {
@@ -126,6 +131,7 @@ private:
     std::unordered_set<std::string> rejected_keys_;                    // entries to overwrite, not keep
     std::vector<bool> failing_;                                        // per tier: in an outage (warned once)
     std::vector<std::chrono::steady_clock::time_point> last_failure_;  // per tier
+    std::vector<UnreachableTier> unreachable_at_open_;
     std::thread writer_;
 };
 

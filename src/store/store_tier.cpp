@@ -2,6 +2,7 @@
 
 #include "store/disk_tier.h"
 #include "store/redis_tier.h"
+#include "store/redis_url.h"
 
 namespace lazyattn::store {
 
@@ -9,6 +10,12 @@ Status WriterOptions::validate() const {
     if (max_pending_bytes < 0) return invalid_argument("the store's pending write bytes must not be negative");
     if (!(shutdown_drain_s >= 0)) return invalid_argument("the store's shutdown drain must not be negative");
     return {};
+}
+
+std::string describe(const UnreachableTier& t) {
+    const bool redis = t.where.rfind("redis://", 0) == 0;
+    return "--kv-store " + t.where + " cannot be reached: " + t.error.message() +
+           (redis ? " (is Redis running? start it with `redis-server` or leave this --kv-store out)" : "");
 }
 
 Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri, const TierOptions& options) {

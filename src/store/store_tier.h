@@ -85,6 +85,22 @@ public:
     virtual void abort_writes() {}
 };
 
+// What opening the store does with a tier that cannot be opened or does not answer one lookup at
+// start-up (SegmentStore::open probes each tier once, on the connection it then keeps):
+// - kKeep: warns and keeps it (a Redis that is down is retried with a growing back-off; serve);
+//   a tier that cannot be opened at all (a bad URI, an unusable directory) is an error;
+// - kSkip: warns and leaves it out (precompute --unreachable-tier skip);
+// - kRefuse: the store does not open (precompute's default, bench store).
+enum class UnreachableTiers { kKeep, kSkip, kRefuse };
+
+// A tier found unreachable at start-up.
+struct UnreachableTier {
+    std::string where;  // the --kv-store value, any password redacted
+    Status error;
+};
+// "--kv-store redis://h:6379 cannot be reached: <error> (is Redis running? ...)".
+std::string describe(const UnreachableTier& t);
+
 // Opens a tier from its --kv-store spelling: a directory path, or redis://HOST:PORT[,HOST:PORT...][/DB]
 // (a standalone Redis or a Redis Cluster, detected).
 Expected<std::unique_ptr<StoreTier>> open_tier(const std::string& uri, const TierOptions& options = {});

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "attention_test_batch.h"
+#include "op_cases.h"
 
 namespace lazyattn::cuda_test {
 namespace {
@@ -79,13 +80,23 @@ std::string describe(const HostBatch& b, bool keys_rotated, const char* kernel, 
            " splits " + std::to_string(splits);
 }
 
-// (head_dim, num_heads, num_kv_heads, keys_rotated)
-using AttnParam = std::tuple<int, int, int, bool>;
+// The shapes every backend's attention is checked on (op_cases.h); the CUDA kernels have head
+// dims 64 and 128 only (another is refused: AttentionRejectsBadShapes).
+using testing::op_cases::AttentionShape;
 
-class CudaAttentionTest : public CudaTest, public ::testing::WithParamInterface<AttnParam> {};
+class CudaAttentionTest : public CudaTest, public ::testing::WithParamInterface<AttentionShape> {
+protected:
+    void SetUp() override {
+        CudaTest::SetUp();
+        if (IsSkipped()) return;
+        if (GetParam().head_dim != 64 && GetParam().head_dim != 128) {
+            GTEST_SKIP() << "no CUDA attention kernel for head_dim " << GetParam().head_dim;
+        }
+    }
+};
 
 TEST_P(CudaAttentionTest, DecodeMatchesReference) {
-    const auto [head_dim, num_heads, num_kv_heads, keys_rotated] = GetParam();
+    const auto [num_heads, num_kv_heads, head_dim, keys_rotated] = GetParam();
     std::mt19937_64 rng(testing::test_seed() * 7 + head_dim * 131 + num_heads * 17 + num_kv_heads + keys_rotated);
     for (const Batch& batch : decode_batches(head_dim, keys_rotated, rng)) {
         const HostBatch b = make_batch({num_heads, num_kv_heads, head_dim}, batch.rope, batch.seqs, rng);
@@ -103,7 +114,7 @@ TEST_P(CudaAttentionTest, DecodeMatchesReference) {
 }
 
 TEST_P(CudaAttentionTest, PrefillMatchesReference) {
-    const auto [head_dim, num_heads, num_kv_heads, keys_rotated] = GetParam();
+    const auto [num_heads, num_kv_heads, head_dim, keys_rotated] = GetParam();
     // Prefill references cost rows x keys x heads: fewer query heads, same GQA ratio.
     const int32_t group = num_heads / num_kv_heads;
     const int32_t kv_heads = group == 1 ? 2 : 1;
@@ -121,7 +132,7 @@ TEST_P(CudaAttentionTest, PrefillMatchesReference) {
 // Sliding windows (Gemma 3's local layers): the same batches with a window shorter than a tile,
 // across tiles and longer than any sequence; decode with and without split-K.
 TEST_P(CudaAttentionTest, SlidingWindowMatchesReference) {
-    const auto [head_dim, num_heads, num_kv_heads, keys_rotated] = GetParam();
+    const auto [num_heads, num_kv_heads, head_dim, keys_rotated] = GetParam();
     if (num_heads > 12) GTEST_SKIP() << "the window is shape-independent; MHA and GQA 3 cover it";
     std::mt19937_64 rng(testing::test_seed() * 13 + head_dim * 131 + num_heads * 17 + num_kv_heads + keys_rotated);
     for (const int32_t window : {5, 70, 100000}) {
@@ -154,7 +165,7 @@ TEST_P(CudaAttentionTest, SlidingWindowMatchesReference) {
 // Sparse recompute: a share of the segment tokens read from private rows (kernels::KeyOverride)
 // whose shared rows hold NaN, through decode (split and not) and prefill tiles.
 TEST_P(CudaAttentionTest, PrivateRowsOverrideSharedRows) {
-    const auto [head_dim, num_heads, num_kv_heads, keys_rotated] = GetParam();
+    const auto [num_heads, num_kv_heads, head_dim, keys_rotated] = GetParam();
     if (num_heads > 12) GTEST_SKIP() << "the override rule is shape-independent; MHA and GQA 3 cover it";
     std::mt19937_64 rng(testing::test_seed() * 17 + head_dim * 131 + num_heads * 17 + num_kv_heads + keys_rotated);
     for (const double share : {0.1, 1.0}) {
@@ -184,28 +195,8 @@ TEST_P(CudaAttentionTest, PrivateRowsOverrideSharedRows) {
     }
 }
 
-std::vector<AttnParam> attention_params() {
-    std::vector<AttnParam> v;
-    for (int d : {64, 128}) {
-        for (bool rotated : {true, false}) {
-            v.emplace_back(d, 4, 4, rotated);   // MHA
-            v.emplace_back(d, 32, 8, rotated);  // GQA 4 (Llama 3 8B)
-            v.emplace_back(d, 16, 2, rotated);  // GQA 8
-        }
-    }
-    v.emplace_back(128, 12, 4, true);  // GQA 3: heads padded to a CTA of 4
-    v.emplace_back(64, 32, 2, false);  // GQA 16: two CTAs of 8 per KV head
-    return v;
-}
-
-std::string attention_param_name(const ::testing::TestParamInfo<AttnParam>& info) {
-    const auto& [d, h, kv, rotated] = info.param;
-    char name[64];
-    std::snprintf(name, sizeof name, "d%d_h%d_kv%d_%s", d, h, kv, rotated ? "lazy" : "lazyk");
-    return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionTest, ::testing::ValuesIn(attention_params()), attention_param_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionTest, ::testing::ValuesIn(testing::op_cases::attention_shapes()),
+                         [](const auto& info) { return testing::op_cases::name(info.param); });
 
 // The dispatcher picks decode for one row per sequence and prefill otherwise; a row that sees no
 // key (a query before every span) gives zeros in both kernels.

@@ -1,6 +1,7 @@
 // The CUDA element-wise and KV ops against their scalar references on fresh random inputs:
 // RoPE apply, KV store (with and without rotation), block-attn copy-and-re-rotate, RMSNorm,
-// SwiGLU and the embedding gather.
+// SwiGLU and the embedding gather. RoPE, RMSNorm and SwiGLU run the shapes every backend is
+// checked on (op_cases.h).
 //
 // Tolerances (|got - want| <= atol + rtol * |want|):
 //   fp32 outputs: RoPE atol rope_atol(max |input|) (cuda_test_util.h: __sincosf's documented
@@ -18,6 +19,7 @@
 #include "backend/cuda/kv_copy_rotate.h"
 #include "backend/cuda/kv_store.h"
 #include "cuda_test_util.h"
+#include "op_cases.h"
 
 namespace lazyattn::cuda_test {
 namespace {
@@ -32,9 +34,10 @@ TEST(CudaTestPolicy, RequireGpuEnvironmentVariable) {
     EXPECT_TRUE(gpu_required("yes"));
 }
 
-// (head_dim, num_heads, neox, rotary_dims divisor, table)
-using RopeParam = std::tuple<int, int, bool, int, bool>;
-class CudaRopeTest : public CudaTest, public ::testing::WithParamInterface<RopeParam> {};
+// The RoPE shapes and row counts every backend is checked on (op_cases.h); positions past the
+// table (1000 of them) and far past the context lengths the CPU test uses.
+using testing::op_cases::RopeShape;
+class CudaRopeTest : public CudaTest, public ::testing::WithParamInterface<RopeShape> {};
 
 TEST_P(CudaRopeTest, RopeApplyMatchesReference) {
     const auto [head_dim, num_heads, neox, divisor, with_table] = GetParam();
@@ -44,7 +47,7 @@ TEST_P(CudaRopeTest, RopeApplyMatchesReference) {
     const float position_scale = with_table ? 0.25f : 1.0f;
     const std::vector<float> table = with_table ? rope_table(inv_freq, position_scale, 1000) : std::vector<float>{};
     DeviceBuffer<float> dfreq(inv_freq), dtable(table);
-    for (int rows : {1, 17, 99}) {
+    for (const int rows : testing::op_cases::rope_rows()) {
         std::vector<int32_t> pos(rows);
         for (auto& x : pos) x = int32_t(rng() % 131072);
         pos[0] = int32_t(rng() % 1000);  // inside the table
@@ -63,9 +66,7 @@ TEST_P(CudaRopeTest, RopeApplyMatchesReference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaRopeTest,
-                         ::testing::Values(RopeParam{64, 1, false, 1, false}, RopeParam{128, 8, true, 1, true},
-                                           RopeParam{128, 8, false, 2, true}, RopeParam{64, 3, true, 2, false}));
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaRopeTest, ::testing::ValuesIn(testing::op_cases::rope_shapes()));
 
 // (num_kv_heads, head_dim, rotate)
 using StoreParam = std::tuple<int, int, bool>;
@@ -184,27 +185,25 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaKvCopyTest,
 
 TEST_F(CudaTest, RmsNormMatchesReference) {
     std::mt19937_64 rng(testing::test_seed() + 1);
-    for (int64_t rows : {1, 17}) {
-        for (int64_t dim : {15, 99, 4096}) {
-            const auto x = testing::random_floats(rng, size_t(rows * dim), -3.0f, 3.0f);
-            const auto w = testing::random_floats(rng, size_t(dim), 0.5f, 1.5f);
-            std::vector<float> want(x.size());
-            kernels::ref::rmsnorm(x.data(), w.data(), want.data(), rows, dim, 1e-5f);
-            DeviceBuffer<float> dx(x), dw(w), out(x.size());
-            DeviceBuffer<bf16> out16(x.size());
-            LA_ASSERT_OK(backend().rmsnorm(dx.get(), dw.get(), out.get(), rows, dim, 1e-5f));
-            LA_ASSERT_OK(backend().rmsnorm(dx.get(), dw.get(), out16.get(), rows, dim, 1e-5f));
-            LA_ASSERT_OK(backend().synchronize());
-            const std::string what = "rmsnorm " + std::to_string(rows) + "x" + std::to_string(dim);
-            expect_all_close(out.download(), want, 1e-6, 2e-6, what + " fp32");
-            expect_all_close(from_bf16(out16.download()), want, 1e-6, kBf16Rtol, what + " bf16");
-        }
+    for (const auto [rows, dim] : testing::op_cases::norm_shapes()) {
+        const auto x = testing::random_floats(rng, size_t(rows * dim), -3.0f, 3.0f);
+        const auto w = testing::random_floats(rng, size_t(dim), 0.5f, 1.5f);
+        std::vector<float> want(x.size());
+        kernels::ref::rmsnorm(x.data(), w.data(), want.data(), rows, dim, 1e-5f);
+        DeviceBuffer<float> dx(x), dw(w), out(x.size());
+        DeviceBuffer<bf16> out16(x.size());
+        LA_ASSERT_OK(backend().rmsnorm(dx.get(), dw.get(), out.get(), rows, dim, 1e-5f));
+        LA_ASSERT_OK(backend().rmsnorm(dx.get(), dw.get(), out16.get(), rows, dim, 1e-5f));
+        LA_ASSERT_OK(backend().synchronize());
+        const std::string what = "rmsnorm " + std::to_string(rows) + "x" + std::to_string(dim);
+        expect_all_close(out.download(), want, 1e-6, 2e-6, what + " fp32");
+        expect_all_close(from_bf16(out16.download()), want, 1e-6, kBf16Rtol, what + " bf16");
     }
 }
 
 TEST_F(CudaTest, SwigluMatchesReference) {
     std::mt19937_64 rng(testing::test_seed() + 2);
-    for (int64_t n : {1, 15, 1000, 100003}) {
+    for (const int64_t n : testing::op_cases::glu_sizes()) {
         const auto gate = testing::random_floats(rng, size_t(n), -8.0f, 8.0f);
         const auto up = testing::random_floats(rng, size_t(n), -2.0f, 2.0f);
         std::vector<float> want(static_cast<size_t>(n));

@@ -536,8 +536,9 @@ TEST(Cli, DataFilesAreFoundFromAnyDirectoryAndMissingOnesNameTheFlag) {
     }
 }
 
-// A Redis that is not running is reported before any work, naming the URL; precompute stops, or
-// with --unreachable-tier skip fills the tiers that answer.
+// A Redis that is not running is reported when the engine opens its tiers (once, before any
+// work), naming the URL; precompute stops, or with --unreachable-tier skip fills the tiers that
+// answer; bench store refuses to measure it.
 TEST(Cli, AnUnreachableStoreTierIsReportedAtOnce) {
     const std::string corpus = ::testing::TempDir() + "lazyattn_cli_probe_corpus.jsonl";
     std::ofstream(corpus) << "{\"title\": \"a\", \"text\": \"the cat sat on the mat\"}\n";
@@ -546,7 +547,7 @@ TEST(Cli, AnUnreachableStoreTierIsReportedAtOnce) {
     EXPECT_EQ(stop.exit_code, 1) << stop.out;
     EXPECT_NE(stop.out.find("redis://127.0.0.1:1 cannot be reached"), std::string::npos) << stop.out;
     EXPECT_NE(stop.out.find("--unreachable-tier skip"), std::string::npos) << stop.out;
-    EXPECT_EQ(stop.out.find("loading model"), std::string::npos) << "reported after loading:\n" << stop.out;
+    EXPECT_EQ(stop.out.find("documents computed"), std::string::npos) << "reported after computing:\n" << stop.out;
     const std::string dir = ::testing::TempDir() + "lazyattn_cli_probe_store";
     std::filesystem::remove_all(dir);
     const auto skip = run_cli(

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "core/half_convert.h"
 #include "kernels/ref/reference_ops.h"
+#include "op_cases.h"
 #include "random_inputs.h"
 
 namespace lazyattn {
@@ -220,7 +221,9 @@ CaseResult run_case(const Case& c, std::mt19937_64& rng) {
     return {std::move(want), std::move(got)};
 }
 
-class AttentionTest : public ::testing::TestWithParam<std::tuple<int, int, int, bool>> {};
+// The shapes every backend's attention is checked on (op_cases.h).
+using testing::op_cases::AttentionShape;
+class AttentionTest : public ::testing::TestWithParam<AttentionShape> {};
 
 TEST_P(AttentionTest, MatchesReference) {
     const auto [num_heads, num_kv_heads, head_dim, keys_rotated] = GetParam();
@@ -322,12 +325,8 @@ TEST_P(AttentionTest, PrivateRowsOverrideSharedRows) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
-                         ::testing::Values(std::make_tuple(9, 3, 64, true), std::make_tuple(9, 3, 64, false),
-                                           std::make_tuple(8, 8, 128, true), std::make_tuple(8, 1, 128, false),
-                                           std::make_tuple(32, 8, 128, true), std::make_tuple(4, 2, 64, true),
-                                           // head dims the kernels handle without a specialization
-                                           std::make_tuple(4, 2, 96, true), std::make_tuple(2, 1, 256, false)));
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest, ::testing::ValuesIn(testing::op_cases::attention_shapes()),
+                         [](const auto& info) { return testing::op_cases::name(info.param); });
 
 // Sliding windows (Gemma 3's local layers) on every path: prefill tiles and rows, decode chunks,
 // 16-bit caches read in place, lazy offsets and raw keys; windows shorter than a block, equal to

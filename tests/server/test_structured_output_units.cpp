@@ -4,11 +4,13 @@
 // is one the grammar allowed, and the decoded output is a document of the grammar.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <thread>
 
 #include "engine/sequence/sampler.h"
 #include "grammar/constraint_compiler.h"
@@ -262,11 +264,48 @@ TEST_F(StructuredOutputMask, GbnfOverASentencePieceByteFallbackVocabulary) {
     spec.text = "root ::= (\"ab\" | \"c\")+ \"!\"";  // "!" exists only as a byte token
     auto compiled = compiler.compile(spec);
     ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    int completed = 0;
     for (uint64_t seed = 1; seed <= 8; ++seed) {
         const auto [text, stopped] = sample_constrained(*tok, compiled.value(), seed % 2 ? 1.0f : 0.0f, seed, 400);
         if (!stopped) continue;
+        ++completed;
         EXPECT_TRUE(std::regex_match(text, std::regex("(ab|c)+!"))) << text;
     }
+    EXPECT_GE(completed, 4);
+}
+
+// A compile past the time limit is refused at the limit; while two such compiles still run on
+// their own threads, further compiles are refused as busy rather than piled on the same cores.
+TEST_F(StructuredOutputMask, ACompilePastTheTimeLimitIsRefusedAndCounted) {
+    if (!std::filesystem::exists(LAZYATTN_MODEL_PATH)) GTEST_SKIP() << "no embedded model";
+    auto tok = smollm2_tokenizer();
+    ASSERT_NE(tok, nullptr);
+    grammar::CompileLimits limits;
+    limits.timeout_ms = 0;  // every compile of the embedded vocabulary takes longer
+    grammar::ConstraintCompiler compiler(*tok, limits);
+    auto schema = [](int i) {
+        ConstraintSpec s;
+        s.kind = ConstraintKind::kJsonSchema;
+        s.text = R"({"type":"object","properties":{"f)" + std::to_string(i) +
+                 R"(":{"type":"string"},"n":{"type":"integer"}},"required":["n"]})";
+        return s;
+    };
+    for (int i = 0; i < 2; ++i) {
+        auto r = compiler.compile(schema(i));
+        ASSERT_FALSE(r.ok());
+        EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+        EXPECT_NE(r.status().message().find("did not compile within 0 ms"), std::string::npos) << r.status().message();
+    }
+    auto busy = compiler.compile(schema(2));
+    ASSERT_FALSE(busy.ok());
+    EXPECT_EQ(busy.status().code(), StatusCode::kUnavailable) << busy.status().message();
+    // The runaway compiles finish on their own and stop counting.
+    EXPECT_EQ(compiler.stats().runaway, 2);
+    for (int i = 0; i < 600 && compiler.stats().runaway > 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(compiler.stats().runaway, 0);
+    EXPECT_EQ(compiler.stats().cached, 0u);  // nothing past the limit is cached
 }
 
 TEST_F(StructuredOutputMask, BadAndHostileConstraintsAreRefusedWithAReason) {

@@ -1,14 +1,19 @@
 // Neighbour conditioning (DocumentReuse::neighbours, FusionRAG's offline step): what a
-// conditioned document is encoded after, and how its copy is told apart from the plain one. The
-// KV manager places the prefix and the document's job; the rule of what they hold is here.
+// conditioned document is encoded after, how its copy is told apart from the plain one, and how
+// that prefix is placed: matched in the cache or joined while running at admission, else started
+// as a job of its own that the document's job reads. The KV manager calls these as it places the
+// request's segment jobs.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "engine/documents/segment_jobs.h"
+#include "engine/request/rag_request.h"
 #include "engine/reuse/neighbour_index.h"
 #include "kv/block_hash.h"
+#include "kv/kv_cache.h"
 
 namespace lazyattn::engine {
 
@@ -27,5 +32,28 @@ ConditioningPrefix conditioning_prefix(const NeighbourIndex& index, const std::s
 // The chain seed of a document's copy conditioned on k neighbours (k > 0): another encoding of
 // the document, never mixed with the plain copy nor with one conditioned on another k.
 kv::BlockHash conditioned_seed(const kv::BlockHash& seed, int32_t k);
+
+// A conditioned document to compute: the prefix it is encoded after (its neighbours' tokens),
+// and that prefix's cached blocks (references taken) or the running job computing it.
+struct ConditioningPlacement {
+    size_t segment = 0;
+    std::vector<int32_t> tokens;
+    kv::BlockHash seed;
+    std::vector<kv::BlockId> blocks;
+    int64_t job = -1;
+    bool short_of_neighbours = false;  // the index had fewer than the K asked for
+};
+
+// The prefixes of r's conditioned documents among `needs_job` (the segments to compute), from
+// `index`. A prefix is plain causal KV from position 0: the same as any segment of its tokens
+// encoded alone, so it is looked up (and later published) under the tenant's plain `seed`.
+std::vector<ConditioningPlacement> match_conditioning(const RagRequest& r, const kv::BlockHash& seed,
+                                                      const std::vector<size_t>& needs_job, const NeighbourIndex& index,
+                                                      const SegmentJobs& jobs, kv::KvCache& kv);
+// The references the prefixes hold, returned (the admission does not fit after all).
+void release_conditioning(std::vector<ConditioningPlacement>& prefixes, kv::KvCache& kv);
+// Makes `job` (a conditioned document's) read the prefix c, started as a job of its own in fresh
+// blocks when neither cached nor running (admission counted them); c's references move to `job`.
+void start_conditioning(SegmentJob& job, ConditioningPlacement& c, SegmentJobs& jobs, kv::KvCache& kv);
 
 }  // namespace lazyattn::engine

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <future>
 
 #include "core/check.h"
 #include "core/timer.h"
@@ -84,10 +85,26 @@ ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
     const bool on_device = device_sample_rows(step);
     std::vector<float> key_mass;
     std::vector<std::vector<float>> apart(in.apart.size());
+    // Structured output: the grammar masks of this step's constrained rows are computed on a
+    // helper thread while the forward runs (each matcher's state is final: its last token was
+    // accepted in the previous step's update); sample() then only applies them.
+    std::vector<Sampler*> constrained;
+    for (const PhaseChunk& t : step.chunks) {
+        if (t.kind == PhaseKind::kTail && t.sample && t.seq->request.sampling.constraint) {
+            constrained.push_back(&sampler_of(*t.seq));
+        }
+    }
+    std::future<void> masks;
+    if (!constrained.empty()) {
+        masks = std::async(std::launch::async, [&constrained] {
+            for (Sampler* s : constrained) s->prepare_constraint();
+        });
+    }
     const double t0 = now_ms();
     const Status st = model_.forward(in.batch, *kv_memory_, &logits_, on_device ? &sample_rows_ : nullptr,
                                      &device_tokens_, in.batch.mass_seqs.empty() ? nullptr : &key_mass);
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
+    if (masks.valid()) masks.get();
     for (size_t k = 0; k < in.apart.size(); ++k) {  // the phase kinds whose rows run apart
         if (in.apart[k].num_rows() == 0) continue;
         const PhaseKindRow& kind = phase_kind(PhaseKind{uint8_t(k)});

@@ -24,60 +24,19 @@ uint64_t random_key() {
 
 }  // namespace
 
-KvManager::KvManager(const std::string& model_description, const store::Fingerprint& fingerprint, double fingerprint_ms,
-                     backend::KvMemory& kv_memory, const EngineConfig& config, int32_t context_length)
-    : config_(config), kv_(kv_memory.shape()), store_(config_, fingerprint, kv_memory) {
+KvManager::KvManager(const std::string& model_description, backend::KvMemory& kv_memory, const EngineConfig& config,
+                     KvStoreAdapter* store)
+    : config_(config), kv_(kv_memory.shape()), jobs_(kv_), store_(store) {
     const bool rotated = keys_stored_rotated(config.cache_mode);
     const uint64_t key = config.cache_hash_key != 0 ? config.cache_hash_key : random_key();
-    segment_seed_ = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", model_description, key);
-    tail_seed_ = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", model_description, key);
-    prefix_seed_ = kv::hash_seed("prefix", model_description, key);
-    status_ = store_.open(fingerprint_ms, context_length);
+    seeds_.segment = kv::hash_seed(rotated ? "segment/rotated" : "segment/raw", model_description, key);
+    seeds_.tail = kv::hash_seed(rotated ? "tail/rotated" : "tail/raw", model_description, key);
+    seeds_.prefix = kv::hash_seed("prefix", model_description, key);
 }
 
 ChainSeeds KvManager::seeds_for(const std::string& tenant) const {
-    return {kv::hash_salt(segment_seed_, tenant), kv::hash_salt(tail_seed_, tenant),
-            kv::hash_salt(prefix_seed_, tenant)};
-}
-
-int64_t KvManager::blocks_needed(const RagRequest& r, int32_t context_length) const {
-    // Worst case for one request alone: every segment computed (twice for block-attn's copies),
-    // plus the tail grown to its last generated token.
-    const int32_t bs = kv_.block_size();
-    const int64_t ctx = context_length;
-    int64_t blocks = 0, total = int64_t(r.tail.size());
-    for (size_t d = 0; d < r.segments.size(); ++d) {
-        if (segments_are_blocks(config_.cache_mode)) {
-            blocks += block_budget::segment(r, d, bs);
-            if (config_.cache_mode == CacheMode::kBlockAttn) blocks += block_budget::private_copy(r, d, bs);
-            blocks += block_budget::recompute(r, d, bs);
-            blocks += block_budget::conditioning(r.max_conditioning_tokens(d), bs);
-        }
-        total += int64_t(r.segments[d].size());
-    }
-    const int64_t tail = segments_are_blocks(config_.cache_mode) ? int64_t(r.tail.size()) : total;
-    return blocks + block_budget::tail(std::min(tail + r.max_tokens, ctx), bs);
-}
-
-Status KvManager::check_fits(const RagRequest& r, const ChainSeeds& seeds, int32_t context_length,
-                             const PinLedger& pins) const {
-    int64_t need = blocks_needed(r, context_length);
-    const int32_t total = kv_.pool().num_blocks(), pinned = pins.num_pinned();
-    if (pinned > 0 && segments_are_blocks(config_.cache_mode)) {
-        // The tenant's pinned documents are in the pool already (within the pinned blocks).
-        for (size_t d = 0; d < r.segments.size(); ++d) {
-            const auto& seg = r.segments[d];
-            if (seg.empty() || std::find(r.segments.begin(), r.segments.begin() + d, seg) != r.segments.begin() + d) {
-                continue;
-            }
-            need -= pins.document_blocks(kv::hash_chain(seeds.segment, seg, kv_.block_size()).back());
-        }
-    }
-    if (need <= total - pinned) return {};
-    return resource_exhausted("request needs up to " + std::to_string(need) + " KV blocks but the whole pool has " +
-                              std::to_string(total) + ", of which " + std::to_string(pinned) +
-                              " are pinned by documents, leaving " + std::to_string(total - pinned) +
-                              " (raise --kv-cache-mb, unpin documents or shorten the request)");
+    return {kv::hash_salt(seeds_.segment, tenant), kv::hash_salt(seeds_.tail, tenant),
+            kv::hash_salt(seeds_.prefix, tenant)};
 }
 
 bool KvManager::allocate(SequenceState& s, bool others_running, const NeighbourIndex& neighbours) {
@@ -95,11 +54,11 @@ bool KvManager::allocate(SequenceState& s, bool others_running, const NeighbourI
     std::vector<size_t> needs_job;
     match_segments(s, &needs_job);
     match_tail(s);
-    auto prefixes = match_conditioning(s, needs_job, neighbours);
+    auto prefixes = match_conditioning(s.request, s.seeds.segment, needs_job, neighbours, jobs_, kv_);
     // Allocation evicts cached blocks, so allocate only once the whole admission is known to
     // fit: a request that must keep waiting never flushes the cache.
     if (fresh_blocks_needed(s, needs_job, prefixes, others_running) > kv_.num_free()) {
-        release_conditioning(prefixes);
+        release_conditioning(prefixes, kv_);
         free(s);
         return false;
     }
@@ -111,13 +70,6 @@ bool KvManager::allocate(SequenceState& s, bool others_running, const NeighbourI
     }
     LA_CHECK(grow_tail(s, ar.num_prompt_tail()));
     return true;
-}
-
-int64_t KvManager::find_job(const kv::BlockHash& seed, const std::vector<int32_t>& tokens) const {
-    for (const auto& [id, job] : jobs_) {
-        if (job.shared && job.seed == seed && job.tokens == tokens) return id;
-    }
-    return -1;
 }
 
 kv::BlockHash KvManager::segment_seed(const SequenceState& s, size_t d) const {
@@ -162,10 +114,10 @@ void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
         SegmentPlacement& place = ar.segments[d];
         if (segments[d].empty() || first_occurrence(s, d) != d) continue;
         const kv::BlockHash seed = segment_seed(s, d);
-        if (const int64_t job = find_job(seed, segments[d]); job >= 0) {
+        if (const int64_t job = jobs_.find(seed, segments[d]); job >= 0) {
             s.segment_jobs[d] = job;
-            ++jobs_[job].num_users;
-            place.blocks = jobs_[job].blocks;
+            jobs_.join(job);
+            place.blocks = jobs_.at(job).blocks;
             for (kv::BlockId b : place.blocks) kv_.ref(b);
             ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
             continue;
@@ -186,45 +138,8 @@ size_t KvManager::first_occurrence(const SequenceState& s, size_t d) const {
     return d;
 }
 
-std::vector<KvManager::Conditioning> KvManager::match_conditioning(const SequenceState& s,
-                                                                   const std::vector<size_t>& needs_job,
-                                                                   const NeighbourIndex& neighbours) {
-    std::vector<Conditioning> out;
-    for (size_t d : needs_job) {
-        const int32_t k = s.request.conditioning_neighbours(d);
-        if (k == 0) continue;
-        Conditioning c;
-        c.segment = d;
-        ConditioningPrefix prefix = conditioning_prefix(neighbours, s.request.tenant, s.request.segments[d], k);
-        c.tokens = std::move(prefix.tokens);
-        c.short_of_neighbours = prefix.short_of_neighbours;
-        // The prefix is plain causal KV from position 0: the same as any segment of these tokens
-        // encoded alone, so it is looked up (and published) as one (one neighbour's whole
-        // document is its plain cached copy).
-        c.seed = s.seeds.segment;
-        if (!c.tokens.empty()) {
-            if (const int64_t job = find_job(c.seed, c.tokens); job >= 0) {
-                c.job = job;
-                c.blocks = jobs_.at(job).blocks;
-                for (kv::BlockId b : c.blocks) kv_.ref(b);
-            } else {
-                c.blocks = kv_.match(c.seed, c.tokens, int32_t(c.tokens.size()));
-            }
-        }
-        out.push_back(std::move(c));
-    }
-    return out;
-}
-
-void KvManager::release_conditioning(std::vector<Conditioning>& prefixes) {
-    for (Conditioning& c : prefixes) {
-        kv_.release(c.blocks);
-        c.blocks.clear();
-    }
-}
-
 void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_job,
-                           std::vector<Conditioning>& prefixes) {
+                           std::vector<ConditioningPlacement>& prefixes) {
     if (!segments_are_blocks(config_.cache_mode)) return;  // flattened into the tail
     const auto& segments = s.request.segments;
     const int32_t bs = kv_.block_size();
@@ -239,8 +154,8 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
                      fresh.status().to_string().c_str());
         place.blocks.insert(place.blocks.end(), fresh->begin(), fresh->end());
         ar.held.insert(ar.held.end(), fresh->begin(), fresh->end());
-        Conditioning* conditioning = nullptr;
-        for (Conditioning& c : prefixes) {
+        ConditioningPlacement* conditioning = nullptr;
+        for (ConditioningPlacement& c : prefixes) {
             if (c.segment == d) conditioning = &c;
         }
         if (load_segment(s, d, num_present)) {  // from a store tier: a hit, nothing to compute
@@ -267,18 +182,20 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         // the K-neighbour key would be what every later request reads, in RAM and in the store,
         // even once the corpus has its K neighbours.
         job.shared = conditioning == nullptr || !conditioning->short_of_neighbours;
-        job.storable = job.shared && store_.storable(s.request, d);
-        job.store_variant = store_.variant(s.request.tenant, s.request.conditioning_neighbours(d));
-        if (conditioning != nullptr && !conditioning->tokens.empty()) start_conditioning(job, *conditioning);
+        job.storable = job.shared && store_ != nullptr && store_->storable(s.request, d);
+        if (job.storable) job.store_variant = store_->variant(s.request.tenant, s.request.conditioning_neighbours(d));
+        if (conditioning != nullptr && !conditioning->tokens.empty()) {
+            start_conditioning(job, *conditioning, jobs_, kv_);
+        }
         if (const int32_t anchor = s.request.anchor_tokens(d); anchor > 0) {
             // Segment 0 (the preamble) was matched or made a job before any document.
             job.anchor_tokens = anchor;
             job.anchor_blocks = ar.segments[0].blocks;
             for (kv::BlockId b : job.anchor_blocks) kv_.ref(b);
             job.anchor_job = s.segment_jobs[0];
-            if (job.anchor_job >= 0) ++jobs_.at(job.anchor_job).num_users;
+            jobs_.join(job.anchor_job);
         }
-        s.segment_jobs[d] = add_job(std::move(job));
+        s.segment_jobs[d] = jobs_.add(std::move(job));
     }
     for (size_t d = 0; d < segments.size(); ++d) {
         if (segments[d].empty()) continue;
@@ -296,50 +213,10 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         SegmentPlacement& place = ar.segments[d];
         place.blocks = ar.segments[first].blocks;
         s.segment_jobs[d] = s.segment_jobs[first];
-        if (s.segment_jobs[d] >= 0) ++jobs_[s.segment_jobs[d]].num_users;
+        jobs_.join(s.segment_jobs[d]);
         for (kv::BlockId b : place.blocks) kv_.ref(b);
         ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
     }
-}
-
-int64_t KvManager::add_job(SegmentJob job) {
-    for (kv::BlockId b : job.blocks) kv_.ref(b);  // the job's own reference on each
-    const int64_t id = next_job_id_++;
-    jobs_.emplace(id, std::move(job));
-    ++num_jobs_started_;
-    return id;
-}
-
-void KvManager::start_conditioning(SegmentJob& job, Conditioning& c) {
-    const int32_t bs = kv_.block_size();
-    const int32_t missing = kv::blocks_for(int64_t(c.tokens.size()), bs) - int32_t(c.blocks.size());
-    if (c.job < 0 && missing > 0) {
-        if (const int64_t running = find_job(c.seed, c.tokens); running >= 0) {
-            // Another document of this request started the same prefix: join it.
-            kv_.release(c.blocks);
-            c.blocks = jobs_.at(running).blocks;
-            for (kv::BlockId b : c.blocks) kv_.ref(b);
-            c.job = running;
-        } else {
-            auto fresh = kv_.allocate(missing);
-            LA_CHECK_MSG(fresh.ok(), "admission counted its blocks but allocation failed: %s",
-                         fresh.status().to_string().c_str());
-            SegmentJob prefix;
-            prefix.seed = c.seed;
-            prefix.tokens = c.tokens;
-            prefix.num_computed = int32_t(c.blocks.size()) * bs;
-            c.blocks.insert(c.blocks.end(), fresh->begin(), fresh->end());
-            prefix.blocks = c.blocks;
-            c.job = add_job(std::move(prefix));
-        }
-    }
-    // The document job reads the prefix (its references move there) after the prefix's job.
-    job.anchor_tokens = int32_t(c.tokens.size());
-    job.anchor_blocks = std::move(c.blocks);
-    c.blocks.clear();
-    job.anchor_job = c.job;
-    if (c.job >= 0) ++jobs_.at(c.job).num_users;
-    job.keys_from_zero = true;
 }
 
 void KvManager::match_tail(SequenceState& s) {
@@ -364,7 +241,7 @@ void KvManager::match_tail(SequenceState& s) {
 }
 
 int64_t KvManager::fresh_blocks_needed(const SequenceState& s, const std::vector<size_t>& needs_job,
-                                       const std::vector<Conditioning>& prefixes, bool others_running) const {
+                                       const std::vector<ConditioningPlacement>& prefixes, bool others_running) const {
     const int32_t bs = kv_.block_size();
     const RequestKv& ar = s.kv;
     const RagRequest& r = s.request;
@@ -373,7 +250,7 @@ int64_t KvManager::fresh_blocks_needed(const SequenceState& s, const std::vector
     if (patches_.leader_for(s) == nullptr) {  // a follower reads its leader's patch blocks
         for (size_t d = 0; d < ar.segments.size(); ++d) fresh += block_budget::recompute(r, d, bs);
     }
-    for (const Conditioning& c : prefixes) {
+    for (const ConditioningPlacement& c : prefixes) {
         if (c.job < 0) fresh += block_budget::conditioning(int64_t(c.tokens.size()), bs) - int64_t(c.blocks.size());
     }
     if (config_.cache_mode == CacheMode::kBlockAttn && others_running) {
@@ -443,17 +320,6 @@ Status KvManager::make_private_copies(SequenceState& s) {
     return {};
 }
 
-void KvManager::drop_job(int64_t job_id) {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end() || --it->second.num_users > 0) return;
-    // Nobody needs the unfinished segment any more: drop the job and its blocks.
-    const int64_t anchor_job = it->second.anchor_job;
-    kv_.release(it->second.blocks);
-    kv_.release(it->second.anchor_blocks);
-    jobs_.erase(it);
-    if (anchor_job >= 0) drop_job(anchor_job);
-}
-
 void KvManager::free(SequenceState& s) {
     patches_.leave(s);  // before its blocks go: a follower may take over the leader's patches
     // Tail first, then segments from last to first, each chain from its end (KvCache::release):
@@ -476,7 +342,7 @@ void KvManager::free(SequenceState& s) {
     for (auto j = s.segment_jobs.rbegin(); j != s.segment_jobs.rend(); ++j) {
         const int64_t job_id = *j;
         *j = -1;
-        if (job_id >= 0) drop_job(job_id);
+        jobs_.leave(job_id);
     }
     s.kv.segments.clear();
     s.kv.tail_blocks.clear();
@@ -498,24 +364,18 @@ std::vector<model::KvBlockCopy> KvManager::take_copies() {
 }
 
 bool KvManager::advance_job(int64_t job_id, int32_t n) {
-    auto it = jobs_.find(job_id);
-    LA_CHECK(it != jobs_.end());
-    SegmentJob& job = it->second;
+    SegmentJob& job = jobs_.at(job_id);
     job.num_computed += n;
     if (!job.done()) return false;
     if (job.shared) kv_.publish(job.seed, job.tokens, job.blocks, true);
-    if (job.storable) store_.write(job.store_variant, job.tokens, job.blocks);
-    kv_.release(job.blocks);  // the users keep their own references
-    kv_.release(job.anchor_blocks);
-    const int64_t anchor_job = job.anchor_job;
-    jobs_.erase(it);
-    if (anchor_job >= 0) drop_job(anchor_job);  // finished first, so normally gone already
+    if (job.storable) store_->write(job.store_variant, job.tokens, job.blocks);
+    jobs_.finish(job_id);  // the users keep their own references
     return true;
 }
 
 bool KvManager::load_segment(SequenceState& s, size_t d, int32_t num_present) {
     const std::vector<kv::BlockId>& blocks = s.kv.segments[d].blocks;
-    if (!store_.load(s.request, d, blocks, num_present)) return false;
+    if (store_ == nullptr || !store_->load(s.request, d, blocks, num_present)) return false;
     kv_.publish(segment_seed(s, d), s.request.segments[d], blocks, true);
     return true;
 }
@@ -527,7 +387,7 @@ void KvManager::check_integrity(const std::vector<const SequenceState*>& request
     for (const SequenceState* s : requests) {
         for (kv::BlockId b : s->kv.held) ++refs[b];
     }
-    for (const auto& [id, job] : jobs_) {
+    for (const auto& [id, job] : jobs_.all()) {
         LA_CHECK_MSG(job.num_users > 0, "segment job %lld has no users", (long long)id);
         for (kv::BlockId b : job.blocks) ++refs[b];
         for (kv::BlockId b : job.anchor_blocks) ++refs[b];

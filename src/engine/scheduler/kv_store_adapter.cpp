@@ -8,28 +8,30 @@
 
 namespace lazyattn::engine {
 
-KvStoreAdapter::KvStoreAdapter(const EngineConfig& config, const store::Fingerprint& fingerprint,
-                               backend::KvMemory& kv_memory)
-    : config_(config), fingerprint_(fingerprint), kv_memory_(kv_memory) {}
+KvStoreAdapter::KvStoreAdapter(const EngineConfig& config, backend::KvMemory& kv_memory)
+    : config_(config), kv_memory_(kv_memory) {}
 
-Status KvStoreAdapter::open(double fingerprint_ms, int32_t context_length) {
+Status KvStoreAdapter::open(const store::Fingerprint& fingerprint, double fingerprint_ms, int32_t context_length) {
     if (config_.kv_stores.empty()) return {};
     if (!segments_are_blocks(config_.cache_mode)) {
         log::warn("--kv-store is unused: documents are segments only in the lazy, lazy-k and block-attn modes",
                   {{"cache_mode", cache_mode_name(config_.cache_mode)}});
         return {};
     }
+    fingerprint_ = fingerprint;
     // No entry this engine writes or reads is larger than a segment of the whole context (or the
     // whole pool): a reply past that is garbage (or not ours), cut there rather than read whole.
     store::TierOptions tier = config_.kv_store_tier;
     tier.max_entry_bytes = std::min(tier.max_entry_bytes, store::segment_max_bytes(kv_memory_.shape(), context_length));
-    LA_ASSIGN_OR_RETURN(store_, store::SegmentStore::open(config_.kv_stores, config_.kv_store_writer, tier));
+    LA_ASSIGN_OR_RETURN(store_, store::SegmentStore::open(config_.kv_stores, config_.kv_store_writer, tier,
+                                                          config_.kv_store_unreachable));
     char fp[33];
     std::snprintf(fp, sizeof fp, "%016llx%016llx", (unsigned long long)fingerprint_.high,
                   (unsigned long long)fingerprint_.low);
-    log::info(
-        "KV store opened",
-        {{"tiers", int(config_.kv_stores.size())}, {"model_fingerprint", fp}, {"fingerprint_ms", fingerprint_ms}});
+    log::info("KV store opened", {{"tiers", int(store_->num_tiers())},
+                                  {"unreachable", int(store_->unreachable_at_open().size())},
+                                  {"model_fingerprint", fp},
+                                  {"fingerprint_ms", fingerprint_ms}});
     return {};
 }
 

@@ -6,7 +6,10 @@
 // depends on its preamble, and the position-keyed baseline's on its slot.
 //
 // It owns the store and reads and writes the pool's memory (the runner's); which blocks, and
-// what is published in the RAM cache, stay the KV manager's.
+// what is published in the RAM cache, stay the KV manager's. EngineCore owns it and opens it
+// once at start-up (each tier opened and asked for one key, EngineConfig::kv_store_unreachable
+// saying what an unreachable one does); the KV manager and the document registry write through
+// it, and the engine's faces reach the store through EngineCore::kv_store().
 #pragma once
 
 #include <cstdint>
@@ -25,12 +28,13 @@ namespace lazyattn::engine {
 
 class KvStoreAdapter {
 public:
-    // `fingerprint` (of the weights) keys the entries; `kv_memory` is the pool they are read into
-    // and written from.
-    KvStoreAdapter(const EngineConfig& config, const store::Fingerprint& fingerprint, backend::KvMemory& kv_memory);
-    // Opens the configured tiers (none, or a cache mode without segments: ok, and nothing is
-    // stored). No entry is larger than a segment of `context_length` tokens.
-    Status open(double fingerprint_ms, int32_t context_length);
+    // `kv_memory` is the pool the entries are read into and written from.
+    KvStoreAdapter(const EngineConfig& config, backend::KvMemory& kv_memory);
+    // Opens the configured tiers, each once (none, or a cache mode without segments: ok, and
+    // nothing is stored); `fingerprint` (of the weights, made in fingerprint_ms) keys the
+    // entries. No entry is larger than a segment of `context_length` tokens. Not ok when a tier
+    // is refused (store::UnreachableTiers); the tiers found unreachable are logged.
+    Status open(const store::Fingerprint& fingerprint, double fingerprint_ms, int32_t context_length);
 
     // The store (null without one).
     store::SegmentStore* store() const { return store_.get(); }
@@ -52,7 +56,7 @@ public:
                       const std::vector<kv::BlockId>& blocks);
 
 private:
-    const EngineConfig& config_;  // the KV manager's
+    const EngineConfig config_;
     store::Fingerprint fingerprint_;
     backend::KvMemory& kv_memory_;  // the runner's
     std::unique_ptr<store::SegmentStore> store_;

@@ -31,15 +31,18 @@ Status EngineConfig::validate() const {
     return kv_store_writer.validate();
 }
 
-Scheduler::Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config)
+Scheduler::Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config,
+                     KvStoreAdapter* store)
     : model_(model),
       config_(config),
-      kv_(model.description, model.fingerprint, model.fingerprint_ms, kv_memory, config,
-          config.max_model_len > 0 ? std::min(config.max_model_len, model.context_length) : model.context_length),
+      store_(store),
+      kv_(model.description, kv_memory, config, store),
       documents_(
           kv_.kv_cache(), config, [this](const std::string& tenant) { return kv_.seeds_for(tenant).segment; },
           [this](const std::string& tenant, const std::vector<int32_t>& tokens,
-                 const std::vector<kv::BlockId>& blocks) { kv_.store().write_pinned(tenant, tokens, blocks); }) {}
+                 const std::vector<kv::BlockId>& blocks) {
+              if (store_ != nullptr) store_->write_pinned(tenant, tokens, blocks);
+          }) {}
 
 void Scheduler::index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents) {
     for (const auto& d : documents) neighbours_.add(tenant, d);
@@ -95,7 +98,7 @@ Status Scheduler::validate(const RagRequest& r) const {
 void Scheduler::fit_default_max_tokens(RagRequest& r) const {
     if (!r.max_tokens_is_default || r.max_tokens <= 1) return;
     const ChainSeeds seeds = kv_.seeds_for(r.tenant);
-    if (kv_.check_fits(r, seeds, context_length(), documents_.pins()).ok()) return;
+    if (check_fits(r, seeds).ok()) return;
     // The largest default that fits (the blocks needed grow with max_tokens); none fitting leaves
     // it for check_request to refuse.
     const int32_t wanted = r.max_tokens;
@@ -103,15 +106,14 @@ void Scheduler::fit_default_max_tokens(RagRequest& r) const {
     while (hi - lo > 1) {
         const int32_t mid = lo + (hi - lo) / 2;
         r.max_tokens = mid;
-        (kv_.check_fits(r, seeds, context_length(), documents_.pins()).ok() ? lo : hi) = mid;
+        (check_fits(r, seeds).ok() ? lo : hi) = mid;
     }
     r.max_tokens = lo > 0 ? lo : wanted;
 }
 
 Status Scheduler::check_request(const RagRequest& request) const {
-    LA_RETURN_IF_ERROR(kv_.status());
     LA_RETURN_IF_ERROR(validate(request));
-    return kv_.check_fits(request, kv_.seeds_for(request.tenant), context_length(), documents_.pins());
+    return check_fits(request, kv_.seeds_for(request.tenant));
 }
 
 Status Scheduler::enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits) {
@@ -192,7 +194,7 @@ bool Scheduler::fail_unfittable() {
     bool any = false;
     for (auto& s : waiting_) {
         if (s->handle->finished()) continue;
-        Status st = kv_.check_fits(s->request, s->seeds, context_length(), documents_.pins());
+        Status st = check_fits(s->request, s->seeds);
         if (st.ok()) continue;
         finish(*s, FinishReason::kError, std::move(st));
         any = true;
@@ -232,7 +234,7 @@ SchedulerStats Scheduler::stats() const {
     s.blocks_used = cache.num_used();
     s.blocks_cached_free = cache.num_cached_free();
     s.blocks_pinned = documents_.pins().num_pinned();
-    if (kv_.store().store() != nullptr) s.store = kv_.store().store()->stats();
+    if (store_ != nullptr && store_->store() != nullptr) s.store = store_->store()->stats();
     return s;
 }
 

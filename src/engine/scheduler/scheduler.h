@@ -80,9 +80,6 @@ struct ModelFacts {
     int32_t vocab_size = 0;
     int32_t context_length = 0;  // the model's
     std::string description;     // model::ModelConfig::describe(): part of every chain seed
-    // Of the weights (store::model_fingerprint), when a persistent store is configured.
-    store::Fingerprint fingerprint;
-    double fingerprint_ms = 0;
     // The measurements (rows of the phase table, reuse/phase_kinds.h) the model and its backend
     // can run, one bit per PhaseKind (supported_measurements): a request selecting its
     // recomputed rows by another is refused.
@@ -93,11 +90,10 @@ struct ModelFacts {
 
 class Scheduler {
 public:
-    // Plans over `kv_memory`'s blocks (the ModelRunner's pool; an empty one refuses everything).
-    Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config);
-
-    // Whether construction succeeded (the persistent store opened).
-    const Status& status() const { return kv_.status(); }
+    // Plans over `kv_memory`'s blocks (the ModelRunner's pool; an empty one refuses everything);
+    // computed documents go to `store` (EngineCore's persistent store; null: none).
+    Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, const EngineConfig& config,
+              KvStoreAdapter* store = nullptr);
 
     // The checks of enqueue() that need no queue state (malformed, longer than the context,
     // larger than the pool's unpinned blocks); safe to call from any thread.
@@ -134,19 +130,14 @@ public:
     // client that got its answer finds the request's documents in a list published from the
     // listener.
     void set_documents_listener(std::function<void()> listener) { documents_listener_ = std::move(listener); }
-    // The persistent store (--kv-store; null without one) and the store key of a document of a
-    // tenant (what `lazyattn precompute` checks before computing it).
-    store::SegmentStore* segment_store() { return kv_.store().store(); }
-    std::string store_key(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours = 0) const {
-        return kv_.store().key(tenant, tokens, neighbours);
-    }
     // Adds documents to the corpus neighbour-conditioned documents of `tenant` are encoded
     // against (DocumentReuse::neighbours; a request that conditions adds its own when admitted);
     // engine thread only, as every scheduler call.
     void index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents);
 
     const SequenceState* find(uint64_t id) const;
-    const kv::KvCache& kv_cache() const { return kv_.kv_cache(); }
+    // Where every request's KV lives (its pool's bookkeeping: kv().kv_cache()).
+    const KvManager& kv() const { return kv_; }
     const EngineConfig& config() const { return config_; }
     // The context length requests may use: the model's, or EngineConfig::max_model_len below it.
     int32_t context_length() const {
@@ -159,6 +150,10 @@ public:
 
 private:
     Status validate(const RagRequest& r) const;
+    // Whether r fits the blocks no document pins, alone (its tenant's pinned documents counted
+    // as present, the worst case of block_budget.h); any thread (reads the pool's size and the
+    // pin ledger only).
+    Status check_fits(const RagRequest& r, const ChainSeeds& seeds) const;
     // Admission (scheduler_admission.cpp): placed by the KvManager, then counted.
     bool try_admit(SequenceState& s);
 
@@ -187,6 +182,7 @@ private:
 
     ModelFacts model_;
     EngineConfig config_;
+    KvStoreAdapter* store_;       // EngineCore's; null: none
     KvManager kv_;                // where every request's KV lives
     DocumentRegistry documents_;  // on kv_'s pool, with its seeds and store
     NeighbourIndex neighbours_;   // the corpora conditioned documents are encoded against

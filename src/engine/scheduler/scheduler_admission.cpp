@@ -1,11 +1,35 @@
-// Scheduler: admitting a request: its KV placed by the KvManager (or "does not fit": it waits),
-// then the admission's statistics.
+// Scheduler: admitting a request: whether it could ever fit (checked when it arrives and while
+// it waits), its KV placed by the KvManager (or "does not fit": it waits), then the admission's
+// statistics.
 #include <algorithm>
 
 #include "core/timer.h"
+#include "engine/scheduler/block_budget.h"
 #include "engine/scheduler/scheduler.h"
 
 namespace lazyattn::engine {
+
+Status Scheduler::check_fits(const RagRequest& r, const ChainSeeds& seeds) const {
+    const int32_t bs = kv_.block_size();
+    int64_t need = block_budget::worst_case(r, config_.cache_mode, bs, context_length());
+    const PinLedger& pins = documents_.pins();
+    const int32_t total = kv_.num_blocks(), pinned = pins.num_pinned();
+    if (pinned > 0 && segments_are_blocks(config_.cache_mode)) {
+        // The tenant's pinned documents are in the pool already (within the pinned blocks).
+        for (size_t d = 0; d < r.segments.size(); ++d) {
+            const auto& seg = r.segments[d];
+            if (seg.empty() || std::find(r.segments.begin(), r.segments.begin() + d, seg) != r.segments.begin() + d) {
+                continue;
+            }
+            need -= pins.document_blocks(kv::hash_chain(seeds.segment, seg, bs).back());
+        }
+    }
+    if (need <= total - pinned) return {};
+    return resource_exhausted("request needs up to " + std::to_string(need) + " KV blocks but the whole pool has " +
+                              std::to_string(total) + ", of which " + std::to_string(pinned) +
+                              " are pinned by documents, leaving " + std::to_string(total - pinned) +
+                              " (raise --kv-cache-mb, unpin documents or shorten the request)");
+}
 
 bool Scheduler::try_admit(SequenceState& s) {
     if (s.request.reuse.neighbours > 0 && segments_are_blocks(config_.cache_mode)) {

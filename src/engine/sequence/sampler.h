@@ -51,6 +51,12 @@ public:
     // use. sample() calls it; a caller sampling on the device calls it instead of sample().
     float next_uniform();
 
+    // Structured output: computes the grammar's mask for the next sample() now (the runner calls
+    // it on a helper thread while the step's forward runs); a no-op without a constraint.
+    void prepare_constraint() {
+        if (matcher_) matcher_->prepare();
+    }
+
 private:
     void apply_repetition_penalty(std::span<const int32_t> history);
     void apply_presence_frequency(std::span<const int32_t> generated);

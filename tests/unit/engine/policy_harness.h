@@ -132,7 +132,7 @@ public:
     // Every reference returned, the index and pins consistent.
     void expect_pool_whole() {
         scheduler_.check_integrity();
-        EXPECT_EQ(scheduler_.kv_cache().num_free(), scheduler_.kv_cache().pool().num_blocks());
+        EXPECT_EQ(scheduler_.kv().kv_cache().num_free(), scheduler_.kv().kv_cache().pool().num_blocks());
     }
 
     TokenScript script = alphabet;

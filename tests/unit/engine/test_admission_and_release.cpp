@@ -87,7 +87,7 @@ TEST_P(Admission, AWaitingRequestEvictsNothing) {
     s.step();
     EXPECT_LT(s.scheduler().find((*w)->id())->admit_step, 0) << "W should be waiting";
     EXPECT_TRUE(s.scheduler().documents().tokens("", id).has_value()) << "a waiting request evicted a cached document";
-    EXPECT_EQ(s.scheduler().kv_cache().num_free(), 9);
+    EXPECT_EQ(s.scheduler().kv().kv_cache().num_free(), 9);
     while (s.step()) {
     }
     EXPECT_EQ((*a)->wait().finish_reason, engine::FinishReason::kLength);

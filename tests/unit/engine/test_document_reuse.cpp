@@ -569,7 +569,7 @@ TEST(DocumentReuse, AnchoredRequestsUnderMemoryPressure) {
     std::printf("[anchored under pressure] %lld preemptions, %lld segment jobs\n",
                 (long long)s.scheduler().stats().preemptions, (long long)s.scheduler().stats().segment_jobs);
     s.scheduler().check_integrity();
-    EXPECT_EQ(s.scheduler().kv_cache().num_free(), s.scheduler().kv_cache().pool().num_blocks());
+    EXPECT_EQ(s.scheduler().kv().kv_cache().num_free(), s.scheduler().kv().kv_cache().pool().num_blocks());
 }
 
 }  // namespace

@@ -213,7 +213,7 @@ TEST(NeighbourConditioning, ACopyWithFewerNeighboursThanAskedIsNeitherCachedNorJ
         EXPECT_EQ((*h1)->wait().token_ids.size(), 6u);
         EXPECT_EQ((*h2)->wait().token_ids.size(), 6u);
         s.scheduler().check_integrity();
-        EXPECT_EQ(s.scheduler().kv_cache().num_free(), s.scheduler().kv_cache().pool().num_blocks());
+        EXPECT_EQ(s.scheduler().kv().kv_cache().num_free(), s.scheduler().kv().kv_cache().pool().num_blocks());
     }
     // The corpus complete: the two-neighbour copy, as a fresh engine with that corpus computes it.
     e->scheduler().index_documents("", std::vector<std::vector<int32_t>>{n2});
@@ -368,7 +368,7 @@ TEST(NeighbourConditioning, ConditionedRequestsUnderMemoryPressure) {
     std::printf("[conditioned under pressure] %lld preemptions, %lld segment jobs\n",
                 (long long)s.scheduler().stats().preemptions, (long long)s.scheduler().stats().segment_jobs);
     s.scheduler().check_integrity();
-    EXPECT_EQ(s.scheduler().kv_cache().num_free(), s.scheduler().kv_cache().pool().num_blocks());
+    EXPECT_EQ(s.scheduler().kv().kv_cache().num_free(), s.scheduler().kv().kv_cache().pool().num_blocks());
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ TEST(Pins, AWaitingRequestWhoseRoomWentToPinsFailsInsteadOfHanging) {
     EXPECT_TRUE(s.idle());
     for (const auto& d : docs)
         EXPECT_TRUE(s.scheduler().documents().unpin("", s.scheduler().documents().id("", d)).ok());
-    EXPECT_EQ(s.scheduler().kv_cache().num_free(), s.scheduler().kv_cache().pool().num_blocks());
+    EXPECT_EQ(s.scheduler().kv().kv_cache().num_free(), s.scheduler().kv().kv_cache().pool().num_blocks());
 }
 
 TEST(Tenants, DocumentsAreVisibleAndReusableOnlyWithinTheirTenant) {

@@ -66,7 +66,7 @@ std::vector<std::vector<int32_t>> one_by_one(CacheMode mode, const std::vector<R
 
 void expect_pool_whole(const Scheduler& s) {
     s.check_integrity();
-    EXPECT_EQ(s.kv_cache().num_free(), s.kv_cache().pool().num_blocks());
+    EXPECT_EQ(s.kv().kv_cache().num_free(), s.kv().kv_cache().pool().num_blocks());
 }
 
 TEST_P(SchedulerTest, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
@@ -95,7 +95,7 @@ TEST_P(SchedulerTest, OutputsUnderMemoryPressureEqualOutputsWithALargePool) {
             }
             preemptions = s.scheduler().stats().preemptions;
             std::printf("[memory pressure] %-10s pool %d blocks: %lld preemptions, %lld steps\n", cache_mode_name(mode),
-                        s.scheduler().kv_cache().pool().num_blocks(), (long long)preemptions,
+                        s.scheduler().kv().kv_cache().pool().num_blocks(), (long long)preemptions,
                         (long long)s.scheduler().stats().steps);
             expect_pool_whole(s.scheduler());
         }

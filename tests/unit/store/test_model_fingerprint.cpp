@@ -159,7 +159,7 @@ TEST(ModelFingerprint, AnEntryStoredByOneModelIsAMissForOneDifferingOnlyInRopeBa
         engine::SyncEngine e(*m.model, *m.tokenizer, c);
         EXPECT_TRUE(e.status().ok()) << e.status().to_string();
         EXPECT_TRUE(e.run(r).ok());
-        e.scheduler().segment_store()->flush();
+        e.core().kv_store().store()->flush();
         return e.scheduler().stats();
     };
     const engine::SchedulerStats by_a = serve(*a);

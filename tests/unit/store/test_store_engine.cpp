@@ -62,7 +62,7 @@ RagResult run(const EngineConfig& c, const RagRequest& r, SchedulerStats* stats 
     EXPECT_TRUE(result.ok()) << result.status().to_string();
     // Writes are asynchronous: drained before the statistics are read (the engine's destructor
     // would drain them too, after the read).
-    if (auto* store = engine.scheduler().segment_store()) store->flush();
+    if (auto* store = engine.core().kv_store().store()) store->flush();
     if (stats != nullptr) *stats = engine.scheduler().stats();
     return std::move(result).value();
 }
@@ -160,6 +160,68 @@ TEST(StoreEngine, EvictionFromASmallPoolLosesNothingTheStoreHolds) {
     EXPECT_EQ(again.stats.prefill_tokens, int32_t(tail.size()));
 }
 
+// Connections a redis-server has accepted so far (INFO's total_connections_received), less the
+// one this question opens.
+int64_t connections_received(const store::testing::RedisServer& server) {
+    const std::string info =
+        store::testing::command_output("redis-cli -p " + std::to_string(server.port()) + " INFO stats");
+    const std::string field = "total_connections_received:";
+    const size_t at = info.find(field);
+    EXPECT_NE(at, std::string::npos) << info;
+    return at == std::string::npos ? -1 : std::atoll(info.c_str() + at + field.size()) - 1;
+}
+
+// Each --kv-store tier is opened once, by the engine: at start-up it asks a Redis one key on the
+// read connection it then keeps (an unreachable tier is reported now, not at the first request),
+// and a request's lookups and writes add only the writer's connection. (Before, the command line
+// probed every tier with a client of its own and the engine opened it again.)
+TEST(StoreEngine, ARedisTierIsConnectedOnceFromStartUp) {
+    store::testing::RedisServer server;
+    ASSERT_TRUE(server.running()) << "redis-server did not start (scripts/install_deps.sh installs it)";
+    const int64_t before = connections_received(server);
+    auto engine = SyncEngine::create(*model().model, *model().tokenizer, store_config(server.url()));
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    // The INFO question itself is one connection: counted off by connections_received.
+    EXPECT_EQ(connections_received(server) - 1 - before, 1) << "start-up did not connect the tier exactly once";
+    const Docs d = make_docs(9);
+    ASSERT_TRUE((*engine)->run(request_of(d.docs, d.tail)).ok());
+    (*engine)->core().kv_store().store()->flush();
+    const SchedulerStats stats = (*engine)->scheduler().stats();
+    ASSERT_EQ(stats.store.tiers.size(), 1u);
+    EXPECT_EQ(stats.store.tiers[0].misses, 3);
+    EXPECT_EQ(stats.store.tiers[0].writes, 3);
+    EXPECT_EQ(connections_received(server) - 2 - before, 2) << "the reads and the writes: one connection each";
+}
+
+// A tier that does not answer at start-up is kept (retried later), left out, or refused, as
+// EngineConfig::kv_store_unreachable says; the one that answers is used either way.
+TEST(StoreEngine, AnUnreachableTierIsKeptSkippedOrRefusedAtStartUp) {
+    TempDir dir;
+    EngineConfig c = store_config(dir.path);
+    c.kv_stores = {"redis://127.0.0.1:1", dir.path};
+    c.kv_store_tier.read_timeout_ms = 200;
+    c.kv_store_unreachable = store::UnreachableTiers::kRefuse;
+    auto refused = SyncEngine::create(*model().model, *model().tokenizer, c);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+    EXPECT_NE(refused.status().message().find("redis://127.0.0.1:1 cannot be reached"), std::string::npos)
+        << refused.status().to_string();
+    for (const auto policy : {store::UnreachableTiers::kKeep, store::UnreachableTiers::kSkip}) {
+        c.kv_store_unreachable = policy;
+        auto engine = SyncEngine::create(*model().model, *model().tokenizer, c);
+        ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+        const store::SegmentStore* st = (*engine)->core().kv_store().store();
+        ASSERT_NE(st, nullptr);
+        ASSERT_EQ(st->unreachable_at_open().size(), 1u);
+        EXPECT_EQ(st->unreachable_at_open()[0].where, "redis://127.0.0.1:1");
+        EXPECT_EQ(st->num_tiers(), policy == store::UnreachableTiers::kKeep ? 2 : 1);
+    }
+    c.kv_stores = {"redis://127.0.0.1:1"};
+    c.kv_store_unreachable = store::UnreachableTiers::kSkip;
+    EXPECT_EQ(SyncEngine::create(*model().model, *model().tokenizer, c).status().code(), StatusCode::kUnavailable)
+        << "skipping the only tier leaves nothing to store in";
+}
+
 // Neighbour-conditioned copies (document_reuse "neighbours=K", `precompute --neighbours K`) are
 // entries of their own: a second engine with the same corpus indexed reads them with no document
 // token computed and the first engine's output, while the plain copy and another K miss.
@@ -176,7 +238,7 @@ TEST(StoreEngine, NeighbourConditionedCopiesAreEntriesOfTheirOwn) {
         engine.scheduler().index_documents("", docs);
         auto result = engine.run(req);
         EXPECT_TRUE(result.ok()) << result.status().to_string();
-        engine.scheduler().segment_store()->flush();
+        engine.core().kv_store().store()->flush();
         *stats = engine.scheduler().stats();
         return std::move(result).value();
     };
@@ -274,7 +336,7 @@ TEST(StoreEngine, ReplicasShareARedisClusterThroughAReshardAndALostNode) {
                 ++p.differ;
             }
         }
-        e.scheduler().segment_store()->flush();
+        e.core().kv_store().store()->flush();
         return p;
     };
     auto a = replica(0);

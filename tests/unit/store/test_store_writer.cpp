@@ -4,10 +4,13 @@
 // answers, a tier that never returns) and drops the rest, counted.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <chrono>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "redis_server.h"
@@ -197,16 +200,21 @@ TEST(StoreWriter, CloseWaitsForWritesThatFinishInTime) {
 TEST(StoreWriter, AHungRedisDoesNotHoldShutdown) {
     SilentRedis hung;
     backend::HostKvMemory a(small_shape());
-    auto store = SegmentStore::open({hung.url()});
-    ASSERT_TRUE(store.ok());
-    for (int i = 0; i < 6; ++i) ASSERT_TRUE((*store)->write_async(meta_of(a, i), a, kBlocks));
+    // A Redis that hangs after start-up: the tier made without SegmentStore::open's start-up
+    // lookup (which would find it not answering and mark it down, so writes fail at once).
+    auto tier = open_tier(hung.url());
+    ASSERT_TRUE(tier.ok());
+    std::vector<std::unique_ptr<StoreTier>> tiers;
+    tiers.push_back(std::move(*tier));
+    std::optional<SegmentStore> store(std::in_place, std::move(tiers));
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE(store->write_async(meta_of(a, i), a, kBlocks));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the first write is stalled
-    const double s = seconds_of([&] { (*store)->close(); });
+    const double s = seconds_of([&] { store->close(); });
     EXPECT_LT(s, 3.0) << "close() waited on the hung Redis";
-    const StoreStats st = (*store)->stats();
+    const StoreStats st = store->stats();
     EXPECT_EQ(st.writes_dropped, 6);
     EXPECT_EQ(st.writes_pending, 0);
-    const double destroy = seconds_of([&] { store->reset(); });
+    const double destroy = seconds_of([&] { store.reset(); });
     EXPECT_LT(destroy, 0.5);
 }
 
