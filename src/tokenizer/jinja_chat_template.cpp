@@ -47,6 +47,14 @@ tmpl::Value message_list(const std::vector<ChatMessage>& messages, const std::ve
     return tmpl::Value::list(std::move(list));
 }
 
+std::string utc_date(std::time_t now, const char* format) {
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    const size_t n = std::strftime(buf, sizeof buf, format, &tm);
+    return std::string(buf, n);
+}
+
 struct Span {
     size_t begin = 0, end = 0;
     int32_t message = -1;
@@ -194,7 +202,14 @@ Expected<std::vector<ChatPiece>> JinjaChatTemplate::render(const std::vector<Cha
     for (const ChatMessage& m : messages) contents.push_back(escape_content(m.content));
     tmpl::Value context = tmpl::Value::dict();
     tmpl::ValueDict& c = context.dict_items();
-    // Extra variables first, so that none can stand in for the renderer's own (the kwargs
+    // What llama-server passes every render, each overridden by kwargs: today's date in the two
+    // spellings Llama 3.x and firefunction templates read (date_string, datetime), and
+    // enable_thinking true (its default for a template that thinks: --reasoning auto).
+    const std::time_t now = std::time(nullptr);
+    c.set("date_string", tmpl::Value(utc_date(now, "%d %b %Y")));
+    c.set("datetime", tmpl::Value(utc_date(now, "%b %d %Y")));
+    c.set("enable_thinking", tmpl::Value(true));
+    // Extra variables next, so that none can stand in for the renderer's own (the kwargs
     // parser refuses those names too).
     if (kwargs.is_dict()) {
         for (const auto& [name, value] : kwargs.dict_items().entries()) c.set(name, value);
@@ -203,7 +218,7 @@ Expected<std::vector<ChatPiece>> JinjaChatTemplate::render(const std::vector<Cha
     c.set("add_generation_prompt", tmpl::Value(add_generation_prompt));
     c.set("bos_token", tmpl::Value(tokens_.bos_token));
     c.set("eos_token", tmpl::Value(tokens_.eos_token));
-    auto rendered = template_.render(context, {}, std::time(nullptr));
+    auto rendered = template_.render(context, {}, now);
     if (!rendered.ok()) return Status(rendered.status().code(), "chat template: " + rendered.status().message());
     const std::string& text = *rendered;
 

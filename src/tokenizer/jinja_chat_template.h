@@ -58,7 +58,9 @@ public:
     // kInvalidArgument when the template raises (e.g. "System role not supported"), names a
     // construct the engine lacks, or reaches a render limit. `kwargs` (a dict, or undefined) are
     // extra variables. `tools` and `documents` are left undefined, as llama-server renders a
-    // request that has none (tool-use templates iterate `tools` unguarded; None would raise).
+    // request that has none (tool-use templates iterate `tools` unguarded; None would raise);
+    // date_string, datetime (today, UTC) and enable_thinking (true) are set as llama-server
+    // sets them, unless kwargs say otherwise.
     Expected<std::vector<ChatPiece>> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                             const tmpl::Value& kwargs = {}) const;
     const ChatTemplateTokens& tokens() const { return tokens_; }

@@ -12,6 +12,7 @@
 
 #include "loader/gguf_file.h"
 #include "loader/gguf_writer.h"
+#include "template/template.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/chat_template_kwargs.h"
 #include "tokenizer/jinja_chat_template.h"
@@ -44,6 +45,26 @@ Expected<std::string> render(const std::string& source, const std::vector<ChatMe
     LA_ASSIGN_OR_RETURN(auto t, JinjaChatTemplate::compile(source, tokens));
     LA_ASSIGN_OR_RETURN(auto pieces, t->render(messages, generation_prompt));
     return join(pieces);
+}
+
+// A template on its own, as jinja2 renders it with only the variables transformers passes (no
+// llama-server extras such as enable_thinking, which a thinking family's template reads).
+Expected<std::string> render_alone(const std::string& source, const std::vector<ChatMessage>& messages,
+                                   bool generation_prompt, const std::string& eos) {
+    LA_ASSIGN_OR_RETURN(tmpl::Template t, tmpl::Template::parse(source));
+    tmpl::ValueList list;
+    for (const ChatMessage& m : messages) {
+        tmpl::Value d = tmpl::Value::dict();
+        d.dict_items().set("role", m.role);
+        d.dict_items().set("content", m.content);
+        list.push_back(d);
+    }
+    tmpl::Value ctx = tmpl::Value::dict();
+    ctx.dict_items().set("messages", tmpl::Value::list(list));
+    ctx.dict_items().set("add_generation_prompt", generation_prompt);
+    ctx.dict_items().set("bos_token", "");
+    ctx.dict_items().set("eos_token", eos);
+    return t.render(ctx);
 }
 
 std::string builtin(const std::string& name, const std::vector<ChatMessage>& messages, bool generation_prompt = true,
@@ -191,7 +212,7 @@ TEST(BuiltinChatTemplates, RenderWhatTheFamilysRealTemplateRenders) {
         for (const auto* messages : {&kWithSystem, &kWithoutSystem}) {
             const std::string from = messages == &kWithoutSystem && f.from.empty() ? f.from_without_system : f.from;
             for (bool generation_prompt : {true, false}) {
-                auto real = render(real_source, *messages, generation_prompt, "", f.eos);
+                auto real = render_alone(real_source, *messages, generation_prompt, f.eos);
                 if (!real.ok()) continue;  // e.g. a family that refuses a system role
                 const std::string ours = builtin(f.name, *messages, generation_prompt, f.eos);
                 ++compared;
@@ -287,6 +308,21 @@ TEST_F(SelectChatTemplate, KwargsReachTheTemplateAndRequestsOverrideTheDefaults)
     EXPECT_FALSE(select_chat_template("{{ needed.x }}", *file_).ok());
     auto needed = chat_template_kwargs_from_text(R"({"needed": {"x": 1}})", "k");
     EXPECT_TRUE(select_chat_template("{{ needed.x }}", *file_, *needed).ok());
+}
+
+// llama-server's extra context: today's date twice and enable_thinking, each overridable.
+TEST_F(SelectChatTemplate, RendersWithLlamaServersDateAndThinkingVariables) {
+    auto t = select_chat_template("{{ date_string }}|{{ datetime }}|{{ enable_thinking }}", *file_);
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    const std::string text = *(*t)->apply({{"user", "q"}}, true);
+    EXPECT_TRUE(std::regex_match(text, std::regex(R"(\d\d [A-Z][a-z][a-z] \d{4}\|[A-Z][a-z][a-z] \d\d \d{4}\|True)")))
+        << text;
+    ChatRenderOptions options;
+    options.kwargs = *chat_template_kwargs_from_text(R"({"enable_thinking": false, "date_string": "1 Jan 2000"})", "k");
+    auto pieces = (*t)->render({{"user", "q"}}, options);
+    ASSERT_TRUE(pieces.ok());
+    EXPECT_TRUE(join(*pieces).starts_with("1 Jan 2000|")) << join(*pieces);
+    EXPECT_TRUE(join(*pieces).ends_with("|False")) << join(*pieces);
 }
 
 TEST(ChatTemplateKwargs, RefusesWhatTheRendererOwnsAndPastTheBounds) {
