@@ -2,13 +2,15 @@
 // first byte picks how the input is split into reads (the parser must give the same result for
 // any split), the rest is what arrives on the socket: request heads, chunked and compressed
 // bodies, pipelines; each complete request's body then goes through the JSON checks and the
-// OpenAI request parser, as the server runs them; its key headers go through the key matcher.
+// request parser of its route (OpenAI, OpenAI Responses, Anthropic), as the server runs them; its
+// key headers go through the key matcher.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "http/request_parser.h"
+#include "server/anthropic_request.h"
 #include "server/api_keys.h"
 #include "server/http_util.h"
 #include "server/openai_request.h"
@@ -47,6 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             server::ResponsesRequest responses;
             (void)server::parse_responses_request(body, responses);
             gen = std::move(responses.gen);
+        } else if (request.path.starts_with("/v1/messages")) {  // Anthropic Messages and count_tokens
+            const bool count = request.path.find("count_tokens") != std::string::npos;
+            (void)server::parse_anthropic_request(
+                body, count ? server::AnthropicRoute::kCountTokens : server::AnthropicRoute::kMessages, gen);
         } else {
             (void)server::parse_generation_request(body, request.path.find("chat") != std::string::npos, gen);
         }

@@ -41,6 +41,8 @@ case "$TARGET" in
     printf '\x03GET /health HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n{"prompt": [1, 2], "stop": ["a"], "documents": ["d", {"id": "x"}]}' > "$SEEDS/pipelined"
     body='{"messages": [{"role": "user", "content": "x"}], "n_predict": 8, "grammar": "", "document_reuse": "recompute=10%@query"}'
     printf '\x05POST /chat/completions HTTP/1.1\r\nHost: x\r\nX-Api-Key: fuzz-key-1,k2\r\nContent-Length: %d\r\n\r\n%s' "${#body}" "$body" > "$SEEDS/llama-server"
+    body='{"model": "m", "max_tokens": 4, "system": [{"type": "text", "text": "s"}], "messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "d"}, "title": "t", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "q"}]}], "stop_sequences": ["x"]}'
+    printf '\x04POST /v1/messages HTTP/1.1\r\nHost: x\r\nanthropic-version: 2023-06-01\r\nContent-Length: %d\r\n\r\n%s' "${#body}" "$body" > "$SEEDS/anthropic"
     BIN=$FUZZ_DIR/fuzz_http_request; DICT=fuzz/http.dict ;;
   redis)
     cmake --build "$BUILD" --target fuzz_redis_reply -j"$JOBS"

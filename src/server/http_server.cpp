@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "http/server.h"
+#include "server/anthropic_routes.h"
 #include "server/completion_routes.h"
 #include "server/document_routes.h"
 #include "server/http_util.h"
@@ -159,6 +160,13 @@ http::Router make_router(ServerContext& ctx) {
     r.add("DELETE", "/v1/responses/{id}", Lane::kLight,
           [&ctx, responses](const HttpRequest& q, HttpResponse& s, const http::ClientLink&) {
               handle_delete_response(ctx, *responses, q, s);
+          });
+    // Anthropic Messages.
+    r.add("POST", "/v1/messages", Lane::kHeavy,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) { handle_messages(ctx, q, s, l); });
+    r.add("POST", "/v1/messages/count_tokens", Lane::kHeavy,
+          [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {
+              handle_count_tokens(ctx, q, s, l);
           });
     r.add("POST", "/v1/documents", Lane::kHeavy,
           [&ctx](const HttpRequest& q, HttpResponse& s, const http::ClientLink& l) {

@@ -8,14 +8,11 @@ namespace {
 
 constexpr const char* kEmbeddings = "embeddings (this server generates text; run an embedding model beside it)";
 constexpr const char* kRerank = "reranking (this server generates text; run a reranker beside it)";
-constexpr const char* kSoon = "not served yet (docs/api.md lists what is planned)";
 
 const UnservedRoute kRoutes[] = {
     {"POST", "/props", "llama-server's /props", "server settings are command-line options"},
     {"POST", "/slots/{id}", "slot save, restore and erase",
      "documents persist in --kv-store; pin them with POST /v1/documents"},
-    {"POST", "/v1/messages", "the Anthropic Messages API", kSoon},
-    {"POST", "/v1/messages/count_tokens", "Anthropic token counting", "POST /tokenize with messages"},
     {"POST", "/v1/embeddings", "embeddings", kEmbeddings},
     {"POST", "/embeddings", "embeddings", kEmbeddings},
     {"POST", "/embedding", "embeddings", kEmbeddings},
