@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/gguf_writer.h"
+#include "redis_server.h"
 #include "synthetic_model_fixture.h"
 
 namespace lazyattn {
@@ -534,6 +535,27 @@ TEST(Cli, DataFilesAreFoundFromAnyDirectoryAndMissingOnesNameTheFlag) {
         EXPECT_EQ(r.exit_code, 2) << sub << ": " << r.out;
         EXPECT_NE(r.out.find("pass --data FILE"), std::string::npos) << sub << ": " << r.out;
     }
+}
+
+// `generate --kv-store redis://...` connects to Redis twice in all: the engine's read connection
+// (opened at start-up by the one lookup that checks the tier) and the writer's. Before, the
+// command checked the tier with a connection of its own first (three).
+TEST(Cli, GenerateConnectsARedisTierOnce) {
+    store::testing::RedisServer server;
+    ASSERT_TRUE(server.running()) << "redis-server did not start (scripts/install_deps.sh installs it)";
+    const auto received = [&] {
+        const std::string info =
+            store::testing::command_output("redis-cli -p " + std::to_string(server.port()) + " INFO stats");
+        const size_t at = info.find("total_connections_received:");
+        return at == std::string::npos ? -1 : std::atoll(info.c_str() + at + 27);
+    };
+    const long long before = received();
+    ASSERT_GE(before, 1);
+    const auto g = run_cli("generate " + model_arg() + " --kv-store " + server.url() +
+                           " --doc-text 'a stitch in time saves nine' --prompt 'what?' --max-tokens 2 --ignore-eos");
+    ASSERT_EQ(g.exit_code, 0) << g.out;
+    // Less this question's own connection: the reads' and the writes'.
+    EXPECT_EQ(received() - 1 - before, 2) << g.out;
 }
 
 // A Redis that is not running is reported when the engine opens its tiers (once, before any
