@@ -89,7 +89,7 @@ json ResponsesRenderer::response_json(const std::string& status, const engine::R
               {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
               {"store", echo_.store},
               {"temperature", echo_.temperature},
-              {"text", {{"format", {{"type", "text"}}}}},
+              {"text", {{"format", echo_.text_format}}},
               {"tool_choice", "auto"},
               {"tools", json::array()},
               {"top_p", echo_.top_p},

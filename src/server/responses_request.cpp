@@ -39,7 +39,7 @@ Err take_text(json& v, const std::string& param, json& out) {
 }
 
 // The chat fields a Responses body carries as they are: the sampling settings both APIs share,
-// lazyattn's extensions, and the constrained-output spellings the chat parser refuses by name.
+// lazyattn's extensions, and llama-server's and vLLM's constrained-output spellings.
 constexpr const char* kChatFields[] = {"model",
                                        "temperature",
                                        "top_p",
@@ -75,6 +75,9 @@ Err refuse_chat_names(const json& body) {
         if (!absent(body, key)) return unsupported(key, "not a Responses field; use 'max_output_tokens'");
     }
     if (!absent(body, "messages")) return unsupported("messages", "not a Responses field; send them as 'input'");
+    if (!absent(body, "response_format")) {
+        return unsupported("response_format", "not a Responses field; use 'text.format'");
+    }
     if (!absent(body, "n") && body.at("n") != 1) return unsupported("n", "a response has one output");
     if (!absent(body, "logprobs") && body.at("logprobs") != false) {
         return unsupported("logprobs", "logprobs are not served on /v1/responses yet; use /v1/chat/completions");
@@ -255,28 +258,38 @@ Err read_metadata(const json& body, ResponsesEcho& echo) {
     return std::nullopt;
 }
 
-// text: {format: {type: "text"}, verbosity}. Structured output is refused until it is served.
-Err check_text(const json& body) {
+// text: {format, verbosity}. format json_object and json_schema ({name, schema, strict,
+// description}, flat as Responses writes it) become chat's response_format, constrained as chat
+// constrains it; the format is echoed in the response.
+Err take_text_format(const json& body, ResponsesEcho& echo, json& chat) {
     if (absent(body, "text")) return std::nullopt;
     const json& t = body.at("text");
     if (!t.is_object()) return type_error("text", "an object");
-    if (!absent(t, "format")) {
-        const json& f = t.at("format");
-        if (!f.is_object() || !f.contains("type") || !f.at("type").is_string()) {
-            return type_error("text.format", "an object with a string 'type'");
-        }
-        if (f.at("type") != "text") {
-            return unsupported("text.format",
-                               "structured output (json_schema, json_object) is not supported yet; "
-                               "only {\"type\": \"text\"}");
-        }
-    }
     if (!absent(t, "verbosity")) {
         if (!t.at("verbosity").is_string()) return type_error("text.verbosity", "a string");
         if (t.at("verbosity") != "medium") {
             return unsupported("text.verbosity", "only \"medium\" (the model's own length) is served");
         }
     }
+    if (absent(t, "format")) return std::nullopt;
+    const json& f = t.at("format");
+    if (!f.is_object() || !f.contains("type") || !f.at("type").is_string()) {
+        return type_error("text.format", "an object with a string 'type'");
+    }
+    const std::string type = f.at("type").get<std::string>();
+    if (type == "json_object") {
+        chat["response_format"] = {{"type", "json_object"}};
+    } else if (type == "json_schema") {
+        json schema = json::object();
+        for (const char* key : {"name", "schema", "strict", "description"}) {
+            if (f.contains(key)) schema[key] = f.at(key);
+        }
+        chat["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(schema)}};
+    } else if (type != "text") {
+        return value_error("text.format.type",
+                           "must be text, json_object or json_schema (got '" + clip_for_message(type) + "')");
+    }
+    echo.text_format = f;
     return std::nullopt;
 }
 
@@ -385,6 +398,8 @@ void replace_word(std::string& text, const std::string& from, const std::string&
 ApiError responses_field_names(ApiError e) {
     if (e.param == "max_tokens") e.param = "max_output_tokens";
     if (e.param.rfind("messages", 0) == 0) e.param = "input";
+    if (e.param.rfind("response_format", 0) == 0) e.param = "text.format";
+    replace_word(e.message, "response_format", "text.format");
     replace_word(e.message, "max_tokens", "max_output_tokens");
     replace_word(e.message, "messages", "input");
     return e;
@@ -394,10 +409,10 @@ std::optional<ApiError> parse_responses_request(json& body, ResponsesRequest& ou
                                                 const PreviousResponseLookup& previous) {
     if (!body.is_object()) return invalid_request("the request body must be a JSON object", "", "invalid_type");
     if (auto e = refuse_chat_names(body)) return e;
-    if (auto e = check_text(body)) return e;
     if (auto e = check_tools_and_reasoning(body)) return e;
     if (auto e = check_state_and_extras(body, out.echo)) return e;
     json chat = json::object();
+    if (auto e = take_text_format(body, out.echo, chat)) return e;
     if (auto e = take_messages(body, out, previous, chat["messages"])) return e;
     for (const char* key : kChatFields) {
         if (body.contains(key)) chat[key] = std::move(body.at(key));

@@ -6,8 +6,9 @@
 // itself (parse_generation_request), so a field means and is bounded the same in both APIs;
 // its errors name this API's fields (max_output_tokens, input).
 //
-// Refused with a 400 naming the field, never silently dropped: images, files and audio parts;
-// tool calls and tools; structured output (text.format json_schema / json_object); reasoning
+// text.format json_object / json_schema is chat's response_format (structured output). Refused
+// with a 400 naming the field, never silently dropped: images, files and audio parts; tool calls
+// and tools; reasoning
 // effort; logprobs; conversation and item references (only whole responses are kept, by id);
 // background. previous_response_id continues a kept response's conversation (its input turns and
 // its answer come before the new input; its instructions do not carry over, as OpenAI's). Accepted
@@ -38,6 +39,7 @@ struct ResponsesEcho {
     std::string truncation = "disabled";
     std::optional<std::string> user;
     std::optional<std::string> previous_response_id;
+    nlohmann::json text_format = {{"type", "text"}};
 };
 
 struct ResponsesRequest {

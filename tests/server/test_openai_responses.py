@@ -148,8 +148,8 @@ class OpenAiResponsesTest(unittest.TestCase):
             self.create("x", previous_response_id="resp_123")
         self.assertEqual(bad.exception.param, "previous_response_id")
         with self.assertRaises(openai.BadRequestError) as bad:
-            self.create("x", text={"format": {"type": "json_object"}})
-        self.assertEqual(bad.exception.param, "text.format")
+            self.create("x", text={"format": {"type": "xml"}})
+        self.assertEqual(bad.exception.param, "text.format.type")
         with self.assertRaises(openai.BadRequestError) as bad:
             self.create("x", tools=[{"type": "function", "name": "f", "parameters": {}}])
         self.assertEqual(bad.exception.param, "tools")

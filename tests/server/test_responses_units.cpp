@@ -124,6 +124,21 @@ TEST(ResponsesRequest, NoOpFieldsAreAcceptedAndEchoed) {
     EXPECT_EQ(*r.echo.user, "u-1");
 }
 
+TEST(ResponsesRequest, TextFormatIsChatsResponseFormat) {
+    const json schema = {{"type", "object"}, {"properties", {{"a", {{"type", "boolean"}}}}}, {"required", {"a"}}};
+    const json formats[] = {{{"type", "json_object"}},
+                            {{"type", "json_schema"}, {"name", "answer"}, {"schema", schema}, {"strict", true}}};
+    for (const json& format : formats) {
+        ResponsesRequest r;
+        ASSERT_FALSE(parse({{"input", "q"}, {"text", {{"format", format}}}}, &r)) << format;
+        EXPECT_TRUE(r.gen.constraint.has_value()) << format;
+        EXPECT_EQ(r.echo.text_format, format);
+    }
+    ResponsesRequest plain;
+    ASSERT_FALSE(parse({{"input", "q"}, {"text", {{"format", {{"type", "text"}}}}}}, &plain));
+    EXPECT_FALSE(plain.gen.constraint.has_value());
+}
+
 TEST(ResponsesRequest, TheBodyIsConsumedNotCopied) {
     json body = {{"input", {{{"role", "user"}, {"content", std::string(1000, 'x')}}}}, {"documents", {"d"}}};
     ResponsesRequest r;
@@ -195,10 +210,10 @@ TEST(ResponsesRequest, EveryBadFieldIsA400NamingIt) {
         {with({{"background", true}}), "background"},
         {with({{"background", 1}}), "background"},
         {with({{"text", 5}}), "text"},
-        {with({{"text", {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", json::object()}}}}}}),
-         "text.format"},
-        {with({{"text", {{"format", {{"type", "json_object"}}}}}}), "text.format"},
         {with({{"text", {{"format", "text"}}}}), "text.format"},
+        {with({{"text", {{"format", {{"type", "xml"}}}}}}), "text.format.type"},
+        {with({{"text", {{"format", {{"type", "json_schema"}, {"name", "x"}}}}}}), "text.format"},
+        {with({{"guided_choice", 5}}), "guided_choice"},
         {with({{"text", {{"verbosity", "low"}}}}), "text.verbosity"},
         {with({{"tools", {{{"type", "function"}, {"name", "f"}}}}}), "tools"},
         {with({{"tools", "all"}}), "tools"},
@@ -233,8 +248,6 @@ TEST(ResponsesRequest, EveryBadFieldIsA400NamingIt) {
         {with({{"document_reuse", "bogus"}}), "document_reuse"},
         {with({{"documents_from", "somewhere"}}), "documents_from"},
         {with({{"stop", 5}}), "stop"},
-        {with({{"json_schema", {{"type", "object"}}}}), "json_schema"},
-        {with({{"grammar", "root ::= x"}}), "grammar"},
         {with({{"response_format", {{"type", "json_object"}}}}), "response_format"},
     };
     for (const BadBody& c : cases) {

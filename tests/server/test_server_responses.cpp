@@ -190,7 +190,7 @@ TEST(ServerResponses, BadInputIsA400NamingTheFieldAndHarmsNothing) {
         {{{"input", {image}}}, "input[0].content[1]"},
         {{{"input", {{{"type", "function_call_output"}, {"call_id", "c1"}, {"output", "42"}}}}}, "input[0]"},
         {responses_body({{"previous_response_id", "resp_123"}}), "previous_response_id"},
-        {responses_body({{"text", {{"format", {{"type", "json_object"}}}}}}), "text.format"},
+        {responses_body({{"text", {{"format", {{"type", "xml"}}}}}}), "text.format.type"},
         {responses_body({{"tools", {{{"type", "function"}, {"name", "f"}}}}}), "tools"},
         {responses_body({{"reasoning", {{"effort", "high"}}}}), "reasoning.effort"},
         {responses_body({{"max_output_tokens", 0}}), "max_output_tokens"},
