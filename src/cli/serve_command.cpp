@@ -18,7 +18,6 @@
 #include "cli/help_format.h"
 #include "cli/model_path.h"
 #include "cli/shutdown_signals.h"
-#include "cli/store_probe.h"
 #include "core/log.h"
 #include "engine/loading/block_finetune.h"
 #include "engine/loading/loaded_model.h"
@@ -166,7 +165,6 @@ int run_serve(const ServeOptions& o) {
     // Taken from here on, before any thread starts: a signal during start-up stops it at once.
     ShutdownSignals signals;
 
-    warn_unreachable_store_tiers(o.common.kv_stores, o.common.kv_store_tier);
     // The model, its chat template (--chat-template, else the file's), the default document reuse
     // and the engine: the start-up the Python LLM shares.
     auto stack = server::open_serving_stack(
