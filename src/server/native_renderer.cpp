@@ -145,6 +145,20 @@ json native_timings(const engine::RequestStats& st) {
             {"predicted_per_second", per_second(st.decode_ms, predicted)}};
 }
 
+ApiError native_field_names(ApiError e) {
+    static const std::pair<const char*, const char*> kNames[] = {
+        {"max_tokens", "n_predict"}, {"logprobs", "n_probs"}, {"repetition_penalty", "repeat_penalty"}};
+    for (const auto& [openai, native] : kNames) {
+        if (e.param != openai) continue;
+        e.param = native;
+        const std::string quoted = std::string("'") + openai + "'";
+        if (const size_t at = e.message.find(quoted); at != std::string::npos) {
+            e.message.replace(at, quoted.size(), std::string("'") + native + "'");
+        }
+    }
+    return e;
+}
+
 json select_response_fields(const json& body, const std::vector<std::string>& fields) {
     if (fields.empty()) return body;
     json out = json::object();
@@ -245,6 +259,8 @@ void NativeRenderer::stream_end(size_t, const engine::RequestEvent& e, const eng
     last["tokens"] = json::array();
     out += sse_event(dump(last));
 }
+
+std::string NativeRenderer::error_body(const ApiError& e) const { return native_field_names(e).to_json(); }
 
 void NativeRenderer::stream_close(const engine::RequestStats&, std::string&) {}
 

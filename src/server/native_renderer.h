@@ -49,6 +49,9 @@ std::string native_stop_type(engine::FinishReason reason, const std::string& sto
 // `timings` from one request's stats.
 nlohmann::json native_timings(const engine::RequestStats& stats);
 
+// An error found by a check shared with the OpenAI API, naming the native field instead.
+ApiError native_field_names(ApiError e);
+
 // Keeps the fields `response_fields` names ("a/b" takes b out of a, named "a/b"); all when empty.
 nlohmann::json select_response_fields(const nlohmann::json& body, const std::vector<std::string>& fields);
 
@@ -68,6 +71,8 @@ public:
     void stream_end(size_t choice, const engine::RequestEvent& e, const engine::RequestStats& stats,
                     std::string& out) override;
     void stream_close(const engine::RequestStats& usage, std::string& out) override;
+    // Errors name the native fields (n_predict, n_probs), whichever check found them.
+    std::string error_body(const ApiError& e) const override;
 
 private:
     // The fields of the last result, whole or streamed (content and tokens given by the caller).

@@ -306,6 +306,15 @@ TEST(NativeRender, StopTypeAndTimings) {
     EXPECT_DOUBLE_EQ(native_timings(engine::RequestStats{})["predicted_per_second"].get<double>(), 0.0);
 }
 
+TEST(NativeRender, ErrorsNameNativeFields) {
+    ApiError e = invalid_request("'max_tokens' is too large", "max_tokens", "invalid_value");
+    const ApiError native = native_field_names(e);
+    EXPECT_EQ(native.param, "n_predict");
+    EXPECT_EQ(native.message, "'n_predict' is too large");
+    EXPECT_EQ(native_field_names(invalid_request("x", "logprobs")).param, "n_probs");
+    EXPECT_EQ(native_field_names(invalid_request("x", "prompt")).param, "prompt");
+}
+
 TEST(NativeRender, ResponseFieldsUnnest) {
     const json body = {{"content", "x"}, {"generation_settings", {{"n_predict", 8}}}, {"stop", true}};
     const json some = select_response_fields(body, {"content", "generation_settings/n_predict", "missing"});
