@@ -2,8 +2,8 @@
 // first byte picks how the input is split into reads (the parser must give the same result for
 // any split), the rest is what arrives on the socket: request heads, chunked and compressed
 // bodies, pipelines; each complete request's body then goes through the JSON checks and the
-// request parser of its route (OpenAI, llama-server's native, OpenAI Responses), as the server
-// runs them; its key headers go through the key matcher.
+// request parser of its route (OpenAI, llama-server's native, OpenAI Responses, Anthropic), as
+// the server runs them; its key headers go through the key matcher.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -11,6 +11,7 @@
 
 #include "core/byte_unicode.h"
 #include "http/request_parser.h"
+#include "server/anthropic_request.h"
 #include "server/api_keys.h"
 #include "server/http_util.h"
 #include "server/native_request.h"
@@ -69,6 +70,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (request.path == "/completion" || request.path == "/completions") {  // llama-server's native API
             server::NativeRequest native;
             if (!server::parse_native_request(body, byte_tokenizer(), 4, native)) gen = native.request_for(0);
+        } else if (request.path.starts_with("/v1/messages")) {  // Anthropic Messages and count_tokens
+            const bool count = request.path.find("count_tokens") != std::string::npos;
+            (void)server::parse_anthropic_request(
+                body, count ? server::AnthropicRoute::kCountTokens : server::AnthropicRoute::kMessages, gen);
         } else if (request.path.ends_with("/responses")) {  // OpenAI Responses
             server::ResponsesRequest responses;
             (void)server::parse_responses_request(body, responses);
