@@ -43,6 +43,10 @@ case "$TARGET" in
     printf '\x05POST /chat/completions HTTP/1.1\r\nHost: x\r\nX-Api-Key: fuzz-key-1,k2\r\nContent-Length: %d\r\n\r\n%s' "${#body}" "$body" > "$SEEDS/llama-server"
     body='{"model": "m", "max_tokens": 4, "system": [{"type": "text", "text": "s"}], "messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "d"}, "title": "t", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "q"}]}], "stop_sequences": ["x"]}'
     printf '\x04POST /v1/messages HTTP/1.1\r\nHost: x\r\nanthropic-version: 2023-06-01\r\nContent-Length: %d\r\n\r\n%s' "${#body}" "$body" > "$SEEDS/anthropic"
+    body='{"prompt": [1, "a", 2], "n_predict": 4, "n_probs": 2, "logit_bias": [[" x ", false], [3, -1]], "samplers": "kt", "id_slot": 1, "response_fields": ["content"], "documents": ["d"]}'
+    printf '\x06POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s' "${#body}" "$body" > "$SEEDS/native"
+    body='{"prompt": ["a", {"prompt_string": "b"}, [5]], "logit_bias": {"7": 1, "hi": -2}, "mirostat": 0, "repeat_penalty": 1.1}'
+    printf '\x02POST /completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s' "${#body}" "$body" > "$SEEDS/native-list"
     BIN=$FUZZ_DIR/fuzz_http_request; DICT=fuzz/http.dict ;;
   redis)
     cmake --build "$BUILD" --target fuzz_redis_reply -j"$JOBS"
