@@ -218,13 +218,9 @@ Err parse_messages(const json& body, GenerationRequest& out, std::vector<Documen
         out.messages.push_back(std::move(msg));
         out.message_parts.push_back(m.at("content").is_string() ? std::vector<ContentPart>{} : std::move(parts));
     }
-    if (out.messages.back().role != "user") {
-        // An answer prefilled by the client (Anthropic's trailing assistant message) needs the
-        // chat template to leave that turn open, which the request layout cannot do yet.
-        return unsupported("messages[" + std::to_string(msgs.size() - 1) + "]",
-                           "a final assistant message (an answer prefill) is not served yet: end with a user "
-                           "message");
-    }
+    // A final assistant message is the start of the answer (Anthropic's prefill): the template
+    // leaves that turn open and the answer continues it.
+    if (out.messages.back().role == "assistant") out.continue_final_message = true;
     return std::nullopt;
 }
 

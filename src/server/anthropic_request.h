@@ -1,7 +1,8 @@
 // Anthropic Messages request bodies (POST /v1/messages, /v1/messages/count_tokens) -> the
 // GenerationRequest every API hands the serving front. What is served: `model`, `max_tokens`,
 // `messages` (user and assistant turns; content a string or a list of blocks), `system`,
-// `stop_sequences`, `temperature`, `top_p`, `top_k`, `stream`, `metadata`. A `document` block
+// `stop_sequences`, `temperature`, `top_p`, `top_k`, `stream`, `metadata`; a final assistant
+// message is a prefill the answer continues (continue_final_message). A `document` block
 // becomes a cached document (GenerationRequest::documents, in the order the blocks come, its
 // title kept), laid out exactly as a chat completion's `documents` entry, so the same documents
 // are cache hits whichever API and order brings them. `cache_control` is accepted on any block

@@ -111,6 +111,17 @@ TEST(AnthropicRequest, StringContentAndStringSourceContent) {
     EXPECT_EQ(r.messages[1].content, "q");
 }
 
+TEST(AnthropicRequest, FinalAssistantMessageIsAPrefill) {
+    json body = minimal();
+    GenerationRequest r;
+    ASSERT_FALSE(parse(body, &r));
+    EXPECT_FALSE(r.continue_final_message.has_value());
+    body["messages"].push_back({{"role", "assistant"}, {"content", "The answer is"}});
+    ASSERT_FALSE(parse(body, &r));
+    EXPECT_EQ(r.messages.back().role, "assistant");
+    EXPECT_EQ(r.continue_final_message, true);
+}
+
 TEST(AnthropicRequest, CountTokensNeedsNoMaxTokens) {
     json body = minimal();
     body.erase("max_tokens");
@@ -262,11 +273,6 @@ TEST(AnthropicRequest, RefusesBadInputNamingTheField) {
                               {{"role", "user"}, {"content", "q"}}};
          },
          "messages[0].content[0]"},
-        {"prefill",
-         [](json& b) {
-             b["messages"].push_back({{"role", "assistant"}, {"content", "The answer is"}});
-         },
-         "messages[1]"},
         {"system number", [](json& b) { b["system"] = 1; }, "system"},
         {"system document",
          [](json& b) {

@@ -89,6 +89,12 @@ TEST(ServerAnthropic, WholeMessageWithApiKeyHeader) {
     EXPECT_EQ(m["stop_reason"], out == 6 ? "max_tokens" : "end_turn") << m;
     EXPECT_TRUE(m["stop_sequence"].is_null());
     EXPECT_GT(prompt_total(m["usage"]), 0);
+    // A final assistant message is continued (a prefill): still one text block.
+    json prefill = message_body("what is gold?");
+    prefill["messages"].push_back({{"role", "assistant"}, {"content", "Gold is"}});
+    const auto continued = post(s, "/v1/messages", prefill, headers);
+    ASSERT_EQ(continued.status, 200) << continued.body;
+    EXPECT_EQ(parse_or_null(continued.body)["content"][0]["type"], "text") << continued.body;
     // Without the key: 401.
     const auto refused = post(s, "/v1/messages", message_body("what is gold?"));
     EXPECT_EQ(refused.status, 401) << refused.body;
