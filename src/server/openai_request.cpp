@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -122,8 +123,13 @@ Err parse_messages(const json& body, GenerationRequest& out) {
         out.messages.push_back(std::move(msg));
         out.message_parts.push_back(std::move(parts));
     }
-    if (out.messages.back().role != "user") {
-        return value_error("messages", "must end with a user message");
+    // A final assistant message is continued (RequestBuilder: llama-server's assistant prefill).
+    const std::string& last = out.messages.back().role;
+    if (last != "user" && last != "assistant") {
+        return value_error("messages", "must end with a user message, or an assistant message to continue");
+    }
+    if (std::none_of(out.messages.begin(), out.messages.end(), [](const auto& m) { return m.role == "user"; })) {
+        return value_error("messages", "must contain a user message");
     }
     return std::nullopt;
 }

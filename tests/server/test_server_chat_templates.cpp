@@ -96,5 +96,33 @@ TEST(ServerChatTemplates, BuiltInNamesKwargsAndTheirRefusals) {
     EXPECT_NE(unknown.log().find("mistral-v7"), std::string::npos) << unknown.log();
 }
 
+// A final assistant message is continued (llama-server's prefill, vLLM's continue_final_message):
+// its text follows the assistant header, so the prompt holds it and no second header.
+TEST(ServerChatTemplates, AFinalAssistantMessageIsContinued) {
+    ServerProcess s(server_args());
+    ASSERT_TRUE(s.started()) << s.log();
+    const json user = {{"role", "user"}, {"content", "what is gold?"}};
+    const json prefill = {{"role", "assistant"}, {"content", "Gold is"}};
+    auto prompt_tokens = [&](const json& body) {
+        const auto r = curl("POST", s.url("/v1/chat/completions"), body.dump());
+        EXPECT_EQ(r.status, 200) << r.body;
+        return parse_or_null(r.body)["usage"]["prompt_tokens"].get<int>();
+    };
+    const json base = {{"max_tokens", 1}, {"temperature", 0}};
+    json plain = base, continued = base, vllm = base, closed = base;
+    plain["messages"] = {user};
+    continued["messages"] = vllm["messages"] = closed["messages"] = {user, prefill};
+    vllm["continue_final_message"] = true;
+    vllm["add_generation_prompt"] = false;
+    closed["continue_final_message"] = false;
+    const int n_plain = prompt_tokens(plain), n_continued = prompt_tokens(continued);
+    EXPECT_GT(n_continued, n_plain);
+    EXPECT_EQ(prompt_tokens(vllm), n_continued);
+    EXPECT_GT(prompt_tokens(closed), n_continued);  // its turn closed and a new header opened
+    json only_assistant = base;
+    only_assistant["messages"] = {prefill};
+    expect_api_error(curl("POST", s.url("/v1/chat/completions"), only_assistant.dump()), 400);
+}
+
 }  // namespace
 }  // namespace lazyattn::testing
