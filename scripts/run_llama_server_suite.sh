@@ -16,7 +16,7 @@
 # PYTEST ARGS (e.g. unit/test_tokenize.py, -k name) run a subset; the list is then checked only
 # for the tests that ran. --draft FILE writes the list this run would need (new failures marked
 # `unclassified`, to be classified by hand). The JUnit XML and the log are kept in
-# .llama-tools/server-suite-out/.
+# .llama-tools/server-suite-out/run-DATE-XXXX/ (a day).
 #
 # Exit 0: every failure listed and every listed test still failing. 1: not so (the differences
 # are printed). 77 (CTest: skipped): PyPI cannot be reached and nothing is cached.
@@ -27,7 +27,8 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 CACHE=$ROOT/.llama-tools
 VENV=$CACHE/server-suite-venv
-OUT=$CACHE/server-suite-out
+# Each run its own output folder (runs at once, e.g. ctest and a subset by hand, must not share one).
+OUTS=$CACHE/server-suite-out
 LIST=$ROOT/tests/e2e/llama_server_suite_expected.txt
 PY=${PYTHON:-python3}
 
@@ -90,7 +91,9 @@ wget==3.2
 yarl==1.25.1'
 
 command -v "$PY" >/dev/null 2>&1 || skip "no $PY"
-mkdir -p "$CACHE" "$OUT"
+mkdir -p "$CACHE" "$OUTS"
+find "$OUTS" -mindepth 1 -maxdepth 1 -type d -mtime +1 -exec rm -rf {} + 2>/dev/null || true
+OUT=$(mktemp -d "$OUTS/run-$(date +%Y%m%d-%H%M%S)-XXXX")
 
 # 1. The virtual environment (a stamp holding the requirements' hash marks a finished install).
 want=$(printf '%s\n%s\n' "$REQUIREMENTS" "$("$PY" -c 'import sys; print(sys.version_info[:2])')" | sha256sum | cut -c1-16)
@@ -135,7 +138,6 @@ PORT=$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0
 partial=()
 selection=(unit -m "not slow")
 if [ $# -gt 0 ]; then partial=(--partial); selection=("$@"); fi
-rm -f "$OUT/junit.xml"
 log "running $SUITE (${selection[*]}) against $BIN on port $PORT; log: $OUT/pytest.log"
 start=$(date +%s)
 set +e
