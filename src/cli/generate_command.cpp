@@ -65,6 +65,26 @@ int fail(const Status& st, int code = 1) {
     return code;
 }
 
+// One run's result: a JSON line (--json), else its statistics on stderr after the streamed text.
+void report_run(const GenerateOptions& o, engine::SyncEngine& eng, const engine::RagResult& result, int run) {
+    if (o.json) {
+        auto j = run_json(result);
+        j["run"] = run + 1;
+        j["cache_mode"] = o.cache_mode;
+        if (!o.common.kv_stores.empty()) j["store"] = store_stats_json(eng.scheduler().stats().store);
+        std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+        return;
+    }
+    const auto& s = result.stats;
+    std::printf("\n");
+    std::fprintf(stderr,
+                 "[run %d, %s: %d prompt tokens (%d prefilled, %d reused; segments hit %d (%d from the store), "
+                 "missed %d), %d generated, TTFT %.1f ms, decode %.1f tok/s, %s]\n",
+                 run + 1, o.cache_mode.c_str(), s.num_prompt_tokens, s.prefill_tokens, s.reused_tokens, s.segments_hit,
+                 s.segments_from_store, s.segments_missed, s.num_generated, s.ttft_ms, s.decode_tok_per_s,
+                 std::string(engine::finish_reason_name(result.finish_reason)).c_str());
+}
+
 }  // namespace
 
 int run_generate(const GenerateOptions& o) {
@@ -107,22 +127,7 @@ int run_generate(const GenerateOptions& o) {
         }
         auto result = eng.run(*req, stream);
         if (!result.ok()) return fail(result.status());
-        if (o.json) {
-            auto j = run_json(*result);
-            j["run"] = run + 1;
-            j["cache_mode"] = o.cache_mode;
-            if (!o.common.kv_stores.empty()) j["store"] = store_stats_json(eng.scheduler().stats().store);
-            std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
-            continue;
-        }
-        const auto& s = result->stats;
-        std::printf("\n");
-        std::fprintf(stderr,
-                     "[run %d, %s: %d prompt tokens (%d prefilled, %d reused; segments hit %d (%d from the store), "
-                     "missed %d), %d generated, TTFT %.1f ms, decode %.1f tok/s, %s]\n",
-                     run + 1, o.cache_mode.c_str(), s.num_prompt_tokens, s.prefill_tokens, s.reused_tokens,
-                     s.segments_hit, s.segments_from_store, s.segments_missed, s.num_generated, s.ttft_ms,
-                     s.decode_tok_per_s, std::string(engine::finish_reason_name(result->finish_reason)).c_str());
+        report_run(o, eng, *result, run);
     }
     // The documents' store writes finish before exit (the store's close would give them 1 s).
     if (store::SegmentStore* store = eng.core().kv_store().store()) store->flush();

@@ -388,7 +388,7 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
          {"--n-gpu-layers 35", "--cont-batching", "--mlock", "--no-mmap"}},
         {"-m " + model + " -fa -ngl 99 --chat-template-file " + jinja + " -b 256 -ub 256 --alias smol",
          {"--flash-attn on", "--ubatch-size 256"}},
-        {"-m " + model + " -ctk bf16 -ctv f16 --metrics --threads-http 4 -to 60 --slots", {"--metrics", "--slots"}},
+        {"-m " + model + " -ctk bf16 -ctv f16 --metrics --threads-http 4 -to 60 --slots", {"--metrics"}},
         {model + " --gpu-memory-utilization 0.9 --max-model-len 512", {"--gpu-memory-utilization 0.9"}},
         {model + " --dtype auto --enable-prefix-caching --served-model-name smol --max-num-seqs 8",
          {"--dtype auto", "--enable-prefix-caching"}},
@@ -400,9 +400,8 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
         {"--model " + model + " --temp 0.8 --seed 42 --host 127.0.0.1,::1 --offline --no-slots --jinja --no-ui " +
              "--verbose --alias smol,tinyllama-2 --cors-origins '*' --swa-full --context-shift --cache-ram 0 " +
              "--no-cache-idle-slots --no-mmproj --reasoning-format none --no-models-autoload --backend_sampling",
-         {"--temp 0.8", "--host 127.0.0.1,::1", "--offline", "--no-slots", "--no-webui", "--cors-origins *",
-          "--swa-full", "--context-shift", "--cache-ram 0", "--no-mmproj", "--no-models-autoload",
-          "--backend-sampling"}},
+         {"--temp 0.8", "--host 127.0.0.1,::1", "--offline", "--no-webui", "--cors-origins *", "--swa-full",
+          "--context-shift", "--cache-ram 0", "--no-mmproj", "--no-models-autoload", "--backend-sampling"}},
         // Its embedding and reranker presets: started once by its harness before any test (their
         // routes answer 501 here).
         {"-m " + model + " --embeddings --pooling mean --reranking", {"--embeddings", "--pooling mean", "--rerank"}},
