@@ -6,33 +6,18 @@
 #include <string_view>
 
 #include "core/utf8.h"
+#include "server/request_fields.h"
 
 namespace lazyattn::server {
 namespace {
 
 using json = nlohmann::json;
 using Err = std::optional<ApiError>;
-
-bool absent(const json& o, const char* key) { return !o.contains(key) || o.at(key).is_null(); }
-
-Err type_error(const std::string& param, const char* expected) {
-    return invalid_request("'" + param + "' must be " + expected, param, "invalid_type");
-}
-
-Err value_error(const std::string& param, const std::string& what) {
-    return invalid_request("'" + param + "' " + what, param, "invalid_value");
-}
-
-Err unsupported(const std::string& param, const std::string& why) {
-    return invalid_request("'" + param + "': " + why, param, "unsupported");
-}
-
-Err read_text(const json& v, const std::string& param, std::string& out) {
-    if (!v.is_string()) return type_error(param, "a string");
-    out = v.get<std::string>();
-    if (!text::is_valid_utf8(out)) return invalid_request("'" + param + "' is not valid UTF-8", param, "invalid_utf8");
-    return std::nullopt;
-}
+using fields::absent;
+using fields::read_string;
+using fields::type_error;
+using fields::unsupported;
+using fields::value_error;
 
 // Every top-level field either route reads. Anthropic refuses fields it does not define; so does
 // this route, so that a feature a client relies on (a beta field, a constraint) is never quietly
@@ -99,7 +84,7 @@ Err read_text_block(const json& b, const std::string& p, std::string& out) {
     if (!b.contains("text"))
         return invalid_request("'" + p + ".text' is required", p + ".text", "missing_required_parameter");
     if (auto e = check_cache_control(b, p)) return e;
-    return read_text(b.at("text"), p + ".text", out);
+    return read_string(b.at("text"), p + ".text", out);
 }
 
 // A document source's text: {"type": "text", "media_type": "text/plain", "data"} or
@@ -115,13 +100,13 @@ Err read_document_source(const json& b, const std::string& p, std::string& out) 
             return value_error(sp + ".media_type", "must be text/plain");
         if (!s.contains("data"))
             return invalid_request("'" + sp + ".data' is required", sp + ".data", "missing_required_parameter");
-        return read_text(s.at("data"), sp + ".data", out);
+        return read_string(s.at("data"), sp + ".data", out);
     }
     if (type == "content") {
         if (!s.contains("content"))
             return invalid_request("'" + sp + ".content' is required", sp + ".content", "missing_required_parameter");
         const json& c = s.at("content");
-        if (c.is_string()) return read_text(c, sp + ".content", out);
+        if (c.is_string()) return read_string(c, sp + ".content", out);
         if (!c.is_array()) return type_error(sp + ".content", "a string or a list of text blocks");
         for (size_t i = 0; i < c.size(); ++i) {
             const std::string cp = sp + ".content[" + std::to_string(i) + "]";
@@ -152,10 +137,10 @@ Err read_document_block(const json& b, const std::string& p, DocumentRef& doc, s
     if (auto e = read_document_source(b, p, doc.text)) return e;
     if (doc.text.empty()) return value_error(p + ".source", "must hold some text");
     if (!absent(b, "title")) {
-        if (auto e = read_text(b.at("title"), p + ".title", doc.title)) return e;
+        if (auto e = read_string(b.at("title"), p + ".title", doc.title)) return e;
     }
     if (!absent(b, "context")) {
-        if (auto e = read_text(b.at("context"), p + ".context", context)) return e;
+        if (auto e = read_string(b.at("context"), p + ".context", context)) return e;
     }
     if (auto e = check_citations(b, p)) return e;
     return check_cache_control(b, p);
@@ -165,7 +150,7 @@ Err read_document_block(const json& b, const std::string& p, DocumentRef& doc, s
 // parts, which documents_from "parts" reads as in chat); document blocks become documents.
 Err read_content(const json& v, const std::string& p, bool user, tokenizer::ChatMessage& msg,
                  std::vector<ContentPart>& parts, std::vector<DocumentRef>& documents) {
-    if (v.is_string()) return read_text(v, p, msg.content);
+    if (v.is_string()) return read_string(v, p, msg.content);
     if (!v.is_array()) return type_error(p, "a string or a list of content blocks");
     for (size_t i = 0; i < v.size(); ++i) {
         const std::string bp = p + "[" + std::to_string(i) + "]";
@@ -206,7 +191,7 @@ Err parse_messages(const json& body, GenerationRequest& out, std::vector<Documen
         if (!m.contains("role"))
             return invalid_request("'" + p + ".role' is required", p + ".role", "missing_required_parameter");
         tokenizer::ChatMessage msg;
-        if (auto e = read_text(m.at("role"), p + ".role", msg.role)) return e;
+        if (auto e = read_string(m.at("role"), p + ".role", msg.role)) return e;
         if (msg.role == "system")
             return value_error(p + ".role", "must be user or assistant (the system prompt is the top-level 'system')");
         if (msg.role != "user" && msg.role != "assistant")
@@ -230,7 +215,7 @@ Err parse_system(const json& body, GenerationRequest& out) {
     const json& s = body.at("system");
     tokenizer::ChatMessage msg{"system", ""};
     if (s.is_string()) {
-        if (auto e = read_text(s, "system", msg.content)) return e;
+        if (auto e = read_string(s, "system", msg.content)) return e;
     } else if (s.is_array()) {
         for (size_t i = 0; i < s.size(); ++i) {
             const std::string p = "system[" + std::to_string(i) + "]";

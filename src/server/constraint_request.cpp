@@ -1,20 +1,18 @@
 #include "server/constraint_request.h"
 
 #include "core/utf8.h"
+#include "server/request_fields.h"
 
 namespace lazyattn::server {
 namespace {
 
 using json = nlohmann::json;
 using Err = std::optional<ApiError>;
+using fields::absent;
+using fields::type_error;
+
 using grammar::ConstraintKind;
 using grammar::ConstraintSpec;
-
-bool absent(const json& body, const char* key) { return !body.contains(key) || body.at(key).is_null(); }
-
-Err type_error(const std::string& param, const char* expected) {
-    return invalid_request("'" + param + "' must be " + expected, param, "invalid_type");
-}
 
 Err text_of(const json& v, const std::string& param, std::string& out) {
     if (!v.is_string()) return type_error(param, "a string");

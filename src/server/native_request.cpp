@@ -7,27 +7,22 @@
 #include <cmath>
 
 #include "core/utf8.h"
+#include "server/request_fields.h"
 
 namespace lazyattn::server {
 namespace {
 
 using json = nlohmann::json;
 using Err = std::optional<ApiError>;
+using fields::absent;
+using fields::read_string;
+using fields::type_error;
+using fields::value_error;
 
 // The most bytes of text logit_bias may name (each text becomes its tokens).
 constexpr size_t kMaxLogitBiasTextBytes = 64 * 1024;
 // llama-server's "any seed" (LLAMA_DEFAULT_SEED); -1 means the same.
 constexpr int64_t kAnySeed = 0xFFFFFFFFll;
-
-bool absent(const json& body, const char* key) { return !body.contains(key) || body.at(key).is_null(); }
-
-Err type_error(const std::string& param, const char* expected) {
-    return invalid_request("'" + param + "' must be " + expected, param, "invalid_type");
-}
-
-Err value_error(const std::string& param, const std::string& what) {
-    return invalid_request("'" + param + "' " + what, param, "invalid_value");
-}
 
 Err unsupported(const std::string& param, const std::string& why) {
     return invalid_request("'" + param + "' " + why, param, "unsupported");
@@ -64,13 +59,6 @@ Err read_flag(const json& body, const char* key, bool& out) {
     return std::nullopt;
 }
 
-Err read_text(const json& v, const std::string& param, std::string& out) {
-    if (!v.is_string()) return type_error(param, "a string");
-    out = v.get<std::string>();
-    if (!text::is_valid_utf8(out)) return invalid_request("'" + param + "' is not valid UTF-8", param, "invalid_utf8");
-    return std::nullopt;
-}
-
 // ---- prompt -------------------------------------------------------------------------------
 
 // Token ids and strings in one list: one prompt; each string becomes its tokens where it sits.
@@ -86,7 +74,7 @@ Err read_mixed_prompt(const json& v, const std::string& param, const tokenizer::
             out.tokens.push_back(int32_t(id));
         } else if (piece.is_string()) {
             std::string text;
-            if (auto e = read_text(piece, param + "[" + std::to_string(i) + "]", text)) return e;
+            if (auto e = read_string(piece, param + "[" + std::to_string(i) + "]", text)) return e;
             const auto ids = tok.encode(text, false, false);
             out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());
         } else {
@@ -99,7 +87,7 @@ Err read_mixed_prompt(const json& v, const std::string& param, const tokenizer::
 // A string, token ids (strings mixed in), or {"prompt_string", "multimodal_data"}.
 Err read_one_prompt(const json& v, const std::string& param, const tokenizer::Tokenizer& tok, NativePrompt& out) {
     if (v.is_string()) {
-        if (auto e = read_text(v, param, out.text)) return e;
+        if (auto e = read_string(v, param, out.text)) return e;
     } else if (v.is_array()) {
         if (auto e = read_mixed_prompt(v, param, tok, out)) return e;
     } else if (v.is_object()) {
@@ -110,7 +98,7 @@ Err read_one_prompt(const json& v, const std::string& param, const tokenizer::To
             return invalid_request("'" + param + ".prompt_string' is required", param + ".prompt_string",
                                    "missing_required_parameter");
         }
-        if (auto e = read_text(v.at("prompt_string"), param + ".prompt_string", out.text)) return e;
+        if (auto e = read_string(v.at("prompt_string"), param + ".prompt_string", out.text)) return e;
     } else {
         return type_error(param, "a string, a list of token ids (and strings), or {\"prompt_string\"}");
     }
@@ -281,7 +269,7 @@ Err read_names(const json& body, const char* key, std::vector<std::string>& out)
     }
     for (const json& name : v) {
         std::string s;
-        if (auto e = read_text(name, key, s)) return e;
+        if (auto e = read_string(name, key, s)) return e;
         if (s.size() > 256) return value_error(key, "names must be at most 256 bytes");
         out.push_back(std::move(s));
     }

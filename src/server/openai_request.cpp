@@ -7,6 +7,7 @@
 
 #include "core/utf8.h"
 #include "server/constraint_request.h"
+#include "server/request_fields.h"
 #include "tokenizer/chat_template_kwargs.h"
 
 namespace lazyattn::server {
@@ -14,23 +15,10 @@ namespace {
 
 using json = nlohmann::json;
 using Err = std::optional<ApiError>;
-
-bool absent(const json& body, const char* key) { return !body.contains(key) || body.at(key).is_null(); }
-
-Err type_error(const std::string& param, const char* expected) {
-    return invalid_request("'" + param + "' must be " + expected, param, "invalid_type");
-}
-
-Err value_error(const std::string& param, const std::string& what) {
-    return invalid_request("'" + param + "' " + what, param, "invalid_value");
-}
-
-Err read_string(const json& v, const std::string& param, std::string& out) {
-    if (!v.is_string()) return type_error(param, "a string");
-    out = v.get<std::string>();
-    if (!text::is_valid_utf8(out)) return invalid_request("'" + param + "' is not valid UTF-8", param, "invalid_utf8");
-    return std::nullopt;
-}
+using fields::absent;
+using fields::read_string;
+using fields::type_error;
+using fields::value_error;
 
 // A JSON number (a float with an integral value counts as an integer where one is wanted).
 Err read_number(const json& body, const char* key, double& out) {

@@ -3,26 +3,17 @@
 #include <cctype>
 
 #include "core/utf8.h"
+#include "server/request_fields.h"
 
 namespace lazyattn::server {
 namespace {
 
 using json = nlohmann::json;
 using Err = std::optional<ApiError>;
-
-bool absent(const json& body, const char* key) { return !body.contains(key) || body.at(key).is_null(); }
-
-Err type_error(const std::string& param, const char* expected) {
-    return invalid_request("'" + param + "' must be " + expected, param, "invalid_type");
-}
-
-Err value_error(const std::string& param, const std::string& what) {
-    return invalid_request("'" + param + "' " + what, param, "invalid_value");
-}
-
-Err unsupported(const std::string& param, const std::string& why) {
-    return invalid_request("'" + param + "': " + why, param, "unsupported");
-}
+using fields::absent;
+using fields::type_error;
+using fields::unsupported;
+using fields::value_error;
 
 Err missing(const std::string& param) {
     return invalid_request("'" + param + "' is required", param, "missing_required_parameter");

@@ -225,9 +225,10 @@ TEST(ServerLlamaCompat, UnservedFeaturesAre501NamingThem) {
     ServerProcess s(server_args());
     ASSERT_TRUE(s.started()) << s.log();
     const std::vector<std::pair<std::string, std::string>> routes = {
-        {"POST", "/v1/embeddings"}, {"POST", "/rerank"},      {"POST", "/infill"}, {"GET", "/lora-adapters"},
-        {"POST", "/slots/0"},       {"POST", "/v1/messages"}, {"POST", "/props"},  {"POST", "/embedding"},
-        {"POST", "/models/load"},   {"GET", "/tools"}};
+        {"POST", "/v1/embeddings"}, {"POST", "/rerank"},    {"POST", "/infill"},
+        {"GET", "/lora-adapters"},  {"POST", "/slots/0"},   {"POST", "/v1/audio/transcriptions"},
+        {"POST", "/props"},         {"POST", "/embedding"}, {"POST", "/models/load"},
+        {"GET", "/tools"}};
     for (const auto& [method, path] : routes) {
         const auto r = curl(method, s.url(path), method == "POST" ? "{}" : "");
         EXPECT_EQ(r.status, 501) << method << " " << path << ": " << r.body;
