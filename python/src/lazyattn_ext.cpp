@@ -11,7 +11,6 @@
 // names the request on the Notifier, whose eventfd the event loop watches (loop.add_reader);
 // Request.try_next() then takes what the mailbox holds. One fd per event loop, no thread.
 // Errors: a bad request raises ValueError naming the field; an engine failure lazyattn.Error.
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <nanobind/nanobind.h>
@@ -20,9 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -37,9 +34,7 @@
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "engine/engine_config.h"
-#include "engine/loading/block_finetune.h"
 #include "engine/loading/loaded_model.h"
-#include "engine/request/cache_mode.h"
 #include "engine/request/document_reuse.h"
 #include "engine/serving_engine.h"
 #include "kernels/params/kv_dtype.h"
@@ -49,8 +44,10 @@
 #include "server/openai_request.h"
 #include "server/request_builder.h"
 #include "server/serving_front.h"
-#include "server/serving_stack.h"
 #include "tokenizer/chat_template.h"
+
+#include "async_notifier.h"
+#include "engine_state.h"
 
 #ifdef LAZYATTN_CUDA_BUILT
 #include "backend/cuda/cuda_engine_backend.h"
@@ -63,141 +60,6 @@ namespace lazyattn::python {
 namespace {
 
 constexpr int kPollMs = 50;  // how often a wait looks for Ctrl-C
-// max_tokens not given: this many, or the rest of the context when that is less.
-constexpr int32_t kDefaultMaxTokens = 256;
-
-// An engine failure (lazyattn.Error); bad arguments are ValueError / TypeError.
-struct EngineError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] void raise_value(const std::string& param, const std::string& message) {
-    if (param.empty() || message.rfind(param, 0) == 0) throw nb::value_error(message.c_str());
-    throw nb::value_error((param + ": " + message).c_str());
-}
-
-// The server's face of a failure, raised: a 4xx is the caller's request (ValueError naming the
-// field), anything else the engine's (lazyattn.Error).
-[[noreturn]] void raise_api_error(const server::ApiError& e) {
-    if (e.http_status == 400 || e.http_status == 404) raise_value(e.param, e.message);
-    throw EngineError(e.message);
-}
-
-struct Options {
-    std::string model;
-    std::string cache_mode = "lazy";
-    std::string kv_dtype = "f16";
-    std::vector<std::string> kv_store;
-    int threads = 0;
-    int kv_cache_mb = 512;
-    int max_num_seqs = 64;
-    int max_model_len = 0;
-    int max_batch_tokens = 512;
-    std::string device = "cpu";
-    std::string document_reuse;  // "": the model's default (as serve)
-    std::string chat_template;   // "": the model file's
-};
-
-// Everything one LLM holds; requests keep it alive while they are read.
-struct State {
-    engine::LoadedModel lm;
-    std::unique_ptr<engine::ServingEngine> engine;
-    std::unique_ptr<server::ServingFront> front;
-    std::optional<tokenizer::ChatTemplate> chat;
-    engine::EngineConfig config;
-    engine::DocumentReuse default_reuse;
-    Options options;
-    // Held shared by every call that uses the engine, whole by close() (taken with the GIL released).
-    std::shared_mutex mu;
-    bool closed = false;
-    const pid_t owner = ::getpid();  // the process the engine's thread runs in
-
-    // A process forked after the LLM started has none of its threads: every wait would hang (and
-    // `mu` may have been held at the fork), so the engine is refused there before anything waits.
-    bool forked() const { return ::getpid() != owner; }
-    void require_own_process() const {
-        if (forked()) {
-            throw EngineError("this LLM was started in process " + std::to_string(owner) +
-                              "; its engine thread does not exist after fork(): create a new LLM in this process");
-        }
-    }
-    std::shared_lock<std::shared_mutex> hold() {
-        require_own_process();
-        return std::shared_lock<std::shared_mutex>(mu);
-    }
-    engine::ServingEngine& live() {
-        if (closed) throw EngineError("the LLM is closed");
-        return *engine;
-    }
-};
-
-// In a forked child the engine is never destroyed: its destructor would join a thread that does
-// not exist there. The child keeps it until it exits (only its memory, shared copy-on-write).
-void keep_in_forked_child(std::shared_ptr<State> state) {
-    static auto* kept = new std::vector<std::shared_ptr<State>>();  // never freed, by design
-    kept->push_back(std::move(state));
-}
-
-Expected<engine::EngineConfig> engine_config(const Options& o) {
-    engine::EngineConfig ec;
-    auto mode = engine::parse_cache_mode(o.cache_mode);
-    if (!mode.ok()) return invalid_argument("cache_mode: " + mode.status().message());
-    ec.cache_mode = *mode;
-    auto dtype = kernels::parse_kv_dtype(o.kv_dtype);
-    if (!dtype) return invalid_argument("kv_dtype: unknown KV type '" + o.kv_dtype + "' (f32, f16, bf16, q8_0, q4_0)");
-    ec.kv_types = kernels::same_kv_types(*dtype);
-    auto device = backend::parse_device(o.device);
-    if (!device.ok()) return invalid_argument("device: " + device.status().message());
-    ec.device = *device;
-    ec.kv_stores = o.kv_store;
-    ec.kv_cache_mb = o.kv_cache_mb;
-    ec.max_num_seqs = o.max_num_seqs;
-    ec.max_model_len = o.max_model_len;
-    ec.max_batch_tokens = o.max_batch_tokens;
-    LA_RETURN_IF_ERROR(ec.validate());
-    return ec;
-}
-
-std::shared_ptr<State> open_engine(const Options& o) {
-    auto state = std::make_shared<State>();
-    state->options = o;
-    auto ec = engine_config(o);
-    if (!ec.ok()) raise_value("", ec.status().message());
-    state->config = *ec;
-    server::ServingStackOptions so;
-    so.model_path = o.model;
-    so.device = ec->device;
-    so.num_threads = o.threads;
-    so.engine = *ec;
-    so.chat_template = o.chat_template;
-    so.document_reuse = o.document_reuse;
-    auto open = [&so] {
-        nb::gil_scoped_release unlocked;
-        return server::open_serving_stack(so);
-    };
-    Expected<server::ServingStack> opened = open();
-    if (!opened.ok()) {
-        // A setting the caller gave is theirs (ValueError naming it); anything else the engine's.
-        const std::string& m = opened.status().message();
-        for (const char* param : {"document_reuse", "chat_template"}) {
-            if (m.rfind(std::string(param) + ": ", 0) == 0) raise_value(param, m.substr(std::strlen(param) + 2));
-        }
-        throw EngineError("cannot start the engine on " + o.model + ": " + m);
-    }
-    state->lm = std::move(opened->lm);
-    state->chat = std::move(opened->chat);
-    state->default_reuse = opened->default_reuse;
-    state->engine = std::move(opened->engine);
-    // The server's front with the in-process defaults: no cap below the context and no response
-    // size to bound; a max_tokens past the context is refused instead of clamped.
-    server::FrontSettings settings;
-    settings.default_max_tokens = kDefaultMaxTokens;
-    settings.clamp_max_tokens = false;
-    settings.bound_response_bytes = false;
-    settings.document_reuse = state->default_reuse;
-    state->front = std::make_unique<server::ServingFront>(*state->engine, *state->lm.tokenizer, state->chat, settings);
-    return state;
-}
 
 nlohmann::json parse_body(const std::string& text) {
     nlohmann::json body = nlohmann::json::parse(text, nullptr, false);
@@ -215,100 +77,6 @@ nb::dict usage_dict(const engine::RequestStats& s) {
         }
     }
     return d;
-}
-
-// Which requests of one event loop have news: the engine thread names them, the loop takes the
-// names when the eventfd is readable. A write only when the fd is not already readable (coalesced);
-// the names are at most one per request between two takes (see Mailbox::post).
-class NotifierCore {
-public:
-    NotifierCore() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-        if (fd_ < 0) throw EngineError(std::string("eventfd: ") + std::strerror(errno));
-    }
-    ~NotifierCore() { close(); }
-    NotifierCore(const NotifierCore&) = delete;
-    NotifierCore& operator=(const NotifierCore&) = delete;
-
-    int fd() {
-        std::lock_guard<std::mutex> lock(mu_);
-        return fd_;
-    }
-    // Engine thread: `key` has news.
-    void ring(uint64_t key) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (fd_ < 0) return;  // closed: nobody listens
-        ready_.push_back(key);
-        if (armed_) return;
-        armed_ = true;
-        const uint64_t one = 1;
-        // Non-blocking; fails only when the counter would overflow, and then it is readable anyway.
-        [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof(one));
-    }
-    // Loop thread: the keys with news since the last take; the fd is drained.
-    std::vector<uint64_t> take() {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (fd_ >= 0) {
-            uint64_t count = 0;
-            [[maybe_unused]] const ssize_t n = ::read(fd_, &count, sizeof(count));
-        }
-        armed_ = false;
-        return std::exchange(ready_, {});
-    }
-    void close() {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-        ready_.clear();
-    }
-
-private:
-    std::mutex mu_;
-    int fd_ = -1;
-    bool armed_ = false;
-    std::vector<uint64_t> ready_;
-};
-
-// One async request's events, copied by the engine's callback. The callback runs before the
-// handle itself holds the event, so an async reader reads here, never the handle's queue: a
-// wake-up always finds what woke it.
-struct Mailbox {
-    Mailbox(std::shared_ptr<NotifierCore> n, uint64_t k) : notifier(std::move(n)), key(k) {}
-    void post(const engine::RequestEvent& e) {
-        bool was_empty = false;
-        {
-            std::lock_guard<std::mutex> lock(mu);
-            was_empty = events.empty();
-            events.push_back(e);
-        }
-        if (was_empty) notifier->ring(key);  // a reader that took the rest sees this one by the ring
-    }
-    std::deque<engine::RequestEvent> take() {
-        std::lock_guard<std::mutex> lock(mu);
-        return std::exchange(events, {});
-    }
-
-    std::mutex mu;
-    std::deque<engine::RequestEvent> events;
-    const std::shared_ptr<NotifierCore> notifier;
-    const uint64_t key;
-};
-
-// lazyattn._lazyattn.Notifier: one per event loop (python/lazyattn/_async.py).
-class Notifier {
-public:
-    Notifier() : core_(std::make_shared<NotifierCore>()) {}
-    int fd() const { return core_->fd(); }
-    std::vector<uint64_t> take() { return core_->take(); }
-    void close() { core_->close(); }
-    const std::shared_ptr<NotifierCore>& core() const { return core_; }
-
-private:
-    std::shared_ptr<NotifierCore> core_;
-};
-
-uint64_t next_mailbox_key() {
-    static std::atomic<uint64_t> next{1};
-    return next.fetch_add(1);
 }
 
 nb::bytes piece_bytes(const tokenizer::Tokenizer& tok, int32_t id) {
