@@ -92,15 +92,17 @@ void RequestHandle::finish(FinishReason reason, const RequestStats& stats, Statu
     e.finish_reason = reason;
     e.status = status;
     {
+        // The result is complete before anyone hears of the end: a callback that wakes a
+        // stream which then reads stats() must see this request's figures, not zeros.
         std::lock_guard<std::mutex> lock(mu_);
         e.stop_word = result_.stop_word;
+        result_.finish_reason = reason;
+        result_.stats = stats;
+        result_.status = status;
+        status_ = std::move(status);
     }
     if (callback_) callback_(e);
     std::lock_guard<std::mutex> lock(mu_);
-    result_.finish_reason = reason;
-    result_.stats = stats;
-    result_.status = status;
-    status_ = std::move(status);
     finished_ = true;
     events_.push_back(std::move(e));
     cv_.notify_all();
