@@ -8,9 +8,8 @@
 #   scripts/install_rag_clients.sh --python   print the environment's python and exit 0 if it is
 #                                             installed (1 if not), installing nothing
 #
-# Idempotent: a stamp holding the requirements' hash marks a finished install (a second run
-# returns at once). Exit 77 when PyPI cannot be reached and the wheel cache cannot satisfy the
-# requirements (CTest: skipped).
+# Idempotent; exit 77 (CTest: skipped) when PyPI cannot be reached and the wheel cache cannot
+# satisfy the pins (scripts/pinned_venv.sh does the installing).
 # Environment: RAG_CLIENTS_VENV (default .venv-rag-clients), RAG_CLIENTS_WHEELS (default
 # .whl-rag), PYTHON.
 set -euo pipefail
@@ -19,10 +18,8 @@ ROOT=$(pwd)
 VENV=${RAG_CLIENTS_VENV:-$ROOT/.venv-rag-clients}
 WHEELS=${RAG_CLIENTS_WHEELS:-$ROOT/.whl-rag}
 PY=${PYTHON:-python3}
+TOOL=install_rag_clients
 
-log() { echo "[install_rag_clients] $*" >&2; }
-die() { echo "[install_rag_clients] ERROR: $*" >&2; exit 1; }
-skip() { echo "[install_rag_clients] SKIP: $*" >&2; exit 77; }
 
 # The frameworks, pinned: what the test exercises.
 REQUIREMENTS='openai==2.54.0
@@ -125,62 +122,8 @@ xxhash==4.1.0
 yarl==1.25.1
 zstandard==0.25.0'
 
-case "${1:-}" in
-  --python) [ -f "$VENV/.installed" ] && [ -x "$VENV/bin/python" ] || exit 1; echo "$VENV/bin/python"; exit 0 ;;
-  "") ;;
-  -h|--help) sed -n '2,/^set -e/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) die "unknown argument '$1'" ;;
-esac
-
-command -v "$PY" >/dev/null 2>&1 || skip "no $PY"
-pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-want="$(printf '%s\n%s\n%s\n' "$REQUIREMENTS" "$CONSTRAINTS" "$pyver" | sha256sum | cut -c1-16)"
-installed() { [ -x "$VENV/bin/python" ] && [ -f "$VENV/.installed" ] && [ "$(cat "$VENV/.installed")" = "$want" ]; }
-if installed; then
-  log "already installed in $VENV"
-  echo "$VENV/bin/python"
-  exit 0
-fi
-
-mkdir -p "$WHEELS"
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$WHEELS/.lock"
-  flock 9
-  if installed; then echo "$VENV/bin/python"; exit 0; fi
-fi
-
-start=$(date +%s)
-REQ="$WHEELS/.requirements.txt"
-CON="$WHEELS/.constraints.txt"
-printf '%s\n' "$REQUIREMENTS" > "$REQ"
-printf '%s\n' "$CONSTRAINTS" > "$CON"
-
-log "creating $VENV (python $pyver)"
-rm -rf "$VENV"
-"$PY" -m venv "$VENV" || die "could not create a virtual environment with $PY (apt-get install python3-venv)"
-VPY="$VENV/bin/python"
-# Only the wheel cache and PyPI: no find-links from the environment (PIP_FIND_LINKS).
-pipq() { PIP_FIND_LINKS= "$VPY" -m pip --disable-pip-version-check -q "$@"; }
-install_cached() { pipq install --no-index --find-links "$WHEELS" -r "$REQ" -c "$CON" 2>"$WHEELS/.install.log"; }
-
-if ls "$WHEELS"/*.whl >/dev/null 2>&1 && install_cached; then
-  log "installed from the wheel cache $WHEELS"
-else
-  log "the wheel cache $WHEELS does not hold every wheel; downloading the rest from PyPI"
-  if ! pipq index versions openai --timeout 15 --retries 1 >/dev/null 2>&1; then
-    rm -rf "$VENV"
-    skip "PyPI cannot be reached and $WHEELS cannot satisfy the requirements"
-  fi
-  pipq download -d "$WHEELS" -r "$REQ" -c "$CON" || { rm -rf "$VENV"; die "pip download failed"; }
-  log "downloaded: $(ls "$WHEELS"/*.whl | wc -l) wheels, $(du -sh "$WHEELS" | cut -f1)"
-  install_cached || { cat "$WHEELS/.install.log" >&2; rm -rf "$VENV"; die "pip install from $WHEELS failed"; }
-  log "installed from $WHEELS"
-fi
-pipq check >&2 || die "the installed packages conflict (pip check)"
-
 # Proof that it works: every framework the test uses imports, at the pinned version.
-log "importing the frameworks"
-HAYSTACK_TELEMETRY_ENABLED=False "$VPY" - <<'PY' >&2 || die "the installed frameworks do not import"
+IMPORT_CHECK=$(cat <<'PY'
 from importlib.metadata import version
 import openai
 import langchain_core
@@ -194,6 +137,9 @@ names = ["openai", "langchain-core", "langchain-classic", "langchain-openai", "l
          "llama-index-llms-openai-like", "haystack-ai"]
 print("[install_rag_clients] ok: " + ", ".join("%s %s" % (n, version(n)) for n in names))
 PY
-echo "$want" > "$VENV/.installed"
-log "installed in $VENV in $(( $(date +%s) - start )) s"
-echo "$VENV/bin/python"
+)
+PROBE=openai
+export HAYSTACK_TELEMETRY_ENABLED=False
+# shellcheck source=scripts/pinned_venv.sh
+source "$ROOT/scripts/pinned_venv.sh"
+pinned_venv_main "$@"
