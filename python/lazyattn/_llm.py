@@ -206,6 +206,11 @@ def _body(
     cache_salt: Any = None,
     logprobs: Any = None,
     top_logprobs: Any = None,
+    response_format: Any = None,
+    json_schema: Any = None,
+    grammar: Any = None,
+    regex: Any = None,
+    choice: Any = None,
 ) -> "tuple[str, bool]":
     """The request as an OpenAI body (JSON) and whether it is a chat. `prompt_token_ids` was
     checked by the caller (_prompt_token_ids: it knows the vocabulary)."""
@@ -271,7 +276,48 @@ def _body(
             body["top_logprobs"] = k
         else:
             body["logprobs"] = k
+    body.update(_constraint(response_format=response_format, json_schema=json_schema, grammar=grammar, regex=regex, choice=choice))
     return json.dumps(body), chat
+
+
+# The body field each structured-output argument travels in. regex= and choice= are vLLM's
+# guided_regex / guided_choice; the extension names the argument in their errors.
+_CONSTRAINT_FIELDS = {
+    "response_format": "response_format",
+    "json_schema": "json_schema",
+    "grammar": "grammar",
+    "regex": "guided_regex",
+    "choice": "guided_choice",
+}
+
+
+def _constraint(**given: Any) -> Dict[str, Any]:
+    """The structured-output argument (at most one) as its body field. Types are checked here;
+    the text (schema, grammar, regex) is compiled by the engine, whose errors name the argument."""
+    asked = [name for name, value in given.items() if value is not None]
+    if len(asked) > 1:
+        raise ValueError(f"{asked[1]} and {asked[0]} both constrain the output; a request may use one of them")
+    if not asked:
+        return {}
+    name = asked[0]
+    value = given[name]
+    if name == "response_format":
+        _expect(name, value, isinstance(value, Mapping), "a dict such as {'type': 'json_object'}")
+        value = dict(value)
+    elif name == "json_schema":
+        # A schema as a dict (or bool), or as JSON text; a class with model_json_schema() (pydantic) gives its own.
+        if callable(getattr(value, "model_json_schema", None)):
+            value = value.model_json_schema()
+        _expect(name, value, isinstance(value, (Mapping, bool, str)), "a JSON schema (a dict, or a str holding one)")
+        value = dict(value) if isinstance(value, Mapping) else value
+    elif name == "choice":
+        _expect(name, value, isinstance(value, Sequence) and not isinstance(value, (str, bytes)), "a list of str")
+        for i, c in enumerate(value):
+            _expect(f"{name}[{i}]", c, isinstance(c, str), "a str")
+        value = list(value)
+    else:
+        _expect(name, value, isinstance(value, str), "a str")
+    return {_CONSTRAINT_FIELDS[name]: value}
 
 
 def _completion(result: Dict[str, Any]) -> Completion:
@@ -445,7 +491,10 @@ class LLM:
         max_tokens (None: 256, or the rest of the context), temperature (0.0: greedy), top_p,
         top_k, min_p, seed, stop, repetition_penalty, presence_penalty, frequency_penalty,
         logit_bias, ignore_eos, cache_salt, logprobs (True: Completion.logprobs), top_logprobs
-        (k in [0, 20] alternatives per token; implies logprobs).
+        (k in [0, 20] alternatives per token; implies logprobs). Structured output, at most one:
+        response_format (OpenAI's: {'type': 'json_object'} or {'type': 'json_schema',
+        'json_schema': {'name', 'schema', 'strict'}}), json_schema (a dict, JSON text, or a
+        pydantic model class), grammar (GBNF, start rule `root`), regex, choice (a list of str).
         """
         request = self._submit(prompt, kwargs)
         try:

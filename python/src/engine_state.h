@@ -32,7 +32,10 @@ struct EngineError : std::runtime_error {
 };
 
 [[noreturn]] inline void raise_value(const std::string& param, const std::string& message) {
-    if (param.empty() || message.rfind(param, 0) == 0) throw nb::value_error(message.c_str());
+    // A message that begins with the name ("max_tokens must ...", "'grammar' is not ...") says it already.
+    if (param.empty() || message.rfind(param, 0) == 0 || message.rfind("'" + param + "'", 0) == 0) {
+        throw nb::value_error(message.c_str());
+    }
     throw nb::value_error((param + ": " + message).c_str());
 }
 

@@ -37,6 +37,8 @@
 #include "engine/loading/loaded_model.h"
 #include "engine/request/document_reuse.h"
 #include "engine/serving_engine.h"
+#include "grammar/constraint.h"
+#include "grammar/constraint_compiler.h"
 #include "kernels/params/kv_dtype.h"
 #include "server/api_error.h"
 #include "server/api_keys.h"
@@ -89,6 +91,15 @@ nb::tuple logprob_tuple(const tokenizer::Tokenizer& tok, int32_t id, float logpr
     nb::list alternatives;
     for (const auto& [alt, lp] : top) alternatives.append(nb::make_tuple(alt, piece_bytes(tok, alt), lp));
     return nb::make_tuple(piece_bytes(tok, id), logprob, alternatives);
+}
+
+// The Python API's regex= and choice= travel as vLLM's guided_regex / guided_choice (the body has
+// no field of the Python names); a compile error names spec.field, so it names the argument the
+// caller wrote. Their types were checked in Python (lazyattn/_llm.py, _constraint).
+void name_python_argument(std::optional<grammar::ConstraintSpec>& constraint) {
+    if (!constraint) return;
+    if (constraint->field == "guided_regex") constraint->field = "regex";
+    if (constraint->field == "guided_choice") constraint->field = "choice";
 }
 
 // One submitted request: its events, one at a time, or its whole result.
@@ -247,6 +258,7 @@ public:
             const nlohmann::json body = parse_body(body_json);
             server::GenerationRequest gen;
             if (auto e = server::parse_generation_request(body, chat, gen)) raise_api_error(*e);
+            name_python_argument(gen.constraint);
             if (gen.stream || gen.n != 1) raise_value("n", "one choice per request here (submit several)");
             logprobs = gen.logprobs >= 0;
             const std::string tenant = server::ApiKeys::tenant_of("", gen.cache_salt);
@@ -364,9 +376,11 @@ public:
 
     nb::dict stats() {
         engine::SchedulerStats s;
+        grammar::ConstraintCompiler::Stats c;
         {
             nb::gil_scoped_release unlocked;
             s = state_->engine->stats();
+            c = state_->front->constraint_stats();
         }
         nb::dict d;
         d["requests_finished"] = s.requests_finished;
@@ -381,6 +395,10 @@ public:
         d["blocks_total"] = s.blocks_total;
         d["blocks_used"] = s.blocks_used;
         d["blocks_pinned"] = s.blocks_pinned;
+        // Structured output: grammars compiled, requests served from the compiled cache, held.
+        d["constraints_compiled"] = c.compiles;
+        d["constraint_cache_hits"] = c.cache_hits;
+        d["constraints_cached"] = c.cached;
         return d;
     }
 

@@ -87,6 +87,8 @@ public:
     const RequestBuilder& builder() const { return builder_; }
     const FrontSettings& settings() const { return settings_; }
     int32_t context_length() const;
+    // Structured output: compiles, cache hits and what the compiled-grammar cache holds.
+    grammar::ConstraintCompiler::Stats constraint_stats() const { return constraints_->stats(); }
 
 private:
     std::optional<ApiError> fit_max_tokens(const GenerationRequest& gen, engine::RagRequest& rag) const;

@@ -1,4 +1,5 @@
-"""docs/python.md's async RAG example runs (tests/python/example_async_rag.py holds it)."""
+"""docs/python.md's examples run: the async RAG service (tests/python/example_async_rag.py) and the
+cited JSON answer (tests/python/example_cited_json.py); the doc holds each file's code verbatim."""
 
 import asyncio
 
@@ -14,3 +15,31 @@ def test_async_rag_example_runs(capsys):
     assert all(len(lp.top_logprobs) == 2 for lp in streamed.logprobs)
     out = capsys.readouterr().out
     assert "Which rivers meet in Lyon? ->" in out
+
+
+def test_cited_json_example_runs(capsys):
+    import example_cited_json
+
+    replies = example_cited_json.main()
+    assert len(replies) == 2
+    for reply in replies:
+        assert set(reply) == {"answer", "citations"}
+        assert 1 <= len(reply["answer"]) <= 120
+        assert all(0 <= i < len(example_cited_json.PASSAGES) for i in reply["citations"])
+    assert "Which rivers meet in Lyon? ->" in capsys.readouterr().out
+
+
+def test_doc_holds_the_examples_verbatim():
+    """Each example file's code between its markers is a code block of docs/python.md."""
+    import pathlib
+
+    here = pathlib.Path(__file__).resolve().parent
+    # In the checkout (tests/python) or in scripts/test_python_package.sh's copy (tests, docs beside).
+    docs = [d / "docs" / "python.md" for d in here.parents if (d / "docs" / "python.md").is_file()]
+    assert docs, "docs/python.md not found above " + str(here)
+    text = docs[0].read_text()
+    for name in ("example_async_rag.py", "example_cited_json.py"):
+        source = (here / name).read_text()
+        begin = source.index("\n", source.index("# --- docs/python.md:")) + 1
+        code = source[begin : source.index("# --- end of the example ---")]
+        assert "```python\n" + code + "```" in text, f"docs/python.md does not hold {name}'s example verbatim"
