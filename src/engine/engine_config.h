@@ -56,6 +56,16 @@ struct EngineConfig {
     // A tier that cannot be reached at start-up: kept and retried (serve), left out or refused
     // (precompute's --unreachable-tier, bench store).
     store::UnreachableTiers kv_store_unreachable = store::UnreachableTiers::kKeep;
+    // Conditioned copies made in the background (the `balanced` preset; scheduler/
+    // background_conditioning.h): a document that requests reading with neighbours=K@ready found
+    // without its conditioned copy in this many requests of a tenant gets that copy made in the
+    // step budget requests leave unused. 0: never.
+    int32_t condition_after = 0;
+    // The most rows of background work one step carries (only in steps without requests' prefill
+    // rows): what a request arriving meanwhile may wait for, once, before its own rows run.
+    int32_t background_rows_per_step = 64;
+    int32_t max_background_queued = 256;             // tasks queued over every tenant
+    int32_t max_background_queued_per_account = 16;  // of one API key (all its cache_salts)
 #ifdef NDEBUG
     bool check_integrity = false;  // verify the pool and cache index after every step
 #else

@@ -50,7 +50,8 @@ struct SchedulerOutput {
     std::vector<PhaseChunk> chunks;
     // Block-attn's copies made this step: they run in its forward, before any row is stored.
     std::vector<model::KvBlockCopy> kv_copies;
-    int32_t num_decode_rows = 0;  // of the chunks' rows, one-token decode rows of running requests
+    int32_t num_decode_rows = 0;      // of the chunks' rows, one-token decode rows of running requests
+    int32_t num_background_rows = 0;  // of the jobs' rows, background work's (Scheduler::plan_background)
     // Whether admission, cancellation or preemption changed anything while scheduling.
     bool progressed = false;
 

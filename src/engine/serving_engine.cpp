@@ -294,7 +294,8 @@ void ServingEngine::loop() {
         {
             std::unique_lock<std::mutex> lock(mu_);
             auto ready = [&] {
-                return !incoming_.empty() || !ops_.empty() || stopping_ || (!stuck && !scheduler_.idle());
+                return !incoming_.empty() || !ops_.empty() || stopping_ ||
+                       (!stuck && (!scheduler_.idle() || scheduler_.has_background_work()));
             };
             if (stuck) {
                 wake_.wait_for(lock, kStuckPoll, ready);
@@ -314,11 +315,12 @@ void ServingEngine::loop() {
         for (auto& op : ops) op(scheduler_);
         for (Pending& p : fresh) {
             auto handle = p.handle;
-            const Status st = scheduler_.enqueue(std::move(p.request), handle);
+            const Status st = core_.enqueue(std::move(p.request), handle);
             if (!st.ok()) handle->finish(FinishReason::kError, {}, st);
         }
         const bool progressed = core_.step();
-        stuck = !progressed && !scheduler_.idle();
+        // Background work that cannot move (no room in the pool) is polled as stuck work is.
+        stuck = !progressed && (!scheduler_.idle() || scheduler_.has_background_work());
         publish_documents(false);
         const SchedulerStats s = scheduler_.stats();
         std::lock_guard<std::mutex> lock(mu_);

@@ -39,6 +39,12 @@ Expected<RagResult> SyncEngine::run(const RagRequest& request, const TextCallbac
     return result;
 }
 
+int64_t SyncEngine::run_background() {
+    int64_t steps = 0;
+    while (core_.scheduler().has_background_work() && core_.step()) ++steps;
+    return steps;
+}
+
 Expected<std::vector<float>> SyncEngine::tail_logits(const RagRequest& request) {
     RagRequest r = request;
     r.max_tokens = 0;

@@ -36,6 +36,9 @@ public:
     Expected<std::vector<float>> tail_logits(const RagRequest& request);
 
     EngineCore& core() { return core_; }
+    // Steps while background work (conditioned copies, Scheduler::has_background_work) moves:
+    // what a long-running server would have made by now. The steps taken.
+    int64_t run_background();
     Scheduler& scheduler() { return core_.scheduler(); }
     const EngineConfig& config() const { return core_.config(); }
     const kv::KvCache& kv_cache() const { return core_.scheduler().kv().kv_cache(); }

@@ -38,23 +38,48 @@ std::string DocumentRegistry::id(const std::string& tenant, const std::vector<in
 }
 
 DocumentInfo DocumentRegistry::info(const std::string& id, const Entry& e) {
-    return {id, int32_t(e.tokens.size()), e.pin_count > 0, e.pin_count, e.last_used_ms};
+    return {id, int32_t(e.tokens.size()), e.pin_count > 0, e.pin_count, e.last_used_ms, e.conditioned};
+}
+
+DocumentRegistry::Entry& DocumentRegistry::entry(const std::string& tenant, const std::vector<int32_t>& tokens) {
+    const kv::BlockHash end = chain_end(seed_of_(tenant), tokens, kv_.block_size());
+    Entry& e = entries_[tenant][id_of(end)];
+    if (e.tokens.empty()) {
+        e.tokens = tokens;
+        e.chain_end = end;
+        ++num_entries_;
+        ++version_;
+    }
+    return e;
+}
+
+void DocumentRegistry::note_conditioned(const std::string& tenant, const std::vector<int32_t>& tokens,
+                                        ConditionedCopyInfo copy) {
+    Entry& e = entry(tenant, tokens);
+    copy.cached = true;
+    auto same_k = [&](const ConditionedCopyInfo& c) { return c.neighbours == copy.neighbours; };
+    e.conditioned.erase(std::remove_if(e.conditioned.begin(), e.conditioned.end(), same_k), e.conditioned.end());
+    e.conditioned.push_back(std::move(copy));
+    e.last_used_ms = now_ms();
+    ++version_;
+}
+
+bool DocumentRegistry::still_cached(const kv::BlockHash& seed, Entry& e) const {
+    bool any = e.pin_count > 0 || kv_.contains(seed, e.tokens);
+    for (ConditionedCopyInfo& c : e.conditioned) {
+        c.cached = conditioned_seed_ && kv_.contains(conditioned_seed_(seed, c.neighbours), e.tokens);
+        any |= c.cached;
+    }
+    return any;
 }
 
 void DocumentRegistry::note(const SequenceState& s) {
     const RagRequest& r = s.request;
-    if (!segments_are_blocks(config_.cache_mode) || r.reuse.anchored || r.reuse.neighbours > 0) return;
+    if (!segments_are_blocks(config_.cache_mode) || r.reuse.anchored) return;
     for (size_t d = 0; d < r.segments.size(); ++d) {
-        if (!r.is_document(d) || r.segments[d].empty()) continue;
-        const kv::BlockHash end = chain_end(s.seeds.segment, r.segments[d], kv_.block_size());
-        Entry& e = entries_[r.tenant][id_of(end)];
-        if (e.tokens.empty()) {
-            e.tokens = r.segments[d];
-            e.chain_end = end;
-            ++num_entries_;
-            ++version_;
-        }
-        e.last_used_ms = now_ms();
+        // A document read as its conditioned copy is another encoding (listed with its plain one).
+        if (!r.is_document(d) || r.segments[d].empty() || r.conditioning_neighbours(d) > 0) continue;
+        entry(r.tenant, r.segments[d]).last_used_ms = now_ms();
     }
     if (num_entries_ > 2 * int64_t(kv_.pool().num_blocks()) + 64) prune();
 }
@@ -63,7 +88,7 @@ void DocumentRegistry::prune() {
     for (auto t = entries_.begin(); t != entries_.end();) {
         const kv::BlockHash seed = seed_of_(t->first);
         for (auto it = t->second.begin(); it != t->second.end();) {
-            if (it->second.pin_count == 0 && !kv_.contains(seed, it->second.tokens)) {
+            if (!still_cached(seed, it->second)) {
                 it = t->second.erase(it);
                 --num_entries_;
             } else {
@@ -157,8 +182,8 @@ std::vector<DocumentInfo> DocumentRegistry::list(const std::string& tenant) {
     if (t == entries_.end()) return out;
     const kv::BlockHash seed = seed_of_(tenant);
     for (auto it = t->second.begin(); it != t->second.end();) {
-        const Entry& e = it->second;
-        if (e.pin_count == 0 && !kv_.contains(seed, e.tokens)) {
+        Entry& e = it->second;
+        if (!still_cached(seed, e)) {
             it = t->second.erase(it);  // evicted since
             --num_entries_;
             continue;

@@ -28,13 +28,25 @@ namespace lazyattn::engine {
 
 struct SequenceState;
 
+// A neighbour-conditioned copy of a document (DocumentReuse::neighbours) the engine made in the
+// background, with what it was encoded after: enough to make it again (the same neighbours, cut to
+// the same length, in the same order).
+struct ConditionedCopyInfo {
+    int32_t neighbours = 0;                  // K
+    std::vector<std::string> neighbour_ids;  // the neighbours' document ids, in the order read
+    int32_t prefix_tokens = 0;               // tokens of them read before the document
+    bool cached = false;                     // in the RAM cache now (the store keeps its own)
+    bool stored = false;                     // handed to the --kv-store tiers
+};
+
 // A document (segment) the cache knows, as GET /v1/documents lists it.
 struct DocumentInfo {
     std::string id;  // hex of a keyed hash of the segment's chain (model, KV variant, tenant)
     int32_t num_tokens = 0;
     bool pinned = false;
-    int32_t pin_count = 0;    // pins held by its tenant; each needs an unpin
-    double last_used_ms = 0;  // steady-clock milliseconds of the last request that read it
+    int32_t pin_count = 0;                         // pins held by its tenant; each needs an unpin
+    double last_used_ms = 0;                       // steady-clock milliseconds of the last request that read it
+    std::vector<ConditionedCopyInfo> conditioned;  // its conditioned copies made in the background
 };
 
 class DocumentRegistry {
@@ -47,6 +59,11 @@ public:
                                         const std::vector<kv::BlockId>&)>;
 
     DocumentRegistry(kv::KvCache& kv, const EngineConfig& config, SeedOf seed_of, OnPinned on_pinned);
+    // The chain seed of a document's copy conditioned on k neighbours from its plain seed
+    // (reuse/conditioning.h's conditioned_seed, which this folder does not import): how the
+    // list tells whether a conditioned copy is still cached.
+    using ConditionedSeed = std::function<kv::BlockHash(const kv::BlockHash& seed, int32_t k)>;
+    void set_conditioned_seed(ConditionedSeed f) { conditioned_seed_ = std::move(f); }
 
     std::string id(const std::string& tenant, const std::vector<int32_t>& tokens) const;
     // The document must be cached already (kNotFound otherwise: run a request containing it
@@ -64,7 +81,10 @@ public:
     // Registers s's documents as used now (plain documents only: anchored and conditioned ones
     // are cached as other encodings, not under the registry's seed).
     void note(const SequenceState& s);
-    // Changes when a document is first registered, pinned or unpinned (not when one is merely
+    // A conditioned copy of `tenant`'s document `tokens` was made in the background (listed with
+    // the document while it is cached).
+    void note_conditioned(const std::string& tenant, const std::vector<int32_t>& tokens, ConditionedCopyInfo copy);
+    // Changes when a document is first registered, a conditioned copy is made, it is pinned or unpinned (not when one is merely
     // used or evicted).
     uint64_t version() const { return version_; }
     // Documents remembered over every tenant (bounded: pruned past twice the pool's blocks).
@@ -80,16 +100,22 @@ private:
         std::vector<kv::BlockId> pinned_blocks;  // one reference each while pin_count > 0
         int32_t pin_count = 0;
         double last_used_ms = 0;
+        std::vector<ConditionedCopyInfo> conditioned;
     };
 
     void prune();
+    // Whether entry e of the tenant with segment seed `seed` is still worth listing: pinned, or
+    // a copy of it (plain or conditioned) still cached. Fills e's conditioned copies' `cached`.
+    bool still_cached(const kv::BlockHash& seed, Entry& e) const;
     Status check_pin_room(const std::string& tenant, int32_t num_new) const;
     static DocumentInfo info(const std::string& id, const Entry& e);
+    Entry& entry(const std::string& tenant, const std::vector<int32_t>& tokens);
 
     kv::KvCache& kv_;
     EngineConfig config_;
     SeedOf seed_of_;
     OnPinned on_pinned_;
+    ConditionedSeed conditioned_seed_;
     PinLedger pins_;
     std::map<std::string, std::map<std::string, Entry>> entries_;  // tenant -> id -> entry
     uint64_t version_ = 0;

@@ -20,8 +20,16 @@ int64_t SegmentJobs::add(SegmentJob job) {
     return id;
 }
 
-void SegmentJobs::join(int64_t id) {
-    if (id >= 0) ++jobs_.at(id).num_users;
+void SegmentJobs::join(int64_t id, bool background_user) {
+    if (id < 0) return;
+    ++jobs_.at(id).num_users;
+    if (background_user) return;
+    for (int64_t j = id; j >= 0;) {
+        auto it = jobs_.find(j);
+        if (it == jobs_.end()) break;
+        it->second.background = false;
+        j = it->second.anchor_job;
+    }
 }
 
 void SegmentJobs::leave(int64_t id) {

@@ -25,7 +25,11 @@ public:
     // Registers a job, taking its own reference on each of job.blocks; its id.
     int64_t add(SegmentJob job);
     // One more user of job `id` (none when id < 0): a request reading it, or a job anchored on it.
-    void join(int64_t id);
+    // A foreground user (a request, or a foreground job) makes a background job, and the jobs it
+    // waits for, foreground: a request never waits behind background priority.
+    void join(int64_t id, bool background_user = false);
+    // The id the next add() returns.
+    int64_t next_id() const { return next_id_; }
     // One user fewer: a job nobody needs any more is dropped with its references (and lets go of
     // its anchor's job).
     void leave(int64_t id);

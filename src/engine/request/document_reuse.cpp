@@ -63,10 +63,30 @@ std::optional<ReuseSettingError> DocumentReuse::check() const {
                                                      std::to_string(kMaxNeighbours) + "], got " +
                                                      std::to_string(neighbours));
     }
+    if (neighbours_when_ready && neighbours == 0) {
+        return refuse(ReuseSetting::kNeighbours, "neighbours@ready needs a count of neighbours (neighbours=K@ready)");
+    }
     if (neighbours > 0 && anchored) {
         return refuse(ReuseSetting::kCombination,
                       "anchor and neighbours=K are two encodings of a document (after the preamble, after "
                       "its neighbours): choose one");
+    }
+    if (damp_tokens < 0 || damp_tokens > kMaxDampTokens) {
+        return refuse(ReuseSetting::kDampTokens, "document damp tokens must be in [0, " +
+                                                     std::to_string(kMaxDampTokens) + "], got " +
+                                                     std::to_string(damp_tokens));
+    }
+    if (!(damp_bias >= kMinDampBias && damp_bias <= 0.0f)) {
+        return refuse(ReuseSetting::kDampBias,
+                      "document damp bias must be in [-32, 0] (a damping), got " + number(damp_bias));
+    }
+    if (damp_bias != 0.0f && damp_tokens == 0) {
+        return refuse(ReuseSetting::kDampTokens, "document damp bias needs the tokens it damps (damp=N:B, N > 0)");
+    }
+    if (damps() && recomputes() && !reuse_splits_spans(*this)) {
+        return refuse(ReuseSetting::kCombination,
+                      "damp=N:B damps whole spans of cached keys, and a recompute share or selection reads "
+                      "private rows inside them: use damp with recompute=N (the first tokens), or alone");
     }
     if (recompute_select != RecomputeSelect::kFirst && !recomputes()) {
         return refuse(ReuseSetting::kRecomputeSelect, "document recompute selection '" +
@@ -89,6 +109,12 @@ int32_t DocumentReuse::recompute_count(int32_t n) const {
         return std::clamp(int32_t(std::ceil(recompute_share * n * (1.0 - 1e-6))), 1, n);
     }
     return std::min(recompute_tokens, n);
+}
+
+int32_t DocumentReuse::damp_count(int32_t n, int32_t block_size) const {
+    if (n <= 0 || damp_tokens <= 0) return 0;
+    const int64_t rounded = (int64_t(damp_tokens) + block_size - 1) / block_size * block_size;
+    return int32_t(std::min<int64_t>(rounded, n));
 }
 
 int32_t recompute_row_count(const DocumentReuse& reuse, int32_t num_tokens, int32_t block_size) {
@@ -194,7 +220,7 @@ std::string DocumentReuse::name() const {
     std::string s;
     auto add = [&](const std::string& part) { s += (s.empty() ? "" : "+") + part; };
     if (anchored) add("anchor");
-    if (neighbours > 0) add("neighbours=" + std::to_string(neighbours));
+    if (neighbours > 0) add("neighbours=" + std::to_string(neighbours) + (neighbours_when_ready ? "@ready" : ""));
     if (logit_scale != 1.0f) add("scale=" + number(logit_scale));
     if (logit_bias != 0.0f) add("bias=" + number(logit_bias));
     if (recomputes()) {
@@ -203,6 +229,7 @@ std::string DocumentReuse::name() const {
         if (recompute_select != RecomputeSelect::kFirst) part += "@" + std::string(select_name(recompute_select));
         add(part);
     }
+    if (damps()) add("damp=" + std::to_string(damp_tokens) + ":" + number(damp_bias));
     return s.empty() ? "plain" : s;
 }
 
@@ -216,7 +243,11 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
         if (part == "anchor") {
             r.anchored = true;
         } else if (part.starts_with("neighbours=")) {
-            const std::string_view n = part.substr(11);
+            std::string_view n = part.substr(11);
+            if (n.ends_with("@ready")) {
+                r.neighbours_when_ready = true;
+                n.remove_suffix(6);
+            }
             const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), r.neighbours);
             if (ec != std::errc() || end != n.data() + n.size()) {
                 return invalid_argument(quoted(part) + ": not a count of neighbours");
@@ -227,6 +258,18 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
         } else if (part.starts_with("bias=")) {
             LA_ASSIGN_OR_RETURN(const double bias, parse_number(part, part.substr(5)));
             r.logit_bias = narrow_to_float(bias);
+        } else if (part.starts_with("damp=")) {
+            const std::string_view n = part.substr(5);
+            const size_t colon = n.find(':');
+            if (colon == std::string_view::npos) {
+                return invalid_argument(quoted(part) + ": needs tokens and a bias, damp=N:B (e.g. damp=16:-2)");
+            }
+            const auto [end, ec] = std::from_chars(n.data(), n.data() + colon, r.damp_tokens);
+            if (ec != std::errc() || end != n.data() + colon) {
+                return invalid_argument(quoted(part) + ": not a token count before ':'");
+            }
+            LA_ASSIGN_OR_RETURN(const double bias, parse_number(part, n.substr(colon + 1)));
+            r.damp_bias = narrow_to_float(bias);  // its range: validate()
         } else if (part.starts_with("recompute=")) {
             std::string_view n = part.substr(10);
             if (const size_t at = n.find('@'); at != std::string_view::npos) {
@@ -247,9 +290,10 @@ Expected<DocumentReuse> parse_document_reuse(std::string_view spec) {
                 }
             }
         } else {
-            return invalid_argument("unknown document reuse setting " + quoted(part) +
-                                    " (plain, or anchor, neighbours=K, scale=X, bias=X, recompute=N[@SELECT] or "
-                                    "recompute=P%[@SELECT] joined by '+')");
+            return invalid_argument(
+                "unknown document reuse setting " + quoted(part) +
+                " (plain, or anchor, neighbours=K[@ready], scale=X, bias=X, recompute=N[@SELECT] or "
+                "recompute=P%[@SELECT], damp=N:B joined by '+')");
         }
     }
     LA_RETURN_IF_ERROR(r.validate());
@@ -266,7 +310,7 @@ Expected<ReuseVariant> parse_reuse_variant(std::string_view spec) {
         if (k && vt) {
             v.kv_types = kernels::KvTypes{*k, *vt};
             spec = spec.substr(0, at);
-        } else if (!parse_select(kv)) {
+        } else if (!parse_select(kv) && kv != "ready") {  // "neighbours=K@ready" ends the spec
             return invalid_argument("'@" + text::clip_for_message(kv) +
                                     "' is neither KV types (TYPE or KTYPE,VTYPE of f32, f16, bf16, q8_0, q4_0) nor "
                                     "a recompute selection (" +

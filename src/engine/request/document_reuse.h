@@ -24,6 +24,20 @@
 //                has indexed (`precompute --neighbours K`, or requests with this setting), so it
 //                has seen related context, yet its keys are stored from position 0: still one
 //                copy per document, reusable at any slot, keyed apart from the plain copy.
+//   neighbours_when_ready  ("neighbours=K@ready", the `balanced` preset) each document is read
+//                as its conditioned copy where one exists (RAM or store), else as its plain
+//                copy: the request never computes nor waits for a conditioned copy; the engine
+//                makes it in the background once the document recurs (EngineConfig::
+//                condition_after, scheduler/background_conditioning.h).
+//   damp_tokens  each document's first N tokens (rounded up to whole KV blocks, at most the
+//   damp_bias    document) get this logit bias (<= 0) in every row of the request that reads
+//                them, unless the document sits at the request's position 0 (that one is the
+//                real sink). Encoded alone, a document's first tokens are sinks of their own
+//                (see above); damping them moves the question's attention back to the content.
+//                Their span is split off the document's (AttentionSpan::logit_bias): no kernel
+//                changes, no extra work. Keys a request recomputed are not damped (they saw
+//                their context, and are no sinks), so damping composes with recompute=N (the
+//                first tokens) but not with private rows (a share or a selection).
 //   recompute_select  which tokens: the first ones (a prefix of whole blocks: the span is split
 //                in two), or a sparse set (random: a control at equal cost) that the kernels
 //                read as private rows overriding the shared ones (kernels::KeyOverride), rows
@@ -83,6 +97,8 @@ enum class ReuseSetting {
     kRecomputeShare,
     kRecomputeSelect,
     kNeighbours,
+    kDampTokens,
+    kDampBias,
     kCombination,  // two settings that exclude each other
 };
 struct ReuseSettingError {
@@ -100,8 +116,17 @@ struct DocumentReuse {
     double recompute_share = 0.0;
     RecomputeSelect recompute_select = RecomputeSelect::kFirst;
     int32_t neighbours = 0;  // K: documents read their copy conditioned on K neighbours; 0: off
+    // With neighbours: only a conditioned copy that exists already is read, else the plain one.
+    bool neighbours_when_ready = false;
+
+    // Damped sinks: each non-first document's first damp_tokens get damp_bias; 0 tokens: off.
+    int32_t damp_tokens = 0;
+    float damp_bias = 0.0f;
 
     static constexpr int32_t kMaxRecomputeTokens = 4096;
+    static constexpr int32_t kMaxDampTokens = 4096;
+    // The most negative damping: exp(-32) ~ 1e-14, the keys masked to float precision.
+    static constexpr float kMinDampBias = -32.0f;
     // The smallest share asked for (0.01%): a smaller one is refused rather than rounded to no
     // recompute at all (a float holds nothing below ~1e-38, and such a share is surely a mistake).
     static constexpr double kMinRecomputeShare = 1e-4;
@@ -110,12 +135,14 @@ struct DocumentReuse {
 
     bool rescaled() const { return logit_scale != 1.0f || logit_bias != 0.0f; }
     bool recomputes() const { return recompute_tokens > 0 || recompute_share > 0.0; }
-    bool is_plain() const { return !anchored && !rescaled() && !recomputes() && neighbours == 0; }
+    bool damps() const { return damp_tokens > 0; }
+    bool is_plain() const { return !anchored && !rescaled() && !recomputes() && neighbours == 0 && !damps(); }
     // The one place the ranges are checked (parsers check syntax and types only): logit_scale in
     // [0.25, 4], logit_bias in [-8, 8], recompute_tokens in [0, kMaxRecomputeTokens],
     // recompute_share 0 or in [kMinRecomputeShare, 1] and not both set (0 in either means none), a
     // selection other than the first tokens has a budget, neighbours in [0, kMaxNeighbours] and not
-    // combined with anchored. (A budget longer than a document recomputes the whole document:
+    // combined with anchored, damp_tokens in [0, kMaxDampTokens] and damp_bias in [kMinDampBias, 0]
+    // (a bias needs tokens; damping not with private recomputed rows). (A budget longer than a document recomputes the whole document:
     // clamped per document, see RagRequest::recompute_rows.) The first setting refused, or none.
     std::optional<ReuseSettingError> check() const;
     // check() as kInvalidArgument.
@@ -128,8 +155,11 @@ struct DocumentReuse {
     }
     // Tokens recomputed of a document of n tokens: the count or ceil(share * n), at most n.
     int32_t recompute_count(int32_t n) const;
+    // The first tokens of a document of n tokens that damping covers: damp_tokens rounded up to
+    // whole blocks (their span starts and ends on a block edge), at most n; 0 when off.
+    int32_t damp_count(int32_t n, int32_t block_size) const;
     // "plain", or the parts joined by '+': "anchor+scale=0.9+bias=-0.5+recompute=16",
-    // "recompute=15%@random" (parse_document_reuse's syntax).
+    // "recompute=15%@random", "recompute=16+damp=16:-2" (parse_document_reuse's syntax).
     std::string name() const;
     bool operator==(const DocumentReuse&) const = default;
 };
@@ -171,8 +201,9 @@ inline float narrow_to_float(double x) {
     return float(std::clamp(x, -kFloatMax, kFloatMax));
 }
 
-// "plain", or '+'-joined parts: "anchor", "neighbours=K", "scale=X", "bias=X", "recompute=N" or "recompute=P%",
-// optionally followed by "@first" (the default) or "@random". kInvalidArgument naming the part.
+// "plain", or '+'-joined parts: "anchor", "neighbours=K[@ready]", "scale=X", "bias=X", "recompute=N" or "recompute=P%",
+// optionally followed by "@first" (the default) or "@random", "damp=N:B" (damp_tokens N, damp_bias B).
+// kInvalidArgument naming the part.
 Expected<DocumentReuse> parse_document_reuse(std::string_view spec);
 
 // A cache mode with its reuse settings and, optionally, its own KV types, as the benchmarks

@@ -38,6 +38,10 @@ struct RagRequest {
     // Stop strings, shared read-only by every choice of a request (never copied per choice).
     StopStrings stop;
     bool ignore_eos = false;
+    // The handle gets kProgress events while the prompt runs (llama-server's return_progress):
+    // one at admission, one per step that put more of the prompt in place, the last when all of
+    // it is (output/prefill_progress.h).
+    bool report_progress = false;
     // max_tokens is the server's default, not the client's: where the whole default cannot fit
     // the KV pool it is lowered to what fits instead of refusing the request.
     bool max_tokens_is_default = false;
@@ -68,14 +72,23 @@ struct RagRequest {
     // Segment d is a document: a segment of the request that is not the preamble.
     bool is_document(size_t d) const { return d < segments.size() && !(d == 0 && first_segment_is_preamble); }
 
+    // reuse.neighbours_when_ready: per segment, whether its conditioned copy was found (RAM or
+    // store) when the request was last admitted, so it reads that copy (else the plain one). Set
+    // by the KV manager at admission, never by a caller.
+    std::vector<uint8_t> conditioned_ready;
+
     // Segment d is a document read as its neighbour-conditioned copy (reuse.neighbours): how many
-    // neighbours; 0 for the preamble and when the request does not condition.
+    // neighbours; 0 for the preamble, when the request does not condition, and for a document
+    // read plain because its conditioned copy is not made yet (neighbours_when_ready).
     int32_t conditioning_neighbours(size_t d) const {
         if (reuse.neighbours <= 0 || !is_document(d)) return 0;
+        if (reuse.neighbours_when_ready && !(d < conditioned_ready.size() && conditioned_ready[d] != 0)) return 0;
         return reuse.neighbours;
     }
-    // The most tokens segment d is conditioned on (DocumentReuse::max_conditioning_tokens).
+    // The most tokens segment d is conditioned on (DocumentReuse::max_conditioning_tokens); 0
+    // when its copy is only read where it exists (a request never encodes it then).
     int32_t max_conditioning_tokens(size_t d) const {
+        if (reuse.neighbours_when_ready) return 0;
         return conditioning_neighbours(d) > 0 ? reuse.max_conditioning_tokens(int64_t(segments[d].size())) : 0;
     }
 

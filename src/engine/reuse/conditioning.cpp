@@ -18,6 +18,7 @@ ConditioningPrefix conditioning_prefix(const NeighbourIndex& index, const std::s
     for (auto it = near.rbegin(); it != near.rend(); ++it) {
         const std::vector<int32_t>& n = **it;
         prefix.tokens.insert(prefix.tokens.end(), n.begin(), n.begin() + int64_t(std::min(n.size(), share)));
+        prefix.neighbours.push_back(&n);
     }
     return prefix;
 }
@@ -32,7 +33,7 @@ std::vector<ConditioningPlacement> match_conditioning(const RagRequest& r, const
     std::vector<ConditioningPlacement> out;
     for (size_t d : needs_job) {
         const int32_t k = r.conditioning_neighbours(d);
-        if (k == 0) continue;
+        if (k == 0 || r.reuse.neighbours_when_ready) continue;  // read only where it exists: never encoded here
         ConditioningPlacement c;
         c.segment = d;
         ConditioningPrefix prefix = conditioning_prefix(index, r.tenant, r.segments[d], k);
@@ -89,7 +90,7 @@ void start_conditioning(SegmentJob& job, ConditioningPlacement& c, SegmentJobs& 
     job.anchor_blocks = std::move(c.blocks);
     c.blocks.clear();
     job.anchor_job = c.job;
-    jobs.join(c.job);
+    jobs.join(c.job, job.background);
     job.keys_from_zero = true;
 }
 

@@ -20,6 +20,9 @@ namespace lazyattn::engine {
 struct ConditioningPrefix {
     std::vector<int32_t> tokens;       // empty: the document is encoded alone
     bool short_of_neighbours = false;  // the index had fewer than the k asked for
+    // The neighbours read, in the order read (the most similar last); into the index: valid
+    // until it next changes.
+    std::vector<const std::vector<int32_t>*> neighbours;
 };
 
 // The context `document` of `tenant` is encoded after when conditioned on k neighbours: its k

@@ -88,8 +88,15 @@ kv::BlockHash KvManager::segment_seed(const SequenceState& s, size_t d) const {
 kv::BlockHash KvManager::tail_seed(const SequenceState& s) const {
     if (!segments_are_blocks(config_.cache_mode)) return s.seeds.prefix;
     const kv::BlockHash seed = kv::hash_segment_list(s.seeds.tail, s.request.segments);
-    // The tail's KV depends on how it read the documents.
-    return s.request.reuse.is_plain() ? seed : kv::hash_salt(seed, s.request.reuse.name());
+    // The tail's KV depends on how it read the documents: with neighbours@ready, also on which
+    // documents had their conditioned copy.
+    if (s.request.reuse.is_plain()) return seed;
+    std::string how = s.request.reuse.name();
+    if (s.request.reuse.neighbours_when_ready) {
+        how += '/';
+        for (uint8_t c : s.request.conditioned_ready) how += c != 0 ? 'c' : 'p';
+    }
+    return kv::hash_salt(seed, how);
 }
 
 void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job) {
@@ -109,6 +116,7 @@ void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
         ar.segments[d].stored_base = s.request.anchor_tokens(d);
         logical += int32_t(segments[d].size());
     }
+    resolve_conditioned_copies(s);
     // Join running jobs, match cached blocks (references taken); repeats are filled in later.
     for (size_t d = 0; d < segments.size(); ++d) {
         SegmentPlacement& place = ar.segments[d];
@@ -125,6 +133,25 @@ void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
         place.blocks = kv_.match(seed, segments[d], place.num_tokens);
         ar.held.insert(ar.held.end(), place.blocks.begin(), place.blocks.end());
         if (int64_t(place.blocks.size()) * bs < place.num_tokens) needs_job->push_back(d);
+    }
+}
+
+void KvManager::resolve_conditioned_copies(SequenceState& s) {
+    RagRequest& r = s.request;
+    r.conditioned_ready.clear();
+    if (!r.reuse.neighbours_when_ready || !segments_are_blocks(config_.cache_mode)) return;
+    r.conditioned_ready.assign(r.segments.size(), 0);
+    for (size_t d = 0; d < r.segments.size(); ++d) {
+        if (!r.is_document(d) || r.segments[d].empty()) continue;
+        s.admission.conditioned_lookups += 1;
+        r.conditioned_ready[d] = 1;  // segment_seed(s, d) is the conditioned copy's now
+        // A copy still being computed is not there yet: the request reads the plain one rather
+        // than wait (the copy serves the next request).
+        const bool found = kv_.contains(segment_seed(s, d), r.segments[d]) ||
+                           (store_ != nullptr && store_->storable(r, d) &&
+                            store_->contains(r.tenant, r.segments[d], r.reuse.neighbours));
+        r.conditioned_ready[d] = found ? 1 : 0;
+        s.admission.conditioned += found ? 1 : 0;
     }
 }
 
@@ -182,6 +209,9 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         // the K-neighbour key would be what every later request reads, in RAM and in the store,
         // even once the corpus has its K neighbours.
         job.shared = conditioning == nullptr || !conditioning->short_of_neighbours;
+        // A copy read only where it exists, found in the store but not loaded from it after all
+        // (an outage since): encoded alone for this request, never published as the conditioned one.
+        if (s.request.reuse.neighbours_when_ready && s.request.conditioning_neighbours(d) > 0) job.shared = false;
         job.storable = job.shared && store_ != nullptr && store_->storable(s.request, d);
         if (job.storable) job.store_variant = store_->variant(s.request.tenant, s.request.conditioning_neighbours(d));
         if (conditioning != nullptr && !conditioning->tokens.empty()) {
@@ -371,6 +401,52 @@ bool KvManager::advance_job(int64_t job_id, int32_t n) {
     if (job.storable) store_->write(job.store_variant, job.tokens, job.blocks);
     jobs_.finish(job_id);  // the users keep their own references
     return true;
+}
+
+bool KvManager::has_conditioned_copy(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k) const {
+    return kv_.contains(conditioned_seed(seeds_for(tenant).segment, k), tokens);
+}
+
+int64_t KvManager::start_background_job(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k,
+                                        const std::vector<int32_t>& prefix) {
+    const int32_t bs = kv_.block_size();
+    const ChainSeeds seeds = seeds_for(tenant);
+    // The prefix, as match_conditioning places a request's: plain KV of its tokens.
+    ConditioningPlacement c;
+    c.tokens = prefix;
+    c.seed = seeds.segment;
+    if (!c.tokens.empty()) {
+        if (const int64_t running = jobs_.find(c.seed, c.tokens); running >= 0) {
+            c.job = running;
+            c.blocks = jobs_.at(running).blocks;
+            for (kv::BlockId b : c.blocks) kv_.ref(b);
+        } else {
+            c.blocks = kv_.match(c.seed, c.tokens, int32_t(c.tokens.size()));
+        }
+    }
+    int64_t fresh = kv::blocks_for(int64_t(tokens.size()), bs);
+    if (c.job < 0) fresh += kv::blocks_for(int64_t(c.tokens.size()), bs) - int64_t(c.blocks.size());
+    if (fresh > kv_.num_free()) {
+        kv_.release(c.blocks);
+        return -1;
+    }
+    auto blocks = kv_.allocate(kv::blocks_for(int64_t(tokens.size()), bs));
+    LA_CHECK_MSG(blocks.ok(), "background job counted its blocks but allocation failed: %s",
+                 blocks.status().to_string().c_str());
+    SegmentJob job;
+    job.seed = conditioned_seed(seeds.segment, k);
+    job.tokens = tokens;
+    job.blocks = std::move(blocks).value();
+    job.num_users = 1;
+    job.background = true;
+    job.storable = store_ != nullptr && store_->store() != nullptr && !config_.position_aware_segments;
+    if (job.storable) job.store_variant = store_->variant(tenant, k);
+    const int64_t first_new = jobs_.next_id();
+    if (!c.tokens.empty()) start_conditioning(job, c, jobs_, kv_);
+    if (job.anchor_job >= first_new) jobs_.at(job.anchor_job).background = true;  // its own prefix job
+    const int64_t id = jobs_.add(std::move(job));
+    kv_.release(jobs_.at(id).blocks);  // add() took the job's reference; allocate()'s was the caller's
+    return id;
 }
 
 bool KvManager::load_segment(SequenceState& s, size_t d, int32_t num_present) {

@@ -69,6 +69,20 @@ public:
     bool advance_job(int64_t job_id, int32_t n);
     int64_t num_jobs_started() const { return jobs_.num_started(); }
 
+    // --- Background work (scheduler/background_conditioning.h).
+    // Starts the job making `tenant`'s copy of `tokens` conditioned on k neighbours, encoded
+    // after `prefix` (their tokens, conditioning_prefix): a shared segment job marked background,
+    // published to RAM and handed to the store when done, as a request's conditioned job is; the
+    // prefix read from the cache, joined while running, or made a background job of its own. The
+    // caller holds its one user. -1 (nothing held) when the pool has no room for it now.
+    int64_t start_background_job(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k,
+                                 const std::vector<int32_t>& prefix);
+    // Whether `tenant`'s copy of `tokens` conditioned on k neighbours is in the RAM cache.
+    bool has_conditioned_copy(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k) const;
+    // The caller's user of a job let go: a job nobody else needs is dropped with its blocks (and
+    // a prefix job only it needed).
+    void leave_job(int64_t id) { jobs_.leave(id); }
+
     const kv::KvCache& kv_cache() const { return kv_; }
     // The pool's bookkeeping for the document registry, whose pins hold references on it.
     kv::KvCache& kv_cache() { return kv_; }
@@ -81,6 +95,9 @@ public:
 
 private:
     void match_segments(SequenceState& s, std::vector<size_t>* needs_job);
+    // neighbours@ready: which documents of s have their conditioned copy (RAM or store) now
+    // (RagRequest::conditioned_ready), counted in s.admission.
+    void resolve_conditioned_copies(SequenceState& s);
     void start_jobs(SequenceState& s, const std::vector<size_t>& needs_job,
                     std::vector<ConditioningPlacement>& prefixes);
     // The first segment of s with segment d's tokens and seed (d itself when none before it):

@@ -50,6 +50,10 @@ std::string KvStoreAdapter::key(const std::string& tenant, const std::vector<int
         store::segment_meta(fingerprint_, variant(tenant, neighbours), kv_memory_.shape(), tokens));
 }
 
+bool KvStoreAdapter::contains(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours) const {
+    return store_ != nullptr && store_->contains(key(tenant, tokens, neighbours));
+}
+
 bool KvStoreAdapter::load(const RagRequest& r, size_t d, const std::vector<kv::BlockId>& blocks, int32_t num_present) {
     if (!storable(r, d)) return false;
     const store::SegmentMeta meta = store::segment_meta(fingerprint_, variant(r.tenant, r.conditioning_neighbours(d)),

@@ -45,6 +45,8 @@ public:
     // The entry of a document of `tenant`: its plain copy, or its copy conditioned on
     // `neighbours` neighbours.
     std::string key(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours) const;
+    // Whether a tier holds that entry (a lookup per tier, no data read; false without a store).
+    bool contains(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours) const;
     // Segment d of r read into `blocks` (the first num_present already hold its first tokens);
     // false when no tier has it.
     bool load(const RagRequest& r, size_t d, const std::vector<kv::BlockId>& blocks, int32_t num_present);

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/timer.h"
 #include "engine/request/context_overflow.h"
+#include "engine/reuse/conditioning.h"
 #include "engine/reuse/phase_kinds.h"
 
 namespace lazyattn::engine {
@@ -28,6 +29,11 @@ Status EngineConfig::validate() const {
         return invalid_argument("the pinned share of the KV pool must be in [0, 1]");
     }
     if (max_pinned_blocks_per_tenant < 0) return invalid_argument("the per-tenant pin quota must not be negative");
+    if (condition_after < 0) return invalid_argument("condition-after must not be negative (0: never)");
+    if (background_rows_per_step <= 0) return invalid_argument("background rows per step must be positive");
+    if (max_background_queued <= 0 || max_background_queued_per_account <= 0) {
+        return invalid_argument("the background queue's caps must be positive");
+    }
     return kv_store_writer.validate();
 }
 
@@ -42,7 +48,10 @@ Scheduler::Scheduler(const ModelFacts& model, backend::KvMemory& kv_memory, cons
           [this](const std::string& tenant, const std::vector<int32_t>& tokens,
                  const std::vector<kv::BlockId>& blocks) {
               if (store_ != nullptr) store_->write_pinned(tenant, tokens, blocks);
-          }) {}
+          }),
+      background_({config.condition_after, config.max_background_queued, config.max_background_queued_per_account}) {
+    documents_.set_conditioned_seed(conditioned_seed);
+}
 
 void Scheduler::index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents) {
     for (const auto& d : documents) neighbours_.add(tenant, d);
@@ -211,6 +220,7 @@ void Scheduler::preempt(SequenceState& s) {
 }
 
 bool Scheduler::preempt_for(SequenceState* requester) {
+    if (cancel_background()) return true;  // background work goes before any request
     // The most recently admitted request goes back to the front of the queue (recompute).
     if (running_.empty()) return false;
     auto victim = std::max_element(running_.begin(), running_.end(),
@@ -235,6 +245,7 @@ SchedulerStats Scheduler::stats() const {
     s.blocks_cached_free = cache.num_cached_free();
     s.blocks_pinned = documents_.pins().num_pinned();
     if (store_ != nullptr && store_->store() != nullptr) s.store = store_->store()->stats();
+    s.background = background_.stats();
     return s;
 }
 

@@ -35,6 +35,7 @@
 #include "engine/engine_config.h"
 #include "engine/request/request_handle.h"
 #include "engine/reuse/neighbour_index.h"
+#include "engine/scheduler/background_conditioning.h"
 #include "engine/scheduler/kv_manager.h"
 #include "engine/scheduler_output.h"
 #include "engine/sequence/sequence_state.h"
@@ -73,6 +74,12 @@ struct SchedulerStats {
         double forward_ms = 0;
     };
     StepKind decode_only, prefill_only, mixed;
+    // Conditioned copies (neighbours=K@ready): documents looked up, and of those served by their
+    // conditioned copy; the background work making the copies (background_conditioning.h).
+    int64_t conditioned_lookups = 0;
+    int64_t conditioned_served = 0;
+    int64_t background_rows = 0;  // rows of background work computed
+    BackgroundStats background;
 };
 
 // What the Scheduler knows of the model: sizes and identities, no weights.
@@ -118,6 +125,9 @@ public:
     // The step's last call: finished requests dropped, integrity checked when configured.
     void end_step();
     bool idle() const { return waiting_.empty() && running_.empty(); }
+    // Background work queued or running (conditioned copies to make): the engine keeps stepping
+    // for it when idle, but never waits for it to stop.
+    bool has_background_work() const { return background_job_ >= 0 || background_.has_queued(); }
 
     SchedulerStats stats() const;
 
@@ -164,9 +174,18 @@ private:
     void make_decode_room();
     void make_block_attn_copies();
     SchedulerOutput plan_step();
-    void plan_prefill(SchedulerOutput& plan, int32_t budget);
+    // Plans requests' and their jobs' prefill; returns the budget left.
+    int32_t plan_prefill(SchedulerOutput& plan, int32_t budget);
     PhaseChunk tail_chunk(SequenceState& s, int32_t begin, int32_t end, bool all_logits) const;
     bool preempt_for(SequenceState* requester);
+    // Background work (scheduler_background.cpp): the documents a request read plain counted,
+    // the next task's job started when no request waits, its rows planned from the budget left,
+    // its end recorded, and the job cancelled (its task queued again) when a request needs room.
+    void note_background(const SequenceState& s);
+    bool start_background();
+    void plan_background(SchedulerOutput& plan, int32_t budget);
+    void on_background_done();
+    bool cancel_background();
     void preempt(SequenceState& s);
     void on_job_progress(int64_t job_id, int32_t n);
     void finish(SequenceState& s, FinishReason reason, Status status = {});
@@ -186,6 +205,11 @@ private:
     KvManager kv_;                // where every request's KV lives
     DocumentRegistry documents_;  // on kv_'s pool, with its seeds and store
     NeighbourIndex neighbours_;   // the corpora conditioned documents are encoded against
+    BackgroundConditioning background_;
+    // The running background task and its job (-1: none), with what its copy was encoded after.
+    std::optional<BackgroundTask> background_task_;
+    int64_t background_job_ = -1;
+    ConditionedCopyInfo background_copy_;
 
     uint64_t next_admit_order_ = 1;
     int64_t step_count_ = 0;

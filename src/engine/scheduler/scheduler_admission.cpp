@@ -55,6 +55,9 @@ bool Scheduler::try_admit(SequenceState& s) {
         st.segments_missed = s.admission.misses;
         st.segments_from_store = s.admission.from_store;
         st.reused_tokens = s.admission.reused + ar.num_tail_computed();
+        stats_.conditioned_lookups += s.admission.conditioned_lookups;
+        stats_.conditioned_served += s.admission.conditioned;
+        note_background(s);
     }
     st.prefill_tokens += s.admission.computed + ar.num_prompt_tail() - ar.num_tail_computed() + ar.num_patch_tokens();
     st.recomputed_tokens += ar.num_patch_tokens();

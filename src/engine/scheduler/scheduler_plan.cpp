@@ -79,16 +79,19 @@ SchedulerOutput Scheduler::plan_step() {
     if (plan.num_decode_rows > 0 && config_.max_prefill_while_decoding > 0) {
         budget = std::min(budget, config_.max_prefill_while_decoding);
     }
-    plan_prefill(plan, budget);
+    const int32_t left = plan_prefill(plan, budget);
+    // Background work only in a step that carries no request's prefill (scheduler_background.cpp).
+    if (plan.chunks.size() == size_t(plan.num_decode_rows) && plan.jobs.empty()) plan_background(plan, left);
     return plan;
 }
 
-void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
+int32_t Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
     std::vector<PrefillItem> items;
     for (const auto& [id, job] : kv_.jobs()) {
         // An anchored document waits for its preamble's job (which, older, comes first), a
         // conditioned one for its neighbours' prefix.
-        if (job.done() || (job.anchor_job >= 0 && kv_.jobs().count(job.anchor_job) > 0)) continue;
+        // Background jobs get only what requests leave (plan_background).
+        if (job.done() || job.background || (job.anchor_job >= 0 && kv_.jobs().count(job.anchor_job) > 0)) continue;
         items.push_back(
             {id, nullptr, PhaseKind::kTail, job.num_computed, int32_t(job.tokens.size()) - job.num_computed});
     }
@@ -100,9 +103,10 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
         const int32_t per = phase_kind(phase.kind).rows_per_budget_token;
         items.push_back({-1, s.get(), phase.kind, phase.computed, ceil_div(phase.total - phase.computed, per)});
     }
-    if (items.empty() || budget <= 0) return;
+    if (items.empty() || budget <= 0) return std::max(0, budget);
     share_budget(items, budget, std::max(kv_.block_size(), budget / 2));
     for (const PrefillItem& it : items) {
+        budget -= it.take;
         if (it.take == 0) continue;
         if (it.seq == nullptr) {
             const SegmentJob& job = kv_.jobs().at(it.job_id);
@@ -117,6 +121,7 @@ void Scheduler::plan_prefill(SchedulerOutput& plan, int32_t budget) {
             plan.chunks.push_back({it.seq, it.kind, it.done, end});
         }
     }
+    return budget;
 }
 
 }  // namespace lazyattn::engine

@@ -27,6 +27,7 @@ bool Scheduler::admit_waiting() {
     while (!waiting_.empty() && int32_t(running_.size()) < config_.max_num_seqs) {
         SequenceState& s = *waiting_.front();
         if (!try_admit(s)) {
+            if (cancel_background()) continue;                    // its blocks were what the request lacked: try again
             if (!running_.empty() || !kv_.jobs().empty()) break;  // first come, first served: it waits for room
             // Nothing runs, so nothing will free blocks: waiting would be forever.
             finish(s, FinishReason::kError,
@@ -75,7 +76,8 @@ SchedulerOutput Scheduler::schedule() {
     bool progressed = reap_cancelled();
     progressed |= fail_unfittable();
     progressed |= admit_waiting();
-    if (running_.empty()) {
+    progressed |= start_background();  // only when nobody waits
+    if (running_.empty() && background_job_ < 0) {
         SchedulerOutput idle;
         idle.progressed = progressed;
         return idle;
@@ -107,6 +109,7 @@ std::vector<StepToken> Scheduler::update(const SchedulerOutput& out, ModelRunner
         kind.prefill_rows += prefill;
         kind.forward_ms += ran.forward_ms;
         ++stats_.batch_rows[bucket(rows)];
+        stats_.background_rows += out.num_background_rows;
         const int32_t used = kv_.kv_cache().num_used();
         for (auto& s : running_) s->stats.peak_blocks = std::max(s->stats.peak_blocks, used);
     }
@@ -171,6 +174,7 @@ void Scheduler::on_job_progress(int64_t job_id, int32_t n) {
     stats_.prompt_tokens_computed += n;
     stats_.segment_job_tokens += n;
     if (!kv_.advance_job(job_id, n)) return;
+    if (job_id == background_job_) on_background_done();
     for (auto& s : running_) {  // their segment's KV is ready
         for (int64_t& j : s->segment_jobs) {
             if (j == job_id) j = -1;

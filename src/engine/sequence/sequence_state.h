@@ -55,6 +55,10 @@ struct SegmentJob {
     // not `shared`.
     bool storable = false;
     uint64_t store_variant = 0;
+    // Background work (a conditioned copy made in unused step budget, scheduler/
+    // background_conditioning.h): planned only from what requests leave, cancelled when a waiting
+    // request needs its blocks. A request that joins it (or its prefix) makes it foreground.
+    bool background = false;
     bool done() const { return num_computed == int32_t(tokens.size()); }
 };
 
@@ -80,6 +84,8 @@ struct SequenceState {
     bool materialized = false;          // block-attn: private re-rotated copies made
     struct AdmissionCounts {
         int32_t hits = 0, misses = 0, reused = 0, computed = 0, from_store = 0;
+        // neighbours@ready: documents looked up, and of those read as their conditioned copy.
+        int32_t conditioned_lookups = 0, conditioned = 0;
     } admission;  // segment accounting of the current admission
 
     // Generation.
