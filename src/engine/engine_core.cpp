@@ -16,7 +16,11 @@ ModelFacts model_facts(const model::Model& model) {
 }
 
 void apply_step(Scheduler& scheduler, OutputProcessor& outputs, const SchedulerOutput& out, ModelRunnerOutput& ran) {
-    for (const StepToken& t : scheduler.update(out, ran)) {
+    finish_tokens(scheduler, outputs, scheduler.update(out, ran));
+}
+
+void finish_tokens(Scheduler& scheduler, OutputProcessor& outputs, const std::vector<StepToken>& tokens) {
+    for (const StepToken& t : tokens) {
         // What the token means for its request is the OutputProcessor's to say.
         const FinishReason reason = t.token < 0 ? FinishReason::kLength : outputs.on_token(*t.seq, t.token, t.logprobs);
         if (reason == FinishReason::kNone) continue;
@@ -54,15 +58,29 @@ Expected<std::shared_ptr<RequestHandle>> EngineCore::add(RagRequest request, Req
     scheduler_.fit_default_max_tokens(request);
     LA_RETURN_IF_ERROR(check_request(request));
     auto handle = std::make_shared<RequestHandle>(next_id_++, std::move(callback));
-    LA_RETURN_IF_ERROR(scheduler_.enqueue(std::move(request), handle, want_all_tail_logits));
+    LA_RETURN_IF_ERROR(enqueue(std::move(request), handle, want_all_tail_logits));
     return handle;
+}
+
+Status EngineCore::enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits) {
+    const bool report_progress = request.report_progress;
+    const uint64_t id = handle->id();
+    LA_RETURN_IF_ERROR(scheduler_.enqueue(std::move(request), std::move(handle), want_all_tail_logits));
+    if (report_progress) progress_.watch(id);
+    return {};
 }
 
 bool EngineCore::step() {
     const SchedulerOutput out = scheduler_.schedule();
+    // Requests just admitted say so (what the cache served) before any of their rows run.
+    if (progress_.num_watched() > 0) progress_.report(scheduler_);
     if (out.empty()) return out.progressed;
     ModelRunnerOutput ran = runner_.run(out);
-    apply_step(scheduler_, outputs_, out, ran);
+    // The step's progress goes out before its tokens: a prompt done in this step is reported
+    // whole before its first token.
+    const std::vector<StepToken> tokens = scheduler_.update(out, ran);
+    if (progress_.num_watched() > 0) progress_.report(scheduler_);
+    finish_tokens(scheduler_, outputs_, tokens);
     return true;
 }
 

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "engine/engine_config.h"
 #include "engine/output/output_processor.h"
+#include "engine/output/prefill_progress.h"
 #include "engine/runner/model_runner.h"
 #include "engine/scheduler/scheduler.h"
 #include "model/model.h"
@@ -24,6 +25,8 @@ ModelFacts model_facts(const model::Model& model);
 // The update half of a step: the runner's results applied, each sampled token given to the
 // OutputProcessor, and the requests it ends finished.
 void apply_step(Scheduler& scheduler, OutputProcessor& outputs, const SchedulerOutput& out, ModelRunnerOutput& ran);
+// apply_step's second half: `tokens` (Scheduler::update's) given to the OutputProcessor.
+void finish_tokens(Scheduler& scheduler, OutputProcessor& outputs, const std::vector<StepToken>& tokens);
 
 class EngineCore {
 public:
@@ -38,6 +41,10 @@ public:
     // the queue is full.
     Expected<std::shared_ptr<RequestHandle>> add(RagRequest request, RequestHandle::Callback callback = {},
                                                  bool want_all_tail_logits = false);
+    // Queues a request already checked (check_request()) under a caller-made handle, as
+    // Scheduler::enqueue; its prompt progress is reported when it asks (report_progress).
+    // Engine thread only.
+    Status enqueue(RagRequest request, std::shared_ptr<RequestHandle> handle, bool want_all_tail_logits = false);
     // add()'s checks, for a caller that makes its own handles (any thread).
     Status check_request(const RagRequest& request) const;
     // One step: true when it advanced any request (computed rows, or finished one), false when
@@ -59,6 +66,7 @@ private:
     Status store_status_;
     Scheduler scheduler_;
     OutputProcessor outputs_;
+    PrefillProgress progress_;  // the requests that asked for prompt progress
     uint64_t next_id_ = 1;
 };
 

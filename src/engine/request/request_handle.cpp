@@ -33,11 +33,12 @@ RequestStats RequestHandle::stats() const {
     return result_.stats;
 }
 
-void RequestHandle::push_token(int32_t token, std::string text, TokenLogprobs* logprobs) {
+void RequestHandle::push_token(int32_t token, std::string text, TokenLogprobs* logprobs, const EventTimings& timings) {
     RequestEvent e;
     e.kind = RequestEvent::Kind::kToken;
     e.token_id = token;
     e.text = std::move(text);
+    e.timings = timings;
     if (logprobs != nullptr) {
         e.logprob = logprobs->logprob;
         e.top_logprobs = std::move(logprobs->top);
@@ -50,6 +51,16 @@ void RequestHandle::push_token(int32_t token, std::string text, TokenLogprobs* l
         result_.top_logprobs.push_back(e.top_logprobs);
     }
     result_.text += e.text;
+    events_.push_back(std::move(e));
+    cv_.notify_all();
+}
+
+void RequestHandle::push_progress(const EventTimings& timings) {
+    RequestEvent e;
+    e.kind = RequestEvent::Kind::kProgress;
+    e.timings = timings;
+    if (callback_) callback_(e);
+    std::lock_guard<std::mutex> lock(mu_);
     events_.push_back(std::move(e));
     cv_.notify_all();
 }

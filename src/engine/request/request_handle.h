@@ -18,8 +18,21 @@
 
 namespace lazyattn::engine {
 
+// Where a request stood when an event was made, on the engine's clock (llama-server's per-event
+// `timings` and `prompt_progress`). Zero where the event does not know (held-back text).
+struct EventTimings {
+    int32_t prompt_tokens = 0;  // the whole prompt
+    int32_t cached = 0;         // of those, served from the cache at admission
+    int32_t processed = 0;      // of those, whose KV is in place (the cached ones included)
+    double prompt_ms = 0;       // admission to this event while the prompt runs, else to the first token
+    int32_t generated = 0;      // tokens sampled so far
+    double decode_ms = 0;       // the first token to this event
+};
+
 struct RequestEvent {
-    enum class Kind { kToken, kFinished };
+    // kProgress: the prompt advanced (only for a request with RagRequest::report_progress);
+    // `timings` says how far.
+    enum class Kind { kToken, kFinished, kProgress };
     Kind kind = Kind::kToken;
     int32_t token_id = -1;     // kToken: the sampled token
     std::string text;          // kToken: text this token completed (may be empty)
@@ -28,6 +41,7 @@ struct RequestEvent {
     FinishReason finish_reason = FinishReason::kNone;  // kFinished: why
     Status status;                                     // kFinished with kError: why
     std::string stop_word;                             // kFinished with kStop by a stop string: which
+    EventTimings timings;                              // kToken with a token, kProgress
 };
 
 class RequestHandle {
@@ -53,7 +67,11 @@ public:
     // Engine side.
     // `logprobs`: the token's logprobs when the request asked for them (also appended to the
     // result's token_logprobs / top_logprobs); null otherwise.
-    void push_token(int32_t token, std::string text, TokenLogprobs* logprobs = nullptr);
+    // `timings`: where the request stands (RequestEvent::timings).
+    void push_token(int32_t token, std::string text, TokenLogprobs* logprobs = nullptr,
+                    const EventTimings& timings = {});
+    // The prompt advanced (RagRequest::report_progress): a kProgress event.
+    void push_progress(const EventTimings& timings);
     void push_text(std::string text);  // held-back text released at the end (no new token)
     void set_tail_logits(std::vector<float> logits);
     // Prompt logprobs (RagRequest::prompt_logprobs), set before finish().
