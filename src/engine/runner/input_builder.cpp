@@ -76,7 +76,18 @@ public:
             // Recomputed first tokens (whole blocks, or the whole segment) from the request's own
             // blocks, the rest of the segment from where it is cached.
             add(place.patch_blocks, 0, r, place.logical_start, place.logical_start);
-            add(place.blocks, r / bs_, place.num_tokens - r, place.logical_start + r, place.stored_base + r);
+            // A document's first cached tokens, damped as the extra sinks they are (DocumentReuse::
+            // damp_tokens), as a span of their own: whole blocks, so the split needs no kernel
+            // change. Not at position 0 (the real sink), nor the recomputed ones (no sinks).
+            const int32_t damped =
+                document && place.logical_start > 0 ? std::max(0, reuse.damp_count(place.num_tokens, bs_) - r) : 0;
+            if (damped > 0) {
+                add(place.blocks, r / bs_, damped, place.logical_start + r, place.stored_base + r);
+                b.spans.back().logit_bias += reuse.damp_bias;
+            }
+            const int32_t rest = r + damped;
+            add(place.blocks, rest / bs_, place.num_tokens - rest, place.logical_start + rest,
+                place.stored_base + rest);
         }
     }
 
