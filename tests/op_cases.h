@@ -79,4 +79,23 @@ inline const std::vector<int32_t>& rope_rows() {
     return rows;
 }
 
+// --- Structured output's token mask (kernels::ref::apply_token_bitmask): a vocabulary against
+// the mask's width in 32-bit words. Vocabularies at, one below and one past a word boundary,
+// SmolLM2's and Llama 3's; masks as wide as the vocabulary needs, one word short (tokens past the
+// mask are refused) and padded (XGrammar rounds up to whole words).
+struct TokenMaskShape {
+    int32_t vocab_size, bitmask_words;
+};
+
+inline const std::vector<TokenMaskShape>& token_mask_shapes() {
+    static const std::vector<TokenMaskShape> shapes = {
+        {1, 1}, {31, 1}, {32, 1}, {33, 2}, {33, 1}, {1000, 32}, {1000, 40}, {49152, 1536}, {128256, 4008},
+    };
+    return shapes;
+}
+
+inline std::string name(const TokenMaskShape& s) {
+    return "v" + std::to_string(s.vocab_size) + "_w" + std::to_string(s.bitmask_words);
+}
+
 }  // namespace lazyattn::testing::op_cases

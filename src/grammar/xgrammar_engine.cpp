@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 
+#include "backend/cpu/elementwise_cpu.h"
 #include "grammar/constraint_compiler.h"
 #include "grammar/grammar_engine.h"
 #include "tokenizer/tokenizer.h"
@@ -102,14 +103,8 @@ public:
             return;
         }
         if (!restricted_) return;  // everything allowed
-        for (size_t w = 0; w * 32 < n; ++w) {
-            const uint32_t word = uint32_t(bits_[w]);
-            if (word == 0xffffffffu) continue;
-            const size_t end = std::min(n, w * 32 + 32);
-            for (size_t i = w * 32; i < end; ++i) {
-                if (((word >> (i - w * 32)) & 1u) == 0) logits[i] = kNegInf;
-            }
-        }
+        // The rule every backend applies (kernels::ref::apply_token_bitmask; CUDA's in sampling.h).
+        backend::cpu::apply_token_bitmask(logits.data(), int32_t(n), bits_.data(), int32_t(bits_.size()));
     }
 
     bool accept(int32_t token) override {

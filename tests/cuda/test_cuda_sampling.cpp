@@ -8,12 +8,14 @@
 // between the picks with top_p and u both moved by -5e-5 and by +5e-5; a bracket holding more
 // than 1e-3 of the probability fails the test as meaningless. Argmax and tie-breaking are exact.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
 
 #include "backend/cuda/sampling.h"
 #include "cuda_test_util.h"
+#include "op_cases.h"
 #ifdef LA_CUDA_EMULATE
 #include "support/cuda_emulator/cuda_emulator.h"
 #endif
@@ -215,6 +217,70 @@ TEST_F(CudaTest, SampleBreaksTiesByIndex) {
     EXPECT_EQ(got[1], 499) << "1000 equal weights, u = 0.5: the 500th candidate";
     EXPECT_EQ(got[2], 1) << "top-p 0.0015 of 1000 ties keeps indices 0 and 1";
 }
+
+// Structured output's token mask on the device against its definition (kernels::ref), on the
+// shapes every backend is checked on (op_cases.h), then greedy and sampled picks of the masked rows:
+// always a token the grammar allows, the same one the host picks from the host-masked logits.
+// Rows: everything allowed, nothing allowed, one token, one token in the last word, sparse, dense.
+using testing::op_cases::TokenMaskShape;
+class CudaTokenMaskTest : public CudaTest, public ::testing::WithParamInterface<TokenMaskShape> {};
+
+TEST_P(CudaTokenMaskTest, MaskMatchesReferenceAndPicksStayInsideIt) {
+    const auto [n, words] = GetParam();
+    std::mt19937_64 rng(testing::test_seed() + 24 + n * 7 + words);
+    const int32_t rows = 6;
+    const std::vector<float> x = random_logits(rng, rows, n, 3.0f);
+    std::vector<int32_t> mask(size_t(rows) * words, 0);
+    auto allow = [&](int32_t r, int32_t i) {
+        if (i / 32 < words) mask[size_t(r) * words + i / 32] |= int32_t(1u << (i % 32));
+    };
+    for (int32_t w = 0; w < words; ++w) mask[w] = -1;  // row 0: every bit set (padding too)
+    allow(2, int32_t(rng() % n));
+    allow(3, n - 1);  // past the mask when the mask is a word short: then nothing is allowed
+    for (int32_t i = 0; i < n; ++i) {
+        if (rng() % 97 == 0) allow(4, i);
+        if (rng() % 4 != 0) allow(5, i);
+    }
+    DeviceBuffer<float> dx(x);
+    DeviceBuffer<int32_t> dmask(mask);
+    LA_ASSERT_OK(backend().apply_token_bitmask(dx.get(), n, rows, n, dmask.get(), words));
+    LA_ASSERT_OK(backend().synchronize());
+    std::vector<float> want = x;
+    kernels::ref::apply_token_bitmask(want.data(), rows, n, mask.data(), words);
+    const std::vector<float> got = dx.download();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {  // bit for bit: kept logits (NaN too) untouched
+        ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+            << "row " << i / n << " token " << i % n << ": got " << got[i] << ", want " << want[i];
+    }
+
+    auto allowed = [&](int32_t r, int32_t t) {
+        return t >= 0 && t < n && t / 32 < words && ((uint32_t(mask[size_t(r) * words + t / 32]) >> (t % 32)) & 1u);
+    };
+    DeviceBuffer<int32_t> greedy(static_cast<size_t>(rows)), sampled(static_cast<size_t>(rows));
+    LA_ASSERT_OK(backend().argmax(dx.get(), n, rows, n, greedy.get()));
+    const std::vector<float> temp(rows, 1.0f), top_p(rows, 1.0f);
+    const std::vector<int32_t> top_k(rows, 0);
+    std::vector<float> uniform(rows);
+    for (float& u : uniform) u = float(rng() >> 40) * 0x1p-24f;
+    DeviceBuffer<float> dt(temp), dp(top_p), du(uniform);
+    DeviceBuffer<int32_t> dk(top_k);
+    LA_ASSERT_OK(backend().sample({dx.get(), n, rows, n, dt.get(), dk.get(), dp.get(), du.get(), sampled.get()}));
+    LA_ASSERT_OK(backend().synchronize());
+    const std::vector<int32_t> g = greedy.download(), s = sampled.download();
+    for (int32_t r = 0; r < rows; ++r) {
+        const float* row = want.data() + size_t(r) * n;
+        bool any = false;
+        for (int32_t i = 0; i < n && !any; ++i) any = allowed(r, i) && !std::isnan(row[i]) && row[i] > -INFINITY;
+        if (!any) continue;  // nothing to pick: the sampler's fallback (the stop token) decides there
+        EXPECT_TRUE(allowed(r, g[r])) << "greedy row " << r << " picked token " << g[r] << ", masked";
+        EXPECT_EQ(g[r], reference_argmax(row, n)) << "greedy row " << r;
+        EXPECT_TRUE(allowed(r, s[r])) << "sampled row " << r << " picked token " << s[r] << ", masked";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaTokenMaskTest, ::testing::ValuesIn(testing::op_cases::token_mask_shapes()),
+                         [](const auto& info) { return testing::op_cases::name(info.param); });
 
 }  // namespace
 }  // namespace lazyattn::cuda_test

@@ -1,7 +1,10 @@
-// CPU RMSNorm, SwiGLU, GeGLU, RoPE and matmul against the scalar references on fresh random
+// CPU RMSNorm, SwiGLU, GeGLU, RoPE, the token bitmask and matmul against the scalar references on fresh random
 // inputs with odd sizes: the shapes every backend is checked on (op_cases.h), and the CPU's own
 // rows for RoPE's magnitude and the matmul.
+#include <cstring>
+
 #include "backend/backend.h"
+#include "backend/cpu/elementwise_cpu.h"
 #include "kernels/ref/reference_ops.h"
 #include "op_cases.h"
 #include "random_inputs.h"
@@ -31,6 +34,28 @@ TEST_F(OpCasesTest, RmsNorm) {
         be->rmsnorm(x.data(), w.data(), got.data(), rows, dim, 1e-5f);
         testing::expect_close(got, want, 1e-5, 1e-3,
                               ("rmsnorm " + std::to_string(rows) + "x" + std::to_string(dim)).c_str());
+    }
+}
+
+// Structured output's token mask (the grammar matcher's) on the shapes the CUDA kernel is checked
+// on, bit for bit against the definition: all, none, one, sparse and dense rows.
+TEST_F(OpCasesTest, TokenBitmask) {
+    for (const auto [n, words] : op_cases::token_mask_shapes()) {
+        // Patterns: every bit set (padding too), none, one token, about 1 in 97, about 3 in 4.
+        for (int pattern = 0; pattern < 5; ++pattern) {
+            std::vector<int32_t> mask(words, pattern == 0 ? -1 : 0);
+            const int32_t single = int32_t(rng() % n);
+            for (int32_t i = 0; i < n && i / 32 < words && pattern >= 2; ++i) {
+                const bool on = pattern == 2 ? i == single : pattern == 3 ? rng() % 97 == 0 : rng() % 4 != 0;
+                if (on) mask[i / 32] |= int32_t(1u << (i % 32));
+            }
+            auto x = testing::random_floats(rng, n, -3, 3);
+            std::vector<float> want = x;
+            kernels::ref::apply_token_bitmask(want.data(), 1, n, mask.data(), words);
+            backend::cpu::apply_token_bitmask(x.data(), n, mask.data(), words);
+            ASSERT_EQ(std::memcmp(x.data(), want.data(), x.size() * sizeof(float)), 0)
+                << "token bitmask v" << n << " w" << words << " pattern " << pattern;
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "backend/cpu/rope_cpu.h"
@@ -60,6 +61,18 @@ void geglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool
 void add_inplace(float* x, const float* y, int64_t n) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void apply_token_bitmask(float* logits, int32_t vocab_size, const int32_t* bitmask, int32_t bitmask_words) {
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    for (int32_t w = 0; int64_t(w) * 32 < vocab_size; ++w) {
+        const uint32_t word = w < bitmask_words ? uint32_t(bitmask[w]) : 0u;  // past the mask: refused
+        if (word == 0xffffffffu) continue;
+        const int32_t end = std::min(vocab_size, w * 32 + 32);
+        for (int32_t i = w * 32; i < end; ++i) {
+            if (((word >> (i - w * 32)) & 1u) == 0) logits[i] = kNegInf;
+        }
+    }
 }
 
 void rope_apply(const kernels::RopeApplyParams& p, ThreadPool& pool) {

@@ -228,6 +228,15 @@ Status CudaBackend::argmax(const float* logits, int64_t row_stride, int32_t num_
     return launch_argmax(logits, row_stride, num_rows, vocab_size, tokens, stream_);
 }
 
+Status CudaBackend::apply_token_bitmask(float* logits, int64_t row_stride, int32_t num_rows, int32_t vocab_size,
+                                        const int32_t* bitmask, int32_t bitmask_words) {
+    LA_RETURN_IF_ERROR(activate());
+    if (num_rows < 0 || vocab_size <= 0 || row_stride < vocab_size || bitmask_words < 0) {
+        return invalid_argument("apply_token_bitmask: bad shape");
+    }
+    return launch_apply_token_bitmask(logits, row_stride, num_rows, vocab_size, bitmask, bitmask_words, stream_);
+}
+
 Status CudaBackend::gemm(const GemmParams& p) {
     LA_RETURN_IF_ERROR(activate());
     if (!gemm_) {  // cuBLASLt is loaded on first use

@@ -68,6 +68,9 @@ public:
 
     Status sample(const SampleParams& p);
     Status argmax(const float* logits, int64_t row_stride, int32_t num_rows, int32_t vocab_size, int32_t* tokens);
+    // Structured output: masks logits[r, :] by the grammar's bitmask row r (sampling.h).
+    Status apply_token_bitmask(float* logits, int64_t row_stride, int32_t num_rows, int32_t vocab_size,
+                               const int32_t* bitmask, int32_t bitmask_words);
 
     Status gemm(const GemmParams& p);
 

@@ -312,6 +312,31 @@ Status launch_sample(const SampleParams& p, cudaStream_t stream) {
     return {};
 }
 
+// One thread per token; a warp shares its mask word (32 consecutive tokens are one word when
+// the row starts at a multiple of 32, which token 0 of every row is).
+__global__ void __launch_bounds__(256) apply_token_bitmask_kernel(float* logits, int64_t row_stride, int32_t vocab_size,
+                                                                  const int32_t* bitmask, int32_t bitmask_words) {
+    const int32_t row = int32_t(blockIdx.y);
+    const int32_t i = int32_t(blockIdx.x) * 256 + int32_t(threadIdx.x);
+    if (i >= vocab_size) return;
+    const int32_t w = i / 32;
+    const bool allowed =
+        w < bitmask_words && ((uint32_t(bitmask[int64_t(row) * bitmask_words + w]) >> (i % 32)) & 1u) != 0;
+    if (!allowed) logits[int64_t(row) * row_stride + i] = -INFINITY;
+}
+
+Status launch_apply_token_bitmask(float* logits, int64_t row_stride, int32_t num_rows, int32_t vocab_size,
+                                  const int32_t* bitmask, int32_t bitmask_words, cudaStream_t stream) {
+    if (num_rows == 0) return {};
+    if (vocab_size <= 0 || bitmask_words < 0) return invalid_argument("apply_token_bitmask: bad shape");
+    if (num_rows > 65535) return invalid_argument("apply_token_bitmask: more than 65535 rows in one launch");
+    const dim3 grid(unsigned((vocab_size + 255) / 256), unsigned(num_rows));
+    auto* kernel = &apply_token_bitmask_kernel;
+    LA_LAUNCH_KERNEL(kernel, grid, dim3(256), 0, stream, logits, row_stride, vocab_size, bitmask, bitmask_words);
+    LA_CUDA_RETURN_IF_LAUNCH_FAILED("apply_token_bitmask_kernel");
+    return {};
+}
+
 Status launch_argmax(const float* logits, int64_t row_stride, int32_t num_rows, int32_t vocab_size, int32_t* tokens,
                      cudaStream_t stream) {
     SampleParams p{};

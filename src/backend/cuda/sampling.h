@@ -31,6 +31,14 @@ struct SampleParams {
 
 Status launch_sample(const SampleParams& p, cudaStream_t stream);
 
+// Structured output's token mask, applied where the logits live (kernels::ref::apply_token_bitmask
+// is the definition): logits[r, i] = -inf unless bit i % 32 of bitmask[r * bitmask_words + i / 32]
+// is set (tokens past the mask's bits included); allowed logits are left untouched. The
+// grammar's bitmask is uploaded per row, 4 bytes per 32 tokens, instead of the logits coming
+// back; greedy and top-k / top-p sampling then run on the masked rows unchanged.
+Status launch_apply_token_bitmask(float* logits, int64_t row_stride, int32_t num_rows, int32_t vocab_size,
+                                  const int32_t* bitmask, int32_t bitmask_words, cudaStream_t stream);
+
 // tokens[r] = the first index of the maximum of logits[r, 0:vocab_size).
 Status launch_argmax(const float* logits, int64_t row_stride, int32_t num_rows, int32_t vocab_size, int32_t* tokens,
                      cudaStream_t stream);

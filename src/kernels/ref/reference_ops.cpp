@@ -220,4 +220,16 @@ void attention_mass(const AttentionParams& p, float* mass) {
     for (int64_t i = 0; i < total; ++i) mass[i] = float(sum[size_t(i)]);
 }
 
+void apply_token_bitmask(float* logits, int64_t num_rows, int32_t vocab_size, const int32_t* bitmask,
+                         int32_t bitmask_words) {
+    for (int64_t r = 0; r < num_rows; ++r) {
+        float* row = logits + r * vocab_size;
+        const int32_t* words = bitmask + r * bitmask_words;
+        for (int32_t i = 0; i < vocab_size; ++i) {
+            const bool allowed = i / 32 < bitmask_words && ((uint32_t(words[i / 32]) >> (i % 32)) & 1u) != 0;
+            if (!allowed) row[i] = -std::numeric_limits<float>::infinity();
+        }
+    }
+}
+
 }  // namespace lazyattn::kernels::ref

@@ -37,4 +37,11 @@ void attention(const AttentionParams& p);
 // the sequence's query rows and all query heads (0 for keys no row sees). p.out is not used.
 void attention_mass(const AttentionParams& p, float* mass);
 
+// Structured output's token mask (grammar::ConstraintMatcher; XGrammar's layout): row r of
+// `bitmask` is `bitmask_words` 32-bit words, bit (i % 32) of word i / 32 set when token i may come
+// next. Every logit of logits[r, 0:vocab_size) whose bit is clear, or lies past the mask's
+// 32 * bitmask_words bits, becomes -infinity; the others are left as they are.
+void apply_token_bitmask(float* logits, int64_t num_rows, int32_t vocab_size, const int32_t* bitmask,
+                         int32_t bitmask_words);
+
 }  // namespace lazyattn::kernels::ref
