@@ -401,6 +401,10 @@ struct ReuseFieldNames {
                 return "document_reuse.recompute.select";
             case engine::ReuseSetting::kNeighbours:
                 return "document_reuse.neighbours";
+            case engine::ReuseSetting::kDampTokens:
+                return "document_reuse.damp.tokens";
+            case engine::ReuseSetting::kDampBias:
+                return "document_reuse.damp.bias";
             case engine::ReuseSetting::kCombination:
                 break;
         }
@@ -463,9 +467,26 @@ Err parse_recompute_field(const json& v, engine::DocumentReuse& reuse, ReuseFiel
     return std::nullopt;
 }
 
-// `document_reuse`: "plain" / "anchor+scale=X+bias=Y+recompute=N" (or recompute=P%@SELECT), or
-// {"anchored": bool, "neighbours": k, "logit_scale": x, "logit_bias": y, "recompute_tokens": n,
-//  "recompute": n | {"tokens": n | "share": x, "select": s}}.
+// `document_reuse.damp`: {"tokens": n, "bias": b}, both required (damp=N:B in the string form).
+Err parse_damp_field(const json& v, engine::DocumentReuse& reuse) {
+    static const std::string kKey = "document_reuse.damp";
+    if (!v.is_object()) return type_error(kKey, "an object {tokens, bias}");
+    for (const auto& [key, value] : v.items()) {
+        if (key != "tokens" && key != "bias") {
+            return value_error(kKey, "has an unknown field '" + clip_for_message(key) + "' (tokens, bias)");
+        }
+    }
+    if (!v.contains("tokens") || !v.contains("bias")) return value_error(kKey, "takes both 'tokens' and 'bias'");
+    if (auto e = read_reuse_integer(v.at("tokens"), kKey + ".tokens", reuse.damp_tokens)) return e;
+    double bias = 0.0;
+    if (auto e = read_reuse_number(v.at("bias"), kKey + ".bias", bias)) return e;
+    reuse.damp_bias = engine::narrow_to_float(bias);
+    return std::nullopt;
+}
+
+// `document_reuse`: "plain" / "anchor+scale=X+bias=Y+recompute=N+damp=N:B" (or recompute=P%@SELECT),
+// or {"anchored": bool, "neighbours": k, "logit_scale": x, "logit_bias": y, "recompute_tokens": n,
+//  "recompute": n | {"tokens": n | "share": x, "select": s}, "damp": {"tokens": n, "bias": b}}.
 Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentReuse>& out) {
     static const char* kKey = "document_reuse";
     if (absent(body, kKey)) return std::nullopt;
@@ -482,10 +503,10 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
     if (!v.is_object()) return type_error(kKey, "a string or an object");
     for (const auto& [key, value] : v.items()) {
         if (key != "anchored" && key != "neighbours" && key != "logit_scale" && key != "logit_bias" &&
-            key != "recompute_tokens" && key != "recompute") {
+            key != "recompute_tokens" && key != "recompute" && key != "damp") {
             return value_error(kKey, "has an unknown field '" + clip_for_message(key) +
                                          "' (anchored, neighbours, logit_scale, logit_bias, recompute_tokens, "
-                                         "recompute)");
+                                         "recompute, damp)");
         }
     }
     if (v.contains("recompute_tokens") && v.contains("recompute")) {
@@ -516,6 +537,9 @@ Err parse_document_reuse_field(const json& body, std::optional<engine::DocumentR
     }
     if (given("recompute")) {
         if (auto e = parse_recompute_field(v.at("recompute"), reuse, names)) return e;
+    }
+    if (given("damp")) {
+        if (auto e = parse_damp_field(v.at("damp"), reuse)) return e;
     }
     if (const auto error = reuse.check()) return value_error(names.of(error->setting), error->message);
     out = reuse;

@@ -107,6 +107,15 @@ TEST(ServerSecurity3, HostileFieldValuesGetShortPreciseErrors) {
     r = curl("POST", s.url("/v1/chat/completions"),
              completion_body(true, {{"document_reuse", "recompute=0.000001%"}, {"documents", kDocs}}));
     expect_api_error(r, 400, "invalid_value");
+    // Damped document sinks: a bias that would amplify the sinks is refused naming its field.
+    r = curl(
+        "POST", s.url("/v1/chat/completions"),
+        completion_body(true, {{"documents", kDocs}, {"document_reuse", {{"damp", {{"tokens", 16}, {"bias", 3}}}}}}));
+    expect_api_error(r, 400, "invalid_value");
+    EXPECT_EQ(parse_or_null(r.body)["error"]["param"], "document_reuse.damp.bias") << r.body;
+    r = curl("POST", s.url("/v1/chat/completions"),
+             completion_body(true, {{"document_reuse", "damp=16:-2+recompute=15%"}, {"documents", kDocs}}));
+    expect_api_error(r, 400, "invalid_value");
 
     const json null_id = {
         {"max_tokens", 1},

@@ -178,6 +178,46 @@ TEST(OpenAiRequest, RefusesBadFieldsNamingThem) {
          "document_reuse",
          "invalid_value"},
         {{{"prompt", "p"}, {"document_reuse", "neighbours=100"}}, false, "document_reuse", "invalid_value"},
+        // Damped document sinks: both fields, each range named; not with private recomputed rows.
+        {{{"prompt", "p"}, {"document_reuse", {{"damp", {{"tokens", 16}, {"bias", 1}}}}}},
+         false,
+         "document_reuse.damp.bias",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"damp", {{"tokens", 16}, {"bias", -40}}}}}},
+         false,
+         "document_reuse.damp.bias",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"damp", {{"tokens", 0}, {"bias", -2}}}}}},
+         false,
+         "document_reuse.damp.tokens",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"damp", {{"tokens", 4294967312LL}, {"bias", -2}}}}}},
+         false,
+         "document_reuse.damp.tokens",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"damp", {{"tokens", "16"}, {"bias", -2}}}}}},
+         false,
+         "document_reuse.damp.tokens",
+         "invalid_type"},
+        {{{"prompt", "p"}, {"document_reuse", {{"damp", {{"tokens", 16}, {"bias", "-2"}}}}}},
+         false,
+         "document_reuse.damp.bias",
+         "invalid_type"},
+        {{{"prompt", "p"}, {"document_reuse", {{"damp", {{"tokens", 16}}}}}},
+         false,
+         "document_reuse.damp",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"damp", {{"tokens", 16}, {"bias", -2}, {"share", 1}}}}}},
+         false,
+         "document_reuse.damp",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", {{"damp", 16}}}}, false, "document_reuse.damp", "invalid_type"},
+        {{{"prompt", "p"},
+          {"document_reuse", {{"damp", {{"tokens", 16}, {"bias", -2}}}, {"recompute", {{"share", 0.1}}}}}},
+         false,
+         "document_reuse",
+         "invalid_value"},
+        {{{"prompt", "p"}, {"document_reuse", "damp=16:3"}}, false, "document_reuse", "invalid_value"},
         {{{"messages", user}, {"stream_options", {{"include_usage", 1}}}},
          true,
          "stream_options.include_usage",
@@ -357,6 +397,17 @@ TEST_F(RequestBuilderTest, DocumentReuseComesFromTheRequestOrTheServerDefault) {
     EXPECT_DOUBLE_EQ(s->reuse.recompute_share, 0.15);
     EXPECT_EQ(s->reuse.recompute_select, engine::RecomputeSelect::kRandom);
     EXPECT_EQ(s->reuse, *engine::parse_document_reuse("recompute=15%@random"));
+    // Damped document sinks in object form, beside first-token recompute: as the string form.
+    GenerationRequest damped;
+    ASSERT_FALSE(parse({{"messages", {{{"role", "user"}, {"content", "q"}}}},
+                        {"documents", {"a passage"}},
+                        {"document_reuse", {{"recompute", 16}, {"damp", {{"tokens", 32}, {"bias", -2.5}}}}}},
+                       true, &damped));
+    auto dr = builder().build(damped, "");
+    ASSERT_TRUE(dr.ok()) << dr.status().to_string();
+    EXPECT_EQ(dr->reuse.damp_tokens, 32);
+    EXPECT_FLOAT_EQ(dr->reuse.damp_bias, -2.5f);
+    EXPECT_EQ(dr->reuse, *engine::parse_document_reuse("recompute=16+damp=32:-2.5"));
     // Neighbour-conditioned copies, with question-guided recompute on top.
     GenerationRequest conditioned;
     ASSERT_FALSE(parse({{"messages", {{{"role", "user"}, {"content", "q"}}}},
