@@ -26,6 +26,10 @@ struct SamplingParams {
     // -1: none; 0..20: report the sampled token's logprob plus this many top alternatives (see
     // Sampler for which distribution).
     int32_t logprobs = -1;
+    // The logprobs are of the distribution the token was drawn from, after the whole chain
+    // (top-k, top-p, min-p, temperature; renormalised over the tokens it kept): llama-server's
+    // post_sampling_probs. Greedy: the chosen token, probability 1. See Sampler.
+    bool post_sampling_probs = false;
     uint64_t seed = 0;
     // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to that token's logit after the
     // penalties, before everything else (so logprobs include it, as vLLM's processed logprobs do).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_set>
 
 namespace lazyattn::engine {
@@ -85,9 +86,33 @@ int32_t Sampler::sample(const float* logits, int32_t vocab_size, std::span<const
         token = matcher_->stop_token() >= 0 ? matcher_->stop_token() : token;
     }
     if (logprobs != nullptr && params_.logprobs >= 0) {
-        *logprobs = token_logprobs(penalized_.data(), vocab_size, token, params_.logprobs);
+        if (!params_.post_sampling_probs) {
+            *logprobs = token_logprobs(penalized_.data(), vocab_size, token, params_.logprobs);
+        } else if (params_.temperature <= 0.0f) {
+            // Greedy keeps one token: the argmax, certain (a grammar's fallback stop token too).
+            logprobs->logprob = 0.0f;
+            logprobs->top.clear();
+            if (params_.logprobs > 0) logprobs->top.push_back({token, 0.0f});
+        } else {
+            *logprobs = post_sampling_logprobs(token, params_.logprobs);
+        }
     }
     return token;
+}
+
+TokenLogprobs Sampler::post_sampling_logprobs(int32_t token, int32_t k) const {
+    double total = 0.0;
+    for (double w : weights_) total += w;
+    TokenLogprobs out;
+    out.logprob = -std::numeric_limits<float>::infinity();
+    for (size_t i = 0; i < weights_.size(); ++i) {
+        const float lp =
+            weights_[i] > 0.0 ? float(std::log(weights_[i] / total)) : -std::numeric_limits<float>::infinity();
+        if (candidates_[i].second == token) out.logprob = lp;
+        // Best first already (candidates_ are sorted by logit, ties by id); a dropped token never.
+        if (int32_t(out.top.size()) < k && weights_[i] > 0.0) out.top.push_back({candidates_[i].second, lp});
+    }
+    return out;
 }
 
 void Sampler::apply_repetition_penalty(std::span<const int32_t> history) {
@@ -121,6 +146,11 @@ void Sampler::apply_presence_frequency(std::span<const int32_t> generated) {
 }
 
 int32_t Sampler::draw() {
+    keep_candidates();
+    return candidates_[pick_by_running_sum(weights_, next_uniform())].second;
+}
+
+void Sampler::keep_candidates() {
     const size_t n = penalized_.size();
     candidates_.resize(n);
     for (size_t i = 0; i < n; ++i) candidates_[i] = {penalized_[i], int32_t(i)};
@@ -154,11 +184,11 @@ int32_t Sampler::draw() {
         while (cut < keep && probs[cut] >= params_.min_p * probs[0]) ++cut;
         keep = cut;
     }
-    std::vector<double> weights(keep);
+    candidates_.resize(keep);
+    weights_.resize(keep);
     for (size_t i = 0; i < keep; ++i) {
-        weights[i] = std::exp((double(candidates_[i].first) - max_logit) / params_.temperature);
+        weights_[i] = std::exp((double(candidates_[i].first) - max_logit) / params_.temperature);
     }
-    return candidates_[pick_by_running_sum(weights, next_uniform())].second;
 }
 
 }  // namespace lazyattn::engine

@@ -18,6 +18,12 @@
 // sampling transforms) and does not depend on the temperature, so a greedy and a sampled run
 // report the same numbers for the same token. The top alternatives are the `logprobs` most likely
 // tokens, best first, ties broken by the lower id; at temperature 0 the sampled token is the first.
+//
+// With SamplingParams::post_sampling_probs they are those of the distribution the draw used
+// instead: the tokens the chain kept (top-k, top-p, min-p), softmax(logit / temperature) over
+// them; a token the chain dropped has probability 0 (logprob -inf) and is never listed among the
+// alternatives, so fewer than `logprobs` come back when fewer were kept. Greedy sampling keeps one
+// token, the argmax, with probability 1.
 #pragma once
 
 #include <cstdint>
@@ -60,13 +66,19 @@ public:
 private:
     void apply_repetition_penalty(std::span<const int32_t> history);
     void apply_presence_frequency(std::span<const int32_t> generated);
+    // The chain: candidates_ becomes the tokens kept, best first, and weights_ their unnormalised
+    // probabilities at the temperature.
+    void keep_candidates();
     int32_t draw();
+    // `token`'s logprob and the best `k` of the distribution keep_candidates() left.
+    TokenLogprobs post_sampling_logprobs(int32_t token, int32_t k) const;
 
     SamplingParams params_;
     std::mt19937_64 rng_;
     std::vector<float> penalized_;
     std::vector<int32_t> sorted_;
     std::vector<std::pair<float, int32_t>> candidates_;
+    std::vector<double> weights_;
     std::unique_ptr<grammar::ConstraintMatcher> matcher_;  // made with the sampler when constrained
 };
 

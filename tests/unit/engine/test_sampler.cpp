@@ -181,5 +181,71 @@ TEST(SamplingParams, ValidateRejectsBadValues) {
     EXPECT_TRUE(SamplingParams{}.validate().ok());
 }
 
+// post_sampling_probs: the distribution after the chain, computed here by hand. Logits
+// {5, 4, 3, 0, -5}, top_k 3 keeps ids 0..2; at temperature 0.5 each kept token's probability is
+// exp(l / 0.5) over the kept ones' sum.
+TEST(Sampler, PostSamplingProbsAreTheChainsRenormalisedDistribution) {
+    const std::vector<float> logits{5.0f, 4.0f, 3.0f, 0.0f, -5.0f};
+    SamplingParams p;
+    p.temperature = 0.5f;
+    p.top_k = 3;
+    p.seed = 11;
+    p.logprobs = 5;
+    p.post_sampling_probs = true;
+    const double z = std::exp(10.0) + std::exp(8.0) + std::exp(6.0);
+    const double expected[] = {std::exp(10.0) / z, std::exp(8.0) / z, std::exp(6.0) / z};
+    Sampler s(p);
+    for (int draw = 0; draw < 20; ++draw) {
+        TokenLogprobs lp;
+        const int32_t token = s.sample(logits.data(), 5, {}, 0, &lp);
+        ASSERT_GE(token, 0);
+        ASSERT_LE(token, 2);  // top-k never lets 3 or 4 through
+        EXPECT_NEAR(std::exp(lp.logprob), expected[token], 1e-6);
+        ASSERT_EQ(lp.top.size(), 3u);  // 5 asked, 3 kept: the dropped ones are not listed
+        double sum = 0;
+        for (size_t i = 0; i < lp.top.size(); ++i) {
+            EXPECT_EQ(lp.top[i].first, int32_t(i));  // best first
+            EXPECT_NEAR(std::exp(lp.top[i].second), expected[i], 1e-6);
+            sum += std::exp(lp.top[i].second);
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-6);
+    }
+    // Without post_sampling_probs the same request reports the raw distribution (all 5 tokens).
+    p.post_sampling_probs = false;
+    TokenLogprobs raw;
+    Sampler(p).sample(logits.data(), 5, {}, 0, &raw);
+    EXPECT_EQ(raw.top.size(), 5u);
+    const double raw_z = std::exp(5.0) + std::exp(4.0) + std::exp(3.0) + std::exp(0.0) + std::exp(-5.0);
+    EXPECT_NEAR(std::exp(raw.top[0].second), std::exp(5.0) / raw_z, 1e-6);
+}
+
+TEST(Sampler, PostSamplingProbsFollowTopPAndMinPAndGreedy) {
+    const std::vector<float> logits{2.0f, 2.0f, 0.0f, -3.0f};
+    SamplingParams p;
+    p.temperature = 1.0f;
+    p.logprobs = 4;
+    p.post_sampling_probs = true;
+    // top_p 0.4: the first of the two tied best tokens (0.467 of the mass) already reaches it.
+    p.top_p = 0.4f;
+    TokenLogprobs lp;
+    EXPECT_EQ(Sampler(p).sample(logits.data(), 4, {}, 0, &lp), 0);
+    ASSERT_EQ(lp.top.size(), 1u);
+    EXPECT_FLOAT_EQ(lp.logprob, 0.0f);
+    // min_p 0.1: e^0 / e^2 = 0.135 stays, e^-3 / e^2 does not; renormalised over ids 0..2.
+    p.top_p = 1.0f;
+    p.min_p = 0.1f;
+    Sampler(p).sample(logits.data(), 4, {}, 0, &lp);
+    const double z = 2 * std::exp(2.0) + 1.0;
+    ASSERT_EQ(lp.top.size(), 3u);
+    EXPECT_NEAR(std::exp(lp.top[0].second), std::exp(2.0) / z, 1e-6);
+    EXPECT_NEAR(std::exp(lp.top[2].second), 1.0 / z, 1e-6);
+    // Greedy: the argmax alone, certain.
+    p.temperature = 0.0f;
+    EXPECT_EQ(Sampler(p).sample(logits.data(), 4, {}, 0, &lp), 0);
+    ASSERT_EQ(lp.top.size(), 1u);
+    EXPECT_EQ(lp.top[0].first, 0);
+    EXPECT_FLOAT_EQ(lp.top[0].second, 0.0f);
+}
+
 }  // namespace
 }  // namespace lazyattn::engine
