@@ -414,7 +414,9 @@ class LLM:
     "prefix" or "none". kv_dtype: "f32", "f16", "bf16", "q8_0" or "q4_0". kv_store: persistent
     KV tiers below the RAM pool (directories, redis://HOST:PORT URLs). threads: CPU threads (0:
     all). document_reuse: how requests that do not say read cached documents (None: the model's
-    default, as `lazyattn serve`). log_level: the engine's log (process-wide).
+    default, as `lazyattn serve`). quality: "fast" (default), "balanced" or "accurate", as `lazyattn
+    serve --quality` (docs/api.md): the default document_reuse when none is given, and whether
+    neighbour-conditioned copies are made in the background. log_level: the engine's log (process-wide).
     """
 
     def __init__(
@@ -432,6 +434,7 @@ class LLM:
         device: str = "cpu",
         document_reuse: Optional[str] = None,
         chat_template: Optional[str] = None,
+        quality: Optional[str] = None,
         log_level: str = "warn",
     ) -> None:
         self._engine: Any = None
@@ -445,7 +448,7 @@ class LLM:
             raise ValueError(f"model: no such file: {model}")
         for name, value in (("cache_mode", cache_mode), ("kv_dtype", kv_dtype), ("device", device), ("log_level", log_level)):
             _expect(name, value, isinstance(value, str), "a str")
-        for name, value in (("document_reuse", document_reuse), ("chat_template", chat_template)):
+        for name, value in (("document_reuse", document_reuse), ("chat_template", chat_template), ("quality", quality)):
             if value is not None:
                 _expect(name, value, isinstance(value, str), "a str")
         stores = [kv_store] if isinstance(kv_store, str) else kv_store
@@ -474,6 +477,7 @@ class LLM:
             device=device,
             document_reuse=document_reuse or "",
             chat_template=chat_template or "",
+            quality=quality or "",
         )
         self.model = model
         self._vocab_size = int(self._engine.info()["vocab_size"])

@@ -53,6 +53,7 @@ std::shared_ptr<State> open_engine(const Options& o) {
     so.engine = *ec;
     so.chat_template = o.chat_template;
     so.document_reuse = o.document_reuse;
+    so.quality = o.quality;
     auto open = [&so] {
         nb::gil_scoped_release unlocked;
         return server::open_serving_stack(so);
@@ -61,7 +62,7 @@ std::shared_ptr<State> open_engine(const Options& o) {
     if (!opened.ok()) {
         // A setting the caller gave is theirs (ValueError naming it); anything else the engine's.
         const std::string& m = opened.status().message();
-        for (const char* param : {"document_reuse", "chat_template"}) {
+        for (const char* param : {"document_reuse", "quality", "chat_template"}) {
             if (m.rfind(std::string(param) + ": ", 0) == 0) raise_value(param, m.substr(std::strlen(param) + 2));
         }
         throw EngineError("cannot start the engine on " + o.model + ": " + m);

@@ -58,6 +58,7 @@ struct Options {
     int max_batch_tokens = 512;
     std::string device = "cpu";
     std::string document_reuse;  // "": the model's default (as serve)
+    std::string quality;         // fast, balanced, accurate ("": fast; as serve --quality)
     std::string chat_template;   // "": the model file's
 };
 

@@ -473,7 +473,7 @@ NB_MODULE(_lazyattn, m) {
             [](Engine* self, const std::string& model, const std::string& cache_mode, const std::string& kv_dtype,
                const std::vector<std::string>& kv_store, int threads, int kv_cache_mb, int max_num_seqs,
                int max_model_len, int max_batch_tokens, const std::string& device, const std::string& document_reuse,
-               const std::string& chat_template) {
+               const std::string& chat_template, const std::string& quality) {
                 Options o;
                 o.model = model;
                 o.cache_mode = cache_mode;
@@ -487,10 +487,12 @@ NB_MODULE(_lazyattn, m) {
                 o.device = device;
                 o.document_reuse = document_reuse;
                 o.chat_template = chat_template;
+                o.quality = quality;
                 new (self) Engine(o);
             },
             "model"_a, "cache_mode"_a, "kv_dtype"_a, "kv_store"_a, "threads"_a, "kv_cache_mb"_a, "max_num_seqs"_a,
-            "max_model_len"_a, "max_batch_tokens"_a, "device"_a, "document_reuse"_a, "chat_template"_a)
+            "max_model_len"_a, "max_batch_tokens"_a, "device"_a, "document_reuse"_a, "chat_template"_a,
+            "quality"_a = "")
         .def("submit", &Engine::submit, "body_json"_a, "chat"_a, "notifier"_a.none() = nb::none())
         .def("tokenize", &Engine::tokenize, "text"_a, "add_special"_a, "parse_special"_a)
         .def("detokenize", &Engine::detokenize, "ids"_a, "render_special"_a)

@@ -59,6 +59,8 @@ void collect(const Workload& w, const std::vector<std::shared_ptr<engine::Reques
         r.segment_hits += st.segments_hit;
         r.segment_misses += st.segments_missed;
         r.segment_store_hits += st.segments_from_store;
+        r.conditioned_lookups.push_back(st.conditioned_lookups);
+        r.conditioned_served.push_back(st.segments_conditioned);
     }
     r.compulsory = count_compulsory_misses(w.request_docs, warmup);
 }
@@ -130,6 +132,9 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
     r.prefill_only = delta(after.prefill_only, before.prefill_only);
     r.mixed = delta(after.mixed, before.mixed);
     r.store = after.store;
+    r.background = after.background;
+    r.completions_s = done_s;
+    r.background_rows = after.background_rows - before.background_rows;
     return r;
 }
 

@@ -5,6 +5,7 @@
 // run (they fill the cache) but are left out of every statistic: the steady state is measured.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -39,8 +40,24 @@ struct RunResult {
     int64_t prefill_tokens = 0, reused_tokens = 0;
     int64_t segment_hits = 0, segment_misses = 0;
     int64_t segment_store_hits = 0;  // of the hits, loaded from a --kv-store tier
-    store::StoreStats store;         // per tier (the whole run, warm-up included)
-    CompulsoryMisses compulsory;     // first touches among the measured document lookups
+    // Per measured request (neighbours=K@ready, --quality balanced): documents looked up, and
+    // of those served by their conditioned copy; and the background work over the whole run.
+    std::vector<int32_t> conditioned_lookups, conditioned_served;
+    engine::BackgroundStats background;
+    int64_t background_rows = 0;
+    std::vector<double> completions_s;  // every request's completion, in completion order (from the start)
+
+    // Requests per second over the last fifth of the measured completions: the steady state once
+    // background work (conditioned copies) has formed.
+    double requests_per_s_last_fifth() const {
+        const size_t measured = completions_s.size() - std::min(completions_s.size(), size_t(warmup_requests));
+        const size_t n = measured / 5;
+        if (n == 0 || completions_s.size() < n + 1) return 0;
+        const double span = completions_s.back() - completions_s[completions_s.size() - n - 1];
+        return span > 0 ? double(n) / span : 0;
+    }
+    store::StoreStats store;      // per tier (the whole run, warm-up included)
+    CompulsoryMisses compulsory;  // first touches among the measured document lookups
     int32_t peak_blocks = 0, pool_blocks = 0;
     int64_t preemptions = 0;
     int64_t steps = 0;

@@ -19,6 +19,7 @@
 #include "cli/model_path.h"
 #include "core/progress.h"
 #include "engine/loading/loaded_model.h"
+#include "engine/request/quality_preset.h"
 
 #include <memory>
 
@@ -57,6 +58,40 @@ Expected<RunResult> run_one(const bench::Workload& w, engine::LoadedModel& lm, c
     });
 }
 
+// Runs whose requests take conditioned copies where they exist (--quality balanced, accurate): how
+// the copies formed over the measured stream, and TTFT and throughput against plain lazy's.
+void print_conditioned(const std::vector<RunResult>& runs) {
+    const RunResult* lazy = nullptr;
+    for (const auto& r : runs) {
+        if (r.label == "lazy" || (lazy == nullptr && r.label == "quality=fast")) lazy = &r;
+    }
+    bool header = false;
+    for (const auto& r : runs) {
+        int64_t lookups = 0;
+        for (int32_t n : r.conditioned_lookups) lookups += n;
+        if (lookups == 0 && r.label.rfind("quality=", 0) != 0) continue;
+        if (!header) {
+            std::printf(
+                "\nconditioned copies: share of document lookups served by them, measured stream in fifths; "
+                "background copies made / cancelled; TTFT p50, p99 and req/s against %s\n",
+                lazy ? lazy->label.c_str() : "(no lazy run)");
+            header = true;
+        }
+        std::printf("%-18s", r.label.c_str());
+        for (double x : cli::conditioned_share_by_fifth(r)) std::printf(" %5.1f%%", 100 * x);
+        std::printf("  last-fifth req/s %.3f  made %lld, cancelled %lld, rows %lld", r.requests_per_s_last_fifth(),
+                    (long long)r.background.done, (long long)r.background.cancelled, (long long)r.background_rows);
+        if (lazy != nullptr) {
+            std::printf("  p50 %.2fx p99 %.2fx req/s %.2fx (last fifth %.2fx)",
+                        bench::percentile(r.ttft_ms, 50) / std::max(bench::percentile(lazy->ttft_ms, 50), 1e-9),
+                        bench::percentile(r.ttft_ms, 99) / std::max(bench::percentile(lazy->ttft_ms, 99), 1e-9),
+                        r.requests_per_s() / std::max(lazy->requests_per_s(), 1e-9),
+                        r.requests_per_s_last_fifth() / std::max(lazy->requests_per_s_last_fifth(), 1e-9));
+        }
+        std::printf("\n");
+    }
+}
+
 void print_main_table(const std::vector<RunResult>& runs) {
     auto find = [&](const std::string& label) -> const RunResult* {
         for (const auto& r : runs) {
@@ -90,6 +125,7 @@ void print_main_table(const std::vector<RunResult>& runs) {
                     ratio(prefix).c_str(), thr);
     }
     std::printf("(times in ms; TTFT ratios are block-attn's or prefix's p50 over this mode's: > 1 means faster)\n");
+    print_conditioned(runs);
     std::printf("\nsteps (whole run, warm-up included): count, decode rows, prefill rows, mean forward ms\n");
     for (const auto& r : runs) {
         std::printf("%-18s", r.label.c_str());
@@ -187,7 +223,9 @@ nlohmann::json workload_json(const bench::Workload& w, const bench::WorkloadConf
 int run_modes(const bench::Workload& w, const bench::WorkloadConfig& wc, engine::LoadedModel& lm,
               const BenchRagOptions& o, const engine::EngineConfig& base, nlohmann::json& out,
               std::vector<RunResult>* runs) {
-    for (const auto& spec : o.modes) {
+    // Not given: every cache mode, or none when presets are asked for (--quality alone runs them).
+    const std::vector<std::string> modes = o.modes.empty() && o.quality.empty() ? engine::cache_mode_names() : o.modes;
+    for (const auto& spec : modes) {
         auto variant = engine::parse_reuse_variant(spec);
         if (!variant.ok()) {
             std::cerr << "error: --modes " << spec << ": " << variant.status().to_string() << "\n";
@@ -204,6 +242,24 @@ int run_modes(const bench::Workload& w, const bench::WorkloadConfig& wc, engine:
             out["refused"].push_back({{"label", spec}, {"reason", r.status().message()}});
             continue;
         }
+        if (!r.ok()) {
+            std::cerr << "\nerror: " << r.status().to_string() << "\n";
+            return 1;
+        }
+        runs->push_back(*r);
+    }
+    for (const auto& name : o.quality) {  // the presets, as `serve --quality` runs them
+        const auto preset = engine::parse_quality_preset(name);
+        if (!preset) {
+            std::cerr << "error: --quality " << name << ": none of fast, balanced, accurate\n";
+            return 2;
+        }
+        engine::EngineConfig ec = base;
+        ec.cache_mode = engine::CacheMode::kLazy;
+        ec.condition_after = o.condition_after >= 0 ? o.condition_after : engine::preset_condition_after(*preset);
+        bench::Workload wv = w;
+        for (auto& req : wv.requests) req.reuse = engine::preset_document_reuse(*preset);
+        auto r = run_one(wv, lm, o, "quality=" + name, ec);
         if (!r.ok()) {
             std::cerr << "\nerror: " << r.status().to_string() << "\n";
             return 1;
@@ -291,7 +347,14 @@ CLI::App* add_bench_rag_command(CLI::App& parent, BenchRagOptions& o) {
     br->add_option("--seed", o.workload.seed, "workload seed");
     br->add_option("--modes", o.modes,
                    "cache modes, each optionally with document reuse settings: MODE[:REUSE], e.g. lazy:anchor "
-                   "(see bench quality)");
+                   "(see bench quality); default: every mode, none with --quality");
+    br->add_option("--quality", o.quality,
+                   "quality presets to run after the modes, each on lazy with its background work (no precompute): "
+                   "fast, balanced, accurate (serve --quality)")
+        ->check(CLI::IsMember({"fast", "balanced", "accurate"}));
+    br->add_option("--condition-after", o.condition_after,
+                   "sightings before a conditioned copy is made, for the --quality runs (default: the preset's)")
+        ->check(CLI::Range(0, 1 << 20));
     br->add_option("--preamble-tokens", o.workload.preamble_tokens,
                    "a shared preamble (system prompt) of this many tokens before the documents")
         ->check(CLI::Range(0, 4096));

@@ -30,6 +30,37 @@ nlohmann::json step_kind_json(const engine::SchedulerStats::StepKind& k) {
 
 }  // namespace
 
+std::vector<double> conditioned_share_by_fifth(const bench::RunResult& r) {
+    std::vector<double> out;
+    const size_t n = r.conditioned_lookups.size();
+    for (size_t part = 0; part < 5 && n > 0; ++part) {
+        int64_t lookups = 0, served = 0;
+        for (size_t i = part * n / 5; i < (part + 1) * n / 5; ++i) {
+            lookups += r.conditioned_lookups[i];
+            served += r.conditioned_served[i];
+        }
+        out.push_back(lookups > 0 ? double(served) / double(lookups) : 0.0);
+    }
+    return out;
+}
+
+nlohmann::json conditioned_json(const bench::RunResult& r) {
+    int64_t lookups = 0, served = 0;
+    for (size_t i = 0; i < r.conditioned_lookups.size(); ++i) {
+        lookups += r.conditioned_lookups[i];
+        served += r.conditioned_served[i];
+    }
+    return {{"lookups", lookups},
+            {"served", served},
+            {"share_by_fifth", conditioned_share_by_fifth(r)},
+            {"background_done", r.background.done},
+            {"background_cancelled", r.background.cancelled},
+            {"background_refused", r.background.refused},
+            {"background_queued_at_end", r.background.queued + r.background.running},
+            {"background_rows", r.background_rows},
+            {"requests_per_s_last_fifth", r.requests_per_s_last_fifth()}};
+}
+
 nlohmann::json run_summary_json(const bench::RunResult& r) {
     using bench::percentile;
     const bench::Interval p50 = bench::bootstrap_percentile_ci(r.ttft_ms, 50);
@@ -61,6 +92,7 @@ nlohmann::json run_summary_json(const bench::RunResult& r) {
             {"peak_blocks", r.peak_blocks},
             {"pool_blocks", r.pool_blocks},
             {"preemptions", r.preemptions},
+            {"conditioned", conditioned_json(r)},
             {"steps",
              {{"decode_only", step_kind_json(r.decode_only)},
               {"prefill_only", step_kind_json(r.prefill_only)},

@@ -22,5 +22,9 @@ int32_t sweep_warmup(const BenchRagOptions& o);
 
 // Summary statistics of a run (no per-request arrays).
 nlohmann::json run_summary_json(const bench::RunResult& r);
+// Of the measured requests in five equal parts, in submission order: the share of documents looked
+// up with neighbours=K@ready that their conditioned copy served (how the copies form over time).
+std::vector<double> conditioned_share_by_fifth(const bench::RunResult& r);
+nlohmann::json conditioned_json(const bench::RunResult& r);
 
 }  // namespace lazyattn::cli

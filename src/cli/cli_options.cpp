@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "engine/request/cache_mode.h"
 #include "engine/request/document_reuse.h"
+#include "engine/request/quality_preset.h"
 #include "server/api_keys.h"
 #include "tokenizer/builtin_chat_templates.h"
 #include "tokenizer/chat_template.h"
@@ -356,6 +357,16 @@ void add_serve_document_options(CLI::App* sv, ServeOptions& o) {
             engine::select_names() +
             ") joined by + (docs/api.md); "
             "default: the model's (anchor for a model block fine-tuned anchored, else plain)");
+    sv->add_option("--quality", o.quality,
+                   "fast, balanced or accurate: how requests that do not say read documents (--document-reuse, and a "
+                   "request's document_reuse, win), and whether conditioned copies are made in the background. " +
+                       engine::quality_preset_help())
+        ->check(CLI::IsMember({"fast", "balanced", "accurate"}));
+    sv->add_option("--condition-after", o.condition_after,
+                   "make a document's neighbour-conditioned copy in the background once requests of a tenant that "
+                   "accept it (document_reuse neighbours=K@ready) read it plain this many times; 0: never; "
+                   "default: 2 with --quality balanced or accurate, else 0")
+        ->check(CLI::Range(0, 1 << 20));
     add_query_layers_option(sv, o.query_layers);
     sv->add_option("--documents-from", o.documents_from,
                    "where requests find documents inside their messages: none, parts (a message's text parts), "

@@ -86,7 +86,12 @@ struct BenchRagOptions {
     CommonOptions common;
     bench::WorkloadConfig workload;
     std::vector<double> zipf{2.1};  // the main run uses the first
-    std::vector<std::string> modes = engine::cache_mode_names();
+    // Empty: every cache mode, unless --quality asks for presets only.
+    std::vector<std::string> modes;
+    // --quality: a run per preset (engine/request/quality_preset.h) after the modes, labelled by it,
+    // with its background work (--condition-after overrides the preset's; -1: the preset's).
+    std::vector<std::string> quality;
+    int32_t condition_after = -1;
     int32_t clients = 4;
     // The KV budget (the whole pool, cached documents and in-flight requests together): in
     // documents' worth when kv_budget_docs > 0 (sized from the model's KV bytes per token), else
@@ -124,6 +129,10 @@ struct BenchQualityOptions {
     std::string json_path;
     std::vector<int32_t> query_layers;      // engine::EngineConfig::query_mass_layers (empty: every layer)
     std::string neighbours_corpus = "all";  // "all": every question's documents indexed first; "seen"
+    // --quality: presets answered as variants named by them (fast, balanced, accurate), each in its
+    // steady state: a warm-up pass over the questions lets the background work make every
+    // conditioned copy it would on a recurring stream before the measured pass.
+    std::vector<std::string> quality;
 };
 
 // `lazyattn tokenize`: token ids of a text (no weights loaded).
@@ -177,6 +186,10 @@ struct ServeOptions {
     // Requests' default (engine::parse_document_reuse); "" = the model's: anchor for a model block
     // fine-tuned anchored (lazyattn.block_finetuned), else plain.
     std::string document_reuse;
+    // --quality fast|balanced|accurate (engine/request/quality_preset.h): the default reuse when
+    // --document-reuse is not given, and the background conditioned copies.
+    std::string quality = "fast";
+    int32_t condition_after = -1;  // --condition-after; -1: the preset's (2 for balanced, accurate)
     // Documents inside messages (server/message_documents.h; docs/api.md).
     std::string documents_from = "none";
     std::string document_delimiter;  // \n \t \r \\ understood; "regex:" for a PCRE2 pattern

@@ -167,8 +167,16 @@ int run_serve(const ServeOptions& o) {
 
     // The model, its chat template (--chat-template, else the file's), the default document reuse
     // and the engine: the start-up the Python LLM shares.
-    auto stack = server::open_serving_stack(
-        {path, o.common.device, o.common.num_threads, *ec, o.chat_template, o.document_reuse});
+    server::ServingStackOptions stack_options;
+    stack_options.model_path = path;
+    stack_options.device = o.common.device;
+    stack_options.num_threads = o.common.num_threads;
+    stack_options.engine = *ec;
+    stack_options.chat_template = o.chat_template;
+    stack_options.document_reuse = o.document_reuse;
+    stack_options.quality = o.quality;
+    stack_options.condition_after = o.condition_after;
+    auto stack = server::open_serving_stack(stack_options);
     if (!stack.ok()) {
         // A bad setting or a KV pool larger than memory is the command line's (2); a file the
         // loader cannot read, the model's (1).
@@ -192,6 +200,11 @@ int run_serve(const ServeOptions& o) {
     std::printf("lazyattn serve: requests that do not say read documents with document_reuse %s%s\n",
                 sc->document_reuse.name().c_str(),
                 stack->reuse_is_models_default ? " (the model's default: docs/finetune.md)" : "");
+    if (stack->quality != engine::QualityPreset::kFast) {
+        std::printf("lazyattn serve: --quality %s: conditioned copies made in the background after %d requests\n",
+                    std::string(engine::quality_preset_name(stack->quality)).c_str(),
+                    int(stack->engine->config().condition_after));
+    }
     if (!sc->model_aliases.empty()) {
         std::string names;
         for (const std::string& a : sc->model_aliases) names += (names.empty() ? "" : ", ") + a;

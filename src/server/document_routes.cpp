@@ -70,12 +70,22 @@ void handle_list_documents(ServerContext& ctx, const http::HttpRequest& req, htt
     if (auto e = check_cache_salt(salt)) return send_error(res, *e);
     json data = json::array();
     for (const engine::DocumentInfo& d : ctx.engine.list_documents(ctx.tenant(req, salt))) {
+        // Its conditioned copies made in the background, with what each was encoded after.
+        json conditioned = json::array();
+        for (const engine::ConditionedCopyInfo& c : d.conditioned) {
+            conditioned.push_back({{"neighbours", c.neighbours},
+                                   {"neighbour_ids", c.neighbour_ids},
+                                   {"prefix_tokens", c.prefix_tokens},
+                                   {"cached", c.cached},
+                                   {"stored", c.stored}});
+        }
         data.push_back({{"id", d.id},
                         {"object", "document"},
                         {"tokens", d.num_tokens},
                         {"pinned", d.pinned},
                         {"pin_count", d.pin_count},
-                        {"last_used", unix_seconds(d.last_used_ms)}});
+                        {"last_used", unix_seconds(d.last_used_ms)},
+                        {"conditioned_copies", conditioned}});
     }
     send_json(res, 200, {{"object", "list"}, {"data", data}});
 }

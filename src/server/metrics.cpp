@@ -229,6 +229,22 @@ std::string Metrics::render(const engine::SchedulerStats& s, const engine::Engin
            "missing documents computed (a job shared by requests counts once)", double(s.segment_jobs));
     scalar("lazyattn_segment_job_tokens_total", "counter", "document tokens computed by segment jobs",
            double(s.segment_job_tokens));
+    // Conditioned copies (document_reuse neighbours=K@ready, --quality balanced) and the
+    // background work that makes them.
+    scalar("lazyattn_conditioned_lookups_total", "counter",
+           "documents looked up by requests that take their conditioned copy where it exists",
+           double(s.conditioned_lookups));
+    scalar("lazyattn_conditioned_served_total", "counter", "of those, served by the conditioned copy",
+           double(s.conditioned_served));
+    scalar("lazyattn_background_queued", "gauge", "conditioned copies waiting to be made in the background",
+           double(s.background.queued + s.background.running));
+    scalar("lazyattn_background_done_total", "counter", "conditioned copies made in the background",
+           double(s.background.done));
+    scalar("lazyattn_background_cancelled_total", "counter",
+           "background jobs cancelled for a waiting request (made again later)", double(s.background.cancelled));
+    scalar("lazyattn_background_refused_total", "counter",
+           "conditioned copies not queued: a tenant's or the global cap was reached", double(s.background.refused));
+    scalar("lazyattn_background_rows_total", "counter", "rows of background work computed", double(s.background_rows));
     scalar("lazyattn_engine_prefill_tokens_total", "counter",
            "prompt tokens the engine ran through the model (shared segment jobs once, recomputes included)",
            double(s.prompt_tokens_computed));

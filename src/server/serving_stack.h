@@ -13,6 +13,7 @@
 #include "engine/engine_config.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/document_reuse.h"
+#include "engine/request/quality_preset.h"
 #include "engine/serving_engine.h"
 #include "tokenizer/chat_template.h"
 
@@ -25,17 +26,22 @@ struct ServingStackOptions {
     engine::EngineConfig engine;
     std::string chat_template;   // "": the model file's (tokenizer::select_chat_template)
     std::string document_reuse;  // "": the model's default (a block fine-tuned model names its own)
+    // "fast", "balanced" or "accurate" (engine/request/quality_preset.h); "": fast. Sets the
+    // default document reuse when document_reuse is not given, and the background work.
+    std::string quality;
+    int32_t condition_after = -1;  // EngineConfig::condition_after; -1: the preset's
 };
 
 struct ServingStack {
     engine::LoadedModel lm;
     std::optional<tokenizer::ChatTemplate> chat;  // nullopt: the model has none (chat requests get 400)
     engine::DocumentReuse default_reuse;
+    engine::QualityPreset quality = engine::QualityPreset::kFast;
     bool reuse_is_models_default = false;  // document_reuse was not given
     std::unique_ptr<engine::ServingEngine> engine;
 };
 
-// kInvalidArgument (naming the option: "document_reuse: ...", "chat_template: ...") for a bad
+// kInvalidArgument (naming the option: "document_reuse: ...", "quality: ...", "chat_template: ...") for a bad
 // setting, before the model is loaded where the setting alone shows it; the loader's or the
 // engine's status otherwise (a missing file, a KV pool larger than memory).
 Expected<ServingStack> open_serving_stack(const ServingStackOptions& options);

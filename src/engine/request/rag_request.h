@@ -142,6 +142,9 @@ struct RequestStats {
     int32_t segments_hit = 0;
     int32_t segments_missed = 0;
     int32_t segments_from_store = 0;  // of the hits, loaded from a --kv-store tier, not the RAM pool
+    // neighbours=K@ready: documents looked up, and of those read as their conditioned copy.
+    int32_t conditioned_lookups = 0;
+    int32_t segments_conditioned = 0;
     int32_t num_generated = 0;
     int32_t peak_blocks = 0;  // blocks in use by the whole pool at this request's peak
     int32_t preemptions = 0;  // times this request was preempted and recomputed

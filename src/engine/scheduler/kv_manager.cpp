@@ -408,7 +408,7 @@ bool KvManager::has_conditioned_copy(const std::string& tenant, const std::vecto
 }
 
 int64_t KvManager::start_background_job(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k,
-                                        const std::vector<int32_t>& prefix) {
+                                        const std::vector<int32_t>& prefix, int32_t reserve) {
     const int32_t bs = kv_.block_size();
     const ChainSeeds seeds = seeds_for(tenant);
     // The prefix, as match_conditioning places a request's: plain KV of its tokens.
@@ -426,7 +426,7 @@ int64_t KvManager::start_background_job(const std::string& tenant, const std::ve
     }
     int64_t fresh = kv::blocks_for(int64_t(tokens.size()), bs);
     if (c.job < 0) fresh += kv::blocks_for(int64_t(c.tokens.size()), bs) - int64_t(c.blocks.size());
-    if (fresh > kv_.num_free()) {
+    if (fresh + reserve > kv_.num_free()) {
         kv_.release(c.blocks);
         return -1;
     }

@@ -75,8 +75,9 @@ public:
     // published to RAM and handed to the store when done, as a request's conditioned job is; the
     // prefix read from the cache, joined while running, or made a background job of its own. The
     // caller holds its one user. -1 (nothing held) when the pool has no room for it now.
+    // `reserve`: blocks it must leave free (room for the next request).
     int64_t start_background_job(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k,
-                                 const std::vector<int32_t>& prefix);
+                                 const std::vector<int32_t>& prefix, int32_t reserve);
     // Whether `tenant`'s copy of `tokens` conditioned on k neighbours is in the RAM cache.
     bool has_conditioned_copy(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k) const;
     // The caller's user of a job let go: a job nobody else needs is dropped with its blocks (and

@@ -55,6 +55,8 @@ bool Scheduler::try_admit(SequenceState& s) {
         st.segments_missed = s.admission.misses;
         st.segments_from_store = s.admission.from_store;
         st.reused_tokens = s.admission.reused + ar.num_tail_computed();
+        st.conditioned_lookups = s.admission.conditioned_lookups;
+        st.segments_conditioned = s.admission.conditioned;
         stats_.conditioned_lookups += s.admission.conditioned_lookups;
         stats_.conditioned_served += s.admission.conditioned;
         note_background(s);

@@ -1,0 +1,47 @@
+#include "engine/request/quality_preset.h"
+
+namespace lazyattn::engine {
+
+std::optional<QualityPreset> parse_quality_preset(std::string_view name) {
+    if (name == "fast") return QualityPreset::kFast;
+    if (name == "balanced") return QualityPreset::kBalanced;
+    if (name == "accurate") return QualityPreset::kAccurate;
+    return std::nullopt;
+}
+
+std::string_view quality_preset_name(QualityPreset p) {
+    switch (p) {
+        case QualityPreset::kFast:
+            return "fast";
+        case QualityPreset::kBalanced:
+            return "balanced";
+        case QualityPreset::kAccurate:
+            return "accurate";
+    }
+    return "fast";
+}
+
+DocumentReuse preset_document_reuse(QualityPreset p) {
+    DocumentReuse r;
+    if (p == QualityPreset::kFast) return r;
+    r.neighbours = 1;
+    r.neighbours_when_ready = true;
+    // The knee of docs/benchmarks.md §4's frontier: the first 10% recovers 62% of the gap to
+    // full attention at 1.62x lazy's TTFT; 15% adds 3 points for 1.96x.
+    if (p == QualityPreset::kAccurate) r.recompute_share = 0.10;
+    return r;
+}
+
+int32_t preset_condition_after(QualityPreset p) { return p == QualityPreset::kFast ? 0 : kDefaultConditionAfter; }
+
+std::string quality_preset_help() {
+    return "fast (default): plain lazy, 22.4% on the 500 questions (full attention 32.8%), TTFT 1x; "
+           "balanced: neighbour-conditioned copies where they exist (neighbours=1@ready), made in the background "
+           "for documents seen in 2 requests, plain until then: 26.0% once the copies exist (precomputed copies, "
+           "p = 0.063 vs fast), TTFT 0.95-1.15x fast's; "
+           "accurate: balanced plus each document's first 10% recomputed: 28.8% (recompute=10% alone; with "
+           "conditioned copies not yet measured), TTFT 1.62x in RAM. Figures: docs/benchmarks.md section 4, until "
+           "re-measured as presets. A request's document_reuse still wins";
+}
+
+}  // namespace lazyattn::engine
