@@ -429,8 +429,13 @@ void add_serve_other_spellings(CLI::App* sv, ServeOptions& o) {
     sv->add_flag_callback(
         "--log-disable", [&o] { o.common.log_level = "off"; }, "llama-server's spelling of --log-level off");
     sv->add_flag_callback(
-        "-v,--verbose,--log-verbose", [&o] { o.common.log_level = "debug"; },
-        "llama-server's spelling of --log-level debug");
+        "-v,--verbose,--log-verbose",
+        [&o] {
+            o.common.log_level = "debug";
+            o.verbose_replies = true;
+        },
+        "llama-server's spelling of --log-level debug; replies then carry its __verbose object (the prompt as "
+        "the model read it, ...) unless a request sets verbose false");
     // llama.cpp's verbosity: 0 generic output, 1 errors, 2 warnings, 3 info, 4 debug.
     sv->add_option_function<int>(
           "--log-verbosity,--verbosity",

@@ -171,6 +171,7 @@ struct ServeOptions {
     std::string chat_template_kwargs;     // --chat-template-kwargs: a JSON object ("" = none)
     std::optional<bool> enable_thinking;  // --reasoning on|off (--reasoning-budget 0: off); unset: auto
     server::ReasoningFormat reasoning_format = server::ReasoningFormat::kAuto;  // --reasoning-format
+    bool verbose_replies = false;       // -v/--verbose: replies carry llama-server's __verbose object
     std::vector<std::string> api_keys;  // --api-key (repeatable, or comma-separated)
     std::string api_key_file;
     std::vector<std::string> open_endpoints = {"health"};  // reachable without a key

@@ -90,6 +90,7 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     LA_ASSIGN_OR_RETURN(sc.chat_template_kwargs,
                         tokenizer::server_template_kwargs(o.chat_template_kwargs, o.enable_thinking));
     sc.reasoning_format = o.reasoning_format;
+    sc.verbose_replies = o.verbose_replies;
     sc.model_id =
         o.served_model_name.empty() ? std::filesystem::path(model_path).filename().string() : o.served_model_name;
     sc.model_aliases = o.model_aliases;

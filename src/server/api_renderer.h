@@ -41,6 +41,11 @@ public:
     virtual void stream_open(size_t choice, const engine::RequestHandle& handle, std::string& out) = 0;
     // A token event; e.text may be empty (held back: a partial character or a possible stop).
     virtual void stream_token(size_t choice, const engine::RequestEvent& e, std::string& out) = 0;
+    // The prompt advanced (a kProgress event: only for a request with return_progress); after
+    // stream_open. An API without llama-server's prompt_progress writes nothing.
+    virtual void stream_progress(size_t choice, const engine::RequestEvent& e, std::string& out) {
+        (void)choice, (void)e, (void)out;
+    }
     // Choice i ended with stop or length; `stats` are its own.
     virtual void stream_end(size_t choice, const engine::RequestEvent& e, const engine::RequestStats& stats,
                             std::string& out) = 0;

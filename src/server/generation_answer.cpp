@@ -121,6 +121,7 @@ void answer_generation(ServerContext& ctx, const http::HttpRequest& req, http::H
     ActiveRequest active(ctx);
     const std::string tenant = ctx.tenant(req, gen.cache_salt);
     const bool chat = gen.chat;
+    if (!gen.verbose) gen.verbose = ctx.config.verbose_replies;  // --verbose: __verbose unless refused
     PreparedRequest prepared;
     if (auto e = ctx.front.prepare(
             std::move(gen), tenant, [&link] { return link.gone(); }, prepared)) {

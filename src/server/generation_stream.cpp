@@ -94,6 +94,7 @@ void GenerationStream::append_event(size_t i, const engine::RequestEvent& e, std
         renderer_->stream_open(i, *c.handle, out);
     }
     if (e.kind == engine::RequestEvent::Kind::kFinished) return append_end(i, e, out);
+    if (e.kind == engine::RequestEvent::Kind::kProgress) return renderer_->stream_progress(i, e, out);
     c.clock.on_event(ctx_.metrics, e);
     renderer_->stream_token(i, e, out);
 }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 
 #include "core/utf8.h"
+#include "server/llama_telemetry.h"
 #include "server/serving_front.h"
 #include "server/sse.h"
 
@@ -37,9 +39,6 @@ json eog_biases(const tokenizer::Tokenizer& tok) {
     }
     return out;
 }
-
-double per_token(double ms, int64_t n) { return n > 0 ? ms / double(n) : 0.0; }
-double per_second(double ms, int64_t n) { return n > 0 && ms > 0 ? 1000.0 * double(n) / ms : 0.0; }
 
 }  // namespace
 
@@ -89,30 +88,35 @@ json native_generation_settings(const GenerationRequest& gen, const NativeOption
             {"grammar", ""},
             // The order lazyattn applies (a request's `samplers` is checked, not applied).
             {"samplers", {"penalties", "top_k", "top_p", "min_p", "temperature"}},
-            {"timings_per_token", false},
-            {"post_sampling_probs", false},
+            {"timings_per_token", gen.timings_per_token},
+            {"post_sampling_probs", o.post_sampling_probs},
             {"backend_sampling", false},
             {"lora", json::array()}};
 }
 
 json native_probabilities(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& ids,
-                          const std::vector<float>& logprobs, const std::vector<engine::TopLogprobs>& top,
-                          size_t from) {
+                          const std::vector<float>& logprobs, const std::vector<engine::TopLogprobs>& top, size_t from,
+                          bool post_sampling) {
+    // post_sampling_probs: probabilities of the sampling chain's distribution (the engine's
+    // logprobs are then of it: SamplingParams::post_sampling_probs), named as llama-server names them.
+    const char* const value_key = post_sampling ? "prob" : "logprob";
+    const char* const list_key = post_sampling ? "top_probs" : "top_logprobs";
+    auto value = [post_sampling](float lp) { return post_sampling ? double(std::exp(lp)) : double(lp); };
     json out = json::array();
     for (size_t i = from; i < ids.size() && i < logprobs.size(); ++i) {
         json entry;
         describe_token(tokenizer, ids[i], entry);
-        entry["logprob"] = logprobs[i];
+        entry[value_key] = value(logprobs[i]);
         json alternatives = json::array();
         if (i < top.size()) {
             for (const auto& [id, lp] : top[i]) {
                 json alt;
                 describe_token(tokenizer, id, alt);
-                alt["logprob"] = lp;
+                alt[value_key] = value(lp);
                 alternatives.push_back(std::move(alt));
             }
         }
-        entry["top_logprobs"] = std::move(alternatives);
+        entry[list_key] = std::move(alternatives);
         out.push_back(std::move(entry));
     }
     return out;
@@ -129,21 +133,7 @@ std::string native_stop_type(engine::FinishReason reason, const std::string& sto
     }
 }
 
-json native_timings(const engine::RequestStats& st) {
-    const int64_t cached = st.reused_tokens;
-    const int64_t computed = std::max<int64_t>(0, int64_t(st.num_prompt_tokens) - cached);
-    const double prompt_ms = std::max(0.0, st.ttft_ms - st.queue_ms);
-    const int64_t predicted = st.num_generated;
-    return {{"cache_n", cached},
-            {"prompt_n", computed},
-            {"prompt_ms", prompt_ms},
-            {"prompt_per_token_ms", per_token(prompt_ms, computed)},
-            {"prompt_per_second", per_second(prompt_ms, computed)},
-            {"predicted_n", predicted},
-            {"predicted_ms", st.decode_ms},
-            {"predicted_per_token_ms", per_token(st.decode_ms, predicted)},
-            {"predicted_per_second", per_second(st.decode_ms, predicted)}};
-}
+json native_timings(const engine::RequestStats& st) { return llama_timings(st); }
 
 ApiError native_field_names(ApiError e) {
     static const std::pair<const char*, const char*> kNames[] = {
@@ -203,8 +193,8 @@ json NativeRenderer::result_json(const engine::RagResult& r) const {
     body["content"] = r.text;
     body["tokens"] = options_.return_tokens ? json(r.token_ids) : json::array();
     if (options_.n_probs > 0) {
-        body["completion_probabilities"] =
-            native_probabilities(tokenizer_, r.token_ids, r.token_logprobs, r.top_logprobs);
+        body["completion_probabilities"] = native_probabilities(tokenizer_, r.token_ids, r.token_logprobs,
+                                                                r.top_logprobs, 0, options_.post_sampling_probs);
     }
     return select_response_fields(body, options_.response_fields);
 }
@@ -216,6 +206,7 @@ void NativeRenderer::prepared(const PreparedRequest& p) {
     context_.prompt = tokenizer_.decode(evaluated, true);
     context_.generation_settings =
         native_generation_settings(p.gen, options_, tokenizer_, p.rag.max_tokens, context_.n_ctx);
+    timings_per_token_ = p.gen.timings_per_token;
 }
 
 std::string NativeRenderer::whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats&) {
@@ -227,7 +218,21 @@ std::string NativeRenderer::whole_body(const std::vector<ChoiceResult>& choices,
 
 void NativeRenderer::stream_open(size_t, const engine::RequestHandle&, std::string&) {}
 
+void NativeRenderer::stream_progress(size_t, const engine::RequestEvent& e, std::string& out) {
+    json chunk = {{"index", context_.index},
+                  {"content", ""},
+                  {"tokens", json::array()},
+                  {"stop", false},
+                  {"id_slot", context_.id_slot},
+                  {"tokens_predicted", 0},
+                  {"tokens_evaluated", e.timings.prompt_tokens},
+                  {"prompt_progress", prompt_progress_json(e.timings)}};
+    if (timings_per_token_) chunk["timings"] = llama_timings(e.timings);
+    out += sse_event(dump(chunk));
+}
+
 void NativeRenderer::stream_token(size_t, const engine::RequestEvent& e, std::string& out) {
+    timings_.note(e);
     if (e.token_id >= 0) {
         pending_ids_.push_back(e.token_id);
         pending_logprobs_.push_back(e.logprob);
@@ -243,9 +248,10 @@ void NativeRenderer::stream_token(size_t, const engine::RequestEvent& e, std::st
                   {"stop", false},
                   {"id_slot", context_.id_slot}};
     if (options_.n_probs > 0) {
-        chunk["completion_probabilities"] =
-            native_probabilities(tokenizer_, pending_ids_, pending_logprobs_, pending_top_);
+        chunk["completion_probabilities"] = native_probabilities(tokenizer_, pending_ids_, pending_logprobs_,
+                                                                 pending_top_, 0, options_.post_sampling_probs);
     }
+    if (timings_per_token_ && timings_.any) chunk["timings"] = llama_timings(timings_.latest);
     pending_ids_.clear();
     pending_logprobs_.clear();
     pending_top_.clear();

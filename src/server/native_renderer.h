@@ -17,6 +17,7 @@
 
 #include "engine/request/finish_reason.h"
 #include "server/api_renderer.h"
+#include "server/llama_telemetry.h"
 #include "server/native_request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -38,10 +39,11 @@ struct NativeContext {
 nlohmann::json native_generation_settings(const GenerationRequest& gen, const NativeOptions& o,
                                           const tokenizer::Tokenizer& tokenizer, int32_t n_predict, int32_t n_ctx);
 
-// completion_probabilities entries for tokens ids[from..) with their logprobs.
+// completion_probabilities entries for tokens ids[from..) with their logprobs: {logprob,
+// top_logprobs}, or with post_sampling (the logprobs are the sampling chain's) {prob, top_probs}.
 nlohmann::json native_probabilities(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& ids,
                                     const std::vector<float>& logprobs, const std::vector<engine::TopLogprobs>& top,
-                                    size_t from = 0);
+                                    size_t from = 0, bool post_sampling = false);
 
 // llama-server's stop_type for a finished request.
 std::string native_stop_type(engine::FinishReason reason, const std::string& stop_word);
@@ -68,6 +70,8 @@ public:
     std::string whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats& usage) override;
     void stream_open(size_t choice, const engine::RequestHandle& handle, std::string& out) override;
     void stream_token(size_t choice, const engine::RequestEvent& e, std::string& out) override;
+    // return_progress: a chunk with no content carrying prompt_progress (and timings).
+    void stream_progress(size_t choice, const engine::RequestEvent& e, std::string& out) override;
     void stream_end(size_t choice, const engine::RequestEvent& e, const engine::RequestStats& stats,
                     std::string& out) override;
     void stream_close(const engine::RequestStats& usage, std::string& out) override;
@@ -89,6 +93,8 @@ private:
     std::vector<float> pending_logprobs_;
     std::vector<engine::TopLogprobs> pending_top_;
     bool has_new_line_ = false;
+    bool timings_per_token_ = false;  // every chunk carries `timings` (the request's timings_per_token)
+    StreamTimings timings_;           // the latest event's
 };
 
 }  // namespace lazyattn::server

@@ -239,13 +239,6 @@ Err refuse_unhonoured(const json& body) {
         if (auto e = read_num(body, f.key, v)) return e;
         if (!absent(body, f.key) && !f.is_noop(v)) return unsupported(f.key, f.why);
     }
-    bool post_sampling = false;
-    if (auto e = read_flag(body, "post_sampling_probs", post_sampling)) return e;
-    if (post_sampling) {
-        return unsupported(
-            "post_sampling_probs",
-            "is not served: completion_probabilities are log-probabilities of the sampling distribution");
-    }
     if (!absent(body, "lora") && !(body.at("lora").is_array() && body.at("lora").empty())) {
         return unsupported("lora", "is not served: merge the adapter into the GGUF");
     }
@@ -306,9 +299,10 @@ Err parse_samplers(const json& body, std::vector<std::string>& out) {
 Err parse_native_fields(const json& body, int32_t num_slots, NativeOptions& o) {
     if (auto e = read_flag(body, "return_tokens", o.return_tokens)) return e;
     bool ignored = false;  // accepted: they change nothing lazyattn answers
-    for (const char* key : {"cache_prompt", "timings_per_token", "return_progress", "backend_sampling", "verbose"}) {
+    for (const char* key : {"cache_prompt", "backend_sampling"}) {
         if (auto e = read_flag(body, key, ignored)) return e;
     }
+    if (auto e = read_flag(body, "post_sampling_probs", o.post_sampling_probs)) return e;
     int64_t n_probs = 0;
     if (auto e = read_int(body, "n_probs", n_probs)) return e;
     constexpr int64_t kMax = engine::SamplingParams::kMaxLogprobs;
@@ -401,6 +395,7 @@ std::optional<ApiError> parse_native_request(const json& body, const tokenizer::
     }
     out.base.sampling.repeat_last_n = repeat_last_n == -1 ? INT32_MAX : int32_t(repeat_last_n);
     if (out.options.n_probs > 0) out.base.logprobs = out.options.n_probs;
+    out.base.sampling.post_sampling_probs = out.options.post_sampling_probs;
     if (out.prompt_list && out.base.stream) {
         return unsupported("stream", "is not served for a list of prompts: send each prompt as its own request");
     }

@@ -7,9 +7,11 @@
 // samplers, response_fields.
 //
 // Fields llama-server honours that change the output and lazyattn cannot honour (mirostat,
-// grammar, json_schema, DRY, XTC, typical_p, dynamic temperature, n_indent, LoRA, post-sampling
-// probabilities, media) are a 400 naming the field unless they hold their no-op value; fields
-// that do not change the output (cache_prompt, timings_per_token, n_keep, ...) are accepted.
+// grammar, json_schema, DRY, XTC, typical_p, dynamic temperature, n_indent, LoRA, media) are a
+// 400 naming the field unless they hold their no-op value; fields that do not change the output
+// (cache_prompt, backend_sampling, n_keep, ...) are accepted. post_sampling_probs reports the
+// probabilities after the sampler chain; timings_per_token, return_progress and verbose are read
+// by the OpenAI parser (llama-server's telemetry, GenerationRequest).
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,9 @@ struct NativePrompt {
 // What the native response shows beyond the generation itself.
 struct NativeOptions {
     bool return_tokens = false;
-    int32_t n_probs = 0;   // completion_probabilities with this many alternatives (0: none)
+    int32_t n_probs = 0;  // completion_probabilities with this many alternatives (0: none)
+    // completion_probabilities are probabilities after the sampler chain (prob, top_probs).
+    bool post_sampling_probs = false;
     int32_t id_slot = -1;  // as asked (-1: any)
     bool stream = false;
     // n_predict as asked (-1: until a stop or the context's end).

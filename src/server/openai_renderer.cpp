@@ -21,6 +21,12 @@ void OpenAiRenderer::prepared(const PreparedRequest& request) {
     StreamChoice fresh;
     fresh.reasoning = ReasoningStream(reasoning_, prompt_opens_reasoning_);
     streams_.assign(size_t(std::max<int32_t>(1, request.gen.n)), fresh);
+    timings_per_token_ = request.gen.timings_per_token;
+    timings_.assign(streams_.size(), StreamTimings{});
+    if (request.gen.verbose.value_or(false)) {
+        verbose_ = std::make_unique<VerboseReply>(tokenizer_, meta_.model);
+        verbose_->prepared(request);
+    }
 }
 
 ChoiceBody OpenAiRenderer::choice_body(const ChoiceResult& choice) const {
@@ -47,7 +53,11 @@ std::string OpenAiRenderer::whole_body(const std::vector<ChoiceResult>& choices,
     std::vector<ChoiceBody> bodies;
     bodies.reserve(choices.size());
     for (const ChoiceResult& c : choices) bodies.push_back(choice_body(c));
-    return completion_body(meta_, bodies, usage);
+    if (!verbose_ || choices.empty()) return completion_body(meta_, bodies, usage);
+    // llama-server's: one choice's object; here one per choice when there are several.
+    nlohmann::json v = nlohmann::json::array();
+    for (size_t i = 0; i < choices.size(); ++i) v.push_back(verbose_->whole(*choices[i].result, i));
+    return with_fields(completion_body(meta_, bodies, usage), {{"__verbose", v.size() == 1 ? v[0] : v}});
 }
 
 nlohmann::json OpenAiRenderer::take_logprobs(StreamChoice& c) {
@@ -73,7 +83,22 @@ void OpenAiRenderer::stream_open(size_t i, const engine::RequestHandle& handle, 
     c.text_bytes += int64_t(output_.echo_text.size());
 }
 
+void OpenAiRenderer::stream_progress(size_t i, const engine::RequestEvent& e, std::string& out) {
+    nlohmann::json fields = {{"prompt_progress", prompt_progress_json(e.timings)}};
+    if (timings_per_token_) fields["timings"] = llama_timings(e.timings);
+    out += sse_event(with_fields(chunk_body(meta_, int(i), "", meta_.chat, "", output_.include_usage), fields));
+}
+
 void OpenAiRenderer::stream_token(size_t i, const engine::RequestEvent& e, std::string& out) {
+    const size_t from = out.size();
+    timings_.at(i).note(e);
+    if (verbose_) verbose_->token(i, e);
+    write_token(i, e, out);
+    if (timings_per_token_ && timings_[i].any)
+        set_event_fields(out, from, {{"timings", llama_timings(timings_[i].latest)}});
+}
+
+void OpenAiRenderer::write_token(size_t i, const engine::RequestEvent& e, std::string& out) {
     StreamChoice& c = streams_.at(i);
     if (output_.logprobs && e.token_id >= 0) c.pending.append(e.token_id, e.logprob, e.top_logprobs);
     if (e.text.empty()) return;  // held back (a partial character or a possible stop string)
@@ -96,8 +121,15 @@ void OpenAiRenderer::send_split(StreamChoice& c, int i, const ReasoningStream::D
     }
 }
 
-void OpenAiRenderer::stream_end(size_t i, const engine::RequestEvent& e, const engine::RequestStats&,
+void OpenAiRenderer::stream_end(size_t i, const engine::RequestEvent& e, const engine::RequestStats& stats,
                                 std::string& out) {
+    const size_t from = out.size();
+    write_end(i, e, out);  // text released at the end (held back until now), then the finishing chunk
+    if (timings_per_token_) set_event_fields(out, from, {{"timings", llama_timings(stats)}});
+    if (verbose_) set_event_fields(out, from, {{"__verbose", verbose_->streamed_end(i, e, stats)}}, true);
+}
+
+void OpenAiRenderer::write_end(size_t i, const engine::RequestEvent& e, std::string& out) {
     StreamChoice& c = streams_.at(i);
     if (reasoning_ != ReasoningFormat::kNone) send_split(c, int(i), c.reasoning.finish(), out);
     nlohmann::json lp = c.pending.empty() ? nlohmann::json(nullptr) : take_logprobs(c);
@@ -106,7 +138,11 @@ void OpenAiRenderer::stream_end(size_t i, const engine::RequestEvent& e, const e
 }
 
 void OpenAiRenderer::stream_close(const engine::RequestStats& usage, std::string& out) {
-    if (output_.include_usage) out += sse_event(usage_chunk_body(meta_, usage));
+    if (output_.include_usage && timings_per_token_) {
+        out += sse_event(with_fields(usage_chunk_body(meta_, usage), {{"timings", llama_timings(usage)}}));
+    } else if (output_.include_usage) {
+        out += sse_event(usage_chunk_body(meta_, usage));
+    }
     out += kSseDone;
 }
 

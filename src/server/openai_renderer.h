@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "server/api_renderer.h"
+#include "server/llama_telemetry.h"
 #include "server/logprobs_json.h"
 #include "server/openai_response.h"
 #include "server/output_options.h"
 #include "server/reasoning_split.h"
+#include "server/verbose_reply.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyattn::server {
@@ -32,6 +34,9 @@ public:
                     std::string& out) override;
     void stream_close(const engine::RequestStats& usage, std::string& out) override;
     void stream_error(const ApiError& e, std::string& out) override;
+    // return_progress: chat, an assistant-role chunk; completions, an empty text chunk; each
+    // with prompt_progress (and timings under timings_per_token).
+    void stream_progress(size_t choice, const engine::RequestEvent& e, std::string& out) override;
 
 private:
     struct StreamChoice {
@@ -40,6 +45,8 @@ private:
         ReasoningStream reasoning{ReasoningFormat::kNone};
     };
 
+    void write_token(size_t i, const engine::RequestEvent& e, std::string& out);
+    void write_end(size_t i, const engine::RequestEvent& e, std::string& out);
     nlohmann::json take_logprobs(StreamChoice& c);
     void send_split(StreamChoice& c, int i, const ReasoningStream::Delta& d, std::string& out);
     ChoiceBody choice_body(const ChoiceResult& choice) const;
@@ -50,6 +57,10 @@ private:
     std::vector<StreamChoice> streams_;
     ReasoningFormat reasoning_ = ReasoningFormat::kNone;  // chat: the request's (or the server's)
     bool prompt_opens_reasoning_ = false;                 // the prompt ended inside <think>
+    // llama-server's telemetry (llama_telemetry.h, verbose_reply.h), as the request asked.
+    bool timings_per_token_ = false;         // every chunk after the first carries `timings`
+    std::vector<StreamTimings> timings_;     // per choice: its latest event's
+    std::unique_ptr<VerboseReply> verbose_;  // __verbose (null: not asked for)
 };
 
 }  // namespace lazyattn::server

@@ -313,6 +313,17 @@ Err parse_stream(const json& body, GenerationRequest& out) {
     return std::nullopt;
 }
 
+// llama-server's telemetry switches (GenerationRequest::timings_per_token, ...).
+Err parse_telemetry(const json& body, GenerationRequest& out) {
+    if (auto e = read_bool(body, "timings_per_token", out.timings_per_token)) return e;
+    if (auto e = read_bool(body, "return_progress", out.return_progress)) return e;
+    if (absent(body, "verbose")) return std::nullopt;
+    bool verbose = false;
+    if (auto e = read_bool(body, "verbose", verbose)) return e;
+    out.verbose = verbose;
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_token_ids(const json& value, const std::string& param, int32_t vocab_size,
@@ -671,6 +682,7 @@ std::optional<ApiError> parse_generation_request(const json& body, bool chat, Ge
     if (auto e = parse_stop(body, out.stop)) return e;
     if (auto e = read_bool(body, "ignore_eos", out.ignore_eos)) return e;
     if (auto e = parse_stream(body, out)) return e;
+    if (auto e = parse_telemetry(body, out)) return e;
     if (auto e = parse_cache_salt(body, out.cache_salt)) return e;
     if (auto e = parse_document_reuse_field(body, out.document_reuse)) return e;
     if (auto e = parse_documents_from(body, out)) return e;

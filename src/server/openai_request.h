@@ -64,7 +64,13 @@ struct GenerationRequest {
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool stream = false;
-    bool include_usage = false;                           // stream_options.include_usage
+    bool include_usage = false;  // stream_options.include_usage
+    // llama-server's telemetry: `timings` on every streamed chunk (timings_per_token) and
+    // prompt_progress chunks while a streamed prompt runs (return_progress); `verbose`: the
+    // __verbose object (the rendered prompt, ...) asked for or refused (unset: --verbose says).
+    bool timings_per_token = false;
+    bool return_progress = false;
+    std::optional<bool> verbose;
     std::string cache_salt;                               // isolates the request's cache entries (as vLLM's cache_salt)
     std::optional<engine::DocumentReuse> document_reuse;  // not given: the server's default
     // Documents inside messages (`documents_from`, `document_delimiter`); each not given: the

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <random>
 
+#include "server/serving_front.h"
 #include "server/sse.h"
 
 namespace lazyattn::server {
@@ -106,6 +107,8 @@ void ResponsesRenderer::emit(const char* type, json fields, std::string& out) {
     out += sse_named_event(type, dump(fields));
 }
 
+void ResponsesRenderer::prepared(const PreparedRequest& request) { timings_per_token_ = request.gen.timings_per_token; }
+
 std::string ResponsesRenderer::whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats& usage) {
     // One output per response (the parser lets no `n` through).
     if (!choices.empty() && choices.front().result != nullptr) {
@@ -132,16 +135,26 @@ void ResponsesRenderer::stream_open(size_t choice, const engine::RequestHandle&,
          out);
 }
 
+void ResponsesRenderer::stream_progress(size_t choice, const engine::RequestEvent& e, std::string& out) {
+    if (choice != 0) return;
+    json fields = {{"response", response_json("in_progress", nullptr)},
+                   {"prompt_progress", prompt_progress_json(e.timings)}};
+    if (timings_per_token_) fields["timings"] = llama_timings(e.timings);
+    emit("response.in_progress", std::move(fields), out);
+}
+
 void ResponsesRenderer::stream_token(size_t choice, const engine::RequestEvent& e, std::string& out) {
-    if (choice != 0 || e.text.empty()) return;  // empty: text held back (a partial character, a possible stop)
+    if (choice != 0) return;
+    timings_.note(e);
+    if (e.text.empty()) return;  // text held back (a partial character, a possible stop)
     text_ += e.text;
-    emit("response.output_text.delta",
-         {{"item_id", message_id_},
-          {"output_index", 0},
-          {"content_index", 0},
-          {"delta", e.text},
-          {"logprobs", json::array()}},
-         out);
+    json fields = {{"item_id", message_id_},
+                   {"output_index", 0},
+                   {"content_index", 0},
+                   {"delta", e.text},
+                   {"logprobs", json::array()}};
+    if (timings_per_token_ && timings_.any) fields["timings"] = llama_timings(timings_.latest);
+    emit("response.output_text.delta", std::move(fields), out);
 }
 
 void ResponsesRenderer::stream_end(size_t choice, const engine::RequestEvent& e, const engine::RequestStats&,
@@ -169,7 +182,9 @@ void ResponsesRenderer::stream_close(const engine::RequestStats& usage, std::str
     const bool incomplete = finish_ == engine::FinishReason::kLength;
     json response = response_json(incomplete ? "incomplete" : "completed", &usage);
     if (on_done_) on_done_(id_, dump(response), text_);
-    emit(incomplete ? "response.incomplete" : "response.completed", {{"response", std::move(response)}}, out);
+    json fields = {{"response", std::move(response)}};
+    if (timings_per_token_) fields["timings"] = llama_timings(usage);
+    emit(incomplete ? "response.incomplete" : "response.completed", std::move(fields), out);
 }
 
 void ResponsesRenderer::stream_error(const ApiError& given, std::string& out) {

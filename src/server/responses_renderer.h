@@ -17,6 +17,7 @@
 #include <string>
 
 #include "server/api_renderer.h"
+#include "server/llama_telemetry.h"
 #include "server/responses_request.h"
 
 namespace lazyattn::server {
@@ -33,6 +34,7 @@ public:
     const std::string& id() const { return id_; }
     const std::string& message_id() const { return message_id_; }
 
+    void prepared(const PreparedRequest& request) override;
     std::string whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats& usage) override;
     void stream_open(size_t choice, const engine::RequestHandle& handle, std::string& out) override;
     void stream_token(size_t choice, const engine::RequestEvent& e, std::string& out) override;
@@ -40,6 +42,8 @@ public:
                     std::string& out) override;
     void stream_close(const engine::RequestStats& usage, std::string& out) override;
     void stream_error(const ApiError& e, std::string& out) override;
+    // return_progress: a response.in_progress event carrying prompt_progress.
+    void stream_progress(size_t choice, const engine::RequestEvent& e, std::string& out) override;
     std::string error_body(const ApiError& e) const override;
 
 private:
@@ -60,6 +64,9 @@ private:
     bool opened_ = false;  // the message item was announced
     nlohmann::json error_ = nullptr;
     OnDone on_done_;
+    // llama-server's telemetry (llama_telemetry.h): `timings` on each delta and on the end.
+    bool timings_per_token_ = false;
+    StreamTimings timings_;
 };
 
 }  // namespace lazyattn::server

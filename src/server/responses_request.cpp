@@ -57,7 +57,9 @@ constexpr const char* kChatFields[] = {"model",
                                        "guided_grammar",
                                        "guided_decoding_backend",
                                        "structured_outputs",
-                                       "response_format"};
+                                       "response_format",
+                                       "timings_per_token",
+                                       "return_progress"};
 
 // Chat Completions names a client may send here by mistake: each is refused with this API's name
 // for it rather than ignored (an ignored max_tokens would run to the end of the context).

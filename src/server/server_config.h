@@ -26,7 +26,9 @@ struct ServerConfig {
     std::vector<std::string> model_aliases;  // other names requests may give (--alias a,b,c)
     std::string system_fingerprint;          // responses' system_fingerprint ("" is written as null)
     std::string model_path;                  // the GGUF file served (GET /props' model_path)
-    bool slots_endpoint = true;              // GET /slots answers (llama-server's --slots; --no-slots: 501)
+    // Replies carry llama-server's __verbose object (--verbose), unless a request sets verbose false.
+    bool verbose_replies = false;
+    bool slots_endpoint = true;  // GET /slots answers (llama-server's --slots; --no-slots: 501)
     // A request naming another model: 404 model_not_found (vLLM) when set; otherwise it is
     // answered by this server's one model, as llama-server does (clients such as LangChain send
     // a default name like "gpt-3.5-turbo"), and the response's `model` says which answered.

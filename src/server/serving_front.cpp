@@ -115,6 +115,8 @@ std::optional<ApiError> ServingFront::prepare(GenerationRequest gen, const std::
     out.rag = std::move(built).value();
     if (auto e = fit_max_tokens(gen, out.rag)) return e;
     out.output = output_options(tokenizer_, gen, out.rag);
+    out.context_length = context_length();
+    out.rag.report_progress = gen.stream && gen.return_progress;  // llama-server's prompt_progress
     out.gen = std::move(gen);
     return std::nullopt;
 }

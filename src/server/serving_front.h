@@ -57,6 +57,7 @@ struct PreparedRequest {
     engine::RagRequest rag;
     std::vector<DocumentRef> known_later;  // noted as known by submit()
     OutputOptions output;
+    int32_t context_length = 0;  // the most tokens it may hold (ServingFront::context_length())
 };
 
 // The n choices of one queued request.

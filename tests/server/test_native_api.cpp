@@ -207,6 +207,19 @@ TEST_F(NativeApi, NativeOnlyFields) {
     EXPECT_EQ(r.options.response_fields.size(), 2u);
     EXPECT_EQ(parse_ok({{"samplers", "kypmt"}}).options.samplers.size(), 5u);
     EXPECT_EQ(parse_ok({{"n_probs", 0}}).base.logprobs, -1);
+    // llama-server's telemetry and post-sampling probabilities reach the request.
+    EXPECT_TRUE(r.base.timings_per_token);
+    const auto t = parse_ok({{"post_sampling_probs", true}, {"return_progress", true}, {"verbose", false}});
+    EXPECT_TRUE(t.options.post_sampling_probs);
+    EXPECT_TRUE(t.base.sampling.post_sampling_probs);
+    EXPECT_TRUE(t.base.return_progress);
+    EXPECT_EQ(t.base.verbose, std::optional<bool>(false));
+    EXPECT_FALSE(parse_ok(json::object()).base.verbose.has_value());
+    EXPECT_FALSE(parse_ok(json::object()).base.sampling.post_sampling_probs);
+    expect_refused({{"post_sampling_probs", "yes"}}, "post_sampling_probs");
+    expect_refused({{"timings_per_token", 1}}, "timings_per_token");
+    expect_refused({{"return_progress", "x"}}, "return_progress");
+    expect_refused({{"verbose", 1}}, "verbose");
 
     expect_refused({{"n_probs", 21}}, "n_probs");
     expect_refused({{"n_probs", -1}}, "n_probs");
@@ -235,7 +248,6 @@ TEST_F(NativeApi, UnhonouredFieldsAreRefusedByName) {
                           {"min_keep", 3},
                           {"n_indent", 4},
                           {"t_max_predict_ms", 100},
-                          {"post_sampling_probs", true},
                           {"lora", {{{"id", 0}, {"scale", 1.0}}}},
                           {"n_cmpl", 2},
                           {"n", 2}};
@@ -256,7 +268,6 @@ TEST_F(NativeApi, UnhonouredFieldsAreRefusedByName) {
               {"grammar", ""},
               {"json_schema", json::object()},  // structured output: compiled later, by the front
               {"lora", json::array()},
-              {"post_sampling_probs", false},
               {"n_keep", 10},
               {"n_cmpl", 1}});
     expect_refused({{"mirostat", "x"}}, "mirostat");
@@ -301,9 +312,15 @@ TEST(NativeRender, StopTypeAndTimings) {
     EXPECT_DOUBLE_EQ(t["prompt_ms"].get<double>(), 10.0);
     EXPECT_DOUBLE_EQ(t["prompt_per_second"].get<double>(), 1200.0);
     EXPECT_EQ(t["predicted_n"], 4);
-    EXPECT_DOUBLE_EQ(t["predicted_per_token_ms"].get<double>(), 10.0);
-    EXPECT_DOUBLE_EQ(t["predicted_per_second"].get<double>(), 100.0);
+    // decode_ms spans the 3 decode steps after the first token (which the prompt's last row gave).
+    EXPECT_DOUBLE_EQ(t["predicted_per_token_ms"].get<double>(), 40.0 / 3);
+    EXPECT_DOUBLE_EQ(t["predicted_per_second"].get<double>(), 75.0);
     EXPECT_DOUBLE_EQ(native_timings(engine::RequestStats{})["predicted_per_second"].get<double>(), 0.0);
+    engine::RequestStats one = sample_stats();
+    one.num_generated = 1;
+    one.decode_ms = 0;
+    EXPECT_DOUBLE_EQ(native_timings(one)["predicted_per_second"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(native_timings(one)["predicted_per_token_ms"].get<double>(), 0.0);
 }
 
 TEST(NativeRender, ErrorsNameNativeFields) {
@@ -391,6 +408,14 @@ TEST_F(NativeRendering, ProbabilitiesCarryBytes) {
     EXPECT_EQ(probs[0]["top_logprobs"][1]["id"], 5);
     EXPECT_TRUE(probs[0]["top_logprobs"][1].contains("bytes"));
     EXPECT_TRUE(probs[1]["top_logprobs"].empty());
+    // post_sampling_probs: the same entries as probabilities, named as llama-server names them.
+    const json post =
+        native_probabilities(tok(), {5}, {std::log(0.25f)}, {{{5, std::log(0.25f)}, {7, std::log(0.75f)}}}, 0, true);
+    ASSERT_EQ(post.size(), 1u);
+    EXPECT_FALSE(post[0].contains("logprob"));
+    EXPECT_NEAR(post[0]["prob"].get<double>(), 0.25, 1e-6);
+    ASSERT_EQ(post[0]["top_probs"].size(), 2u);
+    EXPECT_NEAR(post[0]["top_probs"][1]["prob"].get<double>(), 0.75, 1e-6);
 }
 
 TEST_F(NativeRendering, StreamHoldsTokensUntilTheirText) {

@@ -246,7 +246,7 @@ TEST(ServerNative, BadInputIsRefusedNamingTheField) {
     expect_refused(s, native_body({{"grammar", "root ::= undefined_rule"}}), "grammar");
     expect_refused(s, native_body({{"json_schema", {{"type", 5}}}}), "json_schema");
     expect_refused(s, native_body({{"dry_multiplier", 0.5}}), "dry_multiplier");
-    expect_refused(s, native_body({{"post_sampling_probs", true}}), "post_sampling_probs");
+    expect_refused(s, native_body({{"post_sampling_probs", 1}}), "post_sampling_probs");
     expect_refused(s, native_body({{"id_slot", 2}}), "id_slot");
     expect_refused(s, native_body({{"logit_bias", "x"}}), "logit_bias");
     expect_refused(s, native_body({{"logit_bias", {{99999999, 1}}}}), "logit_bias");
