@@ -14,6 +14,8 @@ const char* constraint_kind_name(ConstraintKind kind) {
             return "regex";
         case ConstraintKind::kChoice:
             return "choice";
+        case ConstraintKind::kStructuralTag:
+            return "tool call format";
     }
     return "?";
 }

@@ -19,6 +19,10 @@ enum class ConstraintKind : uint8_t {
     kGrammar,     // a GBNF / EBNF grammar whose start rule is `root` (llama-server's `grammar`)
     kRegex,       // a regular expression the whole output matches
     kChoice,      // exactly one of `choices`
+    // XGrammar's structural tag (JSON text: {"type": "structural_tag", "format": ...}): fixed
+    // strings around schema-constrained JSON, what a forced tool call compiles to
+    // (server/tool_calls/tool_constraint.h).
+    kStructuralTag,
 };
 
 const char* constraint_kind_name(ConstraintKind kind);

@@ -104,6 +104,7 @@ Status ConstraintCompiler::check_bounds(const ConstraintSpec& spec) const {
     switch (spec.kind) {
         case ConstraintKind::kJsonObject:
             break;
+        case ConstraintKind::kStructuralTag:  // schemas inside: the same bounds as one schema's
         case ConstraintKind::kJsonSchema: {
             const auto schema = nlohmann::json::parse(spec.text, nullptr, false);
             if (schema.is_discarded()) return invalid_argument("is not valid JSON");

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "backend/cpu/elementwise_cpu.h"
 #include "grammar/constraint_compiler.h"
@@ -62,6 +64,30 @@ std::string gbnf_literal(const std::string& s) {
         }
     }
     return out + "\"";
+}
+
+// A structural tag with each json_schema part as the compact grammar the json_schema kind
+// compiles (", " and ": " separators, no free whitespace): XGrammar's structural tags convert
+// schemas with free whitespace, which a small model can wander into until max_tokens.
+std::string compact_structural_tag(const std::string& text) {
+    nlohmann::json tag = nlohmann::json::parse(text);
+    std::function<void(nlohmann::json&)> walk = [&](nlohmann::json& j) {
+        if (j.is_array()) {
+            for (auto& v : j) walk(v);
+            return;
+        }
+        if (!j.is_object()) return;
+        if (j.contains("type") && j.at("type") == "json_schema" && j.contains("json_schema")) {
+            const std::string ebnf =
+                xgrammar::Grammar::FromJSONSchema(j.at("json_schema").dump(), false, std::nullopt, std::nullopt, true)
+                    .ToString();
+            j = {{"type", "grammar"}, {"grammar", ebnf}};
+            return;
+        }
+        for (auto& [key, value] : j.items()) walk(value);
+    };
+    walk(tag);
+    return tag.dump();
 }
 
 class XgrammarMatcher final : public ConstraintMatcher {
@@ -168,6 +194,8 @@ private:
                 return compiler_.CompileGrammar(spec.text, "root");
             case ConstraintKind::kRegex:
                 return compiler_.CompileRegex(spec.text);
+            case ConstraintKind::kStructuralTag:
+                return compiler_.CompileStructuralTag(compact_structural_tag(spec.text));
             case ConstraintKind::kChoice: {
                 std::string g = "root ::= ";
                 for (size_t i = 0; i < spec.choices.size(); ++i) {

@@ -14,12 +14,15 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/request/finish_reason.h"
 #include "server/api_renderer.h"
+#include "server/tool_calls/tool_call_parser.h"
 
 namespace lazyattn::server {
 
@@ -54,6 +57,14 @@ private:
     // The laid-out prompt's length: message_start's input_tokens (the engine's split between
     // cached and computed tokens is known only at the end, and message_delta carries it).
     int32_t prompt_tokens_ = 0;
+    // Client tools (server/tool_calls/): calls become tool_use blocks, streamed after the text
+    // block as content_block_start + input_json_delta + content_block_stop.
+    void send_tool_delta(const tool_calls::ToolCallDelta& d, std::string& out);
+    std::shared_ptr<const tool_calls::ToolRequest> tools_;
+    std::optional<tool_calls::ToolCallStream> tool_stream_;
+    uint64_t tool_id_seed_ = 0;
+    bool text_open_ = false;  // the text block (index 0) is open
+    int next_block_ = 1;      // the index of the next tool_use block
 };
 
 }  // namespace lazyattn::server

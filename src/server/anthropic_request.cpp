@@ -69,9 +69,9 @@ std::string block_type(const json& b) {
 // A block no Messages request may carry here, by its type; nullopt for the served types.
 Err refuse_block_type(const std::string& type, const std::string& p) {
     if (type == "image") return unsupported(p, "images are not served (lazyattn serves text models)");
-    if (type == "tool_use" || type == "tool_result" || type == "server_tool_use" || type.ends_with("_tool_result") ||
-        type.starts_with("mcp_tool")) {
-        return unsupported(p, "tool calls are not served yet (blocks of type '" + clip_for_message(type) + "')");
+    if (type == "tool_use" || type == "tool_result") return std::nullopt;  // client tools (server/tool_calls/)
+    if (type == "server_tool_use" || type.ends_with("_tool_result") || type.starts_with("mcp_tool")) {
+        return unsupported(p, "server tools and MCP are not served (blocks of type '" + clip_for_message(type) + "')");
     }
     if (type == "thinking" || type == "redacted_thinking")
         return unsupported(p, "extended thinking is not served (blocks of type '" + type + "')");
@@ -146,10 +146,55 @@ Err read_document_block(const json& b, const std::string& p, DocumentRef& doc, s
     return check_cache_control(b, p);
 }
 
+// An assistant's tool_use block {id, name, input} -> one of its tool calls.
+Err read_tool_use(const json& b, const std::string& p, tokenizer::ChatMessage& msg) {
+    tokenizer::ChatToolCall call;
+    if (!absent(b, "id")) {
+        if (auto e = read_string(b.at("id"), p + ".id", call.id)) return e;
+    }
+    if (!b.contains("name"))
+        return invalid_request("'" + p + ".name' is required", p + ".name", "missing_required_parameter");
+    if (auto e = read_string(b.at("name"), p + ".name", call.name)) return e;
+    if (!tool_calls::valid_tool_name(call.name)) return value_error(p + ".name", "must match ^[a-zA-Z0-9_-]{1,64}$");
+    if (!absent(b, "input") && !b.at("input").is_object()) return type_error(p + ".input", "an object");
+    call.arguments = absent(b, "input") ? "{}" : b.at("input").dump();
+    msg.tool_calls.push_back(std::move(call));
+    return std::nullopt;
+}
+
+// A user's tool_result block {tool_use_id, content: a string or text blocks, is_error?} -> a tool
+// message (the conversation's `tool` turn, rendered by the template).
+Err read_tool_result(const json& b, const std::string& p, tokenizer::ChatMessage& out) {
+    out.role = "tool";
+    if (!b.contains("tool_use_id"))
+        return invalid_request("'" + p + ".tool_use_id' is required", p + ".tool_use_id", "missing_required_parameter");
+    if (auto e = read_string(b.at("tool_use_id"), p + ".tool_use_id", out.tool_call_id)) return e;
+    if (!absent(b, "is_error") && !b.at("is_error").is_boolean()) return type_error(p + ".is_error", "a boolean");
+    if (auto e = check_cache_control(b, p)) return e;
+    if (absent(b, "content")) return std::nullopt;
+    const json& c = b.at("content");
+    if (c.is_string()) return read_string(c, p + ".content", out.content);
+    if (!c.is_array()) return type_error(p + ".content", "a string or a list of text blocks");
+    for (size_t i = 0; i < c.size(); ++i) {
+        const std::string cp = p + ".content[" + std::to_string(i) + "]";
+        if (!c[i].is_object() || block_type(c[i]) != "text") {
+            return unsupported(cp, "a tool result holds text blocks only (send passages as document blocks)");
+        }
+        std::string piece;
+        if (auto e = read_text_block(c[i], cp, piece)) return e;
+        if (!out.content.empty() && !piece.empty()) out.content += '\n';
+        out.content += piece;
+    }
+    return std::nullopt;
+}
+
 // One message's content: a string, or blocks. Text blocks become the message's text (and its
-// parts, which documents_from "parts" reads as in chat); document blocks become documents.
+// parts, which documents_from "parts" reads as in chat); document blocks become documents;
+// tool_use blocks the assistant's tool calls; tool_result blocks tool messages of their own
+// (`results`, placed before the message).
 Err read_content(const json& v, const std::string& p, bool user, tokenizer::ChatMessage& msg,
-                 std::vector<ContentPart>& parts, std::vector<DocumentRef>& documents) {
+                 std::vector<ContentPart>& parts, std::vector<DocumentRef>& documents,
+                 std::vector<tokenizer::ChatMessage>& results) {
     if (v.is_string()) return read_string(v, p, msg.content);
     if (!v.is_array()) return type_error(p, "a string or a list of content blocks");
     for (size_t i = 0; i < v.size(); ++i) {
@@ -158,6 +203,18 @@ Err read_content(const json& v, const std::string& p, bool user, tokenizer::Chat
         if (!b.is_object()) return type_error(bp, "a content block (an object with a type)");
         const std::string type = block_type(b);
         if (auto e = refuse_block_type(type, bp)) return e;
+        if (type == "tool_use") {
+            if (user) return unsupported(bp, "tool_use blocks belong in assistant messages");
+            if (auto e = read_tool_use(b, bp, msg)) return e;
+            continue;
+        }
+        if (type == "tool_result") {
+            if (!user) return unsupported(bp, "tool_result blocks belong in user messages");
+            tokenizer::ChatMessage result;
+            if (auto e = read_tool_result(b, bp, result)) return e;
+            results.push_back(std::move(result));
+            continue;
+        }
         if (type == "document") {
             if (!user) return unsupported(bp, "document blocks belong in user messages");
             DocumentRef doc;
@@ -199,7 +256,15 @@ Err parse_messages(const json& body, GenerationRequest& out, std::vector<Documen
         if (!m.contains("content"))
             return invalid_request("'" + p + ".content' is required", p + ".content", "missing_required_parameter");
         std::vector<ContentPart> parts;
-        if (auto e = read_content(m.at("content"), p + ".content", msg.role == "user", msg, parts, documents)) return e;
+        std::vector<tokenizer::ChatMessage> results;
+        if (auto e = read_content(m.at("content"), p + ".content", msg.role == "user", msg, parts, documents, results))
+            return e;
+        for (auto& r : results) {
+            out.messages.push_back(std::move(r));
+            out.message_parts.emplace_back();
+        }
+        // A user turn of tool results alone is those results.
+        if (!results.empty() && msg.content.empty() && parts.empty()) continue;
         out.messages.push_back(std::move(msg));
         out.message_parts.push_back(m.at("content").is_string() ? std::vector<ContentPart>{} : std::move(parts));
     }
@@ -237,6 +302,75 @@ Err parse_system(const json& body, GenerationRequest& out) {
     return std::nullopt;
 }
 
+// Anthropic's tools: [{name, description?, input_schema, cache_control?, type?: "custom"}] and
+// tool_choice {type: auto | any | tool (with name) | none, disable_parallel_tool_use?}, onto the
+// one ToolRequest (server/tool_calls/). Server tools (web search, code execution ...) are refused.
+Err parse_tools(const json& body, GenerationRequest& out) {
+    tool_calls::ToolRequest r;
+    if (!absent(body, "tools")) {
+        const json& list = body.at("tools");
+        if (!list.is_array()) return type_error("tools", "a list of tool definitions");
+        if (list.size() > tool_calls::kMaxTools)
+            return value_error("tools", "may hold at most " + std::to_string(tool_calls::kMaxTools) + " tools");
+        for (size_t i = 0; i < list.size(); ++i) {
+            const std::string p = "tools[" + std::to_string(i) + "]";
+            const json& t = list[i];
+            if (!t.is_object()) return type_error(p, "an object {\"name\", \"input_schema\"}");
+            const std::string type = block_type(t);
+            if (!type.empty() && type != "custom") {
+                return unsupported(p + ".type", "server tools ('" + clip_for_message(type) +
+                                                    "') are not served; client tools (name, input_schema) are");
+            }
+            tool_calls::ToolDefinition d;
+            d.name_field = p + ".name";
+            d.parameters_field = p + ".input_schema";
+            if (!t.contains("name"))
+                return invalid_request("'" + p + ".name' is required", p + ".name", "missing_required_parameter");
+            if (auto e = read_string(t.at("name"), p + ".name", d.name)) return e;
+            if (!absent(t, "description")) {
+                if (auto e = read_string(t.at("description"), p + ".description", d.description)) return e;
+            }
+            if (!t.contains("input_schema"))
+                return invalid_request("'" + p + ".input_schema' is required", p + ".input_schema",
+                                       "missing_required_parameter");
+            d.parameters = t.at("input_schema");
+            if (auto e = check_cache_control(t, p)) return e;
+            r.tools.push_back(std::move(d));
+        }
+    }
+    if (!absent(body, "tool_choice")) {
+        const json& tc = body.at("tool_choice");
+        if (!tc.is_object())
+            return type_error("tool_choice", "an object {\"type\": \"auto\" | \"any\" | \"tool\" | \"none\"}");
+        const std::string type = block_type(tc);
+        r.choice_field = "tool_choice";
+        if (type == "auto") {
+            r.choice = tool_calls::ToolChoice::kAuto;
+        } else if (type == "any") {
+            r.choice = tool_calls::ToolChoice::kRequired;
+        } else if (type == "none") {
+            r.choice = tool_calls::ToolChoice::kNone;
+        } else if (type == "tool") {
+            r.choice = tool_calls::ToolChoice::kNamed;
+            r.choice_field = "tool_choice.name";
+            if (!tc.contains("name"))
+                return invalid_request("'tool_choice.name' is required", "tool_choice.name",
+                                       "missing_required_parameter");
+            if (auto e = read_string(tc.at("name"), "tool_choice.name", r.named)) return e;
+        } else {
+            return value_error("tool_choice.type", "must be auto, any, tool or none");
+        }
+        if (!absent(tc, "disable_parallel_tool_use")) {
+            if (!tc.at("disable_parallel_tool_use").is_boolean())
+                return type_error("tool_choice.disable_parallel_tool_use", "a boolean");
+            r.parallel = !tc.at("disable_parallel_tool_use").get<bool>();
+        }
+    }
+    if (auto e = tool_calls::check_tool_request(r, "tools")) return e;
+    if (!r.tools.empty()) out.tools = std::make_shared<const tool_calls::ToolRequest>(std::move(r));
+    return std::nullopt;
+}
+
 // Constrained output in Anthropic's spelling: refused (never ignored) until it is mapped onto the
 // constraints chat completions serves.
 constexpr const char* kStructuredOutput =
@@ -245,14 +379,6 @@ constexpr const char* kStructuredOutput =
 // Features whose fields exist in the API but are not served: refused naming the field unless they
 // hold their "off" value.
 Err refuse_unserved(const json& body) {
-    if (!absent(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty()))
-        return unsupported("tools", "tool calls are not served yet");
-    if (!absent(body, "tool_choice")) {
-        const json& tc = body.at("tool_choice");
-        const std::string type = tc.is_object() ? block_type(tc) : std::string();
-        if (type != "auto" && type != "none")
-            return unsupported("tool_choice", "tool calls are not served yet (only {\"type\": \"auto\" | \"none\"})");
-    }
     if (!absent(body, "thinking")) {
         const json& t = body.at("thinking");
         if (!t.is_object() || block_type(t) != "disabled")
@@ -354,6 +480,7 @@ std::optional<ApiError> parse_anthropic_request(const json& body, AnthropicRoute
     std::vector<DocumentRef> block_documents;
     if (auto e = parse_messages(body, out, block_documents)) return e;
     if (auto e = parse_system(body, out)) return e;
+    if (auto e = parse_tools(body, out)) return e;
     // The `documents` extension first, then the document blocks in the order they came.
     if (body.contains("documents")) {
         if (auto e = parse_documents(body.at("documents"), true, out.documents)) return e;

@@ -8,10 +8,13 @@
 // are cache hits whichever API and order brings them. `cache_control` is accepted on any block
 // (lazyattn caches every document and prompt prefix by itself); `citations` is accepted and not
 // produced. lazyattn's extensions are read as chat completions reads them: `documents`,
-// `cache_salt`, `document_reuse`, `documents_from`, `document_delimiter`, `seed`.
+// `cache_salt`, `document_reuse`, `documents_from`, `document_delimiter`, `seed`. Client tools:
+// `tools` (name, description, input_schema), `tool_choice` (auto, any, tool, none;
+// disable_parallel_tool_use), assistant `tool_use` blocks and user `tool_result` blocks (each a
+// tool message), onto server/tool_calls/ as chat completions' tools.
 //
 // Refused with a 400 naming the field (never silently dropped): image blocks, PDF / URL / file
-// document sources, tool definitions and tool blocks (until tool calls are served), extended
+// document sources, server tools and MCP blocks, extended
 // thinking, structured output, and any top-level field the API does not define (as Anthropic
 // refuses them), so that a feature the client relies on is never quietly missing.
 #pragma once

@@ -1,5 +1,7 @@
 #include "server/openai_renderer.h"
 
+#include <random>
+
 #include "server/serving_front.h"
 #include "server/sse.h"
 
@@ -21,6 +23,11 @@ void OpenAiRenderer::prepared(const PreparedRequest& request) {
     StreamChoice fresh;
     fresh.reasoning = ReasoningStream(reasoning_, prompt_opens_reasoning_);
     streams_.assign(size_t(std::max<int32_t>(1, request.gen.n)), fresh);
+    if (meta_.chat && request.gen.tools && request.gen.tools->active()) {
+        tools_ = request.gen.tools;
+        tool_id_seed_ = std::random_device{}() * 0x100000001ull + std::random_device{}();
+        for (size_t i = 0; i < streams_.size(); ++i) streams_[i].tools.emplace(*tools_, tool_id_seed_ + i * 1000);
+    }
     timings_per_token_ = request.gen.timings_per_token;
     timings_.assign(streams_.size(), StreamTimings{});
     if (request.gen.verbose.value_or(false)) {
@@ -29,7 +36,7 @@ void OpenAiRenderer::prepared(const PreparedRequest& request) {
     }
 }
 
-ChoiceBody OpenAiRenderer::choice_body(const ChoiceResult& choice) const {
+ChoiceBody OpenAiRenderer::choice_body(const ChoiceResult& choice, size_t i) const {
     const engine::RagResult& r = *choice.result;
     ChoiceBody c;
     c.finish_reason = std::string(engine::finish_reason_name(r.finish_reason));
@@ -38,6 +45,17 @@ ChoiceBody OpenAiRenderer::choice_body(const ChoiceResult& choice) const {
         ReasoningParts parts = split_reasoning(r.text, reasoning_, prompt_opens_reasoning_);
         c.text = std::move(parts.content);
         if (parts.has_reasoning) c.reasoning = std::move(parts.reasoning);
+    }
+    if (tools_) {
+        tool_calls::ParsedReply parsed = tool_calls::parse_tool_calls(c.text, *tools_, tool_id_seed_ + i * 1000);
+        if (!parsed.calls.empty()) {
+            c.tool_calls = tool_calls::openai_tool_calls(parsed.calls);
+            c.content_null = !parsed.content.has_value();
+            c.text = parsed.content.value_or("");
+            if (c.finish_reason == "stop") c.finish_reason = "tool_calls";
+        } else {
+            c.text = parsed.content.value_or("");
+        }
     }
     if (!output_.logprobs) return c;
     TokenLogprobList tokens;
@@ -52,7 +70,7 @@ ChoiceBody OpenAiRenderer::choice_body(const ChoiceResult& choice) const {
 std::string OpenAiRenderer::whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats& usage) {
     std::vector<ChoiceBody> bodies;
     bodies.reserve(choices.size());
-    for (const ChoiceResult& c : choices) bodies.push_back(choice_body(c));
+    for (size_t i = 0; i < choices.size(); ++i) bodies.push_back(choice_body(choices[i], i));
     if (!verbose_ || choices.empty()) return completion_body(meta_, bodies, usage);
     // llama-server's: one choice's object; here one per choice when there are several.
     nlohmann::json v = nlohmann::json::array();
@@ -103,9 +121,29 @@ void OpenAiRenderer::write_token(size_t i, const engine::RequestEvent& e, std::s
     if (output_.logprobs && e.token_id >= 0) c.pending.append(e.token_id, e.logprob, e.top_logprobs);
     if (e.text.empty()) return;  // held back (a partial character or a possible stop string)
     if (reasoning_ != ReasoningFormat::kNone) return send_split(c, int(i), c.reasoning.feed(e.text), out);
+    send_content(c, int(i), e.text, out);
+}
+
+void OpenAiRenderer::send_content(StreamChoice& c, int i, const std::string& text, std::string& out) {
+    if (c.tools) return send_tool_delta(c, i, c.tools->feed(text), out);
+    if (text.empty()) return;
     nlohmann::json lp = take_logprobs(c);
-    out += sse_event(chunk_body(meta_, int(i), e.text, false, "", output_.include_usage, lp));
-    c.text_bytes += int64_t(e.text.size());
+    out += sse_event(chunk_body(meta_, i, text, false, "", output_.include_usage, lp));
+    c.text_bytes += int64_t(text.size());
+}
+
+// Text outside the calls as content chunks; each completed call as its two tool_calls deltas.
+void OpenAiRenderer::send_tool_delta(StreamChoice& c, int i, const tool_calls::ToolCallDelta& d, std::string& out) {
+    if (!d.content.empty()) {
+        nlohmann::json lp = take_logprobs(c);
+        out += sse_event(chunk_body(meta_, i, d.content, false, "", output_.include_usage, lp));
+    }
+    const int first = int(c.tools->num_calls() - d.calls.size());
+    for (size_t k = 0; k < d.calls.size(); ++k) {
+        for (const nlohmann::json& delta : tool_calls::openai_tool_call_deltas(d.calls[k], first + int(k))) {
+            out += sse_event(tool_call_chunk_body(meta_, i, delta, output_.include_usage));
+        }
+    }
 }
 
 // Thoughts and answer text as chunks of their own (the pending logprobs go with the first).
@@ -114,11 +152,7 @@ void OpenAiRenderer::send_split(StreamChoice& c, int i, const ReasoningStream::D
         nlohmann::json lp = take_logprobs(c);
         out += sse_event(chunk_body(meta_, i, "", false, "", output_.include_usage, lp, d.reasoning));
     }
-    if (!d.content.empty()) {
-        nlohmann::json lp = take_logprobs(c);
-        out += sse_event(chunk_body(meta_, i, d.content, false, "", output_.include_usage, lp));
-        c.text_bytes += int64_t(d.content.size());
-    }
+    send_content(c, i, d.content, out);
 }
 
 void OpenAiRenderer::stream_end(size_t i, const engine::RequestEvent& e, const engine::RequestStats& stats,
@@ -132,9 +166,13 @@ void OpenAiRenderer::stream_end(size_t i, const engine::RequestEvent& e, const e
 void OpenAiRenderer::write_end(size_t i, const engine::RequestEvent& e, std::string& out) {
     StreamChoice& c = streams_.at(i);
     if (reasoning_ != ReasoningFormat::kNone) send_split(c, int(i), c.reasoning.finish(), out);
+    std::string reason(engine::finish_reason_name(e.finish_reason));
+    if (c.tools) {
+        send_tool_delta(c, int(i), c.tools->finish(), out);
+        if (c.tools->num_calls() > 0 && reason == "stop") reason = "tool_calls";
+    }
     nlohmann::json lp = c.pending.empty() ? nlohmann::json(nullptr) : take_logprobs(c);
-    out += sse_event(chunk_body(meta_, int(i), "", false, std::string(engine::finish_reason_name(e.finish_reason)),
-                                output_.include_usage, lp));
+    out += sse_event(chunk_body(meta_, int(i), "", false, reason, output_.include_usage, lp));
 }
 
 void OpenAiRenderer::stream_close(const engine::RequestStats& usage, std::string& out) {

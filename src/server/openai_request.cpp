@@ -85,6 +85,58 @@ Err read_content(const json& v, const std::string& param, std::string& out, std:
     return std::nullopt;
 }
 
+// An assistant message's tool_calls ([{"id", "type": "function", "function": {"name",
+// "arguments"}}], arguments a JSON string as OpenAI sends them, or an object) and a tool
+// message's tool_call_id and name.
+Err read_tool_fields(const json& m, const std::string& p, tokenizer::ChatMessage& msg) {
+    if (!absent(m, "tool_calls")) {
+        const json& calls = m.at("tool_calls");
+        if (msg.role != "assistant") return value_error(p + ".tool_calls", "is only taken in an assistant message");
+        if (!calls.is_array()) return type_error(p + ".tool_calls", "a list");
+        if (calls.size() > tool_calls::kMaxTools) {
+            return value_error(p + ".tool_calls",
+                               "may hold at most " + std::to_string(tool_calls::kMaxTools) + " calls");
+        }
+        for (size_t k = 0; k < calls.size(); ++k) {
+            const std::string c = p + ".tool_calls[" + std::to_string(k) + "]";
+            const json& call = calls[k];
+            if (!call.is_object() || !call.contains("function") || !call.at("function").is_object()) {
+                return type_error(
+                    c, "an object {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+            }
+            tokenizer::ChatToolCall tc;
+            if (!absent(call, "id")) {
+                if (auto e = read_string(call.at("id"), c + ".id", tc.id)) return e;
+            }
+            const json& f = call.at("function");
+            if (!f.contains("name")) {
+                return invalid_request("'" + c + ".function.name' is required", c + ".function.name",
+                                       "missing_required_parameter");
+            }
+            if (auto e = read_string(f.at("name"), c + ".function.name", tc.name)) return e;
+            if (!tool_calls::valid_tool_name(tc.name)) {
+                return value_error(c + ".function.name", "must match ^[a-zA-Z0-9_-]{1,64}$");
+            }
+            if (absent(f, "arguments")) {
+                tc.arguments = "{}";
+            } else if (f.at("arguments").is_object()) {
+                tc.arguments = f.at("arguments").dump();
+            } else if (auto e = read_string(f.at("arguments"), c + ".function.arguments", tc.arguments)) {
+                return e;
+            }
+            msg.tool_calls.push_back(std::move(tc));
+        }
+    }
+    if (!absent(m, "tool_call_id")) {
+        if (msg.role != "tool") return value_error(p + ".tool_call_id", "is only taken in a tool message");
+        if (auto e = read_string(m.at("tool_call_id"), p + ".tool_call_id", msg.tool_call_id)) return e;
+    }
+    if (msg.role == "tool" && !absent(m, "name")) {
+        if (auto e = read_string(m.at("name"), p + ".name", msg.name)) return e;
+    }
+    return std::nullopt;
+}
+
 Err parse_messages(const json& body, GenerationRequest& out) {
     if (!body.contains("messages"))
         return invalid_request("'messages' is required", "messages", "missing_required_parameter");
@@ -100,21 +152,24 @@ Err parse_messages(const json& body, GenerationRequest& out) {
         tokenizer::ChatMessage msg;
         if (auto e = read_string(m.at("role"), p + ".role", msg.role)) return e;
         if (msg.role == "developer") msg.role = "system";
-        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
-            return value_error(
-                p + ".role", "must be system, developer, user or assistant (got '" + clip_for_message(msg.role) + "')");
+        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool") {
+            return value_error(p + ".role", "must be system, developer, user, assistant or tool (got '" +
+                                                clip_for_message(msg.role) + "')");
         }
         std::vector<ContentPart> parts;
         if (m.contains("content")) {
             if (auto e = read_content(m.at("content"), p + ".content", msg.content, parts)) return e;
         }
+        if (auto e = read_tool_fields(m, p, msg)) return e;
         out.messages.push_back(std::move(msg));
         out.message_parts.push_back(std::move(parts));
     }
-    // A final assistant message is continued (RequestBuilder: llama-server's assistant prefill).
+    // A final assistant message is continued (RequestBuilder: llama-server's assistant prefill);
+    // a final tool message is answered (an agent loop's next turn).
     const std::string& last = out.messages.back().role;
-    if (last != "user" && last != "assistant") {
-        return value_error("messages", "must end with a user message, or an assistant message to continue");
+    if (last != "user" && last != "assistant" && last != "tool") {
+        return value_error("messages",
+                           "must end with a user message, a tool result, or an assistant message to continue");
     }
     if (std::none_of(out.messages.begin(), out.messages.end(), [](const auto& m) { return m.role == "user"; })) {
         return value_error("messages", "must contain a user message");
@@ -295,8 +350,9 @@ Err refuse_unsupported(const json& body, bool chat) {
     if (!absent(body, "suffix") && body.at("suffix") != "") {
         return invalid_request("'suffix' is not supported", "suffix", "unsupported");
     }
-    if (!absent(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty())) {
-        return invalid_request("'tools' is not supported", "tools", "unsupported");
+    if (!chat && !absent(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty())) {
+        return invalid_request("'tools' is taken by /v1/chat/completions (a completion renders no template)", "tools",
+                               "unsupported");
     }
     return std::nullopt;
 }
@@ -690,6 +746,11 @@ std::optional<ApiError> parse_generation_request(const json& body, bool chat, Ge
         if (auto e = parse_chat_template_fields(body, out)) return e;
     }
     if (auto e = parse_constraint(body, out.constraint)) return e;  // structured output
+    if (chat) {
+        std::optional<tool_calls::ToolRequest> tools;
+        if (auto e = tool_calls::parse_openai_tools(body, tools)) return e;
+        if (tools) out.tools = std::make_shared<const tool_calls::ToolRequest>(std::move(*tools));
+    }
     return refuse_unsupported(body, chat);
 }
 

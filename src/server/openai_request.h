@@ -2,7 +2,9 @@
 // /v1/chat/completions body, checks every field's type and range, and answers either a
 // GenerationRequest (no JSON left in it) or the ApiError naming the offending field. Unknown
 // fields are ignored, as OpenAI-compatible servers do; fields lazyattn cannot honour (best_of,
-// tools, suffix) are refused rather than silently dropped. `n` choices (up to kMaxChoices) run
+// suffix, tools in a completion) are refused rather than silently dropped. Chat takes tools,
+// tool_choice and parallel_tool_calls (server/tool_calls/), assistant messages with tool_calls
+// and `tool` messages with tool_call_id. `n` choices (up to kMaxChoices) run
 // as one group that shares its recomputed rows (engine::RagRequest::choice_group).
 //
 // Chat template fields (llama-server's and vLLM's): `add_generation_prompt`,
@@ -28,6 +30,7 @@
 #include "server/api_error.h"
 #include "server/message_documents.h"
 #include "server/reasoning_split.h"
+#include "server/tool_calls/tool_definitions.h"
 #include "template/value.h"
 #include "tokenizer/chat_template.h"
 
@@ -93,6 +96,11 @@ struct GenerationRequest {
     // Structured output (server/constraint_request.h): what the output must match; compiled by
     // ServingFront::prepare into sampling.constraint.
     std::optional<grammar::ConstraintSpec> constraint;
+    // Tool calls (server/tool_calls/): the tools offered and how the model may call (null: none).
+    // ServingFront::prepare sets their family and, for a template that reads `tools`,
+    // template_tools (the template's `tools` variable).
+    std::shared_ptr<const tool_calls::ToolRequest> tools;
+    tmpl::Value template_tools;
 };
 
 // Longest cache_salt accepted (it only names a namespace).

@@ -62,8 +62,9 @@ std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBo
         const ChoiceBody& c = choices[i];
         json choice = {{"index", int(i)}, {"logprobs", c.logprobs}, {"finish_reason", reason_json(c.finish_reason)}};
         if (meta.chat) {
-            choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+            choice["message"] = {{"role", "assistant"}, {"content", c.content_null ? json(nullptr) : json(c.text)}};
             if (c.reasoning) choice["message"]["reasoning_content"] = *c.reasoning;
+            if (!c.tool_calls.is_null()) choice["message"]["tool_calls"] = c.tool_calls;
         } else {
             choice["text"] = c.text;
         }
@@ -94,6 +95,17 @@ std::string chunk_body(const ResponseMeta& meta, int index, const std::string& t
     } else {
         choice["text"] = text;
     }
+    body["choices"] = json::array({choice});
+    if (with_usage_null) body["usage"] = nullptr;
+    return dump(body);
+}
+
+std::string tool_call_chunk_body(const ResponseMeta& meta, int index, const json& tool_call, bool with_usage_null) {
+    json body = envelope(meta, "chat.completion.chunk");
+    json choice = {{"index", index},
+                   {"logprobs", nullptr},
+                   {"finish_reason", nullptr},
+                   {"delta", {{"tool_calls", json::array({tool_call})}}}};
     body["choices"] = json::array({choice});
     if (with_usage_null) body["usage"] = nullptr;
     return dump(body);

@@ -34,6 +34,10 @@ struct ChoiceBody {
     // Chat: the reply's thoughts (server/reasoning_split.h), written as message.reasoning_content
     // when the reply had a <think> section; text is then the answer.
     std::optional<std::string> reasoning;
+    // Chat with tools (server/tool_calls/): the calls parsed from the reply, written as
+    // message.tool_calls (null: none); content_null writes message.content as null.
+    nlohmann::json tool_calls;
+    bool content_null = false;
 };
 
 std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBody>& choices,
@@ -46,6 +50,9 @@ std::string completion_body(const ResponseMeta& meta, const std::vector<ChoiceBo
 std::string chunk_body(const ResponseMeta& meta, int index, const std::string& text, bool role,
                        const std::string& finish_reason, bool with_usage_null, const nlohmann::json& logprobs = nullptr,
                        const std::string& reasoning = "");
+// A chat chunk whose delta carries one tool_calls entry (tool_call_parser.h's deltas).
+std::string tool_call_chunk_body(const ResponseMeta& meta, int index, const nlohmann::json& tool_call,
+                                 bool with_usage_null);
 // The last chunk of an include_usage stream: empty choices, the usage object.
 std::string usage_chunk_body(const ResponseMeta& meta, const engine::RequestStats& stats);
 

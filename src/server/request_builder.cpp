@@ -55,6 +55,7 @@ Expected<tokenizer::ChatRenderOptions> chat_render_options(const GenerationReque
     }
     o.add_generation_prompt = !o.continue_final_message && r.add_generation_prompt.value_or(true);
     o.kwargs = r.chat_template_kwargs;
+    o.tools = r.template_tools;
     return o;
 }
 

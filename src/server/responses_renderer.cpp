@@ -68,10 +68,36 @@ json ResponsesRenderer::message_json(const std::string& status) const {
             {"content", std::move(content)}};
 }
 
+json ResponsesRenderer::function_call_json(const tool_calls::ToolCall& call, size_t k) const {
+    return {{"type", "function_call"}, {"id", call_item_ids_.at(k)},  {"call_id", call.id},
+            {"name", call.name},       {"arguments", call.arguments}, {"status", "completed"}};
+}
+
 json ResponsesRenderer::response_json(const std::string& status, const engine::RequestStats* usage) const {
     json output = json::array();
     if (status == "completed" || status == "incomplete" || (status == "failed" && opened_)) {
-        output.push_back(message_json(status == "failed" ? "incomplete" : status));
+        // A reply of calls alone has no message item (unless it streamed one).
+        if (calls_.empty() || !text_.empty() || opened_)
+            output.push_back(message_json(status == "failed" ? "incomplete" : status));
+        for (size_t k = 0; k < calls_.size(); ++k) output.push_back(function_call_json(calls_[k], k));
+    }
+    json tools = json::array();
+    json tool_choice = "auto";
+    if (tools_) {
+        for (const tool_calls::ToolDefinition& t : tools_->tools) {
+            tools.push_back({{"type", "function"},
+                             {"name", t.name},
+                             {"description", t.description},
+                             {"parameters", t.parameters},
+                             {"strict", false}});
+        }
+        if (tools_->choice == tool_calls::ToolChoice::kNamed) {
+            tool_choice = {{"type", "function"}, {"name", tools_->named}};
+        } else if (tools_->choice == tool_calls::ToolChoice::kRequired) {
+            tool_choice = "required";
+        } else if (tools_->choice == tool_calls::ToolChoice::kNone) {
+            tool_choice = "none";
+        }
     }
     json r = {{"id", id_},
               {"object", "response"},
@@ -85,14 +111,14 @@ json ResponsesRenderer::response_json(const std::string& status, const engine::R
               {"metadata", echo_.metadata},
               {"model", model_},
               {"output", std::move(output)},
-              {"parallel_tool_calls", true},
+              {"parallel_tool_calls", tools_ ? tools_->parallel : true},
               {"previous_response_id", echo_.previous_response_id ? json(*echo_.previous_response_id) : json(nullptr)},
               {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
               {"store", echo_.store},
               {"temperature", echo_.temperature},
               {"text", {{"format", echo_.text_format}}},
-              {"tool_choice", "auto"},
-              {"tools", json::array()},
+              {"tool_choice", std::move(tool_choice)},
+              {"tools", std::move(tools)},
               {"top_p", echo_.top_p},
               {"truncation", echo_.truncation},
               {"usage", usage != nullptr ? usage_json(*usage) : json(nullptr)},
@@ -107,13 +133,29 @@ void ResponsesRenderer::emit(const char* type, json fields, std::string& out) {
     out += sse_named_event(type, dump(fields));
 }
 
-void ResponsesRenderer::prepared(const PreparedRequest& request) { timings_per_token_ = request.gen.timings_per_token; }
+void ResponsesRenderer::prepared(const PreparedRequest& request) {
+    timings_per_token_ = request.gen.timings_per_token;
+    if (request.gen.tools) tools_ = request.gen.tools;  // echoed, tool_choice none included
+    if (tools_ && tools_->active())
+        tool_stream_.emplace(*tools_, uint64_t(std::random_device{}()) << 32 | std::random_device{}());
+}
 
 std::string ResponsesRenderer::whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats& usage) {
     // One output per response (the parser lets no `n` through).
     if (!choices.empty() && choices.front().result != nullptr) {
         text_ = choices.front().result->text;
         finish_ = choices.front().result->finish_reason;
+        if (tool_stream_) {
+            tool_calls::ToolCallDelta d = tool_stream_->feed(text_);
+            tool_calls::ToolCallDelta rest = tool_stream_->finish();
+            text_ = d.content + rest.content;
+            for (auto* part : {&d, &rest}) {
+                for (tool_calls::ToolCall& c : part->calls) {
+                    call_item_ids_.push_back(random_id("fc_"));
+                    calls_.push_back(std::move(c));
+                }
+            }
+        }
     }
     std::string body =
         dump(response_json(finish_ == engine::FinishReason::kLength ? "incomplete" : "completed", &usage));
@@ -147,6 +189,7 @@ void ResponsesRenderer::stream_token(size_t choice, const engine::RequestEvent& 
     if (choice != 0) return;
     timings_.note(e);
     if (e.text.empty()) return;  // text held back (a partial character, a possible stop)
+    if (tool_stream_) return send_tool_delta(tool_stream_->feed(e.text), out);
     text_ += e.text;
     json fields = {{"item_id", message_id_},
                    {"output_index", 0},
@@ -157,10 +200,40 @@ void ResponsesRenderer::stream_token(size_t choice, const engine::RequestEvent& 
     emit("response.output_text.delta", std::move(fields), out);
 }
 
+// Text outside the calls as output_text deltas of the message; each call as an output item.
+void ResponsesRenderer::send_tool_delta(const tool_calls::ToolCallDelta& d, std::string& out) {
+    if (!d.content.empty()) {
+        text_ += d.content;
+        emit("response.output_text.delta",
+             {{"item_id", message_id_},
+              {"output_index", 0},
+              {"content_index", 0},
+              {"delta", d.content},
+              {"logprobs", json::array()}},
+             out);
+    }
+    for (const tool_calls::ToolCall& c : d.calls) {
+        const size_t k = calls_.size();
+        call_item_ids_.push_back(random_id("fc_"));
+        calls_.push_back(c);
+        const int index = int(k) + 1;
+        json added = function_call_json(c, k);
+        added["arguments"] = "";
+        added["status"] = "in_progress";
+        emit("response.output_item.added", {{"output_index", index}, {"item", std::move(added)}}, out);
+        emit("response.function_call_arguments.delta",
+             {{"item_id", call_item_ids_[k]}, {"output_index", index}, {"delta", c.arguments}}, out);
+        emit("response.function_call_arguments.done",
+             {{"item_id", call_item_ids_[k]}, {"output_index", index}, {"arguments", c.arguments}}, out);
+        emit("response.output_item.done", {{"output_index", index}, {"item", function_call_json(c, k)}}, out);
+    }
+}
+
 void ResponsesRenderer::stream_end(size_t choice, const engine::RequestEvent& e, const engine::RequestStats&,
                                    std::string& out) {
     if (choice != 0) return;
     finish_ = e.finish_reason;
+    if (tool_stream_) send_tool_delta(tool_stream_->finish(), out);
     const std::string status = finish_ == engine::FinishReason::kLength ? "incomplete" : "completed";
     emit("response.output_text.done",
          {{"item_id", message_id_},

@@ -13,12 +13,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "server/api_renderer.h"
 #include "server/llama_telemetry.h"
 #include "server/responses_request.h"
+#include "server/tool_calls/tool_call_parser.h"
 
 namespace lazyattn::server {
 
@@ -67,6 +69,14 @@ private:
     // llama-server's telemetry (llama_telemetry.h): `timings` on each delta and on the end.
     bool timings_per_token_ = false;
     StreamTimings timings_;
+    // Function tools (server/tool_calls/): calls become function_call output items after the
+    // message, streamed as output_item.added, function_call_arguments.delta / .done, output_item.done.
+    nlohmann::json function_call_json(const tool_calls::ToolCall& call, size_t k) const;
+    void send_tool_delta(const tool_calls::ToolCallDelta& d, std::string& out);
+    std::shared_ptr<const tool_calls::ToolRequest> tools_;
+    std::optional<tool_calls::ToolCallStream> tool_stream_;
+    std::vector<tool_calls::ToolCall> calls_;
+    std::vector<std::string> call_item_ids_;
 };
 
 }  // namespace lazyattn::server

@@ -118,13 +118,48 @@ Err take_content(json& content, const std::string& p, json& out) {
     return std::nullopt;
 }
 
-// Item types other than messages: each refused naming the item, saying what would be needed.
+// A function_call item {call_id, name, arguments} -> a tool call of an assistant message (the
+// previous message when it is an assistant's holding calls, so parallel calls stay one turn); a
+// function_call_output item {call_id, output} -> a tool message.
+Err take_function_item(json& item, const std::string& p, const std::string& type, json& messages) {
+    if (absent(item, "call_id")) return missing(p + ".call_id");
+    if (!item.at("call_id").is_string()) return type_error(p + ".call_id", "a string");
+    if (type == "function_call_output") {
+        if (absent(item, "output")) return missing(p + ".output");
+        json text;
+        if (auto e = take_text(item.at("output"), p + ".output", text)) return e;
+        messages.push_back({{"role", "tool"}, {"tool_call_id", item.at("call_id")}, {"content", std::move(text)}});
+        return std::nullopt;
+    }
+    if (absent(item, "name")) return missing(p + ".name");
+    if (!item.at("name").is_string()) return type_error(p + ".name", "a string");
+    if (!absent(item, "arguments") && !item.at("arguments").is_string())
+        return type_error(p + ".arguments", "a string");
+    json call = {
+        {"id", item.at("call_id")},
+        {"type", "function"},
+        {"function",
+         {{"name", item.at("name")}, {"arguments", absent(item, "arguments") ? json("{}") : item.at("arguments")}}}};
+    if (!messages.empty() && messages.back().at("role") == "assistant" && messages.back().contains("tool_calls")) {
+        messages.back()["tool_calls"].push_back(std::move(call));
+    } else {
+        messages.push_back(
+            {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({std::move(call)})}});
+    }
+    return std::nullopt;
+}
+
+// Item types other than messages and function calls: each refused naming the item, saying what
+// would be needed.
 Err refuse_item_type(const std::string& type, const std::string& p) {
-    const bool tool = type == "function_call" || type == "function_call_output" || type == "custom_tool_call" ||
-                      type == "custom_tool_call_output" ||
+    const bool tool = type == "custom_tool_call" || type == "custom_tool_call_output" ||
                       (type.size() > 5 && type.compare(type.size() - 5, 5, "_call") == 0) ||
                       (type.size() > 12 && type.compare(type.size() - 12, 12, "_call_output") == 0);
-    if (tool) return unsupported(p, "a " + clip_for_message(type) + " item: tool calls are not supported yet");
+    if (tool) {
+        return unsupported(p, "a " + clip_for_message(type) +
+                                  " item: only function tools are served (function_call, "
+                                  "function_call_output)");
+    }
     if (type == "reasoning") return unsupported(p, "reasoning items are not supported (this server returns none)");
     if (type == "item_reference") {
         return unsupported(p, "items are not kept by id; send the items themselves, not references");
@@ -138,7 +173,9 @@ Err take_item(json& item, size_t i, json& messages) {
     if (!item.is_object()) return type_error(p, "an object (a message item)");
     if (!absent(item, "type")) {
         if (!item.at("type").is_string()) return type_error(p + ".type", "a string");
-        const std::string& type = item.at("type").get_ref<const std::string&>();
+        const std::string type = item.at("type").get<std::string>();
+        if (type == "function_call" || type == "function_call_output")
+            return take_function_item(item, p, type, messages);
         if (type != "message") return refuse_item_type(type, p);
     }
     if (absent(item, "role")) return missing(p + ".role");
@@ -201,8 +238,9 @@ Err take_messages(json& body, ResponsesRequest& out, const PreviousResponseLooku
     for (size_t i = 0; i < input.size(); ++i) {
         if (auto e = take_item(input[i], i, messages)) return e;
     }
-    if (messages.back().at("role") != "user") {
-        return value_error("input", "must end with a user message (an assistant turn is not continued)");
+    if (messages.back().at("role") != "user" && messages.back().at("role") != "tool") {
+        return value_error(
+            "input", "must end with a user message or a function_call_output (an assistant turn is not continued)");
     }
     return std::nullopt;
 }
@@ -286,14 +324,44 @@ Err take_text_format(const json& body, ResponsesEcho& echo, json& chat) {
     return std::nullopt;
 }
 
-// tools, tool_choice and reasoning: accepted only where they ask for nothing.
+// Responses' function tools ({"type": "function", "name", "description", "parameters", "strict"})
+// and tool_choice ("auto" | "none" | "required" | {"type": "function", "name"}) in chat's
+// spelling, which server/tool_calls/ reads; other tool types (web search, file search, MCP ...)
+// are refused.
+Err take_tools(json& body, json& chat) {
+    if (!absent(body, "tools")) {
+        json& tools = body.at("tools");
+        if (!tools.is_array()) return type_error("tools", "a list of function tools");
+        json list = json::array();
+        for (size_t i = 0; i < tools.size(); ++i) {
+            const std::string p = "tools[" + std::to_string(i) + "]";
+            json& t = tools[i];
+            if (!t.is_object()) return type_error(p, "an object {\"type\": \"function\", \"name\", \"parameters\"}");
+            if (!t.contains("type") || t.at("type") != "function") {
+                return unsupported(p + ".type", "only function tools are served");
+            }
+            json f = json::object();
+            for (const char* key : {"name", "description", "parameters", "strict"}) {
+                if (t.contains(key)) f[key] = std::move(t.at(key));
+            }
+            list.push_back({{"type", "function"}, {"function", std::move(f)}});
+        }
+        chat["tools"] = std::move(list);
+    }
+    if (!absent(body, "tool_choice")) {
+        json& c = body.at("tool_choice");
+        if (c.is_object() && c.contains("type") && c.at("type") == "function" && c.contains("name")) {
+            chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", std::move(c.at("name"))}}}};
+        } else {
+            chat["tool_choice"] = std::move(c);
+        }
+    }
+    if (!absent(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = body.at("parallel_tool_calls");
+    return std::nullopt;
+}
+
+// reasoning: accepted only where it asks for nothing.
 Err check_tools_and_reasoning(const json& body) {
-    if (!absent(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty())) {
-        return unsupported("tools", "tools are not supported yet");
-    }
-    if (!absent(body, "tool_choice") && body.at("tool_choice") != "none" && body.at("tool_choice") != "auto") {
-        return unsupported("tool_choice", "tools are not supported yet (only \"none\" or \"auto\")");
-    }
     if (auto e = check_bool(body, "parallel_tool_calls")) return e;
     if (absent(body, "reasoning")) return std::nullopt;
     const json& r = body.at("reasoning");
@@ -392,6 +460,17 @@ ApiError responses_field_names(ApiError e) {
     if (e.param == "max_tokens") e.param = "max_output_tokens";
     if (e.param.rfind("messages", 0) == 0) e.param = "input";
     if (e.param.rfind("response_format", 0) == 0) e.param = "text.format";
+    // tools[i].function.name -> tools[i].name; tool_choice.function.name -> tool_choice.name.
+    if (e.param.rfind("tool", 0) == 0) {
+        const size_t at = e.param.find(".function.");
+        if (at != std::string::npos) {
+            const std::string from = e.param.substr(0, at + 10), to = e.param.substr(0, at + 1);
+            e.param = to + e.param.substr(at + 10);
+            for (size_t m = e.message.find(from); m != std::string::npos; m = e.message.find(from, m + to.size())) {
+                e.message.replace(m, from.size(), to);
+            }
+        }
+    }
     replace_word(e.message, "response_format", "text.format");
     replace_word(e.message, "max_tokens", "max_output_tokens");
     replace_word(e.message, "messages", "input");
@@ -407,6 +486,7 @@ std::optional<ApiError> parse_responses_request(json& body, ResponsesRequest& ou
     json chat = json::object();
     if (auto e = take_text_format(body, out.echo, chat)) return e;
     if (auto e = take_messages(body, out, previous, chat["messages"])) return e;
+    if (auto e = take_tools(body, chat)) return e;
     for (const char* key : kChatFields) {
         if (body.contains(key)) chat[key] = std::move(body.at(key));
     }

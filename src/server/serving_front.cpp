@@ -5,6 +5,8 @@
 
 #include "server/constraint_request.h"
 #include "server/response_budget.h"
+#include "server/tool_calls/chat_tools.h"
+#include "server/tool_calls/tool_constraint.h"
 
 namespace lazyattn::server {
 namespace {
@@ -103,6 +105,12 @@ std::optional<ApiError> ServingFront::prepare(GenerationRequest gen, const std::
     }
     if (Status st = gen.sampling.check_vocabulary(tokenizer_.vocab_size()); !st.ok()) {
         return invalid_request(st.message(), "logit_bias", "invalid_value");
+    }
+    if (gen.chat && builder_.chat_template()) {  // tools laid in for this template (server/tool_calls/)
+        if (auto e = tool_calls::prepare_chat_tools(gen, *builder_.chat_template())) return e;
+        if (gen.tools && gen.tools->active()) {
+            if (auto e = tool_calls::check_tool_schemas(*gen.tools, *constraints_)) return e;
+        }
     }
     if (gen.constraint) {  // compiled (or found cached) here, on the HTTP worker, never the engine thread
         auto compiled = constraints_->compile(*gen.constraint);

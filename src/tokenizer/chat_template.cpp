@@ -233,7 +233,7 @@ Expected<std::vector<ChatPiece>> ChatTemplate::render(const std::vector<ChatMess
         case ChatTemplateKind::kJinja:
             if (!jinja) return internal_error("Jinja chat template without a compiled template");
             return jinja->render(messages, options.add_generation_prompt,
-                                 merge_template_kwargs(default_kwargs, options.kwargs));
+                                 merge_template_kwargs(default_kwargs, options.kwargs), options.tools);
     }
     return internal_error("unknown chat template kind");
 }
@@ -284,6 +284,7 @@ Expected<ChatTemplate> compile_jinja(std::string_view source, const loader::Gguf
     t.kind = ChatTemplateKind::kJinja;
     t.jinja = std::move(compiled).value();
     t.origin = std::move(origin);
+    t.source = std::string(source);
     t.default_kwargs = default_kwargs;
     return t;
 }

@@ -26,9 +26,21 @@ enum class ChatTemplateKind { kChatML, kLlama3, kJinja };
 
 class JinjaChatTemplate;
 
+// A tool call an assistant message carries (OpenAI's message.tool_calls), rendered by templates
+// that know tools as {"id", "type": "function", "function": {"name", "arguments"}}: arguments
+// as a dict when the JSON text holds an object (templates write `arguments | tojson`).
+struct ChatToolCall {
+    std::string id;
+    std::string name;
+    std::string arguments;  // JSON text
+};
+
 struct ChatMessage {
-    std::string role;  // "system", "user", "assistant"
+    std::string role;  // "system", "user", "assistant", "tool"
     std::string content;
+    std::vector<ChatToolCall> tool_calls = {};  // assistant: the calls it made
+    std::string tool_call_id = {};              // tool: the call this result answers
+    std::string name = {};                      // tool: the function's name (templates that print it)
 };
 
 // Recognises a Jinja chat template by its markers; kUnsupported names what was not recognised.
@@ -56,6 +68,9 @@ struct ChatRenderOptions {
     // Extra template variables (a dict, e.g. {"enable_thinking": false}); none: nothing extra.
     // Each overrides the template's default of the same name (ChatTemplate::default_kwargs).
     tmpl::Value kwargs;
+    // The template's `tools` variable (a list of {"type": "function", "function": {...}});
+    // undefined: no tools (server/tool_calls/ decides what a template sees).
+    tmpl::Value tools;
 };
 
 struct ChatTemplate {
@@ -65,6 +80,7 @@ struct ChatTemplate {
     std::string default_system;
     std::shared_ptr<const JinjaChatTemplate> jinja;  // kJinja
     std::string origin;                              // where it came from, for `lazyattn info` and logs
+    std::string source;  // the Jinja text (kJinja; "" for the native renderers): tool-call families read it
     // Variables every render passes (--chat-template-kwargs: a dict, or none); a request's
     // kwargs override them name by name. Jinja templates only: the native renderers have none.
     tmpl::Value default_kwargs = {};

@@ -69,6 +69,10 @@ Expected<tmpl::Value> chat_template_kwargs_from_json(const nlohmann::json& objec
     return to_value(object, 0, name);
 }
 
+Expected<tmpl::Value> template_value_from_json(const nlohmann::json& value, std::string_view where) {
+    return to_value(value, 0, std::string(where));
+}
+
 Expected<tmpl::Value> chat_template_kwargs_from_text(std::string_view text, std::string_view field) {
     const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
     if (parsed.is_discarded()) return invalid_argument(std::string(field) + " is not valid JSON");

@@ -23,6 +23,9 @@ inline constexpr size_t kMaxTemplateKwargsBytes = 64 * 1024;
 // for a non-object, a reserved name (messages, add_generation_prompt, bos_token, eos_token,
 // tools, documents), or a value past the bounds.
 Expected<tmpl::Value> chat_template_kwargs_from_json(const nlohmann::json& object, std::string_view field);
+// Any JSON value as a template value (nested at most kMaxTemplateKwargsDepth; `where` names it
+// in errors): tools and tool-call arguments as templates read them.
+Expected<tmpl::Value> template_value_from_json(const nlohmann::json& value, std::string_view where);
 // The same from JSON text (--chat-template-kwargs).
 Expected<tmpl::Value> chat_template_kwargs_from_text(std::string_view text, std::string_view field);
 

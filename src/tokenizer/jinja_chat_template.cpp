@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <ctime>
 
+#include <nlohmann/json.hpp>
+
 #include "loader/gguf_file.h"
 #include "template/python_text.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/chat_template_kwargs.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyattn::tokenizer {
@@ -34,17 +37,6 @@ int64_t match_at(std::string_view s, size_t pos, const std::vector<std::string>&
         if (s.substr(pos).starts_with(texts[i])) return i;
     }
     return -1;
-}
-
-tmpl::Value message_list(const std::vector<ChatMessage>& messages, const std::vector<std::string>& contents) {
-    tmpl::ValueList list;
-    for (size_t i = 0; i < messages.size(); ++i) {
-        tmpl::Value m = tmpl::Value::dict();
-        m.dict_items().set("role", tmpl::Value(messages[i].role));
-        m.dict_items().set("content", tmpl::Value(contents[i]));
-        list.push_back(std::move(m));
-    }
-    return tmpl::Value::list(std::move(list));
 }
 
 std::string utc_date(std::time_t now, const char* format) {
@@ -195,9 +187,63 @@ void JinjaChatTemplate::add_markup(std::vector<ChatPiece>& out, std::string_view
     flush();
 }
 
+tmpl::Value JinjaChatTemplate::escape_strings(const tmpl::Value& value) const {
+    if (value.is_string()) return tmpl::Value(escape_content(value.as_string()));
+    if (value.is_list()) {
+        tmpl::ValueList items;
+        for (const tmpl::Value& v : value.items()) items.push_back(escape_strings(v));
+        return tmpl::Value::list(std::move(items));
+    }
+    if (value.is_dict()) {
+        tmpl::Value d = tmpl::Value::dict();
+        for (const auto& [k, v] : value.dict_items().entries())
+            d.dict_items().set(escape_strings(k), escape_strings(v));
+        return d;
+    }
+    return value;
+}
+
+// Messages as templates read them: role and content, and for tool use the OpenAI fields
+// (tool_calls with arguments as a dict when they hold a JSON object, tool_call_id, name).
+tmpl::Value JinjaChatTemplate::message_list(const std::vector<ChatMessage>& messages,
+                                            const std::vector<std::string>& contents) const {
+    tmpl::ValueList list;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const ChatMessage& msg = messages[i];
+        tmpl::Value m = tmpl::Value::dict();
+        m.dict_items().set("role", tmpl::Value(msg.role));
+        m.dict_items().set("content", tmpl::Value(contents[i]));
+        if (!msg.tool_calls.empty()) {
+            tmpl::ValueList calls;
+            for (const ChatToolCall& call : msg.tool_calls) {
+                const nlohmann::json parsed = nlohmann::json::parse(call.arguments, nullptr, false);
+                tmpl::Value arguments(escape_content(call.arguments));
+                if (parsed.is_object()) {
+                    auto v = template_value_from_json(parsed, "arguments");
+                    if (v.ok()) arguments = escape_strings(*v);
+                }
+                tmpl::Value function = tmpl::Value::dict();
+                function.dict_items().set("name", tmpl::Value(escape_content(call.name)));
+                function.dict_items().set("arguments", arguments);
+                tmpl::Value c = tmpl::Value::dict();
+                c.dict_items().set("id", tmpl::Value(escape_content(call.id)));
+                c.dict_items().set("type", tmpl::Value("function"));
+                c.dict_items().set("function", function);
+                calls.push_back(std::move(c));
+            }
+            m.dict_items().set("tool_calls", tmpl::Value::list(std::move(calls)));
+        }
+        if (!msg.tool_call_id.empty())
+            m.dict_items().set("tool_call_id", tmpl::Value(escape_content(msg.tool_call_id)));
+        if (!msg.name.empty()) m.dict_items().set("name", tmpl::Value(escape_content(msg.name)));
+        list.push_back(std::move(m));
+    }
+    return tmpl::Value::list(std::move(list));
+}
+
 Expected<std::vector<ChatPiece>> JinjaChatTemplate::render(const std::vector<ChatMessage>& messages,
-                                                           bool add_generation_prompt,
-                                                           const tmpl::Value& kwargs) const {
+                                                           bool add_generation_prompt, const tmpl::Value& kwargs,
+                                                           const tmpl::Value& tools) const {
     std::vector<std::string> contents;
     for (const ChatMessage& m : messages) contents.push_back(escape_content(m.content));
     tmpl::Value context = tmpl::Value::dict();
@@ -215,6 +261,7 @@ Expected<std::vector<ChatPiece>> JinjaChatTemplate::render(const std::vector<Cha
         for (const auto& [name, value] : kwargs.dict_items().entries()) c.set(name, value);
     }
     c.set("messages", message_list(messages, contents));
+    if (tools.is_list()) c.set("tools", escape_strings(tools));
     c.set("add_generation_prompt", tmpl::Value(add_generation_prompt));
     c.set("bos_token", tmpl::Value(tokens_.bos_token));
     c.set("eos_token", tmpl::Value(tokens_.eos_token));

@@ -61,12 +61,17 @@ public:
     // request that has none (tool-use templates iterate `tools` unguarded; None would raise);
     // date_string, datetime (today, UTC) and enable_thinking (true) are set as llama-server
     // sets them, unless kwargs say otherwise.
+    // `tools` (a list, or undefined: none) is the template's `tools` variable; its strings, and a
+    // tool call's arguments, are escaped as contents are (a tool's description cannot forge a
+    // special token either).
     Expected<std::vector<ChatPiece>> render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                                            const tmpl::Value& kwargs = {}) const;
+                                            const tmpl::Value& kwargs = {}, const tmpl::Value& tools = {}) const;
     const ChatTemplateTokens& tokens() const { return tokens_; }
 
 private:
     std::string escape_content(std::string_view content) const;
+    tmpl::Value escape_strings(const tmpl::Value& value) const;  // every string and key, escaped
+    tmpl::Value message_list(const std::vector<ChatMessage>& messages, const std::vector<std::string>& contents) const;
     Expected<std::string> unescape(std::string_view text) const;
     void add_markup(std::vector<ChatPiece>& out, std::string_view text) const;
 

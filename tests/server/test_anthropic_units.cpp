@@ -190,7 +190,7 @@ TEST(AnthropicRequest, RefusesBadInputNamingTheField) {
          [](json& b) {
              b["messages"][0]["content"] = {{{"type", "tool_result"}}};
          },
-         "messages[0].content[0]"},
+         "messages[0].content[0].tool_use_id"},
         {"tool_use",
          [](json& b) {
              b["messages"][0]["content"] = {{{"type", "tool_use"}}};
@@ -304,9 +304,9 @@ TEST(AnthropicRequest, RefusesBadInputNamingTheField) {
          "metadata.user_id"},
         {"tools",
          [](json& b) {
-             b["tools"] = {{{"name", "f"}, {"input_schema", json::object()}}};
+             b["tools"] = {{{"name", "f g"}, {"input_schema", json::object()}}};
          },
-         "tools"},
+         "tools[0].name"},
         {"tool_choice any",
          [](json& b) {
              b["tool_choice"] = {{"type", "any"}};
@@ -363,13 +363,13 @@ TEST(AnthropicRequest, RefusesBadInputNamingTheField) {
     EXPECT_TRUE(parse(json::array()));
 }
 
-TEST(AnthropicRequest, ImagesAndToolsSayWhy) {
+TEST(AnthropicRequest, ImagesAndServerToolsSayWhy) {
     json body = minimal();
     body["messages"][0]["content"] = {{{"type", "image"}}};
     EXPECT_NE(parse(body)->message.find("images are not served"), std::string::npos);
     body = minimal();
-    body["tools"] = {{{"name", "f"}}};
-    EXPECT_NE(parse(body)->message.find("tool calls are not served"), std::string::npos);
+    body["tools"] = {{{"type", "web_search_20250305"}, {"name", "web_search"}}};
+    EXPECT_NE(parse(body)->message.find("server tools"), std::string::npos);
 }
 
 TEST(AnthropicError, StatusesMapToAnthropicTypes) {
