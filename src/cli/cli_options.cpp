@@ -20,7 +20,7 @@
 namespace lazyattn::cli {
 namespace {
 
-// "a, b,,c" -> {"a", "b", "c"}: llama-server's comma-separated lists (--host, --alias).
+// "a, b,,c" -> {"a", "b", "c"}: llama-server's comma-separated lists (--host, --alias, --tags).
 std::vector<std::string> split_list(const std::string& value) {
     std::vector<std::string> out;
     for (size_t start = 0; start <= value.size();) {
@@ -31,12 +31,6 @@ std::vector<std::string> split_list(const std::string& value) {
             out.push_back(value.substr(first, last - first + 1));
         start = comma + 1;
     }
-    return out;
-}
-
-std::string joined(const std::vector<std::string>& names, size_t from) {
-    std::string out;
-    for (size_t i = from; i < names.size(); ++i) out += (out.empty() ? "" : ", ") + names[i];
     return out;
 }
 
@@ -195,19 +189,17 @@ void add_serve_network_options(CLI::App* sv, ServeOptions& o) {
                   }
               }
               o.host = hosts.front();
-              if (hosts.size() > 1) {
-                  o.common.compat_warnings.push_back("--host " + value + " (llama-server): only " + hosts.front() +
-                                                     " is bound, one address per process (not " + joined(hosts, 1) +
-                                                     ")");
-              }
+              o.more_hosts.assign(hosts.begin() + 1, hosts.end());
           },
-          "address to listen on (of a comma-separated list, the first)")
+          "address to listen on; a comma-separated list listens on each (one port)")
         ->default_str(o.host)
         ->type_name("ADDRESS");
     sv->add_option("--port", o.port, "port to listen on (0 = any free port)")->check(CLI::Range(0, 65535));
-    // llama-server's --alias takes several names, comma-separated: the first is the id.
+    // Several names, comma-separated, as each tool reads them: vLLM's --served-model-name takes the
+    // first as the id; llama-server's --alias keeps them in a sorted set, so its id is the first in
+    // sorted order. Either way every name is answered and GET /v1/models lists them.
     sv->add_option_function<std::string>(
-          "--served-model-name,--alias,-a",
+          "--served-model-name",
           [&o](const std::string& value) {
               const std::vector<std::string> names = split_list(value);
               if (names.empty()) throw CLI::ValidationError("--served-model-name: no name given");
@@ -215,8 +207,25 @@ void add_serve_network_options(CLI::App* sv, ServeOptions& o) {
               o.model_aliases.assign(names.begin() + 1, names.end());
           },
           "the model id clients see and name (default: the file name); of a comma-separated list, the first is "
-          "the id and the others are names requests may give under --strict-model-name too")
+          "the id and the others are names requests may give under --strict-model-name too (vLLM)")
         ->type_name("NAME");
+    sv->add_option_function<std::string>(
+          "--alias,-a",
+          [&o](const std::string& value) {
+              std::vector<std::string> names = split_list(value);
+              if (names.empty()) throw CLI::ValidationError("--alias: no name given");
+              std::sort(names.begin(), names.end());
+              names.erase(std::unique(names.begin(), names.end()), names.end());
+              o.served_model_name = names.front();
+              o.model_aliases.assign(names.begin() + 1, names.end());
+          },
+          "llama-server's model names, comma-separated: every one is answered and listed in /v1/models' "
+          "aliases; the id is the first in sorted order, as llama-server's")
+        ->type_name("NAME[,NAME...]");
+    sv->add_option_function<std::string>(
+          "--tags", [&o](const std::string& value) { o.model_tags = split_list(value); },
+          "llama-server's model tags, comma-separated: listed in GET /v1/models' `tags`")
+        ->type_name("TAG[,TAG...]");
     sv->add_flag("--strict-model-name", o.strict_model_name,
                  "answer 404 to a request naming another model (vLLM); by default it is answered by this "
                  "model, as llama-server does");
@@ -239,8 +248,15 @@ void add_serve_engine_options(CLI::App* sv, ServeOptions& o) {
                    "prefill rows a step may carry while requests decode, bounding their time per output token "
                    "(0: up to --max-batch-tokens)")
         ->check(non_negative);
-    sv->add_option("--max-num-seqs,--parallel", o.max_num_seqs, "requests running at once (llama.cpp: -np)")
-        ->check(positive);
+    auto* seqs = sv->add_option("--max-num-seqs", o.max_num_seqs,
+                                "requests running at once, each bounded by the whole context (vLLM)")
+                     ->check(positive);
+    sv->add_option("--parallel", o.parallel,
+                   "llama-server's slots (-np N): N requests at once, each bounded by --ctx-size / N tokens, "
+                   "prompt and generation (the KV pool stays shared); /metrics then needs --metrics, as "
+                   "llama-server's")
+        ->check(positive)
+        ->excludes(seqs);
     sv->add_option("--max-queue", o.max_queue, "waiting requests before 429")->check(positive);
     sv->add_option("--max-body-bytes", o.max_body_bytes, "largest request body (413 above)")->check(positive);
     sv->add_option("--http-threads,--threads-http", o.http_threads,
@@ -248,16 +264,25 @@ void add_serve_engine_options(CLI::App* sv, ServeOptions& o) {
         ->check(CLI::Range(1, 4096));
     sv->add_option("--shutdown-timeout", o.shutdown_timeout_s, "seconds in-flight requests get on SIGTERM")
         ->check(CLI::Range(0.0, 1e9));
-    // A built-in name (llama-server's list) or a template's text is taken as it is; any other value
-    // is a .jinja file's path and must exist (the template is compiled when the model loads).
+    // A built-in name (llama-server's list), a template's text or a file is taken as it is (the
+    // template is compiled when the model loads). Any other value is the template's text, as
+    // llama-server reads it, with a warning saying so; unless it looks like a path: a mistyped
+    // file name must not become a template that prints the name.
     sv->add_option_function<std::string>(
           "--chat-template,--chat-template-file",
           [&o](const std::string& value) {
               std::error_code ec;
               if (!tokenizer::is_builtin_or_inline_chat_template(value) && !std::filesystem::exists(value, ec)) {
-                  throw CLI::ValidationError("--chat-template " + value +
-                                             ": neither a file, a template's text, nor a built-in name (" +
-                                             tokenizer::builtin_chat_template_names() + ")");
+                  if (tokenizer::looks_like_template_path(value)) {
+                      throw CLI::ValidationError("--chat-template " + value +
+                                                 ": no such file (nor a template's text or a built-in name: " +
+                                                 tokenizer::builtin_chat_template_names() + ")");
+                  }
+                  o.common.compat_warnings.push_back(
+                      "--chat-template '" + value +
+                      "' is neither a built-in name nor a file: taken as the template's text, as llama-server does "
+                      "(built-in names: " +
+                      tokenizer::builtin_chat_template_names() + ")");
               }
               o.chat_template = value;
           },
@@ -346,6 +371,10 @@ void add_serve_auth_options(CLI::App* sv, ServeOptions& o) {
         ->check(CLI::IsMember({"health", "metrics", "none"}));
     sv->add_flag("--slots,!--no-slots", o.slots_endpoint,
                  "GET /slots lists the engine's slots (default; --no-slots: it answers 501, as llama-server)");
+    sv->add_flag_function(
+        "--metrics,!--no-metrics", [&o](int64_t n) { o.metrics = n > 0; },
+        "GET /metrics serves Prometheus text (--no-metrics: 501). Default: on; with --parallel (llama-server's "
+        "slots), off unless --metrics, as llama-server's");
 }
 
 // How requests carry documents and read their cached KV.
@@ -391,6 +420,51 @@ void add_serve_document_options(CLI::App* sv, ServeOptions& o) {
                    "which message holds them: auto (the last user message, else the system message), last_user, "
                    "system, or an index");
     sv->add_option("--max-documents", o.max_documents, "most documents one request may carry")->check(positive);
+}
+
+// What requests that do not set a sampling field or max_tokens get (llama-server's flags); a
+// request's own field wins.
+void add_serve_sampling_options(CLI::App* sv, ServeOptions& o) {
+    auto optional_number = [sv](const std::string& names, std::optional<double>& into, const std::string& help) {
+        sv->add_option_function<double>(
+              names, [&into](double v) { into = v; }, help)
+            ->type_name("X");
+    };
+    sv->add_option_function<double>(
+          "--temp,--temperature", [&o](double v) { o.sampling.temperature = std::max(0.0, v); },
+          "temperature of requests that set none (llama-server's; a negative value is 0, greedy)")
+        ->type_name("X");
+    sv->add_option_function<int64_t>(
+          "--top-k", [&o](int64_t v) { o.sampling.top_k = std::max<int64_t>(0, v); },
+          "top_k of requests that set none (0: off)")
+        ->type_name("N");
+    optional_number("--top-p", o.sampling.top_p, "top_p of requests that set none");
+    optional_number("--min-p", o.sampling.min_p, "min_p of requests that set none");
+    optional_number("--repeat-penalty", o.sampling.repeat_penalty,
+                    "repetition penalty of requests that set none (1: off)");
+    sv->add_option_function<int64_t>(
+          "--seed,-s",
+          [&o](int64_t v) {
+              if (v == -1 || v == int64_t(0xFFFFFFFF)) {
+                  o.sampling.seed.reset();  // llama-server's "random seed"
+              } else if (v < 0) {
+                  throw CLI::ValidationError("--seed", "a seed is >= 0 (or -1: a random seed per request)");
+              } else {
+                  o.sampling.seed = uint64_t(v);
+              }
+          },
+          "the seed of every request that sets none, as llama-server's (equal requests then sample alike); "
+          "-1 (default): a random seed per request")
+        ->type_name("N");
+    sv->add_option_function<int32_t>(
+          "--n-predict,--predict,-n",
+          [&o](int32_t v) {
+              if (v < -2) throw CLI::ValidationError("--n-predict", "N >= 0, or -1 / -2 (until a stop or the context)");
+              o.default_max_tokens = v < 0 ? 0 : v;
+          },
+          "max_tokens of requests that set none (llama-server's; -1: until a stop or the request's context); "
+          "--max-tokens-cap still clamps")
+        ->type_name("N");
 }
 
 // Per-request and per-client limits, timeouts, health and pins.
@@ -506,6 +580,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
     add_serve_reasoning_options(sv, o);
     add_serve_auth_options(sv, o);
     add_serve_document_options(sv, o);
+    add_serve_sampling_options(sv, o);
     add_serve_limit_options(sv, o);
     add_serve_other_spellings(sv, o);
     sv->add_flag("--check", o.check,

@@ -16,6 +16,7 @@
 #include "server/known_documents.h"
 #include "server/message_documents.h"
 #include "server/reasoning_split.h"
+#include "server/sampling_defaults.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -150,19 +151,23 @@ struct ServeOptions {
     CommonOptions common;
     std::vector<int32_t> query_layers;  // engine::EngineConfig::query_mass_layers (empty: every layer)
     std::string host = "127.0.0.1";
-    int32_t port = 8080;  // 0: any free port (printed on startup)
+    std::vector<std::string> more_hosts;  // --host a,b: listened on too
+    int32_t port = 8080;                  // 0: any free port (printed on startup)
     std::string cache_mode = "lazy";
     int32_t kv_cache_mb = 512;
     int32_t kv_blocks = 0;  // exact pool size in blocks (0: from kv_cache_mb)
     int32_t block_size = 16;
     int32_t max_model_len = 0;               // 0: the model's context length
     std::string served_model_name;           // "" = the model file's name
-    std::vector<std::string> model_aliases;  // --alias a,b,c: b and c
+    std::vector<std::string> model_aliases;  // the names beside the id (--served-model-name a,b,c: b and c)
+    std::vector<std::string> model_tags;     // --tags (llama-server's): GET /v1/models' tags
     bool strict_model_name = false;          // 404 for a request naming another model (else answered)
     bool slots_endpoint = true;              // GET /slots answers (--no-slots: 501, as llama-server)
+    std::optional<bool> metrics;             // --metrics / --no-metrics; unset: on, but off under --parallel
     int32_t max_batch_tokens = 512;
     int32_t max_prefill_while_decoding = engine::EngineConfig{}.max_prefill_while_decoding;
     int32_t max_num_seqs = 64;
+    int32_t parallel = 0;  // --parallel N (llama-server's slots): N at once, each request bounded by ctx/N
     int32_t max_queue = 1024;
     int64_t max_body_bytes = 8 << 20;
     int32_t http_threads = 128;
@@ -176,6 +181,8 @@ struct ServeOptions {
     std::string api_key_file;
     std::vector<std::string> open_endpoints = {"health"};  // reachable without a key
     int32_t max_tokens_cap = 4096;
+    int32_t default_max_tokens = 0;     // --n-predict (0: the route's rule)
+    server::SamplingDefaults sampling;  // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed
     double header_timeout_s = 10;
     double request_timeout_s = 60;
     int32_t max_connections = 1024;

@@ -21,7 +21,8 @@ constexpr const char* kRope = "RoPE and YaRN parameters are the GGUF file's own 
 constexpr const char* kFit =
     "nothing is fitted to device memory: the KV pool is --kv-cache-mb and the context --ctx-size";
 constexpr const char* kSampling =
-    "requests carry their own sampling settings (the OpenAI API's fields; its defaults when a request has none)";
+    "requests carry their own (the API's fields); server-wide defaults are --temp, --top-k, --top-p, --min-p, "
+    "--repeat-penalty, --seed and --n-predict";
 constexpr const char* kGrammar = "constrained decoding (grammars, JSON schemas) is not served";
 constexpr const char* kSpec = "speculative decoding is not served (no draft model, no n-gram drafts)";
 constexpr const char* kSpecOff = "speculative decoding is never on";
@@ -226,8 +227,8 @@ const CompatFlag kFlags[] = {
     {"--no-kv-unified", kLlama, 0, kWarn,
      "the KV pool is always shared by every request (--kv-cache-mb) and cannot be split", nullptr, true},
     {"--kv-unified-per-slot", kLlama, 1, kWarn,
-     "the KV pool is shared by every request; one request is bounded by the context (--ctx-size) alone", nullptr,
-     true},
+     "the KV pool is shared by every request; one request is bounded by --ctx-size, or --ctx-size / N under "
+     "--parallel N", nullptr, true},
     {"--swa-full", kLlama, 0, kWarn,
      "sliding-window layers keep every position's KV in the paged pool (the window is a mask)", nullptr, true},
     {"--ctx-checkpoints,--swa-checkpoints", kLlama, 1, kWarn, kCheckpoints, nullptr, true},
@@ -247,9 +248,6 @@ const CompatFlag kFlags[] = {
     {"--keep", kLlama, 1, kWarn, "there is no context shift, so no prompt tokens to keep", nullptr, true},
     {"--defrag-thold", kLlama, 1, kWarn, "the KV pool is paged in blocks and never needs defragmenting", nullptr,
      true},
-    {"--n-predict,--predict,-n", kLlama, 1, kWarn,
-     "each request names max_tokens (the route picks a default when it does not); --max-tokens-cap clamps it",
-     nullptr, true},
     {"--warmup", kLlama, 0, kWarn, "there is no warm-up run (--check loads the model and exits)", nullptr, true},
     {"--no-warmup", kLlama, 0, kWarn, "there is no warm-up run", nullptr, true},
     {"--perf", kLlama, 0, kWarn, "timings are always measured: /metrics and the stats line report them", nullptr,
@@ -266,11 +264,6 @@ const CompatFlag kFlags[] = {
      true},
     {"--spm-infill", kLlama, 0, kRefuse, "there is no /infill endpoint", nullptr, true},
     // Sampling defaults: every request carries its own.
-    {"--temp,--temperature", kLlama, 1, kWarn, kSampling, nullptr, true},
-    {"--top-k", kLlama, 1, kWarn, kSampling, nullptr, true},
-    {"--top-p", kLlama, 1, kWarn, kSampling, nullptr, true},
-    {"--min-p", kLlama, 1, kWarn, kSampling, nullptr, true},
-    {"--repeat-penalty", kLlama, 1, kWarn, kSampling, nullptr, true},
     {"--repeat-last-n", kLlama, 1, kWarn, kSampling, nullptr, true},
     {"--presence-penalty", kLlama, 1, kWarn, kSampling, nullptr, true},
     {"--frequency-penalty", kLlama, 1, kWarn, kSampling, nullptr, true},
@@ -324,12 +317,8 @@ const CompatFlag kFlags[] = {
     {"--no-prefill-assistant", kLlama, 0, kWarn,
      "a final assistant message is continued unless the request says continue_final_message: false", nullptr, true},
     // Endpoints and HTTP.
-    {"--metrics", kLlama, 0, kWarn, "/metrics is always served (with API keys, --open-endpoints metrics)", nullptr,
-     true},
-    {"--slots", kLlama, 0, kWarn, "there is no /slots endpoint; /metrics and /health report the engine", nullptr,
-     true},
-    {"--no-slots", kLlama, 0, kWarn, "there is no /slots endpoint", nullptr, true},
-    {"--props", kLlama, 0, kWarn, "there is no /props endpoint: settings are fixed at start", nullptr, true},
+    {"--props", kLlama, 0, kWarn, "GET /props is always served; settings are fixed at start (no POST /props)",
+     nullptr, true},
     {"--slot-save-path", kLlama, 1, kWarn,
      "slots are not saved or restored (POST /slots/{id} answers 501); cached documents persist in --kv-store DIR",
      nullptr, true},
@@ -349,7 +338,6 @@ const CompatFlag kFlags[] = {
     {"--sse-ping-interval", kLlama, 1, kWarn, "streams send no pings: events flow as tokens are generated", nullptr,
      true},
     {"--sleep-idle-seconds", kLlama, 1, kWarn, "the model stays loaded while the server runs", nullptr, true},
-    {"--tags", kLlama, 1, kWarn, "/v1/models lists the model id alone; tags are not reported", nullptr, true},
     // Routing: one model per process.
     {"--models-dir", kLlama, 1, kRefuse, kRouter, nullptr, true},
     {"--models-preset", kLlama, 1, kRefuse, kRouter, nullptr, true},

@@ -43,7 +43,7 @@ Expected<engine::EngineConfig> engine_config(const ServeOptions& o) {
     ec.max_batch_tokens = o.max_batch_tokens;
     ec.max_prefill_while_decoding = o.max_prefill_while_decoding;
     ec.query_mass_layers = o.query_layers;
-    ec.max_num_seqs = o.max_num_seqs;
+    ec.max_num_seqs = o.parallel > 0 ? o.parallel : o.max_num_seqs;
     ec.max_queue = o.max_queue;
     ec.block_size = o.block_size;
     ec.max_model_len = o.max_model_len;
@@ -79,6 +79,7 @@ Status load_known_documents(const ServeOptions& o, server::KnownDocuments& known
 Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::string& model_path) {
     server::ServerConfig sc;
     sc.host = o.host;
+    sc.more_hosts = o.more_hosts;
     sc.port = o.port;
     sc.limits.max_body_bytes = o.max_body_bytes;
     sc.limits.header_timeout_s = o.header_timeout_s;
@@ -94,10 +95,16 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.model_id =
         o.served_model_name.empty() ? std::filesystem::path(model_path).filename().string() : o.served_model_name;
     sc.model_aliases = o.model_aliases;
+    sc.model_tags = o.model_tags;
     sc.strict_model_name = o.strict_model_name;
     sc.system_fingerprint = system_fingerprint();
     sc.model_path = model_path;
     sc.slots_endpoint = o.slots_endpoint;
+    // On by default (lazyattn's users scrape it); a llama-server command line (--parallel, its
+    // slots) gets llama-server's default: served only with --metrics.
+    sc.metrics_endpoint = o.metrics.value_or(o.parallel == 0);
+    sc.default_max_tokens = o.default_max_tokens;
+    sc.sampling_defaults = o.sampling;
     sc.api_keys = o.api_keys;
     if (!o.api_key_file.empty()) {
         LA_ASSIGN_OR_RETURN(auto keys, server::ApiKeys::read_file(o.api_key_file));
@@ -190,7 +197,16 @@ int run_serve(const ServeOptions& o) {
     }
     sc->document_reuse = stack->default_reuse;
     engine::ServingEngine& eng = *stack->engine;
-    server::HttpServer http(*sc, eng, *stack->lm.tokenizer, stack->chat, eng.context_length());
+    if (o.parallel > 0) {  // llama-server's slots: each request holds ctx / N tokens
+        sc->request_context = eng.context_length() / o.parallel;
+        if (sc->request_context < 2) {
+            return fail(invalid_argument("--parallel " + std::to_string(o.parallel) + " leaves each request " +
+                                         std::to_string(sc->request_context) + " tokens of the context length " +
+                                         std::to_string(eng.context_length()) + " (--ctx-size / --parallel)"),
+                        2);
+        }
+    }
+    server::HttpServer http(*sc, eng, *stack->lm.tokenizer, stack->chat);
     if (Status st = load_known_documents(o, http.known_documents()); !st.ok()) return fail(st, 2);
     if (Status st = http.start(); !st.ok()) return fail(st);
     std::printf(
@@ -198,6 +214,10 @@ int run_serve(const ServeOptions& o) {
         sc->host.c_str(), http.port(), sc->model_id.c_str(), o.cache_mode.c_str(),
         kernels::kv_types_name(o.common.kv_types).c_str(), int(eng.stats().blocks_total), ec->block_size,
         sc->api_keys.empty() ? "" : ", API keys required");
+    for (const std::string& h : sc->more_hosts) {
+        const std::string shown = h.find(':') != std::string::npos ? "[" + h + "]" : h;  // IPv6 in a URL
+        std::printf("lazyattn serve: listening on http://%s:%d too\n", shown.c_str(), http.port());
+    }
     std::printf("lazyattn serve: requests that do not say read documents with document_reuse %s%s\n",
                 sc->document_reuse.name().c_str(),
                 stack->reuse_is_models_default ? " (the model's default: docs/finetune.md)" : "");
@@ -211,6 +231,18 @@ int run_serve(const ServeOptions& o) {
         for (const std::string& a : sc->model_aliases) names += (names.empty() ? "" : ", ") + a;
         std::printf("lazyattn serve: the model id is %s; requests naming %s are answered too%s\n", sc->model_id.c_str(),
                     names.c_str(), sc->strict_model_name ? " (--strict-model-name)" : "");
+    }
+    if (o.parallel > 0) {
+        std::printf(
+            "lazyattn serve: --parallel %d: %d requests at once, each of at most %d tokens (context %d / %d, "
+            "as llama-server's slots)\n",
+            o.parallel, o.parallel, sc->request_context, eng.context_length(), o.parallel);
+    }
+    if (!sc->sampling_defaults.empty() || sc->default_max_tokens > 0) {
+        std::string d = sc->sampling_defaults.describe();
+        if (sc->default_max_tokens > 0)
+            d += (d.empty() ? "" : ", ") + ("max_tokens " + std::to_string(sc->default_max_tokens));
+        std::printf("lazyattn serve: requests that do not set them sample with %s\n", d.c_str());
     }
     if (sc->documents_from.enabled()) {
         std::printf("lazyattn serve: documents inside messages: %s\n", sc->documents_from.describe().c_str());

@@ -83,6 +83,44 @@ int64_t largest_schema_bound(const nlohmann::json& j) {
 
 }  // namespace
 
+nlohmann::json with_prefix_items(nlohmann::json schema) {
+    if (schema.is_array()) {
+        for (auto& e : schema) e = with_prefix_items(std::move(e));
+        return schema;
+    }
+    if (!schema.is_object()) return schema;
+    for (auto it = schema.begin(); it != schema.end(); ++it) {
+        const std::string& k = it.key();
+        if (k == "const" || k == "enum" || k == "default" || k == "examples") continue;  // data, not schemas
+        *it = with_prefix_items(std::move(*it));
+    }
+    const auto items = schema.find("items");
+    if (items == schema.end() || !items->is_array() || schema.contains("prefixItems")) return schema;
+    schema["prefixItems"] = std::move(*items);
+    schema.erase("items");
+    if (const auto rest = schema.find("additionalItems"); rest != schema.end()) {
+        schema["items"] = std::move(*rest);
+        schema.erase("additionalItems");
+    }
+    return schema;
+}
+
+namespace {
+
+// The spec as the grammar engine reads it: a schema's draft-4 tuples as prefixItems.
+ConstraintSpec in_engine_words(const ConstraintSpec& asked) {
+    if (asked.kind != ConstraintKind::kJsonSchema || asked.text.find("\"items\"") == std::string::npos) return asked;
+    const auto schema = nlohmann::json::parse(asked.text, nullptr, false);  // valid: check_bounds parsed it
+    if (schema.is_discarded()) return asked;
+    nlohmann::json rewritten = with_prefix_items(schema);
+    if (rewritten == schema) return asked;
+    ConstraintSpec spec = asked;
+    spec.text = rewritten.dump();
+    return spec;
+}
+
+}  // namespace
+
 ConstraintCompiler::ConstraintCompiler(const tokenizer::Tokenizer& tokenizer, CompileLimits limits)
     : tokenizer_(tokenizer), limits_(limits) {}
 
@@ -174,13 +212,14 @@ ConstraintCompiler::Stats ConstraintCompiler::stats() const {
     return s;
 }
 
-Expected<std::shared_ptr<const CompiledConstraint>> ConstraintCompiler::compile(const ConstraintSpec& spec) {
+Expected<std::shared_ptr<const CompiledConstraint>> ConstraintCompiler::compile(const ConstraintSpec& asked) {
     if (!engine_available()) {
         return unsupported(
             "structured output is not available: this lazyattn was built without its grammar engine (XGrammar; "
             "scripts/build_xgrammar.sh could not fetch or build it when lazyattn was configured)");
     }
-    if (Status st = check_bounds(spec); !st.ok()) return st;
+    if (Status st = check_bounds(asked); !st.ok()) return st;
+    const ConstraintSpec spec = in_engine_words(asked);
     const std::string key = spec.cache_key();
     if (auto hit = cached(key)) return hit;
 

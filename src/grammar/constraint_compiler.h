@@ -13,6 +13,8 @@
 #include <string>
 #include <unordered_map>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/status.h"
 #include "grammar/constraint.h"
 
@@ -33,6 +35,13 @@ struct CompileLimits {
 
 // Whether this build has the grammar engine (XGrammar was fetched and built with it).
 bool engine_available();
+
+// A JSON schema's draft-4 tuple validation (`items` as a list of schemas, with `additionalItems`
+// for the rest) in draft 2020-12's words, which the grammar engine reads: `prefixItems` holds the
+// list and `items` takes additionalItems' place (absent: further items are as the schema's
+// strictness says). Every subschema is rewritten; values that are data (const, enum, default,
+// examples) are left as they are. Anything else is unchanged.
+nlohmann::json with_prefix_items(nlohmann::json schema);
 
 class ConstraintCompiler {
 public:

@@ -134,7 +134,17 @@ Server::~Server() { stop(); }
 Status Server::start() {
     auto fd = listen_on(options_.host, options_.port, &port_);
     if (!fd.ok()) return fd.status();
-    listen_fd_ = *fd;
+    listen_fds_.push_back(*fd);
+    for (const std::string& host : options_.more_hosts) {
+        int bound = 0;
+        auto more = listen_on(host, port_, &bound);
+        if (!more.ok()) {
+            for (int f : listen_fds_) ::close(f);
+            listen_fds_.clear();
+            return more.status();
+        }
+        listen_fds_.push_back(*more);
+    }
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     heavy_ = std::make_unique<WorkerPool>(options_.heavy_threads);
     light_ = std::make_unique<WorkerPool>(options_.light_threads);
@@ -194,8 +204,9 @@ void Server::event_loop() {
         fds.clear();
         polled.clear();
         const bool accepting = now_s() >= accept_paused_until;
-        fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
         fds.push_back({wake_fd_, POLLIN, 0});
+        for (int listen_fd : listen_fds_) fds.push_back({accepting ? listen_fd : -1, POLLIN, 0});
+        const size_t first_conn = fds.size();
         for (const auto& [fd, c] : reading_) {
             fds.push_back({fd, POLLIN, 0});
             polled.push_back(c);
@@ -205,16 +216,17 @@ void Server::event_loop() {
             polled.push_back(c);
         }
         if (poll(fds.data(), nfds_t(fds.size()), kPollMs) < 0 && errno != EINTR) break;
-        if (fds[1].revents & POLLIN) {
+        if (fds[0].revents & POLLIN) {
             uint64_t v;
             [[maybe_unused]] ssize_t n = ::read(wake_fd_, &v, sizeof v);
         }
-        if (fds[0].revents & POLLIN) {
-            accept_new();
+        for (size_t l = 0; l < listen_fds_.size(); ++l) {
+            if (!(fds[1 + l].revents & POLLIN)) continue;
+            accept_new(listen_fds_[l]);
             if (errno == EMFILE || errno == ENFILE) accept_paused_until = now_s() + 0.1;
         }
         for (size_t i = 0; i < polled.size(); ++i) {
-            if (fds[i + 2].revents == 0) continue;
+            if (fds[first_conn + i].revents == 0) continue;
             const ConnPtr& c = polled[i];
             if (auto it = lingering_.find(c->fd); it != lingering_.end() && it->second == c) {
                 char sink[4096];
@@ -226,16 +238,16 @@ void Server::event_loop() {
         }
         check_deadlines(now_s());
     }
-    ::close(listen_fd_);
+    for (int listen_fd : listen_fds_) ::close(listen_fd);
     reading_.clear();
     lingering_.clear();
 }
 
-void Server::accept_new() {
+void Server::accept_new(int listen_fd) {
     const HttpLimits& lim = options_.limits;
     for (int i = 0; i < 64; ++i) {
         errno = 0;
-        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;
         set_nonblocking(fd);
         const std::string addr = peer_address(fd);

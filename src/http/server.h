@@ -30,6 +30,9 @@ namespace lazyattn::http {
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
+    // Further addresses listened on, on the same port (llama-server's --host a,b); with port 0,
+    // the port the first address got.
+    std::vector<std::string> more_hosts;
     int port = 8080;  // 0: any free port
     HttpLimits limits;
     int heavy_threads = 128;  // concurrent generations (each stream holds one)
@@ -76,7 +79,7 @@ private:
     using ConnPtr = std::shared_ptr<Connection>;
 
     void event_loop();
-    void accept_new();
+    void accept_new(int listen_fd);
     void on_readable(const ConnPtr& c);
     void advance(const ConnPtr& c);
     void check_deadlines(double now);
@@ -91,7 +94,7 @@ private:
     const ServerOptions options_;
     const Router router_;
     const ServerHooks hooks_;
-    int listen_fd_ = -1;
+    std::vector<int> listen_fds_;  // one per address, the first's first
     int wake_fd_ = -1;
     int port_ = 0;
     std::atomic<bool> stopping_{false};

@@ -240,7 +240,8 @@ Err parse_messages(const json& body, GenerationRequest& out, std::vector<Documen
         return invalid_request("'messages' is required", "messages", "missing_required_parameter");
     const json& msgs = body.at("messages");
     if (!msgs.is_array()) return type_error("messages", "a list");
-    if (msgs.empty()) return value_error("messages", "must not be empty");
+    // An empty list is answered, as llama-server answers it (Anthropic's API refuses it): the
+    // template's text for no turns, e.g. the system prompt and the assistant's opening.
     for (size_t i = 0; i < msgs.size(); ++i) {
         const std::string p = "messages[" + std::to_string(i) + "]";
         const json& m = msgs[i];
@@ -270,7 +271,7 @@ Err parse_messages(const json& body, GenerationRequest& out, std::vector<Documen
     }
     // A final assistant message is the start of the answer (Anthropic's prefill): the template
     // leaves that turn open and the answer continues it.
-    if (out.messages.back().role == "assistant") out.continue_final_message = true;
+    if (!out.messages.empty() && out.messages.back().role == "assistant") out.continue_final_message = true;
     return std::nullopt;
 }
 

@@ -22,6 +22,9 @@ bool read_request(ServerContext& ctx, const http::HttpRequest& req, http::HttpRe
         send_api_error(res, *e, errors);
         return false;
     }
+    if (route == AnthropicRoute::kMessages) {
+        apply_sampling_defaults(ctx.config.sampling_defaults, SamplingApi::kAnthropic, body);
+    }
     if (auto e = parse_anthropic_request(body, route, gen)) {
         send_api_error(res, *e, errors);
         return false;

@@ -16,6 +16,7 @@ void handle_completion(ServerContext& ctx, const http::HttpRequest& req, http::H
     if (auto e = parse_json_body(req, body, JsonBounds{int64_t(ctx.config.max_documents) + 1})) {
         return send_api_error(res, *e, *renderer);
     }
+    apply_sampling_defaults(ctx.config.sampling_defaults, SamplingApi::kOpenAI, body);
     GenerationRequest gen;
     if (auto e = parse_generation_request(body, chat, gen)) return send_api_error(res, *e, *renderer);
     if (chat && !gen.reasoning_format) gen.reasoning_format = ctx.config.reasoning_format;

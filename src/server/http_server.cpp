@@ -131,6 +131,13 @@ void log_access(const HttpRequest* req, const HttpResponse& res) {
                 {"seconds", seconds}});
 }
 
+// Every name the model answers to: its id, then its aliases.
+std::vector<std::string> model_names(const ServerConfig& c) {
+    std::vector<std::string> names{c.model_id};
+    names.insert(names.end(), c.model_aliases.begin(), c.model_aliases.end());
+    return names;
+}
+
 http::Router make_router(ServerContext& ctx) {
     http::Router r;
     r.add("POST", "/v1/completions", Lane::kHeavy,
@@ -200,7 +207,9 @@ http::Router make_router(ServerContext& ctx) {
                                 {"owned_by", "lazyattn"},
                                 {"max_model_len", ctx.context_length},  // vLLM's name
                                 {"context_length", ctx.context_length},
-                                {"aliases", ctx.config.model_aliases}};  // llama-server's (--alias)
+                                // llama-server's: every --alias name (the id among them), and --tags.
+                                {"aliases", model_names(ctx.config)},
+                                {"tags", ctx.config.model_tags}};
             send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
         });
     }
@@ -209,6 +218,11 @@ http::Router make_router(ServerContext& ctx) {
               [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) { handle_health(ctx, res); });
     }
     r.add("GET", "/metrics", Lane::kLight, [&ctx](const HttpRequest&, HttpResponse& res, const http::ClientLink&) {
+        if (!ctx.config.metrics_endpoint) {
+            return send_error(res,
+                              ApiError{501, "This server does not support metrics endpoint (start it with --metrics)",
+                                       "not_supported_error", "", "not_implemented"});
+        }
         res.content_type = "text/plain; version=0.0.4";
         // llama-server's: when the counters began (its clients turn totals into rates with it).
         res.set_header("Process-Start-Time-Unix", std::to_string(ctx.started_unix_s));
@@ -222,11 +236,12 @@ http::Router make_router(ServerContext& ctx) {
 }  // namespace
 
 HttpServer::HttpServer(const ServerConfig& config, engine::ServingEngine& engine, const tokenizer::Tokenizer& tokenizer,
-                       std::optional<tokenizer::ChatTemplate> chat, int32_t context_length)
-    : ctx_(std::make_unique<ServerContext>(config, engine, tokenizer, std::move(chat), context_length)) {
+                       std::optional<tokenizer::ChatTemplate> chat)
+    : ctx_(std::make_unique<ServerContext>(config, engine, tokenizer, std::move(chat))) {
     ServerContext& ctx = *ctx_;
     http::ServerOptions o;
     o.host = config.host;
+    o.more_hosts = config.more_hosts;
     o.port = config.port;
     o.limits = config.limits;
     o.heavy_threads = config.num_http_threads;

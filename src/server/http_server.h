@@ -34,7 +34,7 @@ class HttpServer {
 public:
     // chat == nullopt: the model has no chat template (chat requests get 400).
     HttpServer(const ServerConfig& config, engine::ServingEngine& engine, const tokenizer::Tokenizer& tokenizer,
-               std::optional<tokenizer::ChatTemplate> chat, int32_t context_length);
+               std::optional<tokenizer::ChatTemplate> chat);
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;

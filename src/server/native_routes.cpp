@@ -17,6 +17,7 @@ void handle_native_completion(ServerContext& ctx, const http::HttpRequest& req, 
         if (auto e = parse_json_body(req, body, JsonBounds{int64_t(ctx.config.max_documents) + 1})) {
             return send_error(res, *e);
         }
+        apply_sampling_defaults(ctx.config.sampling_defaults, SamplingApi::kNative, body);
         const int32_t slots = ctx.engine.config().max_num_seqs;
         if (auto e = parse_native_request(body, ctx.tokenizer, slots, native)) return send_error(res, *e);
     }  // the body's JSON is freed before generating

@@ -16,19 +16,21 @@ json slot_json(int32_t id, int32_t n_ctx, bool processing) {
             {"n_ctx", n_ctx},
             {"speculative", false},
             {"is_processing", processing},
-            {"next_token",
-             {{"has_next_token", processing},
-              {"has_new_line", false},
-              {"n_remain", -1},
-              {"n_decoded", 0},
-              {"stopping_word", ""}}}};
+            // llama-server's is a list (one entry per sequence of the slot).
+            {"next_token", json::array({{{"has_next_token", processing},
+                                         {"has_new_line", false},
+                                         {"n_remain", -1},
+                                         {"n_decoded", 0},
+                                         {"stopping_word", ""}}})}};
 }
 
 // What a /completion request that sets nothing runs with: the native parser's own defaults.
 json default_settings(ServerContext& ctx) {
     NativeRequest defaults;
     const int32_t slots = ctx.engine.config().max_num_seqs;
-    if (parse_native_request(json{{"prompt", " "}}, ctx.tokenizer, slots, defaults)) return json::object();
+    json body = {{"prompt", " "}};
+    apply_sampling_defaults(ctx.config.sampling_defaults, SamplingApi::kNative, body);
+    if (parse_native_request(body, ctx.tokenizer, slots, defaults)) return json::object();
     const int32_t n_predict =
         ctx.front.settings().default_max_tokens > 0 ? ctx.front.settings().default_max_tokens : -1;
     return native_generation_settings(defaults.base, defaults.options, ctx.tokenizer, n_predict, ctx.context_length);
@@ -59,7 +61,7 @@ void handle_props(ServerContext& ctx, http::HttpResponse& res) {
                {"n_ctx", ctx.context_length},
                {"endpoint_slots", ctx.config.slots_endpoint},
                {"endpoint_props", false},
-               {"endpoint_metrics", true},
+               {"endpoint_metrics", ctx.config.metrics_endpoint},
                {"is_sleeping", false}});
 }
 

@@ -144,63 +144,78 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     const std::vector<DocumentRef>* documents = &r.documents;  // the request's, unless found
     if (r.chat) {
         if (!chat_) return unsupported("the model has no chat template; use /v1/completions");
-        if (r.messages.empty()) return invalid_argument("the conversation is empty");
         LA_ASSIGN_OR_RETURN(const tokenizer::ChatRenderOptions options, chat_render_options(r));
         LA_ASSIGN_OR_RETURN(auto pieces, chat_->render(r.messages, options));
-        // The question the tail starts with: the last message, or the one a continued message
-        // answers (the continued text then follows the assistant header in the tail).
-        const int32_t question =
-            int32_t(r.messages.size()) - (options.continue_final_message && r.messages.size() >= 2 ? 2 : 1);
-        MessageDocuments found;
-        if (from.enabled()) {
-            std::vector<std::string> roles, content(r.messages.size());
-            for (const auto& m : r.messages) roles.push_back(m.role);
-            for (const auto& p : pieces) {
-                if (p.message >= 0 && p.message < int32_t(content.size())) content[p.message] = p.text;
-            }
-            MatchBudget budget;  // one for the whole request, whichever messages are searched
-            budget.cancelled = std::move(client_gone);
-            LA_ASSIGN_OR_RETURN(found,
-                                find_message_documents(from, roles, content, r.message_parts, max_documents_, budget));
-            // A request that carries `documents` has its documents: known ones quoted in its
-            // messages stay text (a source's documents beside `documents` are still a 400).
-            if (from.known && r.documents.empty() && known_ && known_->num_documents(tenant) > 0) {
-                LA_RETURN_IF_ERROR(find_known_documents(*known_, tenant, from, roles, content, max_documents_, found));
-            } else if (from.known) {
-                log::debug(
-                    "documents_from known: no known documents for this tenant yet; the prompt is laid out as sent");
-            }
-        }
-        for (size_t m = 0; m < r.message_parts.size(); ++m) {
-            for (const ContentPart& part : r.message_parts[m]) {
-                if (part.text.empty() && !part.id.empty() && int32_t(m) != found.message) {
-                    return invalid_argument("messages[" + std::to_string(m) + "] has a part by id ('" +
-                                            clip_for_message(part.id) +
-                                            "') outside the documents documents_from parts reads");
+        if (r.messages.empty()) {
+            // No turns (Anthropic's route, as llama-server answers it): no question to place
+            // documents before, so the template's whole text (the assistant's opening) follows them.
+            split.suffix = std::move(pieces);
+        } else {
+            // The question the tail starts with: the last message, or the one a continued message
+            // answers (the continued text then follows the assistant header in the tail).
+            const int32_t question =
+                int32_t(r.messages.size()) - (options.continue_final_message && r.messages.size() >= 2 ? 2 : 1);
+            MessageDocuments found;
+            if (from.enabled()) {
+                std::vector<std::string> roles, content(r.messages.size());
+                for (const auto& m : r.messages) roles.push_back(m.role);
+                for (const auto& p : pieces) {
+                    if (p.message >= 0 && p.message < int32_t(content.size())) content[p.message] = p.text;
+                }
+                MatchBudget budget;  // one for the whole request, whichever messages are searched
+                budget.cancelled = std::move(client_gone);
+                LA_ASSIGN_OR_RETURN(
+                    found, find_message_documents(from, roles, content, r.message_parts, max_documents_, budget));
+                // A request that carries `documents` has its documents: known ones quoted in its
+                // messages stay text (a source's documents beside `documents` are still a 400).
+                if (from.known && r.documents.empty() && known_ && known_->num_documents(tenant) > 0) {
+                    LA_RETURN_IF_ERROR(
+                        find_known_documents(*known_, tenant, from, roles, content, max_documents_, found));
+                } else if (from.known) {
+                    log::debug(
+                        "documents_from known: no known documents for this tenant yet; the prompt is laid out as sent");
                 }
             }
-        }
-        if (found.documents.empty()) {
-            if (from.enabled())
-                log::debug("documents_from found no documents; the prompt is laid out as sent",
-                           {{"documents_from", from.describe()}});
-            LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), question));
-        } else {
-            if (!r.documents.empty()) {
-                return invalid_argument("the request carries documents both in `documents` and inside messages[" +
-                                        std::to_string(found.message) + "] (documents_from): send them one way");
+            for (size_t m = 0; m < r.message_parts.size(); ++m) {
+                for (const ContentPart& part : r.message_parts[m]) {
+                    if (part.text.empty() && !part.id.empty() && int32_t(m) != found.message) {
+                        return invalid_argument("messages[" + std::to_string(m) + "] has a part by id ('" +
+                                                clip_for_message(part.id) +
+                                                "') outside the documents documents_from parts reads");
+                    }
+                }
             }
-            LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), found.message));
-            if (!found.before.empty()) split.preamble.push_back({found.before, false, found.message});
-            split.question = std::move(found.after);
-            for (auto& d : found.documents) {
-                DocumentRef ref;
-                if (d.raw) ref.tokens = tokenizer_.encode(d.text, false, false);  // text between, as it is
-                ref.text = std::move(d.text);
-                ref.id = std::move(d.id);
-                in_messages.push_back(std::move(ref));
+            if (found.documents.empty()) {
+                if (from.enabled())
+                    log::debug("documents_from found no documents; the prompt is laid out as sent",
+                               {{"documents_from", from.describe()}});
+                const bool writes_question =
+                    std::any_of(pieces.begin(), pieces.end(), [&](const auto& p) { return p.message == question; });
+                if (writes_question || !r.documents.empty()) {
+                    LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), question));
+                } else {
+                    // A template that does not write the last message as given (llama-server takes
+                    // any text as a template: "--chat-template 'Answer briefly.'"): with no
+                    // documents to place around it, its whole text is the prompt, as rendered.
+                    split.suffix = std::move(pieces);
+                }
+            } else {
+                if (!r.documents.empty()) {
+                    return invalid_argument("the request carries documents both in `documents` and inside messages[" +
+                                            std::to_string(found.message) + "] (documents_from): send them one way");
+                }
+                LA_ASSIGN_OR_RETURN(split, engine::split_rendered_chat(std::move(pieces), found.message));
+                if (!found.before.empty()) split.preamble.push_back({found.before, false, found.message});
+                split.question = std::move(found.after);
+                for (auto& d : found.documents) {
+                    DocumentRef ref;
+                    if (d.raw) ref.tokens = tokenizer_.encode(d.text, false, false);  // text between, as it is
+                    ref.text = std::move(d.text);
+                    ref.id = std::move(d.id);
+                    in_messages.push_back(std::move(ref));
+                }
+                documents = &in_messages;
             }
-            documents = &in_messages;
         }
     }
     LA_ASSIGN_OR_RETURN(auto segments, document_segments(*documents, tenant));

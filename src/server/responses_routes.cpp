@@ -32,6 +32,7 @@ void handle_responses(ServerContext& ctx, const std::shared_ptr<ResponseStore>& 
     if (auto e = parse_json_body(req, body, JsonBounds{int64_t(ctx.config.max_documents) + 1})) {
         return send_error(res, *e);
     }
+    apply_sampling_defaults(ctx.config.sampling_defaults, SamplingApi::kResponses, body);
     const std::string tenant = response_tenant(ctx, req);
     ResponsesRequest request;
     auto previous = [&](const std::string& id) -> std::optional<std::vector<tokenizer::ChatMessage>> {

@@ -13,7 +13,9 @@ FrontSettings front_settings(const ServerConfig& c) {
     s.model_id = c.model_id;
     s.aliases = c.model_aliases;
     s.strict_model_name = c.strict_model_name;
+    s.request_context = c.request_context;
     s.max_tokens_cap = c.max_tokens_cap;
+    s.default_max_tokens = c.default_max_tokens;
     s.document_reuse = c.document_reuse;
     s.documents_from = c.documents_from;
     s.max_documents = c.max_documents;
@@ -31,14 +33,14 @@ std::optional<tokenizer::ChatTemplate> with_server_kwargs(std::optional<tokenize
 }  // namespace
 
 ServerContext::ServerContext(const ServerConfig& cfg, engine::ServingEngine& eng, const tokenizer::Tokenizer& tok,
-                             std::optional<tokenizer::ChatTemplate> chat, int32_t ctx_len)
+                             std::optional<tokenizer::ChatTemplate> chat)
     : config(cfg),
       api_keys(cfg.api_keys),
       engine(eng),
       tokenizer(tok),
       front(eng, tok, with_server_kwargs(std::move(chat), cfg), front_settings(cfg)),
       builder(front.builder()),
-      context_length(ctx_len),
+      context_length(front.context_length()),
       started_unix_s(
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
               .count()),

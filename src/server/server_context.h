@@ -23,7 +23,7 @@ namespace lazyattn::server {
 
 struct ServerContext {
     ServerContext(const ServerConfig& config, engine::ServingEngine& engine, const tokenizer::Tokenizer& tokenizer,
-                  std::optional<tokenizer::ChatTemplate> chat, int32_t context_length);
+                  std::optional<tokenizer::ChatTemplate> chat);
 
     // Blocks until no request is being answered or the timeout passes; true when idle.
     bool wait_idle(double timeout_s);
@@ -39,6 +39,7 @@ struct ServerContext {
     const tokenizer::Tokenizer& tokenizer;
     const ServingFront front;
     const RequestBuilder& builder;  // the front's
+    // The most tokens one request holds (the front's: the engine's context, or --ctx-size/--parallel).
     const int32_t context_length;
     const int64_t started_unix_s;
     Metrics metrics;

@@ -51,9 +51,14 @@ OutputOptions output_options(const tokenizer::Tokenizer& tokenizer, const Genera
     return o;
 }
 
+int32_t request_context(const engine::ServingEngine& engine, const FrontSettings& s) {
+    const int32_t whole = engine.context_length();
+    return s.request_context > 0 ? std::min(s.request_context, whole) : whole;
+}
+
 RequestBuilder make_builder(engine::ServingEngine& engine, const tokenizer::Tokenizer& tokenizer,
                             std::optional<tokenizer::ChatTemplate> chat, const FrontSettings& s) {
-    const int32_t context = engine.context_length();
+    const int32_t context = request_context(engine, s);
     const int32_t cap = s.max_tokens_cap > 0 ? s.max_tokens_cap : context;
     return RequestBuilder(
         tokenizer, std::move(chat), context, cap,
@@ -71,7 +76,7 @@ ServingFront::ServingFront(engine::ServingEngine& engine, const tokenizer::Token
       builder_(make_builder(engine, tokenizer, std::move(chat), settings_)),
       constraints_(std::make_unique<grammar::ConstraintCompiler>(tokenizer)) {}
 
-int32_t ServingFront::context_length() const { return engine_.context_length(); }
+int32_t ServingFront::context_length() const { return request_context(engine_, settings_); }
 
 bool ServingFront::is_model(const std::string& name) const {
     const std::string& id = settings_.model_id;
@@ -83,16 +88,21 @@ bool ServingFront::is_model(const std::string& name) const {
 }
 
 std::optional<ApiError> ServingFront::fit_max_tokens(const GenerationRequest& gen, engine::RagRequest& rag) const {
-    const int64_t context = engine_.context_length();
-    const int64_t prompt = rag.num_prompt_tokens();
+    // The builder refused a prompt that fills the context, so at least one token has room.
+    const int64_t room = int64_t(context_length()) - rag.num_prompt_tokens();
     if (gen.max_tokens < 0 && settings_.default_max_tokens > 0) {
-        rag.max_tokens =
-            int32_t(std::max<int64_t>(1, std::min<int64_t>(settings_.default_max_tokens, context - prompt)));
-    } else if (gen.max_tokens >= 0 && !settings_.clamp_max_tokens && prompt + rag.max_tokens > context) {
-        return invalid_request("max_tokens " + std::to_string(gen.max_tokens) + " and the prompt's " +
-                                   std::to_string(prompt) + " tokens pass the context length of " +
-                                   std::to_string(context) + " tokens",
-                               "max_tokens", "context_length_exceeded");
+        const int32_t cap = settings_.max_tokens_cap > 0 ? settings_.max_tokens_cap : settings_.default_max_tokens;
+        rag.max_tokens = std::min(settings_.default_max_tokens, cap);
+    }
+    if (rag.max_tokens > room) {
+        if (gen.max_tokens >= 0 && !settings_.clamp_max_tokens) {
+            return invalid_request("max_tokens " + std::to_string(gen.max_tokens) + " and the prompt's " +
+                                       std::to_string(rag.num_prompt_tokens()) + " tokens pass the context length of " +
+                                       std::to_string(context_length()) + " tokens",
+                                   "max_tokens", "context_length_exceeded");
+        }
+        // Generation ends at the request's context (finish_reason "length"), as at the engine's.
+        rag.max_tokens = int32_t(std::max<int64_t>(1, room));
     }
     if (settings_.bound_response_bytes) return fit_response_budget(gen, rag);
     return std::nullopt;

@@ -35,6 +35,12 @@ struct FrontSettings {
     std::string model_id;              // "" accepts any `model`
     std::vector<std::string> aliases;  // other names the model answers to (--alias)
     bool strict_model_name = false;    // an unknown `model` is a 404
+    // The most tokens one request holds, prompt and generation together (0: the engine's whole
+    // context). llama-server's slots: `--parallel N` with `--ctx-size C` bounds each request by
+    // C/N; the KV pool and the engine's context stay shared. Every bound a client sees (the
+    // prompt's refusal and its n_ctx, max_tokens' clamp, /props and /slots n_ctx, `truncated`)
+    // is this one: ServingFront::context_length().
+    int32_t request_context = 0;
     // The most tokens one request may generate; a larger max_tokens is clamped (0: the context).
     int32_t max_tokens_cap = 0;
     // max_tokens not given: this many, or the rest of the context when that is less (0: the
@@ -87,6 +93,7 @@ public:
     const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
     const RequestBuilder& builder() const { return builder_; }
     const FrontSettings& settings() const { return settings_; }
+    // The most tokens one request holds (FrontSettings::request_context, else the engine's).
     int32_t context_length() const;
     // Structured output: compiles, cache hits and what the compiled-grammar cache holds.
     grammar::ConstraintCompiler::Stats constraint_stats() const { return constraints_->stats(); }

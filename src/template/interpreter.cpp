@@ -362,6 +362,13 @@ Value Interpreter::eval(const Expr& e) {
 Value Interpreter::eval_binary(const Expr& e) {
     Value a = eval(*e.children[0]);
     Value b = eval(*e.children[1]);
+    // A string plus an undefined variable is the string: Jinja prints an undefined variable as ""
+    // and llama.cpp's template engine concatenates it so, which chat templates written for it rely
+    // on (firefunction-v2 adds `functions`, set only when a request has tools). Any other use of
+    // an undefined value (arithmetic, a list, its attributes) stays an error naming it.
+    if (e.name == "+" && ((a.is_string() && b.is_undefined()) || (a.is_undefined() && b.is_string()))) {
+        return a.is_string() ? a : b;
+    }
     require_defined(a);
     require_defined(b);
     const std::string& op = e.name;

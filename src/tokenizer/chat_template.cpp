@@ -306,6 +306,12 @@ bool is_builtin_or_inline_chat_template(std::string_view choice) {
     return find_builtin_chat_template(choice) != nullptr || is_inline_template(choice);
 }
 
+bool looks_like_template_path(std::string_view choice) {
+    const std::string_view ext = ".jinja";
+    return choice.find('/') != std::string_view::npos ||
+           (choice.size() >= ext.size() && choice.substr(choice.size() - ext.size()) == ext);
+}
+
 Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choice, const loader::GgufFile& file,
                                                            const tmpl::Value& default_kwargs) {
     auto chosen = [](Expected<ChatTemplate> t) -> Expected<std::optional<ChatTemplate>> {
@@ -332,6 +338,10 @@ Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choi
         return chosen(compile_jinja(choice, file, "--chat-template (the template's text)", default_kwargs));
     }
     std::ifstream in{std::string(choice), std::ios::binary};
+    if (!in && !looks_like_template_path(choice)) {
+        if (choice.size() > kMaxTemplateFileBytes) return invalid_argument("inline chat template larger than 4 MiB");
+        return chosen(compile_jinja(choice, file, "--chat-template (taken as the template's text)", default_kwargs));
+    }
     if (!in) {
         return invalid_argument("unknown chat template '" + std::string(choice) +
                                 "': not a file, not a template's text, and not a built-in name (" +

@@ -116,12 +116,17 @@ Expected<ChatTemplate> chat_template_from_gguf(const loader::GgufFile& file);
 // "chatml" / "llama3" (rendered natively), another of llama-server's built-in names
 // (builtin_chat_templates.h), a template's text (it contains "{%" or "{{", as llama-server takes
 // it), or the path of a .jinja file; all but the native two are rendered by the Jinja engine with
-// the model's tokens. Anything else is kInvalidArgument naming the built-in names.
+// the model's tokens. A value that is none of these is the template's text too (llama-server's
+// reading), unless it looks like a path (looks_like_template_path): kInvalidArgument then.
 // `default_kwargs` (a dict, or none) becomes the template's default_kwargs; the start-up render
 // check uses them, as every request does.
 Expected<std::optional<ChatTemplate>> select_chat_template(std::string_view choice, const loader::GgufFile& file,
                                                            const tmpl::Value& default_kwargs = {});
 // Whether select_chat_template takes `choice` without a file (a built-in name or inline text).
 bool is_builtin_or_inline_chat_template(std::string_view choice);
+// Whether `choice` reads as a file's path (it holds a '/' or ends in .jinja): one that does not
+// exist is refused. Any other value that is neither a built-in name nor a file is the template's
+// text, as llama-server reads every --chat-template value it cannot otherwise place.
+bool looks_like_template_path(std::string_view choice);
 
 }  // namespace lazyattn::tokenizer

@@ -247,12 +247,13 @@ def main():
             failures.append(f"{o.long_name()}: expected exit 2 with its reason, got {code}:\n{out[-800:]}")
     # llama-server's values that lazyattn reads its own way.
     cases = [
-        (["--host", "127.0.0.1,::1"], 0, "only 127.0.0.1 is bound"),
+        (["--host", "127.0.0.1,::1"], 0, "listening on http://[::1]:"),
         (["--host", "/tmp/llama.sock"], 2, "no UNIX sockets"),
         (["--alias", "smol,smol-instruct"], 0, "the model id is smol; requests naming smol-instruct"),
         (["--chat-template", "command-r"], 0, "start-up ok"),
         (["--chat-template", "{% for m in messages %}{{ m.content }}{% endfor %}"], 0, "start-up ok"),
-        (["--chat-template", "command-r-plus"], 2, "mistral-v7"),
+        (["--chat-template", "command-r-plus"], 0, "taken as the template's text"),
+        (["--chat-template", "missing/command-r-plus.jinja"], 2, "no such file"),
         (["-dev", "none", "-lv", "4", "--log-jsonl", "--backend_sampling"], 0, "--backend-sampling (llama-server)"),
         (["-dev", "CUDA1"], 2, "CUDA_VISIBLE_DEVICES=1"),
         (["--tensor-parallel-size", "1", "--spec-type", "none"], 0, "--spec-type none (llama-server) ignored"),

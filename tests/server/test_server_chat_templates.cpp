@@ -86,14 +86,33 @@ TEST(ServerChatTemplates, BuiltInNamesKwargsAndTheirRefusals) {
     expect_api_error(curl("POST", s.url("/v1/chat/completions"), completion_body(true, {{"reasoning_format", "r1"}})),
                      400);
 
-    // llama-server's built-in names start; an unknown name is refused naming them.
+    // llama-server's built-in names start. Any other word that is not a file is the template's
+    // text, as llama-server reads it, with a warning naming the built-in names; a value that
+    // looks like a path and is no file is refused.
     ServerProcess named(server_args({"--chat-template", "command-r"}));
     ASSERT_TRUE(named.started()) << named.log();
     EXPECT_EQ(curl("POST", named.url("/v1/chat/completions"), completion_body(true)).status, 200);
-    ServerProcess unknown(server_args({"--chat-template", "command-r-plus"}));
-    EXPECT_FALSE(unknown.started());
-    EXPECT_EQ(unknown.wait_exit(30), 2);
-    EXPECT_NE(unknown.log().find("mistral-v7"), std::string::npos) << unknown.log();
+    ServerProcess text(server_args({"--chat-template", "This is not a chat template, it is"}));
+    ASSERT_TRUE(text.started()) << text.log();
+    EXPECT_NE(text.log().find("taken as the template's text"), std::string::npos) << text.log();
+    EXPECT_NE(text.log().find("mistral-v7"), std::string::npos) << text.log();
+    const auto rendered =
+        curl("POST", text.url("/apply-template"), json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}}.dump());
+    ASSERT_EQ(rendered.status, 200) << rendered.body;
+    EXPECT_EQ(parse_or_null(rendered.body)["prompt"], "This is not a chat template, it is");
+    // It writes no message, so there is no question to place documents around: without documents
+    // its whole text is the prompt; with documents, a 400 saying why.
+    const auto chat = curl("POST", text.url("/v1/chat/completions"), completion_body(true));
+    ASSERT_EQ(chat.status, 200) << chat.body;
+    EXPECT_GT(parse_or_null(chat.body)["usage"]["prompt_tokens"].get<int>(), 3) << chat.body;
+    expect_api_error(curl("POST", text.url("/v1/chat/completions"), completion_body(true, {{"documents", {"gold"}}})),
+                     400);
+    for (const char* path : {"templates/missing.jinja", "no-such-template.jinja"}) {
+        ServerProcess missing(server_args({"--chat-template", path}));
+        EXPECT_FALSE(missing.started()) << path;
+        EXPECT_EQ(missing.wait_exit(30), 2) << path;
+        EXPECT_NE(missing.log().find("no such file"), std::string::npos) << missing.log();
+    }
 }
 
 // A final assistant message is continued (llama-server's prefill, vLLM's continue_final_message):

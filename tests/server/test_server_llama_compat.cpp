@@ -29,10 +29,12 @@ TEST(ServerLlamaCompat, RoutesWithoutV1AreServed) {
     EXPECT_EQ(curl("GET", s.url("/v1/health")).status, 200);
 }
 
-// --alias a,b,c (llama-server): a is the id, b and c are names the model answers to, also under
-// --strict-model-name; /v1/models lists them as its aliases.
+// --alias c,a,b (llama-server): every name is answered, also under --strict-model-name; the id is
+// the first in sorted order (llama-server keeps them in a sorted set) and /v1/models lists every
+// name as its aliases, the --tags as its tags.
 TEST(ServerLlamaCompat, AliasesAreNamesTheModelAnswersTo) {
-    ServerProcess s(server_args({"--alias", "smol,smol-instruct,tiny", "--strict-model-name"}));
+    ServerProcess s(
+        server_args({"--alias", "tiny,smol-instruct,smol", "--strict-model-name", "--tags", "chat, small"}));
     ASSERT_TRUE(s.started()) << s.log();
     for (const char* name : {"smol", "smol-instruct", "tiny"}) {
         const auto r = curl("POST", s.url("/v1/completions"), completion_body(false, {{"model", name}}));
@@ -43,7 +45,16 @@ TEST(ServerLlamaCompat, AliasesAreNamesTheModelAnswersTo) {
                      "model_not_found");
     const json model = parse_or_null(curl("GET", s.url("/v1/models")).body)["data"][0];
     EXPECT_EQ(model["id"], "smol");
-    EXPECT_EQ(model["aliases"], json::array({"smol-instruct", "tiny"}));
+    EXPECT_EQ(model["aliases"], json::array({"smol", "smol-instruct", "tiny"}));
+    EXPECT_EQ(model["tags"], json::array({"chat", "small"}));
+
+    // vLLM's --served-model-name keeps its order: the first is the id.
+    ServerProcess v(server_args({"--served-model-name", "tiny,smol"}));
+    ASSERT_TRUE(v.started()) << v.log();
+    const json vm = parse_or_null(curl("GET", v.url("/v1/models")).body)["data"][0];
+    EXPECT_EQ(vm["id"], "tiny");
+    EXPECT_EQ(vm["aliases"], json::array({"tiny", "smol"}));
+    EXPECT_EQ(vm["tags"], json::array());
 }
 
 // POST /apply-template renders a chat request's messages as a generation would, without

@@ -226,6 +226,8 @@ TEST(ServerNative, PropsAndSlots) {
     EXPECT_EQ(list[0]["n_ctx"], 4096);
     EXPECT_EQ(list[0]["is_processing"], false);
     EXPECT_FALSE(list[0].contains("params"));
+    ASSERT_TRUE(list[0]["next_token"].is_array()) << list[0];  // llama-server's list of one
+    EXPECT_EQ(list[0]["next_token"][0]["n_remain"], -1);
 
     ServerProcess off(server_args({"--no-slots"}));
     ASSERT_TRUE(off.started()) << off.log();

@@ -229,6 +229,54 @@ TEST_F(StructuredOutputMask, JsonSchemaOverTheEmbeddedVocabulary) {
     EXPECT_EQ(compiler.stats().cache_hits, 1);
 }
 
+// Draft-4 tuple validation (llama-server's suite sends {"items": [{"type": "integer"}]}) reaches
+// the engine as prefixItems; data that merely looks like a schema is not touched.
+TEST(StructuredOutputSchema, Draft4TuplesBecomePrefixItems) {
+    EXPECT_EQ(grammar::with_prefix_items(json::parse(R"({"items": [{"type": "integer"}]})")),
+              json::parse(R"({"prefixItems": [{"type": "integer"}]})"));
+    EXPECT_EQ(
+        grammar::with_prefix_items(json::parse(
+            R"({"type": "array", "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": false})")),
+        json::parse(R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false})"));
+    // Nested, and inside properties; a list-valued `items` in const/enum data stays.
+    EXPECT_EQ(
+        grammar::with_prefix_items(json::parse(
+            R"({"properties": {"p": {"items": [{"const": {"items": [1]}}], "additionalItems": {"type": "null"}}},
+                      "enum": [{"items": [2]}]})")),
+        json::parse(R"({"properties": {"p": {"prefixItems": [{"const": {"items": [1]}}], "items": {"type": "null"}}},
+                              "enum": [{"items": [2]}]})"));
+    // Already in 2020-12's words, or an object `items`: unchanged.
+    for (const char* same : {R"({"items": {"type": "integer"}})", R"({"prefixItems": [true], "items": false})"}) {
+        EXPECT_EQ(grammar::with_prefix_items(json::parse(same)), json::parse(same)) << same;
+    }
+}
+
+TEST_F(StructuredOutputMask, Draft4TupleSchemaCompilesAndHoldsItsItems) {
+    if (!std::filesystem::exists(LAZYATTN_MODEL_PATH)) GTEST_SKIP() << "no embedded model";
+    auto tok = smollm2_tokenizer();
+    ASSERT_NE(tok, nullptr);
+    grammar::ConstraintCompiler compiler(*tok);
+    ConstraintSpec spec;
+    spec.kind = ConstraintKind::kJsonSchema;
+    spec.text =
+        R"({"type": "array", "items": [{"type": "integer", "minimum": 0, "maximum": 99}, {"type": "boolean"}]})";
+    auto compiled = compiler.compile(spec);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    int completed = 0;
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+        const auto [text, stopped] = sample_constrained(*tok, compiled.value(), 0.7f, seed, 200, 64);
+        if (!stopped) continue;
+        ++completed;
+        const json j = json::parse(text, nullptr, false);
+        ASSERT_TRUE(j.is_array()) << text;
+        ASSERT_EQ(j.size(), 2u) << text;  // strict: the two items the tuple names, no more
+        ASSERT_TRUE(j[0].is_number_integer()) << text;
+        EXPECT_LE(j[0].get<int>(), 99) << text;
+        EXPECT_TRUE(j[1].is_boolean()) << text;
+    }
+    EXPECT_GE(completed, 3);
+}
+
 TEST_F(StructuredOutputMask, ChoiceAndRegexOverTheEmbeddedVocabulary) {
     if (!std::filesystem::exists(LAZYATTN_MODEL_PATH)) GTEST_SKIP() << "no embedded model";
     auto tok = smollm2_tokenizer();

@@ -191,6 +191,26 @@ TEST(TemplateSemantics, RuntimeErrorsAsJinja2) {
     }
 }
 
+// llama.cpp's engine, not jinja2 (which raises): a string plus an undefined variable is the
+// string, as chat templates written for llama-server rely on (firefunction-v2's `functions`).
+// Only that: arithmetic on an undefined value stays an error (RuntimeErrorsAsJinja2).
+TEST(TemplateSemantics, StringPlusUndefinedIsTheString) {
+    const Value ctx = test_context();
+    for (const auto& [source, expected] : std::vector<std::pair<const char*, const char*>>{
+             {"{{ 'a' + u }}|{{ u + 'b' }}|{{ s + nothing_here }}", "a|b|  Hi There  "},
+             {"{% set x = 'p' + u + 'q' %}{{ x }} {{ u is defined }}", "pq False"}}) {
+        auto t = Template::parse(source);
+        ASSERT_TRUE(t.ok()) << source;
+        auto out = t->render(ctx, {}, kFixedTime);
+        ASSERT_TRUE(out.ok()) << source << "\n" << out.status().to_string();
+        EXPECT_EQ(*out, expected) << source;
+    }
+    for (const char* source : {"{{ u + u }}", "{{ [1] + u }}", "{{ u + 1 }}"}) {
+        auto out = Template::parse(source)->render(ctx, {}, kFixedTime);
+        EXPECT_FALSE(out.ok()) << source;
+    }
+}
+
 TEST(TemplateSemantics, ErrorsNameTheLine) {
     auto t = Template::parse("line one\n{% if true %}\n\n{{ undefined_thing.attr }}\n{% endif %}");
     ASSERT_TRUE(t.ok());

@@ -16,12 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // File name -> why it cannot render a plain conversation (a substring of the error).
-const std::map<std::string, std::string> kExpectedFailures = {
-    // llama-server's firefunction handler passes the tools as `functions` and today's date as
-    // `datetime`; lazyattn serves no tools. --chat-template-kwargs '{"functions": "[]",
-    // "datetime": "..."}' makes it render.
-    {"fireworks-ai-llama-3-firefunction-v2.jinja", "'functions' is undefined"},
-};
+// (None: firefunction-v2 adds `functions`, undefined without tools, to a string, which renders
+// as llama.cpp's engine renders it: the string alone.)
+const std::map<std::string, std::string> kExpectedFailures = {};
 
 std::string render_plain(const std::string& source) {
     ChatTemplateTokens tokens;
