@@ -80,7 +80,7 @@ struct ChatTemplate {
     std::string default_system;
     std::shared_ptr<const JinjaChatTemplate> jinja;  // kJinja
     std::string origin;                              // where it came from, for `lazyattn info` and logs
-    std::string source;  // the Jinja text (kJinja; "" for the native renderers): tool-call families read it
+    std::string source = {};  // the Jinja text (kJinja; "" for the native renderers): tool-call families read it
     // Variables every render passes (--chat-template-kwargs: a dict, or none); a request's
     // kwargs override them name by name. Jinja templates only: the native renderers have none.
     tmpl::Value default_kwargs = {};
