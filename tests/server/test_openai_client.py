@@ -265,6 +265,39 @@ class OpenAiClientTest(unittest.TestCase):
         finished = sorted(c.choices[0].index for c in chunks if c.choices and c.choices[0].finish_reason)
         self.assertEqual(finished, [0, 1])
 
+    def test_tool_calls_round_trip(self):
+        tools = [{"type": "function", "function": {
+            "name": "search", "description": "search the passages",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string", "maxLength": 8}},
+                           "required": ["q"]}}}]
+        messages = [{"role": "user", "content": "find the fox"}]
+        r = self.client.chat.completions.create(model=self.server.model_id, messages=messages, tools=tools,
+                                                tool_choice="required", parallel_tool_calls=False, max_tokens=256,
+                                                seed=1)
+        choice = r.choices[0]
+        self.assertEqual(choice.finish_reason, "tool_calls")
+        self.assertIsNone(choice.message.content)
+        call = choice.message.tool_calls[0]
+        self.assertEqual((call.type, call.function.name), ("function", "search"))
+        self.assertIn("q", json.loads(call.function.arguments))
+        # The loop's next turn: the call and its result in the conversation, passages as documents.
+        messages += [choice.message.model_dump(exclude_none=True),
+                     {"role": "tool", "tool_call_id": call.id, "content": "3 passages"}]
+        r2 = self.client.chat.completions.create(model=self.server.model_id, messages=messages, tools=tools,
+                                                 max_tokens=4, extra_body={"documents": DOCS, "ignore_eos": True})
+        self.assertEqual(r2.usage.completion_tokens, 4)
+        # Streamed: the first delta names the call, the arguments follow.
+        deltas = [tc for c in self.client.chat.completions.create(
+            model=self.server.model_id, messages=messages[:1], tools=tools,
+            tool_choice={"type": "function", "function": {"name": "search"}}, max_tokens=256, seed=1, stream=True)
+            if c.choices and c.choices[0].delta.tool_calls for tc in c.choices[0].delta.tool_calls]
+        self.assertEqual(deltas[0].function.name, "search")
+        self.assertTrue(deltas[0].id.startswith("call_"))
+        self.assertIn("q", json.loads("".join(d.function.arguments or "" for d in deltas)))
+        with self.assertRaises(openai.BadRequestError):
+            self.client.chat.completions.create(model=self.server.model_id, messages=messages[:1], tools=tools,
+                                                tool_choice={"type": "function", "function": {"name": "nope"}})
+
 
 def main():
     global ARGS
