@@ -27,6 +27,10 @@ DOC_B = ("a stitch in time saves nine, said the tailor, and then he sewed anothe
          "the coat before the market opened")
 
 
+TOOLS = [{"name": "search", "description": "search the passages",
+          "input_schema": {"type": "object", "properties": {"q": {"type": "string", "maxLength": 8}}, "required": ["q"]}}]
+
+
 def bootstrap(args):
     """Under the system python: install the client, then run this file in its venv."""
     if os.environ.get(IN_VENV) == "1":
@@ -151,6 +155,31 @@ class AnthropicClientTest(unittest.TestCase):
         total = m.usage.input_tokens + m.usage.cache_read_input_tokens + m.usage.cache_creation_input_tokens
         self.assertEqual(counted.input_tokens, total)
 
+    def test_tool_use_round_trip(self):
+        m = self.create("find the fox", tools=TOOLS, tool_choice={"type": "any", "disable_parallel_tool_use": True},
+                        max_tokens=256)
+        self.assertEqual(m.stop_reason, "tool_use")
+        uses = [b for b in m.content if b.type == "tool_use"]
+        self.assertEqual(len(uses), 1)
+        self.assertEqual(uses[0].name, "search")
+        self.assertTrue(uses[0].id.startswith("toolu_"))
+        self.assertIn("q", uses[0].input)
+        # The result goes back as a tool_result block; the next turn answers.
+        m2 = self.client.messages.create(model=MODEL, max_tokens=4, tools=TOOLS, messages=[
+            {"role": "user", "content": "find the fox"},
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": uses[0].id, "content": "3 passages"}]}])
+        self.assertEqual(m2.role, "assistant")
+        # Streamed: the tool_use block and its input_json_delta.
+        with self.client.messages.stream(model=MODEL, max_tokens=256, tools=TOOLS,
+                                         tool_choice={"type": "tool", "name": "search", "disable_parallel_tool_use": True},
+                                         messages=[{"role": "user", "content": "find the fox"}]) as stream:
+            final = stream.get_final_message()
+        streamed = [b for b in final.content if b.type == "tool_use"]
+        self.assertEqual(len(streamed), 1)
+        self.assertIn("q", streamed[0].input)
+        self.assertEqual(final.stop_reason, "tool_use")
+
     def test_errors(self):
         with self.assertRaises(anthropic.BadRequestError) as bad:
             self.create([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}])
@@ -159,8 +188,11 @@ class AnthropicClientTest(unittest.TestCase):
         self.assertEqual(bad.exception.body["error"]["type"], "invalid_request_error")
         self.assertIn("images are not served", bad.exception.message)
         with self.assertRaises(anthropic.BadRequestError) as tools:
-            self.create("hi", tools=[{"name": "f", "input_schema": {"type": "object"}}])
-        self.assertIn("tools", tools.exception.message)
+            self.create("hi", tools=[{"type": "web_search_20250305", "name": "web_search"}])
+        self.assertIn("server tools", tools.exception.message)
+        with self.assertRaises(anthropic.BadRequestError) as named:
+            self.create("hi", tools=TOOLS, tool_choice={"type": "tool", "name": "nope"})
+        self.assertIn("tool_choice.name", named.exception.message)
         wrong_key = anthropic.Anthropic(base_url=self.server.base, api_key="wrong", max_retries=0)
         with self.assertRaises(anthropic.AuthenticationError):
             wrong_key.messages.create(model=MODEL, max_tokens=2, messages=[{"role": "user", "content": "hi"}])
