@@ -10,6 +10,7 @@ deleted; errors raised as the client's exceptions. Exits 77 (skipped) when the
 `openai` package is missing; scripts/install_deps.sh installs it.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -134,6 +135,24 @@ class OpenAiResponsesTest(unittest.TestCase):
         with self.assertRaises(openai.NotFoundError):
             self.client.responses.retrieve(unkept.id)
 
+    def test_function_call_round_trip(self):
+        tools = [{"type": "function", "name": "search", "parameters": {
+            "type": "object", "properties": {"q": {"type": "string", "maxLength": 8}}, "required": ["q"]}}]
+        r = self.create("find the fox", extra={"ignore_eos": False}, tools=tools, tool_choice="required",
+                        parallel_tool_calls=False, max_output_tokens=256)
+        calls = [o for o in r.output if o.type == "function_call"]
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(calls[0].name, "search")
+        self.assertIn("q", json.loads(calls[0].arguments))
+        self.assertEqual(r.tool_choice, "required")
+        # The call and its output go back as input items; the next turn answers.
+        r2 = self.create([{"role": "user", "content": "find the fox"},
+                          {"type": "function_call", "call_id": calls[0].call_id, "name": "search",
+                           "arguments": calls[0].arguments},
+                          {"type": "function_call_output", "call_id": calls[0].call_id, "output": "3 passages"}],
+                         tools=tools)
+        self.assertEqual(r2.usage.output_tokens, 4)
+
     def test_errors_raise_the_matching_exceptions(self):
         with self.assertRaises(openai.BadRequestError) as bad:
             self.create([{"role": "user", "content": [
@@ -151,8 +170,11 @@ class OpenAiResponsesTest(unittest.TestCase):
             self.create("x", text={"format": {"type": "xml"}})
         self.assertEqual(bad.exception.param, "text.format.type")
         with self.assertRaises(openai.BadRequestError) as bad:
-            self.create("x", tools=[{"type": "function", "name": "f", "parameters": {}}])
-        self.assertEqual(bad.exception.param, "tools")
+            self.create("x", tools=[{"type": "web_search"}])
+        self.assertEqual(bad.exception.param, "tools[0].type")
+        with self.assertRaises(openai.BadRequestError) as bad:
+            self.create("x", tools=[{"type": "function", "name": "f g", "parameters": {}}])
+        self.assertEqual(bad.exception.param, "tools[0].name")
         with self.assertRaises(openai.NotFoundError):
             self.client.responses.retrieve("resp_123")
 
