@@ -188,10 +188,12 @@ TEST(ServerResponses, BadInputIsA400NamingTheFieldAndHarmsNothing) {
                           {{"type", "input_image"}, {"image_url", "https://example.com/x.png"}}}}};
     const std::vector<std::pair<json, std::string>> cases = {
         {{{"input", {image}}}, "input[0].content[1]"},
-        {{{"input", {{{"type", "function_call_output"}, {"call_id", "c1"}, {"output", "42"}}}}}, "input[0]"},
+        {{{"input", {{{"type", "custom_tool_call"}, {"call_id", "c1"}, {"input", "42"}}}}}, "input[0]"},
+        {{{"input", {{{"type", "function_call_output"}, {"call_id", "c1"}}}}}, "input[0].output"},
         {responses_body({{"previous_response_id", "resp_123"}}), "previous_response_id"},
         {responses_body({{"text", {{"format", {{"type", "xml"}}}}}}), "text.format.type"},
-        {responses_body({{"tools", {{{"type", "function"}, {"name", "f"}}}}}), "tools"},
+        {responses_body({{"tools", {{{"type", "web_search"}}}}}), "tools[0].type"},
+        {responses_body({{"tools", {{{"type", "function"}, {"name", "f g"}}}}}), "tools[0].name"},
         {responses_body({{"reasoning", {{"effort", "high"}}}}), "reasoning.effort"},
         {responses_body({{"max_output_tokens", 0}}), "max_output_tokens"},
         {responses_body({{"max_output_tokens", "ten"}}), "max_output_tokens"},
