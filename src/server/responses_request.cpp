@@ -31,35 +31,13 @@ Err take_text(json& v, const std::string& param, json& out) {
 
 // The chat fields a Responses body carries as they are: the sampling settings both APIs share,
 // lazyattn's extensions, and llama-server's and vLLM's constrained-output spellings.
-constexpr const char* kChatFields[] = {"model",
-                                       "temperature",
-                                       "top_p",
-                                       "stream",
-                                       "documents",
-                                       "cache_salt",
-                                       "document_reuse",
-                                       "documents_from",
-                                       "document_delimiter",
-                                       "stop",
-                                       "seed",
-                                       "top_k",
-                                       "min_p",
-                                       "repetition_penalty",
-                                       "presence_penalty",
-                                       "frequency_penalty",
-                                       "logit_bias",
-                                       "ignore_eos",
-                                       "grammar",
-                                       "json_schema",
-                                       "guided_json",
-                                       "guided_regex",
-                                       "guided_choice",
-                                       "guided_grammar",
-                                       "guided_decoding_backend",
-                                       "structured_outputs",
-                                       "response_format",
-                                       "timings_per_token",
-                                       "return_progress"};
+constexpr const char* kChatFields[] = {
+    "model", "temperature", "top_p", "stream", "documents", "cache_salt", "document_reuse", "documents_from",
+    "document_delimiter", "stop", "seed", "top_k", "min_p", "repetition_penalty", "presence_penalty",
+    "frequency_penalty", "logit_bias", "ignore_eos", "grammar", "json_schema", "guided_json", "guided_regex",
+    "guided_choice", "guided_grammar", "guided_decoding_backend", "structured_outputs", "response_format",
+    // llama-server's telemetry (llama_telemetry.h)
+    "timings_per_token", "return_progress"};
 
 // Chat Completions names a client may send here by mistake: each is refused with this API's name
 // for it rather than ignored (an ignored max_tokens would run to the end of the context).
