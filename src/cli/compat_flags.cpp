@@ -23,7 +23,8 @@ constexpr const char* kFit =
 constexpr const char* kSampling =
     "requests carry their own (the API's fields); server-wide defaults are --temp, --top-k, --top-p, --min-p, "
     "--repeat-penalty, --seed and --n-predict";
-constexpr const char* kGrammar = "constrained decoding (grammars, JSON schemas) is not served";
+constexpr const char* kGrammar =
+    "there is no server-wide constraint: each request sends its own (`grammar`, `json_schema`, `response_format`)";
 constexpr const char* kSpec = "speculative decoding is not served (no draft model, no n-gram drafts)";
 constexpr const char* kSpecOff = "speculative decoding is never on";
 constexpr const char* kLora = "LoRA adapters and control vectors are not served: merge the adapter into the GGUF";
@@ -31,10 +32,12 @@ constexpr const char* kEmbed = "there is no embeddings or rerank endpoint (they 
 constexpr const char* kVision = "images, audio and video are not served: text-only models, no multimodal projector";
 constexpr const char* kNoProjector = "no multimodal projector is ever loaded: text-only models";
 constexpr const char* kNoUi = "there is no web UI";
-constexpr const char* kTools = "tool calling and MCP are not served (requests with tools get 400)";
+constexpr const char* kTools =
+    "the server runs no tools (no agent loop, no MCP): a request's `tools` come back as tool_calls for the client "
+    "to run";
 constexpr const char* kNoTools = "there are no built-in tools or MCP proxy";
 constexpr const char* kBuiltinTools = "built-in tools are not served (GET and POST /tools answer 501)";
-constexpr const char* kMcp = "MCP is not served (/tools and /cors-proxy answer 501; requests with tools get 400)";
+constexpr const char* kMcp = "MCP is not served (/tools and /cors-proxy answer 501; a request's own tools are served)";
 constexpr const char* kRouter =
     "one model per process, no model router: run one `lazyattn serve` per model behind a proxy";
 constexpr const char* kNoRouter = "one model per process: there is no model router";
@@ -305,12 +308,12 @@ const CompatFlag kFlags[] = {
     {"--no-reasoning-preserve", kLlama, 0, kWarn, "messages are rendered as sent, with whatever reasoning they carry",
      nullptr, true},
     {"--skip-chat-parsing", kLlama, 0, kWarn,
-     "replies are never parsed for tool calls; their <think> section is split by --reasoning-format (none keeps it "
-     "in the content)",
+     "a reply is parsed for tool calls when its request offers tools; its <think> section is split by "
+     "--reasoning-format (none keeps it in the content)",
      nullptr, true},
     {"--no-skip-chat-parsing", kLlama, 0, kWarn,
-     "replies are never parsed for tool calls; their <think> section is split by --reasoning-format (none keeps it "
-     "in the content)",
+     "a reply is parsed for tool calls when its request offers tools; its <think> section is split by "
+     "--reasoning-format (none keeps it in the content)",
      nullptr, true},
     {"--prefill-assistant", kLlama, 0, kWarn,
      "a final assistant message is always continued (prefill), as llama-server's default", nullptr, true},
@@ -365,11 +368,13 @@ const CompatFlag kFlags[] = {
     {"--completion-bash", kLlama, 0, kRefuse, "there is no shell completion script", nullptr, true},
     {"--cache-list", kLlama, 0, kRefuse, "there is no download cache: models are local GGUF files (-m FILE)",
      nullptr, true},
-    // Features not served.
-    {"--enable-auto-tool-choice", kVllm, 0, kRefuse, "tool calling is not supported (requests with tools get 400)",
+    // Tool calls are always served: vLLM's switches for them change nothing.
+    {"--enable-auto-tool-choice", kVllm, 0, kWarn,
+     "tool calls are always served: a request's `tools` with tool_choice auto, none, required or a named function",
      nullptr, true},
-    {"--tool-call-parser", kVllm, 1, kRefuse, "tool calling is not supported (requests with tools get 400)", nullptr,
-     true},
+    {"--tool-call-parser", kVllm, 1, kWarn,
+     "the call format follows the chat template (hermes, smollm2, llama3, mistral, phi: docs/api.md \"Tool calls\")",
+     nullptr, true},
     // Accepted with a warning: the routes they would enable answer 501 naming the feature.
     {"--tools", kLlama, 1, kWarn, kBuiltinTools, nullptr, true},
     {"--tools-runtime", kLlama, 1, kWarn, kBuiltinTools, nullptr, true},

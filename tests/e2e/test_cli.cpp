@@ -388,26 +388,31 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
          {"--n-gpu-layers 35", "--cont-batching", "--mlock", "--no-mmap"}},
         {"-m " + model + " -fa -ngl 99 --chat-template-file " + jinja + " -b 256 -ub 256 --alias smol",
          {"--flash-attn on", "--ubatch-size 256"}},
-        {"-m " + model + " -ctk bf16 -ctv f16 --metrics --threads-http 4 -to 60 --slots", {"--metrics"}},
+        {"-m " + model + " -ctk bf16 -ctv f16 --metrics --threads-http 4 -to 60 --slots", {}},
         {model + " --gpu-memory-utilization 0.9 --max-model-len 512", {"--gpu-memory-utilization 0.9"}},
         {model + " --dtype auto --enable-prefix-caching --served-model-name smol --max-num-seqs 8",
          {"--dtype auto", "--enable-prefix-caching"}},
         {model + " --tensor-parallel-size 1 --kv-cache-dtype auto --trust-remote-code --max-num-batched-tokens 256",
          {"--tensor-parallel-size 1", "--trust-remote-code"}},
         {"--model " + model + " --api-key k --enforce-eager --seed 0 --disable-log-requests",
-         {"--enforce-eager", "--seed 0", "--disable-log-requests"}},
+         {"--enforce-eager", "--disable-log-requests"}},
         // What llama.cpp's own server tests pass (tools/server/tests/utils.py).
         {"--model " + model + " --temp 0.8 --seed 42 --host 127.0.0.1,::1 --offline --no-slots --jinja --no-ui " +
              "--verbose --alias smol,tinyllama-2 --cors-origins '*' --swa-full --context-shift --cache-ram 0 " +
              "--no-cache-idle-slots --no-mmproj --reasoning-format none --no-models-autoload --backend_sampling",
-         {"--temp 0.8", "--host 127.0.0.1,::1", "--offline", "--no-webui", "--cors-origins *", "--swa-full",
-          "--context-shift", "--cache-ram 0", "--no-mmproj", "--no-models-autoload", "--backend-sampling"}},
+         {"--offline", "--no-webui", "--cors-origins *", "--swa-full", "--context-shift", "--cache-ram 0",
+          "--no-mmproj", "--no-models-autoload", "--backend-sampling"}},
         // Its embedding and reranker presets: started once by its harness before any test (their
         // routes answer 501 here).
         {"-m " + model + " --embeddings --pooling mean --reranking", {"--embeddings", "--pooling mean", "--rerank"}},
         // llama-server's built-in template names and a template's text (its tests pass both).
         {"-m " + model + " --chat-template command-r", {}},
         {"-m " + model + " --chat-template '{% for m in messages %}{{ m.content }}{% endfor %}'", {}},
+        // A word that is neither a built-in name nor a file is a template's text, as llama-server takes it.
+        {"-m " + model + " --chat-template command-r-plus", {}},
+        // Tool calls are always served: vLLM's switches for them change nothing.
+        {"-m " + model + " --enable-auto-tool-choice --tool-call-parser hermes",
+         {"--enable-auto-tool-choice", "--tool-call-parser hermes"}},
     };
     for (const Line& line : starts) {
         const auto r = run_cli("serve " + line.args + " --port 0 --check", true);
@@ -421,8 +426,7 @@ TEST(Cli, PeerCommandLinesStartOrSayWhyNot) {
     const std::vector<std::pair<std::string, std::string>> refused = {
         {model + " --tensor-parallel-size 2", "one `lazyattn serve` per GPU"},
         {"-hf bartowski/SmolLM2-135M-Instruct-GGUF", "-m FILE"},
-        {"-m " + model + " --enable-auto-tool-choice --tool-call-parser hermes", "tool calling"},
-        {"-m " + model + " --chat-template command-r-plus", "mistral-v7"},
+        {"-m " + model + " --chat-template missing/command-r-plus.jinja", "no such file"},
         {"-m " + model + " --mmproj-url http://x/mmproj.gguf", "not served"},
         {"-m " + model + " --spec-type ngram-simple", "speculative decoding"},
     };
