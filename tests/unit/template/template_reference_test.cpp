@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "template/template.h"
@@ -68,6 +69,14 @@ std::string first_difference(const std::string& want, const std::string& got) {
            "\n  ours:   " + Json(got.substr(from, 120)).dump();
 }
 
+// Templates that add a string and an undefined variable: jinja2 raises, llama.cpp's engine (and
+// so llama-server) renders the string, and lazyattn follows llama-server (src/template: a string
+// plus an undefined is the string). Only these may render where jinja2 raised an UndefinedError.
+bool renders_undefined_like_llama_cpp(const std::string& name, const Json& error) {
+    static const std::set<std::string> kTemplates = {"fireworks-ai-llama-3-firefunction-v2.jinja"};
+    return kTemplates.count(name) > 0 && error.get<std::string>().starts_with("UndefinedError");
+}
+
 TEST(TemplateReference, MatchesJinja2OnModelTemplates) {
     const fs::path dir = LAZYATTN_TEMPLATE_REFERENCE_DIR;
     if (fs::exists(dir / "SKIPPED")) GTEST_SKIP() << read_file(dir / "SKIPPED");
@@ -82,7 +91,7 @@ TEST(TemplateReference, MatchesJinja2OnModelTemplates) {
     std::sort(files.begin(), files.end());
     ASSERT_GE(files.size(), 50u) << "expected llama.cpp's ~70 templates";
 
-    int matched = 0, raised_both = 0;
+    int matched = 0, raised_both = 0, llama_cpp_rule = 0;
     std::vector<std::string> refused;
     for (const fs::path& file : files) {
         const Json ref = Json::parse(read_file(file));
@@ -105,6 +114,10 @@ TEST(TemplateReference, MatchesJinja2OnModelTemplates) {
         for (const auto& c : ref["cases"]) {
             SCOPED_TRACE(c["name"].get<std::string>());
             auto out = tmpl->render(to_value(c["context"]), {}, now);
+            if (c.contains("error") && out.ok() && renders_undefined_like_llama_cpp(name, c["error"])) {
+                ++llama_cpp_rule;
+                continue;
+            }
             if (c.contains("error")) {
                 EXPECT_FALSE(out.ok()) << "jinja2 raised (" << c["error"].get<std::string>() << ") but ours rendered:\n"
                                        << *out;
@@ -121,7 +134,8 @@ TEST(TemplateReference, MatchesJinja2OnModelTemplates) {
         }
     }
     std::cout << "[template reference] " << matched << " renderings byte-identical to jinja2, " << raised_both
-              << " raised by both, " << refused.size() << " refused by lazyattn:\n";
+              << " raised by both, " << llama_cpp_rule << " rendered by llama.cpp's undefined rule, " << refused.size()
+              << " refused by lazyattn:\n";
     for (const std::string& r : refused) {
         std::cout << "  refused: " << r << "\n";
         const std::string template_name = r.substr(0, r.find_first_of(" :"));
