@@ -161,6 +161,12 @@ Err parse_messages(const json& body, GenerationRequest& out) {
             if (auto e = read_content(m.at("content"), p + ".content", msg.content, parts)) return e;
         }
         if (auto e = read_tool_fields(m, p, msg)) return e;
+        // Only an assistant message may leave its content out (it carries tool_calls instead):
+        // a template given no content would render the turn empty, or fail on it.
+        if (msg.role != "assistant" && (!m.contains("content") || m.at("content").is_null())) {
+            return invalid_request("'" + p + ".content' is required in a " + msg.role + " message", p + ".content",
+                                   "missing_required_parameter");
+        }
         out.messages.push_back(std::move(msg));
         out.message_parts.push_back(std::move(parts));
     }
