@@ -128,7 +128,12 @@ EngineHealth ServingEngine::health() const {
     h.has_work = has_work_;
     h.ms_since_progress = has_work_ ? now_ms() - last_progress_ms_ : 0.0;
     h.num_waiting = snapshot_.num_waiting + int32_t(incoming_.size());
-    h.num_running = snapshot_.num_running;
+    // The snapshot is taken after each step, but a request that finished in that step may have
+    // answered its client already: count only requests still unfinished, so a client that reads
+    // /metrics right after its answer never sees itself running.
+    int32_t unfinished = 0;
+    for (const auto& handle : in_flight_) unfinished += handle->finished() ? 0 : 1;
+    h.num_running = std::max(0, std::min(snapshot_.num_running, unfinished - h.num_waiting));
     return h;
 }
 
