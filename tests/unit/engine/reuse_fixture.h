@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "engine/loading/loaded_model.h"
@@ -54,5 +55,21 @@ inline void expect_pool_whole(const SyncEngine& e) {
     e.check_integrity();
     EXPECT_EQ(e.kv_cache().num_free(), e.kv_cache().pool().num_blocks()) << "blocks leaked";
 }
+
+// Fresh random prompt tokens (above the first three ids) from the test seed and a salt.
+class Tokens {
+public:
+    explicit Tokens(uint64_t salt) : rng_(testing::test_seed() + salt) {}
+    std::vector<int32_t> make(int32_t n) {
+        std::vector<int32_t> t(n);
+        const int32_t vocab = tiny_model().model->config().vocab_size;
+        for (auto& x : t) x = int32_t(3 + rng_() % (vocab - 3));
+        return t;
+    }
+    std::mt19937_64& rng() { return rng_; }
+
+private:
+    std::mt19937_64 rng_;
+};
 
 }  // namespace lazyattn::engine::reuse_testing
