@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/http_util.h"  // json_nesting_depth
+
 namespace lazyattn::server::tool_calls {
 namespace {
 
@@ -43,29 +45,6 @@ size_t json_value_end(std::string_view s, size_t begin, int& depth) {
         }
     }
     return std::string_view::npos;
-}
-
-int nesting(std::string_view s) {
-    int deepest = 0, level = 0;
-    bool in_string = false, escaped = false;
-    for (char c : s) {
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-            }
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            deepest = std::max(deepest, ++level);
-        } else if (c == '}' || c == ']') {
-            --level;
-        }
-    }
-    return deepest;
 }
 
 // The longest suffix of `s` that is a proper prefix of `marker`.
@@ -235,7 +214,7 @@ bool ToolCallStream::scan_call(ToolCallDelta& out, bool at_end) {
 void ToolCallStream::end_call(ToolCallDelta& out, std::string_view body, std::string_view markup) {
     in_call_ = false;
     std::vector<ToolCall> calls;
-    bool valid = nesting(body) <= kMaxCallDepth;
+    bool valid = json_nesting_depth(body, kMaxCallDepth) <= kMaxCallDepth;
     json v;
     if (valid) {
         v = json::parse(body, nullptr, false);
