@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from ._lazyattn import Error
 from ._async import AsyncLLM, AsyncStream
-from ._llm import LLM, Chunk, Completion, DocumentInfo, Stream, TokenLogprob, TopLogprob, Usage
+from ._llm import LLM, Chunk, Completion, DocumentInfo, Stream, TokenLogprob, ToolCall, TopLogprob, Usage
 from ._model import default_model_path
 
 try:
@@ -32,6 +32,7 @@ __all__ = [
     "Error",
     "Stream",
     "TokenLogprob",
+    "ToolCall",
     "TopLogprob",
     "Usage",
     "default_model_path",

@@ -110,7 +110,7 @@ class AsyncStream:
             while self.result is None:
                 event = await self._request.next_event()
                 if event[0] == "token":
-                    chunk = self._chunker.token(event[1], event[2], event[3])
+                    chunk = self._chunker.token(event)
                     if chunk is not None:
                         return chunk
                 else:

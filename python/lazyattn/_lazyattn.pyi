@@ -31,15 +31,17 @@ class Request:
     @property
     def done(self) -> bool: ...
     def next(self) -> Tuple[Any, ...]:
-        """("token", token id, text, RawLogprob or None) or ("finished", finish reason, error
-        message); blocks with the GIL released; Ctrl-C cancels the request and raises
-        KeyboardInterrupt."""
+        """("token", token id, text, RawLogprob or None, calls) or ("finished", finish reason,
+        error message); with tools, text is the content outside the calls and calls the
+        [(id, name, arguments JSON)] completed now (else []); blocks with the GIL released;
+        Ctrl-C cancels the request and raises KeyboardInterrupt."""
     def try_next(self) -> List[Tuple[Any, ...]]:
         """A request submitted with a Notifier: the events ready now (as next() gives them), the
         finishing one last; never blocks."""
     def result(self) -> Dict[str, Any]:
         """Waits for the end: text, token_ids, finish_reason, error, usage (a dict), logprobs
-        (a list of RawLogprob, one per token id, or None when not asked)."""
+        (a list of RawLogprob, one per token id, or None when not asked), tool_calls ([(id,
+        name, arguments JSON)]: a chat with tools; text is then the content outside them)."""
     def cancel(self) -> None: ...
 
 class Engine:

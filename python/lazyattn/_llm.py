@@ -78,15 +78,47 @@ class TokenLogprob:
 
 
 @dataclass
+class ToolCall:
+    """A function call the model asked for (a chat with tools=): OpenAI's tool call. `arguments`
+    is the arguments' JSON text, as OpenAI sends it; `args` the same parsed (always a dict: a
+    call whose arguments are not a JSON object stays in the text, never a call). Nothing is run:
+    the application runs it and sends the result back as a {"role": "tool"} message."""
+
+    id: str  # "call_...": the tool message's tool_call_id
+    name: str
+    arguments: str
+
+    @property
+    def args(self) -> Dict[str, Any]:
+        return json.loads(self.arguments)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """As an assistant message's tool_calls entry (OpenAI's shape)."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass
 class Completion:
     """One generation: its text, its token ids, why it stopped and what it cost. `logprobs`:
-    one TokenLogprob per token id when the request asked (logprobs=True or top_logprobs=k)."""
+    one TokenLogprob per token id when the request asked (logprobs=True or top_logprobs=k).
+    A chat with tools: `tool_calls` holds the calls the reply made (then finish_reason is
+    "tool_calls") and `text` the reply's text outside them; `message` is the assistant turn to
+    append to the conversation."""
 
     text: str
     token_ids: List[int]
-    finish_reason: str  # "stop", "length" or "cancelled"
+    finish_reason: str  # "stop", "length", "cancelled" or "tool_calls"
     usage: Usage = field(default_factory=Usage)
     logprobs: Optional[List[TokenLogprob]] = None
+    tool_calls: List[ToolCall] = field(default_factory=list)
+
+    @property
+    def message(self) -> Dict[str, Any]:
+        """The reply as an assistant message ({'role', 'content'} and, after calls, 'tool_calls')."""
+        m: Dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            m["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        return m
 
     def __str__(self) -> str:
         return self.text
@@ -94,16 +126,27 @@ class Completion:
 
 class Chunk(str):
     """A streamed piece of text (a str) with the generated tokens it completes: `token_ids` and,
-    when the request asked, `logprobs` (one TokenLogprob per id). A chunk is empty only when
-    it carries tokens that released no text (the end-of-generation token) and logprobs were asked."""
+    when the request asked, `logprobs` (one TokenLogprob per id). With tools, the text is the
+    reply's outside its calls and `tool_calls` the calls completed at this chunk, each whole
+    (the HTTP stream sends a call once it is complete and checked, too). A chunk is empty only
+    when it carries a call, or tokens that released no text (the end-of-generation token) and
+    logprobs were asked."""
 
     token_ids: List[int]
     logprobs: Optional[List[TokenLogprob]]
+    tool_calls: List[ToolCall]
 
-    def __new__(cls, text: str, token_ids: List[int], logprobs: Optional[List[TokenLogprob]]) -> "Chunk":
+    def __new__(
+        cls,
+        text: str,
+        token_ids: List[int],
+        logprobs: Optional[List[TokenLogprob]],
+        tool_calls: Optional[List[ToolCall]] = None,
+    ) -> "Chunk":
         chunk = super().__new__(cls, text)
         chunk.token_ids = token_ids
         chunk.logprobs = logprobs
+        chunk.tool_calls = tool_calls or []
         return chunk
 
 
@@ -153,8 +196,33 @@ def _messages(messages: Sequence[Any]) -> List[Dict[str, Any]]:
     for i, m in enumerate(messages):
         if not isinstance(m, Mapping):
             raise TypeError(f"messages[{i}] must be a dict with 'role' and 'content', got {_type_name(m)}")
-        out.append(dict(m))
+        m = dict(m)
+        calls = m.get("tool_calls")
+        if isinstance(calls, Sequence) and not isinstance(calls, (str, bytes)):
+            # A Completion's ToolCall objects as they came back, or OpenAI's dicts.
+            m["tool_calls"] = [c.to_dict() if isinstance(c, ToolCall) else c for c in calls]
+        out.append(m)
     return out
+
+
+def _tools(tools: Any, tool_choice: Any, parallel_tool_calls: Any) -> Dict[str, Any]:
+    """The tool arguments as chat's body fields. Types are checked here; names, schemas and the
+    choice by the server's own rules (server/tool_calls/), whose errors name the field."""
+    body: Dict[str, Any] = {}
+    if tools is not None:
+        _expect("tools", tools, isinstance(tools, Sequence) and not isinstance(tools, (str, bytes)),
+                "a list of {'type': 'function', 'function': {'name', 'description', 'parameters'}} dicts")
+        for i, t in enumerate(tools):
+            _expect(f"tools[{i}]", t, isinstance(t, Mapping), "a {'type': 'function', 'function': {...}} dict")
+        body["tools"] = [dict(t) for t in tools]
+    if tool_choice is not None:
+        _expect("tool_choice", tool_choice, isinstance(tool_choice, (str, Mapping)),
+                "'auto', 'none', 'required' or {'type': 'function', 'function': {'name'}}")
+        body["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
+    if parallel_tool_calls is not None:
+        _expect("parallel_tool_calls", parallel_tool_calls, isinstance(parallel_tool_calls, bool), "a bool")
+        body["parallel_tool_calls"] = parallel_tool_calls
+    return body
 
 
 def _token_logprob(token_id: int, raw: Any) -> TokenLogprob:
@@ -211,6 +279,9 @@ def _body(
     grammar: Any = None,
     regex: Any = None,
     choice: Any = None,
+    tools: Any = None,
+    tool_choice: Any = None,
+    parallel_tool_calls: Any = None,
 ) -> "tuple[str, bool]":
     """The request as an OpenAI body (JSON) and whether it is a chat. `prompt_token_ids` was
     checked by the caller (_prompt_token_ids: it knows the vocabulary)."""
@@ -277,6 +348,7 @@ def _body(
         else:
             body["logprobs"] = k
     body.update(_constraint(response_format=response_format, json_schema=json_schema, grammar=grammar, regex=regex, choice=choice))
+    body.update(_tools(tools, tool_choice, parallel_tool_calls))
     return json.dumps(body), chat
 
 
@@ -329,7 +401,8 @@ def _completion(result: Dict[str, Any]) -> Completion:
         raise Error(message)
     raw = result.get("logprobs")
     lps = None if raw is None else [_token_logprob(i, r) for i, r in zip(result["token_ids"], raw)]
-    return Completion(result["text"], list(result["token_ids"]), result["finish_reason"], Usage(**result["usage"]), lps)
+    calls = [ToolCall(*c) for c in result["tool_calls"]]
+    return Completion(result["text"], list(result["token_ids"]), result["finish_reason"], Usage(**result["usage"]), lps, calls)
 
 
 class _Chunker:
@@ -341,18 +414,20 @@ class _Chunker:
         self.ids: List[int] = []
         self.lps: List[TokenLogprob] = []
 
-    def token(self, token_id: int, text: str, raw: Any) -> Optional[Chunk]:
+    def token(self, event: Any) -> Optional[Chunk]:
+        """A ("token", id, text, logprobs, calls) event (lazyattn_ext.cpp's Request.next)."""
+        _, token_id, text, raw, calls = event
         if token_id >= 0:
             self.ids.append(token_id)
             if raw is not None:
                 self.lps.append(_token_logprob(token_id, raw))
-        return self._chunk(text) if text else None
+        return self._chunk(text, [ToolCall(*c) for c in calls]) if text or calls else None
 
     def end(self) -> Optional[Chunk]:
-        return self._chunk("") if self.logprobs and self.ids else None
+        return self._chunk("", []) if self.logprobs and self.ids else None
 
-    def _chunk(self, text: str) -> Chunk:
-        chunk = Chunk(text, self.ids, self.lps if self.logprobs else None)
+    def _chunk(self, text: str, calls: List[ToolCall]) -> Chunk:
+        chunk = Chunk(text, self.ids, self.lps if self.logprobs else None, calls)
         self.ids, self.lps = [], []
         return chunk
 
@@ -378,7 +453,7 @@ class Stream:
         while self.result is None:
             event = self._request.next()
             if event[0] == "token":
-                chunk = self._chunker.token(event[1], event[2], event[3])
+                chunk = self._chunker.token(event)
                 if chunk is not None:
                     return chunk
             else:
@@ -499,6 +574,10 @@ class LLM:
         response_format (OpenAI's: {'type': 'json_object'} or {'type': 'json_schema',
         'json_schema': {'name', 'schema', 'strict'}}), json_schema (a dict, JSON text, or a
         pydantic model class), grammar (GBNF, start rule `root`), regex, choice (a list of str).
+        Tools (a chat): tools (OpenAI's [{'type': 'function', 'function': {'name', 'description',
+        'parameters'}}]), tool_choice ('auto', 'none', 'required' or {'type': 'function',
+        'function': {'name'}}), parallel_tool_calls; the calls come back in
+        Completion.tool_calls (docs/python.md "Tool calls").
         """
         request = self._submit(prompt, kwargs)
         try:

@@ -11,6 +11,9 @@
 // names the request on the Notifier, whose eventfd the event loop watches (loop.add_reader);
 // Request.try_next() then takes what the mailbox holds. One fd per event loop, no thread.
 // Errors: a bad request raises ValueError naming the field; an engine failure lazyattn.Error.
+// Tools: a chat offering tools has its reply parsed by the server's own parser
+// (server/tool_calls/): result() splits the whole text into content and calls, and the events
+// carry the content with the calls completed at that token, as the HTTP stream sends them.
 #include <unistd.h>
 
 #include <nanobind/nanobind.h>
@@ -24,6 +27,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
@@ -46,6 +50,7 @@
 #include "server/openai_request.h"
 #include "server/request_builder.h"
 #include "server/serving_front.h"
+#include "server/tool_calls/tool_call_parser.h"
 #include "tokenizer/chat_template.h"
 
 #include "async_notifier.h"
@@ -102,25 +107,50 @@ void name_python_argument(std::optional<grammar::ConstraintSpec>& constraint) {
     if (constraint->field == "guided_choice") constraint->field = "choice";
 }
 
+// Calls as the Python package reads them: [(id, name, arguments JSON text), ...].
+nb::list call_list(const std::vector<server::tool_calls::ToolCall>& calls) {
+    nb::list out;
+    for (const server::tool_calls::ToolCall& c : calls) out.append(nb::make_tuple(c.id, c.name, c.arguments));
+    return out;
+}
+
+// The tools a prepared chat request's reply is parsed for (null: none, or tool_choice none).
+std::shared_ptr<const server::tool_calls::ToolRequest> parsed_tools(const server::PreparedRequest& p) {
+    if (!p.gen.chat || !p.gen.tools || !p.gen.tools->active()) return nullptr;
+    return p.gen.tools;
+}
+
 // One submitted request: its events, one at a time, or its whole result.
 class Request {
 public:
     Request(std::shared_ptr<State> state, std::shared_ptr<engine::RequestHandle> handle, bool chat, bool logprobs,
-            std::shared_ptr<Mailbox> mailbox)
+            std::shared_ptr<Mailbox> mailbox, std::shared_ptr<const server::tool_calls::ToolRequest> tools)
         : state_(std::move(state)),
           handle_(std::move(handle)),
           mailbox_(std::move(mailbox)),
+          tools_(std::move(tools)),
           chat_(chat),
-          logprobs_(logprobs) {}
+          logprobs_(logprobs) {
+        if (tools_) {
+            // One seed for the stream and the whole: a streamed call and result()'s have one id.
+            tool_seed_ = uint64_t(std::random_device{}()) << 32 | std::random_device{}();
+            tool_stream_.emplace(*tools_, tool_seed_);
+        }
+    }
 
-    // The next event: ("token", token id, text, logprobs) or ("finished", finish reason, error
-    // message); logprobs is None unless the request asked for them (see logprob_tuple), and for
-    // text released without a token (id -1). Blocks with the GIL released; Ctrl-C cancels the
-    // request and raises KeyboardInterrupt.
+    // The next event: ("token", token id, text, logprobs, calls) or ("finished", finish reason,
+    // error message); logprobs is None unless the request asked for them (see logprob_tuple), and
+    // for text released without a token (id -1). With tools, text is the content outside the
+    // calls and calls the ones completed now (call_list); what the parser held back comes at the
+    // end as a token of id -1. Blocks with the GIL released; Ctrl-C cancels the request and
+    // raises KeyboardInterrupt.
     nb::tuple next() {
         state_->require_own_process();
         for (;;) {
-            if (done_) return finished_tuple();
+            if (done_) {
+                if (auto rest = held_back_tuple()) return *rest;
+                return finished_tuple();
+            }
             if (auto e = poll(); e && e->kind == engine::RequestEvent::Kind::kToken) return token_tuple(*e);
             if (!done_) check_signals();
         }
@@ -138,6 +168,7 @@ public:
                 out.append(token_tuple(e));
             } else {
                 note_finished(e);
+                if (auto rest = held_back_tuple()) out.append(*rest);
                 out.append(finished_tuple());
                 break;  // nothing follows the end
             }
@@ -160,6 +191,17 @@ public:
             r = handle_->wait();
         }
         nb::dict d;
+        std::string finish(engine::finish_reason_name(r.finish_reason));
+        if (tools_) {
+            // The HTTP API's split (openai_renderer.cpp): content outside the calls, and a reply
+            // that stopped after calls finishes with "tool_calls".
+            server::tool_calls::ParsedReply parsed = server::tool_calls::parse_tool_calls(r.text, *tools_, tool_seed_);
+            r.text = parsed.content.value_or("");
+            d["tool_calls"] = call_list(parsed.calls);
+            if (!parsed.calls.empty() && finish == "stop") finish = "tool_calls";
+        } else {
+            d["tool_calls"] = nb::list();
+        }
         d["text"] = nb::str(r.text.data(), r.text.size());
         d["token_ids"] = r.token_ids;
         if (logprobs_) {
@@ -175,7 +217,7 @@ public:
         } else {
             d["logprobs"] = nb::none();
         }
-        d["finish_reason"] = std::string(engine::finish_reason_name(r.finish_reason));
+        d["finish_reason"] = finish;
         d["error"] = r.status.ok() ? std::string() : r.status.message();
         if (r.finish_reason == engine::FinishReason::kError) {
             // The server's face of it: a request the engine found bad is the caller's.
@@ -194,12 +236,25 @@ public:
     bool done() const { return done_; }
 
 private:
-    nb::tuple token_tuple(const engine::RequestEvent& e) const {
+    nb::tuple token_tuple(const engine::RequestEvent& e) {
         nb::object lp = nb::none();
         if (logprobs_ && e.token_id >= 0) {
             lp = logprob_tuple(*state_->lm.tokenizer, e.token_id, e.logprob, e.top_logprobs);
         }
-        return nb::make_tuple("token", e.token_id, nb::str(e.text.data(), e.text.size()), lp);
+        if (!tool_stream_) {
+            return nb::make_tuple("token", e.token_id, nb::str(e.text.data(), e.text.size()), lp, nb::list());
+        }
+        const server::tool_calls::ToolCallDelta d = tool_stream_->feed(e.text);
+        return nb::make_tuple("token", e.token_id, nb::str(d.content.data(), d.content.size()), lp, call_list(d.calls));
+    }
+    // Once finished: what the tool-call parser held back (text, a call left open), once.
+    std::optional<nb::tuple> held_back_tuple() {
+        if (!tool_stream_ || flushed_) return std::nullopt;
+        flushed_ = true;
+        const server::tool_calls::ToolCallDelta d = tool_stream_->finish();
+        if (tool_stream_->num_calls() > 0 && finish_reason_ == "stop") finish_reason_ = "tool_calls";
+        if (d.content.empty() && d.calls.empty()) return std::nullopt;
+        return nb::make_tuple("token", -1, nb::str(d.content.data(), d.content.size()), nb::none(), call_list(d.calls));
     }
     nb::tuple finished_tuple() const { return nb::make_tuple("finished", finish_reason_, error_); }
     void note_finished(const engine::RequestEvent& e) {
@@ -229,7 +284,11 @@ private:
 
     std::shared_ptr<State> state_;
     std::shared_ptr<engine::RequestHandle> handle_;
-    std::shared_ptr<Mailbox> mailbox_;  // async requests only
+    std::shared_ptr<Mailbox> mailbox_;                              // async requests only
+    std::shared_ptr<const server::tool_calls::ToolRequest> tools_;  // a chat's tools to parse; null: none
+    uint64_t tool_seed_ = 0;
+    std::optional<server::tool_calls::ToolCallStream> tool_stream_;  // next()'s parser
+    bool flushed_ = false;                                           // held_back_tuple() was taken
     bool chat_ = false;
     bool logprobs_ = false;  // the request asked for logprobs
     bool done_ = false;
@@ -251,6 +310,7 @@ public:
         std::shared_ptr<Mailbox> mailbox;
         if (notifier != nullptr) mailbox = std::make_shared<Mailbox>(notifier->core(), next_mailbox_key());
         bool logprobs = false;
+        std::shared_ptr<const server::tool_calls::ToolRequest> tools;
         {
             nb::gil_scoped_release unlocked;
             auto lock = state_->hold();
@@ -264,13 +324,14 @@ public:
             const std::string tenant = server::ApiKeys::tenant_of("", gen.cache_salt);
             server::PreparedRequest prepared;
             if (auto e = state_->front->prepare(std::move(gen), tenant, {}, prepared)) raise_api_error(*e);
+            tools = parsed_tools(prepared);
             engine::RequestHandle::Callback on_event;
             if (mailbox) on_event = [mailbox](const engine::RequestEvent& e) { mailbox->post(e); };
             auto submitted = state_->front->submit(prepared, std::move(on_event));
             if (!submitted.ok()) raise_api_error(server::generation_error(submitted.status(), chat));
             handle = std::move(submitted->handles.front());
         }
-        return Request(state_, std::move(handle), chat, logprobs, std::move(mailbox));
+        return Request(state_, std::move(handle), chat, logprobs, std::move(mailbox), std::move(tools));
     }
 
     std::vector<int32_t> tokenize(const std::string& text, bool add_special, bool parse_special) {

@@ -1,5 +1,6 @@
-"""docs/python.md's examples run: the async RAG service (tests/python/example_async_rag.py) and the
-cited JSON answer (tests/python/example_cited_json.py); the doc holds each file's code verbatim."""
+"""docs/python.md's examples run: the async RAG service (tests/python/example_async_rag.py), the
+cited JSON answer (tests/python/example_cited_json.py) and the tool-calling RAG loop
+(tests/python/example_tool_rag.py); the doc holds each file's code verbatim."""
 
 import asyncio
 
@@ -29,6 +30,20 @@ def test_cited_json_example_runs(capsys):
     assert "Which rivers meet in Lyon? ->" in capsys.readouterr().out
 
 
+def test_tool_rag_example_runs(capsys):
+    import example_tool_rag
+
+    first, second = example_tool_rag.main()
+    for out in (first, second):
+        assert out.finish_reason in ("stop", "length") and out.text and not out.tool_calls
+        assert out.usage.document_tokens > 0  # the passages came back as documents
+    # The first question computed its passages; the second found (some of) the same ones cached.
+    assert first.usage.segments_missed >= 3
+    assert second.usage.segments_hit >= 1
+    out = capsys.readouterr().out
+    assert "Which rivers meet in Lyon? -> search(" in out and "document hits" in out
+
+
 def test_doc_holds_the_examples_verbatim():
     """Each example file's code between its markers is a code block of docs/python.md."""
     import pathlib
@@ -38,7 +53,7 @@ def test_doc_holds_the_examples_verbatim():
     docs = [d / "docs" / "python.md" for d in here.parents if (d / "docs" / "python.md").is_file()]
     assert docs, "docs/python.md not found above " + str(here)
     text = docs[0].read_text()
-    for name in ("example_async_rag.py", "example_cited_json.py"):
+    for name in ("example_async_rag.py", "example_cited_json.py", "example_tool_rag.py"):
         source = (here / name).read_text()
         begin = source.index("\n", source.index("# --- docs/python.md:")) + 1
         code = source[begin : source.index("# --- end of the example ---")]
