@@ -20,12 +20,12 @@
 #include "bench/heldout_tasks.h"
 #include "bench/proportions.h"
 #include "bench/quality_tasks.h"
+#include "cli/bench_quality_progress.h"
 #include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
 #include "cli/data_files.h"
 #include "cli/model_path.h"
-#include "core/progress.h"
 #include "core/timer.h"
 #include "engine/loading/block_finetune.h"
 #include "engine/loading/loaded_model.h"
@@ -37,13 +37,6 @@ namespace lazyattn::cli {
 namespace {
 
 using Variant = engine::ReuseVariant;
-
-struct Answer {
-    std::string reply;
-    bool correct = false;
-    double f1 = 0;
-    int32_t prompt_tokens = 0, prefill_tokens = 0, recomputed_tokens = 0;
-};
 
 // Where the answer's document sits among k: first, middle third.., last.
 std::string position_bucket(const bench::QualityTask& t) {
@@ -74,13 +67,60 @@ bool takes_ready_copies(const std::vector<Variant>& variants, const KeyOf& key_o
                        [&](const Variant& v) { return key_of(v) == key && v.reuse.neighbours_when_ready; });
 }
 
+// A window's warm-up for the presets that read conditioned copies where they exist (--quality
+// balanced, accurate): each question asked once (one token) with `ready`'s reuse, then the
+// background work run to its end, so the measured pass reads the copies a long-running server
+// has made for documents it has seen. Asked again while sightings were refused (a tenant queues
+// at most 16 copies: a question of 20 documents needs a second sighting), as a recurring stream
+// would. Done window by window, just before the window's measured pass: a copy made then is
+// still in the pool when it is read (a warm-up pass over every question first would have the
+// first questions' copies evicted by the last ones'), and a resumed run warms exactly what it asks.
+Status warm_up(engine::SyncEngine& eng, const Variant& ready, const std::vector<engine::RagRequest>& requests) {
+    for (int round = 0; round < 4; ++round) {
+        const int64_t refused = eng.scheduler().stats().background.refused;
+        for (engine::RagRequest req : requests) {
+            req.reuse = ready.reuse;
+            req.max_tokens = 1;
+            if (auto r = eng.run(req); !r.ok()) return r.status();
+            eng.run_background();
+        }
+        if (eng.scheduler().stats().background.refused == refused) break;
+    }
+    return {};
+}
+
+// One line on stderr per window: answers done of all, this run's rate and the time left at it
+// (a resumed run counts only what it asked itself).
+class RunProgress {
+public:
+    RunProgress(int64_t total, int64_t done_before) : total_(total), before_(done_before), start_ms_(now_ms()) {}
+    void update(int64_t done) {
+        const double spent_s = (now_ms() - start_ms_) / 1000;
+        const int64_t here = done - before_;
+        const double per_answer = here > 0 ? spent_s / double(here) : 0;
+        std::fprintf(stderr,
+                     "answered %lld/%lld (%.1f%%), %lld this run in %.0f s, %.1f s per answer, about %.1f h left\n",
+                     (long long)done, (long long)total_, 100.0 * double(done) / double(std::max<int64_t>(1, total_)),
+                     (long long)here, spent_s, per_answer, per_answer * double(total_ - done) / 3600);
+        std::fflush(stderr);
+    }
+
+private:
+    int64_t total_, before_;
+    double start_ms_;
+};
+
 // Every variant answers every question. Questions go in windows of `concurrency`; within a
 // window, all variants of one cache mode run together on that mode's engine, so variants that
 // read the same document encoding (plain or anchored) share one computation of it: the cost of
-// a variant beyond its mode is its own tail and recomputed rows.
+// a variant beyond its mode is its own tail and recomputed rows. With a progress file, each
+// (window, engine) batch is appended to it when it ends, and a batch found there whole is not
+// asked again (one with an answer missing, cut mid-write, is asked again whole, so its variants
+// run together as in an uncut run; the answers recorded first stay).
 Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::ChatTemplate>& chat,
                     const std::vector<Variant>& variants, const std::vector<bench::QualityTask>& tasks,
-                    const BenchQualityOptions& o, std::map<std::string, std::vector<Answer>>& answers) {
+                    const BenchQualityOptions& o, QualityProgress* progress,
+                    std::map<std::string, std::vector<QualityAnswer>>& answers) {
     // One engine per (cache mode, KV types): variants of one mode and types share documents.
     using EngineKey = std::tuple<engine::CacheMode, kernels::KvDtype, kernels::KvDtype>;
     const auto key_of = [&o](const Variant& v) {
@@ -98,7 +138,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
         ec.check_integrity = false;
         ec.query_mass_layers = o.query_layers;
         // Presets that take conditioned copies where they exist get them made in the background;
-        // the warm-up pass below is each document's sighting.
+        // the warm-up of each window is each document's sighting.
         if (takes_ready_copies(variants, key_of, key)) ec.condition_after = 1;
         LA_ASSIGN_OR_RETURN(engines[key], engine::SyncEngine::create(*lm.model, *lm.tokenizer, ec));
     }
@@ -113,51 +153,65 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
         req.max_tokens = t.family == "agg" || t.family == "bridge" ? 48 : 32;
         return req;
     };
+    const auto conditioned = [&](const EngineKey& key) {
+        return std::any_of(variants.begin(), variants.end(),
+                           [&](const Variant& v) { return key_of(v) == key && v.reuse.neighbours > 0; });
+    };
     // Conditioned copies (neighbours=K) read their neighbours from the corpus indexed so far. With
     // the whole question set indexed first, as `precompute --neighbours K` indexes its corpus,
     // each copy's neighbours no longer depend on which questions (and variants) ran before it.
     if (o.neighbours_corpus == "all") {
         for (auto& [key, eng] : engines) {
-            const bool conditioned = std::any_of(variants.begin(), variants.end(), [&](const Variant& v) {
-                return key_of(v) == key && v.reuse.neighbours > 0;
-            });
-            if (!conditioned) continue;
+            if (!conditioned(key)) continue;
             for (const auto& t : tasks) {
                 LA_ASSIGN_OR_RETURN(auto req, request_for(t));
                 eng->core().scheduler().index_documents(req.tenant, req.documents());
             }
         }
     }
-    // The steady state of the presets (--quality balanced, accurate): every question asked once
-    // (one token), then the background work run to its end, so the measured pass reads the
-    // conditioned copies a long-running server has made by then.
-    for (auto& [key, eng] : engines) {
-        const Variant* ready = nullptr;
-        for (const Variant& v : variants) {
-            if (key_of(v) == key && v.reuse.neighbours_when_ready) ready = &v;
-        }
-        if (ready == nullptr) continue;
-        ProgressBar warm("warm-up (" + ready->name + ")", int64_t(tasks.size()));
-        for (size_t i = 0; i < tasks.size(); ++i) {
-            LA_ASSIGN_OR_RETURN(auto req, request_for(tasks[i]));
-            req.reuse = ready->reuse;
-            req.max_tokens = 1;
-            if (auto r = eng->run(req); !r.ok()) return r.status();
-            eng->run_background();
-            warm.update(int64_t(i + 1));
-        }
-        warm.finish();
-        const engine::SchedulerStats st = eng->scheduler().stats();
-        std::printf("steady state: %lld conditioned copies made in the background (%lld skipped)\n",
-                    (long long)st.background.done, (long long)st.background.skipped);
-    }
     for (const Variant& v : variants) answers[v.name].assign(tasks.size(), {});
-    ProgressBar bar("questions x variants", int64_t(tasks.size() * variants.size()));
     int64_t done = 0;
+    if (progress != nullptr) {
+        for (const Variant& v : variants) {
+            for (size_t i = 0; i < tasks.size(); ++i) {
+                if (const QualityAnswer* a = progress->find(v.name, i)) answers[v.name][i] = *a, ++done;
+            }
+        }
+    }
+    const int64_t total = int64_t(tasks.size() * variants.size());
+    RunProgress shown(total, done);
+    if (done > 0)
+        std::fprintf(stderr, "resuming: %lld of %lld answers found in the progress file\n", (long long)done,
+                     (long long)total);
     const size_t window = size_t(std::max(1, o.concurrency));
     for (size_t first = 0; first < tasks.size(); first += window) {
         const size_t last = std::min(tasks.size(), first + window);
         for (auto& [key, eng] : engines) {
+            bool whole = progress != nullptr;
+            for (size_t i = first; i < last && whole; ++i) {
+                for (const Variant& v : variants) {
+                    if (key_of(v) == key && progress->find(v.name, i) == nullptr) whole = false;
+                }
+            }
+            std::vector<engine::RagRequest> requests;
+            for (size_t i = first; i < last; ++i) {
+                LA_ASSIGN_OR_RETURN(auto req, request_for(tasks[i]));
+                requests.push_back(std::move(req));
+            }
+            if (whole) {
+                // Answered already. Under --neighbours-corpus seen the corpus still grows by the
+                // window's documents, as it did when they were asked.
+                if (o.neighbours_corpus == "seen" && conditioned(key)) {
+                    for (const auto& req : requests)
+                        eng->core().scheduler().index_documents(req.tenant, req.documents());
+                }
+                continue;
+            }
+            const Variant* ready = nullptr;
+            for (const Variant& v : variants) {
+                if (key_of(v) == key && v.reuse.neighbours_when_ready) ready = &v;
+            }
+            if (ready != nullptr) LA_RETURN_IF_ERROR(warm_up(*eng, *ready, requests));
             engine::EngineCore& sched = eng->core();
             struct InFlight {
                 const Variant* variant;
@@ -166,7 +220,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
             };
             std::vector<InFlight> in_flight;
             for (size_t i = first; i < last; ++i) {
-                LA_ASSIGN_OR_RETURN(auto req, request_for(tasks[i]));
+                engine::RagRequest req = requests[i - first];
                 for (const Variant& v : variants) {
                     if (key_of(v) != key) continue;
                     req.reuse = v.reuse;
@@ -176,21 +230,32 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
             }
             while (sched.step()) {
             }
+            std::vector<std::tuple<std::string, size_t, QualityAnswer>> batch;
             for (auto& f : in_flight) {
                 const engine::RagResult r = f.handle->wait();
                 if (r.finish_reason == engine::FinishReason::kError) return r.status;
-                Answer& a = answers[f.variant->name][f.task];
+                if (progress != nullptr && progress->find(f.variant->name, f.task) != nullptr) continue;
+                QualityAnswer a;
                 a.reply = r.text;
                 a.correct = bench::reply_is_correct(tasks[f.task], r.text);
                 a.f1 = bench::reply_f1(tasks[f.task], r.text);
                 a.prompt_tokens = r.stats.num_prompt_tokens;
                 a.prefill_tokens = r.stats.prefill_tokens;
                 a.recomputed_tokens = r.stats.recomputed_tokens;
-                bar.update(++done);
+                answers[f.variant->name][f.task] = a;
+                batch.emplace_back(f.variant->name, f.task, std::move(a));
+                ++done;
             }
+            if (progress != nullptr) LA_RETURN_IF_ERROR(progress->append(batch));
         }
+        shown.update(done);
     }
-    bar.finish();
+    for (auto& [key, eng] : engines) {
+        if (!takes_ready_copies(variants, key_of, key)) continue;
+        const engine::SchedulerStats st = eng->scheduler().stats();
+        std::printf("steady state: %lld conditioned copies made in the background (%lld skipped, %lld refused)\n",
+                    (long long)st.background.done, (long long)st.background.skipped, (long long)st.background.refused);
+    }
     return {};
 }
 
@@ -208,8 +273,8 @@ using TaskFilter = std::function<bool(const bench::QualityTask&)>;
 struct QualityResults {
     std::vector<bench::QualityTask> tasks;
     std::vector<Variant> variants;
-    std::map<std::string, std::vector<Answer>> answers;  // per variant, per task
-    std::vector<std::string> families;                   // the groups compared per family
+    std::map<std::string, std::vector<QualityAnswer>> answers;  // per variant, per task
+    std::vector<std::string> families;                          // the groups compared per family
     std::vector<std::pair<std::string, TaskFilter>> groups;
 
     std::vector<bool> correct_where(const std::string& v, const TaskFilter& keep) const {
@@ -223,10 +288,23 @@ struct QualityResults {
 
 bool every_task(const bench::QualityTask&) { return true; }
 
+// A variant of --variants: MODE[:REUSE][@KV], or a preset with more reuse settings after it,
+// "balanced+damp=16:-2": lazy with the preset's document reuse and those parts added (a preset
+// alone is --quality's variant of that name).
+Expected<Variant> preset_variant(const std::string& spec) {
+    const size_t plus = spec.find('+');
+    const auto preset = engine::parse_quality_preset(spec.substr(0, plus));
+    if (!preset) return engine::parse_reuse_variant(spec);
+    std::string reuse = engine::preset_document_reuse(*preset).name();
+    if (plus != std::string::npos) reuse = (reuse == "plain" ? "" : reuse + "+") + spec.substr(plus + 1);
+    LA_ASSIGN_OR_RETURN(auto r, engine::parse_document_reuse(reuse));
+    return Variant{spec, engine::CacheMode::kLazy, r, std::nullopt};
+}
+
 // The variants of --variants. The command's exit code: 0, or 2 for a bad spelling.
 int parse_variants(const BenchQualityOptions& o, std::vector<Variant>* variants) {
     for (const auto& spec : o.variants) {
-        auto v = engine::parse_reuse_variant(spec);
+        auto v = preset_variant(spec);
         if (!v.ok()) {
             std::cerr << "error: variant '" << spec << "': " << v.status().to_string() << "\n";
             return 2;
@@ -349,7 +427,7 @@ void report_paired(const QualityResults& r, nlohmann::json& out) {
             out["paired"].push_back(paired_json(v.name, ref, c));
         }
     }
-    // The same per family (the JSON has every reference; the table, the first variant).
+    // The same per family.
     if (r.families.size() > 1) std::printf("\npaired, per family\n");
     for (const auto& [name, keep] : r.groups) {
         if (std::find(r.families.begin(), r.families.end(), name) == r.families.end()) continue;
@@ -357,7 +435,7 @@ void report_paired(const QualityResults& r, nlohmann::json& out) {
             for (const auto& v : r.variants) {
                 if (v.name == ref) continue;
                 const auto c = bench::compare_paired(r.correct_where(v.name, keep), r.correct_where(ref, keep));
-                if (r.families.size() > 1 && ref == refs[0]) {
+                if (r.families.size() > 1) {
                     std::printf("%-8s %-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld / %lld)\n", name.c_str(),
                                 v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
                                 100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
@@ -421,12 +499,136 @@ void report_questions(const QualityResults& r, nlohmann::json& out) {
     }
 }
 
+// The arguments that decide which questions are asked and how they are answered, as a progress
+// file's header records them (option name -> value): a file written with others is refused.
+nlohmann::json progress_arguments(const BenchQualityOptions& o, const std::vector<Variant>& variants,
+                                  const std::string& model_path) {
+    nlohmann::json a;
+    a["--model"] = model_path;
+    a["--fp32"] = o.fp32;
+    a["--kv-dtype"] =
+        std::string(kernels::kv_dtype_name(o.common.kv_types.k)) + "," + kernels::kv_dtype_name(o.common.kv_types.v);
+    a["--device"] = backend::device_name(o.common.device);
+    a["--threads"] = o.common.num_threads;
+    a["--kv-store"] = o.common.kv_stores;
+    a["--data"] = o.data_path;
+    a["--questions"] = o.num_questions;
+    a["--seed"] = o.seed;
+    a["--families"] = o.families;
+    a["--doc-counts"] = o.doc_counts;
+    a["--max-prompt-words"] = o.max_prompt_words;
+    a["--no-wiki"] = !o.wiki;
+    a["--concurrency"] = o.concurrency;
+    a["--neighbours-corpus"] = o.neighbours_corpus;
+    a["--query-layers"] = o.query_layers;
+    for (const auto& v : variants) a["variants"].push_back(v.name);  // --variants then --quality, in order
+    return a;
+}
+
+// A partial file's questions: those every variant has answered (the tables pair variants
+// question by question), in their order. Prints how many each variant has answered.
+void keep_answered_by_all(QualityResults& r, const QualityProgress& progress, nlohmann::json& out) {
+    std::vector<size_t> keep;
+    std::map<std::string, size_t> answered;
+    std::vector<bool> by_all(r.tasks.size(), true);
+    for (const auto& v : r.variants) {
+        for (size_t i = 0; i < r.tasks.size(); ++i) {
+            const bool has = progress.find(v.name, i) != nullptr;
+            answered[v.name] += has;
+            if (!has) by_all[i] = false;
+        }
+    }
+    for (size_t i = 0; i < r.tasks.size(); ++i) {
+        if (by_all[i]) keep.push_back(i);
+    }
+    std::printf("answered, of %zu questions:", r.tasks.size());
+    for (const auto& v : r.variants) {
+        std::printf(" %s %zu", v.name.c_str(), answered[v.name]);
+        out["answered"][v.name] = answered[v.name];
+    }
+    std::printf("; the tables count the %zu every variant has answered%s\n", keep.size(),
+                keep.size() < r.tasks.size() ? " (partial)" : "");
+    out["partial"] = keep.size() < r.tasks.size();
+    out["num_questions_asked"] = r.tasks.size();
+    std::vector<bench::QualityTask> tasks;
+    std::map<std::string, std::vector<QualityAnswer>> answers;
+    for (size_t i : keep) {
+        tasks.push_back(r.tasks[i]);
+        for (const auto& v : r.variants) answers[v.name].push_back(r.answers[v.name][i]);
+    }
+    r.tasks = std::move(tasks);
+    r.answers = std::move(answers);
+}
+
+void write_report(const BenchQualityOptions& o, const bench::QualitySuiteOptions& so, const std::string& path,
+                  double seconds, QualityResults& r, nlohmann::json& out) {
+    add_groups(o, so, r);
+    out["model"] = path;
+    out["weights"] = o.fp32 ? "fp32" : "as stored in the file";
+    out["seed"] = o.seed;
+    out["neighbours_corpus"] = o.neighbours_corpus;
+    out["num_questions"] = r.tasks.size();
+    for (const auto& v : r.variants) out["variants"].push_back(v.name);  // in the order run (objects sort keys)
+    if (r.tasks.empty()) {
+        std::printf("no question answered by every variant yet\n");
+    } else {
+        report_accuracy(r, out);
+        report_paired(r, out);
+        report_gap(r, out);
+        report_cost(r, seconds, out);
+    }
+    out["seconds"] = seconds;
+    report_questions(r, out);
+    if (!o.json_path.empty()) std::ofstream(o.json_path) << out.dump(1);
+}
+
+// --report-only: the tables and JSON of what the progress file holds, without the model.
+int report_progress_file(const BenchQualityOptions& o, const bench::QualitySuiteOptions& so, const std::string& path,
+                         QualityResults& r) {
+    if (o.resume_path.empty()) {
+        std::cerr << "error: --report-only reports the answers of --resume FILE; give it\n";
+        return 2;
+    }
+    auto progress = QualityProgress::open(o.resume_path, progress_arguments(o, r.variants, path), r.tasks, o.seed,
+                                          /*read_only=*/true);
+    if (!progress.ok()) {
+        std::cerr << "error: " << progress.status().to_string() << "\n";
+        return progress.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    for (const auto& v : r.variants) {
+        r.answers[v.name].assign(r.tasks.size(), {});
+        for (size_t i = 0; i < r.tasks.size(); ++i) {
+            if (const QualityAnswer* a = progress->find(v.name, i)) r.answers[v.name][i] = *a;
+        }
+    }
+    nlohmann::json out;
+    keep_answered_by_all(r, *progress, out);
+    write_report(o, so, path, 0, r, out);
+    return 0;
+}
+
 }  // namespace
 
 int run_bench_quality(const BenchQualityOptions& o) {
     QualityResults r;
     if (int rc = parse_variants(o, &r.variants); rc != 0) return rc;
     const std::string path = o.common.model_path.empty() ? default_model_path() : o.common.model_path;
+    bench::QualitySuiteOptions so;
+    size_t num_synthetic = 0;
+    if (int rc = make_tasks(o, &so, &r.tasks, &num_synthetic); rc != 0) return rc;
+    std::printf("%zu questions (%zu synthetic + %zu from %s%s), %zu variants, model %s\n", r.tasks.size(),
+                num_synthetic, r.tasks.size() - num_synthetic, o.data_path.c_str(),
+                o.wiki ? "; --no-wiki leaves those out" : "", r.variants.size(), path.c_str());
+    if (o.report_only) return report_progress_file(o, so, path, r);
+    std::optional<QualityProgress> progress;
+    if (!o.resume_path.empty()) {
+        auto p = QualityProgress::open(o.resume_path, progress_arguments(o, r.variants, path), r.tasks, o.seed);
+        if (!p.ok()) {
+            std::cerr << "error: " << p.status().to_string() << "\n";
+            return p.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+        }
+        progress.emplace(std::move(p).value());
+    }
     model::WeightOptions wo;
     wo.dequantize_all = o.fp32;
     auto lm = engine::load_model(path, o.common.device, o.common.num_threads, wo);
@@ -445,35 +647,15 @@ int run_bench_quality(const BenchQualityOptions& o) {
         return 1;
     }
     const std::optional<tokenizer::ChatTemplate> chat = *tmpl;
-    bench::QualitySuiteOptions so;
-    size_t num_synthetic = 0;
-    if (int rc = make_tasks(o, &so, &r.tasks, &num_synthetic); rc != 0) return rc;
-    std::printf("%zu questions (%zu synthetic + %zu from %s%s), %zu variants, model %s\n", r.tasks.size(),
-                num_synthetic, r.tasks.size() - num_synthetic, o.data_path.c_str(),
-                o.wiki ? "; --no-wiki leaves those out" : "", r.variants.size(), path.c_str());
 
     const double t0 = now_ms();
-    if (Status st = run_variants(*lm, chat, r.variants, r.tasks, o, r.answers); !st.ok()) {
+    if (Status st = run_variants(*lm, chat, r.variants, r.tasks, o, progress ? &*progress : nullptr, r.answers);
+        !st.ok()) {
         std::cerr << "error: " << st.to_string() << "\n";
         return 1;
     }
-    const double seconds = (now_ms() - t0) / 1000;
-    add_groups(o, so, r);
-
     nlohmann::json out;
-    out["model"] = path;
-    out["weights"] = o.fp32 ? "fp32" : "as stored in the file";
-    out["seed"] = o.seed;
-    out["neighbours_corpus"] = o.neighbours_corpus;
-    out["num_questions"] = r.tasks.size();
-    for (const auto& v : r.variants) out["variants"].push_back(v.name);  // in the order run (objects sort keys)
-    report_accuracy(r, out);
-    report_paired(r, out);
-    report_gap(r, out);
-    report_cost(r, seconds, out);
-    out["seconds"] = seconds;
-    report_questions(r, out);
-    if (!o.json_path.empty()) std::ofstream(o.json_path) << out.dump(1);
+    write_report(o, so, path, (now_ms() - t0) / 1000, r, out);
     return 0;
 }
 
@@ -486,7 +668,9 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
     bq->add_option("--data", o.data_path, "QA JSONL file (its questions, and filler prose for the tasks)");
     bq->add_option("--quality", o.quality,
                    "quality presets answered as variants named fast, balanced, accurate (serve --quality), each in "
-                   "its steady state: a warm-up pass lets the background work make its conditioned copies first")
+                   "its steady state: each question is asked once first, so the background work makes its documents' "
+                   "conditioned copies before the measured answer; --variants balanced+damp=16:-2 adds settings "
+                   "to a preset")
         ->check(CLI::IsMember({"fast", "balanced", "accurate"}));
     bq->add_option("--variants", o.variants,
                    "MODE[:REUSE][@KV], e.g. none lazy lazy:anchor lazy:anchor+bias=-1 lazy:recompute=15%@query "
@@ -519,6 +703,13 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
                    "questions asked so far, the serve-time rule)")
         ->check(CLI::IsMember({"all", "seen"}));
     bq->add_option("--json", o.json_path, "write results (and every reply) to this JSON file");
+    bq->add_option("--resume", o.resume_path,
+                   "progress file: each answer is appended to it as it comes (JSON lines, flushed), and a run "
+                   "with the same arguments skips what it holds, so a cut run carries on where it stopped; a file "
+                   "written with other arguments is refused");
+    bq->add_flag("--report-only", o.report_only,
+                 "ask nothing: the tables and --json of the answers in --resume FILE, over the questions every "
+                 "variant has answered (a partial file's figures); the arguments must be the file's");
     resolve_data_file_after_parse(bq, o.data_path, "--data");
     return bq;
 }

@@ -131,9 +131,13 @@ struct BenchQualityOptions {
     std::vector<int32_t> query_layers;      // engine::EngineConfig::query_mass_layers (empty: every layer)
     std::string neighbours_corpus = "all";  // "all": every question's documents indexed first; "seen"
     // --quality: presets answered as variants named by them (fast, balanced, accurate), each in its
-    // steady state: a warm-up pass over the questions lets the background work make every
-    // conditioned copy it would on a recurring stream before the measured pass.
+    // steady state: each window of questions is asked once first, so the background work makes
+    // every conditioned copy it would on a recurring stream before the measured pass.
     std::vector<std::string> quality;
+    // --resume FILE: every answer appended to FILE as it comes; what it holds already (a run with
+    // the same arguments, cut) is not asked again. --report-only: only the tables of FILE's answers.
+    std::string resume_path;
+    bool report_only = false;
 };
 
 // `lazyattn tokenize`: token ids of a text (no weights loaded).
@@ -163,7 +167,8 @@ struct ServeOptions {
     std::vector<std::string> model_tags;     // --tags (llama-server's): GET /v1/models' tags
     bool strict_model_name = false;          // 404 for a request naming another model (else answered)
     bool slots_endpoint = true;              // GET /slots answers (--no-slots: 501, as llama-server)
-    std::optional<bool> metrics;             // --metrics / --no-metrics; unset: on, but off under --parallel
+    std::optional<bool> metrics;             // --metrics / --no-metrics; unset: the dialect's default
+    std::string api_dialect;                 // --api-dialect openai|llama-server; "": from --parallel
     int32_t max_batch_tokens = 512;
     int32_t max_prefill_while_decoding = engine::EngineConfig{}.max_prefill_while_decoding;
     int32_t max_num_seqs = 64;

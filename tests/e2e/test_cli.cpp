@@ -370,6 +370,76 @@ TEST(Cli, BenchQualityNeighbourCopiesDependOnTheCorpusNotTheRun) {
     EXPECT_NE(alone, seen);
 }
 
+// `bench quality --resume FILE`: a run cut after k questions (its progress file holding their
+// answers and half a line of the next, as a kill mid-write leaves it) and resumed answers every
+// question as the uncut run did, asking only the rest; --report-only reports the partial file;
+// other arguments are refused, naming the option, and leave the file as it was.
+TEST(Cli, BenchQualityResumedRunAnswersAsAnUncutOne) {
+    if (!std::filesystem::exists(LAZYATTN_MODEL_PATH)) GTEST_SKIP() << "real model not found (make test installs it)";
+    const auto tmp = std::filesystem::temp_directory_path();
+    const auto file = [&](const std::string& name) {
+        return (tmp / ("lazyattn-bq-resume-" + name + "-" + std::to_string(getpid()))).string();
+    };
+    const std::string base = "bench quality --threads 1 --concurrency 1 --model " LAZYATTN_MODEL_PATH " --data " +
+                             std::string(LAZYATTN_SOURCE_DIR) +
+                             "/data/2wiki_sample.jsonl --no-wiki --questions 6 --families kv --doc-counts 2 3 "
+                             "--max-prompt-words 150 --variants lazy balanced+damp=16:-2 ";
+    const auto lines_of = [](const std::string& path) {
+        std::vector<std::string> lines;
+        std::ifstream in(path);
+        for (std::string l; std::getline(in, l);) lines.push_back(l);
+        return lines;
+    };
+    const auto replies = [](const std::string& json) {
+        std::ifstream in(json);
+        const auto j = nlohmann::json::parse(in);
+        std::vector<nlohmann::json> out;
+        for (const auto& q : j["questions"]) out.push_back(q["replies"]);
+        return out;
+    };
+    const std::string uncut = file("uncut.jsonl"), resumed = file("resumed.jsonl");
+    auto r = run_cli(base + "--resume " + uncut + " --json " + uncut + ".json", true);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const auto uncut_lines = lines_of(uncut);
+    ASSERT_EQ(uncut_lines.size(), 1u + 6 * 2);  // the header, then 6 questions x 2 variants
+    const auto uncut_replies = replies(uncut + ".json");
+    ASSERT_EQ(uncut_replies.size(), 6u);
+
+    // Cut after 2 questions (one line per variant each), mid-way through the next line.
+    {
+        std::ofstream out(resumed, std::ios::binary);
+        for (size_t i = 0; i < 1 + 2 * 2; ++i) out << uncut_lines[i] << "\n";
+        out << uncut_lines[5].substr(0, uncut_lines[5].size() / 2);
+    }
+    r = run_cli(base + "--resume " + resumed + " --report-only --json " + resumed + ".json", true);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    {
+        std::ifstream in(resumed + ".json");
+        const auto j = nlohmann::json::parse(in);
+        EXPECT_EQ(j["answered"]["lazy"], 2);
+        EXPECT_EQ(j["answered"]["balanced+damp=16:-2"], 2);
+        EXPECT_EQ(j["partial"], true);
+        EXPECT_EQ(j["num_questions"], 2);
+        EXPECT_EQ(j["accuracy"]["all"]["lazy"]["n"], 2);
+    }
+    r = run_cli(base + "--resume " + resumed + " --json " + resumed + ".json", true);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("resuming: 4 of 12 answers"), std::string::npos) << r.out;
+    EXPECT_EQ(lines_of(resumed).size(), 1u + 6 * 2);  // the rest asked once, the cut line dropped
+    EXPECT_EQ(replies(resumed + ".json"), uncut_replies);
+
+    // Other arguments: refused, naming the option, the file untouched.
+    const auto size = std::filesystem::file_size(resumed);
+    r = run_cli(base + "--seed 2 --resume " + resumed, true);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.out.find("was written with --seed 1, this run has --seed 2"), std::string::npos) << r.out;
+    r = run_cli(base + "lazy:damp=16:-2 --resume " + resumed, true);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.out.find("was written with variants"), std::string::npos) << r.out;
+    EXPECT_EQ(std::filesystem::file_size(resumed), size);
+    for (const auto& f : {uncut, uncut + ".json", resumed, resumed + ".json"}) std::filesystem::remove(f);
+}
+
 // The command lines users paste from llama-server's and vLLM's quick starts: each starts (serve
 // --check: model loaded, pool allocated, port bound, then exit 0) with one warning per flag that
 // does not apply, naming the flag; or is refused (exit 2) naming what to use instead.
