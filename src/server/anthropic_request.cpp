@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/utf8.h"
+#include "server/constraint_request.h"
 #include "server/request_fields.h"
 
 namespace lazyattn::server {
@@ -331,6 +332,9 @@ Err parse_tools(const json& body, GenerationRequest& out) {
             if (!absent(t, "description")) {
                 if (auto e = read_string(t.at("description"), p + ".description", d.description)) return e;
             }
+            // Strict tool use: checked as chat's `strict` is (tool_choice any / tool enforce the
+            // schema with a grammar; an auto call is parsed and checked to be an object).
+            if (!absent(t, "strict") && !t.at("strict").is_boolean()) return type_error(p + ".strict", "a boolean");
             if (!t.contains("input_schema"))
                 return invalid_request("'" + p + ".input_schema' is required", p + ".input_schema",
                                        "missing_required_parameter");
@@ -372,10 +376,53 @@ Err parse_tools(const json& body, GenerationRequest& out) {
     return std::nullopt;
 }
 
-// Constrained output in Anthropic's spelling: refused (never ignored) until it is mapped onto the
-// constraints chat completions serves.
-constexpr const char* kStructuredOutput =
-    "structured output is not served on this route yet (chat completions serves response_format)";
+// Structured outputs in Anthropic's spellings: output_config.format (the current one) or the beta
+// output_format (structured-outputs-2025-11-13), both {"type": "json_schema", "schema": {...}}.
+// Read by chat's response_format reader (constraint_request.h: the same schema rules, compiler
+// and bounds), then every name in it is the field the client wrote.
+Err parse_output_format(const json& body, GenerationRequest& out) {
+    const json* format = nullptr;
+    std::string field;
+    if (!absent(body, "output_format")) {
+        format = &body.at("output_format");
+        field = "output_format";
+    }
+    if (!absent(body, "output_config") && !absent(body.at("output_config"), "format")) {
+        if (format != nullptr) {
+            return invalid_request(
+                "'output_config.format' and 'output_format' both constrain the output; a request may use one of them",
+                "output_config.format", "invalid_value");
+        }
+        format = &body.at("output_config").at("format");
+        field = "output_config.format";
+    }
+    if (format == nullptr) return std::nullopt;
+    if (!format->is_object()) return type_error(field, "an object {\"type\": \"json_schema\", \"schema\": {...}}");
+    if (!format->contains("type") || !format->at("type").is_string() || format->at("type") != "json_schema") {
+        return value_error(field + ".type", "must be \"json_schema\"");
+    }
+    if (!format->contains("schema") || !format->at("schema").is_object()) {
+        return format->contains("schema") ? type_error(field + ".schema", "a JSON schema object")
+                                          : invalid_request("'" + field + ".schema' is required", field + ".schema",
+                                                            "missing_required_parameter");
+    }
+    const auto named = [&field](std::string s) {
+        for (size_t at = s.find("response_format"); at != std::string::npos; at = s.find("response_format", at)) {
+            s.replace(at, 15, field);
+            at += field.size();
+        }
+        return s;
+    };
+    std::optional<grammar::ConstraintSpec> spec;
+    if (auto e = parse_constraint(json{{"response_format", *format}}, spec)) {
+        e->param = named(e->param);
+        e->message = named(e->message);
+        return e;
+    }
+    spec->field = named(spec->field);  // a schema that does not compile is a 400 naming it
+    out.constraint = std::move(spec);
+    return std::nullopt;
+}
 
 // Features whose fields exist in the API but are not served: refused naming the field unless they
 // hold their "off" value.
@@ -389,14 +436,12 @@ Err refuse_unserved(const json& body) {
         return unsupported("mcp_servers", "MCP servers are not served");
     if (!absent(body, "container")) return unsupported("container", "code execution containers are not served");
     if (!absent(body, "context_management")) return unsupported("context_management", "context editing is not served");
-    if (!absent(body, "output_format")) return unsupported("output_format", kStructuredOutput);
     if (!absent(body, "output_config")) {
         const json& oc = body.at("output_config");
         if (!oc.is_object()) return type_error("output_config", "an object");
         for (const auto& [key, value] : oc.items()) {
-            if (value.is_null()) continue;
-            return unsupported("output_config." + clip_for_message(key),
-                               key == "format" ? kStructuredOutput : "not served");
+            if (value.is_null() || key == "format") continue;  // format: parse_output_format
+            return unsupported("output_config." + clip_for_message(key), "not served");
         }
     }
     if (!absent(body, "metadata")) {
@@ -482,6 +527,7 @@ std::optional<ApiError> parse_anthropic_request(const json& body, AnthropicRoute
     if (auto e = parse_messages(body, out, block_documents)) return e;
     if (auto e = parse_system(body, out)) return e;
     if (auto e = parse_tools(body, out)) return e;
+    if (auto e = parse_output_format(body, out)) return e;
     // The `documents` extension first, then the document blocks in the order they came.
     if (body.contains("documents")) {
         if (auto e = parse_documents(body.at("documents"), true, out.documents)) return e;

@@ -322,16 +322,43 @@ TEST(AnthropicRequest, RefusesBadInputNamingTheField) {
          },
          "mcp_servers"},
         {"container", [](json& b) { b["container"] = "c"; }, "container"},
-        {"output_format",
+        {"output_format without a schema",
          [](json& b) {
              b["output_format"] = {{"type", "json_schema"}};
          },
-         "output_format"},
-        {"output_config.format",
+         "output_format.schema"},
+        {"output_config.format without a schema",
          [](json& b) {
              b["output_config"] = {{"format", {{"type", "json_schema"}}}};
          },
+         "output_config.format.schema"},
+        {"output_format json_object",
+         [](json& b) {
+             b["output_format"] = {{"type", "json_object"}};
+         },
+         "output_format.type"},
+        {"output_format a string", [](json& b) { b["output_format"] = "json"; }, "output_format"},
+        {"output_config.format schema a string",
+         [](json& b) {
+             b["output_config"] = {{"format", {{"type", "json_schema"}, {"schema", "{}"}}}};
+         },
+         "output_config.format.schema"},
+        {"both structured output spellings",
+         [](json& b) {
+             b["output_format"] = {{"type", "json_schema"}, {"schema", {{"type", "object"}}}};
+             b["output_config"] = {{"format", {{"type", "json_schema"}, {"schema", {{"type", "object"}}}}}};
+         },
          "output_config.format"},
+        {"output_config.effort",
+         [](json& b) {
+             b["output_config"] = {{"effort", "high"}};
+         },
+         "output_config.effort"},
+        {"tools strict not a boolean",
+         [](json& b) {
+             b["tools"] = {{{"name", "f"}, {"input_schema", {{"type", "object"}}}, {"strict", "yes"}}};
+         },
+         "tools[0].strict"},
         {"context_management", [](json& b) { b["context_management"] = json::object(); }, "context_management"},
         {"unknown field", [](json& b) { b["frobnicate"] = 1; }, "frobnicate"},
         {"openai field", [](json& b) { b["max_completion_tokens"] = 9; }, "max_completion_tokens"},
@@ -360,6 +387,40 @@ TEST(AnthropicRequest, RefusesBadInputNamingTheField) {
         EXPECT_EQ(shaped["error"]["message"], e->message) << c.what;
     }
     EXPECT_TRUE(parse(json::array()));
+}
+
+// Structured outputs (output_config.format, and the beta output_format) become the request's
+// constraint, compiled later by the front as chat's response_format is; the field names the
+// spelling the client used.
+TEST(AnthropicRequest, StructuredOutputIsTheRequestsConstraint) {
+    const json schema = {{"type", "object"},
+                         {"properties", {{"answer", {{"type", "string"}}}}},
+                         {"required", {"answer"}},
+                         {"additionalProperties", false}};
+    for (const char* spelling : {"output_config.format", "output_format"}) {
+        json body = minimal();
+        const json format = {{"type", "json_schema"}, {"schema", schema}};
+        if (std::string(spelling) == "output_format") {
+            body["output_format"] = format;
+        } else {
+            body["output_config"] = {{"format", format}};
+        }
+        GenerationRequest r;
+        ASSERT_FALSE(parse(body, &r)) << spelling;
+        ASSERT_TRUE(r.constraint) << spelling;
+        EXPECT_EQ(r.constraint->kind, grammar::ConstraintKind::kJsonSchema);
+        EXPECT_EQ(json::parse(r.constraint->text), schema);
+        EXPECT_EQ(r.constraint->field, std::string(spelling) + ".schema");
+        EXPECT_TRUE(r.constraint->strict);
+    }
+    GenerationRequest r;
+    json body = minimal();
+    body["output_config"] = {{"format", nullptr}, {"effort", nullptr}};
+    ASSERT_FALSE(parse(body, &r));
+    EXPECT_FALSE(r.constraint);
+    body = minimal();
+    body["tools"] = {{{"name", "f"}, {"input_schema", {{"type", "object"}}}, {"strict", true}}};
+    EXPECT_FALSE(parse(body));
 }
 
 TEST(AnthropicRequest, ImagesAndServerToolsSayWhy) {

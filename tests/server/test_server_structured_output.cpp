@@ -186,6 +186,58 @@ TEST_F(ServerStructuredOutput, StreamingUnderAConstraint) {
     EXPECT_TRUE(j["answer"] == "Lima" || j["answer"] == "Nairobi") << text;
 }
 
+// Anthropic's structured outputs (output_config.format; the beta output_format, streamed) go
+// through the same compiler: the text block is a document valid against the schema, the stream's
+// text deltas join into one; a schema that does not compile is a 400 in Anthropic's shape naming
+// the field the client wrote.
+TEST_F(ServerStructuredOutput, AnthropicOutputFormatConstrainsTheMessage) {
+    const json schema = {{"type", "object"},
+                         {"properties", {{"answer", {{"type", "string"}, {"enum", {"Lima", "Nairobi"}}}}}},
+                         {"required", {"answer"}},
+                         {"additionalProperties", false}};
+    const json format = {{"type", "json_schema"}, {"schema", schema}};
+    const std::vector<std::string> headers = {"-H 'anthropic-version: 2023-06-01'",
+                                              "-H 'anthropic-beta: structured-outputs-2025-11-13'"};
+    json body = {{"model", "claude-test"},
+                 {"max_tokens", 40},
+                 {"temperature", 0},
+                 {"messages", {{{"role", "user"}, {"content", "What is the capital of Peru?"}}}},
+                 {"output_config", {{"format", format}}}};
+    const auto whole = curl("POST", server_->url("/v1/messages"), body.dump(), headers);
+    ASSERT_EQ(whole.status, 200) << whole.body;
+    const json m = parse_or_null(whole.body);
+    EXPECT_EQ(m["stop_reason"], "end_turn") << m;
+    const json doc = json::parse(m["content"][0]["text"].get<std::string>(), nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << m;
+    EXPECT_EQ(doc.size(), 1u) << doc;
+    EXPECT_TRUE(doc["answer"] == "Lima" || doc["answer"] == "Nairobi") << doc;
+
+    body.erase("output_config");
+    body["output_format"] = format;
+    body["stream"] = true;
+    const auto streamed = curl("POST", server_->url("/v1/messages"), body.dump(), headers);
+    ASSERT_EQ(streamed.status, 200) << streamed.body;
+    std::string text, stop;
+    for (const std::string& p : sse_payloads(streamed.body)) {
+        const json e = parse_or_null(p);
+        if (e["type"] == "content_block_delta" && e["delta"]["type"] == "text_delta") text += e["delta"]["text"];
+        if (e["type"] == "message_delta") stop = e["delta"]["stop_reason"];
+    }
+    EXPECT_EQ(stop, "end_turn") << streamed.body;
+    EXPECT_EQ(json::parse(text, nullptr, false), doc) << text;  // temperature 0: the same document
+
+    body.erase("stream");
+    body["output_format"]["schema"] = {{"type", "no-such-type"}};
+    const auto bad = curl("POST", server_->url("/v1/messages"), body.dump(), headers);
+    EXPECT_EQ(bad.status, 400) << bad.body;
+    const json e = parse_or_null(bad.body);
+    EXPECT_EQ(e["type"], "error") << bad.body;
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error") << bad.body;
+    EXPECT_NE(e["error"]["message"].get<std::string>().find("'output_format.schema' is not a valid"), std::string::npos)
+        << bad.body;
+    expect_still_serving(*server_);
+}
+
 // A constraint the model cannot finish within max_tokens ends with length, never stop.
 TEST_F(ServerStructuredOutput, AnUnfinishedDocumentEndsWithLength) {
     const json r = chat({{"response_format", {{"type", "json_object"}}}}, "Describe Lima in detail as JSON.", 3);
