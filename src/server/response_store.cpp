@@ -4,7 +4,12 @@ namespace lazyattn::server {
 
 size_t StoredResponse::bytes() const {
     size_t n = sizeof(StoredResponse) + body.size();
-    for (const tokenizer::ChatMessage& m : conversation) n += sizeof(m) + m.role.size() + m.content.size();
+    for (const tokenizer::ChatMessage& m : conversation) {
+        n += sizeof(m) + m.role.size() + m.content.size() + m.tool_call_id.size() + m.name.size();
+        for (const tokenizer::ChatToolCall& c : m.tool_calls) {
+            n += sizeof(c) + c.id.size() + c.name.size() + c.arguments.size();
+        }
+    }
     return n;
 }
 

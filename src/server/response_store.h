@@ -19,8 +19,9 @@
 namespace lazyattn::server {
 
 struct StoredResponse {
-    std::string body;                                  // the response object as it was answered
-    std::vector<tokenizer::ChatMessage> conversation;  // its input turns and its answer, in order
+    std::string body;  // the response object as it was answered
+    // Its input turns and its answer, in order, function calls and their outputs included.
+    std::vector<tokenizer::ChatMessage> conversation;
     size_t bytes() const;
 };
 

@@ -35,6 +35,8 @@ public:
 
     const std::string& id() const { return id_; }
     const std::string& message_id() const { return message_id_; }
+    // The function calls the reply made (complete once OnDone is called).
+    const std::vector<tool_calls::ToolCall>& calls() const { return calls_; }
 
     void prepared(const PreparedRequest& request) override;
     std::string whole_body(const std::vector<ChoiceResult>& choices, const engine::RequestStats& usage) override;

@@ -184,7 +184,21 @@ Err take_previous(const json& body, const PreviousResponseLookup& previous, Resp
                                "previous_response_id", "previous_response_not_found");
     }
     for (tokenizer::ChatMessage& m : *turns) {
-        messages.push_back({{"role", std::move(m.role)}, {"content", std::move(m.content)}});
+        // Function calls and their outputs stay in the conversation, as chat messages carry them
+        // (an assistant's tool_calls, a tool message's tool_call_id): the agent loop continues.
+        json message = {{"role", std::move(m.role)}, {"content", std::move(m.content)}};
+        if (!m.tool_calls.empty()) {
+            json calls = json::array();
+            for (tokenizer::ChatToolCall& c : m.tool_calls) {
+                calls.push_back({{"id", std::move(c.id)},
+                                 {"type", "function"},
+                                 {"function", {{"name", std::move(c.name)}, {"arguments", std::move(c.arguments)}}}});
+            }
+            message["tool_calls"] = std::move(calls);
+        }
+        if (!m.tool_call_id.empty()) message["tool_call_id"] = std::move(m.tool_call_id);
+        if (!m.name.empty() && message["role"] == "tool") message["name"] = std::move(m.name);
+        messages.push_back(std::move(message));
     }
     return std::nullopt;
 }

@@ -46,14 +46,21 @@ void handle_responses(ServerContext& ctx, const std::shared_ptr<ResponseStore>& 
     auto renderer = std::make_shared<ResponsesRenderer>(std::move(request.echo), ctx.config.model_id);
     if (keep) {
         // What previous_response_id continues: this response's turns (not its instructions), then
-        // its answer. Kept once it finished (completed or incomplete); a failed one is not.
+        // its answer with the function calls it made (the next request's function_call_output
+        // answers them). Kept once it finished (completed or incomplete); a failed one is not.
         const auto& messages = request.gen.messages;
         std::vector<tokenizer::ChatMessage> turns(messages.begin() + ptrdiff_t(request.instruction_messages),
                                                   messages.end());
-        renderer->on_done([store, tenant, turns = std::move(turns)](const std::string& id, const std::string& answered,
-                                                                    const std::string& text) mutable {
+        // The renderer calls on_done from its own methods, so it is alive then; a raw pointer
+        // (not a shared_ptr, which would own itself through its callback).
+        const ResponsesRenderer* answer = renderer.get();
+        renderer->on_done([store, tenant, answer, turns = std::move(turns)](
+                              const std::string& id, const std::string& answered, const std::string& text) mutable {
             StoredResponse kept{answered, std::move(turns)};
-            kept.conversation.push_back(tokenizer::ChatMessage{"assistant", text});
+            tokenizer::ChatMessage reply{"assistant", text};
+            for (const tool_calls::ToolCall& c : answer->calls())
+                reply.tool_calls.push_back({c.id, c.name, c.arguments});
+            kept.conversation.push_back(std::move(reply));
             store->put(tenant, id, std::move(kept));
         });
     }

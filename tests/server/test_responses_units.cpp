@@ -284,6 +284,34 @@ TEST(ResponsesRequest, APreviousResponsesTurnsComeAfterTheInstructions) {
     EXPECT_EQ(e->code, "previous_response_not_found");
 }
 
+// The agent loop: a kept response that asked for a function call, continued with the call's
+// output. The call (and an earlier call's output) stay in the conversation as chat carries them.
+TEST(ResponsesRequest, APreviousResponsesFunctionCallsComeBackWithTheirOutputs) {
+    PreviousResponseLookup previous = [](const std::string&) -> std::optional<std::vector<tokenizer::ChatMessage>> {
+        tokenizer::ChatMessage asked{"assistant", ""};
+        asked.tool_calls.push_back({"call_1", "search", "{\"query\":\"gold\"}"});
+        tokenizer::ChatMessage answered{"tool", "gold is Au"};
+        answered.tool_call_id = "call_0";
+        return std::vector<tokenizer::ChatMessage>{{"user", "find gold"}, answered, asked};
+    };
+    json body = {{"previous_response_id", "resp_kept"},
+                 {"input", {{{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "79"}}}}};
+    ResponsesRequest r;
+    ASSERT_FALSE(parse_responses_request(body, r, previous));
+    ASSERT_EQ(r.gen.messages.size(), 4u);
+    EXPECT_EQ(r.gen.messages[1].role, "tool");
+    EXPECT_EQ(r.gen.messages[1].tool_call_id, "call_0");
+    const tokenizer::ChatMessage& call = r.gen.messages[2];
+    EXPECT_EQ(call.role, "assistant");
+    ASSERT_EQ(call.tool_calls.size(), 1u);
+    EXPECT_EQ(call.tool_calls[0].id, "call_1");
+    EXPECT_EQ(call.tool_calls[0].name, "search");
+    EXPECT_EQ(json::parse(call.tool_calls[0].arguments), json({{"query", "gold"}}));
+    EXPECT_EQ(r.gen.messages[3].role, "tool");
+    EXPECT_EQ(r.gen.messages[3].tool_call_id, "call_1");
+    EXPECT_EQ(r.gen.messages[3].content, "79");
+}
+
 TEST(ResponsesRequest, ChatErrorsSpeakThisApisNames) {
     auto e = parse({{"input", "q"}, {"max_output_tokens", -3}});
     ASSERT_TRUE(e);
@@ -312,6 +340,18 @@ TEST(ResponseStore, KeepsGetsAndDeletesPerTenant) {
     EXPECT_TRUE(store.erase("key-a", "resp_1"));
     EXPECT_FALSE(store.get("key-a", "resp_1"));
     EXPECT_EQ(store.size(), 0u);
+    EXPECT_EQ(store.bytes(), 0u);
+}
+
+// A kept answer's function calls count in its size, so a tenant's byte bound holds them too.
+TEST(ResponseStore, FunctionCallsCountInTheBytesKept) {
+    StoredResponse plain{"{}", {{"assistant", ""}}};
+    StoredResponse with_call = plain;
+    with_call.conversation[0].tool_calls.push_back({"call_1", "search", std::string(5000, 'x')});
+    EXPECT_GE(with_call.bytes(), plain.bytes() + 5000);
+    ResponseStore store(ResponseStore::Limits{100, 4000, size_t(1) << 30});
+    store.put("t", "r1", with_call);
+    EXPECT_FALSE(store.get("t", "r1"));  // larger than the tenant's bound: not kept
     EXPECT_EQ(store.bytes(), 0u);
 }
 

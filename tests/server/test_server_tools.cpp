@@ -197,6 +197,58 @@ TEST_F(ServerTools, BadToolsAreA400NamingTheField) {
     expect_still_serving(*server_);
 }
 
+// Responses' agent loop: response 1 asks for a call; request 2 sends previous_response_id and a
+// function_call_output. The kept response carries the call, so the model sees the call and its
+// output: the prompt is the one the whole conversation sent as items gives, token for token.
+TEST_F(ServerTools, ResponsesContinueAfterAFunctionCall) {
+    json tools = json::array();
+    for (const json& t : kTools) {
+        tools.push_back({{"type", "function"},
+                         {"name", t["function"]["name"]},
+                         {"description", t["function"]["description"]},
+                         {"parameters", t["function"]["parameters"]}});
+    }
+    const std::string question = "Find passages about the capital of Peru.";
+    const json base = {{"model", "any"}, {"instructions", "Use the tools."}, {"tools", tools}, {"temperature", 0}};
+    json first = base;
+    first.update(
+        {{"input", question}, {"tool_choice", "required"}, {"parallel_tool_calls", false}, {"max_output_tokens", 80}});
+    const auto r1 = curl("POST", server_->url("/v1/responses"), first.dump());
+    ASSERT_EQ(r1.status, 200) << r1.body;
+    const json one = parse_or_null(r1.body);
+    json call;
+    for (const json& item : one["output"]) {
+        if (item["type"] == "function_call") call = item;
+    }
+    ASSERT_TRUE(call.is_object()) << one;
+    const json output = {{"type", "function_call_output"},
+                         {"call_id", call["call_id"]},
+                         {"output", "Lima is the capital of Peru, on the Pacific coast."}};
+    json next = base;
+    next.update({{"tool_choice", "none"}, {"max_output_tokens", 12}});
+    json continued = next;
+    continued.update({{"previous_response_id", one["id"]}, {"input", json::array({output})}});
+    json explicit_items = next;
+    explicit_items["input"] = {{{"role", "user"}, {"content", question}},
+                               {{"type", "function_call"},
+                                {"call_id", call["call_id"]},
+                                {"name", call["name"]},
+                                {"arguments", call["arguments"]}},
+                               output};
+    const json two = parse_or_null(curl("POST", server_->url("/v1/responses"), continued.dump()).body);
+    const json same = parse_or_null(curl("POST", server_->url("/v1/responses"), explicit_items.dump()).body);
+    ASSERT_TRUE(two.contains("usage") && same.contains("usage")) << two << same;
+    EXPECT_EQ(two["previous_response_id"], one["id"]);
+    EXPECT_EQ(two["usage"]["input_tokens"], same["usage"]["input_tokens"]) << two << same;
+    EXPECT_EQ(two["output"][0]["content"], same["output"][0]["content"]) << two << same;  // temperature 0
+    // The call is in the prompt: more than the question and the output alone would take.
+    json without_call = next;
+    without_call["input"] = {{{"role", "user"}, {"content", question}}, output};
+    const json less = parse_or_null(curl("POST", server_->url("/v1/responses"), without_call.dump()).body);
+    ASSERT_TRUE(less.contains("usage")) << less;
+    EXPECT_GT(two["usage"]["input_tokens"].get<int>(), less["usage"]["input_tokens"].get<int>()) << two << less;
+}
+
 // Another family: the llama3 built-in template gets Llama 3.x's JSON calls.
 TEST(ServerToolsLlama3, TheTemplatesFamilyWritesTheCall) {
     if (!grammar::engine_available()) GTEST_SKIP() << "built without XGrammar";
