@@ -9,6 +9,7 @@ script (exit 77 there, no PyPI and no cached wheels: skipped), then re-executes 
 environment's python. Exit 0: all passed, 1: a failure, 77: skipped.
 """
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -173,12 +174,34 @@ class AnthropicClientTest(unittest.TestCase):
         # Streamed: the tool_use block and its input_json_delta.
         with self.client.messages.stream(model=MODEL, max_tokens=256, tools=TOOLS,
                                          tool_choice={"type": "tool", "name": "search", "disable_parallel_tool_use": True},
-                                         messages=[{"role": "user", "content": "find the fox"}]) as stream:
+                                         messages=[{"role": "user", "content": "find the fox"}],
+                                         extra_body={"temperature": 0}) as stream:
             final = stream.get_final_message()
         streamed = [b for b in final.content if b.type == "tool_use"]
         self.assertEqual(len(streamed), 1)
         self.assertIn("q", streamed[0].input)
         self.assertEqual(final.stop_reason, "tool_use")
+
+    def test_structured_output(self):
+        """output_config.format (the SDK's parameter), and the beta output_format as the SDK's
+        extra_body sends it: the text block is a document valid against the schema."""
+        schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"],
+                  "additionalProperties": False}
+        fmt = {"type": "json_schema", "schema": schema}
+        m = self.create("is the fox quick?", max_tokens=256, output_config={"format": fmt})
+        self.assertEqual(m.stop_reason, "end_turn")
+        self.assertIn(json.loads(m.content[0].text)["answer"], ("yes", "no"))
+        beta = self.create("is the fox quick?", max_tokens=256, extra_body={"temperature": 0, "output_format": fmt},
+                           extra_headers={"anthropic-beta": "structured-outputs-2025-11-13"})
+        self.assertEqual(beta.content[0].text, m.content[0].text)  # one constraint, temperature 0
+        with self.client.messages.stream(model=MODEL, max_tokens=256, output_config={"format": fmt},
+                                         messages=[{"role": "user", "content": "is the fox quick?"}],
+                                         extra_body={"temperature": 0}) as stream:
+            text = "".join(stream.text_stream)
+        self.assertEqual(text, m.content[0].text)
+        with self.assertRaises(anthropic.BadRequestError) as bad:
+            self.create("hi", output_config={"format": {"type": "json_schema", "schema": {"type": "no-such-type"}}})
+        self.assertIn("output_config.format.schema", bad.exception.message)
 
     def test_errors(self):
         with self.assertRaises(anthropic.BadRequestError) as bad:
