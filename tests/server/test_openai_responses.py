@@ -152,6 +152,13 @@ class OpenAiResponsesTest(unittest.TestCase):
                           {"type": "function_call_output", "call_id": calls[0].call_id, "output": "3 passages"}],
                          tools=tools)
         self.assertEqual(r2.usage.output_tokens, 4)
+        # The agent loop by previous_response_id: the kept response carries its call, so its
+        # output alone continues it; the model sees what the items above showed it.
+        r3 = self.create([{"type": "function_call_output", "call_id": calls[0].call_id, "output": "3 passages"}],
+                         previous_response_id=r.id, tools=tools)
+        self.assertEqual(r3.previous_response_id, r.id)
+        self.assertEqual(r3.usage.input_tokens, r2.usage.input_tokens)
+        self.assertEqual(r3.output_text, r2.output_text)
 
     def test_errors_raise_the_matching_exceptions(self):
         with self.assertRaises(openai.BadRequestError) as bad:
