@@ -32,6 +32,14 @@ STAMP="$PREFIX/built.stamp"
 
 log() { echo "[build_xgrammar] $*" >&2; }
 die() { echo "[build_xgrammar] ERROR: $*" >&2; exit 1; }
+# The headers of XGrammar's JSON-schema and regex converters (to EBNF text), which the sdist keeps
+# beside its sources: lazyattn rewrites that text before compiling it
+# (src/grammar/counted_repetition.h). Also copied into an install made before they were.
+CONVERTERS="$PREFIX/include/xgrammar/converters"
+install_converter_headers() {
+  mkdir -p "$CONVERTERS"
+  cp "$SRC/cpp/json_schema_converter.h" "$SRC/cpp/regex_converter.h" "$CONVERTERS/"
+}
 
 case "${1:-}" in
   --check) [ -f "$STAMP" ]; exit $? ;;
@@ -39,7 +47,10 @@ case "${1:-}" in
   "") ;;
   *) die "unknown argument '$1' (use --check, --prefix or nothing)" ;;
 esac
-if [ -f "$STAMP" ]; then echo "$PREFIX"; exit 0; fi
+if [ -f "$STAMP" ] && [ ! -f "$CONVERTERS/regex_converter.h" ] && [ -f "$SRC/cpp/regex_converter.h" ]; then
+  install_converter_headers
+fi
+if [ -f "$STAMP" ] && [ -f "$CONVERTERS/regex_converter.h" ]; then echo "$PREFIX"; exit 0; fi
 
 mkdir -p "$CACHE"
 # One run at a time per cache (two configures of lazyattn at once would collide).
@@ -47,7 +58,8 @@ if command -v flock >/dev/null 2>&1; then
   exec 9>"$CACHE/.lock"
   flock 9
 fi
-if [ -f "$STAMP" ]; then echo "$PREFIX"; exit 0; fi
+if [ -f "$STAMP" ] && [ -f "$CONVERTERS/regex_converter.h" ]; then echo "$PREFIX"; exit 0; fi
+rm -f "$STAMP"  # an install without the converters' headers (and no sources to take them from)
 
 # 1. the source distribution (pip prepares its metadata, which fetches its build tools: ~2 min)
 SDIST="$CACHE/xgrammar-$VERSION.tar.gz"
@@ -112,6 +124,7 @@ cp "$BUILD/libxgrammar.a" "$PREFIX/lib/"
 cp -r "$SRC/include/xgrammar" "$SRC/3rdparty/dlpack/include/dlpack" "$PREFIX/include/"
 cp "$SRC/3rdparty/picojson/picojson.h" "$PREFIX/include/"
 cp "$SRC/LICENSE" "$PREFIX/LICENSE"
+install_converter_headers
 echo "xgrammar $VERSION, built $(date -u +%FT%TZ) in $(( $(date +%s) - start ))s" > "$STAMP"
 log "ok: $(cat "$STAMP")"
 echo "$PREFIX"

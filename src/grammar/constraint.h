@@ -60,9 +60,15 @@ public:
     // Computes which tokens the grammar allows next (the bitmask), once per state: the runner
     // calls it while the step's forward runs; mask_logits computes it itself if not done.
     virtual void prepare() = 0;
+    // The current state's bitmask, computed by prepare() (the caller calls it first): bit i % 32
+    // of word i / 32 set when token i may come next (kernels::ref::apply_token_bitmask's layout;
+    // tokens past the words are refused). Once the document is complete only the stop tokens'
+    // bits are set. The storage lives as long as the matcher and keeps its place, so a device
+    // backend may upload it where the logits are (backend::SampleRow::bitmask).
+    virtual std::span<const int32_t> bitmask() const = 0;
     // Sets every logit of a token the grammar does not allow next to -infinity (tokens at and
-    // beyond the vocabulary the grammar was compiled for included). `logits` has the model's
-    // vocabulary size.
+    // beyond the vocabulary the grammar was compiled for included): the bitmask above, applied
+    // on the host. `logits` has the model's vocabulary size.
     virtual void mask_logits(std::span<float> logits) = 0;
     // Follows `token`; false when the grammar does not allow it (the state is then unchanged).
     virtual bool accept(int32_t token) = 0;

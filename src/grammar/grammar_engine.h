@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "core/status.h"
 #include "grammar/constraint.h"
@@ -24,5 +25,10 @@ public:
 // The vocabulary read from `tokenizer` (every token's bytes, the tokens that end generation) and
 // a compiler over it; null when this build has no grammar engine.
 std::shared_ptr<GrammarEngine> make_grammar_engine(const tokenizer::Tokenizer& tokenizer);
+
+// The EBNF text the engine compiles for `spec` (its schema or regex converted, open-ended
+// repetitions counted first: counted_repetition.h); not for structural tags. kInvalidArgument
+// where the converter refuses the spec, kUnsupported in a build without the engine.
+Expected<std::string> engine_ebnf(const ConstraintSpec& spec);
 
 }  // namespace lazyattn::grammar

@@ -9,4 +9,8 @@ bool engine_available() { return false; }
 
 std::shared_ptr<GrammarEngine> make_grammar_engine(const tokenizer::Tokenizer&) { return nullptr; }
 
+Expected<std::string> engine_ebnf(const ConstraintSpec&) {
+    return unsupported("structured output is not available in this build");
+}
+
 }  // namespace lazyattn::grammar

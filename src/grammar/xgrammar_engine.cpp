@@ -2,6 +2,8 @@
 // PyPI source distribution by scripts/build_xgrammar.sh.
 #include <dlpack/dlpack.h>
 
+#include <xgrammar/converters/json_schema_converter.h>
+#include <xgrammar/converters/regex_converter.h>
 #include <xgrammar/xgrammar.h>
 #include <algorithm>
 #include <cmath>
@@ -12,6 +14,7 @@
 
 #include "backend/cpu/elementwise_cpu.h"
 #include "grammar/constraint_compiler.h"
+#include "grammar/counted_repetition.h"
 #include "grammar/grammar_engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -66,9 +69,17 @@ std::string gbnf_literal(const std::string& s) {
     return out + "\"";
 }
 
+// A JSON schema as the EBNF the json_schema kind compiles: XGrammar's converter with ", " and ": "
+// separators and no free whitespace (a small model cannot wander into endless blank space, and
+// every output has one layout), its open-ended repetitions counted first (counted_repetition.h).
+std::string schema_ebnf(const std::string& schema, bool strict) {
+    return with_counted_repetitions_first(
+        xgrammar::JSONSchemaToEBNF(schema, false, std::nullopt, std::nullopt, strict, std::nullopt));
+}
+
 // A structural tag with each json_schema part as the compact grammar the json_schema kind
-// compiles (", " and ": " separators, no free whitespace): XGrammar's structural tags convert
-// schemas with free whitespace, which a small model can wander into until max_tokens.
+// compiles (schema_ebnf): XGrammar's structural tags convert schemas with free whitespace, which
+// a small model can wander into until max_tokens.
 std::string compact_structural_tag(const std::string& text) {
     nlohmann::json tag = nlohmann::json::parse(text);
     std::function<void(nlohmann::json&)> walk = [&](nlohmann::json& j) {
@@ -78,16 +89,39 @@ std::string compact_structural_tag(const std::string& text) {
         }
         if (!j.is_object()) return;
         if (j.contains("type") && j.at("type") == "json_schema" && j.contains("json_schema")) {
-            const std::string ebnf =
-                xgrammar::Grammar::FromJSONSchema(j.at("json_schema").dump(), false, std::nullopt, std::nullopt, true)
-                    .ToString();
-            j = {{"type", "grammar"}, {"grammar", ebnf}};
+            j = {{"type", "grammar"}, {"grammar", schema_ebnf(j.at("json_schema").dump(), true)}};
             return;
         }
         for (auto& [key, value] : j.items()) walk(value);
     };
     walk(tag);
     return tag.dump();
+}
+
+// The EBNF text XGrammar compiles for every kind but the structural tag (whose parts
+// schema_ebnf writes), its open-ended repetitions counted first (counted_repetition.h).
+std::string ebnf_text(const ConstraintSpec& spec) {
+    switch (spec.kind) {
+        case ConstraintKind::kJsonObject:
+            return schema_ebnf(R"({"type": "object"})", false);
+        case ConstraintKind::kJsonSchema:
+            return schema_ebnf(spec.text, spec.strict);
+        case ConstraintKind::kGrammar:
+            return with_counted_repetitions_first(spec.text);
+        case ConstraintKind::kRegex:
+            return with_counted_repetitions_first(xgrammar::RegexToEBNF(spec.text));
+        case ConstraintKind::kChoice: {
+            std::string g = "root ::= ";
+            for (size_t i = 0; i < spec.choices.size(); ++i) {
+                if (i > 0) g += " | ";
+                g += gbnf_literal(spec.choices[i]);
+            }
+            return g;
+        }
+        case ConstraintKind::kStructuralTag:
+            break;
+    }
+    throw std::invalid_argument(std::string("no EBNF text for a ") + constraint_kind_name(spec.kind));
 }
 
 class XgrammarMatcher final : public ConstraintMatcher {
@@ -109,28 +143,27 @@ public:
 
     void prepare() override {
         if (prepared_) return;
-        // Terminated: only the stop tokens (mask_logits keeps them), nothing to fill.
-        restricted_ = !matcher_.IsTerminated() && matcher_.FillNextTokenBitmask(&tensor_);
+        if (matcher_.IsTerminated()) {
+            // Complete: the stop tokens alone.
+            std::fill(bits_.begin(), bits_.end(), 0);
+            for (const int32_t t : stops_) {
+                if (t >= 0 && t < vocab_size_) bits_[size_t(t) / 32] |= int32_t(1u << (t % 32));
+            }
+        } else if (!matcher_.FillNextTokenBitmask(&tensor_)) {
+            // Nothing excluded: every token of the vocabulary.
+            std::fill(bits_.begin(), bits_.end(), int32_t(0xffffffffu));
+        }
+        // One mask for every state and every backend: bits past the vocabulary are clear.
+        if (const int32_t tail = vocab_size_ % 32; tail != 0) bits_.back() &= int32_t((1u << tail) - 1u);
         prepared_ = true;
     }
 
+    std::span<const int32_t> bitmask() const override { return bits_; }
+
     void mask_logits(std::span<float> logits) override {
-        constexpr float kNegInf = -std::numeric_limits<float>::infinity();
         prepare();
-        const size_t n = std::min(logits.size(), size_t(vocab_size_));
-        for (size_t i = n; i < logits.size(); ++i) logits[i] = kNegInf;  // rows past the vocabulary
-        if (matcher_.IsTerminated()) {
-            std::vector<float> kept(stops_.size());
-            for (size_t k = 0; k < stops_.size(); ++k) kept[k] = size_t(stops_[k]) < n ? logits[stops_[k]] : kNegInf;
-            std::fill(logits.begin(), logits.begin() + n, kNegInf);
-            for (size_t k = 0; k < stops_.size(); ++k) {
-                if (size_t(stops_[k]) < n) logits[stops_[k]] = kept[k];
-            }
-            return;
-        }
-        if (!restricted_) return;  // everything allowed
         // The rule every backend applies (kernels::ref::apply_token_bitmask; CUDA's in sampling.h).
-        backend::cpu::apply_token_bitmask(logits.data(), int32_t(n), bits_.data(), int32_t(bits_.size()));
+        backend::cpu::apply_token_bitmask(logits.data(), int32_t(logits.size()), bits_.data(), int32_t(bits_.size()));
     }
 
     bool accept(int32_t token) override {
@@ -150,8 +183,7 @@ private:
     std::vector<int32_t> bits_;
     int64_t shape_ = 0;
     DLTensor tensor_{};
-    bool prepared_ = false;    // bits_ hold the current state's mask
-    bool restricted_ = false;  // ... and it excludes some token
+    bool prepared_ = false;  // bits_ hold the current state's mask
 };
 
 class XgrammarCompiled final : public CompiledConstraint {
@@ -183,29 +215,10 @@ public:
 
 private:
     xgrammar::CompiledGrammar compile_grammar(const ConstraintSpec& spec) {
-        // Compact separators, no free whitespace: a small model cannot wander into endless
-        // blank space, and every output has one layout.
-        switch (spec.kind) {
-            case ConstraintKind::kJsonObject:
-                return compiler_.CompileJSONSchema(R"({"type": "object"})", false, std::nullopt, std::nullopt, false);
-            case ConstraintKind::kJsonSchema:
-                return compiler_.CompileJSONSchema(spec.text, false, std::nullopt, std::nullopt, spec.strict);
-            case ConstraintKind::kGrammar:
-                return compiler_.CompileGrammar(spec.text, "root");
-            case ConstraintKind::kRegex:
-                return compiler_.CompileRegex(spec.text);
-            case ConstraintKind::kStructuralTag:
-                return compiler_.CompileStructuralTag(compact_structural_tag(spec.text));
-            case ConstraintKind::kChoice: {
-                std::string g = "root ::= ";
-                for (size_t i = 0; i < spec.choices.size(); ++i) {
-                    if (i > 0) g += " | ";
-                    g += gbnf_literal(spec.choices[i]);
-                }
-                return compiler_.CompileGrammar(g, "root");
-            }
+        if (spec.kind == ConstraintKind::kStructuralTag) {
+            return compiler_.CompileStructuralTag(compact_structural_tag(spec.text));
         }
-        throw std::invalid_argument("unknown constraint kind");
+        return compiler_.CompileGrammar(ebnf_text(spec), "root");
     }
 
     xgrammar::GrammarCompiler compiler_;
@@ -215,6 +228,14 @@ private:
 
 std::shared_ptr<GrammarEngine> make_grammar_engine(const tokenizer::Tokenizer& tokenizer) {
     return std::make_shared<XgrammarEngine>(tokenizer);
+}
+
+Expected<std::string> engine_ebnf(const ConstraintSpec& spec) {
+    try {
+        return ebnf_text(spec);
+    } catch (const std::exception& e) {
+        return invalid_argument(reason(e));
+    }
 }
 
 }  // namespace lazyattn::grammar

@@ -1,0 +1,134 @@
+#include "grammar/counted_repetition.h"
+
+#include <optional>
+#include <vector>
+
+namespace lazyattn::grammar {
+
+namespace {
+
+constexpr size_t kNone = std::string_view::npos;
+
+// XGrammar's rule-name characters (its EBNF lexer's).
+bool name_char(char c) {
+    return c == '_' || c == '-' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9');
+}
+
+// A repetition range at text[i] == '{': {m}, {m,} or {m,n} with optional spaces. Sets *end past
+// its '}' and *open when it has no upper bound; nullopt when text[i] starts none of them.
+std::optional<int64_t> repetition_range(std::string_view text, size_t i, size_t* end, bool* open) {
+    size_t j = i + 1;
+    auto spaces = [&] {
+        while (j < text.size() && text[j] == ' ') ++j;
+    };
+    auto number = [&]() -> std::optional<int64_t> {
+        const size_t from = j;
+        int64_t n = 0;
+        while (j < text.size() && text[j] >= '0' && text[j] <= '9') {
+            if (n < (int64_t(1) << 40)) n = n * 10 + (text[j] - '0');
+            ++j;
+        }
+        return j > from ? std::optional<int64_t>(n) : std::nullopt;
+    };
+    spaces();
+    const std::optional<int64_t> lower = number();
+    if (!lower) return std::nullopt;
+    spaces();
+    *open = false;
+    if (j < text.size() && text[j] == ',') {
+        ++j;
+        spaces();
+        *open = !number().has_value();
+        spaces();
+    }
+    if (j >= text.size() || text[j] != '}') return std::nullopt;
+    *end = j + 1;
+    return lower;
+}
+
+// Copies a quoted literal or a character class starting at text[i] (its opening character)
+// through its closing one, escapes included; returns the index past it.
+size_t copy_quoted(std::string_view text, size_t i, char close, std::string& out) {
+    out += text[i++];
+    while (i < text.size()) {
+        const char c = text[i++];
+        out += c;
+        if (c == '\\' && i < text.size()) {
+            out += text[i++];
+        } else if (c == close) {
+            break;
+        }
+    }
+    return i;
+}
+
+}  // namespace
+
+std::string with_counted_repetitions_first(std::string_view text) {
+    std::string out;
+    out.reserve(text.size() + text.size() / 8);
+    // Where, in `out`, the element the next quantifier applies to begins (kNone: nothing can be
+    // repeated here, as after `::=`, `|` or another quantifier), and where a rule name just ended
+    // (a '(' right after it opens a macro call: the name belongs to the element).
+    size_t last = kNone, name_end = kNone;
+    struct Group {
+        size_t start;       // the group's element start in `out` (its '(' or its macro's name)
+        size_t outer_last;  // `last` outside it
+    };
+    std::vector<Group> groups;
+    size_t i = 0;
+    while (i < text.size()) {
+        const char c = text[i];
+        if (c == '#') {  // a comment, to the end of its line
+            while (i < text.size() && text[i] != '\n') out += text[i++];
+        } else if (c == '"' || c == '[') {
+            last = out.size();
+            i = copy_quoted(text, i, c == '"' ? '"' : ']', out);
+        } else if (name_char(c)) {
+            last = out.size();
+            while (i < text.size() && name_char(text[i])) out += text[i++];
+            name_end = out.size();
+            continue;  // name_end stays valid for a '(' right after the name
+        } else if (c == '(') {
+            groups.push_back({name_end == out.size() && last != kNone ? last : out.size(), last});
+            out += text[i++];
+            last = kNone;
+        } else if (c == ')') {
+            out += text[i++];
+            if (groups.empty()) {
+                last = kNone;
+            } else {
+                last = groups.back().start;
+                groups.pop_back();
+            }
+        } else if (c == '{') {
+            size_t end = 0;
+            bool open = false;
+            const std::optional<int64_t> m = repetition_range(text, i, &end, &open);
+            if (!m) {
+                out += text[i++];
+                last = kNone;
+            } else if (open && *m >= kCountedRepetitionFrom && last != kNone) {
+                // X{m,} -> X{m} X*: the counted part first, then the star.
+                const std::string element = out.substr(last);
+                out += "{" + std::to_string(*m) + "} " + element + "*";
+                i = end;
+                last = kNone;
+            } else {
+                out.append(text.substr(i, end - i));
+                i = end;
+                last = kNone;
+            }
+        } else {
+            // Space keeps the element open for a quantifier after it; any other operator
+            // (`::=`, `|`, `*`, `+`, `?`, `=`) ends it.
+            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') last = kNone;
+            out += text[i++];
+        }
+        name_end = kNone;
+    }
+    return out;
+}
+
+}  // namespace lazyattn::grammar
