@@ -44,11 +44,16 @@ struct EmbeddingParams {
 // kept candidate at which the running sum of exp((logit - max) / temperature) reaches
 // uniform * (its total over the kept set). `uniform` in [0, 1) is drawn by the host's seeded
 // Sampler, so a run is the same whichever side samples.
+// A structured-output row carries its grammar's bitmask (host memory, `bitmask_words` words:
+// kernels::ref::apply_token_bitmask's layout), applied to the row's logits before all of the
+// above, as the host Sampler applies it before temperature, top-k and top-p.
 struct SampleRow {
     float temperature = 0.0f;
     int32_t top_k = 0;
     float top_p = 1.0f;
     float uniform = 0.0f;
+    const int32_t* bitmask = nullptr;  // null: no mask
+    int32_t bitmask_words = 0;
 };
 
 // A block of backend memory (host memory for the CPU and reference backends). Its contents are
@@ -188,11 +193,13 @@ public:
     }
     virtual void embedding_lookup(const EmbeddingParams& p) = 0;
     // Sampling where the logits live (a device backend): tokens[r] (host memory) = the token
-    // rows[r] (host memory) picks from logits[r, 0:vocab_size) (backend memory), so a step
+    // rows[r] (host memory) picks from logits[r, 0:vocab_size) (backend memory; a row with a
+    // bitmask is masked in place, its logits not used afterwards), so a step
     // downloads one id per row instead of its logits. Only where device_sampling() is true; the
-    // model calls it only for rows a SampleRow describes (no penalties, logit_bias or min-p).
+    // model calls it only for rows a SampleRow describes (no penalties, logit_bias or min-p; a
+    // grammar's bitmask uploaded and applied where the logits are).
     virtual bool device_sampling() const { return false; }
-    virtual void sample_rows(const float* logits, int32_t num_rows, int32_t vocab_size, const SampleRow* rows,
+    virtual void sample_rows(float* logits, int32_t num_rows, int32_t vocab_size, const SampleRow* rows,
                              int32_t* tokens) {
         (void)logits, (void)num_rows, (void)vocab_size, (void)rows, (void)tokens;
     }

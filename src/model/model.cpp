@@ -212,7 +212,7 @@ Status Model::check_kv_shape(const ForwardBatch& batch, const backend::KvMemory&
 
 Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
                       const std::vector<backend::SampleRow>* sample_rows, std::vector<int32_t>* tokens,
-                      std::vector<float>* key_mass) {
+                      std::vector<float>* key_mass, const std::function<void()>& before_sampling) {
     LA_RETURN_IF_ERROR(check_kv_shape(batch, kv));
     const int32_t n = batch.num_rows();
     if (n == 0) {  // copies only
@@ -267,6 +267,7 @@ Status Model::forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vec
     if (num_out > 0) be.matmul(weights_.output().params(normed_.data(), out, num_out));
     if (on_device && num_out > 0) {
         tokens->resize(size_t(num_out));
+        if (before_sampling) before_sampling();
         be.sample_rows(out, int32_t(num_out), config_.vocab_size, sample_rows->data(), tokens->data());
     } else if (!be.host_memory() && num_out > 0) {
         be.download(logits->data(), out, sizeof(float) * logits->size());

@@ -4,6 +4,7 @@
 // norms, post norms, GeGLU, embedding scale, sliding windows) are switched by its config.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,9 +52,12 @@ public:
     // With batch.mass_seqs, *key_mass gets the attention mass of their keys summed over the
     // layers of batch.mass_layers (every layer when empty), in kernels::ref::attention_mass's
     // layout over those sequences (kInvalidArgument where the backend cannot measure it).
+    // `before_sampling` (optional) runs once the step's work is issued, right before the rows
+    // are sampled on the device: the caller finishes what the rows point to (the grammar
+    // bitmasks its helper thread computed while the device ran the layers).
     Status forward(const ForwardBatch& batch, backend::KvMemory& kv, std::vector<float>* logits,
                    const std::vector<backend::SampleRow>* sample_rows = nullptr, std::vector<int32_t>* tokens = nullptr,
-                   std::vector<float>* key_mass = nullptr);
+                   std::vector<float>* key_mass = nullptr, const std::function<void()>& before_sampling = {});
     // CacheBlend's measurement (engine::DocumentReuse @deviation): each row is a cached document
     // token placed in the request, with everything before it in view. Its layers before
     // kDeviationLayer run in full without storing anything, then *deviation[r] is the squared

@@ -208,12 +208,14 @@ public:
     bool device_sampling() const override { return true; }
     // The kernel's settings go up as one upload (temperatures, top-p, draws, top-k: four words a
     // row, after which the kernel writes the tokens), and only the tokens come back. An all-greedy
-    // step uploads nothing (the argmax needs no settings).
-    void sample_rows(const float* logits, int32_t num_rows, int32_t vocab_size, const backend::SampleRow* rows,
+    // step uploads nothing (the argmax needs no settings). Structured-output rows first take
+    // their grammars' masks (apply_row_bitmasks).
+    void sample_rows(float* logits, int32_t num_rows, int32_t vocab_size, const backend::SampleRow* rows,
                      int32_t* tokens) override {
         const size_t n = size_t(num_rows);
         Status st = sample_args_.reserve(*this, 5 * int64_t(std::max<int32_t>(num_rows, 1)));
         if (!st.ok()) return record(st);
+        if (st = apply_row_bitmasks(logits, num_rows, vocab_size, rows); !st.ok()) return record(st);
         int32_t* ids = sample_args_.data() + 4 * n;
         const bool greedy =
             std::all_of(rows, rows + n, [](const backend::SampleRow& r) { return r.temperature <= 0.0f; });
@@ -243,6 +245,27 @@ public:
             record(cuda_->sample(p));
         }
         download(tokens, ids, sizeof(int32_t) * n);
+    }
+
+    // The bitmasks of the rows that carry one go up in one upload (4 bytes per 32 tokens, not
+    // the row's logits coming down) and each masks its row in place (sampling.h), the rule
+    // kernels::ref::apply_token_bitmask defines and the host sampler applies.
+    Status apply_row_bitmasks(float* logits, int32_t num_rows, int32_t vocab_size, const backend::SampleRow* rows) {
+        mask_staging_.clear();
+        for (int32_t r = 0; r < num_rows; ++r) {
+            if (rows[r].bitmask == nullptr) continue;
+            mask_staging_.insert(mask_staging_.end(), rows[r].bitmask, rows[r].bitmask + rows[r].bitmask_words);
+        }
+        if (mask_staging_.empty()) return {};
+        LA_RETURN_IF_ERROR(mask_words_.assign(*this, mask_staging_.data(), int64_t(mask_staging_.size())));
+        int64_t offset = 0;
+        for (int32_t r = 0; r < num_rows; ++r) {
+            if (rows[r].bitmask == nullptr) continue;
+            LA_RETURN_IF_ERROR(cuda_->apply_token_bitmask(logits + int64_t(r) * vocab_size, vocab_size, 1, vocab_size,
+                                                          mask_words_.data() + offset, rows[r].bitmask_words));
+            offset += rows[r].bitmask_words;
+        }
+        return {};
     }
 
     Expected<std::unique_ptr<backend::KvMemory>> allocate_kv(const kv::KvShape& shape) override {
@@ -344,6 +367,8 @@ private:
     backend::BackendArray<kernels::AttentionSeq> decode_seqs_, prefill_seqs_;
     backend::BackendArray<int32_t> sample_args_;  // sample_rows' settings, then its tokens
     std::vector<int32_t> sample_staging_;         // the settings on the host, before their upload
+    backend::BackendArray<int32_t> mask_words_;   // the masked rows' grammar bitmasks, one after another
+    std::vector<int32_t> mask_staging_;           // ... on the host, before their upload
 };
 
 }  // namespace

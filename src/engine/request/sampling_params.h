@@ -45,12 +45,15 @@ struct SamplingParams {
     // kInvalidArgument when logit_bias names a token outside [0, vocab_size) (the engine checks
     // every request; the server first, to name the field).
     Status check_vocabulary(int32_t vocab_size) const;
-    // Nothing changes the logits before the draw and no logprobs are asked: the next token is
-    // the raw logits' argmax, or a temperature / top-k / top-p draw from them (min-p off), which
-    // is what a device backend may sample where the logits live (backend::SampleRow).
-    bool samples_raw_logits() const {
+    // Nothing but the constraint's token mask changes the logits before the draw and no
+    // logprobs are asked: the next token is the (masked) logits' argmax, or a temperature /
+    // top-k / top-p draw from them (min-p off), which is what a device backend may sample where
+    // the logits live (backend::SampleRow, the grammar's bitmask uploaded with the row). The
+    // penalties and logit_bias come before the mask in the rule and the device has neither, so
+    // their rows stay on the host.
+    bool device_samplable() const {
         return repetition_penalty == 1.0f && presence_penalty == 0.0f && frequency_penalty == 0.0f &&
-               logit_bias.empty() && !constraint && logprobs < 0 && (temperature <= 0.0f || min_p <= 0.0f);
+               logit_bias.empty() && logprobs < 0 && (temperature <= 0.0f || min_p <= 0.0f);
     }
 };
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
 #include <future>
+#include <span>
 
 #include "core/check.h"
 #include "core/timer.h"
@@ -52,12 +54,13 @@ Sampler& ModelRunner::sampler_of(SequenceState& s) {
 }
 
 bool ModelRunner::device_sample_rows(const SchedulerOutput& step) {
-    // Every row with logits must be one the device can pick from the raw logits (or unused): one
-    // row per tail, its request neither changing the logits nor asking for logprobs.
+    // Every row with logits must be one the device can pick from the logits (or unused): one
+    // row per tail, its request changing the logits by its grammar's mask alone and asking for
+    // no logprobs.
     std::vector<const PhaseChunk*> tails;
     for (const PhaseChunk& t : step.chunks) {
         if (t.kind != PhaseKind::kTail) continue;
-        if (t.all_logits || (t.sample && !t.seq->request.sampling.samples_raw_logits())) return false;
+        if (t.all_logits || (t.sample && !t.seq->request.sampling.device_samplable())) return false;
         tails.push_back(&t);
     }
     if (tails.empty()) return false;
@@ -68,6 +71,12 @@ bool ModelRunner::device_sample_rows(const SchedulerOutput& step) {
         sample_rows_[i].temperature = p.temperature;
         sample_rows_[i].top_k = p.top_k;
         sample_rows_[i].top_p = p.top_p;
+        if (p.constraint) {
+            // Where the helper thread writes this step's mask (run(): ready before the sampling).
+            const std::span<const int32_t> mask = sampler_of(*tails[i]->seq).constraint_bitmask();
+            sample_rows_[i].bitmask = mask.data();
+            sample_rows_[i].bitmask_words = int32_t(mask.size());
+        }
     }
     if (!model_.samples_on_device(sample_rows_)) return false;
     // Decided: only now are the draws taken, so a step sampled on the host draws them itself and
@@ -100,11 +109,16 @@ ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
             for (Sampler* s : constrained) s->prepare_constraint();
         });
     }
+    // Waited for where the device samples (the rows' bitmasks are uploaded then), else after the
+    // forward, before the host samples; a second call does nothing.
+    const std::function<void()> masks_ready = [&masks] {
+        if (masks.valid()) masks.get();
+    };
     const double t0 = now_ms();
     const Status st = model_.forward(in.batch, *kv_memory_, &logits_, on_device ? &sample_rows_ : nullptr,
-                                     &device_tokens_, in.batch.mass_seqs.empty() ? nullptr : &key_mass);
+                                     &device_tokens_, in.batch.mass_seqs.empty() ? nullptr : &key_mass, masks_ready);
+    masks_ready();
     LA_CHECK_MSG(st.ok(), "forward failed on a validated plan: %s", st.to_string().c_str());
-    if (masks.valid()) masks.get();
     for (size_t k = 0; k < in.apart.size(); ++k) {  // the phase kinds whose rows run apart
         if (in.apart[k].num_rows() == 0) continue;
         const PhaseKindRow& kind = phase_kind(PhaseKind{uint8_t(k)});
@@ -127,7 +141,11 @@ ModelRunnerOutput ModelRunner::run(const SchedulerOutput& step) {
         ChunkResult& r = out.chunks[i];
         if (on_device) {
             r.num_logit_rows = 1;
-            if (t.sample) r.token = device_tokens_[tail];
+            // A constrained row's token goes to its grammar, as the host sampler's own would.
+            if (t.sample) {
+                r.token = t.seq->request.sampling.constraint ? sampler_of(*t.seq).accept_sampled(device_tokens_[tail])
+                                                             : device_tokens_[tail];
+            }
             ++tail;
             continue;
         }

@@ -79,12 +79,7 @@ int32_t Sampler::sample(const float* logits, int32_t vocab_size, std::span<const
         if (id < vocab_size) penalized_[id] += bias;
     }
     if (matcher_) matcher_->mask_logits(penalized_);
-    int32_t token = params_.temperature <= 0.0f ? argmax(penalized_.data(), vocab_size) : draw();
-    if (matcher_ && !matcher_->accept(token)) {
-        // Nothing the grammar allows was left to pick (every allowed logit -inf): end the output
-        // rather than emit a token outside the grammar.
-        token = matcher_->stop_token() >= 0 ? matcher_->stop_token() : token;
-    }
+    const int32_t token = accept_sampled(params_.temperature <= 0.0f ? argmax(penalized_.data(), vocab_size) : draw());
     if (logprobs != nullptr && params_.logprobs >= 0) {
         if (!params_.post_sampling_probs) {
             *logprobs = token_logprobs(penalized_.data(), vocab_size, token, params_.logprobs);
@@ -96,6 +91,15 @@ int32_t Sampler::sample(const float* logits, int32_t vocab_size, std::span<const
         } else {
             *logprobs = post_sampling_logprobs(token, params_.logprobs);
         }
+    }
+    return token;
+}
+
+int32_t Sampler::accept_sampled(int32_t token) {
+    if (matcher_ && !matcher_->accept(token)) {
+        // Nothing the grammar allows was left to pick (every allowed logit -inf): end the output
+        // rather than emit a token outside the grammar.
+        return matcher_->stop_token() >= 0 ? matcher_->stop_token() : token;
     }
     return token;
 }

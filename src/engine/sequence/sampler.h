@@ -62,6 +62,18 @@ public:
     void prepare_constraint() {
         if (matcher_) matcher_->prepare();
     }
+    // The grammar's bitmask for the next token (empty without a constraint): words whose content
+    // prepare_constraint() sets, at a place that stays put for the sampler's life, so a device
+    // backend can mask the logits where they live (backend::SampleRow) with what the helper
+    // thread computed. The sampler's own rule is unchanged: this mask after the penalties and
+    // logit_bias, before temperature, top-k, top-p and min-p.
+    std::span<const int32_t> constraint_bitmask() const {
+        return matcher_ ? matcher_->bitmask() : std::span<const int32_t>{};
+    }
+    // A token sampled elsewhere (the device, from logits masked by constraint_bitmask()) is fed
+    // to the grammar as sample() feeds its own; returns the token to emit: `token`, or the
+    // grammar's stop token when the grammar refuses it (nothing it allows was left to pick).
+    int32_t accept_sampled(int32_t token);
 
 private:
     void apply_repetition_penalty(std::span<const int32_t> history);
