@@ -90,25 +90,42 @@ Status warm_up(engine::SyncEngine& eng, const Variant& ready, const std::vector<
 }
 
 // One line on stderr per window: answers done of all, this run's rate and the time left at it
-// (a resumed run counts only what it asked itself).
+// (a resumed run counts only what it asked itself). Questions come in order of family and k,
+// so the time left is the words still to read at this run's seconds per word read, not the
+// answers left at its seconds per answer (the first questions are the shortest).
 class RunProgress {
 public:
-    RunProgress(int64_t total, int64_t done_before) : total_(total), before_(done_before), start_ms_(now_ms()) {}
-    void update(int64_t done) {
+    RunProgress(int64_t total, int64_t done, double words_left)
+        : total_(total), done_(done), words_left_(words_left), start_ms_(now_ms()) {}
+    // `answers` more answered, of questions of `words` words in all.
+    void add(int64_t answers, double words) {
+        done_ += answers, here_ += answers;
+        words_left_ -= words, words_here_ += words;
+    }
+    void show() const {
         const double spent_s = (now_ms() - start_ms_) / 1000;
-        const int64_t here = done - before_;
-        const double per_answer = here > 0 ? spent_s / double(here) : 0;
-        std::fprintf(stderr,
-                     "answered %lld/%lld (%.1f%%), %lld this run in %.0f s, %.1f s per answer, about %.1f h left\n",
-                     (long long)done, (long long)total_, 100.0 * double(done) / double(std::max<int64_t>(1, total_)),
-                     (long long)here, spent_s, per_answer, per_answer * double(total_ - done) / 3600);
+        const double per_word = words_here_ > 0 ? spent_s / words_here_ : 0;
+        std::fprintf(
+            stderr, "answered %lld/%lld (%.1f%%), %lld this run in %.0f s (%.1f s per answer), about %.1f h left\n",
+            (long long)done_, (long long)total_, 100.0 * double(done_) / double(std::max<int64_t>(1, total_)),
+            (long long)here_, spent_s, here_ > 0 ? spent_s / double(here_) : 0.0, per_word * words_left_ / 3600);
         std::fflush(stderr);
     }
 
 private:
-    int64_t total_, before_;
+    int64_t total_, done_, here_ = 0;
+    double words_left_, words_here_ = 0;
     double start_ms_;
 };
+
+// What a question costs to answer, roughly: the words of its prompt.
+double prompt_words(const bench::QualityTask& t) {
+    double words = 1;
+    const auto count = [&](const std::string& s) { words += double(std::count(s.begin(), s.end(), ' ')) + 1; };
+    count(t.question);
+    for (const auto& d : t.documents) count(d.text);
+    return words;
+}
 
 // Every variant answers every question. Questions go in windows of `concurrency`; within a
 // window, all variants of one cache mode run together on that mode's engine, so variants that
@@ -171,15 +188,16 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
     }
     for (const Variant& v : variants) answers[v.name].assign(tasks.size(), {});
     int64_t done = 0;
-    if (progress != nullptr) {
-        for (const Variant& v : variants) {
-            for (size_t i = 0; i < tasks.size(); ++i) {
-                if (const QualityAnswer* a = progress->find(v.name, i)) answers[v.name][i] = *a, ++done;
-            }
+    double words_left = 0;
+    for (const Variant& v : variants) {
+        for (size_t i = 0; i < tasks.size(); ++i) {
+            const QualityAnswer* a = progress != nullptr ? progress->find(v.name, i) : nullptr;
+            if (a != nullptr) answers[v.name][i] = *a, ++done;
+            if (a == nullptr) words_left += prompt_words(tasks[i]);
         }
     }
     const int64_t total = int64_t(tasks.size() * variants.size());
-    RunProgress shown(total, done);
+    RunProgress shown(total, done, words_left);
     if (done > 0)
         std::fprintf(stderr, "resuming: %lld of %lld answers found in the progress file\n", (long long)done,
                      (long long)total);
@@ -244,11 +262,11 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
                 a.recomputed_tokens = r.stats.recomputed_tokens;
                 answers[f.variant->name][f.task] = a;
                 batch.emplace_back(f.variant->name, f.task, std::move(a));
-                ++done;
+                shown.add(1, prompt_words(tasks[f.task]));
             }
             if (progress != nullptr) LA_RETURN_IF_ERROR(progress->append(batch));
         }
-        shown.update(done);
+        shown.show();
     }
     for (auto& [key, eng] : engines) {
         if (!takes_ready_copies(variants, key_of, key)) continue;
