@@ -18,10 +18,15 @@ void send_error(http::HttpResponse& res, const ApiError& error) {
     res.body = error.to_json();
 }
 
-int json_nesting_depth(std::string_view text, int limit) {
-    int depth = 0, deepest = 0;
+namespace {
+
+// Calls on_bracket(+1 or -1, position) for each bracket of JSON text outside its strings, until it
+// returns false; the one rule of what a bracket is (strings and their escapes skipped).
+template <class OnBracket>
+void scan_json_brackets(std::string_view text, size_t begin, OnBracket on_bracket) {
     bool in_string = false, escaped = false;
-    for (char c : text) {
+    for (size_t i = begin; i < text.size(); ++i) {
+        const char c = text[i];
         if (in_string) {
             if (escaped) {
                 escaped = false;
@@ -35,12 +40,38 @@ int json_nesting_depth(std::string_view text, int limit) {
         if (c == '"') {
             in_string = true;
         } else if (c == '[' || c == '{') {
-            if (++depth > deepest && (deepest = depth) > limit) return limit + 1;
+            if (!on_bracket(+1, i)) return;
         } else if (c == ']' || c == '}') {
-            --depth;
+            if (!on_bracket(-1, i)) return;
         }
     }
+}
+
+}  // namespace
+
+int json_nesting_depth(std::string_view text, int limit) {
+    int depth = 0, deepest = 0;
+    scan_json_brackets(text, 0, [&](int step, size_t) {
+        depth += step;
+        if (depth > deepest && (deepest = depth) > limit) {
+            deepest = limit + 1;
+            return false;
+        }
+        return true;
+    });
     return deepest;
+}
+
+size_t json_value_end(std::string_view text, size_t begin) {
+    size_t end = std::string_view::npos;
+    int depth = 0;
+    scan_json_brackets(text, begin, [&](int step, size_t pos) {
+        depth += step;
+        if (depth > 0) return true;
+        end = pos + 1;  // closed (or an unbalanced closing bracket)
+        return false;
+    });
+    return end;
 }
 
 std::optional<ApiError> parse_json_body(const http::HttpRequest& req, nlohmann::json& out, const JsonBounds& bounds) {

@@ -31,4 +31,10 @@ std::optional<ApiError> parse_json_body(const http::HttpRequest& req, nlohmann::
 // `limit` (returns limit + 1).
 int json_nesting_depth(std::string_view text, int limit);
 
+// Where the JSON object or array that opens at `begin` ends: one past its closing bracket, or npos
+// while it is incomplete. Brackets inside strings do not count (escapes are followed); an
+// unbalanced closing bracket ends it there (the text will not parse). The same scan as
+// json_nesting_depth's.
+size_t json_value_end(std::string_view text, size_t begin = 0);
+
 }  // namespace lazyattn::server

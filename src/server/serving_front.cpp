@@ -131,6 +131,10 @@ std::optional<ApiError> ServingFront::prepare(GenerationRequest gen, const std::
     auto built = builder_.build(gen, tenant, client_gone, &out.known_later);
     if (!built.ok()) return generation_error(built.status(), gen.chat);
     out.rag = std::move(built).value();
+    // A parsed family's markers reach the parser even where they are control tokens.
+    if (gen.tools && gen.tools->active()) {
+        out.rag.shown_control_tokens = tool_calls::control_markers(gen.tools->format.family, tokenizer_);
+    }
     if (auto e = fit_max_tokens(gen, out.rag)) return e;
     out.output = output_options(tokenizer_, gen, out.rag);
     out.context_length = context_length();

@@ -68,14 +68,18 @@ public:
 // across tokens until it is complete (so streamed output never contains broken characters).
 class StreamDecoder {
 public:
-    explicit StreamDecoder(const Tokenizer& tok, bool render_special = false)
-        : tok_(tok), render_special_(render_special) {}
+    // `shown`: control tokens whose text is emitted although render_special is off (sorted ids; a
+    // tool family's markers, which the tool-call parser reads); null: none.
+    explicit StreamDecoder(const Tokenizer& tok, bool render_special = false,
+                           std::shared_ptr<const std::vector<TokenId>> shown = nullptr)
+        : tok_(tok), render_special_(render_special), shown_(std::move(shown)) {}
     std::string push(TokenId id);  // the complete text this token finished, possibly ""
     std::string flush();           // whatever is held back (invalid bytes as U+FFFD)
 
 private:
     const Tokenizer& tok_;
     bool render_special_;
+    std::shared_ptr<const std::vector<TokenId>> shown_;
     std::string pending_;
 };
 

@@ -479,5 +479,14 @@ TEST(JsonDepth, CountsNestingOutsideStringsOnly) {
     EXPECT_EQ(json_nesting_depth("12", 32), 0);
 }
 
+TEST(JsonDepth, ValueEndFollowsStringsAndWaitsForTheClose) {
+    const std::string call = R"(x {"a": "}]\"}", "b": [1, {"c": 2}]} tail)";
+    EXPECT_EQ(json_value_end(call, 2), call.find(" tail"));
+    EXPECT_EQ(json_value_end(R"({"a": "}")", 0), std::string_view::npos);    // still open
+    EXPECT_EQ(json_value_end(R"({"a": "\"}")", 0), std::string_view::npos);  // the quote is escaped
+    EXPECT_EQ(json_value_end("[[]]]", 0), 4u);
+    EXPECT_EQ(json_value_end("]", 0), 1u);  // unbalanced: ends where it breaks
+}
+
 }  // namespace
 }  // namespace lazyattn::server

@@ -23,7 +23,10 @@ EventTimings token_timings(const SequenceState& s) {
 }  // namespace
 
 RequestOutput& OutputProcessor::output_of(SequenceState& s) {
-    if (s.output == nullptr) s.output = std::make_unique<RequestOutput>(tokenizer_, StopMatcher(s.request.stop));
+    if (s.output == nullptr) {
+        s.output =
+            std::make_unique<RequestOutput>(tokenizer_, StopMatcher(s.request.stop), s.request.shown_control_tokens);
+    }
     return *s.output;
 }
 

@@ -37,6 +37,10 @@ struct RagRequest {
     int32_t max_tokens = 128;
     // Stop strings, shared read-only by every choice of a request (never copied per choice).
     StopStrings stop;
+    // Control tokens whose text the output shows (sorted ids; null: none): a tool family's markers
+    // ([TOOL_CALLS], <|python_tag|>) when the request's tools are parsed, so the parser sees them.
+    // Every other control token decodes to nothing.
+    std::shared_ptr<const std::vector<int32_t>> shown_control_tokens;
     bool ignore_eos = false;
     // The handle gets kProgress events while the prompt runs (llama-server's return_progress):
     // one at admission, one per step that put more of the prompt in place, the last when all of

@@ -8,7 +8,9 @@
 namespace lazyattn::engine {
 
 struct RequestOutput {
-    RequestOutput(const tokenizer::Tokenizer& tokenizer, const StopMatcher& stops) : decoder(tokenizer), stops(stops) {}
+    RequestOutput(const tokenizer::Tokenizer& tokenizer, const StopMatcher& stops,
+                  std::shared_ptr<const std::vector<int32_t>> shown_control_tokens = nullptr)
+        : decoder(tokenizer, false, std::move(shown_control_tokens)), stops(stops) {}
     tokenizer::StreamDecoder decoder;
     StopMatcher stops;
 };

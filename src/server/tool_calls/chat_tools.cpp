@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/tool_calls/builtin_tools.h"
 #include "server/tool_calls/tool_constraint.h"
 #include "tokenizer/chat_template_kwargs.h"
 
@@ -24,6 +25,9 @@ std::string call_example(ToolFamily family) {
         case ToolFamily::kMistral:
             return "[TOOL_CALLS][{\"name\": \"<function name>\", \"arguments\": {<arguments as JSON>}}]\n"
                    "(the list may hold several calls)";
+        case ToolFamily::kMistralArgs:
+            return "[TOOL_CALLS]<function name>[ARGS]{<arguments as JSON>}\n"
+                   "(one such call after another)";
         case ToolFamily::kPhi:
             return "<|tool_call|>[{\"name\": \"<function name>\", \"arguments\": {<arguments as "
                    "JSON>}}]<|/tool_call|>\n"
@@ -106,6 +110,15 @@ std::optional<ApiError> prepare_chat_tools(GenerationRequest& gen, const tokeniz
         auto value = tokenizer::template_value_from_json(tools->openai_tools(), "tools");
         if (!value.ok()) return invalid_request(value.status().message(), "tools", "invalid_value");
         gen.template_tools = std::move(value).value();
+        // Llama 3.1's template announces its built-in tools when told of them (builtin_tools.h);
+        // a request's own builtin_tools kwarg still wins.
+        const std::vector<std::string> builtin = template_builtin_tools(*tools);
+        if (format.family == ToolFamily::kLlama3 && !builtin.empty() &&
+            chat.source.find("builtin_tools") != std::string::npos) {
+            auto told = tokenizer::template_value_from_json(json{{"builtin_tools", builtin}}, "tools");
+            if (!told.ok()) return invalid_request(told.status().message(), "tools", "invalid_value");
+            gen.chat_template_kwargs = tokenizer::merge_template_kwargs(*told, gen.chat_template_kwargs);
+        }
     } else {
         add_system_text(gen, tool_instructions(*tools));
     }

@@ -2,7 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/http_util.h"  // json_nesting_depth
+#include "server/http_util.h"  // json_nesting_depth, json_value_end
+#include "server/tool_calls/builtin_tools.h"
 
 namespace lazyattn::server::tool_calls {
 namespace {
@@ -11,40 +12,14 @@ using json = nlohmann::json;
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
+// ^[a-zA-Z0-9_-]$: what tool names and call ids are made of (valid_tool_name).
+bool is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
 size_t skip_space(std::string_view s, size_t pos = 0) {
     while (pos < s.size() && is_space(s[pos])) ++pos;
     return pos;
-}
-
-// Where the JSON value starting at `begin` ends (one past its closing bracket), or npos while it
-// is incomplete; `depth` gets the deepest nesting seen. Strings and escapes are followed, so a
-// bracket inside a string does not count.
-size_t json_value_end(std::string_view s, size_t begin, int& depth) {
-    int level = 0;
-    depth = 0;
-    bool in_string = false, escaped = false;
-    for (size_t i = begin; i < s.size(); ++i) {
-        const char c = s[i];
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-            }
-            continue;
-        }
-        if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            depth = std::max(depth, ++level);
-        } else if (c == '}' || c == ']') {
-            if (--level == 0) return i + 1;
-            if (level < 0) return i + 1;  // unbalanced: ends here (and will not parse)
-        }
-    }
-    return std::string_view::npos;
 }
 
 // The longest suffix of `s` that is a proper prefix of `marker`.
@@ -90,8 +65,10 @@ ToolCallStream::ToolCallStream(const ToolRequest& request, uint64_t id_seed) : r
 std::string ToolCallStream::next_id() {
     static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     uint64_t x = splitmix(seed_ + ids_drawn_++);
-    std::string id = "call_";
-    for (int i = 0; i < 24; ++i) {
+    // Mistral's templates refuse an earlier call whose id is not 9 letters and digits.
+    const bool short_id = syntax_of(request_->format.family).short_ids;
+    std::string id = short_id ? "" : "call_";
+    for (int i = 0; i < (short_id ? 9 : 24); ++i) {
         if (i % 10 == 0) x = splitmix(x);
         id += kAlphabet[x % 62];
         x /= 62;
@@ -182,33 +159,102 @@ bool ToolCallStream::scan_text(ToolCallDelta& out, bool at_end) {
 
 bool ToolCallStream::scan_call(ToolCallDelta& out, bool at_end) {
     const FamilySyntax& syn = syntax_of(request_->format.family);
-    const bool closes = !open_.empty() && open_ == syn.open && syn.close[0] != '\0';
-    size_t body_end = std::string::npos, markup_end = std::string::npos;
-    if (closes) {
-        const size_t pos = buf_.find(syn.close);
-        if (pos != std::string::npos) {
-            body_end = pos;
-            markup_end = pos + std::string_view(syn.close).size();
+    std::optional<CallExtent> call;
+    if (!open_.empty() && open_ == syn.open && syn.close[0] != '\0') {
+        if (const size_t pos = buf_.find(syn.close); pos != std::string::npos) {
+            call = CallExtent{pos + std::string_view(syn.close).size(), buf_.substr(0, pos)};
         }
+    } else if (syn.named_args && open_ == syn.open) {
+        call = named_args_extent(at_end);
+    } else if (!open_.empty() && open_ == syn.alt_open) {
+        call = python_tag_extent(at_end);
     } else {
-        const size_t begin = skip_space(buf_);
-        if (begin < buf_.size() && buf_[begin] != '{' && buf_[begin] != '[') {
-            body_end = markup_end = 0;  // not JSON after the marker: the marker was text
-        } else if (begin < buf_.size()) {
-            int depth = 0;
-            const size_t end = json_value_end(buf_, begin, depth);
-            if (end != std::string::npos) body_end = markup_end = end;
-        }
+        call = json_call_extent(at_end);
     }
-    if (body_end == std::string::npos) {
-        if (!at_end) return false;            // wait for the rest of the call
-        body_end = markup_end = buf_.size();  // the reply ended inside the call
+    if (!call) {
+        if (!at_end) return false;             // wait for the rest of the call
+        call = CallExtent{buf_.size(), buf_};  // the reply ended inside the call
     }
-    const std::string body = buf_.substr(0, body_end);
-    const std::string markup = open_ + buf_.substr(0, markup_end);
-    buf_.erase(0, markup_end);
-    end_call(out, body, markup);
+    const std::string markup = open_ + buf_.substr(0, call->end);
+    buf_.erase(0, call->end);
+    end_call(out, call->body, markup);
     return true;
+}
+
+std::optional<ToolCallStream::CallExtent> ToolCallStream::json_call_extent(bool) const {
+    const size_t begin = skip_space(buf_);
+    if (begin == buf_.size()) return std::nullopt;
+    if (buf_[begin] != '{' && buf_[begin] != '[') return CallExtent{};  // not JSON: the marker was text
+    const size_t end = json_value_end(buf_, begin);
+    if (end == std::string::npos) return std::nullopt;
+    return CallExtent{end, buf_.substr(0, end)};
+}
+
+std::optional<ToolCallStream::CallExtent> ToolCallStream::named_args_extent(bool at_end) const {
+    // A name and an id are at most 64 characters of ^[a-zA-Z0-9_-]$ (valid_tool_name), each
+    // followed by a bracketed marker: anything else, and the marker was text.
+    auto word_end = [&](size_t pos) {
+        size_t end = pos;
+        while (end < buf_.size() && end - pos <= 64 && is_name_char(buf_[end])) ++end;
+        return end;
+    };
+    auto marker_at = [&](size_t pos, std::string_view marker) {  // 1: there, 0: maybe (cut), -1: no
+        const std::string_view have = std::string_view(buf_).substr(pos, marker.size());
+        if (have != marker.substr(0, have.size())) return -1;
+        return have.size() == marker.size() ? 1 : 0;
+    };
+    // Spaces around the pieces are allowed: a SentencePiece vocabulary may put one after a marker.
+    const std::optional<CallExtent> wait = at_end ? std::optional<CallExtent>(CallExtent{}) : std::nullopt;
+    const size_t name_begin = skip_space(buf_);
+    const size_t name_end = word_end(name_begin);
+    if (name_end == buf_.size()) return wait;
+    if (name_end == name_begin || name_end - name_begin > 64) return CallExtent{};
+    size_t pos = skip_space(buf_, name_end);
+    if (pos == buf_.size()) return wait;
+    std::string id;
+    if (const int has_id = marker_at(pos, "[CALL_ID]"); has_id >= 0) {
+        if (has_id == 0) return wait;
+        const size_t id_begin = skip_space(buf_, pos + 9);
+        const size_t id_end = word_end(id_begin);
+        if (id_end == buf_.size()) return wait;
+        if (id_end == id_begin || id_end - id_begin > 64) return CallExtent{};
+        id = buf_.substr(id_begin, id_end - id_begin);
+        pos = skip_space(buf_, id_end);
+        if (pos == buf_.size()) return wait;
+    }
+    const int has_args = marker_at(pos, "[ARGS]");
+    if (has_args < 0) return CallExtent{};
+    if (has_args == 0) return wait;
+    const size_t begin = skip_space(buf_, pos + 6);
+    if (begin == buf_.size()) return std::nullopt;
+    if (buf_[begin] != '{') return CallExtent{};
+    const size_t end = json_value_end(buf_, begin);
+    if (end == std::string::npos) return std::nullopt;
+    // The call as the JSON object the other families write: the name and id hold only
+    // [a-zA-Z0-9_-], and the arguments are one balanced value, so nothing can break out of it.
+    std::string body = "{\"name\": \"" + buf_.substr(name_begin, name_end - name_begin) +
+                       "\", \"arguments\": " + buf_.substr(begin, end - begin);
+    if (!id.empty()) body += ", \"id\": \"" + id + "\"";
+    return CallExtent{end, body + "}"};
+}
+
+std::optional<ToolCallStream::CallExtent> ToolCallStream::python_tag_extent(bool at_end) const {
+    const size_t begin = skip_space(buf_);
+    if (begin < buf_.size() && (buf_[begin] == '{' || buf_[begin] == '[')) return json_call_extent(at_end);
+    const BuiltinCallScan scan = scan_builtin_call(buf_);
+    if (scan.state == BuiltinCallScan::kCall && request_->find(scan.name) != nullptr) {
+        return CallExtent{scan.end, json{{"name", scan.name}, {"arguments", scan.arguments}}.dump()};
+    }
+    if (scan.state == BuiltinCallScan::kIncomplete && !at_end) return std::nullopt;
+    // Raw code (a .call of a function not offered is code too): the rest of the reply calls
+    // the code tool, when one is offered.
+    const ToolDefinition* code = code_tool(*request_);
+    if (code == nullptr) return CallExtent{};
+    if (!at_end) return std::nullopt;
+    std::string source = buf_.substr(begin);
+    while (!source.empty() && is_space(source.back())) source.pop_back();
+    if (source.empty()) return CallExtent{};
+    return CallExtent{buf_.size(), json{{"name", code->name}, {"arguments", {{"code", source}}}}.dump()};
 }
 
 void ToolCallStream::end_call(ToolCallDelta& out, std::string_view body, std::string_view markup) {

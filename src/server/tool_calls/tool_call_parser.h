@@ -52,6 +52,15 @@ private:
     void scan(ToolCallDelta& out, bool at_end);
     bool scan_text(ToolCallDelta& out, bool at_end);  // true when a call opened
     bool scan_call(ToolCallDelta& out, bool at_end);  // true when the call ended (either way)
+    // The call's extent in buf_ after its marker, and its body as a JSON call object; nullopt
+    // while more text may complete it. body_end 0 with an empty body: the marker was text.
+    struct CallExtent {
+        size_t end = 0;
+        std::string body;
+    };
+    std::optional<CallExtent> json_call_extent(bool at_end) const;
+    std::optional<CallExtent> named_args_extent(bool at_end) const;  // name[CALL_ID]id[ARGS]{...}
+    std::optional<CallExtent> python_tag_extent(bool at_end) const;  // Llama 3.1's built-in tools
     void end_call(ToolCallDelta& out, std::string_view body, std::string_view markup);
     void emit_text(ToolCallDelta& out, std::string_view text);
     std::string next_id();

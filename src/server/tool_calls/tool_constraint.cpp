@@ -26,6 +26,8 @@ CallShape shape_of(ToolFamily family) {
             return {"{\"name\": \"", "\", \"parameters\": ", "}", "; "};
         case ToolFamily::kMistral:  // one list per call: the parser reads either
             return {"[TOOL_CALLS][{\"name\": \"", "\", \"arguments\": ", "}]", "\n"};
+        case ToolFamily::kMistralArgs:  // each call opens with its marker (the engine wants a separator)
+            return {"[TOOL_CALLS]", "[ARGS]", "", "\n"};
     }
     return {};
 }

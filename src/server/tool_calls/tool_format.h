@@ -6,23 +6,30 @@
 //            and any ChatML template that says nothing else
 //   smollm2  <tool_call>[{"name": ..., "arguments": {...}}]</tool_call>     SmolLM2's training format
 //   llama3   {"name": ..., "parameters": {...}} as the whole reply, or after <|python_tag|>
-//   mistral  [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+//   mistral  [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]                Mistral Nemo
+//   mistral_args  [TOOL_CALLS]name[ARGS]{...}, or name[CALL_ID]id[ARGS]{...}, one marker per call:
+//            Mistral Small 3.2, Magistral, Ministral 3, Devstral (templates that write [ARGS])
 //   phi      <|tool_call|>[{"name": ..., "arguments": {...}}]<|/tool_call|>  Phi-4-mini, Granite
 //
 // The parser (tool_call_parser.h) reads a call in its family's markers whether it holds one call
-// object or a list, with "arguments" or "parameters".
+// object or a list, with "arguments" or "parameters". Llama 3.1's built-in tools come after
+// <|python_tag|> too (builtin_tools.h).
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lazyattn::tokenizer {
 struct ChatTemplate;
-}
+class Tokenizer;
+}  // namespace lazyattn::tokenizer
 
 namespace lazyattn::server::tool_calls {
 
-enum class ToolFamily { kHermes, kSmolLM2, kLlama3, kMistral, kPhi };
+enum class ToolFamily { kHermes, kSmolLM2, kLlama3, kMistral, kMistralArgs, kPhi };
 
 struct ToolFormat {
     ToolFamily family = ToolFamily::kHermes;
@@ -40,6 +47,11 @@ struct FamilySyntax {
     bool list;              // the calls inside are a JSON list
     const char* arguments;  // the key of the arguments
     const char* alt_open;   // a second opening (llama3's <|python_tag|>), or ""
+    // The call is `name[ARGS]{arguments}` (an optional [CALL_ID]id before [ARGS]), not a JSON
+    // object holding its name; `open` comes before each call.
+    bool named_args = false;
+    // Call ids are 9 letters and digits: the family's templates refuse others in earlier calls.
+    bool short_ids = false;
 };
 
 const FamilySyntax& syntax_of(ToolFamily family);
@@ -50,6 +62,12 @@ const char* family_name(ToolFamily family);
 ToolFormat tool_format_for(const tokenizer::ChatTemplate& chat);
 // The same from a template's text alone ("" for the native renderers, with `native_llama3`).
 ToolFormat tool_format_for_text(std::string_view source, bool native_llama3 = false);
+
+// The family's markers that are control tokens of `tokenizer` (Mistral's [TOOL_CALLS], Llama
+// 3.1's <|python_tag|>): the decoder drops a control token's text unless told to show it
+// (engine::RagRequest::shown_control_tokens), and the parser must see these. Sorted ids; null
+// when none is a control token.
+std::shared_ptr<const std::vector<int32_t>> control_markers(ToolFamily family, const tokenizer::Tokenizer& tokenizer);
 
 // One call as its family writes it (an assistant's earlier call, put back in its content when
 // the template renders no tool calls). `arguments` is JSON text.
