@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/timer.h"
+#include "engine/reuse/conditioning.h"
 
 namespace lazyattn::engine {
 namespace {
@@ -29,6 +30,16 @@ RagResult wait_polling(RequestHandle& handle, const std::function<bool()>& cance
         }
     }
     return handle.wait();
+}
+
+// Whether `store` holds document `d` of `tenant` as precompute would make it: plain (k = 0), or
+// conditioned on the k neighbours the tenant's index gives now (a copy on other neighbours is
+// another entry; one on fewer than k is never stored).
+bool stored_as_asked(const Scheduler& s, const KvStoreAdapter& entries, store::SegmentStore& store,
+                     const std::string& tenant, const std::vector<int32_t>& d, int32_t k) {
+    if (k <= 0) return store.contains(entries.key(tenant, d));
+    const ConditioningPrefix prefix = conditioning_prefix(s.neighbour_index(), tenant, d, k);
+    return !prefix.short_of_neighbours && store.contains(entries.key(tenant, d, prefix.key));
 }
 
 }  // namespace
@@ -203,7 +214,7 @@ Expected<PrecomputeReport> ServingEngine::precompute(const std::string& tenant,
                 out = PrecomputeOutcome::kTooLong;
             } else if (!seen.insert(report.documents[i].id).second) {
                 out = PrecomputeOutcome::kDuplicate;
-            } else if (store != nullptr && store->contains(entries.key(tenant, d, settings.neighbours))) {
+            } else if (store != nullptr && stored_as_asked(s, entries, *store, tenant, d, settings.neighbours)) {
                 out = PrecomputeOutcome::kStored;
             }
         }

@@ -90,9 +90,9 @@ SegmentMeta segment_meta(const Fingerprint& model, uint64_t variant, const kv::K
     return m;
 }
 
-uint64_t segment_variant(bool keys_rotated, const std::string& tenant, int32_t neighbours) {
+uint64_t segment_variant(bool keys_rotated, const std::string& tenant, std::string_view conditioning) {
     std::string s = std::string(keys_rotated ? "rotated" : "raw") + '\0' + tenant;
-    if (neighbours > 0) s += std::string(1, '\0') + "neighbours=" + std::to_string(neighbours);
+    if (!conditioning.empty()) s += std::string(1, '\0') + std::string(conditioning);
     return XXH3_64bits(s.data(), s.size());
 }
 

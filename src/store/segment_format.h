@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -38,7 +39,7 @@ struct Fingerprint {  // XXH3-128 of the model (model_fingerprint.h)
 // What an entry must match to be used: the model, the KV variant and layout, the tokens.
 struct SegmentMeta {
     Fingerprint model;
-    uint64_t variant = 0;  // hash of (keys rotated or raw, tenant, neighbours): see segment_variant()
+    uint64_t variant = 0;  // hash of (keys rotated or raw, tenant, conditioning): see segment_variant()
     kv::KvDtype k_dtype = kv::KvDtype::kF16;
     kv::KvDtype v_dtype = kv::KvDtype::kF16;
     int32_t block_size = 16;
@@ -56,9 +57,12 @@ struct SegmentMeta {
 SegmentMeta segment_meta(const Fingerprint& model, uint64_t variant, const kv::KvShape& shape,
                          std::vector<int32_t> tokens);
 // Hash of how the keys are stored and whose cache it is (tenants never read each other's entries).
-// `neighbours` > 0: the document's copy conditioned on that many neighbours (engine::DocumentReuse),
-// an entry of its own; 0 is the plain copy (the same variant as before conditioning existed).
-uint64_t segment_variant(bool keys_rotated, const std::string& tenant, int32_t neighbours = 0);
+// `conditioning` not empty: the document's copy conditioned on neighbours, named by what it was
+// encoded after (engine::ConditioningKey::name(): K, the neighbours' content hashes in order, the
+// prefix length), an entry of its own; empty is the plain copy (the same variant as before
+// conditioning existed). Entries an older build wrote under "neighbours=K" alone have a variant
+// no name gives now: misses, never read, aged out by the tiers' own eviction.
+uint64_t segment_variant(bool keys_rotated, const std::string& tenant, std::string_view conditioning = {});
 // The store key: 32 hex digits of XXH3-128 over everything in the meta (tokens included).
 std::string segment_key(const SegmentMeta& meta);
 

@@ -67,7 +67,7 @@ void DocumentRegistry::note_conditioned(const std::string& tenant, const std::ve
 bool DocumentRegistry::still_cached(const kv::BlockHash& seed, Entry& e) const {
     bool any = e.pin_count > 0 || kv_.contains(seed, e.tokens);
     for (ConditionedCopyInfo& c : e.conditioned) {
-        c.cached = conditioned_seed_ && kv_.contains(conditioned_seed_(seed, c.neighbours), e.tokens);
+        c.cached = conditioned_seed_ && kv_.contains(conditioned_seed_(seed, c.key), e.tokens);
         any |= c.cached;
     }
     return any;

@@ -22,6 +22,7 @@
 #include "core/status.h"
 #include "engine/documents/pin_ledger.h"
 #include "engine/engine_config.h"
+#include "engine/request/conditioning_key.h"
 #include "kv/kv_cache.h"
 
 namespace lazyattn::engine {
@@ -33,6 +34,7 @@ struct SequenceState;
 // the same length, in the same order).
 struct ConditionedCopyInfo {
     int32_t neighbours = 0;                  // K
+    ConditioningKey key;                     // its name in RAM and the store (conditioning_key.h)
     std::vector<std::string> neighbour_ids;  // the neighbours' document ids, in the order read
     int32_t prefix_tokens = 0;               // tokens of them read before the document
     bool cached = false;                     // in the RAM cache now (the store keeps its own)
@@ -59,10 +61,10 @@ public:
                                         const std::vector<kv::BlockId>&)>;
 
     DocumentRegistry(kv::KvCache& kv, const EngineConfig& config, SeedOf seed_of, OnPinned on_pinned);
-    // The chain seed of a document's copy conditioned on k neighbours from its plain seed
+    // The chain seed of a document's conditioned copy named `key` from its plain seed
     // (reuse/conditioning.h's conditioned_seed, which this folder does not import): how the
     // list tells whether a conditioned copy is still cached.
-    using ConditionedSeed = std::function<kv::BlockHash(const kv::BlockHash& seed, int32_t k)>;
+    using ConditionedSeed = std::function<kv::BlockHash(const kv::BlockHash& seed, const ConditioningKey& key)>;
     void set_conditioned_seed(ConditionedSeed f) { conditioned_seed_ = std::move(f); }
 
     std::string id(const std::string& tenant, const std::vector<int32_t>& tokens) const;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/request/conditioning_key.h"
 #include "engine/request/document_reuse.h"
 #include "engine/request/finish_reason.h"
 #include "engine/request/sampling_params.h"
@@ -77,9 +78,17 @@ struct RagRequest {
     bool is_document(size_t d) const { return d < segments.size() && !(d == 0 && first_segment_is_preamble); }
 
     // reuse.neighbours_when_ready: per segment, whether its conditioned copy was found (RAM or
-    // store) when the request was last admitted, so it reads that copy (else the plain one). Set
+    // store) when the request was first admitted, so it reads that copy (else the plain one). Set
     // by the KV manager at admission, never by a caller.
     std::vector<uint8_t> conditioned_ready;
+    // reuse.neighbours: per segment, the copy it reads (conditioning_key.h: the neighbours the
+    // tenant's index gave at admission). Set by the KV manager at admission, never by a caller.
+    std::vector<ConditioningKey> conditioned_on;
+    // neighbours_when_ready: conditioned_ready and conditioned_on were decided at the first
+    // admission of this request or of a sibling choice (choice_group) and hold for every later
+    // admission (a sibling's, a re-admission after preemption): one request's choices read one
+    // decision, whatever copies are published meanwhile. Set by the scheduler, never by a caller.
+    bool conditioning_pinned = false;
 
     // Segment d is a document read as its neighbour-conditioned copy (reuse.neighbours): how many
     // neighbours; 0 for the preamble, when the request does not condition, and for a document
@@ -88,6 +97,10 @@ struct RagRequest {
         if (reuse.neighbours <= 0 || !is_document(d)) return 0;
         if (reuse.neighbours_when_ready && !(d < conditioned_ready.size() && conditioned_ready[d] != 0)) return 0;
         return reuse.neighbours;
+    }
+    // The key of the conditioned copy segment d reads; none (the plain copy) where it reads none.
+    ConditioningKey conditioning_key(size_t d) const {
+        return conditioning_neighbours(d) > 0 && d < conditioned_on.size() ? conditioned_on[d] : ConditioningKey{};
     }
     // The most tokens segment d is conditioned on (DocumentReuse::max_conditioning_tokens); 0
     // when its copy is only read where it exists (a request never encodes it then).

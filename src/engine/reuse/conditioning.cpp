@@ -1,5 +1,7 @@
 #include "engine/reuse/conditioning.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 
 #include "core/check.h"
@@ -20,11 +22,33 @@ ConditioningPrefix conditioning_prefix(const NeighbourIndex& index, const std::s
         prefix.tokens.insert(prefix.tokens.end(), n.begin(), n.begin() + int64_t(std::min(n.size(), share)));
         prefix.neighbours.push_back(&n);
     }
+    prefix.key = conditioning_key(k, prefix.neighbours, int32_t(prefix.tokens.size()));
     return prefix;
 }
 
-kv::BlockHash conditioned_seed(const kv::BlockHash& seed, int32_t k) {
-    return kv::hash_salt(seed, "neighbours=" + std::to_string(k));
+ConditioningKey conditioning_key(int32_t k, const std::vector<const std::vector<int32_t>*>& neighbours,
+                                 int32_t prefix_tokens) {
+    ConditioningKey key;
+    key.neighbours = k;
+    key.prefix_tokens = prefix_tokens;
+    XXH3_state_t* st = XXH3_createState();
+    LA_CHECK(st != nullptr);
+    XXH3_128bits_reset(st);
+    XXH3_128bits_update(st, &k, sizeof k);
+    XXH3_128bits_update(st, &prefix_tokens, sizeof prefix_tokens);
+    for (const std::vector<int32_t>* n : neighbours) {
+        const XXH128_hash_t content = XXH3_128bits(n->data(), n->size() * sizeof(int32_t));
+        XXH3_128bits_update(st, &content, sizeof content);
+    }
+    const XXH128_hash_t d = XXH3_128bits_digest(st);
+    XXH3_freeState(st);
+    key.low = d.low64;
+    key.high = d.high64;
+    return key;
+}
+
+kv::BlockHash conditioned_seed(const kv::BlockHash& seed, const ConditioningKey& key) {
+    return kv::hash_salt(seed, key.name());
 }
 
 std::vector<ConditioningPlacement> match_conditioning(const RagRequest& r, const kv::BlockHash& seed,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/documents/segment_jobs.h"
+#include "engine/request/conditioning_key.h"
 #include "engine/request/rag_request.h"
 #include "engine/reuse/neighbour_index.h"
 #include "kv/block_hash.h"
@@ -23,18 +24,25 @@ struct ConditioningPrefix {
     // The neighbours read, in the order read (the most similar last); into the index: valid
     // until it next changes.
     std::vector<const std::vector<int32_t>*> neighbours;
+    // What the copy encoded after this prefix is named by (conditioning_key.h): in RAM and in
+    // every store tier.
+    ConditioningKey key;
 };
 
 // The context `document` of `tenant` is encoded after when conditioned on k neighbours: its k
 // nearest in `index`, the most similar last (next to the document, as FusionRAG orders them),
 // each contributing its first tokens, an equal share of DocumentReuse::kMaxNeighbourTokens and
-// no more than the document's own length.
+// no more than the document's own length; with the key naming the copy.
 ConditioningPrefix conditioning_prefix(const NeighbourIndex& index, const std::string& tenant,
                                        const std::vector<int32_t>& document, int32_t k);
+// The key of a copy conditioned on k neighbours read in this order with `prefix_tokens` tokens of
+// them: the one place a copy's name is made (conditioning_key.h).
+ConditioningKey conditioning_key(int32_t k, const std::vector<const std::vector<int32_t>*>& neighbours,
+                                 int32_t prefix_tokens);
 
-// The chain seed of a document's copy conditioned on k neighbours (k > 0): another encoding of
-// the document, never mixed with the plain copy nor with one conditioned on another k.
-kv::BlockHash conditioned_seed(const kv::BlockHash& seed, int32_t k);
+// The chain seed of a document's conditioned copy named `key` (conditioned): another encoding of
+// the document, never mixed with the plain copy nor with one conditioned on other neighbours.
+kv::BlockHash conditioned_seed(const kv::BlockHash& seed, const ConditioningKey& key);
 
 // A conditioned document to compute: the prefix it is encoded after (its neighbours' tokens),
 // and that prefix's cached blocks (references taken) or the running job computing it.

@@ -52,7 +52,7 @@ bool KvManager::allocate(SequenceState& s, bool others_running, const NeighbourI
     s.admission = {};
     ar.tail_tokens.insert(ar.tail_tokens.end(), s.history.end() - s.num_generated, s.history.end());
     std::vector<size_t> needs_job;
-    match_segments(s, &needs_job);
+    match_segments(s, neighbours, &needs_job);
     match_tail(s);
     auto prefixes = match_conditioning(s.request, s.seeds.segment, needs_job, neighbours, jobs_, kv_);
     // Allocation evicts cached blocks, so allocate only once the whole admission is known to
@@ -69,6 +69,10 @@ bool KvManager::allocate(SequenceState& s, bool others_running, const NeighbourI
         start_patches(s);
     }
     LA_CHECK(grow_tail(s, ar.num_prompt_tail()));
+    if (ar.tail_copy_tokens > 0) {  // made by the next forward before it stores any row
+        const kv::BlockId own = ar.tail_blocks[size_t(ar.num_tail_computed() / kv_.block_size())];
+        pending_copies_.push_back({s.id, {{ar.tail_copy_source}, {own}, ar.tail_copy_tokens, 0}});
+    }
     return true;
 }
 
@@ -79,7 +83,7 @@ kv::BlockHash KvManager::segment_seed(const SequenceState& s, size_t d) const {
         const auto chain = kv::hash_chain(seed, s.request.segments[0], kv_.block_size());
         seed = kv::hash_salt(chain.back(), "anchored");
     }
-    if (const int32_t k = s.request.conditioning_neighbours(d); k > 0) seed = conditioned_seed(seed, k);
+    if (s.request.conditioning_neighbours(d) > 0) seed = conditioned_seed(seed, s.request.conditioning_key(d));
     if (!config_.position_aware_segments) return seed;
     const int32_t where[1] = {s.kv.segments[d].logical_start};
     return kv::hash_block(seed, where);
@@ -88,18 +92,17 @@ kv::BlockHash KvManager::segment_seed(const SequenceState& s, size_t d) const {
 kv::BlockHash KvManager::tail_seed(const SequenceState& s) const {
     if (!segments_are_blocks(config_.cache_mode)) return s.seeds.prefix;
     const kv::BlockHash seed = kv::hash_segment_list(s.seeds.tail, s.request.segments);
-    // The tail's KV depends on how it read the documents: with neighbours@ready, also on which
-    // documents had their conditioned copy.
+    // The tail's KV depends on how it read the documents: conditioned, also on which copy of each
+    // (none where neighbours@ready found none).
     if (s.request.reuse.is_plain()) return seed;
     std::string how = s.request.reuse.name();
-    if (s.request.reuse.neighbours_when_ready) {
-        how += '/';
-        for (uint8_t c : s.request.conditioned_ready) how += c != 0 ? 'c' : 'p';
+    for (size_t d = 0; d < s.request.segments.size() && s.request.reuse.neighbours > 0; ++d) {
+        how += '/' + s.request.conditioning_key(d).name();
     }
     return kv::hash_salt(seed, how);
 }
 
-void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job) {
+void KvManager::match_segments(SequenceState& s, const NeighbourIndex& index, std::vector<size_t>* needs_job) {
     const auto& segments = s.request.segments;
     const int32_t bs = kv_.block_size();
     RequestKv& ar = s.kv;
@@ -116,7 +119,7 @@ void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
         ar.segments[d].stored_base = s.request.anchor_tokens(d);
         logical += int32_t(segments[d].size());
     }
-    resolve_conditioned_copies(s);
+    resolve_conditioned_copies(s, index);
     // Join running jobs, match cached blocks (references taken); repeats are filled in later.
     for (size_t d = 0; d < segments.size(); ++d) {
         SegmentPlacement& place = ar.segments[d];
@@ -136,20 +139,39 @@ void KvManager::match_segments(SequenceState& s, std::vector<size_t>* needs_job)
     }
 }
 
-void KvManager::resolve_conditioned_copies(SequenceState& s) {
+void KvManager::resolve_conditioned_copies(SequenceState& s, const NeighbourIndex& index) {
     RagRequest& r = s.request;
-    r.conditioned_ready.clear();
-    if (!r.reuse.neighbours_when_ready || !segments_are_blocks(config_.cache_mode)) return;
-    r.conditioned_ready.assign(r.segments.size(), 0);
+    if (r.reuse.neighbours <= 0 || !segments_are_blocks(config_.cache_mode)) {
+        r.conditioned_ready.clear();
+        r.conditioned_on.clear();
+        return;
+    }
+    const bool when_ready = r.reuse.neighbours_when_ready;
+    if (when_ready && r.conditioning_pinned) {  // decided at the first admission: counted as then
+        for (size_t d = 0; d < r.segments.size(); ++d) {
+            if (!r.is_document(d) || r.segments[d].empty()) continue;
+            s.admission.conditioned_lookups += 1;
+            s.admission.conditioned += r.conditioning_neighbours(d) > 0 ? 1 : 0;
+        }
+        return;
+    }
+    r.conditioned_on.assign(r.segments.size(), {});
+    r.conditioned_ready.assign(when_ready ? r.segments.size() : 0, 0);
     for (size_t d = 0; d < r.segments.size(); ++d) {
         if (!r.is_document(d) || r.segments[d].empty()) continue;
+        // The copy conditioned on the neighbours the tenant's index gives now: one made on other
+        // neighbours (another index, a corpus that changed) is named otherwise, so never found.
+        const ConditioningPrefix prefix = conditioning_prefix(index, r.tenant, r.segments[d], r.reuse.neighbours);
+        r.conditioned_on[d] = prefix.key;
+        if (!when_ready) continue;
         s.admission.conditioned_lookups += 1;
-        r.conditioned_ready[d] = 1;  // segment_seed(s, d) is the conditioned copy's now
+        if (prefix.short_of_neighbours) continue;  // never made on fewer than K: read plain
+        r.conditioned_ready[d] = 1;                // segment_seed(s, d) is the conditioned copy's now
         // A copy still being computed is not there yet: the request reads the plain one rather
         // than wait (the copy serves the next request).
-        const bool found = kv_.contains(segment_seed(s, d), r.segments[d]) ||
-                           (store_ != nullptr && store_->storable(r, d) &&
-                            store_->contains(r.tenant, r.segments[d], r.reuse.neighbours));
+        const bool found =
+            kv_.contains(segment_seed(s, d), r.segments[d]) ||
+            (store_ != nullptr && store_->storable(r, d) && store_->contains(r.tenant, r.segments[d], prefix.key));
         r.conditioned_ready[d] = found ? 1 : 0;
         s.admission.conditioned += found ? 1 : 0;
     }
@@ -213,7 +235,7 @@ void KvManager::start_jobs(SequenceState& s, const std::vector<size_t>& needs_jo
         // (an outage since): encoded alone for this request, never published as the conditioned one.
         if (s.request.reuse.neighbours_when_ready && s.request.conditioning_neighbours(d) > 0) job.shared = false;
         job.storable = job.shared && store_ != nullptr && store_->storable(s.request, d);
-        if (job.storable) job.store_variant = store_->variant(s.request.tenant, s.request.conditioning_neighbours(d));
+        if (job.storable) job.store_variant = store_->variant(s.request.tenant, s.request.conditioning_key(d));
         if (conditioning != nullptr && !conditioning->tokens.empty()) {
             start_conditioning(job, *conditioning, jobs_, kv_);
         }
@@ -267,6 +289,16 @@ void KvManager::match_tail(SequenceState& s) {
         ar.tail_blocks = kv_.match(seed, ar.tail_tokens, ar.num_prompt_tail() - 1);
         ar.held.insert(ar.held.end(), ar.tail_blocks.begin(), ar.tail_blocks.end());
         ar.tail().computed = int32_t(ar.tail_blocks.size()) * kv_.block_size();
+        // Then the next block's first rows, when a cached block starts with them (a finished
+        // request's last, partly filled block; a block this prompt leaves mid-way): copied into
+        // this request's own block (allocate()), never shared; its source held until then.
+        const auto copy = kv_.match_partial(seed, ar.tail_tokens, ar.tail_blocks.size(), ar.num_prompt_tail() - 1);
+        if (copy.num_tokens > 0) {
+            ar.tail_copy_source = copy.block;
+            ar.tail_copy_tokens = copy.num_tokens;
+            ar.held.push_back(copy.block);
+            ar.tail().computed += copy.num_tokens;
+        }
     }
 }
 
@@ -362,6 +394,11 @@ void KvManager::free(SequenceState& s) {
         kv_.release(it->blocks);
         released += it->blocks.size() + it->patch_blocks.size();
     }
+    if (s.kv.tail_copy_source >= 0) {  // not yet let go of by publish_tail
+        kv_.release({s.kv.tail_copy_source});
+        ++released;
+        s.kv.tail_copy_source = -1;
+    }
     LA_CHECK_MSG(released == s.kv.held.size(), "released %zu blocks of %zu held", released, s.kv.held.size());
     s.kv.held.clear();
     // Copies planned into blocks just released are moot (and must not write them any more).
@@ -380,10 +417,16 @@ void KvManager::free(SequenceState& s) {
     s.materialized = false;
 }
 
-void KvManager::publish_tail(const SequenceState& s) {
+void KvManager::publish_tail(SequenceState& s) {
+    if (s.kv.tail_copy_source >= 0) {  // the forward that copied its rows has run
+        s.kv.held.erase(std::find(s.kv.held.begin(), s.kv.held.end(), s.kv.tail_copy_source));
+        kv_.release({s.kv.tail_copy_source});
+        s.kv.tail_copy_source = -1;
+    }
     if (config_.cache_mode == CacheMode::kNone) return;
+    // The last, partly filled block too: later prompts copy its rows (match_partial).
     kv_.publish(tail_seed(s), std::span<const int32_t>(s.kv.tail_tokens.data(), s.kv.num_prompt_tail()),
-                s.kv.tail_blocks, false);
+                s.kv.tail_blocks, true);
 }
 
 std::vector<model::KvBlockCopy> KvManager::take_copies() {
@@ -403,12 +446,14 @@ bool KvManager::advance_job(int64_t job_id, int32_t n) {
     return true;
 }
 
-bool KvManager::has_conditioned_copy(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k) const {
-    return kv_.contains(conditioned_seed(seeds_for(tenant).segment, k), tokens);
+bool KvManager::has_conditioned_copy(const std::string& tenant, const std::vector<int32_t>& tokens,
+                                     const ConditioningKey& key) const {
+    return kv_.contains(conditioned_seed(seeds_for(tenant).segment, key), tokens);
 }
 
-int64_t KvManager::start_background_job(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k,
-                                        const std::vector<int32_t>& prefix, int32_t reserve) {
+int64_t KvManager::start_background_job(const std::string& tenant, const std::vector<int32_t>& tokens,
+                                        const ConditioningKey& key, const std::vector<int32_t>& prefix,
+                                        int32_t reserve) {
     const int32_t bs = kv_.block_size();
     const ChainSeeds seeds = seeds_for(tenant);
     // The prefix, as match_conditioning places a request's: plain KV of its tokens.
@@ -434,13 +479,13 @@ int64_t KvManager::start_background_job(const std::string& tenant, const std::ve
     LA_CHECK_MSG(blocks.ok(), "background job counted its blocks but allocation failed: %s",
                  blocks.status().to_string().c_str());
     SegmentJob job;
-    job.seed = conditioned_seed(seeds.segment, k);
+    job.seed = conditioned_seed(seeds.segment, key);
     job.tokens = tokens;
     job.blocks = std::move(blocks).value();
     job.num_users = 1;
     job.background = true;
     job.storable = store_ != nullptr && store_->store() != nullptr && !config_.position_aware_segments;
-    if (job.storable) job.store_variant = store_->variant(tenant, k);
+    if (job.storable) job.store_variant = store_->variant(tenant, key);
     const int64_t first_new = jobs_.next_id();
     if (!c.tokens.empty()) start_conditioning(job, c, jobs_, kv_);
     if (job.anchor_job >= first_new) jobs_.at(job.anchor_job).background = true;  // its own prefix job

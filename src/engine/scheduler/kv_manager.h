@@ -57,8 +57,9 @@ public:
     Status make_private_copies(SequenceState& s);
     // Every reference s holds returned; s is no longer placed.
     void free(SequenceState& s);
-    // Publishes s's computed prompt tail (a later request with the same prompt reuses it).
-    void publish_tail(const SequenceState& s);
+    // Publishes s's computed prompt tail (a later request with the same prompt reuses it) and
+    // lets go of the block its first rows were copied from.
+    void publish_tail(SequenceState& s);
     // The block-attn copies planned since the last call (they run in the next forward).
     std::vector<model::KvBlockCopy> take_copies();
 
@@ -70,16 +71,17 @@ public:
     int64_t num_jobs_started() const { return jobs_.num_started(); }
 
     // --- Background work (scheduler/background_conditioning.h).
-    // Starts the job making `tenant`'s copy of `tokens` conditioned on k neighbours, encoded
-    // after `prefix` (their tokens, conditioning_prefix): a shared segment job marked background,
+    // Starts the job making `tenant`'s copy of `tokens` named `key`, encoded after `prefix` (its
+    // neighbours' tokens, conditioning_prefix): a shared segment job marked background,
     // published to RAM and handed to the store when done, as a request's conditioned job is; the
     // prefix read from the cache, joined while running, or made a background job of its own. The
     // caller holds its one user. -1 (nothing held) when the pool has no room for it now.
     // `reserve`: blocks it must leave free (room for the next request).
-    int64_t start_background_job(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k,
-                                 const std::vector<int32_t>& prefix, int32_t reserve);
-    // Whether `tenant`'s copy of `tokens` conditioned on k neighbours is in the RAM cache.
-    bool has_conditioned_copy(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t k) const;
+    int64_t start_background_job(const std::string& tenant, const std::vector<int32_t>& tokens,
+                                 const ConditioningKey& key, const std::vector<int32_t>& prefix, int32_t reserve);
+    // Whether `tenant`'s conditioned copy of `tokens` named `key` is in the RAM cache.
+    bool has_conditioned_copy(const std::string& tenant, const std::vector<int32_t>& tokens,
+                              const ConditioningKey& key) const;
     // The caller's user of a job let go: a job nobody else needs is dropped with its blocks (and
     // a prefix job only it needed).
     void leave_job(int64_t id) { jobs_.leave(id); }
@@ -95,10 +97,12 @@ public:
     void check_integrity(const std::vector<const SequenceState*>& requests, const DocumentRegistry& documents) const;
 
 private:
-    void match_segments(SequenceState& s, std::vector<size_t>* needs_job);
-    // neighbours@ready: which documents of s have their conditioned copy (RAM or store) now
-    // (RagRequest::conditioned_ready), counted in s.admission.
-    void resolve_conditioned_copies(SequenceState& s);
+    void match_segments(SequenceState& s, const NeighbourIndex& index, std::vector<size_t>* needs_job);
+    // Conditioned documents: the copy each reads, named by the neighbours `index` gives now
+    // (RagRequest::conditioned_on); with neighbours@ready, also which have that copy (RAM or
+    // store) now (RagRequest::conditioned_ready), counted in s.admission, unless decided already
+    // (RagRequest::conditioning_pinned).
+    void resolve_conditioned_copies(SequenceState& s, const NeighbourIndex& index);
     void start_jobs(SequenceState& s, const std::vector<size_t>& needs_job,
                     std::vector<ConditioningPlacement>& prefixes);
     // The first segment of s with segment d's tokens and seed (d itself when none before it):

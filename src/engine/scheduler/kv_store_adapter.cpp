@@ -40,24 +40,25 @@ bool KvStoreAdapter::storable(const RagRequest& r, size_t d) const {
            r.anchor_tokens(d) == 0;
 }
 
-uint64_t KvStoreAdapter::variant(const std::string& tenant, int32_t neighbours) const {
-    return store::segment_variant(keys_stored_rotated(config_.cache_mode), tenant, neighbours);
+uint64_t KvStoreAdapter::variant(const std::string& tenant, const ConditioningKey& conditioning) const {
+    return store::segment_variant(keys_stored_rotated(config_.cache_mode), tenant, conditioning.name());
 }
 
 std::string KvStoreAdapter::key(const std::string& tenant, const std::vector<int32_t>& tokens,
-                                int32_t neighbours) const {
+                                const ConditioningKey& conditioning) const {
     return store::segment_key(
-        store::segment_meta(fingerprint_, variant(tenant, neighbours), kv_memory_.shape(), tokens));
+        store::segment_meta(fingerprint_, variant(tenant, conditioning), kv_memory_.shape(), tokens));
 }
 
-bool KvStoreAdapter::contains(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours) const {
-    return store_ != nullptr && store_->contains(key(tenant, tokens, neighbours));
+bool KvStoreAdapter::contains(const std::string& tenant, const std::vector<int32_t>& tokens,
+                              const ConditioningKey& conditioning) const {
+    return store_ != nullptr && store_->contains(key(tenant, tokens, conditioning));
 }
 
 bool KvStoreAdapter::load(const RagRequest& r, size_t d, const std::vector<kv::BlockId>& blocks, int32_t num_present) {
     if (!storable(r, d)) return false;
-    const store::SegmentMeta meta = store::segment_meta(fingerprint_, variant(r.tenant, r.conditioning_neighbours(d)),
-                                                        kv_memory_.shape(), r.segments[d]);
+    const store::SegmentMeta meta =
+        store::segment_meta(fingerprint_, variant(r.tenant, r.conditioning_key(d)), kv_memory_.shape(), r.segments[d]);
     return store_->load(meta, kv_memory_, blocks, num_present) >= 0;
 }
 
@@ -69,7 +70,7 @@ void KvStoreAdapter::write(uint64_t variant, const std::vector<int32_t>& tokens,
 
 void KvStoreAdapter::write_pinned(const std::string& tenant, const std::vector<int32_t>& tokens,
                                   const std::vector<kv::BlockId>& blocks) {
-    if (!config_.position_aware_segments) write(variant(tenant, 0), tokens, blocks);
+    if (!config_.position_aware_segments) write(variant(tenant, {}), tokens, blocks);
 }
 
 }  // namespace lazyattn::engine

@@ -2,8 +2,9 @@
 // document's KV depends only on the model, the KV variant and its tokens, so a segment missing
 // from the RAM pool is looked up in the store's tiers before it is computed, and a computed one
 // is handed to the store's writer thread. Plain documents qualify, and neighbour-conditioned ones
-// (one copy per document and number of neighbours, its own variant): an anchored document's KV
-// depends on its preamble, and the position-keyed baseline's on its slot.
+// (one copy per document and set of neighbours, its own variant named by its ConditioningKey: the
+// neighbours' content hashes in order and the prefix length): an anchored document's KV depends
+// on its preamble, and the position-keyed baseline's on its slot.
 //
 // It owns the store and reads and writes the pool's memory (the runner's); which blocks, and
 // what is published in the RAM cache, stay the KV manager's. EngineCore owns it and opens it
@@ -40,13 +41,15 @@ public:
     store::SegmentStore* store() const { return store_.get(); }
     // Whether segment d of r may be stored and loaded (false without a store).
     bool storable(const RagRequest& r, size_t d) const;
-    // The entries' variant of `tenant`'s documents conditioned on `neighbours` (0: plain).
-    uint64_t variant(const std::string& tenant, int32_t neighbours) const;
-    // The entry of a document of `tenant`: its plain copy, or its copy conditioned on
-    // `neighbours` neighbours.
-    std::string key(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours) const;
+    // The entries' variant of `tenant`'s documents read as `conditioning` (none: the plain copy).
+    uint64_t variant(const std::string& tenant, const ConditioningKey& conditioning) const;
+    // The entry of a document of `tenant`: its plain copy, or its conditioned copy named
+    // `conditioning`.
+    std::string key(const std::string& tenant, const std::vector<int32_t>& tokens,
+                    const ConditioningKey& conditioning = {}) const;
     // Whether a tier holds that entry (a lookup per tier, no data read; false without a store).
-    bool contains(const std::string& tenant, const std::vector<int32_t>& tokens, int32_t neighbours) const;
+    bool contains(const std::string& tenant, const std::vector<int32_t>& tokens,
+                  const ConditioningKey& conditioning = {}) const;
     // Segment d of r read into `blocks` (the first num_present already hold its first tokens);
     // false when no tier has it.
     bool load(const RagRequest& r, size_t d, const std::vector<kv::BlockId>& blocks, int32_t num_present);

@@ -144,6 +144,8 @@ public:
     // against (DocumentReuse::neighbours; a request that conditions adds its own when admitted);
     // engine thread only, as every scheduler call.
     void index_documents(const std::string& tenant, std::span<const std::vector<int32_t>> documents);
+    // That corpus: a conditioned copy's neighbours, hence its key (reuse/conditioning.h), come from it.
+    const NeighbourIndex& neighbour_index() const { return neighbours_; }
 
     const SequenceState* find(uint64_t id) const;
     // Where every request's KV lives (its pool's bookkeeping: kv().kv_cache()).
@@ -182,6 +184,12 @@ private:
     // the next task's job started when no request waits, its rows planned from the budget left,
     // its end recorded, and the job cancelled (its task queued again) when a request needs room.
     void note_background(const SequenceState& s);
+    // neighbours@ready: which copies a request reads is decided once, at the first admission of
+    // it or of a sibling choice (RagRequest::conditioning_pinned): before s is placed it takes a
+    // decided sibling's decision; once placed, its decision is pinned and handed to the siblings
+    // still waiting.
+    void adopt_conditioning(SequenceState& s);
+    void pin_conditioning(SequenceState& s);
     bool start_background();
     void plan_background(SchedulerOutput& plan, int32_t budget);
     void on_background_done();

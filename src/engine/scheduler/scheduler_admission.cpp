@@ -36,7 +36,9 @@ bool Scheduler::try_admit(SequenceState& s) {
         // The request's own documents are part of the corpus their neighbours come from.
         index_documents(s.request.tenant, s.request.documents());
     }
+    adopt_conditioning(s);
     if (!kv_.allocate(s, !running_.empty(), neighbours_)) return false;
+    pin_conditioning(s);
     const RequestKv& ar = s.kv;
     s.admitted = true;
     s.admit_order = next_admit_order_++;

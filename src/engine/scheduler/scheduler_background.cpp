@@ -12,6 +12,10 @@
 //   the one step in flight when it arrived, at most background_rows_per_step rows of it
 //   background work (docs/benchmarks.md measures it). A decode step carries at most that many
 //   extra rows.
+// - A request's choices (n > 1) read one decision: the copies present at the first admission of
+//   any of them, pinned for all (RagRequest::conditioning_pinned), so a copy published between
+//   two choices' admissions changes none of their answers. Only a copy gone from RAM and the store
+//   by a later choice's admission (evicted while no sibling held it) is then encoded alone.
 // - A request that needs the job's segment (it reads the copy with neighbours=K, or the prefix's
 //   document plainly) joins it like any job, which makes it foreground (SegmentJobs::join): no
 //   request waits behind background priority.
@@ -22,6 +26,45 @@
 #include "engine/sequence/sequence_state.h"
 
 namespace lazyattn::engine {
+namespace {
+
+// Choices of one request (a group is a number a caller chose: the prompt is checked too).
+bool siblings(const RagRequest& a, const RagRequest& b) {
+    return a.choice_group != 0 && a.choice_group == b.choice_group && a.tenant == b.tenant &&
+           a.first_segment_is_preamble == b.first_segment_is_preamble && a.reuse == b.reuse && a.segments == b.segments;
+}
+
+void take_decision(RagRequest& to, const RagRequest& from) {
+    to.conditioned_ready = from.conditioned_ready;
+    to.conditioned_on = from.conditioned_on;
+    to.conditioning_pinned = true;
+}
+
+}  // namespace
+
+void Scheduler::adopt_conditioning(SequenceState& s) {
+    RagRequest& r = s.request;
+    if (!r.reuse.neighbours_when_ready || r.conditioning_pinned || r.choice_group == 0) return;
+    auto adopt_from = [&](const auto& list) {
+        for (const auto& o : list) {
+            if (o.get() == &s || !o->request.conditioning_pinned || !siblings(r, o->request)) continue;
+            take_decision(r, o->request);
+            return true;
+        }
+        return false;
+    };
+    if (!adopt_from(running_)) adopt_from(waiting_);
+}
+
+void Scheduler::pin_conditioning(SequenceState& s) {
+    RagRequest& r = s.request;
+    if (!r.reuse.neighbours_when_ready || r.conditioning_pinned) return;
+    r.conditioning_pinned = true;
+    if (r.choice_group == 0) return;
+    for (auto& o : waiting_) {
+        if (o.get() != &s && !o->request.conditioning_pinned && siblings(o->request, r)) take_decision(o->request, r);
+    }
+}
 
 void Scheduler::note_background(const SequenceState& s) {
     const RagRequest& r = s.request;
@@ -37,14 +80,16 @@ bool Scheduler::start_background() {
     if (!background_.enabled() || background_job_ >= 0 || !waiting_.empty()) return false;
     bool progressed = false;
     while (auto task = background_.start_next()) {
-        const bool stored = store_ != nullptr && store_->contains(task->tenant, task->tokens, task->neighbours);
-        if (stored || kv_.has_conditioned_copy(task->tenant, task->tokens, task->neighbours)) {
+        // The copy on the neighbours the tenant's index gives now: what a request reading the
+        // document next looks for (KvManager::resolve_conditioned_copies).
+        const ConditioningPrefix prefix =
+            conditioning_prefix(neighbours_, task->tenant, task->tokens, task->neighbours);
+        const bool stored = store_ != nullptr && store_->contains(task->tenant, task->tokens, prefix.key);
+        if (stored || kv_.has_conditioned_copy(task->tenant, task->tokens, prefix.key)) {
             background_.finished(*task, false);  // made meanwhile (a request, another engine's store)
             progressed = true;
             continue;
         }
-        const ConditioningPrefix prefix =
-            conditioning_prefix(neighbours_, task->tenant, task->tokens, task->neighbours);
         if (prefix.short_of_neighbours) {
             // A copy on fewer than K neighbours is never kept (design.md §10): the document counts
             // again, and is tried once it recurs as often again (the corpus grows meanwhile).
@@ -54,6 +99,7 @@ bool Scheduler::start_background() {
         }
         ConditionedCopyInfo copy;
         copy.neighbours = task->neighbours;
+        copy.key = prefix.key;
         copy.prefix_tokens = int32_t(prefix.tokens.size());
         copy.stored = store_ != nullptr && store_->store() != nullptr;
         for (const std::vector<int32_t>* n : prefix.neighbours)
@@ -63,8 +109,7 @@ bool Scheduler::start_background() {
         // 18 jobs on the closed-loop headline stream before this rule).
         int32_t reserve = 0;
         for (const auto& s : running_) reserve = std::max(reserve, int32_t(s->kv.held.size()));
-        const int64_t job =
-            kv_.start_background_job(task->tenant, task->tokens, task->neighbours, prefix.tokens, reserve);
+        const int64_t job = kv_.start_background_job(task->tenant, task->tokens, prefix.key, prefix.tokens, reserve);
         if (job < 0) {  // no room now: tried again first, once blocks are free
             background_.postponed(std::move(*task));
             return progressed;

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "engine/request/tenant.h"
+#include "engine/reuse/conditioning.h"
 #include "engine/reuse/neighbour_index.h"
 #include "engine/scheduler/background_conditioning.h"
 #include "engine/sync_engine.h"
@@ -146,6 +147,11 @@ EngineConfig background_config(int32_t condition_after, int32_t rows_per_step = 
 
 std::unique_ptr<SyncEngine> engine_with(const EngineConfig& c) {
     return std::make_unique<SyncEngine>(*tiny_model().model, *tiny_model().tokenizer, c);
+}
+
+// The key of `doc`'s copy conditioned on k neighbours from e's index as it stands.
+ConditioningKey key_now(SyncEngine& e, const std::vector<int32_t>& doc, int32_t k, const std::string& tenant = "") {
+    return conditioning_prefix(e.scheduler().neighbour_index(), tenant, doc, k).key;
 }
 
 // The whole flow: plain until the N-th request, the copy made in the background (never in a
@@ -351,10 +357,19 @@ TEST(BackgroundConditioning, TheStoreHoldsTheCopyUnderItsConditionedKey) {
         ASSERT_EQ(e->scheduler().stats().background.done, 2);
         auto& store = e->core().kv_store();
         store.store()->flush();
-        EXPECT_TRUE(store.contains("", doc, 1)) << "no entry under the conditioned key";
-        EXPECT_TRUE(store.contains("", neighbour, 1));
-        EXPECT_NE(store.key("", doc, 1), store.key("", doc, 0)) << "the key names the conditioning";
-        EXPECT_FALSE(store.contains("", doc, 2));
+        const ConditioningKey doc_key = key_now(*e, doc, 1), neighbour_key = key_now(*e, neighbour, 1);
+        EXPECT_TRUE(store.contains("", doc, doc_key)) << "no entry under the conditioned key";
+        EXPECT_TRUE(store.contains("", neighbour, neighbour_key));
+        EXPECT_NE(store.key("", doc, doc_key), store.key("", doc)) << "the key names the conditioning";
+        EXPECT_NE(doc_key, neighbour_key) << "each names its own neighbours";
+        EXPECT_FALSE(store.contains("", doc, key_now(*e, doc, 2)));
+        // The neighbours used are recorded with the copy: its key, recomputed from them, is its own.
+        for (const DocumentInfo& d : e->scheduler().documents().list("")) {
+            for (const ConditionedCopyInfo& c : d.conditioned) {
+                EXPECT_TRUE(c.key == doc_key || c.key == neighbour_key);
+                EXPECT_EQ(c.key.prefix_tokens, c.prefix_tokens);
+            }
+        }
     }
     EngineConfig c = config(CacheMode::kLazy);
     c.kv_stores = {dir.path};
@@ -371,6 +386,125 @@ TEST(BackgroundConditioning, TheStoreHoldsTheCopyUnderItsConditionedKey) {
     auto want = fresh->tail_logits(asked);
     ASSERT_TRUE(want.ok());
     testing::expect_close(*got, *want, 1e-5, 1.0, "the stored background copy vs a request's own");
+}
+
+// A copy is named by the neighbours it was conditioned on, not by K alone: an engine whose index
+// now gives a document other neighbours (restarted on another corpus, or its corpus grew) never
+// serves the copy conditioned on the old ones, from the store or RAM; it reads the document plain,
+// makes the new copy in the background, then serves that one, equal to what a neighbours=1
+// request computes on the new index.
+TEST(BackgroundConditioning, ACopyConditionedOnOtherNeighboursIsNeverServed) {
+    struct Dir {
+        std::string path;
+        Dir() {
+            std::string t = (std::filesystem::temp_directory_path() / "lazyattn-bg-XXXXXX").string();
+            path = mkdtemp(t.data());
+        }
+        ~Dir() {
+            std::error_code ec;
+            std::filesystem::remove_all(path, ec);
+        }
+    } dir;
+    Tokens tok(17);
+    const auto neighbour = tok.make(30);
+    const auto doc = sharing(tok.make(37), neighbour, 4);
+    // Shares more of doc than `neighbour` does (doc's own first tokens) and nothing with
+    // `neighbour`: doc's nearest once indexed; neighbour's stays doc.
+    const auto closer = sharing(tok.make(30), doc, 12);
+    const RagRequest first = request_of(tok.make(4), {neighbour, doc}, tok.make(3), when_ready(1));
+    ConditioningKey old_doc_key;
+    {
+        EngineConfig c = background_config(1);
+        c.kv_stores = {dir.path};
+        auto e = engine_with(c);
+        ASSERT_TRUE(e->run(first).ok());
+        e->run_background();
+        ASSERT_EQ(e->scheduler().stats().background.done, 2);
+        e->core().kv_store().store()->flush();
+        old_doc_key = key_now(*e, doc, 1);
+        // Same engine, its corpus grown: doc's copy on `neighbour` is no longer what it asks for.
+        e->scheduler().index_documents("", std::vector<std::vector<int32_t>>{closer});
+        ASSERT_NE(key_now(*e, doc, 1), old_doc_key) << "the fixture's corpus does not change doc's neighbours";
+        const int64_t served = e->scheduler().stats().conditioned_served;
+        RagRequest r = request_of(tok.make(4), {neighbour, doc}, tok.make(3), when_ready(1));
+        r.max_tokens = 1;
+        ASSERT_TRUE(e->run(r).ok());
+        EXPECT_EQ(e->scheduler().stats().conditioned_served - served, 1) << "RAM served doc's copy on old neighbours";
+    }
+    // Restarted on a corpus where doc's nearest is `closer`: the store's copy on `neighbour` is a miss.
+    EngineConfig c = background_config(1);
+    c.kv_stores = {dir.path};
+    auto e = engine_with(c);
+    e->scheduler().index_documents("", std::vector<std::vector<int32_t>>{closer});
+    RagRequest again = request_of(tok.make(4), {neighbour, doc}, tok.make(3), when_ready(1));
+    auto got = e->tail_logits(again);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(e->scheduler().stats().conditioned_served, 1) << "served doc's copy conditioned on other neighbours";
+    EXPECT_TRUE(e->core().kv_store().contains("", doc, old_doc_key)) << "the old copy is still in the store";
+    auto fresh = make_engine(CacheMode::kLazy);
+    fresh->scheduler().index_documents("", std::vector<std::vector<int32_t>>{closer, neighbour, doc});
+    RagRequest asked = again;
+    asked.reuse = conditioned(1);
+    auto want = fresh->tail_logits(asked);
+    ASSERT_TRUE(want.ok());
+    // Doc read plain here, conditioned (on closer) there: the first time they differ...
+    EXPECT_GT(testing::max_relative_difference(*got, *want), 1e-3);
+    // ...then the copy on closer is made in the background and served, as a neighbours=1 request
+    // on this corpus computes it.
+    e->run_background();
+    EXPECT_EQ(e->scheduler().stats().background.done, 1);
+    auto next = e->tail_logits(again);
+    ASSERT_TRUE(next.ok());
+    EXPECT_EQ(e->scheduler().stats().conditioned_served, 3);
+    testing::expect_close(*next, *want, 1e-5, 1.0, "the copy on the new neighbours vs a request's own");
+    expect_pool_whole(*e);
+}
+
+// The choices of one request (n > 1) read one decision: a copy published between their
+// admissions serves none of them (the first read plain, so all do), while a request of its own
+// admitted beside them reads it.
+TEST(BackgroundConditioning, AllChoicesOfARequestReadTheCopiesTheFirstFound) {
+    Tokens tok(18);
+    const auto neighbour = tok.make(30);
+    const auto doc = sharing(tok.make(37), neighbour, 4);
+    auto e = engine_with(background_config(1));
+    RagRequest seen = request_of(tok.make(4), {neighbour, doc}, tok.make(3), when_ready(1));
+    seen.max_tokens = 1;
+    ASSERT_TRUE(e->run(seen).ok());  // both documents queued for their copies
+    ASSERT_TRUE(e->scheduler().has_background_work());
+    RagRequest choice = request_of(tok.make(4), {neighbour, doc}, tok.make(3), when_ready(1));
+    choice.choice_group = 77;
+    choice.max_tokens = 40;
+    auto first = e->core().add(choice);
+    ASSERT_TRUE(first.ok());
+    // Admitted with no copy yet; the copies are made in its decode steps.
+    while (e->scheduler().stats().background.done < 2) {
+        ASSERT_FALSE((*first)->finished()) << "the copies were not made while the first choice ran";
+        ASSERT_TRUE(e->core().step());
+    }
+    ASSERT_FALSE((*first)->finished());
+    std::vector<std::shared_ptr<RequestHandle>> later;
+    for (int i = 0; i < 2; ++i) {
+        auto h = e->core().add(choice);
+        ASSERT_TRUE(h.ok());
+        later.push_back(*h);
+    }
+    RagRequest alone = choice;
+    alone.choice_group = 0;
+    auto other = e->core().add(alone);
+    ASSERT_TRUE(other.ok());
+    while (!(*first)->finished() || !later[0]->finished() || !later[1]->finished() || !(*other)->finished()) {
+        ASSERT_TRUE(e->core().step());
+    }
+    EXPECT_EQ((*first)->stats().segments_conditioned, 0);
+    const auto want = (*first)->wait().token_ids;
+    for (const auto& h : later) {
+        EXPECT_EQ(h->stats().segments_conditioned, 0) << "a later choice read a copy published after the first";
+        EXPECT_EQ(h->stats().conditioned_lookups, 2);
+        EXPECT_EQ(h->wait().token_ids, want) << "greedy choices of one prompt differ";
+    }
+    EXPECT_EQ((*other)->stats().segments_conditioned, 2) << "the copies were not there to read";
+    expect_pool_whole(*e);
 }
 
 }  // namespace
