@@ -63,6 +63,31 @@ size_t copy_quoted(std::string_view text, size_t i, char close, std::string& out
     return i;
 }
 
+bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The element text at out[from, to) without the space after it.
+std::string_view element_at(const std::string& out, size_t from, size_t to) {
+    while (to > from && space(out[to - 1])) --to;
+    return std::string_view(out).substr(from, to - from);
+}
+
+// An element under `*` or `+` in `out`: [start, quantifier) is the element, `end` is past the
+// quantifier.
+struct Starred {
+    size_t start = kNone, quantifier = kNone, end = kNone;
+    bool plus = false;
+};
+
+// Whether the element at out[last, end of out) is the starred one again, with only space
+// between them: X* X{m} (the same X), whose star XGrammar's parser also meets first.
+bool repeats_the_starred(const std::string& out, const Starred& s, size_t last) {
+    if (s.start == kNone || s.end > last) return false;
+    for (size_t k = s.end; k < last; ++k) {
+        if (!space(out[k])) return false;
+    }
+    return element_at(out, s.start, s.quantifier) == element_at(out, last, out.size());
+}
+
 }  // namespace
 
 std::string with_counted_repetitions_first(std::string_view text) {
@@ -77,6 +102,7 @@ std::string with_counted_repetitions_first(std::string_view text) {
         size_t outer_last;  // `last` outside it
     };
     std::vector<Group> groups;
+    Starred starred;
     size_t i = 0;
     while (i < text.size()) {
         const char c = text[i];
@@ -109,12 +135,22 @@ std::string with_counted_repetitions_first(std::string_view text) {
             if (!m) {
                 out += text[i++];
                 last = kNone;
-            } else if (open && *m >= kCountedRepetitionFrom && last != kNone) {
-                // X{m,} -> X{m} X*: the counted part first, then the star.
-                const std::string element = out.substr(last);
-                out += "{" + std::to_string(*m) + "} " + element + "*";
+            } else if (*m >= kCountedRepetitionFrom && last != kNone &&
+                       (open || repeats_the_starred(out, starred, last))) {
+                // The counted part first, then the star: X{m,} -> X{m} X*; the same language
+                // written star first, X* X{m} or X* X{m,n} -> X{m} X* (X+ X{m} -> X{m+1} X*).
+                const std::string element(element_at(out, last, out.size()));
+                int64_t count = *m;
+                if (repeats_the_starred(out, starred, last)) {
+                    count += starred.plus ? 1 : 0;
+                    out.resize(starred.start);
+                } else {
+                    out.resize(last);
+                }
+                out += element + "{" + std::to_string(count) + "} " + element + "*";
                 i = end;
                 last = kNone;
+                starred = {};
             } else {
                 out.append(text.substr(i, end - i));
                 i = end;
@@ -123,7 +159,8 @@ std::string with_counted_repetitions_first(std::string_view text) {
         } else {
             // Space keeps the element open for a quantifier after it; any other operator
             // (`::=`, `|`, `*`, `+`, `?`, `=`) ends it.
-            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') last = kNone;
+            if ((c == '*' || c == '+') && last != kNone) starred = {last, out.size(), out.size() + 1, c == '+'};
+            if (!space(c)) last = kNone;
             out += text[i++];
         }
         name_end = kNone;

@@ -24,9 +24,11 @@ namespace lazyattn::grammar {
 constexpr int64_t kCountedRepetitionFrom = 15;
 
 // `ebnf` with every X{m,} (X a literal, a character class, a rule name, a group or a macro call;
-// m >= kCountedRepetitionFrom) written as X{m} X*. Strings, character classes and comments are
-// copied as they are; anything the scan cannot place (a repetition with nothing before it) is
-// left for XGrammar's parser to judge.
+// m >= kCountedRepetitionFrom) written as X{m} X*, and the same language written star first with
+// the same X twice (X* X{m}, X* X{m,n}, X* X{m,}; after X+ the count is m + 1) too. Strings,
+// character classes and comments are copied as they are; anything the scan cannot place (a
+// repetition with nothing before it) is left for XGrammar's parser to judge. A star before a
+// count of another element ([a-z]* [a-c]{500}) is left as the request wrote it.
 std::string with_counted_repetitions_first(std::string_view ebnf);
 
 }  // namespace lazyattn::grammar

@@ -39,6 +39,28 @@ TEST(CountedRepetition, OpenRangesFromFifteenPutTheCountFirst) {
     for (const Case& c : cases) EXPECT_EQ(with_counted_repetitions_first(c.in), c.out) << c.in;
 }
 
+// The same language written star first with the same element twice, as a request may write it.
+TEST(CountedRepetition, AStarBeforeACountOfTheSameElementMovesAfterIt) {
+    struct Case {
+        const char* in;
+        const char* out;
+    };
+    const Case cases[] = {
+        {R"(root ::= [^"]* [^"]{1800} "\"")", R"(root ::= [^"]{1800} [^"]* "\"")"},
+        {"root ::= a+ a{20}", "root ::= a{21} a*"},         // X+ X{m} = X{m+1,}
+        {"root ::= a* a{20,30} b", "root ::= a{20} a* b"},  // X* X{m,n} = X{m,}
+        {"root ::= a* a{20,}", "root ::= a{20} a*"},        //
+        {"root ::= b a*a{16} c", "root ::= b a{16} a* c"},  // no space between
+        {"root ::= (x y)* (x y){16}", "root ::= (x y){16} (x y)*"},
+    };
+    for (const Case& c : cases) EXPECT_EQ(with_counted_repetitions_first(c.in), c.out) << c.in;
+    // Another element, another group, an alternative in between, or a count below 15: as written.
+    for (const char* same : {"root ::= a* b{20}", "root ::= (a*) a{20}", "root ::= a* | a{20}", "root ::= a* a{10}",
+                             "root ::= ab* b{20}"}) {
+        EXPECT_EQ(with_counted_repetitions_first(same), same);
+    }
+}
+
 TEST(CountedRepetition, LeavesEverythingElseAsItWas) {
     for (const char* same : {
              R"(root ::= [a-z]{14,})",       // below 15 XGrammar writes the count out itself
