@@ -2,7 +2,8 @@
 # Builds XGrammar's C++ core (the grammar engine behind constrained decoding, docs/design.md
 # "Structured output") from its PyPI source distribution into the ignored cache .xgrammar/:
 # a static library (-fPIC, no Python bindings, no nanobind, no LTO) and its headers (xgrammar's
-# own, dlpack's and picojson's, all inside the sdist).
+# own, dlpack's and picojson's, and the two headers of its JSON-schema and regex converters, all
+# inside the sdist).
 #
 # Idempotent: a stamp file records a finished build; a second call is a no-op. CMake runs it at
 # configure time (cmake/xgrammar.cmake) so `make build` and .ci/run on a fresh clone get it with no
