@@ -60,6 +60,19 @@ void host_kv_copy_rotate(KvMemory& kv, int32_t layer, const KvCopyRotateParams& 
     // Row index of head h, token 0 of block b.
     auto at = [&](int32_t b, int32_t h) { return (int64_t(b) * nkv + h) * bs; };
     const int64_t kr = s.k_row_bytes(), vr = s.v_row_bytes();
+    if (p.delta == 0) {
+        // A plain copy (a cached prompt's rows, KvManager's partial-block reuse): the stored bytes
+        // as they are, so the copy equals its source in every KV dtype (a row holds whole
+        // quantization groups) with no round trip through f32.
+        for (int32_t b = 0; b < num_blocks; ++b) {
+            const int32_t n = std::min(bs, p.num_tokens - b * bs);
+            for (int32_t h = 0; h < nkv; ++h) {
+                std::memcpy(kc + at(p.dst_blocks[b], h) * kr, kc + at(p.src_blocks[b], h) * kr, size_t(n * kr));
+                std::memcpy(vc + at(p.dst_blocks[b], h) * vr, vc + at(p.src_blocks[b], h) * vr, size_t(n * vr));
+            }
+        }
+        return;
+    }
     // Gather every copied key of the span (block by block, head by head) so one rope call rotates them all.
     const int64_t rows = int64_t(p.num_tokens) * nkv;
     scratch.keys.resize(size_t(rows * d));

@@ -32,6 +32,20 @@ std::vector<BlockId> KvCache::match(const BlockHash& seed, std::span<const int32
     return hits;
 }
 
+BlockCache::PrefixHit KvCache::match_partial(const BlockHash& seed, std::span<const int32_t> tokens, size_t num_matched,
+                                             int32_t max_tokens) {
+    const int32_t bs = block_size();
+    const int64_t begin = int64_t(num_matched) * bs;
+    const int64_t limit = std::min<int64_t>(max_tokens, int64_t(tokens.size()));
+    if (begin >= limit) return {};
+    BlockHash parent = seed;
+    for (size_t i = 0; i < num_matched; ++i) parent = hash_block(parent, tokens.subspan(size_t(i) * bs, size_t(bs)));
+    const BlockCache::PrefixHit hit =
+        index_.longest_prefix(parent, tokens.subspan(size_t(begin), size_t(std::min<int64_t>(bs, limit - begin))));
+    if (hit.num_tokens > 0) pool_.ref(hit.block);
+    return hit;
+}
+
 bool KvCache::contains(const BlockHash& seed, std::span<const int32_t> tokens) const {
     const int32_t bs = block_size();
     BlockHash h = seed;
@@ -52,8 +66,9 @@ void KvCache::publish(const BlockHash& seed, std::span<const int32_t> tokens, st
         const int32_t n = std::min(bs, int32_t(tokens.size()) - begin);
         if (n < bs && !include_partial) break;
         const auto block_tokens = tokens.subspan(begin, n);
+        const BlockHash parent = h;
         h = hash_block(h, block_tokens);
-        index_.insert(h, blocks[i], block_tokens);
+        index_.insert(parent, h, blocks[i], block_tokens);
     }
 }
 

@@ -37,11 +37,19 @@ public:
     // each with a new reference. Only blocks lying entirely within the first `max_tokens`
     // tokens match; a final partial block matches when it holds exactly the remaining tokens.
     std::vector<BlockId> match(const BlockHash& seed, std::span<const int32_t> tokens, int32_t max_tokens);
+    // After match()'s `num_matched` whole blocks: the cached block whose first rows hold the
+    // longest prefix of the tokens that follow, at most `max_tokens` - num_matched * B of them,
+    // with a new reference on it (none: block -1, 0 tokens). Those rows are for copying into the
+    // caller's own block, never for sharing: the found block may be another request's, still
+    // written past them (BlockCache::longest_prefix).
+    BlockCache::PrefixHit match_partial(const BlockHash& seed, std::span<const int32_t> tokens, size_t num_matched,
+                                        int32_t max_tokens);
     // Whether every block of `tokens` (chained from `seed`, final partial block included) is cached.
     bool contains(const BlockHash& seed, std::span<const int32_t> tokens) const;
     // Indexes computed blocks: block i holds tokens [i*B, (i+1)*B) of `tokens`, chained from
     // `seed`. A final partial block is indexed only when include_partial (segments are immutable
-    // and padded; a tail's last block still grows).
+    // and padded; a tail's last block is indexed for match_partial's copies, as match() never
+    // shares a tail's last block: its requests' limit stops short of it).
     void publish(const BlockHash& seed, std::span<const int32_t> tokens, std::span<const BlockId> blocks,
                  bool include_partial);
 

@@ -38,6 +38,12 @@ struct SegmentPlacement {
 struct RequestKv {
     std::vector<SegmentPlacement> segments;
     std::vector<kv::BlockId> tail_blocks;
+    // The prompt tail's rows after its cached whole blocks copied from a cached block that starts
+    // with them (KvManager::match_tail): tail_copy_tokens rows of tail_copy_source (a reference,
+    // also in `held`, kept until the prompt is computed: the copy has run by then) into the
+    // request's own next tail block. -1: no copy.
+    kv::BlockId tail_copy_source = -1;
+    int32_t tail_copy_tokens = 0;
     std::vector<int32_t> tail_tokens;  // prompt tail, then generated tokens
     int32_t tail_start = 0;            // logical position of tail token 0
     // The prefill, in order (PrefillPhase); the tail phase is always last, its `computed` the

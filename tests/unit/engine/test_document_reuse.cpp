@@ -223,9 +223,12 @@ TEST(DocumentReuse, MeasuredSelectionsAgreeAcrossModes) {
         EXPECT_EQ(ra->stats.recomputed_tokens, recomputed(docs, reuse));
         // Prompt work: the documents (cached after the first call), the probe (by the question)
         // or the measured document tokens (by deviation, two layers each: counted apart), the
-        // chosen rows and the tail.
+        // chosen rows and the tail: by deviation, its last token only (tail_logits computed the
+        // same tail just before; its first 9 rows are copied), by the question all of it (the
+        // probe writes every tail row).
         const bool by_deviation = reuse.recompute_select == RecomputeSelect::kDeviation;
-        EXPECT_EQ(ra->stats.prefill_tokens, (by_deviation ? 0 : 10) + recomputed(docs, reuse) + 10);
+        EXPECT_EQ(ra->stats.prefill_tokens,
+                  (by_deviation ? 0 : 10) + recomputed(docs, reuse) + (by_deviation ? 1 : 10));
         EXPECT_EQ(ra->stats.deviation_rows, by_deviation ? 35 + 9 + 16 + 50 : 0);
         // Another selection than the first tokens or a sample (the tail's attention is not
         // uniform): the answers differ from @random's at the same budget.
