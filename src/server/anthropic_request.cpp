@@ -119,8 +119,7 @@ Err read_document_source(const json& b, const std::string& p, std::string& out) 
             }
             std::string piece;
             if (auto e = read_text_block(c[i], cp, piece)) return e;
-            if (!out.empty() && !piece.empty()) out += '\n';
-            out += piece;
+            if (!piece.empty()) append_text_part(out, piece);
         }
         return std::nullopt;
     }
@@ -183,8 +182,7 @@ Err read_tool_result(const json& b, const std::string& p, tokenizer::ChatMessage
         }
         std::string piece;
         if (auto e = read_text_block(c[i], cp, piece)) return e;
-        if (!out.content.empty() && !piece.empty()) out.content += '\n';
-        out.content += piece;
+        if (!piece.empty()) append_text_part(out.content, piece);
     }
     return std::nullopt;
 }
@@ -223,14 +221,14 @@ Err read_content(const json& v, const std::string& p, bool user, tokenizer::Chat
             if (auto e = read_document_block(b, bp, doc, context)) return e;
             documents.push_back(std::move(doc));
             if (!context.empty()) {
-                msg.content += context;
+                append_text_part(msg.content, context);
                 parts.push_back(ContentPart{std::move(context), {}});
             }
             continue;
         }
         ContentPart part;
         if (auto e = read_text_block(b, bp, part.text)) return e;
-        msg.content += part.text;
+        append_text_part(msg.content, part.text);
         parts.push_back(std::move(part));
     }
     return std::nullopt;

@@ -119,8 +119,7 @@ Expected<MessageDocuments> from_parts(int32_t m, const std::string& content, con
                                 "] is the text after its documents; it cannot name a document by id");
     }
     out.message = m;
-    std::string joined;
-    for (const ContentPart& p : parts) joined += p.text;
+    const std::string joined = join_text_parts(parts, PartsJoin::kMessage);
     for (size_t i = 0; i + 1 < parts.size(); ++i) {
         if (parts[i].id.empty() && blank(parts[i].text)) continue;  // empty parts are skipped
         out.documents.push_back({parts[i].text, parts[i].text.empty() ? parts[i].id : std::string()});
@@ -176,6 +175,17 @@ Status unknown_escape(char c) {
 }
 
 }  // namespace
+
+void append_text_part(std::string& text, const std::string& part, PartsJoin join) {
+    if (!text.empty()) text += join == PartsJoin::kContinued ? "\n\n" : "\n";
+    text += part;
+}
+
+std::string join_text_parts(const std::vector<ContentPart>& parts, PartsJoin join) {
+    std::string text;
+    for (const ContentPart& p : parts) append_text_part(text, p.text, join);
+    return text;
+}
 
 Expected<std::shared_ptr<const Delimiter>> Delimiter::compile(const std::string& spec) {
     std::shared_ptr<Delimiter> d(new Delimiter());

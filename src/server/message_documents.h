@@ -108,6 +108,14 @@ struct ContentPart {
     std::string id;
 };
 
+// How a message's text parts join into its text: llama-server's rule, written once. A newline
+// between parts (what llama-server gives a template that takes string content, in every role);
+// a blank line inside the assistant message the answer continues (its prefill, which it renders
+// itself after the template). A separator goes before a part whenever text precedes it.
+enum class PartsJoin { kMessage, kContinued };
+void append_text_part(std::string& text, const std::string& part, PartsJoin join = PartsJoin::kMessage);
+std::string join_text_parts(const std::vector<ContentPart>& parts, PartsJoin join);
+
 // A document found in a message: its text, or the id of a registered document. `raw`: text
 // between known documents, a segment of its own tokenized as it is (not format_document's).
 struct MessageDocument {

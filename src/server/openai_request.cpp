@@ -53,9 +53,11 @@ Err read_bool(const json& body, const char* key, bool& out) {
     return std::nullopt;
 }
 
-// Chat content: a string, or a list of {"type": "text", "text": ...} parts joined together (and
-// kept as parts, which documents_from may read). A part may name a registered document by "id"
-// instead of carrying text (documents_from parts only; RequestBuilder refuses it otherwise).
+// Chat content: a string, or a list of {"type": "text", "text": ...} parts joined by
+// append_text_part (and kept as parts, which documents_from may read, and which RequestBuilder
+// joins again when the message is the prefill the answer continues). A part may name a
+// registered document by "id" instead of carrying text (documents_from parts only;
+// RequestBuilder refuses it otherwise).
 Err read_content(const json& v, const std::string& param, std::string& out, std::vector<ContentPart>& parts) {
     if (v.is_null()) return std::nullopt;
     if (v.is_string()) return read_string(v, param, out);
@@ -80,7 +82,7 @@ Err read_content(const json& v, const std::string& param, std::string& out, std:
             if (auto e = read_string(part["id"], p + ".id", cp.id)) return e;
             if (by_id && cp.id.empty()) return value_error(p + ".id", "must not be empty");
         }
-        out += cp.text;
+        append_text_part(out, cp.text);
         parts.push_back(std::move(cp));
     }
     return std::nullopt;

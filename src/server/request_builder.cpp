@@ -34,6 +34,19 @@ size_t text_bytes(const GenerationRequest& r) {
     return n;
 }
 
+// The messages the template renders: as read, but the assistant message the answer continues
+// joins its parts with a blank line (PartsJoin::kContinued: llama-server's prefill), where every
+// other message joined them with a newline. `copy` holds them when they differ.
+const std::vector<tokenizer::ChatMessage>& messages_to_render(const GenerationRequest& r,
+                                                              const tokenizer::ChatRenderOptions& o,
+                                                              std::vector<tokenizer::ChatMessage>& copy) {
+    if (!o.continue_final_message || r.message_parts.size() != r.messages.size() || r.message_parts.back().empty())
+        return r.messages;
+    copy = r.messages;
+    copy.back().content = join_text_parts(r.message_parts.back(), PartsJoin::kContinued);
+    return copy;
+}
+
 }  // namespace
 
 // How a chat request renders: llama-server's rules. A final assistant message is continued
@@ -145,7 +158,8 @@ Expected<engine::RagRequest> RequestBuilder::build(const GenerationRequest& r, c
     if (r.chat) {
         if (!chat_) return unsupported("the model has no chat template; use /v1/completions");
         LA_ASSIGN_OR_RETURN(const tokenizer::ChatRenderOptions options, chat_render_options(r));
-        LA_ASSIGN_OR_RETURN(auto pieces, chat_->render(r.messages, options));
+        std::vector<tokenizer::ChatMessage> rejoined;
+        LA_ASSIGN_OR_RETURN(auto pieces, chat_->render(messages_to_render(r, options, rejoined), options));
         if (r.messages.empty()) {
             // No turns (Anthropic's route, as llama-server answers it): no question to place
             // documents before, so the template's whole text (the assistant's opening) follows them.

@@ -76,7 +76,7 @@ TEST(AnthropicRequest, ReadsEveryServedField) {
     EXPECT_EQ(r.messages[2].role, "assistant");
     EXPECT_EQ(r.messages[2].content, "ok");
     // The document's context stays text of its message; the documents leave it.
-    EXPECT_EQ(r.messages[3].content, "from the wiki. question?");
+    EXPECT_EQ(r.messages[3].content, "from the wiki. \nquestion?");  // blocks joined by a newline
     ASSERT_EQ(r.message_parts.size(), 4u);
     EXPECT_TRUE(r.message_parts[0].empty());
     ASSERT_EQ(r.message_parts[3].size(), 2u);

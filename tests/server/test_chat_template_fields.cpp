@@ -113,6 +113,34 @@ TEST_F(ChatTemplateLayout, AFinalAssistantMessageIsContinuedInTheTailAfterTheQue
     EXPECT_EQ(decode(closed->tail), whole.substr(whole.find("Whill")));
 }
 
+// llama-server's join of text parts: a newline in every message, a blank line inside the
+// prefill the answer continues (its test_chat_template_assistant_prefill: "Wh" + "ill").
+TEST_F(ChatTemplateLayout, TextPartsJoinWithANewlineAndAPrefillsWithABlankLine) {
+    const json parts = json::array({{{"type", "text"}, {"text", "Wh"}}, {{"type", "text"}, {"text", "ill"}}});
+    const json what = json::array({{{"type", "text"}, {"text", "What is"}}, {{"type", "text"}, {"text", "the best"}}});
+    GenerationRequest g;
+    ASSERT_FALSE(parse_generation_request({{"messages",
+                                            {{{"role", "system"}, {"content", parts}},
+                                             {{"role", "user"}, {"content", what}},
+                                             {{"role", "assistant"}, {"content", parts}}}}},
+                                          true, g));
+    // As read, every message's parts joined with a newline (the system's, the user's).
+    EXPECT_EQ(g.messages[0].content, "Wh\nill");
+    EXPECT_EQ(g.messages[1].content, "What is\nthe best");
+    auto got = builder().build(g, "");
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    const std::string prompt = decode(got->tail);
+    const std::string opened = *chat_.apply({g.messages[0], g.messages[1]}, true);
+    EXPECT_EQ(prompt, opened.substr(opened.find("What is\nthe best")) + "Wh\n\nill");
+
+    // Not continued (continue_final_message false), the assistant turn joins as any other.
+    g.continue_final_message = false;
+    auto closed = builder().build(g, "");
+    ASSERT_TRUE(closed.ok());
+    EXPECT_EQ(decode(closed->tail).find("Wh\n\nill"), std::string::npos);
+    EXPECT_NE(decode(closed->tail).find("Wh\nill"), std::string::npos);
+}
+
 TEST_F(ChatTemplateLayout, AddGenerationPromptFalseEndsWithTheLastTurn) {
     GenerationRequest g;
     g.chat = true;

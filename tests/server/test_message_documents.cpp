@@ -215,7 +215,8 @@ TEST(FindMessageDocuments, PartsButTheLastAreDocumentsAndIdsPassThrough) {
     DocumentsFrom f;
     f.source = DocumentsSource::kParts;
     const std::vector<std::vector<ContentPart>> parts = {{{"P1", ""}, {"", "doc-7"}, {"  ", ""}, {"Q? ", ""}}};
-    auto found = find_documents(f, {"user"}, {"P1  Q? "}, parts, 8);
+    // The content as rendered: the parts joined by newlines (append_text_part).
+    auto found = find_documents(f, {"user"}, {"P1\n\n  \nQ? "}, parts, 8);
     ASSERT_TRUE(found.ok());
     ASSERT_EQ(found->documents.size(), 2u);  // the blank part is skipped
     EXPECT_EQ(found->documents[0].text, "P1");
@@ -223,7 +224,7 @@ TEST(FindMessageDocuments, PartsButTheLastAreDocumentsAndIdsPassThrough) {
     EXPECT_EQ(found->before, "");
     EXPECT_EQ(found->after, "Q? ");
     // A template that trims the content trims the question's end too.
-    EXPECT_EQ(find_documents(f, {"user"}, {"P1  Q?"}, parts, 8)->after, "Q?");
+    EXPECT_EQ(find_documents(f, {"user"}, {"P1\n\n  \nQ?"}, parts, 8)->after, "Q?");
     // The last part cannot be a document by id (it is the text after them).
     EXPECT_FALSE(find_documents(f, {"user"}, {"P1"}, {{{"P1", ""}, {"", "doc-7"}}}, 8).ok());
     // One part is no documents; an index past the end is refused.

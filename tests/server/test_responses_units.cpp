@@ -61,8 +61,8 @@ TEST(ResponsesRequest, InstructionsComeFirstAndItemsKeepTheirRolesAndParts) {
     EXPECT_EQ(r.gen.messages[2].content, "hi");
     EXPECT_EQ(r.gen.messages[3].role, "assistant");
     EXPECT_EQ(r.gen.messages[3].content, "bonjour");
-    EXPECT_EQ(r.gen.messages[4].content, "doc oneand?");
-    ASSERT_EQ(r.gen.message_parts[4].size(), 2u);  // kept as parts, for documents_from "parts"
+    EXPECT_EQ(r.gen.messages[4].content, "doc one\nand?");  // parts joined by a newline, as llama-server
+    ASSERT_EQ(r.gen.message_parts[4].size(), 2u);           // kept as parts, for documents_from "parts"
     EXPECT_EQ(r.gen.message_parts[4][0].text, "doc one");
     EXPECT_EQ(r.gen.max_tokens, 7);
     EXPECT_FLOAT_EQ(r.gen.sampling.temperature, 0.5f);
