@@ -12,6 +12,7 @@
 #include "engine/request/cache_mode.h"
 #include "engine/request/document_reuse.h"
 #include "engine/request/quality_preset.h"
+#include "server/api_dialect.h"
 #include "server/api_keys.h"
 #include "tokenizer/builtin_chat_templates.h"
 #include "tokenizer/chat_template.h"
@@ -253,8 +254,8 @@ void add_serve_engine_options(CLI::App* sv, ServeOptions& o) {
                      ->check(positive);
     sv->add_option("--parallel", o.parallel,
                    "llama-server's slots (-np N): N requests at once, each bounded by --ctx-size / N tokens, "
-                   "prompt and generation (the KV pool stays shared); /metrics then needs --metrics, as "
-                   "llama-server's")
+                   "prompt and generation (the KV pool stays shared); a llama-server command line, it gets "
+                   "llama-server's dialect unless --api-dialect says (/metrics then needs --metrics)")
         ->check(positive)
         ->excludes(seqs);
     sv->add_option("--max-queue", o.max_queue, "waiting requests before 429")->check(positive);
@@ -373,8 +374,14 @@ void add_serve_auth_options(CLI::App* sv, ServeOptions& o) {
                  "GET /slots lists the engine's slots (default; --no-slots: it answers 501, as llama-server)");
     sv->add_flag_function(
         "--metrics,!--no-metrics", [&o](int64_t n) { o.metrics = n > 0; },
-        "GET /metrics serves Prometheus text (--no-metrics: 501). Default: on; with --parallel (llama-server's "
-        "slots), off unless --metrics, as llama-server's");
+        "GET /metrics serves Prometheus text (--no-metrics: 501). Default: on; in llama-server's dialect "
+        "(--api-dialect), off unless --metrics, as llama-server's");
+    sv->add_option("--api-dialect", o.api_dialect,
+                   "where OpenAI's API and llama-server's disagree, which to follow: /metrics' default, a "
+                   "Responses stream stopped by max_output_tokens (openai: response.incomplete; llama-server: "
+                   "response.completed). Default: llama-server with --parallel/-np (a llama-server command "
+                   "line), else openai")
+        ->check(CLI::IsMember({server::kApiDialectOpenAI, server::kApiDialectLlamaServer}));
 }
 
 // How requests carry documents and read their cached KV.

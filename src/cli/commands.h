@@ -93,7 +93,8 @@ struct BenchRagOptions {
     // with its background work (--condition-after overrides the preset's; -1: the preset's).
     std::vector<std::string> quality;
     int32_t condition_after = -1;
-    int32_t clients = 4;
+    int32_t clients = 4;  // closed loop; workload.arrival_rate > 0 (--rate): open loop instead
+    int32_t windows = 5;  // equal spans of time the measured stream is reported in (run_windows)
     // The KV budget (the whole pool, cached documents and in-flight requests together): in
     // documents' worth when kv_budget_docs > 0 (sized from the model's KV bytes per token), else
     // kv_cache_mb MiB.

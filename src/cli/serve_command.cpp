@@ -100,9 +100,12 @@ Expected<server::ServerConfig> server_config(const ServeOptions& o, const std::s
     sc.system_fingerprint = system_fingerprint();
     sc.model_path = model_path;
     sc.slots_endpoint = o.slots_endpoint;
-    // On by default (lazyattn's users scrape it); a llama-server command line (--parallel, its
-    // slots) gets llama-server's default: served only with --metrics.
-    sc.metrics_endpoint = o.metrics.value_or(o.parallel == 0);
+    // --api-dialect, or the command line's shape: one asking for llama-server's slots (--parallel,
+    // -np) gets llama-server's answers where OpenAI's and llama-server's differ.
+    sc.api_dialect = server::api_dialect(o.api_dialect, o.parallel > 0);
+    // On by default (lazyattn's users scrape it, as vLLM's); llama-server's dialect serves it
+    // only with --metrics, as llama-server does.
+    sc.metrics_endpoint = o.metrics.value_or(sc.api_dialect == server::ApiDialect::kOpenAI);
     sc.default_max_tokens = o.default_max_tokens;
     sc.sampling_defaults = o.sampling;
     sc.api_keys = o.api_keys;

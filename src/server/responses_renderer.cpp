@@ -49,9 +49,10 @@ const char* failure_code(const ApiError& e) {
 
 }  // namespace
 
-ResponsesRenderer::ResponsesRenderer(ResponsesEcho echo, std::string model)
+ResponsesRenderer::ResponsesRenderer(ResponsesEcho echo, std::string model, ApiDialect dialect)
     : echo_(std::move(echo)),
       model_(std::move(model)),
+      dialect_(dialect),
       id_(random_id("resp_")),
       message_id_(random_id("msg_")),
       created_at_(unix_now()) {}
@@ -127,6 +128,13 @@ json ResponsesRenderer::response_json(const std::string& status, const engine::R
     return r;
 }
 
+std::string ResponsesRenderer::finished_status() const {
+    // OpenAI: a length stop is "incomplete". llama-server answers "completed" whatever stopped it
+    // (the stream's last event is then response.completed, which its clients wait for).
+    const bool incomplete = finish_ == engine::FinishReason::kLength && dialect_ == ApiDialect::kOpenAI;
+    return incomplete ? "incomplete" : "completed";
+}
+
 void ResponsesRenderer::emit(const char* type, json fields, std::string& out) {
     fields["type"] = type;
     fields["sequence_number"] = sequence_++;
@@ -157,8 +165,7 @@ std::string ResponsesRenderer::whole_body(const std::vector<ChoiceResult>& choic
             }
         }
     }
-    std::string body =
-        dump(response_json(finish_ == engine::FinishReason::kLength ? "incomplete" : "completed", &usage));
+    std::string body = dump(response_json(finished_status(), &usage));
     if (on_done_) on_done_(id_, body, text_);
     return body;
 }
@@ -234,7 +241,7 @@ void ResponsesRenderer::stream_end(size_t choice, const engine::RequestEvent& e,
     if (choice != 0) return;
     finish_ = e.finish_reason;
     if (tool_stream_) send_tool_delta(tool_stream_->finish(), out);
-    const std::string status = finish_ == engine::FinishReason::kLength ? "incomplete" : "completed";
+    const std::string status = finished_status();
     emit("response.output_text.done",
          {{"item_id", message_id_},
           {"output_index", 0},
@@ -252,12 +259,12 @@ void ResponsesRenderer::stream_end(size_t choice, const engine::RequestEvent& e,
 }
 
 void ResponsesRenderer::stream_close(const engine::RequestStats& usage, std::string& out) {
-    const bool incomplete = finish_ == engine::FinishReason::kLength;
-    json response = response_json(incomplete ? "incomplete" : "completed", &usage);
+    const std::string status = finished_status();
+    json response = response_json(status, &usage);
     if (on_done_) on_done_(id_, dump(response), text_);
     json fields = {{"response", std::move(response)}};
     if (timings_per_token_) fields["timings"] = llama_timings(usage);
-    emit(incomplete ? "response.incomplete" : "response.completed", std::move(fields), out);
+    emit(status == "incomplete" ? "response.incomplete" : "response.completed", std::move(fields), out);
 }
 
 void ResponsesRenderer::stream_error(const ApiError& given, std::string& out) {

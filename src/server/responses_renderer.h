@@ -1,6 +1,7 @@
 // ResponsesRenderer: the OpenAI Responses shapes as an ApiRenderer. A whole response is one
 // `response` object holding one assistant message with one output_text part; status "completed"
-// (stop) or "incomplete" with incomplete_details.reason "max_output_tokens" (length). A stream is
+// (stop) or "incomplete" with incomplete_details.reason "max_output_tokens" (length; in
+// llama-server's dialect "completed", as llama-server answers: server/api_dialect.h). A stream is
 // named SSE events, each with its sequence_number (0, 1, ...):
 //   response.created, response.in_progress, response.output_item.added,
 //   response.content_part.added, response.output_text.delta..., response.output_text.done,
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "server/api_dialect.h"
 #include "server/api_renderer.h"
 #include "server/llama_telemetry.h"
 #include "server/responses_request.h"
@@ -26,7 +28,7 @@ namespace lazyattn::server {
 
 class ResponsesRenderer : public ApiRenderer {
 public:
-    ResponsesRenderer(ResponsesEcho echo, std::string model);
+    ResponsesRenderer(ResponsesEcho echo, std::string model, ApiDialect dialect = ApiDialect::kOpenAI);
 
     // Called once with the finished response (completed or incomplete): its id, its body as
     // answered (or as response.completed carried it) and its text. For ResponseStore.
@@ -54,11 +56,15 @@ private:
     // The response object: "in_progress" (no output yet), "completed", "incomplete", "failed".
     nlohmann::json response_json(const std::string& status, const engine::RequestStats* usage) const;
     nlohmann::json message_json(const std::string& status) const;
+    // The finished response's status: "incomplete" for a length stop in OpenAI's dialect, else
+    // "completed" (the stream's last event is named after it).
+    std::string finished_status() const;
     // One named event: `fields` with its type and the next sequence number.
     void emit(const char* type, nlohmann::json fields, std::string& out);
 
     ResponsesEcho echo_;
     std::string model_;
+    ApiDialect dialect_;
     std::string id_;
     std::string message_id_;
     int64_t created_at_ = 0;

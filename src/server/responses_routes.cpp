@@ -43,7 +43,8 @@ void handle_responses(ServerContext& ctx, const std::shared_ptr<ResponseStore>& 
     if (auto e = parse_responses_request(body, request, previous)) return send_error(res, *e);
     body = nullptr;  // what was not moved into the request goes now, not after the generation
     const bool keep = request.echo.store;
-    auto renderer = std::make_shared<ResponsesRenderer>(std::move(request.echo), ctx.config.model_id);
+    auto renderer =
+        std::make_shared<ResponsesRenderer>(std::move(request.echo), ctx.config.model_id, ctx.config.api_dialect);
     if (keep) {
         // What previous_response_id continues: this response's turns (not its instructions), then
         // its answer with the function calls it made (the next request's function_call_output

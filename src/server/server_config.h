@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "engine/request/document_reuse.h"
 #include "http/http_limits.h"
+#include "server/api_dialect.h"
 #include "server/known_documents.h"
 #include "server/message_documents.h"
 #include "server/reasoning_split.h"
@@ -31,6 +32,9 @@ struct ServerConfig {
     std::string model_path;                  // the GGUF file served (GET /props' model_path)
     bool slots_endpoint = true;              // GET /slots answers (llama-server's --slots; --no-slots: 501)
     bool metrics_endpoint = true;            // GET /metrics answers (--metrics, --no-metrics: 501)
+    // Where OpenAI's API and llama-server's disagree, which this server follows (--api-dialect;
+    // server/api_dialect.h): /metrics' default above, a Responses length stop's terminal event.
+    ApiDialect api_dialect = ApiDialect::kOpenAI;
     // Replies carry llama-server's __verbose object (--verbose), unless a request sets verbose false.
     bool verbose_replies = false;
     // A request naming another model: 404 model_not_found (vLLM) when set; otherwise it is

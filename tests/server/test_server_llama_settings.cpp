@@ -1,7 +1,8 @@
 // llama-server's server-wide settings over a real socket, as its own test suite starts it:
 // --parallel N (each request bounded by its slot's --ctx-size / N), the sampling defaults
-// (--temp, --seed, --n-predict: what a request that sets none gets), /metrics' default and
-// --metrics, and a comma-separated --host listened on at each address.
+// (--temp, --seed, --n-predict: what a request that sets none gets), the API dialect (/metrics'
+// default and --metrics, a Responses length stop), and a comma-separated --host listened on at
+// each address.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -121,26 +122,62 @@ TEST(ServerLlamaSettings, SamplingDefaultsApplyToRequestsThatSetNone) {
     EXPECT_NE(bad.log().find("--top-p"), std::string::npos) << bad.log();
 }
 
-// /metrics is served by default; a llama-server command line (--parallel) gets llama-server's
-// default, 501 unless --metrics; --no-metrics turns it off anywhere. /props says which.
-TEST(ServerLlamaSettings, MetricsFollowTheCommandLine) {
+// Where OpenAI's API and llama-server's disagree, the server follows one dialect
+// (--api-dialect), by default the command line's: one asking for llama-server's slots
+// (--parallel) gets llama-server's answers. /metrics: served by default (OpenAI side, as vLLM),
+// 501 unless --metrics in llama-server's; --no-metrics turns it off anywhere; /props says which.
+// A Responses answer stopped by max_output_tokens: OpenAI's status "incomplete" and stream end
+// response.incomplete, llama-server's "completed" and response.completed; usage either way.
+TEST(ServerLlamaSettings, ApiDialectFollowsTheCommandLine) {
     struct Case {
         std::vector<std::string> args;
-        bool served;
+        bool metrics;
+        bool llama_server;
     };
+    const json responses = {{"input", "This is a test"}, {"max_output_tokens", 2}, {"ignore_eos", true}};
     for (const Case& c :
-         {Case{{}, true}, Case{{"--parallel", "2"}, false}, Case{{"--parallel", "2", "--metrics"}, true},
-          Case{{"--no-metrics"}, false}, Case{{"--max-num-seqs", "2"}, true}}) {
+         {Case{{}, true, false}, Case{{"--parallel", "2"}, false, true},
+          Case{{"--parallel", "2", "--metrics"}, true, true}, Case{{"--no-metrics"}, false, false},
+          Case{{"--max-num-seqs", "2"}, true, false}, Case{{"--parallel", "2", "--api-dialect", "openai"}, true, false},
+          Case{{"--api-dialect", "llama-server"}, false, true}}) {
+        std::string name;
+        for (const auto& a : c.args) name += a + " ";
         ServerProcess s(server_args(c.args));
         ASSERT_TRUE(s.started()) << s.log();
         const auto m = curl("GET", s.url("/metrics"));
-        if (c.served) {
-            EXPECT_EQ(m.status, 200) << m.body;
+        if (c.metrics) {
+            EXPECT_EQ(m.status, 200) << name << m.body;
         } else {
             expect_api_error(m, 501, "not_implemented");
         }
-        EXPECT_EQ(parse_or_null(curl("GET", s.url("/props")).body)["endpoint_metrics"], c.served);
+        EXPECT_EQ(parse_or_null(curl("GET", s.url("/props")).body)["endpoint_metrics"], c.metrics) << name;
+
+        const json whole = post(s, "/v1/responses", responses);
+        EXPECT_EQ(whole["status"], c.llama_server ? "completed" : "incomplete") << name << whole;
+        const json incomplete_details = c.llama_server ? json(nullptr) : json{{"reason", "max_output_tokens"}};
+        EXPECT_EQ(whole["incomplete_details"], incomplete_details) << name << whole;
+        EXPECT_EQ(whole["usage"]["output_tokens"], 2) << name << whole;
+
+        json stream_body = responses;
+        stream_body["stream"] = true;
+        const auto r = curl("POST", s.url("/v1/responses"), stream_body.dump(), {"-N"});
+        ASSERT_EQ(r.status, 200) << name << r.body;
+        const size_t last_event = r.body.rfind("event: ");
+        ASSERT_NE(last_event, std::string::npos) << name << r.body;
+        const std::string event = r.body.substr(last_event + 7, r.body.find('\n', last_event) - last_event - 7);
+        EXPECT_EQ(event, c.llama_server ? "response.completed" : "response.incomplete") << name << r.body;
+        const size_t data = r.body.find("data: ", last_event);
+        ASSERT_NE(data, std::string::npos) << name << r.body;
+        const json end = parse_or_null(r.body.substr(data + 6, r.body.find('\n', data) - data - 6));
+        EXPECT_EQ(end["type"], event) << name << end;
+        EXPECT_EQ(end["response"]["status"], c.llama_server ? "completed" : "incomplete") << name << end;
+        EXPECT_EQ(end["response"]["output"][0]["status"], c.llama_server ? "completed" : "incomplete") << name;
+        EXPECT_EQ(end["response"]["usage"]["output_tokens"], 2) << name << end;
     }
+    // A dialect lazyattn does not know is refused at start-up.
+    ServerProcess bad(server_args({"--api-dialect", "vllm"}));
+    EXPECT_EQ(bad.wait_exit(30), 2);
+    EXPECT_NE(bad.log().find("--api-dialect"), std::string::npos) << bad.log();
 }
 
 // An empty Messages list is answered, as llama-server answers it (Anthropic's API refuses it):
