@@ -212,6 +212,14 @@ ConstraintCompiler::Stats ConstraintCompiler::stats() const {
     return s;
 }
 
+Status ConstraintCompiler::check(const ConstraintSpec& asked) const {
+    if (!engine_available()) return unsupported("structured output is not available in this build");
+    if (Status st = check_bounds(asked); !st.ok()) return st;
+    if (asked.kind == ConstraintKind::kStructuralTag) return {};  // its schemas are checked one by one
+    auto ebnf = engine_ebnf(in_engine_words(asked));
+    return ebnf.ok() ? Status{} : ebnf.status();
+}
+
 Expected<std::shared_ptr<const CompiledConstraint>> ConstraintCompiler::compile(const ConstraintSpec& asked) {
     if (!engine_available()) {
         return unsupported(

@@ -53,6 +53,12 @@ public:
     // kUnsupported when this build has no grammar engine; kUnavailable when earlier compiles
     // that ran past the time limit still hold the engine.
     Expected<std::shared_ptr<const CompiledConstraint>> compile(const ConstraintSpec& spec);
+    // Whether `spec` passes the bounds and the engine's converter (a schema or regex that does
+    // not convert is refused here as by compile()), without computing its token masks, the
+    // costly part of a compile: for schemas that are compiled only inside a larger grammar (a
+    // forced tool call's structural tag holds every tool's parameters). Nothing is cached or
+    // counted. kUnsupported without the engine.
+    Status check(const ConstraintSpec& spec) const;
 
     struct Stats {
         int64_t compiles = 0;

@@ -16,10 +16,12 @@ namespace lazyattn::server::tool_calls {
 // The constraint of a forced choice (request.forced()); its field is the request's choice field.
 grammar::ConstraintSpec tool_constraint(const ToolRequest& request);
 
-// Every tool's parameters compiled as a JSON schema (cached by text; bounded in size, nesting and
-// time by the compiler's limits): a 400 naming the tool's parameters field when one does not
-// compile. A build without the grammar engine checks nothing here (a forced choice is refused
-// when its constraint is compiled).
+// Every tool's parameters checked as a JSON schema (the compiler's bounds and the engine's
+// converter, without computing token masks: ConstraintCompiler::check): a 400 naming the tool's
+// parameters field when one does not convert. A forced choice then compiles them all in one
+// structural tag (cached by its text: tools, choice, family and parallel_tool_calls, JSON keys
+// sorted), bounded in time by the compiler. A build without the grammar engine checks nothing
+// here (a forced choice is refused when its constraint is compiled).
 std::optional<ApiError> check_tool_schemas(const ToolRequest& request, grammar::ConstraintCompiler& compiler);
 
 }  // namespace lazyattn::server::tool_calls
