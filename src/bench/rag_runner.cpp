@@ -47,9 +47,12 @@ namespace {
 
 // Fills the measured part of `r` from the per-request stats (requests [warmup, n)).
 void collect(const Workload& w, const std::vector<std::shared_ptr<engine::RequestHandle>>& handles,
-             const std::vector<double>& lag_ms, int32_t warmup, RunResult& r) {
+             const std::vector<double>& lag_ms, const std::vector<double>& submitted_s,
+             const std::vector<double>& completed_s, int32_t warmup, RunResult& r) {
     for (size_t i = size_t(warmup); i < handles.size(); ++i) {
         const engine::RequestStats st = handles[i]->stats();
+        r.submitted_s.push_back(submitted_s[i]);
+        r.completed_s.push_back(completed_s[i]);
         r.ttft_ms.push_back(st.ttft_ms + lag_ms[i]);
         r.e2e_ms.push_back(st.ttft_ms + st.decode_ms + lag_ms[i]);
         r.tpot_ms.push_back(st.num_generated > 1 ? st.decode_ms / (st.num_generated - 1) : 0.0);
@@ -80,8 +83,9 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
     const engine::SchedulerStats before = s.stats();
     const bool poisson = !w.arrival_s.empty() && w.arrival_s.back() > 0;
     std::vector<std::shared_ptr<engine::RequestHandle>> handles(n);
-    std::vector<double> lag_ms(n, 0.0);  // submission later than the scheduled arrival
-    std::vector<double> done_s;          // completion times, in completion order
+    std::vector<double> lag_ms(n, 0.0);                            // submission later than the scheduled arrival
+    std::vector<double> done_s;                                    // completion times, in completion order
+    std::vector<double> submitted_s(n, 0.0), completed_s(n, 0.0);  // per request (seconds)
     RunResult r;
     r.label = config.label;
     r.mode = engine::cache_mode_name(config.engine.cache_mode);
@@ -95,6 +99,7 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
         while (next < n && (poisson ? w.arrival_s[next] * 1000.0 <= now : in_flight < config.clients)) {
             LA_ASSIGN_OR_RETURN(handles[next], core.add(w.requests[next]));
             lag_ms[next] = poisson ? now - w.arrival_s[next] * 1000.0 : 0.0;
+            submitted_s[next] = poisson ? w.arrival_s[next] : now / 1000.0;
             ++next;
             ++in_flight;
         }
@@ -110,6 +115,7 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
             ++done;
             --in_flight;
             done_s.push_back((now_ms() - t0) / 1000.0);
+            completed_s[i] = done_s.back();
             const engine::RagResult res = handles[i]->wait();
             if (res.finish_reason == engine::FinishReason::kError) return res.status;
             if (progress) progress(done, n);
@@ -117,7 +123,7 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
     }
     r.wall_s = (now_ms() - t0) / 1000.0;
     r.measured_s = measured_span_s(done_s, config.warmup_requests);
-    collect(w, handles, lag_ms, config.warmup_requests, r);
+    collect(w, handles, lag_ms, submitted_s, completed_s, config.warmup_requests, r);
     const engine::SchedulerStats after = s.stats();
     r.preemptions = after.preemptions - before.preemptions;
     r.steps = after.steps - before.steps;

@@ -46,6 +46,9 @@ struct RunResult {
     engine::BackgroundStats background;
     int64_t background_rows = 0;
     std::vector<double> completions_s;  // every request's completion, in completion order (from the start)
+    // Per measured request, in submission order, seconds from the start: when it was submitted
+    // and when it completed (the windows of bench_rag_report.h's run_windows).
+    std::vector<double> submitted_s, completed_s;
 
     // Requests per second over the last fifth of the measured completions: the steady state once
     // background work (conditioned copies) has formed.

@@ -35,8 +35,9 @@ std::string hex_digest(uint64_t digest) {
 
 using bench::RunResult;
 
-nlohmann::json to_json(const RunResult& r) {
+nlohmann::json to_json(const RunResult& r, int32_t windows) {
     nlohmann::json j = run_summary_json(r);
+    j["windows"] = windows_json(run_windows(r, windows));
     j["ttft_ms"] = r.ttft_ms;
     j["tpot_ms"] = r.tpot_ms;
     j["e2e_ms"] = r.e2e_ms;
@@ -89,6 +90,54 @@ void print_conditioned(const std::vector<RunResult>& runs) {
                         r.requests_per_s_last_fifth() / std::max(lazy->requests_per_s_last_fifth(), 1e-9));
         }
         std::printf("\n");
+    }
+}
+
+// Plain lazy and the runs reading conditioned copies over time, each in its own equal spans
+// (run_windows): how the copies form, and what TTFT and throughput requests get meanwhile; the
+// last span against plain lazy's is the steady state issue 63's target speaks of.
+void print_windows(const std::vector<RunResult>& runs, int32_t windows) {
+    const RunResult* lazy = nullptr;
+    for (const auto& r : runs) {
+        if (r.label == "lazy" || (lazy == nullptr && r.label == "quality=fast")) lazy = &r;
+    }
+    auto shown = [&](const RunResult& r) {
+        int64_t lookups = 0;
+        for (int32_t n : r.conditioned_lookups) lookups += n;
+        return &r == lazy || lookups > 0 || r.label.rfind("quality=", 0) == 0;
+    };
+    bool header = false;
+    for (const auto& r : runs) {
+        if (!shown(r)) continue;
+        if (!header) {
+            std::printf(
+                "\nover time: the measured stream in %d equal spans of each run's own time; per span the share "
+                "of document lookups served by conditioned copies, TTFT p50/p99 ms of the requests submitted in "
+                "it, completions per second\n",
+                windows);
+            header = true;
+        }
+        const auto w = run_windows(r, windows);
+        std::printf("%-18s", r.label.c_str());
+        for (const RunWindow& x : w) {
+            std::printf("  [%.0f-%.0fs] %3.0f%% %.0f/%.0f %.2f/s", x.start_s, x.end_s, 100 * x.conditioned_share(),
+                        x.ttft_p50_ms, x.ttft_p99_ms, x.completed_per_s);
+        }
+        std::printf("\n");
+    }
+    if (lazy == nullptr) return;
+    const auto base = run_windows(*lazy, windows);
+    if (base.empty()) return;
+    for (const auto& r : runs) {
+        if (&r == lazy || !shown(r)) continue;
+        const auto w = run_windows(r, windows);
+        if (w.empty()) continue;
+        std::printf(
+            "%s vs %s, last span (steady state): TTFT p50 %.2fx (target <= 1.15x), p99 %.2fx, completions/s %.2fx "
+            "(target >= 0.9x), conditioned share %.0f%%\n",
+            r.label.c_str(), lazy->label.c_str(), w.back().ttft_p50_ms / std::max(base.back().ttft_p50_ms, 1e-9),
+            w.back().ttft_p99_ms / std::max(base.back().ttft_p99_ms, 1e-9),
+            w.back().completed_per_s / std::max(base.back().completed_per_s, 1e-9), 100 * w.back().conditioned_share());
     }
 }
 
@@ -206,6 +255,7 @@ nlohmann::json workload_json(const bench::Workload& w, const bench::WorkloadConf
             {"output_tokens", wc.output_tokens},
             {"num_requests", wc.num_requests},
             {"clients", o.clients},
+            {"arrival_rate", wc.arrival_rate},
             {"warmup_requests", o.warmup_requests},
             {"kv_budget_blocks", budget.num_blocks},
             {"kv_budget_mib", budget.mib()},
@@ -302,11 +352,17 @@ int run_bench_rag(const BenchRagOptions& o) {
                   << wc.num_requests << ")\n";
         return 2;
     }
+    char arrivals[96];
+    if (wc.arrival_rate > 0) {
+        std::snprintf(arrivals, sizeof arrivals, "open loop, Poisson arrivals at %.3g req/s", wc.arrival_rate);
+    } else {
+        std::snprintf(arrivals, sizeof arrivals, "%d clients (closed loop)", o.clients);
+    }
     std::printf(
         "workload: %d documents x %d tokens, k=%d, zipf s=%.2f, tail %d, output %d, %d requests (first %d are "
-        "warm-up, not measured), %d clients; digest %016llx\nKV budget: %s, the whole pool of each mode\n",
+        "warm-up, not measured), %s; digest %016llx\nKV budget: %s, the whole pool of each mode\n",
         wc.num_docs, wc.doc_tokens, wc.docs_per_request, wc.zipf_s, wc.tail_tokens, wc.output_tokens, wc.num_requests,
-        o.warmup_requests, o.clients, (unsigned long long)w->digest(), budget->describe().c_str());
+        o.warmup_requests, arrivals, (unsigned long long)w->digest(), budget->describe().c_str());
     if (!o.export_workload_path.empty()) {
         std::ofstream(o.export_workload_path) << exported_workload(*w, wc, o, *budget).dump();
     }
@@ -315,7 +371,8 @@ int run_bench_rag(const BenchRagOptions& o) {
     std::vector<RunResult> runs;
     if (int rc = run_modes(*w, wc, *lm, o, base, out, &runs); rc != 0) return rc;
     print_main_table(runs);
-    for (const auto& r : runs) out["runs"].push_back(to_json(r));
+    print_windows(runs, o.windows);
+    for (const auto& r : runs) out["runs"].push_back(to_json(r, o.windows));
     auto write_json = [&] {
         if (!o.json_path.empty()) std::ofstream(o.json_path) << out.dump(1);
     };
@@ -344,6 +401,15 @@ CLI::App* add_bench_rag_command(CLI::App& parent, BenchRagOptions& o) {
         ->check(CLI::Range(0, 100000));
     br->add_option("--requests", o.workload.num_requests, "requests in the stream")->check(CLI::Range(1, 1000000));
     br->add_option("--clients", o.clients, "concurrent clients (closed loop)")->check(CLI::Range(1, 4096));
+    br->add_option("--rate", o.workload.arrival_rate,
+                   "open loop: requests arrive as a Poisson process at this rate (req/s; TTFT counts from the "
+                   "arrival) instead of --clients; set it below the saturation rate to measure a server with "
+                   "idle capacity (what background conditioned copies run in); 0: closed loop")
+        ->check(CLI::NonNegativeNumber);
+    br->add_option("--windows", o.windows,
+                   "equal spans of time the measured stream is reported in: conditioned-copy share, TTFT p50/p99 "
+                   "and completions per second over time")
+        ->check(CLI::Range(1, 100));
     br->add_option("--seed", o.workload.seed, "workload seed");
     br->add_option("--modes", o.modes,
                    "cache modes, each optionally with document reuse settings: MODE[:REUSE], e.g. lazy:anchor "

@@ -61,6 +61,50 @@ nlohmann::json conditioned_json(const bench::RunResult& r) {
             {"requests_per_s_last_fifth", r.requests_per_s_last_fifth()}};
 }
 
+std::vector<RunWindow> run_windows(const bench::RunResult& r, int32_t num_windows) {
+    const size_t n = r.submitted_s.size();
+    if (n == 0 || num_windows <= 0 || r.completed_s.size() != n) return {};
+    const double start = *std::min_element(r.submitted_s.begin(), r.submitted_s.end());
+    const double end = std::max(*std::max_element(r.completed_s.begin(), r.completed_s.end()), start + 1e-9);
+    const double span = (end - start) / num_windows;
+    std::vector<RunWindow> out(static_cast<size_t>(num_windows));
+    std::vector<std::vector<double>> ttft(out.size());
+    auto window_of = [&](double t) { return std::min(out.size() - 1, size_t(std::max(0.0, (t - start) / span))); };
+    for (size_t i = 0; i < n; ++i) {
+        const size_t w = window_of(r.submitted_s[i]);
+        out[w].requests += 1;
+        if (i < r.conditioned_lookups.size()) {
+            out[w].lookups += r.conditioned_lookups[i];
+            out[w].served += r.conditioned_served[i];
+        }
+        if (i < r.ttft_ms.size()) ttft[w].push_back(r.ttft_ms[i]);
+        out[window_of(r.completed_s[i])].completed_per_s += 1.0 / span;
+    }
+    for (size_t w = 0; w < out.size(); ++w) {
+        out[w].start_s = start + double(w) * span;
+        out[w].end_s = start + double(w + 1) * span;
+        out[w].ttft_p50_ms = bench::percentile(ttft[w], 50);
+        out[w].ttft_p99_ms = bench::percentile(ttft[w], 99);
+    }
+    return out;
+}
+
+nlohmann::json windows_json(const std::vector<RunWindow>& windows) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const RunWindow& w : windows) {
+        out.push_back({{"start_s", w.start_s},
+                       {"end_s", w.end_s},
+                       {"requests", w.requests},
+                       {"conditioned_lookups", w.lookups},
+                       {"conditioned_served", w.served},
+                       {"conditioned_share", w.conditioned_share()},
+                       {"ttft_p50_ms", w.ttft_p50_ms},
+                       {"ttft_p99_ms", w.ttft_p99_ms},
+                       {"completed_per_s", w.completed_per_s}});
+    }
+    return out;
+}
+
 nlohmann::json run_summary_json(const bench::RunResult& r) {
     using bench::percentile;
     const bench::Interval p50 = bench::bootstrap_percentile_ci(r.ttft_ms, 50);

@@ -656,5 +656,47 @@ TEST(Cli, AnUnreachableStoreTierIsReportedAtOnce) {
     EXPECT_NE(bench.out.find("is Redis running?"), std::string::npos) << bench.out;
 }
 
+// bench rag --rate: the stream arrives open loop (Poisson) instead of from --clients, and each
+// run is reported in --windows equal spans of time: every measured request in one span, the
+// spans' conditioned-copy lookups adding up to the run's (none for plain lazy), with TTFT and
+// completions per span, and balanced's last span against lazy's.
+TEST(Cli, BenchRagOpenLoopReportsTheRunsOverTime) {
+    const std::string json = ::testing::TempDir() + "lazyattn_cli_rag_rate.json";
+    const auto r = run_cli("bench rag " + model_arg() +
+                               " --docs 6 --doc-tokens 24 --k 2 --output-tokens 2 --requests 12 --warmup-requests 2 "
+                               "--rate 50 --windows 3 --modes lazy --quality balanced --condition-after 1 --no-floor "
+                               "--threads 1 --json " +
+                               json,
+                           true);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("open loop, Poisson arrivals at 50 req/s"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("quality=balanced vs lazy, last span (steady state)"), std::string::npos) << r.out;
+    std::ifstream in(json);
+    const auto j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["workload"]["arrival_rate"].get<double>(), 50.0);
+    ASSERT_EQ(j["runs"].size(), 2u);
+    for (const auto& run : j["runs"]) {
+        ASSERT_EQ(run["windows"].size(), 3u);
+        int64_t requests = 0, lookups = 0, served = 0;
+        for (const auto& w : run["windows"]) {
+            requests += w["requests"].get<int64_t>();
+            lookups += w["conditioned_lookups"].get<int64_t>();
+            served += w["conditioned_served"].get<int64_t>();
+            EXPECT_LT(w["start_s"].get<double>(), w["end_s"].get<double>());
+            EXPECT_GE(w["completed_per_s"].get<double>(), 0.0);
+        }
+        EXPECT_EQ(requests, run["measured_requests"].get<int64_t>());
+        EXPECT_EQ(lookups, run["conditioned"]["lookups"].get<int64_t>());
+        EXPECT_EQ(served, run["conditioned"]["served"].get<int64_t>());
+        if (run["label"] == "lazy") {
+            EXPECT_EQ(lookups, 0);
+        } else {
+            EXPECT_EQ(run["label"], "quality=balanced");
+            EXPECT_EQ(lookups, 2 * requests) << "k = 2 documents looked up per request";
+        }
+    }
+    std::remove(json.c_str());
+}
+
 }  // namespace
 }  // namespace lazyattn
