@@ -573,6 +573,52 @@ TEST(ToolFormat, ARealToolTemplateRendersToolsCallsAndResults) {
     EXPECT_EQ(specials, 4);  // system, user, assistant, tool turns: the description's is text
 }
 
+// Llama 3.1's own template is told of the offered built-in tools (its builtin_tools variable) and
+// announces them; a tool it does not know as built-in is rendered as a function only.
+TEST(ToolFormat, Llama31TemplateAnnouncesTheOfferedBuiltinTools) {
+    const auto tree = testing_support::llama_cpp_sources();
+    if (tree.empty()) GTEST_SKIP() << testing_support::kNoLlamaCppSources;
+    const std::string source =
+        testing_support::read_text_file(tree / "models" / "templates" / "meta-llama-Llama-3.1-8B-Instruct.jinja");
+    tokenizer::ChatTemplateTokens tokens;
+    tokens.special_texts = {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                            "<|eot_id|>",        "<|python_tag|>",      "<|eom_id|>"};
+    tokens.control_texts = tokens.special_texts;
+    tokens.bos_token = "<|begin_of_text|>";
+    auto compiled = tokenizer::JinjaChatTemplate::compile(source, tokens);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    tokenizer::ChatTemplate chat;
+    chat.kind = tokenizer::ChatTemplateKind::kJinja;
+    chat.jinja = *compiled;
+    chat.source = source;
+    auto render = [&](const json& tools) {
+        GenerationRequest req;
+        const json body = {{"messages", {{{"role", "user"}, {"content", "What is new in lazy attention?"}}}},
+                           {"tools", tools}};
+        const auto parsed = parse_generation_request(body, true, req);
+        EXPECT_FALSE(parsed) << parsed->message;
+        const auto prepared = prepare_chat_tools(req, chat);
+        EXPECT_FALSE(prepared) << prepared->message;
+        EXPECT_EQ(req.tools->format.family, ToolFamily::kLlama3);
+        tokenizer::ChatRenderOptions o;
+        o.tools = req.template_tools;
+        o.kwargs = req.chat_template_kwargs;
+        auto pieces = chat.render(req.messages, o);
+        EXPECT_TRUE(pieces.ok()) << pieces.status().to_string();
+        std::string text;
+        if (pieces.ok()) {
+            for (const auto& p : *pieces) text += p.text;
+        }
+        return text;
+    };
+    const std::string with =
+        render(json::array({tool("brave_search", {{"type", "object"}}), tool("python", {{"type", "object"}}),
+                            tool("get_weather", {{"type", "object"}})}));
+    EXPECT_NE(with.find("Environment: ipython\nTools: brave_search\n"), std::string::npos) << with;
+    const std::string without = render(json::array({tool("get_weather", {{"type", "object"}})}));
+    EXPECT_EQ(without.find("Tools: "), std::string::npos) << without;
+}
+
 std::unique_ptr<tokenizer::Tokenizer> smollm2_tokenizer() {
     auto file = loader::GgufFile::open(LAZYATTN_MODEL_PATH);
     if (!file.ok()) return nullptr;
