@@ -230,6 +230,44 @@ TEST(ServerLlamaCompat, MetricsCarryLlamaServerSeries) {
     EXPECT_GE(value("llamacpp:n_tokens_max"), usage["total_tokens"].get<double>());
 }
 
+// A repeated prompt shorter than a KV block (as llama.cpp's test_metrics_prompt_processed_and_cached
+// asks, with 9 tokens) is reused per token: the second request computes only its last token, and
+// timings.cache_n, usage's cached_tokens and llamacpp:prompt_tokens_cached_total agree.
+TEST(ServerLlamaCompat, ARepeatedShortPromptIsReusedPerToken) {
+    ServerProcess s(server_args({"--parallel", "1", "--metrics"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    const json body = {{"prompt", "the cat sat on"}, {"n_predict", 4}};
+    int64_t processed = 0, cached = 0;
+    std::vector<json> timings;
+    for (int i = 0; i < 2; ++i) {
+        const auto r = curl("POST", s.url("/completion"), body.dump());
+        ASSERT_EQ(r.status, 200) << r.body;
+        const json t = parse_or_null(r.body)["timings"];
+        processed += t["prompt_n"].get<int64_t>();
+        cached += t["cache_n"].get<int64_t>();
+        timings.push_back(t);
+    }
+    const int64_t prompt = timings[0]["prompt_n"].get<int64_t>() + timings[0]["cache_n"].get<int64_t>();
+    ASSERT_LT(prompt, 16) << "the prompt was to be shorter than one KV block: " << timings[0];
+    EXPECT_EQ(timings[0]["cache_n"], 0) << timings[0];
+    EXPECT_EQ(timings[1]["cache_n"], prompt - 1) << timings[1];
+    EXPECT_EQ(timings[1]["prompt_n"], 1) << timings[1];
+    // The OpenAI route reads the same cache and says the same.
+    const auto c = curl("POST", s.url("/v1/completions"), json{{"prompt", "the cat sat on"}, {"max_tokens", 4}}.dump());
+    ASSERT_EQ(c.status, 200) << c.body;
+    const json usage = parse_or_null(c.body)["usage"];
+    EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], prompt - 1) << usage;
+    processed += 1;
+    cached += prompt - 1;
+    const std::string text = metrics_text(s);
+    auto value = [&text](const std::string& name) {
+        const size_t at = text.find("\n" + name + " ");
+        return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
+    };
+    EXPECT_EQ(value("llamacpp:prompt_tokens_total"), double(processed)) << text;
+    EXPECT_EQ(value("llamacpp:prompt_tokens_cached_total"), double(cached)) << text;
+}
+
 // A route llama-server clients call that lazyattn does not serve answers 501 naming the feature,
 // never a 404 that reads as a wrong URL.
 TEST(ServerLlamaCompat, UnservedFeaturesAre501NamingThem) {
