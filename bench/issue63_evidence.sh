@@ -10,6 +10,7 @@
 #   issue63_500.progress.jsonl      answers on the 500, then issue63_heldout.progress.jsonl
 #   issue63_500.json, issue63_heldout.json, *.txt   the reports
 # Start:  nohup bench/issue63_evidence.sh >/dev/null 2>&1 &
+#         nohup bench/issue63_evidence.sh family bridge >/dev/null 2>&1 &   (one held-out family)
 # Stop:   kill $(cat bench/out/issue63_evidence.pid)   (the progress files keep what is done)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,27 @@ report() {
         >"$out/issue63_$name.txt" 2>&1 || true
     echo "$out/issue63_$name.txt"
 }
+
+# One held-out family alone, into its own progress file (issue63_FAMILY.progress.jsonl), with the
+# variants the decision needs (fast = lazy, balanced as it becomes with the damped sinks, and full
+# attention for the gap): several families then run side by side, one core each. The questions are
+# those of `--families FAMILY --questions 480` (120 per document count), a sample of the family's
+# own, paired across the variants as in the combined run.
+if [[ "${1:-}" == family ]]; then
+    family=$2
+    one_family=(bench quality --model $model --threads 1 --concurrency 1 --families "$family" --questions 480 --seed 1
+                --no-wiki --variants none lazy balanced+damp=16:-2)
+    if [[ "${3:-}" == report ]]; then
+        report "$family" "${one_family[@]}"
+        exit 0
+    fi
+    log=$out/issue63_$family.log
+    echo "start $(date -u +%FT%TZ) pid $$, $("$bin" --version | tr '\n' ' ')" >>"$log"
+    nice -n 19 "$bin" "${one_family[@]}" --resume "$out/issue63_$family.progress.jsonl" \
+        --json "$out/issue63_$family.json" >"$out/issue63_$family.txt" 2>>"$log"
+    echo "$family done $(date -u +%FT%TZ)" >>"$log"
+    exit 0
+fi
 
 if [[ "${1:-}" == report ]]; then
     report 500 "${the_500[@]}"
