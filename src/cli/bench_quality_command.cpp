@@ -2,14 +2,11 @@
 // on hundreds of questions: synthetic multi-document tasks generated from a seed
 // (bench/quality_tasks.h; the families held out from training in bench/heldout_tasks.h) and the
 // 2WikiMultihopQA sample. Every variant answers the same questions (greedy decoding), so variants
-// are compared question by question: accuracy with a Wilson 95% interval, and paired against the
-// first variant (usually `none`, full attention) and against `lazy`: difference with its 95%
-// interval and McNemar's exact p-value, over every question and per family. Breakdowns by task
-// family, by number of documents k and by the answer's document position go to the table and the
-// JSON (bench/plot_quality.py draws them).
+// are compared question by question. This file asks the questions (or reads them back from a
+// --resume progress file, bench_quality_progress.h); the tables and JSON made of the answers are
+// bench_quality_report.h's (bench/plot_quality.py draws them).
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -18,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/heldout_tasks.h"
-#include "bench/proportions.h"
 #include "bench/quality_tasks.h"
 #include "cli/bench_quality_progress.h"
+#include "cli/bench_quality_report.h"
 #include "cli/cli_options.h"
 #include "cli/command.h"
 #include "cli/commands.h"
@@ -37,27 +34,6 @@ namespace lazyattn::cli {
 namespace {
 
 using Variant = engine::ReuseVariant;
-
-// Where the answer's document sits among k: first, middle third.., last.
-std::string position_bucket(const bench::QualityTask& t) {
-    if (t.answer_doc < 0) return "";
-    if (t.answer_doc == 0) return "first";
-    if (t.answer_doc == t.num_docs - 1) return "last";
-    const double x = double(t.answer_doc) / double(t.num_docs - 1);
-    return x < 1.0 / 3 ? "early" : x < 2.0 / 3 ? "middle" : "late";
-}
-
-std::string pct(double x) {
-    char b[16];
-    std::snprintf(b, sizeof b, "%.1f", 100 * x);
-    return b;
-}
-
-std::string accuracy_cell(const std::vector<bool>& c) {
-    const int64_t hits = std::count(c.begin(), c.end(), true);
-    const auto ci = bench::wilson_interval(hits, int64_t(c.size()));
-    return pct(double(hits) / std::max<size_t>(1, c.size())) + " [" + pct(ci.low) + ", " + pct(ci.high) + "]";
-}
 
 // Whether a variant of the engine `key` reads conditioned copies only where they exist
 // (neighbours=K@ready: --quality balanced, accurate).
@@ -277,35 +253,6 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
     return {};
 }
 
-// One paired comparison (McNemar) of `variant` against `reference` as the JSON report holds it.
-nlohmann::json paired_json(const std::string& variant, const std::string& reference, const bench::PairedComparison& c) {
-    return {{"variant", variant},         {"reference", reference},
-            {"difference", c.difference}, {"ci", {c.difference_ci.low, c.difference_ci.high}},
-            {"p_value", c.p_value},       {"only_variant", c.only_a},
-            {"only_reference", c.only_b}};
-}
-
-using TaskFilter = std::function<bool(const bench::QualityTask&)>;
-
-// Every variant's answer to every task, and the groups the tables count them in.
-struct QualityResults {
-    std::vector<bench::QualityTask> tasks;
-    std::vector<Variant> variants;
-    std::map<std::string, std::vector<QualityAnswer>> answers;  // per variant, per task
-    std::vector<std::string> families;                          // the groups compared per family
-    std::vector<std::pair<std::string, TaskFilter>> groups;
-
-    std::vector<bool> correct_where(const std::string& v, const TaskFilter& keep) const {
-        std::vector<bool> out;
-        for (size_t i = 0; i < tasks.size(); ++i) {
-            if (keep(tasks[i])) out.push_back(answers.at(v)[i].correct);
-        }
-        return out;
-    }
-};
-
-bool every_task(const bench::QualityTask&) { return true; }
-
 // A variant of --variants: MODE[:REUSE][@KV], or a preset with more reuse settings after it,
 // "balanced+damp=16:-2": lazy with the preset's document reuse and those parts added (a preset
 // alone is --quality's variant of that name).
@@ -388,135 +335,6 @@ int make_tasks(const BenchQualityOptions& o, bench::QualitySuiteOptions* so, std
     return 0;
 }
 
-// Groups: every question, each family (and the held-out ones together), each k, each answer
-// position.
-void add_groups(const BenchQualityOptions& o, const bench::QualitySuiteOptions& so, QualityResults& r) {
-    r.groups.push_back({"all", every_task});
-    r.families = so.families;
-    if (o.wiki) r.families.push_back("2wiki");
-    for (const auto& f : r.families)
-        r.groups.push_back({f, [f](const bench::QualityTask& t) { return t.family == f; }});
-    if (std::count_if(so.families.begin(), so.families.end(), bench::is_heldout_family) > 1) {
-        r.families.push_back("heldout");
-        r.groups.push_back({"heldout", [](const bench::QualityTask& t) { return bench::is_heldout_family(t.family); }});
-    }
-    for (int32_t k : o.doc_counts) {
-        r.groups.push_back({"k=" + std::to_string(k),
-                            [k](const bench::QualityTask& t) { return t.family != "2wiki" && t.num_docs == k; }});
-    }
-    for (const char* pos : {"first", "early", "middle", "late", "last"}) {
-        const std::string p = pos;
-        r.groups.push_back({"answer " + p, [p](const bench::QualityTask& t) { return position_bucket(t) == p; }});
-    }
-}
-
-void report_accuracy(const QualityResults& r, nlohmann::json& out) {
-    std::printf("\naccuracy %% [95%% Wilson interval]\n%-14s", "group");
-    for (const auto& v : r.variants) std::printf(" %-24s", v.name.c_str());
-    std::printf(" %6s\n", "n");
-    for (const auto& [name, keep] : r.groups) {
-        const size_t n = r.correct_where(r.variants[0].name, keep).size();
-        if (n == 0) continue;
-        std::printf("%-14s", name.c_str());
-        for (const auto& v : r.variants) {
-            const auto c = r.correct_where(v.name, keep);
-            std::printf(" %-24s", accuracy_cell(c).c_str());
-            const int64_t hits = std::count(c.begin(), c.end(), true);
-            const auto ci = bench::wilson_interval(hits, int64_t(n));
-            out["accuracy"][name][v.name] = {
-                {"n", n}, {"correct", hits}, {"accuracy", double(hits) / double(n)}, {"ci", {ci.low, ci.high}}};
-        }
-        std::printf(" %6zu\n", n);
-    }
-}
-
-void report_paired(const QualityResults& r, nlohmann::json& out) {
-    // Paired comparisons against the references present: the first variant and `lazy`.
-    std::vector<std::string> refs{r.variants[0].name};
-    if (r.answers.count("lazy") && r.variants[0].name != "lazy") refs.push_back("lazy");
-    std::printf("\npaired, every question: difference in points [95%% interval], McNemar p\n");
-    for (const auto& ref : refs) {
-        for (const auto& v : r.variants) {
-            if (v.name == ref) continue;
-            const auto c = bench::compare_paired(r.correct_where(v.name, every_task), r.correct_where(ref, every_task));
-            std::printf("%-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld only here, %lld only there)\n",
-                        v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
-                        100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
-            out["paired"].push_back(paired_json(v.name, ref, c));
-        }
-    }
-    // The same per family.
-    if (r.families.size() > 1) std::printf("\npaired, per family\n");
-    for (const auto& [name, keep] : r.groups) {
-        if (std::find(r.families.begin(), r.families.end(), name) == r.families.end()) continue;
-        for (const auto& ref : refs) {
-            for (const auto& v : r.variants) {
-                if (v.name == ref) continue;
-                const auto c = bench::compare_paired(r.correct_where(v.name, keep), r.correct_where(ref, keep));
-                if (r.families.size() > 1) {
-                    std::printf("%-8s %-24s vs %-12s %+6.1f [%+.1f, %+.1f]  p = %.3g  (%lld / %lld)\n", name.c_str(),
-                                v.name.c_str(), ref.c_str(), 100 * c.difference, 100 * c.difference_ci.low,
-                                100 * c.difference_ci.high, c.p_value, (long long)c.only_a, (long long)c.only_b);
-                }
-                out["paired_by_group"][name].push_back(paired_json(v.name, ref, c));
-            }
-        }
-    }
-}
-
-void report_gap(const QualityResults& r, nlohmann::json& out) {
-    // Share of the lazy -> none gap each variant recovers.
-    if (r.answers.count("none") && r.answers.count("lazy")) {
-        auto acc = [&](const std::string& v) {
-            const auto c = r.correct_where(v, every_task);
-            return double(std::count(c.begin(), c.end(), true)) / double(c.size());
-        };
-        const double gap = acc("none") - acc("lazy");
-        std::printf("\ngap none - lazy: %.1f points\n", 100 * gap);
-        for (const auto& v : r.variants) {
-            if (v.name == "none" || v.name == "lazy" || gap <= 0) continue;
-            std::printf("%-24s recovers %.0f%% of it\n", v.name.c_str(), 100 * (acc(v.name) - acc("lazy")) / gap);
-            out["gap_recovered"][v.name] = (acc(v.name) - acc("lazy")) / gap;
-        }
-    }
-}
-
-void report_cost(const QualityResults& r, double seconds, nlohmann::json& out) {
-    // Variants sharing a document encoding share its computation here (whoever asked first is
-    // charged), so prefill per variant is not comparable; recomputed rows are per variant.
-    std::printf("\n%-24s %12s %16s   (all variants: %.0f s)\n", "variant", "prompt tok", "recomputed tok", seconds);
-    for (const auto& v : r.variants) {
-        int64_t prompt = 0, recomputed = 0;
-        double f1 = 0;
-        for (const auto& a : r.answers.at(v.name))
-            prompt += a.prompt_tokens, recomputed += a.recomputed_tokens, f1 += a.f1;
-        std::printf("%-24s %12lld %16lld\n", v.name.c_str(), (long long)prompt, (long long)recomputed);
-        out["cost"][v.name] = {{"prompt_tokens", prompt}, {"recomputed_tokens", recomputed}};
-        // SQuAD token F1, the 2Wiki convention (verbose replies keep it low).
-        out["mean_f1"][v.name] = f1 / double(std::max<size_t>(1, r.tasks.size()));
-    }
-}
-
-void report_questions(const QualityResults& r, nlohmann::json& out) {
-    for (size_t i = 0; i < r.tasks.size(); ++i) {
-        const auto& t = r.tasks[i];
-        nlohmann::json q = {{"family", t.family},
-                            {"k", t.num_docs},
-                            {"answer_doc", t.answer_doc},
-                            {"depth", t.depth},
-                            {"position", position_bucket(t)},
-                            {"chance", t.chance},
-                            {"question", t.question},
-                            {"answers", t.answers}};
-        for (const auto& v : r.variants) {
-            q["replies"][v.name] = r.answers.at(v.name)[i].reply;
-            q["correct"][v.name] = r.answers.at(v.name)[i].correct;
-            q["names_all"][v.name] = bench::reply_names_all(t, r.answers.at(v.name)[i].reply);
-        }
-        out["questions"].push_back(std::move(q));
-    }
-}
-
 // The arguments that decide which questions are asked and how they are answered, as a progress
 // file's header records them (option name -> value): a file written with others is refused.
 nlohmann::json progress_arguments(const BenchQualityOptions& o, const std::vector<Variant>& variants,
@@ -541,63 +359,6 @@ nlohmann::json progress_arguments(const BenchQualityOptions& o, const std::vecto
     a["--query-layers"] = o.query_layers;
     for (const auto& v : variants) a["variants"].push_back(v.name);  // --variants then --quality, in order
     return a;
-}
-
-// A partial file's questions: those every variant has answered (the tables pair variants
-// question by question), in their order. Prints how many each variant has answered.
-void keep_answered_by_all(QualityResults& r, const QualityProgress& progress, nlohmann::json& out) {
-    std::vector<size_t> keep;
-    std::map<std::string, size_t> answered;
-    std::vector<bool> by_all(r.tasks.size(), true);
-    for (const auto& v : r.variants) {
-        for (size_t i = 0; i < r.tasks.size(); ++i) {
-            const bool has = progress.find(v.name, i) != nullptr;
-            answered[v.name] += has;
-            if (!has) by_all[i] = false;
-        }
-    }
-    for (size_t i = 0; i < r.tasks.size(); ++i) {
-        if (by_all[i]) keep.push_back(i);
-    }
-    std::printf("answered, of %zu questions:", r.tasks.size());
-    for (const auto& v : r.variants) {
-        std::printf(" %s %zu", v.name.c_str(), answered[v.name]);
-        out["answered"][v.name] = answered[v.name];
-    }
-    std::printf("; the tables count the %zu every variant has answered%s\n", keep.size(),
-                keep.size() < r.tasks.size() ? " (partial)" : "");
-    out["partial"] = keep.size() < r.tasks.size();
-    out["num_questions_asked"] = r.tasks.size();
-    std::vector<bench::QualityTask> tasks;
-    std::map<std::string, std::vector<QualityAnswer>> answers;
-    for (size_t i : keep) {
-        tasks.push_back(r.tasks[i]);
-        for (const auto& v : r.variants) answers[v.name].push_back(r.answers[v.name][i]);
-    }
-    r.tasks = std::move(tasks);
-    r.answers = std::move(answers);
-}
-
-void write_report(const BenchQualityOptions& o, const bench::QualitySuiteOptions& so, const std::string& path,
-                  double seconds, QualityResults& r, nlohmann::json& out) {
-    add_groups(o, so, r);
-    out["model"] = path;
-    out["weights"] = o.fp32 ? "fp32" : "as stored in the file";
-    out["seed"] = o.seed;
-    out["neighbours_corpus"] = o.neighbours_corpus;
-    out["num_questions"] = r.tasks.size();
-    for (const auto& v : r.variants) out["variants"].push_back(v.name);  // in the order run (objects sort keys)
-    if (r.tasks.empty()) {
-        std::printf("no question answered by every variant yet\n");
-    } else {
-        report_accuracy(r, out);
-        report_paired(r, out);
-        report_gap(r, out);
-        report_cost(r, seconds, out);
-    }
-    out["seconds"] = seconds;
-    report_questions(r, out);
-    if (!o.json_path.empty()) std::ofstream(o.json_path) << out.dump(1);
 }
 
 // --report-only: the tables and JSON of what the progress file holds, without the model.
