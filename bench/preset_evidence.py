@@ -8,9 +8,13 @@ gap recovered where `none` was run; and the issue's rule for the default: `balan
 if it beats fast with p < 0.05 pooled and is significantly worse (p < 0.05) on no family.
 
     python3 bench/preset_evidence.py 500=bench/out/issue63_500.progress.jsonl \\
-        heldout=bench/out/issue63_heldout.progress.jsonl [--markdown out.md]
+        attr=bench/out/issue63_heldout.progress.jsonl#attr \\
+        bridge=bench/out/issue63_bridge.progress.jsonl [--candidate balanced+damp=16:-2] [--markdown out.md]
 
-A set's name is the label before '='. Variants run in only some sets are pooled over those.
+A set's name is the label before '='; '#FAMILY,...' after the file keeps only those families'
+questions (a run cut past the end of the families it was meant for). Variants run in only some
+sets are pooled over those; the candidate's share of the gap to full attention is pooled over
+the sets that ran `none`.
 """
 from __future__ import annotations
 
@@ -26,9 +30,10 @@ REFERENCE = "lazy"
 CANDIDATE = "balanced"
 
 
-def read_progress(path):
+def read_progress(path, families=None):
     """(variants in the header's order, {question index: {"family", "correct": {variant: bool}}})
-    over the questions every variant has answered; a last line cut mid-write is skipped."""
+    over the questions every variant has answered (of `families` only, when given); a last line
+    cut mid-write is skipped."""
     with open(path) as f:
         lines = f.read().split("\n")
     header = json.loads(lines[0])
@@ -43,7 +48,8 @@ def read_progress(path):
             continue  # the cut last line
         q = questions.setdefault(r["index"], {"family": r["family"], "correct": {}})
         q["correct"].setdefault(r["variant"], bool(r["correct"]))  # the first answer recorded stays
-    whole = {i: q for i, q in sorted(questions.items()) if all(v in q["correct"] for v in variants)}
+    whole = {i: q for i, q in sorted(questions.items())
+             if all(v in q["correct"] for v in variants) and (not families or q["family"] in families)}
     return variants, whole
 
 
@@ -64,12 +70,13 @@ def compare_cell(only_v, only_r, n):
     return f"{100 * (only_v - only_r) / n:+.1f}, p = {mcnemar_p(only_v, only_r):.3g} ({only_v}/{only_r})"
 
 
-def build(sets):
+def build(sets, candidate=CANDIDATE):
     """Rows of the table: (set, group, n, {variant: accuracy cell}, {variant: comparison cell}),
-    the variants in first-seen order, and the rule's verdict."""
+    the variants in first-seen order, and the rule's verdict for `candidate`."""
     variants, rows = [], []
     pooled = {}  # variant -> [only_v, only_r, n]
     family_losses = []
+    gap_total = gained_total = 0  # the candidate's, over the families that ran none
     for name, (vs, qs) in sets.items():
         for v in vs:
             if v not in variants:
@@ -89,7 +96,7 @@ def build(sets):
                     if group != "all":
                         p = pooled.setdefault(v, [0, 0, 0])
                         p[0], p[1], p[2] = p[0] + only_v, p[1] + only_r, p[2] + len(members)
-                        if v == CANDIDATE and only_r > only_v and mcnemar_p(only_v, only_r) < 0.05:
+                        if v == candidate and only_r > only_v and mcnemar_p(only_v, only_r) < 0.05:
                             family_losses.append(f"{name} {group}")
             if "none" in vs and REFERENCE in vs:
                 gap = sum(q["correct"]["none"] for q in members) - sum(q["correct"][REFERENCE] for q in members)
@@ -97,15 +104,20 @@ def build(sets):
                     if v not in ("none", REFERENCE) and gap > 0:
                         gained = sum(q["correct"][v] for q in members) - sum(q["correct"][REFERENCE] for q in members)
                         cmp_[v] = cmp_.get(v, "") + f"; {100 * gained / gap:.0f}% of the gap"
+                        if v == candidate and group != "all":
+                            gap_total, gained_total = gap_total + gap, gained_total + gained
             rows.append((name, group, len(members), acc, cmp_))
     verdict = None
-    if CANDIDATE in pooled:
-        only_v, only_r, n = pooled[CANDIDATE]
+    if candidate in pooled:
+        only_v, only_r, n = pooled[candidate]
         p = mcnemar_p(only_v, only_r)
         beats = only_v > only_r and p < 0.05
-        verdict = (f"{CANDIDATE} vs {REFERENCE} pooled over {n} questions: {compare_cell(only_v, only_r, n)}; "
+        verdict = (f"{candidate} vs {REFERENCE} pooled over {n} questions: {compare_cell(only_v, only_r, n)}; "
                    f"significantly worse on: {', '.join(family_losses) or 'no family'}. The rule, on these questions: "
                    f"{'met' if beats and not family_losses else 'not met'}")
+        if gap_total > 0:
+            verdict += (f". Gap to full attention where none ran: {candidate} recovers "
+                        f"{100 * gained_total / gap_total:.0f}% of it ({gained_total} of {gap_total} questions)")
     return variants, rows, pooled, verdict
 
 
@@ -123,23 +135,73 @@ def markdown(variants, rows, pooled):
     return "\n".join(out)
 
 
+def plot(sets, variants, path, labels=None):
+    """Accuracy per set and family (95% Wilson intervals), one bar per variant: the figure of
+    docs/benchmarks.md's preset comparison. matplotlib is imported here only (the tables need
+    nothing beyond the standard library)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = []  # (label, questions)
+    for name, (_, qs) in sets.items():
+        by_family = {}
+        for q in qs.values():
+            by_family.setdefault(q["family"], []).append(q)
+        for family, members in sorted(by_family.items()):
+            groups.append((family if family == name else f"{name}: {family}", members))
+    order = [v for v in ("none", REFERENCE) if v in variants] + [v for v in variants if v not in ("none", REFERENCE)]
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.1 * len(groups) + 2), 4.4))
+    width = 0.8 / len(order)
+    for i, v in enumerate(order):
+        xs, ys, lo, hi = [], [], [], []
+        for j, (_, members) in enumerate(groups):
+            answered = [q for q in members if v in q["correct"]]
+            if not answered:
+                continue
+            k, n = sum(q["correct"][v] for q in answered), len(answered)
+            a, b = wilson(k, n)
+            xs.append(j + (i - (len(order) - 1) / 2) * width)
+            ys.append(100 * k / n)
+            lo.append(100 * (k / n - a))
+            hi.append(100 * (b - k / n))
+        label = {"none": "none (full attention)", REFERENCE: f"{REFERENCE} (fast)", **(labels or {})}.get(v, v)
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([f"{g}\n(n = {len(m)})" for g, m in groups], fontsize=8)
+    ax.set_ylabel("accuracy % (95% Wilson interval)")
+    ax.set_title("Quality presets on SmolLM2-135M: the 500 and the held-out families")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("sets", nargs="+", help="NAME=PROGRESS_FILE")
+    ap.add_argument("sets", nargs="+", help="NAME=PROGRESS_FILE[#FAMILY,...]")
+    ap.add_argument("--candidate", default=CANDIDATE, help="the variant the rule is for (default: balanced)")
     ap.add_argument("--markdown", help="write the table (and the verdict) here")
+    ap.add_argument("--plot", help="draw accuracy per set and family into this PNG (needs matplotlib)")
+    ap.add_argument("--label", action="append", default=[], nargs=2, metavar=("VARIANT", "TEXT"),
+                    help="a variant's name in the plot")
     a = ap.parse_args(argv)
     sets = {}
     for s in a.sets:
         name, _, path = s.partition("=")
+        path, _, families = path.partition("#")
         if not path:
             ap.error(f"'{s}': give NAME=PROGRESS_FILE")
-        sets[name] = read_progress(path)
-    variants, rows, pooled, verdict = build(sets)
+        sets[name] = read_progress(path, set(families.split(",")) if families else None)
+    variants, rows, pooled, verdict = build(sets, a.candidate)
     text = markdown(variants, rows, pooled) + ("\n\n" + verdict if verdict else "")
     print(text)
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(text + "\n")
+    if a.plot:
+        plot(sets, variants, a.plot, dict(a.label))
 
 
 if __name__ == "__main__":

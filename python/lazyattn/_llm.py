@@ -488,10 +488,11 @@ class LLM:
     cache_mode: "lazy" (documents cached once, reused at any position), "lazy-k", "block-attn",
     "prefix" or "none". kv_dtype: "f32", "f16", "bf16", "q8_0" or "q4_0". kv_store: persistent
     KV tiers below the RAM pool (directories, redis://HOST:PORT URLs). threads: CPU threads (0:
-    all). document_reuse: how requests that do not say read cached documents (None: the model's
-    default, as `lazyattn serve`). quality: "fast" (default), "balanced" or "accurate", as `lazyattn
-    serve --quality` (docs/api.md): the default document_reuse when none is given, and whether
-    neighbour-conditioned copies are made in the background. log_level: the engine's log (process-wide).
+    all). document_reuse: how requests that do not say read cached documents (None: the preset's,
+    as `lazyattn serve`). quality: "fast", "balanced" or "accurate", as `lazyattn serve --quality`
+    (docs/api.md): the default document_reuse when none is given, and whether neighbour-conditioned
+    copies are made in the background; None: balanced (fast with its own layout for a block
+    fine-tuned model). log_level: the engine's log (process-wide).
     """
 
     def __init__(

@@ -70,6 +70,7 @@ std::shared_ptr<State> open_engine(const Options& o) {
     state->lm = std::move(opened->lm);
     state->chat = std::move(opened->chat);
     state->default_reuse = opened->default_reuse;
+    state->quality = opened->quality;
     state->engine = std::move(opened->engine);
     // The server's front with the in-process defaults: no cap below the context and no response
     // size to bound; a max_tokens past the context is refused instead of clamped.

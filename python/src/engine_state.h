@@ -17,6 +17,7 @@
 #include "engine/engine_config.h"
 #include "engine/loading/loaded_model.h"
 #include "engine/request/document_reuse.h"
+#include "engine/request/quality_preset.h"
 #include "engine/serving_engine.h"
 #include "server/api_error.h"
 #include "server/serving_front.h"
@@ -70,6 +71,7 @@ struct State {
     std::optional<tokenizer::ChatTemplate> chat;
     engine::EngineConfig config;
     engine::DocumentReuse default_reuse;
+    engine::QualityPreset quality = engine::QualityPreset::kFast;  // as opened (the stack's)
     Options options;
     // Held shared by every call that uses the engine, whole by close() (taken with the GIL released).
     std::shared_mutex mu;

@@ -430,6 +430,7 @@ public:
         d["block_size"] = state_->config.block_size;
         d["kv_blocks"] = int(stats.blocks_total);
         d["document_reuse"] = state_->default_reuse.name();
+        d["quality"] = std::string(engine::quality_preset_name(state_->quality));
         d["chat_template"] = state_->chat ? state_->chat->origin : std::string();
         d["cpu_isa"] = std::string(cpu_isa_name(limit_cpu_features(probe_cpu_features(), cpu_isa_limit()).widest()));
         return d;

@@ -254,7 +254,7 @@ Status run_variants(engine::LoadedModel& lm, const std::optional<tokenizer::Chat
 }
 
 // A variant of --variants: MODE[:REUSE][@KV], or a preset with more reuse settings after it,
-// "balanced+damp=16:-2": lazy with the preset's document reuse and those parts added (a preset
+// "fast+damp=16:-2": lazy with the preset's document reuse and those parts added (a preset
 // alone is --quality's variant of that name).
 Expected<Variant> preset_variant(const std::string& spec) {
     const size_t plus = spec.find('+');
@@ -288,17 +288,18 @@ int parse_variants(const BenchQualityOptions& o, std::vector<Variant>* variants)
     return 0;
 }
 
-// "MODE:default": serve's default for this model. The command's exit code: 0, or 1 for a model
+// "MODE:default": serve's default for this model (balanced's reuse, read in its steady state
+// like the preset, or a block fine-tuned model's own layout). The command's exit code: 0, or 1 for a model
 // whose default cannot be read.
 int resolve_model_defaults(const engine::LoadedModel& lm, std::vector<Variant>* variants) {
     for (Variant& v : *variants) {
         if (!v.model_default) continue;
-        auto reuse = engine::model_default_document_reuse(lm.model->gguf());
-        if (!reuse.ok()) {
-            std::cerr << "error: variant '" << v.name << "': " << reuse.status().to_string() << "\n";
+        auto d = engine::model_serving_default(lm.model->gguf());
+        if (!d.ok()) {
+            std::cerr << "error: variant '" << v.name << "': " << d.status().to_string() << "\n";
             return 1;
         }
-        v.reuse = *reuse;
+        v.reuse = d->reuse;
     }
     return 0;
 }
@@ -448,7 +449,7 @@ CLI::App* add_bench_quality_command(CLI::App& parent, BenchQualityOptions& o) {
     bq->add_option("--quality", o.quality,
                    "quality presets answered as variants named fast, balanced, accurate (serve --quality), each in "
                    "its steady state: each question is asked once first, so the background work makes its documents' "
-                   "conditioned copies before the measured answer; --variants balanced+damp=16:-2 adds settings "
+                   "conditioned copies before the measured answer; --variants fast+damp=16:-2 adds settings "
                    "to a preset")
         ->check(CLI::IsMember({"fast", "balanced", "accurate"}));
     bq->add_option("--variants", o.variants,

@@ -392,16 +392,18 @@ void add_serve_document_options(CLI::App* sv, ServeOptions& o) {
         "copies of precompute --neighbours K), scale=X, bias=X, recompute=N or recompute=P%[@SELECT] (SELECT: " +
             engine::select_names() +
             ") joined by + (docs/api.md); "
-            "default: the model's (anchor for a model block fine-tuned anchored, else plain)");
+            "default: the --quality preset's (balanced: neighbours=1@ready+damp=16:-2), or a block fine-tuned "
+            "model's own layout (anchor or plain) under fast or no preset");
     sv->add_option("--quality", o.quality,
                    "fast, balanced or accurate: how requests that do not say read documents (--document-reuse, and a "
-                   "request's document_reuse, win), and whether conditioned copies are made in the background. " +
+                   "request's document_reuse, win), and whether conditioned copies are made in the background; "
+                   "default: balanced (fast with the model's own layout for a block fine-tuned model). " +
                        engine::quality_preset_help())
         ->check(CLI::IsMember({"fast", "balanced", "accurate"}));
     sv->add_option("--condition-after", o.condition_after,
                    "make a document's neighbour-conditioned copy in the background once requests of a tenant that "
                    "accept it (document_reuse neighbours=K@ready) read it plain this many times; 0: never; "
-                   "default: 2 with --quality balanced or accurate, else 0")
+                   "default: 2 with --quality balanced (the default) or accurate, 0 with fast")
         ->check(CLI::Range(0, 1 << 20));
     add_query_layers_option(sv, o.query_layers);
     sv->add_option("--documents-from", o.documents_from,

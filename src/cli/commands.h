@@ -197,12 +197,13 @@ struct ServeOptions {
     double stats_interval_s = 10;
     double max_pinned_fraction = 0.5;  // pinned documents' share of the KV pool at most
     int32_t pin_quota_blocks = 0;      // per tenant; 0 = only the global share
-    // Requests' default (engine::parse_document_reuse); "" = the model's: anchor for a model block
-    // fine-tuned anchored (lazyattn.block_finetuned), else plain.
+    // Requests' default (engine::parse_document_reuse); "" = the preset's (engine::model_serving_default
+    // where --quality is not given either).
     std::string document_reuse;
     // --quality fast|balanced|accurate (engine/request/quality_preset.h): the default reuse when
-    // --document-reuse is not given, and the background conditioned copies.
-    std::string quality = "fast";
+    // --document-reuse is not given, and the background conditioned copies; "": the model's
+    // default (balanced, or a block fine-tuned model's own layout under fast).
+    std::string quality;
     int32_t condition_after = -1;  // --condition-after; -1: the preset's (2 for balanced, accurate)
     // Documents inside messages (server/message_documents.h; docs/api.md).
     std::string documents_from = "none";

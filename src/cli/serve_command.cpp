@@ -223,7 +223,7 @@ int run_serve(const ServeOptions& o) {
     }
     std::printf("lazyattn serve: requests that do not say read documents with document_reuse %s%s\n",
                 sc->document_reuse.name().c_str(),
-                stack->reuse_is_models_default ? " (the model's default: docs/finetune.md)" : "");
+                stack->reuse_is_models_default ? " (the model's fine-tuned layout: docs/finetune.md)" : "");
     if (stack->quality != engine::QualityPreset::kFast) {
         std::printf("lazyattn serve: --quality %s: conditioned copies made in the background after %d requests\n",
                     std::string(engine::quality_preset_name(stack->quality)).c_str(),

@@ -25,9 +25,11 @@ struct ServingStackOptions {
     int num_threads = 0;  // 0: the machine's
     engine::EngineConfig engine;
     std::string chat_template;   // "": the model file's (tokenizer::select_chat_template)
-    std::string document_reuse;  // "": the model's default (a block fine-tuned model names its own)
-    // "fast", "balanced" or "accurate" (engine/request/quality_preset.h); "": fast. Sets the
-    // default document reuse when document_reuse is not given, and the background work.
+    std::string document_reuse;  // "": the preset's (engine::model_serving_default when neither is said)
+    // "fast", "balanced" or "accurate" (engine/request/quality_preset.h); "": the model's
+    // default (engine::model_serving_default: balanced, or a block fine-tuned model's own layout
+    // under fast). Sets the default document reuse when document_reuse is not given, and the
+    // background work.
     std::string quality;
     int32_t condition_after = -1;  // EngineConfig::condition_after; -1: the preset's
 };
@@ -37,7 +39,7 @@ struct ServingStack {
     std::optional<tokenizer::ChatTemplate> chat;  // nullopt: the model has none (chat requests get 400)
     engine::DocumentReuse default_reuse;
     engine::QualityPreset quality = engine::QualityPreset::kFast;
-    bool reuse_is_models_default = false;  // document_reuse was not given
+    bool reuse_is_models_default = false;  // neither was said, and the model's fine-tuned layout decided
     std::unique_ptr<engine::ServingEngine> engine;
 };
 

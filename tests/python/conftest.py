@@ -12,5 +12,8 @@ THREADS = 2
 
 @pytest.fixture(scope="session")
 def llm():
-    with lazyattn.LLM(threads=THREADS) as engine:
+    # Plain lazy (quality="fast"): tests compare answers with references and with the server's,
+    # and the default preset (balanced) swaps conditioned copies in as background work finishes.
+    # test_quality.py tests the default itself.
+    with lazyattn.LLM(threads=THREADS, quality="fast") as engine:
         yield engine

@@ -31,8 +31,10 @@ def lazyattn_command():
 
 @pytest.fixture(scope="module")
 def server():
+    # Plain lazy on both sides (conftest's LLM too): the comparison needs the same reads, and the
+    # default preset swaps conditioned copies in as its background work finishes.
     proc = subprocess.Popen(
-        [lazyattn_command(), "serve", "--port", "0", "--threads", str(THREADS), "--log-level", "warn"],
+        [lazyattn_command(), "serve", "--port", "0", "--quality", "fast", "--threads", str(THREADS), "--log-level", "warn"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

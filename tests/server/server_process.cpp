@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -64,10 +65,15 @@ int read_port(int fd, double timeout_s) {
 
 }  // namespace
 
-ServerProcess::ServerProcess(const std::vector<std::string>& args) : log_path_(temp_path("serve.log")) {
+ServerProcess::ServerProcess(const std::vector<std::string>& args, bool product_defaults)
+    : log_path_(temp_path("serve.log")) {
     int out[2];
     if (::pipe(out) != 0) return;
     std::vector<std::string> argv_s = {LAZYATTN_CLI_PATH, "serve", "--port", "0"};
+    const bool names_preset = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+        return a == "--quality" || a.rfind("--quality=", 0) == 0;
+    });
+    if (!product_defaults && !names_preset) argv_s.insert(argv_s.end(), {"--quality", "fast"});
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     pid_ = ::fork();
     if (pid_ == 0) {

@@ -14,7 +14,11 @@ namespace lazyattn::testing {
 class ServerProcess {
 public:
     // Starts `lazyattn serve --port 0 <args>` and waits (up to 30 s) for its "listening on" line.
-    explicit ServerProcess(const std::vector<std::string>& args);
+    // Unless `args` name a preset or `product_defaults`, `--quality fast` comes first: the tests
+    // compare answers and counters with plain lazy's, and the default preset (balanced) would
+    // damp every document's sinks and swap in conditioned copies as background work finishes.
+    // The default itself is tested with product_defaults (test_server_quality.cpp).
+    explicit ServerProcess(const std::vector<std::string>& args, bool product_defaults = false);
     ~ServerProcess();  // SIGKILL if still running
     ServerProcess(const ServerProcess&) = delete;
     ServerProcess& operator=(const ServerProcess&) = delete;

@@ -114,7 +114,9 @@ class Server:
     def __init__(self, *flags):
         self.model_id = os.path.basename(ARGS.model)
         self.log = tempfile.NamedTemporaryFile(prefix="lazyattn-serve-", suffix=".log", delete=False)
-        cmd = [ARGS.lazyattn, "serve", "--port", "0", "--model", ARGS.model, "--kv-cache-mb", "64",
+        # Plain lazy (--quality fast): answers are compared across requests, and the default
+        # preset would swap conditioned copies in as its background work finishes.
+        cmd = [ARGS.lazyattn, "serve", "--port", "0", "--quality", "fast", "--model", ARGS.model, "--kv-cache-mb", "64",
                "--threads", "2", "--cache-mode", "lazy"] + list(flags)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
         first = []

@@ -1,5 +1,5 @@
-// --quality over a real socket: `serve --quality balanced` reads documents plain until they
-// recur, then makes their neighbour-conditioned copies in the background (idle server, no
+// --quality over a real socket: `serve --quality balanced` (the default) reads documents plain
+// until they recur, then makes their neighbour-conditioned copies in the background (idle server, no
 // request waiting for them), lists each copy with its neighbours in /v1/documents, counts it in
 // /metrics, and serves it to the next request. A request's own document_reuse still wins.
 #include <gtest/gtest.h>
@@ -32,9 +32,9 @@ bool wait_metric(const ServerProcess& s, const std::string& name, double at_leas
     return false;
 }
 
-TEST(ServerQuality, BalancedMakesConditionedCopiesOfRecurringDocumentsAndServesThem) {
-    ServerProcess s(server_args({"--quality", "balanced"}));
-    ASSERT_TRUE(s.started()) << s.log();
+// What balanced does with documents that recur: copies made in the background after two
+// sightings, listed with their neighbours, then served.
+void expect_recurring_documents_get_conditioned_copies(const ServerProcess& s) {
     const std::string body = completion_body(false, {{"documents", kDocs}});
     for (int i = 0; i < 2; ++i) {  // --condition-after's default: two sightings
         auto r = curl("POST", s.url("/v1/completions"), body);
@@ -82,6 +82,19 @@ TEST(ServerQuality, BalancedMakesConditionedCopiesOfRecurringDocumentsAndServesT
                       completion_body(false, {{"documents", kDocs}, {"document_reuse", "plain"}}));
     ASSERT_EQ(plain.status, 200) << plain.body;
     EXPECT_EQ(metric_value(metrics_text(s), "lazyattn_conditioned_lookups_total"), 9);
+}
+
+TEST(ServerQuality, BalancedMakesConditionedCopiesOfRecurringDocumentsAndServesThem) {
+    ServerProcess s(server_args({"--quality", "balanced"}));
+    ASSERT_TRUE(s.started()) << s.log();
+    expect_recurring_documents_get_conditioned_copies(s);
+}
+
+// The default chosen on issue 63's evidence: a server started with no preset runs balanced.
+TEST(ServerQuality, TheDefaultPresetIsBalanced) {
+    ServerProcess s(server_args(), /*product_defaults=*/true);
+    ASSERT_TRUE(s.started()) << s.log();
+    expect_recurring_documents_get_conditioned_copies(s);
 }
 
 TEST(ServerQuality, FastMakesNoCopiesAndABadPresetStopsTheStart) {

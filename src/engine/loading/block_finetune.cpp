@@ -17,11 +17,17 @@ Expected<std::optional<std::string>> block_finetuned_layout(const loader::GgufFi
     return std::optional<std::string>(*v);
 }
 
-Expected<DocumentReuse> model_default_document_reuse(const loader::GgufFile& file) {
+Expected<ServingDefault> model_serving_default(const loader::GgufFile& file) {
     LA_ASSIGN_OR_RETURN(auto layout, block_finetuned_layout(file));
-    DocumentReuse reuse;
-    reuse.anchored = layout.value_or(std::string()) == "anchored";
-    return reuse;
+    ServingDefault d;
+    if (layout) {
+        d.preset = QualityPreset::kFast;
+        d.reuse.anchored = *layout == "anchored";
+        d.models_own = true;
+    } else {
+        d.reuse = preset_document_reuse(d.preset);
+    }
+    return d;
 }
 
 }  // namespace lazyattn::engine

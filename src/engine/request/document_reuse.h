@@ -216,9 +216,9 @@ struct ReuseVariant {
     CacheMode mode;
     DocumentReuse reuse;
     std::optional<kernels::KvTypes> kv_types;
-    // "MODE:default": whatever `serve` does by default with this model (its GGUF's block
-    // fine-tuning layout, model_default_document_reuse); the command fills `reuse` in once the
-    // model is loaded.
+    // "MODE:default": whatever `serve` does by default with this model (the default preset's
+    // reuse, or its GGUF's block fine-tuning layout: model_serving_default); the command fills
+    // `reuse` in once the model is loaded.
     bool model_default = false;
 };
 Expected<ReuseVariant> parse_reuse_variant(std::string_view spec);

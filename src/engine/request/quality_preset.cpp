@@ -26,9 +26,18 @@ DocumentReuse preset_document_reuse(QualityPreset p) {
     if (p == QualityPreset::kFast) return r;
     r.neighbours = 1;
     r.neighbours_when_ready = true;
-    // The knee of docs/benchmarks.md §4's frontier: the first 10% recovers 62% of the gap to
-    // full attention at 1.62x lazy's TTFT; 15% adds 3 points for 1.96x.
-    if (p == QualityPreset::kAccurate) r.recompute_share = 0.10;
+    if (p == QualityPreset::kAccurate) {
+        // The knee of docs/benchmarks.md §4's frontier: the first 10% recovers 62% of the gap to
+        // full attention at 1.62x lazy's TTFT; 15% adds 3 points for 1.96x. No damping beside it:
+        // the recomputed first tokens have read their context and are no sinks any more (and a
+        // share's private rows split the spans damping biases, DocumentReuse::check).
+        r.recompute_share = 0.10;
+        return r;
+    }
+    // The damped sinks (design.md §10): free, and on the 500 +5.0 points alone, +6.4 with the
+    // conditioned copies (the copies help retrieval, the damping aggregation and 2Wiki).
+    r.damp_tokens = 16;
+    r.damp_bias = -2.0f;
     return r;
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bench/preset_evidence.py on hand-made progress files whose every count is known: questions
 not answered by every variant (and a cut last line) left out, McNemar per family and pooled over
-sets, the gap share, and the issue 63 rule (met; not met when balanced is significantly worse on
-one family)."""
+sets, the gap share (per family and pooled), the issue 63 rule (met; not met when balanced is
+significantly worse on one family), a file's families picked with '#', another candidate."""
 import json
 import os
 import subprocess
@@ -51,6 +51,26 @@ def main():
         # Pooled: 6 only balanced, 7 only lazy over 20 questions.
         assert "pooled over 20 questions: -5.0, p = 1 (6/7)" in out, out
         assert "significantly worse on: b attr" in out and "on these questions: not met" in out, out
+        assert "balanced recovers -233% of it (-7 of 3 questions)" in out, out
+        # '#FAMILY' keeps one family of a file (a run cut past its families); --candidate names
+        # the variant the rule is for.
+        c = os.path.join(d, "c.jsonl")
+        qs = [("bridge", {"none": True, "lazy": False, "balanced+damp": True})] * 5
+        qs += [("table", {"none": False, "lazy": True, "balanced+damp": False})] * 4
+        progress(c, ["none", "lazy", "balanced+damp"], qs)
+        out = run("--candidate", "balanced+damp", "c=" + c + "#bridge")
+        assert "| c | bridge | 5 |" in out and "table" not in out, out
+        assert "balanced+damp vs lazy pooled over 5 questions: +100.0, p = 0.0625 (5/0)" in out, out
+        assert "on these questions: not met" in out and "recovers 100% of it (5 of 5 questions)" in out, out
+        try:
+            import matplotlib  # noqa: F401  (the figure is optional: run_bench.sh installs matplotlib)
+        except ImportError:
+            print("matplotlib not installed: --plot not tested")
+        else:
+            png = os.path.join(d, "presets.png")
+            run("a=" + a, "c=" + c + "#bridge", "--plot", png, "--label", "balanced+damp", "the new balanced")
+            with open(png, "rb") as f:
+                assert f.read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG"
     print("ok")
 
 

@@ -423,6 +423,38 @@ TEST(DocumentReuse, AHugeFineTuneLabelIsQuotedNotEchoed) {
     EXPECT_NE(layout.status().message().find("(16777216 bytes)"), std::string::npos);
 }
 
+// What a server that names no preset and no reuse runs: a block fine-tuned model's own layout
+// under fast, any other model the default preset (balanced: conditioned copies where they exist
+// and damped sinks; every preset's reuse is one a request may take).
+TEST(DocumentReuse, TheServingDefaultIsBalancedUnlessTheModelWasFineTunedForALayout) {
+    auto default_of = [](const char* layout) {
+        loader::GgufWriter w;
+        if (layout) w.add_string(std::string(kBlockFinetunedKey), layout);
+        const std::vector<uint8_t> bytes = w.to_bytes();
+        auto file = loader::GgufFile::parse(bytes.data(), bytes.size());
+        EXPECT_TRUE(file.ok());
+        return model_serving_default(**file);
+    };
+    auto plain_model = default_of(nullptr);
+    ASSERT_TRUE(plain_model.ok()) << plain_model.status().to_string();
+    EXPECT_EQ(plain_model->preset, QualityPreset::kBalanced);
+    EXPECT_FALSE(plain_model->models_own);
+    EXPECT_EQ(plain_model->reuse.name(), "neighbours=1@ready+damp=16:-2");
+    for (const char* layout : {"plain", "anchored"}) {
+        auto tuned = default_of(layout);
+        ASSERT_TRUE(tuned.ok()) << tuned.status().to_string();
+        EXPECT_EQ(tuned->preset, QualityPreset::kFast) << layout;
+        EXPECT_TRUE(tuned->models_own) << layout;
+        EXPECT_EQ(tuned->reuse.anchored, std::string(layout) == "anchored") << layout;
+        EXPECT_FALSE(tuned->reuse.damps() || tuned->reuse.neighbours > 0) << layout;
+    }
+    EXPECT_FALSE(default_of("sideways").ok());
+    for (QualityPreset p : {QualityPreset::kFast, QualityPreset::kBalanced, QualityPreset::kAccurate}) {
+        EXPECT_TRUE(preset_document_reuse(p).validate().ok()) << quality_preset_name(p);
+    }
+    EXPECT_EQ(preset_document_reuse(QualityPreset::kAccurate).name(), "neighbours=1@ready+recompute=10%");
+}
+
 TEST(DocumentReuse, SettingsARequestCannotTakeAreRefused) {
     Tokens tok(5);
     auto e = make_engine(CacheMode::kLazy);
