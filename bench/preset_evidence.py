@@ -101,11 +101,13 @@ def build(sets, candidate=CANDIDATE):
             if "none" in vs and REFERENCE in vs:
                 gap = sum(q["correct"]["none"] for q in members) - sum(q["correct"][REFERENCE] for q in members)
                 for v in vs:
-                    if v not in ("none", REFERENCE) and gap > 0:
-                        gained = sum(q["correct"][v] for q in members) - sum(q["correct"][REFERENCE] for q in members)
+                    if v in ("none", REFERENCE):
+                        continue
+                    gained = sum(q["correct"][v] for q in members) - sum(q["correct"][REFERENCE] for q in members)
+                    if gap > 0:
                         cmp_[v] = cmp_.get(v, "") + f"; {100 * gained / gap:.0f}% of the gap"
-                        if v == candidate and group != "all":
-                            gap_total, gained_total = gap_total + gap, gained_total + gained
+                    if v == candidate and group != "all":  # pooled over every family, a gapless one too
+                        gap_total, gained_total = gap_total + gap, gained_total + gained
             rows.append((name, group, len(members), acc, cmp_))
     verdict = None
     if candidate in pooled:
