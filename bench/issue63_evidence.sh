@@ -16,6 +16,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench/out
 mkdir -p "$out"
+# nice alone yields only within a session: under the kernel's autogroup scheduling (a process
+# started with setsid or nohup from another shell is its own group) the whole group must be
+# niced too, or this run takes its share from a build or CI beside it.
+echo 19 >/proc/self/autogroup 2>/dev/null || true
 # One binary for the whole run, copied from build/ at the first start: the engine is being
 # changed beside this run, and answers of two builds must not be paired. Remove the copy (and the
 # progress files) to start over with a newer build.
