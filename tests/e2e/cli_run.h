@@ -21,9 +21,8 @@ struct Run {
     std::string out;
 };
 
-// stdout only, or with stderr after it (with_stderr: the error messages).
-inline Run run_cli(const std::string& args, bool with_stderr = false) {
-    const std::string cmd = std::string(LAZYATTN_CLI_PATH) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+// A shell command line's exit code and stdout.
+inline Run run_shell(const std::string& cmd) {
     FILE* p = popen(cmd.c_str(), "r");
     std::string out;
     std::array<char, 4096> buf;
@@ -31,6 +30,11 @@ inline Run run_cli(const std::string& args, bool with_stderr = false) {
     while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
     const int status = pclose(p);
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// The CLI with these arguments: stdout only, or with stderr after it (with_stderr: the error messages).
+inline Run run_cli(const std::string& args, bool with_stderr = false) {
+    return run_shell(std::string(LAZYATTN_CLI_PATH) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 inline std::string model_arg() {

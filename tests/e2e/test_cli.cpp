@@ -26,6 +26,7 @@ using cli_test::json_lines;
 using cli_test::model_arg;
 using cli_test::Run;
 using cli_test::run_cli;
+using cli_test::run_shell;
 
 TEST(Cli, BadArgumentsExitWithCodeTwo) {
     EXPECT_EQ(run_cli("").exit_code, 2);
@@ -111,15 +112,9 @@ TEST(Cli, ServeFlagsTakeLlamaCppAndVllmSpellingsAndTheEnvironment) {
     EXPECT_EQ(run_cli("serve --max-num-batched-tokens 0").exit_code, 2);
     EXPECT_EQ(run_cli("serve -c -1").exit_code, 2);
     EXPECT_EQ(run_cli("serve --kv-cache-dtype fp99").exit_code, 2);
-    const std::string env_cmd = "LAZYATTN_ARG_MAX_NUM_SEQS=abc " + std::string(LAZYATTN_CLI_PATH) + " serve 2>&1";
-    FILE* p = popen(env_cmd.c_str(), "r");
-    std::string out;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-    const int status = pclose(p);
-    EXPECT_EQ(WEXITSTATUS(status), 2) << out;
-    EXPECT_NE(out.find("max-num-seqs"), std::string::npos) << out;
+    const auto env = run_shell("LAZYATTN_ARG_MAX_NUM_SEQS=abc " + std::string(LAZYATTN_CLI_PATH) + " serve 2>&1");
+    EXPECT_EQ(env.exit_code, 2) << env.out;
+    EXPECT_NE(env.out.find("max-num-seqs"), std::string::npos) << env.out;
     // Help names the values of --kv-dtype, not enum integers.
     auto help = run_cli("serve --help");
     EXPECT_NE(help.out.find("f16|bf16|f32"), std::string::npos) << help.out;
@@ -132,15 +127,9 @@ TEST(Cli, ServeFlagsTakeLlamaCppAndVllmSpellingsAndTheEnvironment) {
 TEST(Cli, DeviceCudaIsRefusedWithTheReason) {
     for (const std::string cmd : {"generate --prompt hi --max-tokens 1", "bench speed --prompt-tokens 4 --gen-tokens 1",
                                   "bench rag", "serve --port 0"}) {
-        const std::string line = std::string(LAZYATTN_CLI_PATH) + " " + cmd + " " + model_arg() + " --device cuda 2>&1";
-        FILE* p = popen(line.c_str(), "r");
-        std::string out;
-        std::array<char, 4096> buf;
-        size_t n;
-        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-        const int status = pclose(p);
-        EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << cmd << ": " << out;
-        EXPECT_NE(out.find("--device cuda"), std::string::npos) << cmd << ": " << out;
+        const auto r = run_cli(cmd + " " + model_arg() + " --device cuda", true);
+        EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find("--device cuda"), std::string::npos) << cmd << ": " << r.out;
     }
     EXPECT_EQ(run_cli("generate --prompt hi --device tpu").exit_code, 2);
     EXPECT_NE(run_cli("bench speed --help").out.find("--device"), std::string::npos);
@@ -407,12 +396,8 @@ TEST(Cli, VersionNamesCommitBuildIsaAndCuda) {
     }
     EXPECT_EQ(r.out.find("git commit: unknown"), std::string::npos) << r.out;  // built from this checkout
     // The ISA follows the limit the kernels obey.
-    const std::string cmd = "LAZYATTN_CPU_ISA=scalar " + std::string(LAZYATTN_CLI_PATH) + " --version";
-    FILE* p = popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf;
-    const size_t n = fread(buf.data(), 1, buf.size(), p);
-    pclose(p);
-    EXPECT_NE(std::string(buf.data(), n).find("CPU ISA: scalar"), std::string::npos);
+    const auto scalar = run_shell("LAZYATTN_CPU_ISA=scalar " + std::string(LAZYATTN_CLI_PATH) + " --version");
+    EXPECT_NE(scalar.out.find("CPU ISA: scalar"), std::string::npos) << scalar.out;
 }
 
 // Every option's default shows as "(default: X)"; none of CLI11's validator or flag artefacts.

@@ -40,6 +40,16 @@ std::optional<ApiError> parse_tools(const json& body, std::optional<ToolRequest>
     return parse_openai_tools(body, out);
 }
 
+// A user question, the assistant's get_weather call and the tool's result: the conversation the
+// template tests render.
+json weather_call_and_its_result() {
+    return {{{"role", "user"}, {"content", "Weather in Paris?"}},
+            {{"role", "assistant"},
+             {"tool_calls",
+              {{{"id", "c1"}, {"function", {{"name", "get_weather"}, {"arguments", "{\"city\":\"Paris\"}"}}}}}}},
+            {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "18 C"}}};
+}
+
 json tool(const std::string& name, json parameters = nullptr) {
     json f = {{"name", name}};
     if (!parameters.is_null()) f["parameters"] = parameters;
@@ -182,15 +192,9 @@ TEST(ToolFormat, TheEmbeddedSmolLM2TemplateRendersNoToolsAndGetsASystemMessage) 
     EXPECT_FALSE(f.template_renders_tools);
 
     GenerationRequest req;
-    const json body = {
-        {"messages",
-         {{{"role", "user"}, {"content", "Weather in Paris?"}},
-          {{"role", "assistant"},
-           {"tool_calls",
-            {{{"id", "c1"}, {"function", {{"name", "get_weather"}, {"arguments", "{\"city\":\"Paris\"}"}}}}}}},
-          {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "18 C"}}}},
-        {"tools", {tool("get_weather", {{"type", "object"}})}},
-        {"tool_choice", "required"}};
+    const json body = {{"messages", weather_call_and_its_result()},
+                       {"tools", {tool("get_weather", {{"type", "object"}})}},
+                       {"tool_choice", "required"}};
     ASSERT_FALSE(parse_generation_request(body, true, req));
     ASSERT_FALSE(prepare_chat_tools(req, *chat));
     ASSERT_EQ(req.messages.size(), 4u);  // the system message first
@@ -231,12 +235,7 @@ TEST(ToolFormat, ARealToolTemplateRendersToolsCallsAndResults) {
     chat.source = source;
     GenerationRequest req;
     const json body = {
-        {"messages",
-         {{{"role", "user"}, {"content", "Weather in Paris?"}},
-          {{"role", "assistant"},
-           {"tool_calls",
-            {{{"id", "c1"}, {"function", {{"name", "get_weather"}, {"arguments", "{\"city\":\"Paris\"}"}}}}}}},
-          {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "18 C"}}}},
+        {"messages", weather_call_and_its_result()},
         // A description holding a special token's text cannot close the system turn.
         {"tools",
          {{{"type", "function"},
