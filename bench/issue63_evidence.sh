@@ -11,6 +11,7 @@
 #   issue63_500.json, issue63_heldout.json, *.txt   the reports
 # Start:  nohup bench/issue63_evidence.sh >/dev/null 2>&1 &
 #         nohup bench/issue63_evidence.sh family bridge >/dev/null 2>&1 &   (one held-out family)
+#         nohup bench/issue63_evidence.sh variant accurate >/dev/null 2>&1 &  (one variant on the 500)
 # Stop:   kill $(cat bench/out/issue63_evidence.pid)   (the progress files keep what is done)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +62,22 @@ if [[ "${1:-}" == family ]]; then
     nice -n 19 "$bin" "${one_family[@]}" --resume "$out/issue63_$family.progress.jsonl" \
         --json "$out/issue63_$family.json" >"$out/issue63_$family.txt" 2>>"$log"
     echo "$family done $(date -u +%FT%TZ)" >>"$log"
+    exit 0
+fi
+
+# One variant on the 500 alone, into issue63_500_FILE.progress.jsonl (FILE defaults to the variant's
+# name; give one for a name with '+', which preset_evidence.py reads as a join): the same questions
+# as the combined run, so two such processes (lazy and accurate, one core each) pair question by
+# question: `preset_evidence.py --candidate accurate 500=A.progress.jsonl+B.progress.jsonl`.
+if [[ "${1:-}" == variant ]]; then
+    variant=$2
+    file=${3:-$variant}
+    one_variant=(bench quality --model $model --threads 1 --concurrency 1 --questions 486 --seed 1 --variants "$variant")
+    log=$out/issue63_500_$file.log
+    echo "start $(date -u +%FT%TZ) pid $$, $("$bin" --version | tr '\n' ' ')" >>"$log"
+    nice -n 19 "$bin" "${one_variant[@]}" --resume "$out/issue63_500_$file.progress.jsonl" \
+        --json "$out/issue63_500_$file.json" >"$out/issue63_500_$file.txt" 2>>"$log"
+    echo "$variant done $(date -u +%FT%TZ)" >>"$log"
     exit 0
 fi
 

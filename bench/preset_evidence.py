@@ -11,8 +11,9 @@ if it beats fast with p < 0.05 pooled and is significantly worse (p < 0.05) on n
         attr=bench/out/issue63_heldout.progress.jsonl#attr \\
         bridge=bench/out/issue63_bridge.progress.jsonl [--candidate balanced+damp=16:-2] [--markdown out.md]
 
-A set's name is the label before '='; '#FAMILY,...' after the file keeps only those families'
-questions (a run cut past the end of the families it was meant for). Variants run in only some
+A set's name is the label before '='; files joined by '+' are one set (the same questions run
+apart, a variant a process), '#FAMILY,...' after the files keeps only those families' questions
+(a run cut past the end of the families it was meant for). Variants run in only some
 sets are pooled over those; the candidate's share of the gap to full attention is pooled over
 the sets that ran `none`.
 """
@@ -51,6 +52,30 @@ def read_progress(path, families=None):
     whole = {i: q for i, q in sorted(questions.items())
              if all(v in q["correct"] for v in variants) and (not families or q["family"] in families)}
     return variants, whole
+
+
+def read_joined(paths, families=None):
+    """read_progress over several files run apart (one variant each, say, one process a core) and
+    joined question by question: the variants of every file, in order, over the questions each
+    file has answered whole. The files must ask the same questions: a question a second file
+    gives another family is an error."""
+    variants, joined = [], None
+    for path in paths:
+        vs, questions = read_progress(path, families)
+        variants += [v for v in vs if v not in variants]
+        if joined is None:
+            joined = questions
+            continue
+        for i in list(joined):
+            if i not in questions:
+                del joined[i]
+            elif questions[i]["family"] != joined[i]["family"]:
+                raise SystemExit(f"{path}: question {i} is {questions[i]['family']}, elsewhere "
+                                 f"{joined[i]['family']}: not the same questions")
+            else:
+                for v, ok in questions[i]["correct"].items():
+                    joined[i]["correct"].setdefault(v, ok)
+    return variants, joined
 
 
 def cell(k, n):
@@ -182,7 +207,7 @@ def plot(sets, variants, path, labels=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("sets", nargs="+", help="NAME=PROGRESS_FILE[#FAMILY,...]")
+    ap.add_argument("sets", nargs="+", help="NAME=PROGRESS_FILE[+PROGRESS_FILE...][#FAMILY,...]")
     ap.add_argument("--candidate", default=CANDIDATE, help="the variant the rule is for (default: balanced)")
     ap.add_argument("--markdown", help="write the table (and the verdict) here")
     ap.add_argument("--plot", help="draw accuracy per set and family into this PNG (needs matplotlib)")
@@ -195,7 +220,7 @@ def main(argv=None):
         path, _, families = path.partition("#")
         if not path:
             ap.error(f"'{s}': give NAME=PROGRESS_FILE")
-        sets[name] = read_progress(path, set(families.split(",")) if families else None)
+        sets[name] = read_joined(path.split("+"), set(families.split(",")) if families else None)
     variants, rows, pooled, verdict = build(sets, a.candidate)
     text = markdown(variants, rows, pooled) + ("\n\n" + verdict if verdict else "")
     print(text)

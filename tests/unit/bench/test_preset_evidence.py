@@ -2,7 +2,8 @@
 """bench/preset_evidence.py on hand-made progress files whose every count is known: questions
 not answered by every variant (and a cut last line) left out, McNemar per family and pooled over
 sets, the gap share (per family and pooled), the issue 63 rule (met; not met when balanced is
-significantly worse on one family), a file's families picked with '#', another candidate."""
+significantly worse on one family), a file's families picked with '#', another candidate, files
+of one variant each joined with '+'."""
 import json
 import os
 import subprocess
@@ -62,6 +63,16 @@ def main():
         assert "| c | bridge | 5 |" in out and "table" not in out, out
         assert "balanced+damp vs lazy pooled over 5 questions: +100.0, p = 0.0625 (5/0)" in out, out
         assert "on these questions: not met" in out and "recovers 100% of it (5 of 5 questions)" in out, out
+        # Files joined by '+': one variant a file, paired by question; a question only one file
+        # has answered is left out, and files of other questions are refused.
+        e, f = os.path.join(d, "e.jsonl"), os.path.join(d, "f.jsonl")
+        progress(e, ["lazy"], [("kv", {"lazy": False})] * 4 + [("kv", {"lazy": True})] * 2)
+        progress(f, ["accurate"], [("kv", {"accurate": True})] * 5)
+        out = run("--candidate", "accurate", "e=" + e + "+" + f)
+        assert "| e | kv | 5 | 20.0" in out and "accurate vs lazy pooled over 5 questions: +80.0, p = 0.125 (4/0)" in out, out
+        progress(f, ["accurate"], [("hop", {"accurate": True})] * 5)
+        r = subprocess.run([sys.executable, SCRIPT, "e=" + e + "+" + f], capture_output=True, text=True)
+        assert r.returncode != 0 and "not the same questions" in r.stderr, r.stderr
         try:
             import matplotlib  # noqa: F401  (the figure is optional: run_bench.sh installs matplotlib)
         except ImportError:
