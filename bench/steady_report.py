@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Issue 63's steady-state report from `bench rag --rate R --windows N --json` runs of plain lazy
 and of balanced on the same stream (bench/issue63_steady.sh writes them): per span of each run's
-own time, the share of document lookups the conditioned copies served, TTFT p50 and p99 of the
-requests submitted in the span and completions per second, lazy beside balanced; then the whole
+own time, the share of document lookups the conditioned copies served, TTFT p50 and p99 and
+time per output token p50 of the requests submitted in the span, completions per second, lazy
+beside balanced, and the background rows balanced computed in the span; then the whole
 measured run of each, and the last span's ratios against the issue's targets (balanced's TTFT p50
 <= 1.15x lazy's, completions >= 0.9x).
 
@@ -33,12 +34,13 @@ def pair_tables(label, lazy, balanced):
     """The markdown of one pair and its verdict line."""
     lines = [f"**{label}**: {lazy['measured_requests']} measured requests a run", "",
              "| span | conditioned share | TTFT p50 ms lazy / balanced | TTFT p99 ms lazy / balanced "
-             "| completions/s lazy / balanced |",
-             "|---:|---:|---:|---:|---:|"]
+             "| TPOT p50 ms lazy / balanced | completions/s lazy / balanced | background rows |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
     for i, (l, b) in enumerate(zip(lazy["windows"], balanced["windows"])):
         lines.append(f"| {i + 1} | {100 * b['conditioned_share']:.0f}% | {l['ttft_p50_ms']:.0f} / {b['ttft_p50_ms']:.0f} "
                      f"| {l['ttft_p99_ms']:.0f} / {b['ttft_p99_ms']:.0f} "
-                     f"| {l['completed_per_s']:.3f} / {b['completed_per_s']:.3f} |")
+                     f"| {l.get('tpot_p50_ms', 0):.1f} / {b.get('tpot_p50_ms', 0):.1f} "
+                     f"| {l['completed_per_s']:.3f} / {b['completed_per_s']:.3f} | {b.get('background_rows', '-')} |")
     lines += ["", "| run | TTFT p50 ms | p99 | req/s | copies made / jobs cancelled / refused | background rows |",
               "|---|---:|---:|---:|---:|---:|"]
     for name, r in (("lazy", lazy), ("balanced", balanced)):
@@ -52,7 +54,8 @@ def pair_tables(label, lazy, balanced):
     verdict = (f"{label}, last span: TTFT p50 {p50:.2f}x lazy's (target <= {TTFT_TARGET}x: "
                f"{'met' if p50 <= TTFT_TARGET else 'missed'}), completions {thr:.2f}x (target >= "
                f"{THROUGHPUT_TARGET}x: {'met' if thr >= THROUGHPUT_TARGET else 'missed'}), conditioned share "
-               f"{100 * last_b['conditioned_share']:.0f}%; whole run: TTFT p50 "
+               f"{100 * last_b['conditioned_share']:.0f}%, TPOT p50 "
+               f"{ratio(last_b.get('tpot_p50_ms', 0), last_l.get('tpot_p50_ms', 0)):.2f}x; whole run: TTFT p50 "
                f"{ratio(balanced['ttft_p50_ms'], lazy['ttft_p50_ms']):.2f}x, p99 "
                f"{ratio(balanced['ttft_p99_ms'], lazy['ttft_p99_ms']):.2f}x, req/s "
                f"{ratio(balanced['requests_per_s'], lazy['requests_per_s']):.2f}x")

@@ -107,6 +107,10 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
             const double wait = w.arrival_s[next] * 1000.0 - (now_ms() - t0);
             if (wait > 0) std::this_thread::sleep_for(std::chrono::microseconds(int64_t(wait * 1000)));
         }
+        if (const int64_t rows = s.stats().background_rows - before.background_rows;
+            rows != (r.background_rows_at.empty() ? 0 : r.background_rows_at.back().second)) {
+            r.background_rows_at.emplace_back((now_ms() - t0) / 1000.0, rows);
+        }
         // Peak pool use in the steady state (the warm-up's first wave is not representative).
         if (done >= config.warmup_requests) r.peak_blocks = std::max(r.peak_blocks, s.kv().kv_cache().num_used());
         for (int32_t i = 0; i < next; ++i) {

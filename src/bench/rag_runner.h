@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/rag_stats.h"
@@ -45,6 +46,9 @@ struct RunResult {
     std::vector<int32_t> conditioned_lookups, conditioned_served;
     engine::BackgroundStats background;
     int64_t background_rows = 0;
+    // When background rows were computed: (seconds from the start, rows since the run began) at
+    // each step that computed some, so a report can say in which span of time the work fell.
+    std::vector<std::pair<double, int64_t>> background_rows_at;
     std::vector<double> completions_s;  // every request's completion, in completion order (from the start)
     // Per measured request, in submission order, seconds from the start: when it was submitted
     // and when it completed (the windows of bench_rag_report.h's run_windows).

@@ -113,15 +113,15 @@ void print_windows(const std::vector<RunResult>& runs, int32_t windows) {
             std::printf(
                 "\nover time: the measured stream in %d equal spans of each run's own time; per span the share "
                 "of document lookups served by conditioned copies, TTFT p50/p99 ms of the requests submitted in "
-                "it, completions per second\n",
+                "it, completions per second, background rows computed in it\n",
                 windows);
             header = true;
         }
         const auto w = run_windows(r, windows);
         std::printf("%-18s", r.label.c_str());
         for (const RunWindow& x : w) {
-            std::printf("  [%.0f-%.0fs] %3.0f%% %.0f/%.0f %.2f/s", x.start_s, x.end_s, 100 * x.conditioned_share(),
-                        x.ttft_p50_ms, x.ttft_p99_ms, x.completed_per_s);
+            std::printf("  [%.0f-%.0fs] %3.0f%% %.0f/%.0f %.2f/s %lld", x.start_s, x.end_s, 100 * x.conditioned_share(),
+                        x.ttft_p50_ms, x.ttft_p99_ms, x.completed_per_s, (long long)x.background_rows);
         }
         std::printf("\n");
     }

@@ -68,7 +68,7 @@ std::vector<RunWindow> run_windows(const bench::RunResult& r, int32_t num_window
     const double end = std::max(*std::max_element(r.completed_s.begin(), r.completed_s.end()), start + 1e-9);
     const double span = (end - start) / num_windows;
     std::vector<RunWindow> out(static_cast<size_t>(num_windows));
-    std::vector<std::vector<double>> ttft(out.size());
+    std::vector<std::vector<double>> ttft(out.size()), tpot(out.size());
     auto window_of = [&](double t) { return std::min(out.size() - 1, size_t(std::max(0.0, (t - start) / span))); };
     for (size_t i = 0; i < n; ++i) {
         const size_t w = window_of(r.submitted_s[i]);
@@ -78,6 +78,7 @@ std::vector<RunWindow> run_windows(const bench::RunResult& r, int32_t num_window
             out[w].served += r.conditioned_served[i];
         }
         if (i < r.ttft_ms.size()) ttft[w].push_back(r.ttft_ms[i]);
+        if (i < r.tpot_ms.size() && r.tpot_ms[i] > 0) tpot[w].push_back(r.tpot_ms[i]);
         out[window_of(r.completed_s[i])].completed_per_s += 1.0 / span;
     }
     for (size_t w = 0; w < out.size(); ++w) {
@@ -85,6 +86,13 @@ std::vector<RunWindow> run_windows(const bench::RunResult& r, int32_t num_window
         out[w].end_s = start + double(w + 1) * span;
         out[w].ttft_p50_ms = bench::percentile(ttft[w], 50);
         out[w].ttft_p99_ms = bench::percentile(ttft[w], 99);
+        out[w].tpot_p50_ms = bench::percentile(tpot[w], 50);
+    }
+    // Rows computed before the measured stream began (the warm-up's) fall in no span.
+    int64_t rows_before = 0;
+    for (const auto& [t, rows] : r.background_rows_at) {
+        if (t >= start) out[window_of(t)].background_rows += rows - rows_before;
+        rows_before = rows;
     }
     return out;
 }
@@ -100,7 +108,9 @@ nlohmann::json windows_json(const std::vector<RunWindow>& windows) {
                        {"conditioned_share", w.conditioned_share()},
                        {"ttft_p50_ms", w.ttft_p50_ms},
                        {"ttft_p99_ms", w.ttft_p99_ms},
-                       {"completed_per_s", w.completed_per_s}});
+                       {"tpot_p50_ms", w.tpot_p50_ms},
+                       {"completed_per_s", w.completed_per_s},
+                       {"background_rows", w.background_rows}});
     }
     return out;
 }

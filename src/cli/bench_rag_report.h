@@ -29,14 +29,16 @@ nlohmann::json conditioned_json(const bench::RunResult& r);
 
 // The measured stream in equal spans of time, from the first measured request's submission
 // (its arrival, open loop) to the last completion: the requests submitted in each, the share of
-// their document lookups served by conditioned copies, their TTFT p50 and p99, and the
-// completions in the span per second. How copies form over a long run beside what requests get.
+// their document lookups served by conditioned copies, their TTFT p50 and p99 and time per
+// output token p50, the completions in the span per second and the background rows computed in
+// it. How copies form over a long run beside what requests get, and when the work is done.
 struct RunWindow {
     double start_s = 0, end_s = 0;
     int32_t requests = 0;
     int64_t lookups = 0, served = 0;
-    double ttft_p50_ms = 0, ttft_p99_ms = 0;
+    double ttft_p50_ms = 0, ttft_p99_ms = 0, tpot_p50_ms = 0;
     double completed_per_s = 0;
+    int64_t background_rows = 0;
     double conditioned_share() const { return lookups > 0 ? double(served) / double(lookups) : 0.0; }
 };
 std::vector<RunWindow> run_windows(const bench::RunResult& r, int32_t num_windows);

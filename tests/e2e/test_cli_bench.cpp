@@ -148,9 +148,10 @@ TEST(Cli, BenchQualityResumedRunAnswersAsAnUncutOne) {
     for (const auto& f : {uncut, uncut + ".json", resumed, resumed + ".json"}) std::filesystem::remove(f);
 }
 
-// The command lines users paste from llama-server's and vLLM's quick starts: each starts (serve
-// --check: model loaded, pool allocated, port bound, then exit 0) with one warning per flag that
-// does not apply, naming the flag; or is refused (exit 2) naming what to use instead.
+// bench rag --rate submits the stream as Poisson arrivals, and --windows reports each run in equal
+// spans of its own time: every measured request, document lookup and conditioned copy served in
+// exactly one span, and the background rows of the measured stream at most the run's (the
+// warm-up's fall in no span), none for plain lazy.
 TEST(Cli, BenchRagOpenLoopReportsTheRunsOverTime) {
     const std::string json = ::testing::TempDir() + "lazyattn_cli_rag_rate.json";
     const auto r = run_cli("bench rag " + model_arg() +
@@ -168,19 +169,23 @@ TEST(Cli, BenchRagOpenLoopReportsTheRunsOverTime) {
     ASSERT_EQ(j["runs"].size(), 2u);
     for (const auto& run : j["runs"]) {
         ASSERT_EQ(run["windows"].size(), 3u);
-        int64_t requests = 0, lookups = 0, served = 0;
+        int64_t requests = 0, lookups = 0, served = 0, background_rows = 0;
         for (const auto& w : run["windows"]) {
             requests += w["requests"].get<int64_t>();
             lookups += w["conditioned_lookups"].get<int64_t>();
             served += w["conditioned_served"].get<int64_t>();
+            background_rows += w["background_rows"].get<int64_t>();
+            EXPECT_GE(w["tpot_p50_ms"].get<double>(), 0.0);
             EXPECT_LT(w["start_s"].get<double>(), w["end_s"].get<double>());
             EXPECT_GE(w["completed_per_s"].get<double>(), 0.0);
         }
         EXPECT_EQ(requests, run["measured_requests"].get<int64_t>());
         EXPECT_EQ(lookups, run["conditioned"]["lookups"].get<int64_t>());
         EXPECT_EQ(served, run["conditioned"]["served"].get<int64_t>());
+        EXPECT_LE(background_rows, run["conditioned"]["background_rows"].get<int64_t>());
         if (run["label"] == "lazy") {
             EXPECT_EQ(lookups, 0);
+            EXPECT_EQ(background_rows, 0);
         } else {
             EXPECT_EQ(run["label"], "quality=balanced");
             EXPECT_EQ(lookups, 2 * requests) << "k = 2 documents looked up per request";

@@ -14,7 +14,8 @@ SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../benc
 
 def write_run(path, p50s, shares, completed, background=None):
     windows = [{"start_s": 10 * i, "end_s": 10 * (i + 1), "requests": 5, "conditioned_share": shares[i],
-                "ttft_p50_ms": p50s[i], "ttft_p99_ms": 3 * p50s[i], "completed_per_s": completed[i]}
+                "ttft_p50_ms": p50s[i], "ttft_p99_ms": 3 * p50s[i], "completed_per_s": completed[i],
+                "tpot_p50_ms": p50s[i] / 10, "background_rows": 64 * i if background else 0}
                for i in range(len(p50s))]
     run = {"measured_requests": 5 * len(p50s), "windows": windows, "ttft_p50_ms": sum(p50s) / len(p50s),
            "ttft_p99_ms": 3 * max(p50s), "requests_per_s": sum(completed) / len(completed),
@@ -37,11 +38,11 @@ def main():
         r = run("0.6 S=" + lazy + "," + balanced)
         assert r.returncode == 0, r.stderr
         out = r.stdout
-        assert "| 2 | 25% | 200 / 240 | 600 / 720 | 1.000 / 0.900 |" in out, out
+        assert "| 2 | 25% | 200 / 240 | 600 / 720 | 20.0 / 24.0 | 1.000 / 0.900 | 64 |" in out, out
         assert "| balanced | 243 | 780 | 0.867 | 7 / 2 / 0 | 4096 |" in out, out
         assert "| lazy | 200 | 600 | 1.000 | - | - |" in out, out
         assert ("0.6 S, last span: TTFT p50 1.15x lazy's (target <= 1.15x: met), completions 0.90x "
-                "(target >= 0.9x: met), conditioned share 50%") in out, out
+                "(target >= 0.9x: met), conditioned share 50%, TPOT p50 1.15x") in out, out
         # Past the bounds, as a second pair in the same report.
         write_run(slow, [300, 300, 300], [0.1, 0.2, 0.3], [0.8, 0.8, 0.8], work)
         out = run("0.6 S=" + lazy + "," + balanced, "0.9 S=" + lazy + "," + slow).stdout
