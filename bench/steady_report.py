@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
-"""Issue 63's steady-state report from `bench rag --rate R --windows N --json` runs of plain lazy
-and of balanced on the same stream (bench/issue63_steady.sh writes them): per span of each run's
-own time, the share of document lookups the conditioned copies served, TTFT p50 and p99 and
-time per output token p50 of the requests submitted in the span, completions per second, lazy
-beside balanced, and the background rows balanced computed in the span; then the whole
-measured run of each, and the last span's ratios against the issue's targets (balanced's TTFT p50
-<= 1.15x lazy's, completions >= 0.9x).
+"""Issue 63's steady-state report from the `bench rag --rate R --json` runs that
+bench/issue63_steady.sh writes into one directory per arrival rate:
 
-    python3 bench/steady_report.py "0.6 S=bench/out/steady_lazy.json,bench/out/steady_balanced.json" \\
-        ["0.9 S=LAZY.json,BALANCED.json"] [--markdown out.md] [--plot docs/img/steady_state.png]
+  forming.json                balanced on a fresh store, in --windows spans of its own time
+  round1_lazy.json, round1_balanced.json, ...   the same stream, lazy then balanced, on that store
 
-Each argument is one pair, its label before '='. Markdown tables on stdout.
+For forming: per span, the share of document lookups the conditioned copies served, the
+background rows computed, TTFT p50 and p99 and time per output token p50 of the requests
+submitted in it, and completions per second. For the rounds: each round's lazy and balanced side
+by side (TTFT p50 and p99, TPOT p50, req/s, the share balanced's copies served) and their ratios;
+then the geometric mean of the rounds' ratios against the issue's targets (balanced's TTFT p50
+<= 1.15x lazy's, req/s >= 0.9x). A round's two runs are minutes apart on the same stream, so its
+ratio cancels most of a shared host's drift; the spread of the rounds says how much is left.
+
+    python3 bench/steady_report.py "0.6 S=bench/out/steady_0.6" ["0.9 S=bench/out/steady_0.9"] \\
+        [--markdown out.md] [--plot docs/img/steady_state.png]
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import math
+import os
+import re
 
 TTFT_TARGET = 1.15  # balanced's TTFT p50 at most this times lazy's
 THROUGHPUT_TARGET = 0.9  # balanced's completions per second at least this times lazy's
@@ -30,61 +38,95 @@ def ratio(a, b):
     return a / b if b > 0 else float("inf")
 
 
-def pair_tables(label, lazy, balanced):
-    """The markdown of one pair and its verdict line."""
-    lines = [f"**{label}**: {lazy['measured_requests']} measured requests a run", "",
-             "| span | conditioned share | TTFT p50 ms lazy / balanced | TTFT p99 ms lazy / balanced "
-             "| TPOT p50 ms lazy / balanced | completions/s lazy / balanced | background rows |",
-             "|---:|---:|---:|---:|---:|---:|---:|"]
-    for i, (l, b) in enumerate(zip(lazy["windows"], balanced["windows"])):
-        lines.append(f"| {i + 1} | {100 * b['conditioned_share']:.0f}% | {l['ttft_p50_ms']:.0f} / {b['ttft_p50_ms']:.0f} "
-                     f"| {l['ttft_p99_ms']:.0f} / {b['ttft_p99_ms']:.0f} "
-                     f"| {l.get('tpot_p50_ms', 0):.1f} / {b.get('tpot_p50_ms', 0):.1f} "
-                     f"| {l['completed_per_s']:.3f} / {b['completed_per_s']:.3f} | {b.get('background_rows', '-')} |")
-    lines += ["", "| run | TTFT p50 ms | p99 | req/s | copies made / jobs cancelled / refused | background rows |",
-              "|---|---:|---:|---:|---:|---:|"]
-    for name, r in (("lazy", lazy), ("balanced", balanced)):
-        c = r.get("conditioned", {})
-        work = (f"{c['background_done']} / {c['background_cancelled']} / {c['background_refused']} "
-                f"| {c['background_rows']}") if c.get("background_rows") else "- | -"
-        lines.append(f"| {name} | {r['ttft_p50_ms']:.0f} | {r['ttft_p99_ms']:.0f} | {r['requests_per_s']:.3f} | {work} |")
-    last_l, last_b = lazy["windows"][-1], balanced["windows"][-1]
-    p50 = ratio(last_b["ttft_p50_ms"], last_l["ttft_p50_ms"])
-    thr = ratio(last_b["completed_per_s"], last_l["completed_per_s"])
-    verdict = (f"{label}, last span: TTFT p50 {p50:.2f}x lazy's (target <= {TTFT_TARGET}x: "
-               f"{'met' if p50 <= TTFT_TARGET else 'missed'}), completions {thr:.2f}x (target >= "
-               f"{THROUGHPUT_TARGET}x: {'met' if thr >= THROUGHPUT_TARGET else 'missed'}), conditioned share "
-               f"{100 * last_b['conditioned_share']:.0f}%, TPOT p50 "
-               f"{ratio(last_b.get('tpot_p50_ms', 0), last_l.get('tpot_p50_ms', 0)):.2f}x; whole run: TTFT p50 "
-               f"{ratio(balanced['ttft_p50_ms'], lazy['ttft_p50_ms']):.2f}x, p99 "
-               f"{ratio(balanced['ttft_p99_ms'], lazy['ttft_p99_ms']):.2f}x, req/s "
-               f"{ratio(balanced['requests_per_s'], lazy['requests_per_s']):.2f}x")
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs and all(x > 0 for x in xs) else float("nan")
+
+
+def share(run):
+    c = run.get("conditioned", {})
+    return ratio(c.get("served", 0), c["lookups"]) if c.get("lookups") else 0.0
+
+
+def read_dir(directory):
+    """(forming run or None, [(round number, lazy run, balanced run)] in round order)."""
+    forming_path = os.path.join(directory, "forming.json")
+    forming = read_run(forming_path) if os.path.exists(forming_path) else None
+    rounds = []
+    for path in glob.glob(os.path.join(directory, "round*_lazy.json")):
+        n = int(re.search(r"round(\d+)_lazy\.json$", path).group(1))
+        balanced = os.path.join(directory, f"round{n}_balanced.json")
+        if os.path.exists(balanced):  # a round cut before its balanced run is left out
+            rounds.append((n, read_run(path), read_run(balanced)))
+    return forming, sorted(rounds, key=lambda r: r[0])
+
+
+def forming_table(run):
+    lines = [f"forming (balanced on a fresh store, {run['measured_requests']} measured requests):", "",
+             "| span (s) | conditioned share | background rows | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms "
+             "| completions/s |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for w in run["windows"]:
+        lines.append(f"| {w['start_s']:.0f}-{w['end_s']:.0f} | {100 * w['conditioned_share']:.0f}% "
+                     f"| {w.get('background_rows', '-')} | {w['ttft_p50_ms']:.0f} | {w['ttft_p99_ms']:.0f} "
+                     f"| {w.get('tpot_p50_ms', 0):.1f} | {w['completed_per_s']:.3f} |")
+    c = run.get("conditioned", {})
+    lines += ["", f"copies made {c.get('background_done', 0)}, jobs cancelled {c.get('background_cancelled', 0)}, "
+                  f"refused {c.get('background_refused', 0)}, background rows {c.get('background_rows', 0)}"]
+    return "\n".join(lines)
+
+
+def tpot_p50(run):
+    w = run.get("windows") or [{}]
+    return w[0].get("tpot_p50_ms", 0.0)
+
+
+def rounds_table(label, rounds):
+    """The markdown of the rounds and the verdict line."""
+    lines = ["| round | TTFT p50 ms lazy / balanced | ratio | TTFT p99 ms lazy / balanced | TPOT p50 ms lazy / balanced "
+             "| req/s lazy / balanced | ratio | conditioned share |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    p50s, thrs = [], []
+    for n, lazy, balanced in rounds:
+        p50 = ratio(balanced["ttft_p50_ms"], lazy["ttft_p50_ms"])
+        thr = ratio(balanced["requests_per_s"], lazy["requests_per_s"])
+        p50s.append(p50)
+        thrs.append(thr)
+        lines.append(f"| {n} | {lazy['ttft_p50_ms']:.0f} / {balanced['ttft_p50_ms']:.0f} | {p50:.2f}x "
+                     f"| {lazy['ttft_p99_ms']:.0f} / {balanced['ttft_p99_ms']:.0f} "
+                     f"| {tpot_p50(lazy):.1f} / {tpot_p50(balanced):.1f} "
+                     f"| {lazy['requests_per_s']:.3f} / {balanced['requests_per_s']:.3f} | {thr:.2f}x "
+                     f"| {100 * share(balanced):.0f}% |")
+    p50, thr = geomean(p50s), geomean(thrs)
+    verdict = (f"{label}, steady state over {len(rounds)} rounds (geometric mean, range): TTFT p50 {p50:.2f}x "
+               f"lazy's ({min(p50s):.2f}-{max(p50s):.2f}; target <= {TTFT_TARGET}x: "
+               f"{'met' if p50 <= TTFT_TARGET else 'missed'}), req/s {thr:.2f}x ({min(thrs):.2f}-{max(thrs):.2f}; "
+               f"target >= {THROUGHPUT_TARGET}x: {'met' if thr >= THROUGHPUT_TARGET else 'missed'})")
     return "\n".join(lines), verdict
 
 
-def plot(pairs, path):
+def plot(sets, path):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for label, lazy, balanced in pairs:
-        mid = [(w["start_s"] + w["end_s"]) / 2 for w in balanced["windows"]]
-        mid_l = [(w["start_s"] + w["end_s"]) / 2 for w in lazy["windows"]]
-        axes[0].plot(mid, [100 * w["conditioned_share"] for w in balanced["windows"]], "o-", label=label)
-        line, = axes[1].plot(mid, [w["ttft_p50_ms"] for w in balanced["windows"]], "o-",
-                             label=f"{label} balanced")
-        axes[1].plot(mid_l, [w["ttft_p50_ms"] for w in lazy["windows"]], "s--", color=line.get_color(),
-                     alpha=0.6, label=f"{label} lazy")
-        line, = axes[2].plot(mid, [w["completed_per_s"] for w in balanced["windows"]], "o-",
-                             label=f"{label} balanced")
-        axes[2].plot(mid_l, [w["completed_per_s"] for w in lazy["windows"]], "s--", color=line.get_color(),
-                     alpha=0.6, label=f"{label} lazy")
-    axes[0].set(title="lookups served by conditioned copies", xlabel="seconds into the run", ylabel="%",
+    for label, forming, rounds in sets:
+        if forming:
+            mid = [(w["start_s"] + w["end_s"]) / 2 for w in forming["windows"]]
+            axes[0].plot(mid, [100 * w["conditioned_share"] for w in forming["windows"]], "o-", label=label)
+        if rounds:
+            xs = [n for n, _, _ in rounds]
+            line, = axes[1].plot(xs, [b["ttft_p50_ms"] for _, _, b in rounds], "o-", label=f"{label} balanced")
+            axes[1].plot(xs, [lz["ttft_p50_ms"] for _, lz, _ in rounds], "s--", color=line.get_color(), alpha=0.6,
+                         label=f"{label} lazy")
+            line, = axes[2].plot(xs, [b["requests_per_s"] for _, _, b in rounds], "o-", label=f"{label} balanced")
+            axes[2].plot(xs, [lz["requests_per_s"] for _, lz, _ in rounds], "s--", color=line.get_color(), alpha=0.6,
+                         label=f"{label} lazy")
+    axes[0].set(title="forming: lookups served by conditioned copies", xlabel="seconds into the run", ylabel="%",
                 ylim=(0, 100))
-    axes[1].set(title="TTFT p50 per span", xlabel="seconds into the run", ylabel="ms")
-    axes[2].set(title="completions per second per span", xlabel="seconds into the run", ylabel="req/s")
+    axes[1].set(title="steady state: TTFT p50 per round", xlabel="round", ylabel="ms")
+    axes[2].set(title="steady state: completions per second", xlabel="round", ylabel="req/s")
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -94,30 +136,34 @@ def plot(pairs, path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("pairs", nargs="+", help="LABEL=LAZY.json,BALANCED.json")
+    ap.add_argument("sets", nargs="+", help="LABEL=DIRECTORY (bench/issue63_steady.sh's runs of one rate)")
     ap.add_argument("--markdown", help="write the tables and verdicts here too")
-    ap.add_argument("--plot", help="draw share, TTFT p50 and completions per span into this PNG (needs matplotlib)")
+    ap.add_argument("--plot", help="draw the forming share and the rounds into this PNG (needs matplotlib)")
     a = ap.parse_args(argv)
-    pairs, texts, verdicts = [], [], []
-    for p in a.pairs:
-        label, _, files = p.partition("=")
-        lazy_path, _, balanced_path = files.partition(",")
-        if not balanced_path:
-            ap.error(f"'{p}': give LABEL=LAZY.json,BALANCED.json")
-        lazy, balanced = read_run(lazy_path), read_run(balanced_path)
-        if not lazy.get("windows") or len(lazy["windows"]) != len(balanced.get("windows", [])):
-            ap.error(f"'{p}': both runs need the same --windows")
-        text, verdict = pair_tables(label, lazy, balanced)
-        pairs.append((label, lazy, balanced))
-        texts.append(text)
-        verdicts.append(verdict)
-    out = "\n\n".join(texts) + "\n\n" + "\n".join(verdicts)
+    sets, texts, verdicts = [], [], []
+    for s in a.sets:
+        label, _, directory = s.partition("=")
+        if not directory or not os.path.isdir(directory):
+            ap.error(f"'{s}': give LABEL=DIRECTORY")
+        forming, rounds = read_dir(directory)
+        if forming is None and not rounds:
+            ap.error(f"'{s}': no forming.json and no whole round in {directory}")
+        parts = [f"**{label}**"]
+        if forming:
+            parts.append(forming_table(forming))
+        if rounds:
+            table, verdict = rounds_table(label, rounds)
+            parts.append(f"steady state, {rounds[0][1]['measured_requests']} measured requests a run:\n\n" + table)
+            verdicts.append(verdict)
+        texts.append("\n\n".join(parts))
+        sets.append((label, forming, rounds))
+    out = "\n\n".join(texts) + ("\n\n" + "\n".join(verdicts) if verdicts else "")
     print(out)
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(out + "\n")
     if a.plot:
-        plot(pairs, a.plot)
+        plot(sets, a.plot)
 
 
 if __name__ == "__main__":

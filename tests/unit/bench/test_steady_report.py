@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""bench/steady_report.py on hand-made `bench rag --windows` runs whose every figure is known: the
-per-span table (share, TTFT p50/p99, completions), the whole-run rows, the last span's ratios
-against issue 63's targets (met at the bounds, missed past them), two pairs at once, and runs of
-unequal --windows refused."""
+"""bench/steady_report.py on hand-made `bench rag` runs whose every figure is known: the forming
+run's spans (share, background rows, TTFT, TPOT, completions), each round's lazy and balanced with
+their ratios, the geometric mean of the rounds against issue 63's targets (met at the bounds,
+missed past them), a round cut before its balanced run left out, two rates at once, and a
+directory with no runs refused."""
 import json
 import os
 import subprocess
@@ -12,14 +13,13 @@ import tempfile
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../bench/steady_report.py")
 
 
-def write_run(path, p50s, shares, completed, background=None):
-    windows = [{"start_s": 10 * i, "end_s": 10 * (i + 1), "requests": 5, "conditioned_share": shares[i],
-                "ttft_p50_ms": p50s[i], "ttft_p99_ms": 3 * p50s[i], "completed_per_s": completed[i],
-                "tpot_p50_ms": p50s[i] / 10, "background_rows": 64 * i if background else 0}
-               for i in range(len(p50s))]
-    run = {"measured_requests": 5 * len(p50s), "windows": windows, "ttft_p50_ms": sum(p50s) / len(p50s),
-           "ttft_p99_ms": 3 * max(p50s), "requests_per_s": sum(completed) / len(completed),
-           "conditioned": background or {}}
+def write_run(path, p50, req_s, windows=None, served=0, lookups=0, work=None):
+    windows = windows or [{"start_s": 0, "end_s": 10, "requests": 5, "conditioned_share": 0, "ttft_p50_ms": p50,
+                           "ttft_p99_ms": 3 * p50, "tpot_p50_ms": p50 / 10, "completed_per_s": req_s,
+                           "background_rows": 0}]
+    conditioned = {"lookups": lookups, "served": served, **(work or {})}
+    run = {"measured_requests": 20, "windows": windows, "ttft_p50_ms": p50, "ttft_p99_ms": 3 * p50,
+           "requests_per_s": req_s, "conditioned": conditioned}
     with open(path, "w") as f:
         json.dump({"runs": [run]}, f)
 
@@ -30,36 +30,48 @@ def run(*args):
 
 def main():
     with tempfile.TemporaryDirectory() as d:
-        lazy, balanced, slow = (os.path.join(d, n + ".json") for n in ("lazy", "balanced", "slow"))
-        write_run(lazy, [200, 200, 200], [0, 0, 0], [1.0, 1.0, 1.0])
+        six, nine = os.path.join(d, "six"), os.path.join(d, "nine")
+        os.makedirs(six)
+        os.makedirs(nine)
+        spans = [{"start_s": 10 * i, "end_s": 10 * (i + 1), "requests": 5, "conditioned_share": s,
+                  "ttft_p50_ms": p, "ttft_p99_ms": 3 * p, "tpot_p50_ms": p / 10, "completed_per_s": 0.5,
+                  "background_rows": rows} for i, (s, p, rows) in enumerate([(0.5, 150, 4096), (0.9, 100, 0)])]
         work = {"background_done": 7, "background_cancelled": 2, "background_refused": 0, "background_rows": 4096}
-        # At the bounds: p50 230 = 1.15x, completions 0.9 = 0.9x.
-        write_run(balanced, [260, 240, 230], [0, 0.25, 0.5], [0.8, 0.9, 0.9], work)
-        r = run("0.6 S=" + lazy + "," + balanced)
+        write_run(os.path.join(six, "forming.json"), 120, 0.5, spans, 70, 100, work)
+        # Round 1: 1.10x and 1.0x; round 2: 1.2x and 0.81x: geometric means 1.149x and 0.9x (the bounds).
+        write_run(os.path.join(six, "round1_lazy.json"), 100, 1.0)
+        write_run(os.path.join(six, "round1_balanced.json"), 110, 1.0, served=90, lookups=100)
+        write_run(os.path.join(six, "round2_lazy.json"), 100, 1.0)
+        write_run(os.path.join(six, "round2_balanced.json"), 120, 0.81, served=90, lookups=100)
+        write_run(os.path.join(six, "round3_lazy.json"), 100, 1.0)  # cut before its balanced run
+        r = run("0.6 S=" + six)
         assert r.returncode == 0, r.stderr
         out = r.stdout
-        assert "| 2 | 25% | 200 / 240 | 600 / 720 | 20.0 / 24.0 | 1.000 / 0.900 | 64 |" in out, out
-        assert "| balanced | 243 | 780 | 0.867 | 7 / 2 / 0 | 4096 |" in out, out
-        assert "| lazy | 200 | 600 | 1.000 | - | - |" in out, out
-        assert ("0.6 S, last span: TTFT p50 1.15x lazy's (target <= 1.15x: met), completions 0.90x "
-                "(target >= 0.9x: met), conditioned share 50%, TPOT p50 1.15x") in out, out
-        # Past the bounds, as a second pair in the same report.
-        write_run(slow, [300, 300, 300], [0.1, 0.2, 0.3], [0.8, 0.8, 0.8], work)
-        out = run("0.6 S=" + lazy + "," + balanced, "0.9 S=" + lazy + "," + slow).stdout
-        assert ("0.9 S, last span: TTFT p50 1.50x lazy's (target <= 1.15x: missed), completions 0.80x "
-                "(target >= 0.9x: missed)") in out, out
-        assert "0.6 S, last span" in out, out
-        # Runs of other --windows do not pair.
-        write_run(slow, [300, 300], [0.1, 0.2], [0.8, 0.8], work)
-        r = run("x=" + lazy + "," + slow)
-        assert r.returncode != 0 and "same --windows" in r.stderr, r.stderr
+        assert "| 0-10 | 50% | 4096 | 150 | 450 | 15.0 | 0.500 |" in out, out
+        assert "| 10-20 | 90% | 0 | 100 | 300 | 10.0 | 0.500 |" in out, out
+        assert "copies made 7, jobs cancelled 2, refused 0, background rows 4096" in out, out
+        assert "| 1 | 100 / 110 | 1.10x | 300 / 330 | 10.0 / 11.0 | 1.000 / 1.000 | 1.00x | 90% |" in out, out
+        assert "| 3 |" not in out, out
+        assert ("0.6 S, steady state over 2 rounds (geometric mean, range): TTFT p50 1.15x lazy's (1.10-1.20; "
+                "target <= 1.15x: met), req/s 0.90x (0.81-1.00; target >= 0.9x: met)") in out, out
+        # Past the bounds, as a second rate in the same report (rounds only, no forming run).
+        write_run(os.path.join(nine, "round1_lazy.json"), 100, 1.0)
+        write_run(os.path.join(nine, "round1_balanced.json"), 130, 0.8, served=90, lookups=100)
+        out = run("0.6 S=" + six, "0.9 S=" + nine).stdout
+        assert ("0.9 S, steady state over 1 rounds (geometric mean, range): TTFT p50 1.30x lazy's (1.30-1.30; "
+                "target <= 1.15x: missed), req/s 0.80x (0.80-0.80; target >= 0.9x: missed)") in out, out
+        assert "0.6 S, steady state" in out and "forming" in out, out
+        empty = os.path.join(d, "empty")
+        os.makedirs(empty)
+        r = run("x=" + empty)
+        assert r.returncode != 0 and "no forming.json" in r.stderr, r.stderr
         try:
             import matplotlib  # noqa: F401  (the figure is optional: run_bench.sh installs matplotlib)
         except ImportError:
             print("matplotlib not installed: --plot not tested")
         else:
             png = os.path.join(d, "steady.png")
-            assert run("0.6 S=" + lazy + "," + balanced, "--plot", png).returncode == 0
+            assert run("0.6 S=" + six, "0.9 S=" + nine, "--plot", png).returncode == 0
             with open(png, "rb") as f:
                 assert f.read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG"
     print("ok")
