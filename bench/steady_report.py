@@ -106,28 +106,36 @@ def rounds_table(label, rounds):
 
 def plot(sets, path):
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for label, forming, rounds in sets:
-        if forming:
+    formed = [(label, f) for label, f, _ in sets if f]
+    rounds_of = [(label, r) for label, _, r in sets if r]
+    fig, axes = plt.subplots(1, 2 + bool(formed), figsize=(4.4 * (2 + bool(formed)), 3.8), squeeze=False)
+    axes = list(axes[0])
+    if formed:
+        ax = axes.pop(0)
+        for label, forming in formed:
             mid = [(w["start_s"] + w["end_s"]) / 2 for w in forming["windows"]]
-            axes[0].plot(mid, [100 * w["conditioned_share"] for w in forming["windows"]], "o-", label=label)
-        if rounds:
-            xs = [n for n, _, _ in rounds]
-            line, = axes[1].plot(xs, [b["ttft_p50_ms"] for _, _, b in rounds], "o-", label=f"{label} balanced")
-            axes[1].plot(xs, [lz["ttft_p50_ms"] for _, lz, _ in rounds], "s--", color=line.get_color(), alpha=0.6,
-                         label=f"{label} lazy")
-            line, = axes[2].plot(xs, [b["requests_per_s"] for _, _, b in rounds], "o-", label=f"{label} balanced")
-            axes[2].plot(xs, [lz["requests_per_s"] for _, lz, _ in rounds], "s--", color=line.get_color(), alpha=0.6,
-                         label=f"{label} lazy")
-    axes[0].set(title="forming: lookups served by conditioned copies", xlabel="seconds into the run", ylabel="%",
-                ylim=(0, 100))
-    axes[1].set(title="steady state: TTFT p50 per round", xlabel="round", ylabel="ms")
-    axes[2].set(title="steady state: completions per second", xlabel="round", ylabel="req/s")
+            ax.plot(mid, [100 * w["conditioned_share"] for w in forming["windows"]], "o-", label=label)
+        ax.set(title="forming: lookups served by conditioned copies", xlabel="seconds into the run", ylabel="%",
+               ylim=(0, 100))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    # Each set's balanced/lazy ratio per round: the rounds' absolute times drift with the host.
+    for label, rounds in rounds_of:
+        xs = [n for n, _, _ in rounds]
+        axes[0].plot(xs, [ratio(b["ttft_p50_ms"], lz["ttft_p50_ms"]) for _, lz, b in rounds], "o-", label=label)
+        axes[1].plot(xs, [ratio(b["requests_per_s"], lz["requests_per_s"]) for _, lz, b in rounds], "o-",
+                     label=label)
+    axes[0].axhline(TTFT_TARGET, color="red", linestyle=":", label=f"target <= {TTFT_TARGET}x")
+    axes[1].axhline(THROUGHPUT_TARGET, color="red", linestyle=":", label=f"target >= {THROUGHPUT_TARGET}x")
+    axes[0].set(title="steady state: balanced TTFT p50 / lazy's", xlabel="round", ylabel="ratio", yscale="log")
+    axes[1].set(title="steady state: balanced req/s / lazy's", xlabel="round", ylabel="ratio")
     for ax in axes:
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
