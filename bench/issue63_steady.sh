@@ -18,7 +18,7 @@
 #   bench/issue63_steady.sh [FORM=240] [ROUNDS=3] [ROUND=120] [FRACTIONS="0.6 0.9"]
 #   S_COLD=1.54 S=5.40 bench/issue63_steady.sh 0     (both known, the store formed: rounds only)
 # Writes bench/out/steady/{forming.json,closed/,cold_F/,store_F/} and bench/out/steady.txt
-# (ignored by git); ~50 minutes with the defaults.
+# (ignored by git); ~40 minutes with the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 form=${1:-240}

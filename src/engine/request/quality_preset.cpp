@@ -48,7 +48,7 @@ std::string quality_preset_help() {
            "balanced (default): damped sinks (damp=16:-2) and neighbour-conditioned copies where they exist "
            "(neighbours=1@ready), made in the background for documents seen in 2 requests: 28.8% on the 500 "
            "(+6.4 points, p = 0.0008) and ahead on the held-out families pooled, significantly worse on no "
-           "family; TTFT 0.8-1.25x fast's on a saturated stream; "
+           "family; in steady state (copies made) TTFT p50 0.73-1.20x fast's and throughput 0.98-1.02x; "
            "accurate: balanced's copies and each document's first 10% recomputed instead of the damping: 28.8% "
            "(recompute=10% alone; as a preset not measured yet), TTFT 1.62x in RAM. Figures: SmolLM2-135M, "
            "docs/benchmarks.md section 4. A request's document_reuse still wins";
