@@ -10,6 +10,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_check import check_plot  # noqa: E402
+
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../bench/preset_evidence.py")
 
 
@@ -73,15 +76,7 @@ def main():
         progress(f, ["accurate"], [("hop", {"accurate": True})] * 5)
         r = subprocess.run([sys.executable, SCRIPT, "e=" + e + "+" + f], capture_output=True, text=True)
         assert r.returncode != 0 and "not the same questions" in r.stderr, r.stderr
-        try:
-            import matplotlib  # noqa: F401  (the figure is optional: run_bench.sh installs matplotlib)
-        except ImportError:
-            print("matplotlib not installed: --plot not tested")
-        else:
-            png = os.path.join(d, "presets.png")
-            run("a=" + a, "c=" + c + "#bridge", "--plot", png, "--label", "balanced+damp", "the new balanced")
-            with open(png, "rb") as f:
-                assert f.read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG"
+        check_plot(SCRIPT, ["a=" + a, "c=" + c + "#bridge", "--label", "balanced+damp", "the new balanced"], d)
     print("ok")
 
 

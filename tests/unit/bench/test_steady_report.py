@@ -10,6 +10,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_check import check_plot  # noqa: E402
+
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../bench/steady_report.py")
 
 
@@ -65,15 +68,7 @@ def main():
         os.makedirs(empty)
         r = run("x=" + empty)
         assert r.returncode != 0 and "no forming.json" in r.stderr, r.stderr
-        try:
-            import matplotlib  # noqa: F401  (the figure is optional: run_bench.sh installs matplotlib)
-        except ImportError:
-            print("matplotlib not installed: --plot not tested")
-        else:
-            png = os.path.join(d, "steady.png")
-            assert run("0.6 S=" + six, "0.9 S=" + nine, "--plot", png).returncode == 0
-            with open(png, "rb") as f:
-                assert f.read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG"
+        check_plot(SCRIPT, ["0.6 S=" + six, "0.9 S=" + nine], d)
     print("ok")
 
 
