@@ -44,6 +44,18 @@ report() {
     echo "$out/issue63_$name.txt"
 }
 
+# One run into issue63_NAME.{progress.jsonl,json,txt}, its progress lines in issue63_NAME.log:
+#   run_logged NAME bench quality ...
+run_logged() {
+    local name=$1
+    shift
+    local log=$out/issue63_$name.log
+    echo "start $(date -u +%FT%TZ) pid $$, $("$bin" --version | tr '\n' ' ')" >>"$log"
+    nice -n 19 "$bin" "$@" --resume "$out/issue63_$name.progress.jsonl" --json "$out/issue63_$name.json" \
+        >"$out/issue63_$name.txt" 2>>"$log"
+    echo "$name done $(date -u +%FT%TZ)" >>"$log"
+}
+
 # One held-out family alone, into its own progress file (issue63_FAMILY.progress.jsonl), with the
 # variants the decision needs (fast = lazy, balanced as it becomes with the damped sinks, and full
 # attention for the gap): several families then run side by side, one core each. The questions are
@@ -57,11 +69,7 @@ if [[ "${1:-}" == family ]]; then
         report "$family" "${one_family[@]}"
         exit 0
     fi
-    log=$out/issue63_$family.log
-    echo "start $(date -u +%FT%TZ) pid $$, $("$bin" --version | tr '\n' ' ')" >>"$log"
-    nice -n 19 "$bin" "${one_family[@]}" --resume "$out/issue63_$family.progress.jsonl" \
-        --json "$out/issue63_$family.json" >"$out/issue63_$family.txt" 2>>"$log"
-    echo "$family done $(date -u +%FT%TZ)" >>"$log"
+    run_logged "$family" "${one_family[@]}"
     exit 0
 fi
 
@@ -70,14 +78,8 @@ fi
 # as the combined run, so two such processes (lazy and accurate, one core each) pair question by
 # question: `preset_evidence.py --candidate accurate 500=A.progress.jsonl+B.progress.jsonl`.
 if [[ "${1:-}" == variant ]]; then
-    variant=$2
-    file=${3:-$variant}
-    one_variant=(bench quality --model $model --threads 1 --concurrency 1 --questions 486 --seed 1 --variants "$variant")
-    log=$out/issue63_500_$file.log
-    echo "start $(date -u +%FT%TZ) pid $$, $("$bin" --version | tr '\n' ' ')" >>"$log"
-    nice -n 19 "$bin" "${one_variant[@]}" --resume "$out/issue63_500_$file.progress.jsonl" \
-        --json "$out/issue63_500_$file.json" >"$out/issue63_500_$file.txt" 2>>"$log"
-    echo "$variant done $(date -u +%FT%TZ)" >>"$log"
+    run_logged "500_${3:-$2}" bench quality --model $model --threads 1 --concurrency 1 --questions 486 --seed 1 \
+        --variants "$2"
     exit 0
 fi
 
