@@ -49,8 +49,9 @@ std::string quality_preset_help() {
            "(neighbours=1@ready), made in the background for documents seen in 2 requests: 28.8% on the 500 "
            "(+6.4 points, p = 0.0008) and ahead on the held-out families pooled, significantly worse on no "
            "family; in steady state (copies made) TTFT p50 0.73-1.20x fast's and throughput 0.98-1.02x; "
-           "accurate: balanced's copies and each document's first 10% recomputed instead of the damping: 28.8% "
-           "(recompute=10% alone; as a preset not measured yet), TTFT 1.62x in RAM. Figures: SmolLM2-135M, "
+           "accurate: balanced's copies and each document's first 10% recomputed instead of the damping: 27.7% "
+           "against fast's 23.4% on 466 of the 500 (+4.3, p = 0.038), no better than balanced on this model, "
+           "TTFT 1.62x in RAM. Figures: SmolLM2-135M, "
            "docs/benchmarks.md section 4. A request's document_reuse still wins";
 }
 
