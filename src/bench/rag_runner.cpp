@@ -107,7 +107,9 @@ Expected<RunResult> run_workload(const Workload& w, model::Model& model, const t
             const double wait = w.arrival_s[next] * 1000.0 - (now_ms() - t0);
             if (wait > 0) std::this_thread::sleep_for(std::chrono::microseconds(int64_t(wait * 1000)));
         }
-        if (const int64_t rows = s.stats().background_rows - before.background_rows;
+        // Only runs that make copies in the background read the stats (a copy of them) each step.
+        if (const int64_t rows =
+                config.engine.condition_after > 0 ? s.stats().background_rows - before.background_rows : 0;
             rows != (r.background_rows_at.empty() ? 0 : r.background_rows_at.back().second)) {
             r.background_rows_at.emplace_back((now_ms() - t0) / 1000.0, rows);
         }
